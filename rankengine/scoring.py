@@ -1,0 +1,232 @@
+"""Scores, members and metadata: what a board accepts, and how a score
+becomes the ``primary`` half of an index key.
+
+Every check here runs *before* a board mutates anything, so a bad value is
+reported with a clear error and leaves the board unchanged.
+
+Supported values
+----------------
+score
+    ``int`` (any size: Python ints are exact, there is no 2^53 limit) or
+    ``float`` (``+inf`` and ``-inf`` allowed, NaN refused).  ``bool`` is
+    refused (``True`` is an ``int`` in Python, but a score of ``True`` is
+    almost always a bug).  Integer-like and float-like objects (NumPy scalars)
+    are converted to ``int``/``float``; ``Fraction`` and ``Decimal`` are
+    refused rather than silently rounded.
+composite score
+    On a board created with several column directions, e.g.
+    ``order=("desc", "asc")``, a score is a tuple with one number per column.
+member
+    ``str``, ``bytes`` or ``int`` (not ``bool``).  On a board that breaks ties
+    by member, all members must be of one type so that they compare.
+metadata
+    A ``dict`` with ``str`` keys whose values are ``None``, ``bool``, ``int``,
+    ``float``, ``str``, ``bytes``, lists/tuples or dicts of those: exactly what
+    the event log can store.  It is copied on the way in.
+
+>>> codec = ScoreCodec(("desc", "asc"))
+>>> codec.primary((10, 3))
+(10, -3)
+>>> codec.score(codec.primary((10, 3)))
+(10, 3)
+>>> check_score(float("nan"))
+Traceback (most recent call last):
+...
+ValueError: score must not be NaN
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeAlias
+
+__all__ = [
+    "Member",
+    "Order",
+    "Score",
+    "ScoreCodec",
+    "check_member",
+    "check_meta",
+    "check_score",
+]
+
+Order: TypeAlias = Literal["desc", "asc"]
+Number: TypeAlias = int | float
+Score: TypeAlias = int | float | tuple[int | float, ...]
+Member: TypeAlias = str | bytes | int
+
+#: Deepest nesting accepted in metadata.  Metadata is a small record (name,
+#: avatar, country); a deeper value is a mistake, and a bound keeps the copy
+#: and the log encoder from recursing without limit.
+MAX_META_DEPTH: Final = 16
+
+_ORDERS: Final = ("desc", "asc")
+
+
+def check_score(score: object, what: str = "score") -> Number:
+    """Return ``score`` as an ``int`` or ``float``, or raise.
+
+    Runtime complexity: O(1)
+
+    >>> check_score(3), check_score(2.5), check_score(float("-inf"))
+    (3, 2.5, -inf)
+    >>> check_score(True)
+    Traceback (most recent call last):
+    ...
+    TypeError: score must be an int or a float, not bool
+    """
+    kind = type(score)
+    if kind is int:
+        return score  # type: ignore[return-value]
+    if kind is float:
+        if score != score:
+            raise ValueError(f"{what} must not be NaN")
+        return score  # type: ignore[return-value]
+    if isinstance(score, bool) or not isinstance(score, numbers.Real):
+        raise TypeError(f"{what} must be an int or a float, not {kind.__name__}")
+    if isinstance(score, numbers.Integral):
+        return int(score)
+    if isinstance(score, numbers.Rational):
+        raise TypeError(
+            f"{what} must be an int or a float, not {kind.__name__} "
+            "(convert it yourself: rankengine will not round it silently)"
+        )
+    value = float(score)
+    if math.isnan(value):
+        raise ValueError(f"{what} must not be NaN")
+    return value
+
+
+def check_member(member: object) -> None:
+    """Raise ``TypeError`` unless ``member`` is a ``str``, ``bytes`` or ``int``.
+
+    Runtime complexity: O(1)
+
+    >>> check_member("player:1")
+    >>> check_member(["a"])
+    Traceback (most recent call last):
+    ...
+    TypeError: member must be str, bytes or int, not list
+    """
+    kind = type(member)
+    if kind is str or kind is int or kind is bytes:
+        return
+    if isinstance(member, bool) or not isinstance(member, (str, bytes, int)):
+        raise TypeError(f"member must be str, bytes or int, not {kind.__name__}")
+
+
+def check_meta(meta: object) -> dict[str, Any]:
+    """Validate metadata and return a deep copy of it.
+
+    Runtime complexity: O(size of the metadata)
+
+    >>> check_meta({"name": "Ada", "tags": ["a", "b"]})
+    {'name': 'Ada', 'tags': ['a', 'b']}
+    >>> check_meta({"when": object()})
+    Traceback (most recent call last):
+    ...
+    TypeError: metadata value at ['when'] has unsupported type object
+    """
+    if not isinstance(meta, Mapping):
+        raise TypeError(f"metadata must be a dict, not {type(meta).__name__}")
+    copied = _copy_meta(meta, [], 0)
+    assert isinstance(copied, dict)
+    return copied
+
+
+def _copy_meta(value: object, path: list[object], depth: int) -> object:
+    if depth > MAX_META_DEPTH:
+        raise ValueError(f"metadata nested deeper than {MAX_META_DEPTH} levels")
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"metadata keys must be str, not {type(key).__name__} at {path}")
+            out[key] = _copy_meta(item, [*path, key], depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_copy_meta(item, [*path, i], depth + 1) for i, item in enumerate(value)]
+    raise TypeError(f"metadata value at {path} has unsupported type {type(value).__name__}")
+
+
+class ScoreCodec:
+    """Turns user scores into index primaries and back.
+
+    The index always sorts ascending.  A scalar score is its own primary (a
+    descending board simply reads the index from the other end).  A composite
+    score ``(c0, c1, ...)`` becomes a tuple in which every column whose
+    direction differs from column 0's is negated, so that plain tuple order is
+    the board's order.  Negation is exact for ints and floats, so nothing is
+    rounded.
+
+    Runtime complexity: O(columns) per conversion.
+
+    >>> ScoreCodec("desc").primary(7)
+    7
+    >>> ScoreCodec(("asc", "desc", "asc")).primary((1, 2, 3))
+    (1, -2, 3)
+    """
+
+    __slots__ = ("_flip", "columns", "descending", "directions")
+
+    def __init__(self, order: Order | tuple[Order, ...]) -> None:
+        directions = (order,) if isinstance(order, str) else tuple(order)
+        if not directions:
+            raise ValueError("order needs at least one column direction")
+        for direction in directions:
+            if direction not in _ORDERS:
+                raise ValueError(f"order must be 'desc' or 'asc' (or a tuple of them), not {direction!r}")
+        self.directions: tuple[Order, ...] = directions
+        self.columns: int | None = None if isinstance(order, str) else len(directions)
+        self.descending: bool = directions[0] == "desc"
+        self._flip = tuple(direction != directions[0] for direction in directions)
+
+    def check(self, score: object, what: str = "score") -> Score:
+        """Validate a score for this board and return it normalised."""
+        if self.columns is None:
+            return check_score(score, what)
+        if not isinstance(score, (tuple, list)):
+            raise TypeError(
+                f"{what} must be a tuple of {self.columns} numbers on this composite board, "
+                f"not {type(score).__name__}"
+            )
+        if len(score) != self.columns:
+            raise ValueError(f"{what} must have {self.columns} columns, not {len(score)}")
+        return tuple(check_score(value, what) for value in score)
+
+    def primary(self, score: Score) -> Any:
+        """The index primary of a valid score."""
+        if self.columns is None:
+            return score
+        assert isinstance(score, tuple)
+        return tuple(-v if flip else v for v, flip in zip(score, self._flip, strict=True))
+
+    # The mapping is its own inverse: negating twice gives the column back.
+    score = primary
+
+    def add(self, score: Score, delta: Score) -> Score:
+        """``score + delta`` column by column; raise before a NaN appears."""
+        if self.columns is None:
+            result = score + delta  # type: ignore[operator]
+            if result != result:
+                raise ValueError(f"increment would make the score NaN ({score!r} + {delta!r})")
+            return result  # type: ignore[no-any-return]
+        assert isinstance(score, tuple) and isinstance(delta, tuple)
+        out = []
+        for old, step in zip(score, delta, strict=True):
+            value = old + step
+            if value != value:
+                raise ValueError(f"increment would make the score NaN ({score!r} + {delta!r})")
+            out.append(value)
+        return tuple(out)
+
+    def better(self, a: Score, b: Score) -> bool:
+        """True when score ``a`` ranks strictly ahead of score ``b``."""
+        pa, pb = self.primary(a), self.primary(b)
+        return bool(pa > pb) if self.descending else bool(pa < pb)
