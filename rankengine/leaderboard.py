@@ -41,6 +41,7 @@ in the index; dense keeps a count per distinct score (built on first use).
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
@@ -904,6 +905,68 @@ class Leaderboard:
         from rankengine.combine import combine
 
         return combine(cls, boards, weights, aggregate, intersect=True, config=config)
+
+    # ------------------------------------------------------------------
+    # Durability seams: export / restore the whole state
+    # ------------------------------------------------------------------
+    def _export(self) -> Iterator[tuple[Member, Score, int, dict[str, Any] | None]]:
+        """Every member as ``(member, score, clock, meta)`` in ascending index
+        order (the order :meth:`_restore` bulk-loads without sorting).
+
+        Call it under the board's lock and consume it before writing.  On a
+        ``tie_break="member"`` board the clock of every member is 0.
+        """
+        score = self._codec.score
+        first = self._tie_break == "first"
+        meta = self._meta
+        for primary, tie, member in self._index.iter_range(0, len(self._index)):
+            clock = abs(tie) if first else 0
+            yield member, score(primary), clock, meta.get(member)
+
+    def _restore(
+        self, rows: Iterable[tuple[Member, Score, int, dict[str, Any] | None]], clock: int
+    ) -> None:
+        """Replace the whole state with ``rows`` (as :meth:`_export` yields them)
+        and set the logical clock; bulk-builds the index in O(N) when the rows
+        arrive in index order (else sorts them first).  Rows are trusted: they
+        come from a checksummed snapshot.
+        """
+        with self._lock:
+            codec = self._codec
+            first = self._tie_break == "first"
+            desc = self._desc
+            primaries: dict[Any, Any] = {}
+            ties: dict[Any, int] = {}
+            metas: dict[Any, dict[str, Any]] = {}
+            index_rows: list[tuple[Any, Any, Any]] = []
+            for member, value, member_clock, data in rows:
+                primary = codec.primary(tuple(value) if isinstance(value, list) else value)
+                tie: Any = (-member_clock if desc else member_clock) if first else member
+                primaries[member] = primary
+                if first:
+                    ties[member] = tie
+                if data is not None:
+                    metas[member] = data
+                index_rows.append((primary, tie, member))
+            if any(_key_of_row(a) >= _key_of_row(b) for a, b in zip(index_rows, index_rows[1:])):
+                index_rows.sort(key=_key_of_row)
+            self._primary, self._tie, self._meta = primaries, ties, metas
+            self._clock = clock
+            self._member_type = type(index_rows[0][2]) if index_rows else None
+            self._index.build(index_rows)
+            self._counts = None
+            self._distinct = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], **options: Any) -> Leaderboard:
+        """Open (or create) a durable board stored in directory ``path``.
+
+        See :mod:`rankengine.durable` for the options (``fsync`` policy,
+        compaction thresholds, what happens to a torn tail).
+        """
+        from rankengine.durable import open_board
+
+        return open_board(cls, path, **options)
 
     # ------------------------------------------------------------------
     # Invariants
