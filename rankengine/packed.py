@@ -1,0 +1,152 @@
+"""Packed scores: score and first-to-reach time folded into one double.
+
+Stores whose score is an IEEE double (Redis sorted sets, most databases'
+``REAL`` columns) cannot hold the engine's exact composite key
+``(score, tie)``.  The classic trick packs both into one number::
+
+    packed = score * 2**bits + (MAX_T - t)          (descending boards)
+    packed = score * 2**bits + t                    (ascending boards)
+
+    bits   = number of bits needed for the window's last tick
+    t      = ticks since the window start (resolution seconds a tick)
+    MAX_T  = 2**bits - 1
+
+so a higher score always wins and, on equal scores, the earlier time wins
+(``MAX_T - t`` is larger for earlier ``t``).  A double holds every integer
+of magnitude up to 2**53 exactly; past that neighbouring packed values
+collapse and ties silently reorder (a long-standing complaint about the
+trick).  :class:`PackedScore` therefore refuses, with a clear error, any
+value whose packed form would pass 2**53, and tells you the largest score
+the window allows.
+
+The engine itself never needs this: its in-process key is the exact tuple
+``(score, clock)`` of Python values, with no 2**53 limit.
+
+>>> week = PackedScore(window_start=0, window_length=7 * 86400)
+>>> week.bits
+20
+>>> a, b = week.pack(100, t=3600), week.pack(100, t=7200)
+>>> a > b          # same score: the earlier one ranks first
+True
+>>> week.unpack(a)
+(100, 3600.0)
+>>> week.max_score
+8589934591
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Final
+
+__all__ = ["EXACT_LIMIT", "PackedScore"]
+
+#: Largest magnitude at which every integer is exactly representable as an
+#: IEEE-754 double (53-bit significand).
+EXACT_LIMIT: Final = 2**53
+
+
+class PackedScore:
+    """Pack ``(integer score, time)`` into one integer that a double holds exactly.
+
+    :param window_start: POSIX seconds where tick 0 begins.
+    :param window_length: seconds the window lasts; fixes ``bits``.
+    :param resolution: seconds per tick (1.0 = one-second tie resolution).
+    :param descending: True when higher scores rank first (earlier time wins
+        ties either way).
+
+    Runtime complexity: O(1) per pack/unpack.
+
+    >>> day = PackedScore(0, 86400, resolution=0.001)
+    >>> day.bits, day.unpack(day.pack(-5, 12.5))
+    (27, (-5, 12.5))
+    """
+
+    __slots__ = (
+        "bits",
+        "descending",
+        "max_score",
+        "max_tick",
+        "min_score",
+        "resolution",
+        "window_start",
+    )
+
+    def __init__(
+        self,
+        window_start: float,
+        window_length: float,
+        *,
+        resolution: float = 1.0,
+        descending: bool = True,
+    ) -> None:
+        for name, value in (
+            ("window_start", window_start),
+            ("window_length", window_length),
+            ("resolution", resolution),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise ValueError(f"{name} must be a finite number, not {value!r}")
+        if window_length <= 0 or resolution <= 0:
+            raise ValueError("window_length and resolution must be positive")
+        self.window_start = float(window_start)
+        self.resolution = float(resolution)
+        self.descending = descending
+        last_tick = math.ceil(window_length / resolution)
+        self.bits: int = max(last_tick.bit_length(), 1)
+        self.max_tick: int = (1 << self.bits) - 1
+        if self.bits >= 53:
+            raise ValueError(
+                f"a window of {window_length} s at {resolution} s resolution needs "
+                f"{self.bits} bits for time alone: no room is left for a score below 2**53"
+            )
+        # score * 2**bits + r with 0 <= r <= max_tick must stay within +-2**53
+        self.max_score: int = (EXACT_LIMIT - self.max_tick) >> self.bits
+        self.min_score: int = -(EXACT_LIMIT >> self.bits)
+
+    def ticks(self, t: float) -> int:
+        """Whole ticks from the window start to ``t``; ``ValueError`` outside the window."""
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+            raise ValueError(f"time must be a finite number, not {t!r}")
+        tick = math.floor((t - self.window_start) / self.resolution)
+        if not 0 <= tick <= self.max_tick:
+            raise ValueError(
+                f"time {t} is outside the window (tick {tick} not in 0..{self.max_tick})"
+            )
+        return tick
+
+    def pack(self, score: int | float, t: float) -> int:
+        """The packed value (an int; ``float()`` of it is exact).
+
+        :raises TypeError: ``score`` is not an integer.
+        :raises ValueError: the packed value would pass 2**53 (precision would be lost).
+        """
+        if isinstance(score, float) and score.is_integer():
+            score = int(score)
+        if isinstance(score, bool) or not isinstance(score, int):
+            raise TypeError(f"packed scores hold integer scores only, not {score!r}")
+        if not self.min_score <= score <= self.max_score:
+            raise ValueError(
+                f"score {score} cannot be packed exactly: with {self.bits} bits of time the "
+                f"score must lie in {self.min_score}..{self.max_score} to stay within 2**53"
+            )
+        tick = self.ticks(t)
+        rest = self.max_tick - tick if self.descending else tick
+        return (score << self.bits) + rest
+
+    def unpack(self, packed: int | float) -> tuple[int, float]:
+        """``(score, time)`` back from a packed value (time at tick resolution)."""
+        if isinstance(packed, float):
+            if not packed.is_integer() or abs(packed) > EXACT_LIMIT:
+                raise ValueError(f"{packed!r} is not an exact packed value")
+            packed = int(packed)
+        if isinstance(packed, bool) or not isinstance(packed, int):
+            raise TypeError(f"packed value must be an int or float, not {type(packed).__name__}")
+        score = packed >> self.bits
+        rest = packed & self.max_tick
+        tick = self.max_tick - rest if self.descending else rest
+        return score, self.window_start + tick * self.resolution

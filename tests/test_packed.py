@@ -1,0 +1,60 @@
+"""Packed scores: round trips, ordering, and the 2**53 guard."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rankengine.packed import EXACT_LIMIT, PackedScore
+
+WEEK = 7 * 86400
+
+
+@given(
+    score=st.integers(min_value=-(2**32), max_value=2**32),
+    t=st.integers(min_value=0, max_value=WEEK),
+    descending=st.booleans(),
+)
+def test_round_trip_is_exact_through_a_double(score: int, t: int, descending: bool) -> None:
+    packer = PackedScore(0, WEEK, descending=descending)
+    packed = packer.pack(score, t)
+    assert float(packed) == packed  # a double holds it exactly
+    assert packer.unpack(float(packed)) == (score, float(t))
+
+
+@given(
+    a=st.tuples(st.integers(-1000, 1000), st.integers(0, WEEK)),
+    b=st.tuples(st.integers(-1000, 1000), st.integers(0, WEEK)),
+)
+def test_packed_order_is_score_then_earlier_time(a: tuple[int, int], b: tuple[int, int]) -> None:
+    packer = PackedScore(0, WEEK)
+    pa, pb = float(packer.pack(*a)), float(packer.pack(*b))
+    # descending board: higher score first, then earlier time first
+    expected_a_first = (a[0], -a[1]) > (b[0], -b[1])
+    assert (pa > pb) == expected_a_first or a == b
+
+
+def test_guard_raises_before_precision_is_lost() -> None:
+    packer = PackedScore(0, WEEK)
+    top = packer.pack(packer.max_score, 0)
+    assert top <= EXACT_LIMIT
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        packer.pack(packer.max_score + 1, 0)
+    with pytest.raises(ValueError, match="2\\*\\*53"):
+        packer.pack(packer.min_score - 1, WEEK)
+    # one past the limit really would have collapsed: show that the guard is needed
+    unsafe = ((packer.max_score + 1) << packer.bits) + packer.max_tick
+    assert unsafe > EXACT_LIMIT
+
+
+def test_bad_inputs() -> None:
+    packer = PackedScore(1000, 60)
+    with pytest.raises(ValueError, match="outside the window"):
+        packer.pack(1, 999)
+    with pytest.raises(TypeError, match="integer"):
+        packer.pack(1.5, 1000)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive"):
+        PackedScore(0, 0)
+    with pytest.raises(ValueError, match="no room"):
+        PackedScore(0, 2.0**60)
