@@ -1,0 +1,8 @@
+"""``python -m rankengine`` runs the command line."""
+
+import sys
+
+from rankengine.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
