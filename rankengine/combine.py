@@ -77,7 +77,7 @@ def combine(
     metas: dict[Any, dict[str, Any]] = {}
     for board, weight in zip(inputs, factors, strict=True):
         with board._lock:
-            rows = board.items()
+            rows: list[tuple[Any, Any]] = board.items()  # scalar scores: checked above
             board_meta = dict(board._meta)
         for member, score in rows:
             value = weight * score

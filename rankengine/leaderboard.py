@@ -40,6 +40,7 @@ in the index; dense keeps a count per distinct score (built on first use).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import threading
@@ -128,7 +129,8 @@ class Leaderboard:
     >>> board.incr("bob", 25)
     25
     >>> board.top(2)
-    [Entry(member='bob', score=25, rank=1, meta=None), Entry(member='ann', score=10, rank=2, meta=None)]
+    [Entry(member='bob', score=25, rank=1, meta=None),
+     Entry(member='ann', score=10, rank=2, meta=None)]
     """
 
     def __init__(
@@ -210,7 +212,9 @@ class Leaderboard:
     def __iter__(self) -> Iterator[Member]:
         """Members in rank order, best first (a snapshot taken under the lock)."""
         with self._lock:
-            members = [m for _, _, m in self._iter_positions(0, len(self._primary), best_first=True)]
+            members = [
+                m for _, _, m in self._iter_positions(0, len(self._primary), best_first=True)
+            ]
         return iter(members)
 
     def __repr__(self) -> str:
@@ -303,8 +307,11 @@ class Leaderboard:
             if changes:
                 self._commit(changes)
                 return new
-            # no change: either the increment kept the score, or `when` blocked it
-            return new if self._codec.primary(new) == primary else None
+            # No change: `when` blocked it (an unchanged score is neither better
+            # nor worse, as Redis' GT/LT see it), or the increment kept the score.
+            if when in ("better", "worse") or self._codec.primary(new) != primary:
+                return None
+            return new
 
     def set_many(
         self,
@@ -314,9 +321,10 @@ class Leaderboard:
     ) -> int:
         """Set many scores in one call; all are validated before any is applied.
 
-        Pairs are applied in order (a member given twice ends with the last
-        score).  Much faster than a loop: one lock, one log record, and a
-        bulk rebuild of the index when the batch is large.
+        Pairs are applied in order, as consecutive :meth:`set` calls would be
+        (a member given twice ends with the last score, and its tie clock is
+        that of its last change).  Much faster than a loop: one lock, one log
+        record, and a bulk rebuild of the index when the batch is large.
 
         Runtime complexity: O(k log N), or O((N + k) log(N + k)) in C when
         rebuilding.
@@ -467,8 +475,8 @@ class Leaderboard:
 
     def remove_by_score(
         self,
-        min: Score | None,  # noqa: A002 - mirrors the Redis/Python vocabulary of a range
-        max: Score | None,  # noqa: A002
+        min: Score | None,  # mirrors the Redis/Python vocabulary of a range
+        max: Score | None,
         *,
         min_inclusive: bool = True,
         max_inclusive: bool = True,
@@ -538,7 +546,9 @@ class Leaderboard:
             primary = self._primary.get(member, _MISSING)
             if primary is _MISSING:
                 return None
-            return self._make_entry(member, primary, self._rank_of(member, primary, style), with_meta)
+            return self._make_entry(
+                member, primary, self._rank_of(member, primary, style), with_meta
+            )
 
     def entries(
         self,
@@ -601,8 +611,10 @@ class Leaderboard:
         >>> board = Leaderboard()
         >>> board.set_many({"ann": 50, "bob": 30})
         2
-        >>> board.rank_for_score(40), board.rank_for_score(50), board.rank_for_score(50, style="competition")
-        (2, 2, 1)
+        >>> board.rank_for_score(40), board.rank_for_score(50)
+        (2, 2)
+        >>> board.rank_for_score(50, style="competition")
+        1
         """
         with self._lock:
             style = self._style(style)
@@ -655,15 +667,17 @@ class Leaderboard:
         Scores are lined up worst to best and read at index ``(N - 1) * p / 100``
         with linear interpolation between the two neighbours (agoragames'
         ``score_for_percentile``).  Composite scores are not interpolated:
-        the lower neighbour is returned.
+        the lower neighbour is returned.  Nor are infinite ones (``inf - inf``
+        is NaN): between a finite and an infinite neighbour the infinite one
+        is returned, between ``-inf`` and ``inf`` the lower neighbour.
 
         Runtime complexity: O(log N)
 
         >>> board = Leaderboard()
         >>> board.set_many({"a": 10, "b": 20, "c": 30, "d": 40, "e": 50})
         5
-        >>> board.score_at_percentile(0), board.score_at_percentile(50), board.score_at_percentile(90)
-        (10, 30, 46.0)
+        >>> [board.score_at_percentile(p) for p in (0, 50, 90)]
+        [10, 30, 46.0]
         """
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
             raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
@@ -679,13 +693,22 @@ class Leaderboard:
             if self._codec.columns is not None or lo == x:
                 return low_score
             high_score = self._score_at_worst_index(hi)
+            if low_score == high_score:
+                return low_score
+            if math.isinf(low_score) or math.isinf(high_score):  # type: ignore[arg-type]
+                # inf - inf is NaN: between an infinite neighbour and a finite
+                # one the infinite one wins; between -inf and inf, the lower
+                # neighbour is returned.
+                return low_score if math.isinf(low_score) else high_score  # type: ignore[arg-type]
             frac = x - lo
-            return low_score + (high_score - low_score) * frac  # type: ignore[operator,no-any-return]
+            return low_score + (high_score - low_score) * frac  # type: ignore[operator]
 
     # ------------------------------------------------------------------
     # Range reads
     # ------------------------------------------------------------------
-    def top(self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False) -> list[Entry]:
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> list[Entry]:
         """The best ``k`` entries, best first.
 
         Runtime complexity: O(log N + k)
@@ -695,7 +718,12 @@ class Leaderboard:
             return self._entries_between(0, min(k, len(self)), self._style(style), with_meta)
 
     def by_rank(
-        self, start: int = 1, stop: int = -1, *, style: RankStyle | None = None, with_meta: bool = False
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
     ) -> list[Entry]:
         """Entries ranked ``start`` to ``stop`` inclusive, best first.
 
@@ -742,7 +770,9 @@ class Leaderboard:
             total = self.pages(size)
             number = min(max(number, 1), max(total, 1))
             lo = (number - 1) * size
-            return self._entries_between(lo, min(lo + size, len(self)), self._style(style), with_meta)
+            return self._entries_between(
+                lo, min(lo + size, len(self)), self._style(style), with_meta
+            )
 
     def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
         """Number of pages of ``size`` entries: ``ceil(N / size)``.
@@ -775,7 +805,7 @@ class Leaderboard:
         >>> board.set_many({f"p{i}": i for i in range(10)})
         10
         >>> [e.rank for e in board.around("p8", 2, 2)]
-        [1, 2, 3]
+        [1, 2, 3, 4]
         >>> [e.rank for e in board.around("p8", 2, 2, fill=True)]
         [1, 2, 3, 4, 5]
         """
@@ -798,8 +828,8 @@ class Leaderboard:
 
     def by_score(
         self,
-        min: Score | None = None,  # noqa: A002
-        max: Score | None = None,  # noqa: A002
+        min: Score | None = None,
+        max: Score | None = None,
         *,
         min_inclusive: bool = True,
         max_inclusive: bool = True,
@@ -811,7 +841,8 @@ class Leaderboard:
         """Entries whose score lies between ``min`` and ``max``, best first.
 
         ``None`` leaves an end open; bounds may also be ``-inf``/``inf``;
-        either end can be exclusive (Redis's ``(``).  ``offset``/``limit`` page through the result in O(log N).
+        either end can be exclusive (Redis's ``(``).  ``offset``/``limit``
+        page through the result in O(log N).
         On a composite board the bounds are compared column by column, each
         column in the direction of the first.
 
@@ -840,8 +871,8 @@ class Leaderboard:
 
     def count(
         self,
-        min: Score | None = None,  # noqa: A002
-        max: Score | None = None,  # noqa: A002
+        min: Score | None = None,
+        max: Score | None = None,
         *,
         min_inclusive: bool = True,
         max_inclusive: bool = True,
@@ -867,7 +898,9 @@ class Leaderboard:
         """
         with self._lock:
             score = self._codec.score
-            return [(m, score(p)) for p, _, m in self._iter_positions(0, len(self), best_first=True)]
+            return [
+                (m, score(p)) for p, _, m in self._iter_positions(0, len(self), best_first=True)
+            ]
 
     # ------------------------------------------------------------------
     # Combining boards
@@ -948,7 +981,7 @@ class Leaderboard:
                 if data is not None:
                     metas[member] = data
                 index_rows.append((primary, tie, member))
-            if any(_key_of_row(a) >= _key_of_row(b) for a, b in zip(index_rows, index_rows[1:])):
+            if any(_key_of_row(a) >= _key_of_row(b) for a, b in itertools.pairwise(index_rows)):
                 index_rows.sort(key=_key_of_row)
             self._primary, self._tie, self._meta = primaries, ties, metas
             self._clock = clock
@@ -990,7 +1023,9 @@ class Leaderboard:
                 assert len(self._tie) == len(self._primary)
                 clocks = [abs(t) for t in self._tie.values()]
                 assert len(set(clocks)) == len(clocks), "duplicate tie clocks"
-                assert not clocks or max(clocks) <= self._clock, "tie clock ahead of the board clock"
+                assert not clocks or max(clocks) <= self._clock, (
+                    "tie clock ahead of the board clock"
+                )
             # dense counts agree with the index
             if self._counts is not None:
                 assert self._distinct is not None
@@ -1013,10 +1048,13 @@ class Leaderboard:
 
     def _apply(self, changes: list[Change]) -> None:
         """Apply already-validated changes (also used by replay)."""
-        if len(changes) > 1 and len(changes) >= BULK_REBUILD_FRACTION * (len(self) + len(changes)):
-            if all(change[0] == PUT for change in changes):
-                self._rebuild_with(changes)
-                return
+        if (
+            len(changes) > 1
+            and len(changes) >= BULK_REBUILD_FRACTION * (len(self) + len(changes))
+            and all(change[0] == PUT for change in changes)
+        ):
+            self._rebuild_with(changes)
+            return
         for change in changes:
             kind = change[0]
             if kind == PUT:
@@ -1040,10 +1078,14 @@ class Leaderboard:
         old = self._primary.get(member, _MISSING)
         if old is _MISSING:
             self._index.insert(primary, tie, member)
-            if self._member_type is None:
+            if not self._primary:  # first member of an empty board fixes the type
                 self._member_type = type(member)
         else:
-            self._index.move(old, self._tie_of(member), primary, tie)
+            old_tie = self._tie_of(member)
+            # A batch can bring a member back to the key it started from (tie
+            # by member, score changed and changed back): nothing to move.
+            if old != primary or old_tie != tie:
+                self._index.move(old, old_tie, primary, tie)
             if self._counts is not None:
                 self._count_remove(old)
         self._primary[member] = primary
@@ -1051,8 +1093,7 @@ class Leaderboard:
             self._tie[member] = tie
         if self._counts is not None:
             self._count_add(primary)
-        if clock > self._clock:
-            self._clock = clock
+        self._clock = max(self._clock, clock)
 
     def _delete(self, member: Any) -> None:
         primary = self._primary.pop(member)
@@ -1099,21 +1140,39 @@ class Leaderboard:
         source = items.items() if isinstance(items, Mapping) else items
         pairs: list[tuple[Any, Score]] = []
         check = self._codec.check
+        # On a board that breaks ties by member, the batch's members must
+        # compare with each other too, even when the board is empty.
+        kind = self._member_type if self._primary else None
         for pair in source:
             if not isinstance(pair, tuple) or len(pair) != 2:
                 raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
             member, value = pair
             self._check_member(member)
+            if self._tie_break == "member":
+                if kind is None:
+                    kind = type(member)
+                elif type(member) is not kind:
+                    raise TypeError(
+                        f"this board breaks ties by member: {kind.__name__} and "
+                        f"{type(member).__name__} members would not compare"
+                    )
             pairs.append((member, check(value, what)))
         return pairs
 
     def _apply_batch(
         self, pairs: list[tuple[Any, Score]], when: When | None, *, increment: bool
     ) -> tuple[int, dict[Member, Score]]:
-        """Plan a whole batch against a scratch view, then commit it at once."""
+        """Plan a whole batch against a scratch view, then commit it at once.
+
+        The plan is what the pairs would do one after another: a member's tie
+        clock is that of its *last* score change in the batch, so tie order
+        matches a loop of single writes.
+        """
         current: dict[Any, Any] = {}  # member -> score as the batch leaves it
+        stamps: dict[Any, int] = {}  # member -> clock of its last change, in clock order
         results: dict[Member, Score] = {}
         codec = self._codec
+        clock = self._clock
         for member, value in pairs:
             if member in current:
                 old = current[member]
@@ -1133,17 +1192,14 @@ class Leaderboard:
                     or (when == "worse" and not codec.better(old, new))
                 ):
                     continue
-            current[member] = new
             results[member] = new
-        changes: list[Change] = []
-        clock = self._clock
-        for member, new in current.items():
-            primary = self._primary.get(member, _MISSING)
-            if primary is not _MISSING:
-                if codec.primary(new) == primary:
-                    continue
+            if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                continue  # same score: no change, the member keeps its place
             clock += 1
-            changes.append((PUT, member, new, clock))
+            current[member] = new
+            stamps.pop(member, None)  # re-insert so that `stamps` stays in clock order
+            stamps[member] = clock
+        changes: list[Change] = [(PUT, m, current[m], c) for m, c in stamps.items()]
         if changes:
             self._commit(changes)
         return len(changes), results
@@ -1151,13 +1207,12 @@ class Leaderboard:
     def _rebuild_with(self, puts: list[Change]) -> None:
         """Apply many PUTs by sorting everything and bulk-loading the index."""
         for _, member, score, clock in puts:
+            if not self._primary:  # first member of an empty board fixes the type
+                self._member_type = type(member)
             self._primary[member] = self._codec.primary(score)
             if self._tie_break == "first":
                 self._tie[member] = -clock if self._desc else clock
-            if self._member_type is None:
-                self._member_type = type(member)
-            if clock > self._clock:
-                self._clock = clock
+            self._clock = max(self._clock, clock)
         self._rebuild_index()
 
     def _rebuild_index(self) -> None:
@@ -1218,7 +1273,11 @@ class Leaderboard:
                 shown = rank
             elif prev is _MISSING or primary != prev:
                 if style == "competition":
-                    shown = rank if prev is not _MISSING else self._count_ahead(primary, include_ties=False) + 1
+                    shown = (
+                        rank
+                        if prev is not _MISSING
+                        else self._count_ahead(primary, include_ties=False) + 1
+                    )
                 else:
                     shown = self._dense_rank(primary) if prev is _MISSING else shared + 1
                 shared = shown
@@ -1226,7 +1285,9 @@ class Leaderboard:
                 shown = shared
             prev = primary
             data = meta.get(member) if with_meta else None
-            out.append(Entry(member, score(primary), shown, None if data is None else check_meta(data)))
+            out.append(
+                Entry(member, score(primary), shown, None if data is None else check_meta(data))
+            )
             rank += 1
         return out
 
@@ -1289,7 +1350,7 @@ class Leaderboard:
         distinct = self._distinct
         assert distinct is not None
         if self._desc:
-            return len(distinct) - distinct.bisect_right(primary)
+            return len(distinct) - int(distinct.bisect_right(primary))
         return int(distinct.bisect_left(primary))
 
     def _dense_rank(self, primary: Any) -> int:
@@ -1341,7 +1402,9 @@ class Leaderboard:
 
     def _make_entry(self, member: Any, primary: Any, rank: int, with_meta: bool) -> Entry:
         data = self._meta.get(member) if with_meta else None
-        return Entry(member, self._codec.score(primary), rank, None if data is None else check_meta(data))
+        return Entry(
+            member, self._codec.score(primary), rank, None if data is None else check_meta(data)
+        )
 
     def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
         with self._lock:

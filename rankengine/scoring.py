@@ -181,7 +181,9 @@ class ScoreCodec:
             raise ValueError("order needs at least one column direction")
         for direction in directions:
             if direction not in _ORDERS:
-                raise ValueError(f"order must be 'desc' or 'asc' (or a tuple of them), not {direction!r}")
+                raise ValueError(
+                    f"order must be 'desc' or 'asc' (or a tuple of them), not {direction!r}"
+                )
         self.directions: tuple[Order, ...] = directions
         self.columns: int | None = None if isinstance(order, str) else len(directions)
         self.descending: bool = directions[0] == "desc"
@@ -216,7 +218,7 @@ class ScoreCodec:
             result = score + delta  # type: ignore[operator]
             if result != result:
                 raise ValueError(f"increment would make the score NaN ({score!r} + {delta!r})")
-            return result  # type: ignore[no-any-return]
+            return result
         assert isinstance(score, tuple) and isinstance(delta, tuple)
         out = []
         for old, step in zip(score, delta, strict=True):
