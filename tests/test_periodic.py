@@ -1,0 +1,528 @@
+"""Periodic boards: calendars, period boundaries, late events, rollover,
+retention, archive files and close callbacks."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankengine import Leaderboard
+from rankengine.changes import Change
+from rankengine.periodic import (
+    Calendar,
+    Cron,
+    Daily,
+    Every,
+    Hourly,
+    LateEventError,
+    Monthly,
+    Period,
+    PeriodicLeaderboard,
+    Weekly,
+    calendar,
+    read_archive,
+    write_archive,
+)
+
+DAY = 86_400
+HOUR = 3_600
+
+
+def ts(text: str) -> int:
+    """POSIX seconds of an ISO UTC time."""
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp())
+
+
+def just_before(t: float) -> float:
+    return math.nextafter(t, -math.inf)
+
+
+class FakeClock:
+    def __init__(self, t: float) -> None:
+        self.t = float(t)
+
+    def __call__(self) -> float:
+        return self.t
+
+
+# ----------------------------------------------------------------------
+# Calendars
+# ----------------------------------------------------------------------
+def test_end_of_day_boundary_is_exact_even_for_floats() -> None:
+    cal = Daily()
+    midnight = ts("2026-11-30T00:00:00")
+    assert cal.period_of(midnight).name == "2026-11-30"
+    assert cal.period_of(just_before(midnight)).name == "2026-11-29"
+    assert cal.period_of(midnight - 0.001).name == "2026-11-29"
+    p = cal.period_of(midnight)
+    assert (p.start, p.end) == (midnight, midnight + DAY)
+
+
+def test_hourly_names_and_bounds() -> None:
+    cal = Hourly()
+    p = cal.period_of(ts("2026-11-30T07:59:59") + 0.5)
+    assert p == Period("2026-11-30T07", ts("2026-11-30T07:00:00"), ts("2026-11-30T08:00:00"))
+    assert cal.next(p).name == "2026-11-30T08"
+
+
+@pytest.mark.parametrize(
+    ("day", "week"),
+    [
+        ("2026-12-31", "2026-W53"),  # 2026 starts on a Thursday: it has 53 ISO weeks
+        ("2027-01-01", "2026-W53"),  # ...and week 53 runs into 2027
+        ("2027-01-03", "2026-W53"),  # Sunday: still week 53
+        ("2027-01-04", "2027-W01"),  # Monday: week 1 of 2027
+        ("2021-01-03", "2020-W53"),
+        ("2024-12-30", "2025-W01"),  # a Monday in December that is week 1 of the next year
+        ("2026-08-12", "2026-W33"),
+    ],
+)
+def test_iso_week_names_use_the_iso_week_year(day: str, week: str) -> None:
+    cal = Weekly()
+    p = cal.period_of(ts(day + "T12:00:00"))
+    assert p.name == week
+    assert datetime.fromtimestamp(p.start, UTC).weekday() == 0  # Monday
+    assert p.end - p.start == 7 * DAY
+    assert cal.parse(week) == p
+
+
+@pytest.mark.parametrize(
+    ("last_second", "month", "following"),
+    [
+        ("2026-01-31T23:59:59", "2026-01", "2026-02"),
+        ("2026-02-28T23:59:59", "2026-02", "2026-03"),
+        ("2028-02-29T23:59:59", "2028-02", "2028-03"),  # leap year
+        ("2026-04-30T23:59:59", "2026-04", "2026-05"),
+        ("2026-12-31T23:59:59", "2026-12", "2027-01"),  # year change
+    ],
+)
+def test_month_ends(last_second: str, month: str, following: str) -> None:
+    cal = Monthly()
+    t = ts(last_second)
+    assert cal.period_of(t).name == month
+    assert cal.period_of(t + 0.999999).name == month
+    assert cal.period_of(t + 1).name == following
+    assert cal.period_of(t).end == t + 1
+
+
+def test_dst_does_not_matter_every_day_is_86400_seconds() -> None:
+    # 2026 has DST changes on Mar 8 / Mar 29 / Oct 25 / Nov 1 in various zones:
+    # none of them show, because periods are cut in UTC (+ a fixed offset).
+    for offset in (0, -5 * HOUR, 5 * HOUR + 30 * 60):
+        cal = Daily(utc_offset=offset)
+        p = cal.period_of(ts("2026-01-01T12:00:00"))
+        for _ in range(365):
+            assert p.end - p.start == DAY
+            nxt = cal.next(p)
+            assert nxt.start == p.end
+            p = nxt
+
+
+def test_fixed_utc_offset_moves_midnight() -> None:
+    india = Daily(utc_offset=timedelta(hours=5, minutes=30))
+    # local midnight of 2026-11-30 in UTC+05:30 is 18:30 UTC the day before
+    assert india.period_of(ts("2026-11-29T18:30:00")).name == "2026-11-30"
+    assert india.period_of(ts("2026-11-29T18:29:59")).name == "2026-11-29"
+    new_york_winter = calendar("weekly", utc_offset=-5 * HOUR)
+    monday = new_york_winter.parse("2026-W49")
+    assert monday.start == ts("2026-11-30T05:00:00")
+
+
+def test_bad_offsets_and_specs() -> None:
+    with pytest.raises(ValueError, match="whole minutes"):
+        Daily(utc_offset=30)
+    with pytest.raises(ValueError, match="whole minutes"):
+        Daily(utc_offset=25 * HOUR)
+    with pytest.raises(TypeError):
+        calendar(7)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="finite"):
+        Daily().period_of(math.nan)
+    with pytest.raises(ValueError, match="not a period name"):
+        Weekly().parse("2026-W54")
+    with pytest.raises(ValueError, match="not a period name"):
+        Daily().parse("2026-11")
+
+
+@pytest.mark.parametrize(
+    ("cron", "twin"),
+    [("0 * * * *", Hourly()), ("0 0 * * *", Daily()), ("0 0 * * 1", Weekly()),
+     ("@monthly", Monthly()), ("@hourly", Hourly())],
+)  # fmt: skip
+def test_cron_boundaries_match_the_named_calendars(cron: str, twin: Calendar) -> None:
+    cal = Cron(cron)
+    t = ts("2026-12-20T10:17:00")
+    for _ in range(40):
+        p, q = cal.period_of(t), twin.period_of(t)
+        assert (p.start, p.end) == (q.start, q.end)
+        t = p.end + 1234.5
+
+
+def test_cron_features() -> None:
+    quarter = Cron("*/15 * * * *")
+    assert quarter.period_of(ts("2026-11-30T07:44:59")).name == "2026-11-30T07:30"
+    weekdays = Cron("30 9 * * MON-FRI")
+    friday = weekdays.period_of(ts("2026-12-04T10:00:00"))  # a Friday
+    assert weekdays.next(friday).name == "2026-12-07T09:30"  # ...then Monday
+    # both day fields restricted: a day matches if either does (13th OR Friday)
+    either = Cron("0 0 13 * 5")
+    starts = []
+    p = either.period_of(ts("2026-11-01T00:00:00"))
+    for _ in range(6):
+        p = either.next(p)
+        starts.append(p.name[:10])
+    assert starts == ["2026-11-06", "2026-11-13", "2026-11-20", "2026-11-27", "2026-12-04",
+                      "2026-12-11"]  # fmt: skip
+    leap = Cron("0 0 29 2 *")  # only in leap years; 2100 is not one
+    p = leap.period_of(ts("2097-01-01T00:00:00"))
+    assert (p.name, leap.next(p).name) == ("2096-02-29T00:00", "2104-02-29T00:00")
+    assert Cron("0 0 * * 7").period_of(ts("2026-12-02T00:00:00")).name == "2026-11-29T00:00"
+    assert Cron("0 12 * * *", utc_offset=HOUR).period_of(ts("2026-11-30T11:30:00")).name == (
+        "2026-11-30T12:00"
+    )
+
+
+@pytest.mark.parametrize(
+    "bad", ["0 0 31 2 *", "* * *", "61 * * * *", "*/0 * * * *", "x * * * *", "5-1 * * * *"]
+)
+def test_cron_rejects_bad_expressions(bad: str) -> None:
+    with pytest.raises(ValueError):
+        Cron(bad)
+
+
+CALENDARS = [
+    Hourly(),
+    Daily(),
+    Daily(utc_offset=-7 * HOUR),
+    Weekly(),
+    Weekly(utc_offset=9 * HOUR),
+    Monthly(),
+    Monthly(utc_offset=-HOUR),
+    Every(6 * HOUR, origin=1234),
+    Every(timedelta(days=14), origin=ts("2026-01-01T00:00:00")),
+    Cron("*/20 3-5 * * *"),
+    Cron("0 12 * * FRI"),
+    Cron("@yearly", utc_offset=2 * HOUR),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cal=st.sampled_from(CALENDARS),
+    t=st.floats(min_value=-1e9, max_value=4e9, allow_nan=False) | st.integers(0, 4 * 10**9),
+)
+def test_calendar_laws(cal: Calendar, t: float) -> None:
+    p = cal.period_of(t)
+    assert p.start <= t < p.end
+    assert cal.parse(p.name) == p
+    assert cal.next(p).start == p.end
+    assert cal.previous(p).end == p.start
+    assert cal.period_of(p.start) == p
+    assert cal.period_of(just_before(p.end)) == p
+    assert cal.period_of(p.end) != p
+
+
+# ----------------------------------------------------------------------
+# The periodic board
+# ----------------------------------------------------------------------
+def daily_board(clock: FakeClock, **options: Any) -> PeriodicLeaderboard:
+    return PeriodicLeaderboard("daily", clock=clock, **options)
+
+
+def test_writes_go_to_the_period_of_their_timestamp() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock, grace=DAY)
+    board.incr("ann", 5)  # now -> 2026-11-30
+    board.incr("ann", 7, t=ts("2026-11-29T23:59:59"))  # within grace -> yesterday
+    board.set("bob", 3, t=ts("2026-11-30T00:00:00"))
+    assert board.score("ann") == 5
+    assert board.score("ann", period="2026-11-29") == 7
+    assert [p.name for p in board.periods()] == ["2026-11-29", "2026-11-30"]
+    assert board.rank("bob") == 2
+    assert board.entry("ann").rank == 1  # type: ignore[union-attr]
+    assert [e.member for e in board.around("bob", 1, 1)] == ["ann", "bob"]
+    assert board.set_many({"cid": 1, "dee": 2}) == 2
+    assert board.incr_many([("cid", 1)]) == {"cid": 2}
+    assert board.remove("dee") and not board.remove("dee")
+    board._check()
+
+
+def test_rollover_calls_back_with_final_standings_in_order() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    seen: list[tuple[str, list[tuple[Any, Any]]]] = []
+    board = daily_board(clock, keep=5, on_close=lambda p, b: seen.append((p.name, b.items())))
+    board.incr("ann", 1)
+    clock.t += DAY
+    board.incr("bob", 2)
+    clock.t += DAY
+    board.incr("cid", 3)
+    assert seen == [("2026-11-30", [("ann", 1)]), ("2026-12-01", [("bob", 2)])]
+    clock.t += 10 * DAY  # a long idle gap: no boards, no callbacks for the idle days
+    assert board.tick() == [board.calendar.parse("2026-12-02")]
+    assert [name for name, _ in seen] == ["2026-11-30", "2026-12-01", "2026-12-02"]
+    assert board.tick() == []  # at most once per period
+    board._check()
+
+
+def test_callback_fires_exactly_at_end_plus_grace() -> None:
+    clock = FakeClock(ts("2026-11-30T23:00:00"))
+    closed: list[str] = []
+    board = daily_board(clock, grace=600, on_close=lambda p, b: closed.append(p.name))
+    board.incr("ann", 1)
+    clock.t = ts("2026-12-01T00:09:59")
+    board.tick()
+    assert closed == []
+    board.incr("ann", 1, t=ts("2026-11-30T23:59:00"))  # late but within grace
+    clock.t = ts("2026-12-01T00:10:00")
+    board.tick()
+    assert closed == ["2026-11-30"]
+    assert board.score("ann", period="2026-11-30") == 2
+
+
+def test_late_events_policies() -> None:
+    yesterday = ts("2026-11-29T18:00:00")
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    strict = daily_board(clock)
+    strict.tick()
+    with pytest.raises(LateEventError, match="2026-11-29") as info:
+        strict.incr("ann", 1, t=yesterday)
+    assert info.value.period.name == "2026-11-29"
+    assert isinstance(info.value, ValueError)
+
+    dropping = daily_board(clock, late="drop")
+    assert dropping.incr("ann", 1, t=yesterday) is None
+    assert dropping.set("ann", 1, t=yesterday) is False
+    assert dropping.set_many({"ann": 1}, t=yesterday) == 0
+    assert dropping.incr_many({"ann": 1}, t=yesterday) == {}
+    assert dropping.remove("ann", t=yesterday) is False
+    assert dropping.late_dropped == 5
+    assert dropping.top() == []
+
+    current = daily_board(clock, late="current")
+    assert current.incr("ann", 4, t=yesterday) == 4
+    assert current.score("ann") == 4
+
+
+def test_a_period_that_closed_stays_closed_even_if_retained() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock, keep=3)
+    board.incr("ann", 1)
+    clock.t += DAY
+    assert not board.is_open("2026-11-30")
+    assert board.is_open("2026-12-01")
+    with pytest.raises(LateEventError):
+        board.incr("ann", 1, t=ts("2026-11-30T13:00:00"))
+    assert board.score("ann", period="2026-11-30") == 1
+
+
+def test_future_periods_are_refused_but_future_times_in_the_current_one_are_fine() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock)
+    assert board.incr("ann", 1, t=ts("2026-11-30T20:00:00")) == 1
+    with pytest.raises(ValueError, match="starts after now"):
+        board.incr("ann", 1, t=ts("2026-12-01T00:00:00"))
+    with pytest.raises(ValueError, match="finite"):
+        board.incr("ann", 1, t=math.inf)
+
+
+def test_clock_never_moves_backwards() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock)
+    board.incr("ann", 1)
+    clock.t -= 2 * DAY
+    assert board.now() == ts("2026-11-30T12:00:00")
+    assert board.current.name == "2026-11-30"
+    board.incr("ann", 1)
+    assert board.score("ann") == 2
+
+
+def test_retention_archive_and_reload(tmp_path: Path) -> None:
+    clock = FakeClock(ts("2026-12-28T09:00:00"))
+    dropped: list[str] = []
+    board = PeriodicLeaderboard(
+        "weekly", keep=1, clock=clock, archive=tmp_path / "archive", tie_break="first"
+    )
+    board._drop_hook = lambda p, b: dropped.append(p.name)
+    board.set_many({"ann": 10, "bob": 10, "cid": 7})
+    board.set("dee", 12, meta={"name": "Dee"})
+    week53 = board.board().items()
+    clock.t += 7 * DAY
+    board.incr("ann", 1)
+    assert [p.name for p in board.periods()] == ["2026-W53", "2027-W01"]
+    assert board.archived() == []
+    clock.t += 7 * DAY
+    board.tick()
+    assert [p.name for p in board.periods()] == ["2027-W01", "2027-W02"]
+    assert dropped == ["2026-W53"]
+    assert board.archived() == ["2026-W53"]
+    with pytest.raises(KeyError, match="not held"):
+        board.board("2026-W53")
+    old = board.load_archived("2026-W53")
+    assert old.items() == week53
+    assert [e.member for e in old.top()] == ["dee", "ann", "bob", "cid"]  # ties kept
+    assert old.meta("dee") == {"name": "Dee"}
+    old._check()
+    # a retained period that nobody wrote to reads as empty
+    assert board.top(period="2027-W02") == []
+    with pytest.raises(KeyError):
+        board.load_archived("2027-W01")
+    board._check()
+
+
+def test_archive_file_is_checked(tmp_path: Path) -> None:
+    lb = Leaderboard(order=("desc", "asc"))
+    lb.set_many({"ann": (3, 20), "bob": (3, 10)})
+    lb.set_meta("bob", {"team": [1, 2]})
+    path = tmp_path / "p.rkarchive"
+    period = Period("2026-11-30", 1, 2)
+    write_archive(path, period, lb)
+    got_period, got = read_archive(path, backend="skiplist")
+    assert got_period == period
+    assert got.items() == lb.items() and got.meta("bob") == {"team": [1, 2]}
+    got._check()
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="damaged"):
+        read_archive(path)
+    path.write_bytes(b"not an archive at all")
+    with pytest.raises(ValueError, match="not a rankengine archive"):
+        read_archive(path)
+    path.write_bytes(b"x")
+    with pytest.raises(ValueError, match="too short"):
+        read_archive(path)
+
+
+def test_archive_names_with_colons(tmp_path: Path) -> None:
+    clock = FakeClock(ts("2026-11-30T07:10:00"))
+    board = PeriodicLeaderboard("*/30 * * * *", keep=0, clock=clock, archive=tmp_path)
+    board.incr("ann", 1)
+    clock.t += 3600
+    board.tick()
+    assert board.archived() == ["2026-11-30T07:00"]
+    assert board.load_archived("2026-11-30T07:00").items() == [("ann", 1)]
+
+
+def test_a_failing_callback_is_retried() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    calls: list[str] = []
+
+    def flaky(period: Period, board: Leaderboard) -> None:
+        calls.append(period.name)
+        if len(calls) <= 2:
+            raise RuntimeError("reward service down")
+
+    board = daily_board(clock, keep=0, on_close=flaky)
+    board.incr("ann", 1)
+    clock.t += DAY
+    with pytest.raises(RuntimeError):
+        board.tick()
+    assert "2026-11-30" in board._periods  # not closed, so not dropped
+    with pytest.raises(RuntimeError):  # any call retries it
+        board.incr("ann", 1)
+    assert board.tick() == [board.calendar.parse("2026-11-30")]
+    assert calls == ["2026-11-30"] * 3
+    with pytest.raises(KeyError):
+        board.board("2026-11-30")
+    assert board.score("ann") is None  # the failed write never happened
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="keep"):
+        PeriodicLeaderboard("daily", keep=-1)
+    with pytest.raises(ValueError, match="grace"):
+        PeriodicLeaderboard("daily", grace=-1)
+    with pytest.raises(ValueError, match="late"):
+        PeriodicLeaderboard("daily", late="later")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        PeriodicLeaderboard("daily").board(3)  # type: ignore[arg-type]
+    assert "keep=1" in repr(PeriodicLeaderboard("daily"))
+
+
+class LoggedBoards:
+    """A board factory that records every change of every period the way an
+    event log does, so that replay can be checked without a disk."""
+
+    def __init__(self) -> None:
+        self.logs: dict[str, list[list[Change]]] = {}
+
+    def __call__(self, period: Period) -> Leaderboard:
+        board = Leaderboard()
+        log = self.logs.setdefault(period.name, [])
+        board._listener = log.append
+        return board
+
+    def replay(self) -> dict[str, Leaderboard]:
+        out = {}
+        for name, records in self.logs.items():
+            board = Leaderboard()
+            for changes in records:
+                board._apply(changes)
+            out[name] = board
+        return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["ann", "bob", "cid"]),
+            st.integers(-5, 20),
+            st.integers(0, 4 * DAY),  # time step before the event
+            st.integers(0, 2 * DAY),  # how far back the event's timestamp lies
+        ),
+        max_size=40,
+    )
+)
+def test_replay_reproduces_period_membership(events: list[tuple[str, int, int, int]]) -> None:
+    clock = FakeClock(ts("2026-11-30T00:00:00"))
+    boards = LoggedBoards()
+    live = PeriodicLeaderboard("daily", keep=3, grace=DAY, late="drop", clock=clock,
+                               board_factory=boards)  # fmt: skip
+    expected: dict[str, dict[str, int]] = {}
+    for member, delta, step, back in events:
+        clock.t += step
+        t = clock.t - back
+        period = Daily().period_of(t)
+        accepted = clock.t < period.end + DAY
+        live.incr(member, delta, t=t)
+        if accepted:
+            per = expected.setdefault(period.name, {})
+            per[member] = per.get(member, 0) + delta
+        live._check()
+    replayed = boards.replay()
+    for period in live.periods():
+        got = dict(replayed[period.name].items()) if period.name in replayed else {}
+        assert got == expected.get(period.name, {})
+        assert got == dict(live.board(period).items())
+
+
+def test_weekly_event_live_ops_story(tmp_path: Path) -> None:
+    """A weekly event that resets Friday noon UTC, prizes for the top 3."""
+    clock = FakeClock(ts("2026-12-25T12:00:00"))
+    prizes: dict[str, list[str]] = {}
+    event = PeriodicLeaderboard(
+        "0 12 * * FRI",
+        keep=2,
+        grace=300,
+        clock=clock,
+        archive=tmp_path,
+        on_close=lambda p, b: prizes.__setitem__(p.name, [e.member for e in b.top(3)]),
+    )
+    for i, member in enumerate(["ann", "bob", "cid", "dee"]):
+        clock.t += HOUR
+        event.incr(member, 100 - i)
+    clock.t = ts("2027-01-01T12:04:00")  # a minute after... still in grace
+    event.incr("dee", 50, t=ts("2027-01-01T11:59:59"))
+    event.incr("eve", 1)
+    assert prizes == {}
+    clock.t = ts("2027-01-01T12:05:00")
+    event.tick()
+    assert prizes == {"2026-12-25T12:00": ["dee", "ann", "bob"]}
+    assert event.current.name == "2027-01-01T12:00"
+    assert date.fromisoformat(event.current.name[:10]).weekday() == 4
