@@ -1,0 +1,751 @@
+"""Trending now: tumbling windows of top-k, a sliding view, and a partitioned pipeline.
+
+Three pieces, each built on :class:`~rankengine.topk.TopK`:
+
+:class:`PartitionedTopK`
+    ``P`` partitions, each a :class:`TopK`; keys are routed to partitions by
+    a deterministic hash, so each key is counted by exactly one partition.
+    Events are pre-aggregated in one buffer and handed to the partitions in
+    batches, either in this process or in worker processes
+    (:mod:`multiprocessing`) running the same code.  A snapshot merges the
+    partitions with :func:`~rankengine.topk.merge_topk`: sketches summed,
+    the union of all local candidates re-queried.
+
+:class:`TumblingWindows`
+    Cuts the stream into fixed, non-overlapping windows of event time
+    ``[origin + i * length, origin + (i + 1) * length)``.  When an event of
+    a later window arrives (or :meth:`TumblingWindows.advance` is called),
+    the open window is *published* (its top-k frozen in a :class:`Window`)
+    and a fresh one starts.  The last ``keep`` published windows are kept;
+    :meth:`TumblingWindows.sliding` merges the last few into a "last N
+    windows" view.
+
+Late events: an event whose time falls in a window that was already
+published is *dropped* and counted in :attr:`TumblingWindows.late_events`;
+published windows never change.  Windows skipped with no events are
+published as empty windows (at most ``keep`` of them, however long the gap).
+
+::
+
+    time ──►  |  window 0  |  window 1  |  window 2  |  window 3 (open) |
+    published:   top-k #0     top-k #1     (empty)      ← events go here
+    late event for window 1 ──► dropped, late_events += 1
+    sliding(2) = merge(window 2, window 1)
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Final, Protocol
+
+from rankengine.hashing import Key, check_key, check_keys, make_indexer
+from rankengine.sketch import check_positive
+from rankengine.topk import TopItem, TopK, merge_topk
+
+ROUTE_SEED: Final = 0x7472656E64696E67
+"""Seed of the partition-routing hash ("trending" in ASCII): it must differ
+from sketch seeds, or a partition would see only keys of a few columns."""
+
+FLUSH_EVENTS: Final = 100_000
+"""Buffered events before a flush to the partitions: large enough that the
+buffer pre-aggregates hot keys (a Zipf(1.1) batch of 100k has ~24k distinct
+keys), small enough to bound the buffer's memory."""
+
+DEFAULT_KEEP: Final = 12
+"""Published windows kept: one hour of 5-minute windows."""
+
+
+class WindowSource(Protocol):
+    """What :class:`TumblingWindows` needs from the structure it fills."""
+
+    def add(self, key: Key, n: int = 1) -> object:
+        """Count one key."""
+
+    def add_counts(self, counts: Mapping[Key, int]) -> None:
+        """Count pre-aggregated keys."""
+
+    def snapshot(self) -> TopK:
+        """The current window's state as a (merged) tracker."""
+
+    def roll(self) -> TopK:
+        """Return the current window's state and start an empty one."""
+
+
+class LocalSource:
+    """A single :class:`TopK` as a :class:`WindowSource`.
+
+    >>> src = LocalSource(TopK(k=2, width=64, depth=2))
+    >>> src.add_counts({"a": 2})
+    >>> src.roll().total, src.snapshot().total
+    (2, 0)
+    """
+
+    __slots__ = ("tracker",)
+
+    def __init__(self, tracker: TopK) -> None:
+        """Wrap ``tracker`` (it becomes the first window's tracker).
+
+        Runtime complexity: O(1)
+        """
+        self.tracker = tracker
+
+    def add(self, key: Key, n: int = 1) -> object:
+        """Count ``n`` occurrences of ``key``.
+
+        Runtime complexity: as :meth:`TopK.add`
+        """
+        return self.tracker.add(key, n)
+
+    def add_counts(self, counts: Mapping[Key, int]) -> None:
+        """Count pre-aggregated keys.
+
+        Runtime complexity: as :meth:`TopK.add_counts`
+        """
+        self.tracker.add_counts(counts)
+
+    def snapshot(self) -> TopK:
+        """The live tracker (not a copy).
+
+        Runtime complexity: O(1)
+        """
+        return self.tracker
+
+    def roll(self) -> TopK:
+        """Return the tracker and replace it with an empty one.
+
+        Runtime complexity: O(width * depth)
+        """
+        tracker, self.tracker = self.tracker, self.tracker.empty_like()
+        return tracker
+
+
+# -- partitioned pipeline --------------------------------------------------------
+
+
+def _serve(conn: Connection, config: dict[str, Any]) -> None:
+    """Worker process main loop: one partition's :class:`TopK`, driven by messages.
+
+    Messages are ``(op, payload)``: ``counts`` (a dict, no reply),
+    ``snapshot`` and ``roll`` (reply: the tracker's bytes; ``roll`` then
+    starts an empty tracker) and ``stop``.  An error is sent back as
+    ``("error", text)`` on the next request.
+    """
+    tracker = TopK(**config)
+    failure: str | None = None
+    while True:
+        op, payload = conn.recv()
+        try:
+            if op == "counts":
+                tracker.add_counts(payload)
+                continue
+            if op == "stop":
+                break
+            if failure is not None:
+                conn.send(("error", failure))
+                failure = None
+            elif op == "snapshot":
+                conn.send(("ok", tracker.to_bytes()))
+            elif op == "roll":
+                conn.send(("ok", tracker.to_bytes()))
+                tracker = tracker.empty_like()
+            else:  # pragma: no cover - protocol error
+                conn.send(("error", f"unknown op {op!r}"))
+        except Exception as exc:  # pragma: no cover - reported to the parent
+            failure = f"{type(exc).__name__}: {exc}"
+    conn.close()
+
+
+class PartitionedTopK:
+    """``P`` top-k partitions behind a hash router, merged on demand.
+
+    >>> with PartitionedTopK(4, k=2, width=64, depth=2) as pipe:
+    ...     pipe.add_many("mississippi")
+    ...     [(item.key, item.count) for item in pipe.snapshot().top()]
+    [('i', 4), ('s', 4)]
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_buffered",
+        "_conns",
+        "_parts",
+        "_procs",
+        "_route",
+        "_totals",
+        "config",
+        "flush_events",
+        "limit",
+        "partitions",
+    )
+
+    def __init__(
+        self,
+        partitions: int,
+        k: int = 10,
+        *,
+        processes: bool = False,
+        mp_context: str = "spawn",
+        flush_events: int = FLUSH_EVENTS,
+        route_seed: int = ROUTE_SEED,
+        **tracker_options: Any,
+    ) -> None:
+        """Start ``partitions`` trackers (in worker processes if ``processes``).
+
+        Runtime complexity: O(P * width * depth), plus process start-up
+
+        :param partitions: number of partitions P >= 1
+        :param k: top-k size of each partition and of the merge
+        :param processes: run each partition in its own process
+        :param mp_context: :mod:`multiprocessing` start method for workers
+        :param flush_events: buffered events that trigger a flush
+        :param route_seed: seed of the routing hash
+        :param tracker_options: further :class:`TopK` options (width, depth, ...)
+        """
+        check_positive(partitions, "partitions")
+        check_positive(flush_events, "flush_events")
+        template = TopK(k, **tracker_options)
+        self.config = template.config()
+        self.partitions = partitions
+        self.flush_events = flush_events
+        self.limit = template._limit
+        self._route = make_indexer(route_seed, 1, partitions)
+        self._buffer: dict[Key, int] = {}
+        self._buffered = 0
+        self._totals = [0] * partitions
+        self._parts: list[TopK] = []
+        self._conns: list[Connection] = []
+        self._procs: list[Any] = []
+        if not processes:
+            self._parts = [TopK(**self.config) for _ in range(partitions)]
+            return
+        ctx = multiprocessing.get_context(mp_context)
+        for _ in range(partitions):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_serve, args=(child, self.config), daemon=True)
+            proc.start()
+            child.close()
+            self._conns.append(parent)
+            self._procs.append(proc)
+
+    @property
+    def processes(self) -> bool:
+        """Whether partitions run in worker processes."""
+        return bool(self._procs)
+
+    def owner(self, key: Key) -> int:
+        """The partition that counts ``key``.
+
+        Runtime complexity: O(len(key))
+
+        >>> pipe = PartitionedTopK(8, k=1, width=16, depth=1)
+        >>> pipe.owner("spam") == PartitionedTopK(8, k=1, width=16, depth=1).owner("spam")
+        True
+        """
+        return self._route(key)[0]
+
+    # -- ingestion ----------------------------------------------------------------
+
+    def add(self, key: Key, n: int = 1) -> None:
+        """Buffer ``n`` occurrences of ``key`` (flushed every ``flush_events``).
+
+        Runtime complexity: O(1) amortised (O(len(key)) for an ``int`` check)
+
+        >>> pipe = PartitionedTopK(2, k=1, width=16, depth=1)
+        >>> pipe.add("a", 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: n must be a positive int, got 0
+
+        :param key: a supported key
+        :param n: positive count
+        """
+        if type(n) is not int or n < 1:
+            raise ValueError(f"n must be a positive int, got {n!r}")
+        t = type(key)
+        if t is not str and t is not bytes:
+            check_key(key)
+        self._reserve(n)
+        buffer = self._buffer
+        buffer[key] = buffer.get(key, 0) + n
+        self._buffered += n
+        if self._buffered >= self.flush_events:
+            self.flush()
+
+    def add_many(self, keys: Iterable[Key]) -> None:
+        """Buffer one occurrence of each key (validated first: on error nothing changes).
+
+        Runtime complexity: O(n)
+
+        :param keys: iterable of keys
+        """
+        self.add_counts(Counter(keys))
+
+    def add_counts(self, counts: Mapping[Key, int]) -> None:
+        """Buffer pre-aggregated counts (validated first: on error nothing changes).
+
+        Runtime complexity: O(d) for d keys
+
+        >>> pipe = PartitionedTopK(2, k=1, width=16, depth=1)
+        >>> pipe.add_counts({"a": 1, 2.5: 1})
+        Traceback (most recent call last):
+        ...
+        TypeError: unsupported key type float: keys must be str, bytes or int
+
+        :param counts: mapping key -> positive int
+        """
+        check_keys(counts)
+        for key, n in counts.items():
+            if type(n) is not int or n < 1:
+                raise ValueError(f"count of {key!r} must be a positive int, got {n!r}")
+        self._reserve(sum(counts.values()))
+        buffer = self._buffer
+        if not buffer:
+            buffer.update(counts)
+        else:
+            get = buffer.get
+            for key, n in counts.items():
+                buffer[key] = get(key, 0) + n
+        self._buffered += sum(counts.values())
+        if self._buffered >= self.flush_events:
+            self.flush()
+
+    def _reserve(self, n: int) -> None:
+        """Raise OverflowError (changing nothing) if ``n`` more events pass the limit.
+
+        The limit applies to all partitions together (no partition can then
+        pass its own counter limit, wherever the keys are routed).
+        """
+        if sum(self._totals) + self._buffered + n > self.limit:
+            raise OverflowError(
+                f"the pipeline would count {sum(self._totals) + self._buffered + n} events "
+                f"in one window, past the counter limit {self.limit}: use "
+                "counter_bits=64 or shorter windows"
+            )
+
+    def flush(self) -> None:
+        """Route the buffered counts to their partitions.
+
+        Each distinct key is hashed once per flush.
+
+        Runtime complexity: O(d * depth) for d distinct buffered keys
+        """
+        if not self._buffer:
+            return
+        route = self._route
+        groups: list[dict[Key, int]] = [{} for _ in range(self.partitions)]
+        for key, n in self._buffer.items():
+            groups[route(key)[0]][key] = n
+        sums = [sum(group.values()) for group in groups]
+        for p, group in enumerate(groups):
+            if not group:
+                continue
+            self._totals[p] += sums[p]
+            if self._conns:
+                self._conns[p].send(("counts", group))
+            else:
+                self._parts[p].add_counts(group)
+        self._buffer = {}
+        self._buffered = 0
+
+    # -- results ------------------------------------------------------------------
+
+    def _collect(self, op: str) -> list[TopK]:
+        """Flush, then fetch every partition's tracker (``roll`` also resets them)."""
+        self.flush()
+        if not self._conns:
+            parts = self._parts
+            if op == "roll":
+                self._parts = [part.empty_like() for part in parts]
+        else:
+            for conn in self._conns:
+                conn.send((op, None))
+            parts = []
+            for p, conn in enumerate(self._conns):
+                status, payload = conn.recv()
+                if status != "ok":
+                    raise RuntimeError(f"partition {p} failed: {payload}")
+                parts.append(TopK.from_bytes(payload))
+        if op == "roll":
+            self._totals = [0] * self.partitions
+        return parts
+
+    def partition_trackers(self) -> list[TopK]:
+        """Each partition's tracker (copies when partitions are processes).
+
+        Runtime complexity: O(P * width * depth)
+
+        >>> [t.total for t in PartitionedTopK(2, k=1, width=8, depth=1).partition_trackers()]
+        [0, 0]
+        """
+        return self._collect("snapshot")
+
+    def merge(self, parts: list[TopK]) -> TopK:
+        """Merge partition trackers: each key's count from its owner partition.
+
+        Runtime complexity: as :func:`~rankengine.topk.merge_topk`
+        """
+        return merge_topk(parts, owner=self.owner)
+
+    def snapshot(self) -> TopK:
+        """The merged tracker of everything since the last :meth:`roll`.
+
+        Runtime complexity: O(P * width * depth + P * k' * depth)
+        """
+        return self.merge(self._collect("snapshot"))
+
+    def roll(self) -> TopK:
+        """The merged tracker, and every partition starts empty.
+
+        Runtime complexity: O(P * width * depth + P * k' * depth)
+        """
+        return self.merge(self._collect("roll"))
+
+    def close(self) -> None:
+        """Stop the worker processes (a no-op in-process).
+
+        Runtime complexity: O(P)
+        """
+        for conn in self._conns:
+            try:
+                conn.send(("stop", None))
+                conn.close()
+            except OSError:  # pragma: no cover - worker already gone
+                pass
+        for proc in self._procs:
+            proc.join(timeout=10)
+            if proc.is_alive():  # pragma: no cover - stuck worker
+                proc.terminate()
+        self._conns = []
+        self._procs = []
+
+    def __enter__(self) -> PartitionedTopK:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check(self) -> None:
+        """Assert every invariant of the router and (in-process) partitions."""
+        try:
+            # The buffer counts exactly what it says it holds.
+            assert self._buffered == sum(self._buffer.values())
+            assert all(n >= 1 for n in self._buffer.values())
+            assert len(self._totals) == self.partitions
+            if self._parts:
+                assert len(self._parts) == self.partitions
+                for p, part in enumerate(self._parts):
+                    part._check()
+                    # Each partition counted what was routed to it, only its keys.
+                    assert part.total == self._totals[p], (p, part.total, self._totals[p])
+                    assert all(self.owner(key) == p for key in part._cands), p
+        except AssertionError:
+            print(f"PartitionedTopK(partitions={self.partitions}, buffered={self._buffered})")
+            raise
+
+
+# -- tumbling windows ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """One published window: ``[start, end)`` of event time and its top-k.
+
+    ``tracker`` is the window's full (merged) tracker, kept for sliding
+    views; it is None for an empty window.
+    """
+
+    index: int
+    start: float
+    end: float
+    total: int
+    top: tuple[TopItem, ...]
+    tracker: TopK | None
+
+
+class TumblingWindows:
+    """Top-k per tumbling window of event time; keeps the last ``keep`` windows.
+
+    >>> clock = iter([]).__next__  # not used: every event carries its time
+    >>> tw = TumblingWindows(60.0, k=2, width=64, depth=2, clock=clock)
+    >>> tw.add("a", ts=5.0); tw.add("a", ts=10.0); tw.add("b", ts=70.0)
+    >>> [(w.index, [(i.key, i.count) for i in w.top]) for w in tw.windows()]
+    [(0, [('a', 2)])]
+    >>> tw.add("c", ts=30.0)  # window 0 is published: a late event
+    >>> tw.late_events
+    1
+    """
+
+    __slots__ = (
+        "_published",
+        "_source",
+        "clock",
+        "current",
+        "k",
+        "keep",
+        "late_events",
+        "length",
+        "on_publish",
+        "origin",
+    )
+
+    def __init__(
+        self,
+        length: float,
+        k: int = 10,
+        *,
+        keep: int = DEFAULT_KEEP,
+        origin: float = 0.0,
+        clock: Callable[[], float] = time.time,
+        source: WindowSource | None = None,
+        on_publish: Callable[[Window], None] | None = None,
+        **tracker_options: Any,
+    ) -> None:
+        """Create the windows; by default one :class:`TopK` counts each window.
+
+        Runtime complexity: O(width * depth)
+
+        :param length: window length in the clock's unit (seconds for ``time.time``)
+        :param k: items published per window
+        :param keep: how many published windows to keep
+        :param origin: event time where window 0 starts
+        :param clock: time source for events added without a time, and :meth:`advance`
+        :param source: what counts each window, e.g. a :class:`PartitionedTopK`
+        :param on_publish: called with each published :class:`Window`
+        :param tracker_options: :class:`TopK` options when ``source`` is None
+        """
+        if not (isinstance(length, (int, float)) and math.isfinite(length) and length > 0):
+            raise ValueError(f"length must be a positive finite number, got {length!r}")
+        check_positive(k, "k")
+        check_positive(keep, "keep")
+        self.length = float(length)
+        self.k = k
+        self.keep = keep
+        self.origin = self._time(origin)
+        self.clock = clock
+        self.on_publish = on_publish
+        self._source: WindowSource = (
+            LocalSource(TopK(k, **tracker_options)) if source is None else source
+        )
+        self._published: deque[Window] = deque(maxlen=keep)
+        self.current: int | None = None
+        self.late_events = 0
+
+    @staticmethod
+    def _time(ts: object) -> float:
+        if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not math.isfinite(ts):
+            raise ValueError(f"event time must be a finite number, got {ts!r}")
+        return float(ts)
+
+    def window_of(self, ts: float) -> int:
+        """Index of the window that contains event time ``ts``.
+
+        Runtime complexity: O(1)
+
+        >>> TumblingWindows(10.0, clock=float).window_of(25.0)
+        2
+
+        :param ts: event time
+        :return: ``floor((ts - origin) / length)``
+        """
+        return math.floor((self._time(ts) - self.origin) / self.length)
+
+    def _enter(self, ts: float | None) -> bool:
+        """Move to the window of ``ts``, publishing as needed; False if ``ts`` is late."""
+        index = self.window_of(self.clock() if ts is None else ts)
+        if self.current is None:
+            self.current = index
+        elif index < self.current:
+            return False
+        elif index > self.current:
+            self._publish_until(index)
+        return True
+
+    def add(self, key: Key, n: int = 1, ts: float | None = None) -> None:
+        """Count ``n`` occurrences of ``key`` at event time ``ts`` (default: the clock).
+
+        Runtime complexity: as the source's ``add``, plus a publish at a
+        window boundary
+
+        :param key: a supported key
+        :param n: positive count
+        :param ts: event time; a published window's time counts as late
+        """
+        check_key(key)
+        check_positive(n)
+        if not self._enter(ts):
+            self.late_events += n
+            return
+        self._source.add(key, n)
+
+    def add_many(self, keys: Iterable[Key], ts: float | None = None) -> None:
+        """Count one occurrence of each key, all at event time ``ts``.
+
+        Runtime complexity: O(n) plus the source's ``add_counts``
+
+        >>> tw = TumblingWindows(10.0, k=1, width=16, depth=1, clock=lambda: 3.0)
+        >>> tw.add_many(["x", "x", "y"])
+        >>> tw.current_top()
+        [TopItem(key='x', count=2, error=0)]
+
+        :param keys: keys (validated before anything changes)
+        :param ts: event time of the whole batch
+        """
+        self.add_counts(Counter(keys), ts)
+
+    def add_counts(self, counts: Mapping[Key, int], ts: float | None = None) -> None:
+        """Count pre-aggregated keys, all at event time ``ts``.
+
+        Runtime complexity: as the source's ``add_counts``
+
+        :param counts: mapping key -> positive int
+        :param ts: event time of the whole batch
+        """
+        check_keys(counts)
+        for key, n in counts.items():
+            check_positive(n, f"count of {key!r}")
+        if not self._enter(ts):
+            self.late_events += sum(counts.values())
+            return
+        self._source.add_counts(counts)
+
+    def advance(self, now: float | None = None) -> list[Window]:
+        """Publish every window that ended by ``now`` (default: the clock).
+
+        Use it on a timer so that quiet periods still publish (empty) windows.
+
+        Runtime complexity: O(min(windows passed, keep)) publishes
+
+        >>> tw = TumblingWindows(10.0, k=1, width=16, depth=1, clock=lambda: 0.0)
+        >>> tw.add("a", ts=1.0)
+        >>> [(w.index, w.total) for w in tw.advance(now=35.0)]
+        [(0, 1), (1, 0), (2, 0)]
+
+        :param now: current event time
+        :return: the windows published by this call
+        """
+        index = self.window_of(self.clock() if now is None else now)
+        if self.current is None:
+            self.current = index
+        if index <= self.current:
+            return []
+        return self._publish_until(index)
+
+    def _publish_until(self, index: int) -> list[Window]:
+        """Publish the open window and the empty ones before window ``index``.
+
+        Only the last ``keep`` windows are kept, so after a long gap at most
+        ``keep`` empty windows are published, not one per skipped window.
+        """
+        assert self.current is not None
+        tracker = self._source.roll()
+        published = [self._publish(self.current, tracker if tracker.total else None)]
+        first_empty = max(self.current + 1, index - self.keep)
+        published.extend(self._publish(empty, None) for empty in range(first_empty, index))
+        self.current = index
+        return published
+
+    def _publish(self, index: int, tracker: TopK | None) -> Window:
+        start = self.origin + index * self.length
+        top = tuple(tracker.top(self.k)) if tracker is not None else ()
+        window = Window(
+            index=index,
+            start=start,
+            end=start + self.length,
+            total=tracker.total if tracker is not None else 0,
+            top=top,
+            tracker=tracker,
+        )
+        self._published.append(window)
+        if self.on_publish is not None:
+            self.on_publish(window)
+        return window
+
+    def windows(self) -> list[Window]:
+        """Published windows, oldest first (at most ``keep``).
+
+        Runtime complexity: O(keep)
+        """
+        return list(self._published)
+
+    def latest(self) -> Window | None:
+        """The most recently published window, or None.
+
+        Runtime complexity: O(1)
+        """
+        return self._published[-1] if self._published else None
+
+    def current_top(self, k: int | None = None) -> list[TopItem]:
+        """Top-k of the open window so far.
+
+        Runtime complexity: as the source's ``snapshot`` plus O(k' log k')
+        """
+        return self._source.snapshot().top(self.k if k is None else k)
+
+    def sliding(self, windows: int, *, include_current: bool = False) -> TopK:
+        """Merged tracker of the last ``windows`` published windows ("last N windows").
+
+        Sketches are summed and candidates re-queried (see
+        :func:`~rankengine.topk.merge_topk`); with ``include_current`` the open
+        window counts as one of them.
+
+        Runtime complexity: O(windows * width * depth + windows * k' * depth)
+
+        >>> tw = TumblingWindows(10.0, k=1, width=64, depth=2, clock=lambda: 0.0)
+        >>> tw.add("a", ts=1.0); tw.add("b", 2, ts=11.0); tw.add("a", 3, ts=21.0)
+        >>> tw.sliding(2).top()
+        [TopItem(key='b', count=2, error=0)]
+        >>> tw.sliding(3, include_current=True).top()
+        [TopItem(key='a', count=4, error=0)]
+
+        :param windows: how many windows, 1 to ``keep``
+        :param include_current: count the open window as the newest one
+        :return: a new tracker
+        """
+        check_positive(windows, "windows")
+        trackers: list[TopK] = []
+        if include_current:
+            trackers.append(self._source.snapshot())
+            windows -= 1
+        published = list(self._published)[-windows:] if windows else []
+        trackers.extend(w.tracker for w in published if w.tracker is not None)
+        trackers = [t for t in trackers if t.total]
+        if not trackers:
+            return self._source.snapshot().empty_like()
+        return merge_topk(trackers, k=self.k)
+
+    def _check(self) -> None:
+        """Assert the window bookkeeping invariants."""
+        try:
+            indexes = [w.index for w in self._published]
+            # Published windows are consecutive-or-later, oldest first, at most keep.
+            assert len(indexes) <= self.keep
+            assert indexes == sorted(set(indexes)), indexes
+            if self.current is not None and indexes:
+                assert indexes[-1] < self.current
+            for w in self._published:
+                # Each window's times, total and top agree with its tracker.
+                assert w.end - w.start == self.length
+                if w.tracker is None:
+                    assert w.total == 0 and w.top == ()
+                else:
+                    assert w.total == w.tracker.total > 0
+                    assert list(w.top) == w.tracker.top(self.k)
+            assert self.late_events >= 0
+        except AssertionError:
+            print(f"TumblingWindows(current={self.current}, published={indexes})")
+            raise
+
+
+__all__ = [
+    "LocalSource",
+    "PartitionedTopK",
+    "TumblingWindows",
+    "Window",
+    "WindowSource",
+]
