@@ -32,6 +32,7 @@ refused: ``True == 1`` would silently merge two different keys.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Iterable
 from hashlib import blake2b
@@ -238,37 +239,48 @@ def make_indexer(seed: int, depth: int, width: int) -> Callable[[Key], tuple[int
     hasher = KeyHasher(seed, depth)
     if type(width) is not int or not 1 <= width <= 2**VALUE_BITS:
         raise ValueError(f"width must be an int in [1, 2**32], got {width!r}")
-    names = ", ".join(f"v{r}" for r in range(depth))
-    cells = ", ".join(f"v{r} % {width} + {r * width}" for r in range(depth))
+    factory = _indexer_factory(depth)
+    return factory(hasher._str, hasher._bytes, hasher._int, hasher._unpack, check_key, width)
+
+
+@functools.lru_cache(maxsize=None)
+def _indexer_factory(depth: int) -> Callable[..., Callable[[Key], tuple[int, ...]]]:
+    """Compile, once per depth, a factory of unrolled indexers (see :func:`make_indexer`).
+
+    Compiling costs ~2 ms, so it happens once per depth; each indexer binds
+    its hash states, width and row offsets as default arguments (fast locals).
+    """
+    rows = range(depth)
+    offsets = "".join(f", o{r}=o{r}" for r in rows if r)
+    names = "".join(f"v{r}, " for r in rows)
+    cells = ", ".join(["v0 % w"] + [f"v{r} % w + o{r}" for r in rows if r])
     source = f"""\
-def indexes(key, _str=_str, _bytes=_bytes, _int=_int, _unpack=_unpack, _check=_check):
-    t = type(key)
-    if t is str:
-        h = _str.copy()
-        try:
-            h.update(key.encode())
-        except UnicodeEncodeError:
-            h.update(key.encode("utf-8", "surrogatepass"))
-    elif t is bytes:
-        h = _bytes.copy()
-        h.update(key)
-    else:
-        _check(key)
-        h = _int.copy()
-        h.update(key.to_bytes(8, "little", signed=True))
-    ({names},) = _unpack(h.digest())
-    return ({cells},)
+def factory(_str, _bytes, _int, _unpack, _check, w):
+    {"; ".join(f"o{r} = {r} * w" for r in rows)}
+    def indexes(key, _str=_str, _bytes=_bytes, _int=_int, _unpack=_unpack, _check=_check,
+                w=w{offsets}):
+        t = type(key)
+        if t is str:
+            h = _str.copy()
+            try:
+                h.update(key.encode())
+            except UnicodeEncodeError:
+                h.update(key.encode("utf-8", "surrogatepass"))
+        elif t is bytes:
+            h = _bytes.copy()
+            h.update(key)
+        else:
+            _check(key)
+            h = _int.copy()
+            h.update(key.to_bytes(8, "little", signed=True))
+        {names}= _unpack(h.digest())
+        return ({cells},)
+    return indexes
 """
-    namespace: dict[str, Any] = {
-        "_str": hasher._str,
-        "_bytes": hasher._bytes,
-        "_int": hasher._int,
-        "_unpack": hasher._unpack,
-        "_check": check_key,
-    }
+    namespace: dict[str, Any] = {}
     exec(source, namespace)
-    indexer: Callable[[Key], tuple[int, ...]] = namespace["indexes"]
-    return indexer
+    factory: Callable[..., Callable[[Key], tuple[int, ...]]] = namespace["factory"]
+    return factory
 
 
 def key_nbytes(key: Key) -> int:

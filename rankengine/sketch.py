@@ -45,6 +45,7 @@ its hot keys.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from array import array
@@ -67,6 +68,7 @@ MAX_WIDTH: Final = 2**32
 """Row values are 32-bit, so at most 2**32 columns are addressable."""
 
 
+@functools.lru_cache(maxsize=None)
 def make_updater(depth: int, conservative: bool) -> Callable[[array[int], tuple[int, ...], int], int]:
     """Build ``update(table, idx, n) -> estimate`` for one key's ``depth`` cells.
 
