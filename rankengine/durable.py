@@ -1,0 +1,879 @@
+"""Durable boards: a :class:`Leaderboard` whose every write is logged first.
+
+The sorted index is the serving copy; the source of truth is the *event
+log* in a directory.  Every accepted write becomes one record (see
+:mod:`rankengine.eventlog`) that is appended -- and, under
+``fsync="always"``, on stable storage -- before the board applies it and
+the call returns.  A rejected write (bad input, a failed ``when``
+condition) appends nothing.  A write whose append fails raises and the
+board does not show it.
+
+Opening a directory rebuilds the board from the newest snapshot plus the
+records after it; the records hold absolute scores and tie clocks, so the
+rebuilt board is identical to the one that wrote them, ranks, float
+scores, tie order and metadata included.
+
+fsync policies (what a crash can lose)
+--------------------------------------
+``"always"``   nothing that was acknowledged: a write returns only after its
+               record is fsynced (one fsync per write call; a ``set_many``
+               shares one fsync among all its members).
+``"everysec"`` about the last second (a background thread fsyncs once a
+               second).  If an fsync stalls for more than
+               :data:`FSYNC_STALL_S`, writes wait for it, so the window
+               stays near 2 s even on a sick disk (as Redis does).
+``"never"``    whatever the OS had not written back (Linux: ~30 s).  A
+               process crash (kill -9) loses nothing under any policy: the
+               records are in the OS page cache once a write returns.
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     with Leaderboard.open(tmp, fsync="always") as board:
+...         board.set("ann", 10.5)
+...         board.incr("bob", 3)
+...     with Leaderboard.open(tmp) as again:
+...         print(again.items(), again.last_seq)
+True
+3
+[('ann', 10.5), ('bob', 3)] 2
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, Final, Literal, TypeAlias
+
+from rankengine.changes import DEL, META, PUT
+from rankengine.eventlog import (
+    CorruptionError,
+    Event,
+    LogError,
+    RecoveryWarning,
+    SegmentReader,
+    SegmentWriter,
+    TornTail,
+    TornTailError,
+    TornTailWarning,
+    crash_point,
+    encode_record,
+    frame,
+)
+from rankengine.leaderboard import Leaderboard
+from rankengine.manifest import (
+    MANIFEST_NAME,
+    SEGMENT_RE,
+    SNAPSHOT_RE,
+    DirectoryLock,
+    Manifest,
+    read_manifest,
+    segment_name,
+    snapshot_name,
+    write_manifest,
+)
+from rankengine.snapshot import fsync_dir, read_snapshot, write_snapshot
+
+__all__ = [
+    "COMPACT_MIN_BYTES",
+    "COMPACT_RATIO",
+    "FLUSH_INTERVAL_S",
+    "FSYNC_STALL_S",
+    "DurableLeaderboard",
+    "FsyncPolicy",
+    "iter_events",
+    "load_board",
+    "open_board",
+    "rebuild",
+]
+
+FsyncPolicy: TypeAlias = Literal["always", "everysec", "never"]
+TornPolicy: TypeAlias = Literal["truncate", "refuse"]
+
+#: ``everysec``: seconds between background fsyncs (Redis's appendfsync everysec).
+FLUSH_INTERVAL_S: Final = 1.0
+#: ``everysec``: a write waits for a background fsync that has run longer
+#: than this, bounding the loss window on a stalling disk (Redis: 2 s).
+FSYNC_STALL_S: Final = 2.0
+#: Automatic compaction starts when the records since the last snapshot
+#: exceed both this many bytes and :data:`COMPACT_RATIO` times the snapshot
+#: size (Redis's auto-aof-rewrite-min-size 64mb / percentage 100).
+COMPACT_MIN_BYTES: Final = 64 << 20
+#: See :data:`COMPACT_MIN_BYTES`.
+COMPACT_RATIO: Final = 1.0
+
+_POLICIES: Final = ("always", "everysec", "never")
+_TORN: Final = ("truncate", "refuse")
+#: Settings that change what the stored data means; a reopen must agree.
+_BINDING: Final = ("order", "tie_break", "rank_style")
+_DEFAULTS: Final[dict[str, Any]] = {
+    "order": "desc",
+    "tie_break": "first",
+    "rank_style": "unique",
+    "backend": "sortedlist",
+}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _stored_config(config: dict[str, Any]) -> dict[str, Any]:
+    order = config["order"]
+    backend = config["backend"]
+    return {
+        "order": list(order) if isinstance(order, tuple) else order,
+        "tie_break": config["tie_break"],
+        "rank_style": config["rank_style"],
+        "backend": backend if isinstance(backend, str) else None,
+    }
+
+
+def _resolve_config(
+    stored: dict[str, Any] | None, explicit: dict[str, Any], path: str
+) -> dict[str, Any]:
+    """The board settings: stored ones win; an explicit conflicting one is an error.
+
+    The backend is only the in-memory structure, so it may differ.
+    """
+    out = dict(_DEFAULTS)
+    if stored is not None:
+        for key in _BINDING:
+            value = stored.get(key)
+            out[key] = tuple(value) if isinstance(value, list) else value
+        if isinstance(stored.get("backend"), str):
+            out["backend"] = stored["backend"]
+    for key, value in explicit.items():
+        if value is None:
+            continue
+        if stored is not None and key in _BINDING:
+            have = out[key]
+            want = tuple(value) if isinstance(value, list) else value
+            if have != want:
+                raise ValueError(
+                    f"{path} holds a board with {key}={have!r}; it cannot be opened "
+                    f"with {key}={want!r} (leave {key} out to use the stored setting)"
+                )
+        out[key] = value
+    return out
+
+
+def _durable_class(cls: type[Leaderboard]) -> type[DurableLeaderboard]:
+    if issubclass(cls, DurableLeaderboard):
+        return cls
+    if cls is Leaderboard:
+        return DurableLeaderboard
+    return type(f"Durable{cls.__name__}", (DurableLeaderboard, cls), {})
+
+
+def open_board(
+    cls: type[Leaderboard], path: str | os.PathLike[str], **options: Any
+) -> DurableLeaderboard:
+    """Open (or create) the durable board in directory ``path``; see
+    :class:`DurableLeaderboard` for the options."""
+    return _durable_class(cls)(path, **options)
+
+
+# ----------------------------------------------------------------------
+# Loading: snapshot + replay
+# ----------------------------------------------------------------------
+class Loaded:
+    """What loading a directory found: where the log ends and what was odd."""
+
+    def __init__(self) -> None:
+        self.snapshot_seq = 0
+        self.snapshot_size = 0
+        self.last_seq = 0
+        self.last_ms = 0
+        self.records = 0
+        self.torn: TornTail | None = None
+        #: the last segment read: (name, first_seq, start, end)
+        self.active: tuple[str, int, int, int] | None = None
+        self.notes: list[str] = []
+
+
+def _replay(board: Leaderboard, event: Event, reader: SegmentReader) -> None:
+    """Check that ``event`` applies to ``board`` and apply it."""
+    present = board._primary
+    gone: set[Any] = set()
+    added: set[Any] = set()
+    try:
+        for change in event.changes:
+            kind, member = change[0], change[1]
+            board._check_member(member)
+            here = (member in present and member not in gone) or member in added
+            if kind == PUT:
+                board._codec.check(change[2])
+                added.add(member)
+                gone.discard(member)
+            elif not here:
+                raise ValueError(f"{'DEL' if kind == DEL else 'META'} of absent member {member!r}")
+            elif kind == DEL:
+                gone.add(member)
+                added.discard(member)
+            else:
+                assert kind == META
+    except (TypeError, ValueError) as exc:
+        raise CorruptionError(
+            reader.path, reader.at, f"record {event.seq} does not apply ({exc})"
+        ) from None
+    board._apply(event.changes)
+
+
+def load_board(
+    board: Leaderboard,
+    directory: str,
+    manifest: Manifest,
+    *,
+    until_seq: int | None = None,
+    until_ms: int | None = None,
+    from_log: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Loaded:
+    """Fill the empty ``board`` from ``directory``: the newest usable
+    snapshot (unless ``from_log``) and the records after it, up to
+    ``until_seq`` / ``until_ms`` if given.
+
+    A damaged snapshot is skipped with a warning when an older one (or the
+    log from seq 1) can replace it.  A torn tail is reported in the result,
+    never cut here.
+
+    Runtime complexity: O(N) for the snapshot plus O(k) per replayed change.
+    """
+    out = Loaded()
+    columns = board._codec.columns
+    segments = manifest.segments
+    errors: list[Exception] = []
+    if not from_log:
+        for name, seq in reversed(manifest.snapshots):
+            if until_seq is not None and seq > until_seq:
+                continue
+            start = manifest.chain_start(seq)
+            if start == len(segments) or segments[start][1] > seq + 1:
+                continue  # no segments continue from this snapshot
+            path = os.path.join(directory, name)
+            try:
+                snap = read_snapshot(path, columns=columns)
+                if snap.seq != seq:
+                    raise CorruptionError(
+                        path, 0, f"snapshot header says seq {snap.seq}, not {seq}"
+                    )
+            except (CorruptionError, OSError) as exc:
+                errors.append(exc)
+                continue
+            if until_ms is not None and snap.header.get("time_ms", 0) > until_ms:
+                continue
+            if progress is not None:
+                progress("snapshot", snap.size, snap.size)
+            enabled = gc.isenabled()
+            # Bulk load: the collector would rescan the growing heap many
+            # times while a million tuples are created (measured: 3x slower).
+            gc.disable()
+            try:
+                board._restore(snap.rows(), int(snap.header["clock"]))
+            finally:
+                if enabled:
+                    gc.enable()
+            out.snapshot_seq = out.last_seq = seq
+            out.last_ms = int(snap.header.get("time_ms", 0))
+            out.snapshot_size = snap.size
+            break
+    if errors:
+        if out.snapshot_seq == 0 and not (segments and segments[0][1] == 1):
+            raise errors[0]
+        for error in errors:
+            note = f"skipped a damaged snapshot, replaying more of the log instead: {error}"
+            out.notes.append(note)
+            warnings.warn(note, RecoveryWarning, stacklevel=3)
+    base = out.snapshot_seq
+    start = manifest.chain_start(base)
+    chain = segments[start:]
+    if not chain or chain[0][1] > base + 1:
+        where = chain[0][1] if chain else "nowhere"
+        raise LogError(
+            f"{directory}: the log needed from seq {base + 1} begins at seq {where}; older "
+            "records were compacted away (open with retain_log=True to keep history)"
+        )
+    for i, (name, first) in enumerate(chain):
+        path = os.path.join(directory, name)
+        if i and first != out.last_seq + 1:
+            raise CorruptionError(
+                path, 0, f"segment starts at seq {first}, expected {out.last_seq + 1}"
+            )
+        with SegmentReader(path) as reader:
+            if reader.first_seq != first:
+                raise CorruptionError(path, 0, f"segment header says first seq {reader.first_seq}")
+            stop = False
+            report = (
+                None if progress is None else (lambda at, n=name, s=reader.size: progress(n, at, s))
+            )
+            for event in reader.events(report):
+                if event.seq <= base:
+                    continue
+                if (until_seq is not None and event.seq > until_seq) or (
+                    until_ms is not None and event.time_ms > until_ms
+                ):
+                    stop = True
+                    break
+                _replay(board, event, reader)
+                out.last_seq, out.last_ms = event.seq, event.time_ms
+                out.records += 1
+            if stop:
+                return out
+            if reader.last_seq < base:
+                raise CorruptionError(
+                    path,
+                    reader.end,
+                    f"log ends at seq {reader.last_seq} before the snapshot's {base}",
+                )
+            if reader.torn is not None and i != len(chain) - 1:
+                raise CorruptionError(
+                    path, reader.torn.offset, f"{reader.torn.reason} inside the log"
+                )
+            out.torn = reader.torn
+            out.active = (name, first, reader.start, reader.end)
+    return out
+
+
+def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Manifest:
+    """Read the manifest, or create a new board if the directory holds none."""
+    try:
+        return read_manifest(directory)
+    except FileNotFoundError:
+        pass
+    if not create:
+        raise FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
+    # A crash while creating leaves only a header-only first segment and
+    # temporary files; anything else means this is not a fresh directory.
+    stale = []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name == "LOCK" or name.endswith(".tmp"):
+            stale.append(path)
+            continue
+        if SEGMENT_RE.fullmatch(name):
+            try:
+                with SegmentReader(path) as reader:
+                    empty = reader.size == reader.start
+            except (CorruptionError, OSError):
+                empty = os.path.getsize(path) < 4096
+            if empty:
+                stale.append(path)
+                continue
+        raise LogError(
+            f"{directory} has no {MANIFEST_NAME} but holds {name!r}: refusing to create a "
+            "new board over it (run `rankengine verify` / `rankengine repair` on it)"
+        )
+    for path in stale:
+        if not path.endswith("LOCK"):
+            os.remove(path)
+    name = segment_name(1)
+    header = {"first_seq": 1, "created_ms": _now_ms(), "config": config}
+    SegmentWriter.create(os.path.join(directory, name), header).close()
+    fsync_dir(directory)
+    crash_point("after_create_segment")
+    manifest = Manifest(config, [], [(name, 1)])
+    write_manifest(directory, manifest)
+    return manifest
+
+
+def _remove_leftovers(directory: str, manifest: Manifest) -> list[str]:
+    """Remove what an interrupted compaction left behind; return notes."""
+    listed = {name for name, _ in manifest.snapshots} | {name for name, _ in manifest.segments}
+    last_first = manifest.segments[-1][1] if manifest.segments else 0
+    notes: list[str] = []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name in listed:
+            continue
+        if name.endswith(".tmp") or SNAPSHOT_RE.fullmatch(name):
+            os.remove(path)
+            notes.append(f"removed {name} (left by an interrupted snapshot or compaction)")
+        elif (match := SEGMENT_RE.fullmatch(name)) is not None:
+            if int(match.group(1)) < last_first:
+                os.remove(path)
+                notes.append(f"removed {name} (compacted away before a crash)")
+                continue
+            try:
+                with SegmentReader(path) as reader:
+                    empty = reader.size == reader.start
+            except (CorruptionError, OSError):
+                empty = False
+            if empty:
+                os.remove(path)
+                notes.append(f"removed {name} (a new segment never used)")
+            else:
+                os.replace(path, path + ".orphan")
+                notes.append(f"renamed {name} to {name}.orphan: it is not in the manifest")
+                warnings.warn(notes[-1], RecoveryWarning, stacklevel=4)
+    if notes:
+        fsync_dir(directory)
+    return notes
+
+
+class DurableLeaderboard(Leaderboard):
+    """A :class:`Leaderboard` stored in a directory; the same API plus
+    :meth:`flush`, :meth:`close`, :meth:`compact`, :meth:`events`.
+
+    :param path: the directory (created if missing, unless ``create=False``).
+    :param fsync: ``"always"``, ``"everysec"`` (default) or ``"never"``; see
+        the module docstring for what each can lose.
+    :param order, tie_break, rank_style, backend: as for :class:`Leaderboard`;
+        when reopening, the stored settings are used and an explicit
+        different ``order``/``tie_break``/``rank_style`` is an error.
+    :param on_torn_tail: ``"truncate"`` (cut an interrupted last record with a
+        :class:`~rankengine.eventlog.TornTailWarning`) or ``"refuse"``
+        (raise :class:`~rankengine.eventlog.TornTailError`).
+    :param compact_min_bytes: compact automatically (in a background thread)
+        when the records since the last snapshot exceed this many bytes and
+        ``compact_ratio`` times the snapshot; None turns it off.
+    :param retain_log: keep old segments and snapshots after compaction, so
+        that :func:`rebuild` can replay from the first record.
+    :param now: a zero-argument function returning wall-clock milliseconds
+        (record timestamps; for tests).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: FsyncPolicy = "everysec",
+        order: Any = None,
+        tie_break: Any = None,
+        rank_style: Any = None,
+        backend: Any = None,
+        on_torn_tail: TornPolicy = "truncate",
+        compact_min_bytes: int | None = COMPACT_MIN_BYTES,
+        compact_ratio: float = COMPACT_RATIO,
+        retain_log: bool = False,
+        create: bool = True,
+        now: Callable[[], int] | None = None,
+    ) -> None:
+        if fsync not in _POLICIES:
+            raise ValueError(f"fsync must be one of {_POLICIES}, not {fsync!r}")
+        if on_torn_tail not in _TORN:
+            raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
+        self.path = os.fspath(path)
+        self._closed = True  # until fully open
+        if create:
+            os.makedirs(self.path, exist_ok=True)
+        elif not os.path.isdir(self.path):
+            raise FileNotFoundError(f"{self.path} is not a directory")
+        self._dirlock = DirectoryLock(self.path)
+        try:
+            explicit = {
+                "order": order,
+                "tie_break": tie_break,
+                "rank_style": rank_style,
+                "backend": backend,
+            }
+            fresh = _resolve_config(None, explicit, self.path)
+            manifest = _open_manifest(self.path, _stored_config(fresh), create)
+            config = _resolve_config(manifest.config, explicit, self.path)
+            super().__init__(**config)
+            loaded = load_board(self, self.path, manifest)
+            if loaded.torn is not None:
+                if on_torn_tail == "refuse":
+                    raise TornTailError(loaded.torn)
+                warnings.warn(
+                    f"{loaded.torn.path}: cut a torn tail at offset {loaded.torn.offset} "
+                    f"({loaded.torn.reason}, {loaded.torn.cut_bytes} bytes): the last write "
+                    "was interrupted before it completed (under fsync='always' it was never "
+                    "acknowledged)",
+                    TornTailWarning,
+                    stacklevel=3,
+                )
+            self.recovery_notes = loaded.notes + _remove_leftovers(self.path, manifest)
+            assert loaded.active is not None
+            name, first, start, end = loaded.active
+            self._writer = SegmentWriter.reopen(os.path.join(self.path, name), end, start)
+        except BaseException:
+            self._dirlock.release()
+            raise
+        self._manifest = manifest
+        self._policy: FsyncPolicy = fsync
+        self._now = now or _now_ms
+        self._seq = loaded.last_seq
+        self._last_ms = loaded.last_ms
+        self._active_first = first
+        self._snapshot_size = loaded.snapshot_size
+        self._compact_min = compact_min_bytes
+        self._compact_ratio = compact_ratio
+        self._compact_after = 0
+        self._retain = retain_log
+        self._failure: BaseException | None = None
+        self._dirty = False
+        self._sync_lock = threading.Lock()
+        self._sync_cond = threading.Condition()
+        self._sync_started: float | None = None
+        self._compact_lock = threading.Lock()
+        self._compactor: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self._closed = False
+        if fsync == "everysec":
+            self._flusher = threading.Thread(
+                target=self._flush_loop, name="rankengine-fsync", daemon=True
+            )
+            self._flusher.start()
+        self._listener = self._append
+
+    # ------------------------------------------------------------------
+    # State
+    # ------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`: reads still work, writes raise."""
+        return self._closed
+
+    @property
+    def last_seq(self) -> int:
+        """Sequence number of the last logged write (0 for a new board)."""
+        return self._seq
+
+    @property
+    def fsync_policy(self) -> FsyncPolicy:
+        """The policy given at open."""
+        return self._policy
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else self._policy
+        return (
+            f"DurableLeaderboard({self.path!r}, {state}, members={len(self)}, last_seq={self._seq})"
+        )
+
+    def __enter__(self) -> DurableLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise ValueError(f"the durable board at {self.path} is closed")
+        if self._failure is not None:
+            raise LogError(
+                f"{self.path}: an fsync failed ({self._failure}); the log may be missing writes "
+                "the OS had accepted, so this board refuses further writes: close and reopen it"
+            ) from self._failure
+
+    # ------------------------------------------------------------------
+    # The write path
+    # ------------------------------------------------------------------
+    def _append(self, changes: list[Any]) -> None:
+        """The board's listener: log ``changes`` (fsync under "always") or raise."""
+        self._check_writable()
+        seq = self._seq + 1
+        now = self._now()
+        stamp = now if now > self._last_ms else self._last_ms  # never backwards
+        data = frame(encode_record(seq, stamp, changes))
+        if self._policy == "everysec":
+            self._wait_if_stalled()
+        writer = self._writer
+        writer.append(data)
+        if self._policy == "always":
+            try:
+                writer.sync()
+            except BaseException as exc:
+                writer.undo_last(len(data))
+                self._failure = exc
+                raise
+        else:
+            self._dirty = True
+        self._seq, self._last_ms = seq, stamp
+        if self._compact_min is not None and self._compactor is None:
+            due = max(
+                self._compact_min, self._compact_ratio * self._snapshot_size, self._compact_after
+            )
+            if writer.record_bytes >= due:
+                self._compactor = threading.Thread(
+                    target=self._compact_in_background, name="rankengine-compact", daemon=True
+                )
+                self._compactor.start()
+
+    def _wait_if_stalled(self) -> None:
+        started = self._sync_started
+        if started is not None and time.monotonic() - started > FSYNC_STALL_S:
+            with self._sync_cond:
+                while self._sync_started is not None:
+                    self._sync_cond.wait()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(FLUSH_INTERVAL_S):
+            self._background_sync()
+
+    def _background_sync(self) -> None:
+        with self._sync_lock:
+            if not self._dirty or self._failure is not None:
+                return
+            self._dirty = False
+            self._sync_started = time.monotonic()
+            try:
+                self._writer.sync()
+            except OSError as exc:
+                self._failure = exc
+                warnings.warn(
+                    f"{self.path}: background fsync failed: {exc}", RuntimeWarning, stacklevel=1
+                )
+            finally:
+                with self._sync_cond:
+                    self._sync_started = None
+                    self._sync_cond.notify_all()
+
+    def flush(self) -> None:
+        """Force every logged write to stable storage now (any policy).
+
+        Runtime complexity: one fsync
+        """
+        with self._lock:
+            self._check_writable()
+            with self._sync_lock:
+                try:
+                    self._writer.sync()
+                except OSError as exc:
+                    self._failure = exc
+                    raise
+                self._dirty = False
+
+    def close(self) -> None:
+        """Flush, stop the background threads and release the directory.
+
+        Reads keep working on the in-memory board; writes raise.  Closing
+        twice is harmless.  Raises if the final fsync fails (after closing).
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        compactor = self._compactor
+        if compactor is not None:
+            compactor.join()
+        error: BaseException | None = None
+        with self._sync_lock:
+            try:
+                if self._failure is None:
+                    self._writer.sync()
+            except OSError as exc:
+                error = exc
+            finally:
+                self._writer.close()
+                self._dirlock.release()
+        if error is not None:
+            raise error
+
+    # ------------------------------------------------------------------
+    # Snapshots and compaction
+    # ------------------------------------------------------------------
+    def compact(self) -> int:
+        """Write a snapshot, start a new segment, and drop what it replaces.
+
+        Steps, each crash-safe: fsync the log; start segment ``seq+1`` and
+        list it in the manifest; write the snapshot (temp file, fsync,
+        rename, directory fsync); replace the manifest with one naming the
+        snapshot; only then remove the older segments and snapshots (kept
+        with ``retain_log=True``).  Writes continue while the snapshot is
+        written.
+
+        Runtime complexity: O(N)
+
+        :return: the sequence number the snapshot covers.
+        """
+        with self._compact_lock:
+            return self._compact()
+
+    #: Same as :meth:`compact` (Redis calls it a rewrite; this is the snapshot).
+    snapshot = compact
+
+    def _compact_in_background(self) -> None:
+        try:
+            with self._compact_lock:
+                if not self._closed:
+                    self._compact()
+        except Exception as exc:
+            # retry only after as many bytes again; the log itself is fine
+            self._compact_after = self._writer.record_bytes * 2
+            warnings.warn(
+                f"{self.path}: background compaction failed: {exc}", RuntimeWarning, stacklevel=1
+            )
+        finally:
+            self._compactor = None
+
+    def _compact(self) -> int:
+        directory = self.path
+        manifest = self._manifest
+        with self._lock:
+            self._check_writable()
+            seq = self._seq
+            if manifest.snapshots and manifest.snapshots[-1][1] == seq:
+                return seq
+            with self._sync_lock:
+                self._writer.sync()
+            rows = list(self._export())
+            header = {
+                "seq": seq,
+                "clock": self._clock,
+                "time_ms": self._last_ms,
+                "created_ms": self._now(),
+                "config": manifest.config,
+            }
+            if self._active_first != seq + 1:
+                name = segment_name(seq + 1)
+                writer = SegmentWriter.create(
+                    os.path.join(directory, name),
+                    {"first_seq": seq + 1, "created_ms": self._now(), "config": manifest.config},
+                )
+                fsync_dir(directory)
+                crash_point("after_segment_create")
+                manifest.segments.append((name, seq + 1))
+                try:
+                    write_manifest(directory, manifest)
+                except BaseException:
+                    manifest.segments.pop()
+                    writer.close()
+                    os.remove(writer.path)
+                    raise
+                with self._sync_lock:
+                    old, self._writer = self._writer, writer
+                    old.close()
+                self._active_first = seq + 1
+        snap = snapshot_name(seq)
+        size = write_snapshot(os.path.join(directory, snap), header, rows)
+        del rows
+        with self._lock:
+            old_snapshots, old_segments = list(manifest.snapshots), list(manifest.segments)
+            manifest.snapshots.append((snap, seq))
+            if not self._retain:
+                manifest.snapshots = [(snap, seq)]
+                manifest.segments = [s for s in manifest.segments if s[1] > seq]
+            try:
+                write_manifest(directory, manifest)
+            except BaseException:
+                manifest.snapshots, manifest.segments = old_snapshots, old_segments
+                raise
+            self._snapshot_size = size
+        crash_point("after_manifest_swap")
+        keep = {n for n, _ in manifest.snapshots} | {n for n, _ in manifest.segments}
+        for i, name in enumerate(n for n, _ in old_snapshots + old_segments if n not in keep):
+            os.remove(os.path.join(directory, name))
+            if i == 0:
+                crash_point("segment_removal")
+        fsync_dir(directory)
+        return seq
+
+    # ------------------------------------------------------------------
+    # Reading the log
+    # ------------------------------------------------------------------
+    def events(self, start: int = 1, stop: int | None = None) -> Iterator[Event]:
+        """Logged events with ``start <= seq < stop``, oldest first.
+
+        The files are opened at the call, so a later compaction does not cut
+        the iteration short; events compacted away earlier are gone unless
+        the board was opened with ``retain_log=True`` (then this raises).
+
+        Runtime complexity: O(size of the segments read)
+        """
+        with self._lock:
+            readers = _open_readers(self.path, self._manifest, start)
+            if not self._closed:
+                readers[-1].size = self._writer.end
+        return _iterate(readers, start, stop)
+
+
+def _open_readers(directory: str, manifest: Manifest, start: int) -> list[SegmentReader]:
+    segments = manifest.segments
+    if not segments:
+        return []
+    if start < segments[0][1]:
+        raise LogError(
+            f"{directory}: events before seq {segments[0][1]} were compacted away "
+            "(open with retain_log=True to keep them)"
+        )
+    first = max(0, manifest.chain_start(start - 1))
+    readers: list[SegmentReader] = []
+    try:
+        for name, _ in segments[first:]:
+            readers.append(SegmentReader(os.path.join(directory, name)))
+    except BaseException:
+        for reader in readers:
+            reader.close()
+        raise
+    return readers
+
+
+def _iterate(readers: list[SegmentReader], start: int, stop: int | None) -> Iterator[Event]:
+    try:
+        for reader in readers:
+            for event in reader.events():
+                if event.seq < start:
+                    continue
+                if stop is not None and event.seq >= stop:
+                    return
+                yield event
+            if reader.torn is not None:
+                warnings.warn(
+                    f"{reader.torn.path}: log ends in a torn tail at offset {reader.torn.offset}",
+                    TornTailWarning,
+                    stacklevel=2,
+                )
+    finally:
+        for reader in readers:
+            reader.close()
+
+
+def iter_events(
+    path: str | os.PathLike[str], start: int = 1, stop: int | None = None
+) -> Iterator[Event]:
+    """Events with ``start <= seq < stop`` from a board directory (read only).
+
+    Runtime complexity: O(size of the segments read)
+    """
+    directory = os.fspath(path)
+    return _iterate(_open_readers(directory, read_manifest(directory), start), start, stop)
+
+
+def rebuild(
+    path: str | os.PathLike[str],
+    *,
+    until_seq: int | None = None,
+    until_ms: int | None = None,
+    from_log: bool = False,
+    backend: Any = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Leaderboard:
+    """An in-memory :class:`Leaderboard` as the directory's log says it was.
+
+    ``until_seq``/``until_ms``: stop after that record / the last record
+    stamped at or before that time (point-in-time recovery).  ``from_log``:
+    ignore snapshots and replay every record from seq 1 (needs
+    ``retain_log=True`` history).  Nothing is written: a torn tail is
+    reported with a warning and left in place.
+
+    Runtime complexity: O(N + k) for N snapshot rows and k replayed changes
+    """
+    directory = os.fspath(path)
+    manifest = read_manifest(directory)
+    config = _resolve_config(manifest.config, {"backend": backend}, directory)
+    board = Leaderboard(**config)
+    loaded = load_board(
+        board,
+        directory,
+        manifest,
+        until_seq=until_seq,
+        until_ms=until_ms,
+        from_log=from_log,
+        progress=progress,
+    )
+    if loaded.torn is not None:
+        warnings.warn(
+            f"{loaded.torn.path}: ignored a torn tail at offset {loaded.torn.offset} "
+            f"({loaded.torn.reason})",
+            TornTailWarning,
+            stacklevel=2,
+        )
+    return board

@@ -1,0 +1,641 @@
+"""The event log: checksummed frames, msgpack records, append-only segments.
+
+Every accepted write of a durable board becomes one *record*: its sequence
+number, a wall-clock timestamp and the list of changes it made (see
+:mod:`rankengine.changes`).  Records are appended to a *segment* file, each
+in its own *frame*::
+
+    segment  = prefix | frame(header) | frame(record) | frame(record) | ...
+    prefix   = magic (8 bytes) | version u16 | flags u16          12 bytes
+    frame    = length u32 | crc32(length) u32 | crc32(payload) u32 | payload
+    record   = msgpack [seq, time_ms, [change, change, ...]]
+
+All integers are big-endian.  The length has a checksum of its own, so a
+flipped bit in a length field is reported where it happened instead of
+silently swallowing the records after it.
+
+Torn tail or damage?
+--------------------
+A crash in the middle of an append leaves a *torn tail*: a final frame that
+is physically incomplete.  A flipped byte leaves a complete frame whose
+checksum fails.  The reader tells them apart like this (``size`` is the
+file size, ``at`` the offset of the frame being read):
+
+1. ``size - at < 12`` (a partial frame header): torn.
+2. every byte from ``at`` to the end of the file is zero (blocks the file
+   system allocated but never wrote after a power cut): torn.
+3. the length checksum fails, or the length is absurd: damage.
+4. the frame runs past the end of the file: torn.
+5. the payload checksum fails: torn only if this is the last frame and it
+   ends in zero bytes from a 512-byte sector boundary on (sectors that were
+   never written); anything else is damage.
+6. the payload is not a valid record, or its sequence number is not the
+   next one: damage.
+
+A torn tail is cut off on open (with a warning, or refused on request);
+damage refuses to open and names the file and offset.
+
+>>> payload = encode_record(1, 1_700_000_000_000, [(0, "ann", 10, 1)])
+>>> data = frame(payload)
+>>> len(data) - len(payload)
+12
+>>> decode_record(data[FRAME_HEADER_BYTES:])
+Event(seq=1, time_ms=1700000000000, changes=[(0, 'ann', 10, 1)])
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO, Final, NamedTuple
+
+import msgpack
+
+from rankengine.changes import DEL, META, PUT, Change
+from rankengine.scoring import check_meta
+
+__all__ = [
+    "CRASH_ENV",
+    "FORMAT_VERSION",
+    "FRAME_HEADER_BYTES",
+    "MAX_FRAME_BYTES",
+    "SEGMENT_MAGIC",
+    "CorruptionError",
+    "Event",
+    "LogError",
+    "RecoveryWarning",
+    "SegmentReader",
+    "SegmentWriter",
+    "TornTail",
+    "TornTailError",
+    "TornTailWarning",
+    "crash_point",
+    "decode_record",
+    "encode_record",
+    "frame",
+    "pack",
+    "unpack",
+]
+
+#: Format version written in every file prefix; readers refuse a newer one.
+FORMAT_VERSION: Final = 1
+#: Magic of a log segment.  Like PNG's, the first byte has its high bit set
+#: (caught by 7-bit transfers) and the CR LF pair catches newline translation.
+SEGMENT_MAGIC: Final = b"\x89RKLOG\r\n"
+PREFIX: Final = struct.Struct(">8sHH")
+#: Bytes before the first frame of every file.
+PREFIX_BYTES: Final = PREFIX.size
+FRAME: Final = struct.Struct(">III")
+#: Bytes in front of every payload: length, its checksum, payload checksum.
+FRAME_HEADER_BYTES: Final = FRAME.size
+#: Largest payload accepted.  One record is one public write, so a huge
+#: ``set_many`` makes a huge record; 1 GiB leaves room for ~30 million members
+#: in one batch, and a reader never allocates more than the file holds.
+MAX_FRAME_BYTES: Final = 1 << 30
+#: A torn write leaves whole disk sectors unwritten (read back as zeros).
+SECTOR_BYTES: Final = 512
+#: msgpack extension code for integers beyond 64 bits (Python ints are
+#: unbounded; msgpack's are not): signed big-endian two's complement bytes.
+BIGINT_EXT: Final = 1
+#: Fault injection for crash tests: when this environment variable names a
+#: step (see :func:`crash_point`), the process kills itself with SIGKILL there.
+CRASH_ENV: Final = "RANKENGINE_CRASH_AT"
+
+_INT64_MIN: Final = -(1 << 63)
+_UINT64_MAX: Final = (1 << 64) - 1
+_MEMBER_TYPES: Final = (str, bytes, int)
+_ZERO_CHUNK: Final = bytes(1 << 16)
+
+
+class LogError(Exception):
+    """Base class of every error about the files of a durable board."""
+
+
+class CorruptionError(LogError):
+    """A file holds bytes that are not what was written: a damaged frame,
+    a record that does not decode, a gap in the sequence numbers.
+
+    ``path`` and ``offset`` say where; ``reason`` says what.
+    """
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        super().__init__(
+            f"{path}: {reason} at offset {offset}; the board refuses to open. "
+            "Run `rankengine verify DIR` for details and `rankengine repair DIR` to keep "
+            "everything before this point"
+        )
+
+
+class TornTail(NamedTuple):
+    """An incomplete final record: where the good data ends, why, and how
+    many bytes follow (those that a truncation cuts)."""
+
+    path: str
+    offset: int
+    reason: str
+    size: int
+
+    @property
+    def cut_bytes(self) -> int:
+        """Bytes a truncation at :attr:`offset` removes."""
+        return self.size - self.offset
+
+
+class TornTailError(LogError):
+    """Opening with ``on_torn_tail="refuse"`` met a torn tail."""
+
+    def __init__(self, torn: TornTail) -> None:
+        self.torn = torn
+        super().__init__(
+            f"{torn.path}: torn tail at offset {torn.offset} ({torn.reason}, "
+            f"{torn.cut_bytes} bytes); refusing to open as asked (on_torn_tail='refuse'). "
+            "Open with on_torn_tail='truncate' or run `rankengine repair DIR` to cut it"
+        )
+
+
+class RecoveryWarning(UserWarning):
+    """Opening a board had to work around something (and says what)."""
+
+
+class TornTailWarning(RecoveryWarning):
+    """A torn tail (an interrupted last append) was cut off on open."""
+
+
+class Event(NamedTuple):
+    """One record of the log: one public write, applied atomically on replay."""
+
+    seq: int
+    time_ms: int
+    changes: list[Change]
+
+
+def crash_point(step: str) -> None:
+    """Kill this process with SIGKILL if :data:`CRASH_ENV` names ``step``.
+
+    A fault-injection hook for crash tests (``tests/test_crash.py``); the
+    steps are listed in ``docs/durability.md``.  Costs one environment
+    look-up, and is only called on rare paths (compaction, creation).
+
+    >>> crash_point("nowhere")  # the variable is not set: nothing happens
+    """
+    if os.environ.get(CRASH_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ----------------------------------------------------------------------
+# msgpack with unbounded integers
+# ----------------------------------------------------------------------
+def _widen(value: Any) -> Any:
+    """Replace ints outside msgpack's 64-bit range by extension objects."""
+    if type(value) is int:
+        if _INT64_MIN <= value <= _UINT64_MAX:
+            return value
+        size = (value.bit_length() + 8) // 8
+        return msgpack.ExtType(BIGINT_EXT, value.to_bytes(size, "big", signed=True))
+    if isinstance(value, dict):
+        return {k: _widen(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_widen(v) for v in value]
+    return value
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code == BIGINT_EXT and data:
+        return int.from_bytes(data, "big", signed=True)
+    raise ValueError(f"unknown msgpack extension type {code}")
+
+
+def pack(value: Any) -> bytes:
+    """msgpack-encode ``value``; ints of any size survive (extension type 1).
+
+    Runtime complexity: O(size of value)
+
+    >>> unpack(pack([2**70, -(2**70), "a", b"b", 1.5]))
+    [1180591620717411303424, -1180591620717411303424, 'a', b'b', 1.5]
+    """
+    try:
+        return msgpack.packb(value, use_bin_type=True)  # type: ignore[no-any-return]
+    except OverflowError:
+        return msgpack.packb(_widen(value), use_bin_type=True)  # type: ignore[no-any-return]
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"a string in this write is not valid UTF-8 ({exc.reason}) and cannot be logged"
+        ) from exc
+
+
+def unpack(data: bytes | memoryview) -> Any:
+    """Decode one msgpack value, refusing trailing bytes.
+
+    msgpack bounds every string, array and map by the input size, so a
+    forged length cannot make it allocate more than ``len(data)``.
+
+    Runtime complexity: O(len(data))
+    """
+    return msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_ext_hook)
+
+
+# ----------------------------------------------------------------------
+# Frames and records
+# ----------------------------------------------------------------------
+def frame(payload: bytes) -> bytes:
+    """Frame ``payload``: length, its CRC32, the payload's CRC32, payload.
+
+    Runtime complexity: O(len(payload))
+
+    >>> frame(b"hi").hex()
+    '00000002cf4abe30d8932aac6869'
+    """
+    size = len(payload)
+    if size > MAX_FRAME_BYTES:
+        raise ValueError(
+            f"one write would make a {size}-byte log record, over the "
+            f"{MAX_FRAME_BYTES}-byte limit: split the batch"
+        )
+    head = size.to_bytes(4, "big")
+    return FRAME.pack(size, zlib.crc32(head), zlib.crc32(payload)) + payload
+
+
+def encode_record(seq: int, time_ms: int, changes: list[Change]) -> bytes:
+    """The msgpack payload of one record.
+
+    Runtime complexity: O(size of the changes)
+    """
+    return pack([seq, time_ms, changes])
+
+
+def _bad(reason: str) -> ValueError:
+    return ValueError(reason)
+
+
+def _check_number(value: Any) -> Any:
+    kind = type(value)
+    if kind is int:
+        return value
+    if kind is float:
+        if value != value:
+            raise _bad("score is NaN")
+        return value
+    if kind is list and value:
+        return tuple(_check_number_scalar(v) for v in value)
+    raise _bad(f"score of type {kind.__name__}")
+
+
+def _check_number_scalar(value: Any) -> Any:
+    if type(value) is int or (type(value) is float and value == value):
+        return value
+    raise _bad("composite score column is not an int or a float")
+
+
+def _check_member(value: Any) -> Any:
+    if type(value) in _MEMBER_TYPES:
+        return value
+    raise _bad(f"member of type {type(value).__name__}")
+
+
+def _decode_change(raw: Any) -> Change:
+    if type(raw) is not list or not raw:
+        raise _bad("a change is not a non-empty array")
+    kind = raw[0]
+    if kind == PUT and type(kind) is int:
+        if len(raw) != 4:
+            raise _bad("PUT change does not have 4 fields")
+        clock = raw[3]
+        if type(clock) is not int or clock < 0:
+            raise _bad("PUT clock is not a non-negative int")
+        return (PUT, _check_member(raw[1]), _check_number(raw[2]), clock)
+    if kind == DEL and type(kind) is int:
+        if len(raw) != 2:
+            raise _bad("DEL change does not have 2 fields")
+        return (DEL, _check_member(raw[1]))
+    if kind == META and type(kind) is int:
+        if len(raw) != 3:
+            raise _bad("META change does not have 3 fields")
+        meta = raw[2]
+        if meta is not None:
+            try:
+                meta = check_meta(meta)
+            except (TypeError, ValueError) as exc:
+                raise _bad(f"META value is not valid metadata ({exc})") from None
+        return (META, _check_member(raw[1]), meta)
+    raise _bad(f"unknown change kind {kind!r} (written by a newer version?)")
+
+
+def decode_record(payload: bytes | memoryview) -> Event:
+    """Decode and validate one record payload; ``ValueError`` if it is not one.
+
+    Runtime complexity: O(len(payload))
+    """
+    try:
+        raw = unpack(payload)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise _bad(f"payload is not valid msgpack ({type(exc).__name__}: {exc})") from None
+    if type(raw) is not list or len(raw) != 3:
+        raise _bad("record is not a 3-element array")
+    seq, time_ms, changes = raw
+    if type(seq) is not int or seq < 1:
+        raise _bad("sequence number is not a positive int")
+    if type(time_ms) is not int or time_ms < 0:
+        raise _bad("timestamp is not a non-negative int")
+    if type(changes) is not list or not changes:
+        raise _bad("changes are not a non-empty array")
+    return Event(seq, time_ms, [_decode_change(c) for c in changes])
+
+
+def write_prefix(magic: bytes) -> bytes:
+    """The 12 bytes that start every file: magic, version, flags (0)."""
+    return PREFIX.pack(magic, FORMAT_VERSION, 0)
+
+
+def check_prefix(data: bytes, magic: bytes, path: str, what: str) -> None:
+    """Raise :class:`CorruptionError` unless ``data`` is a valid prefix."""
+    if len(data) < PREFIX_BYTES:
+        raise CorruptionError(path, 0, f"file too short to be a {what} ({len(data)} bytes)")
+    found, version, _flags = PREFIX.unpack_from(data)
+    if found != magic:
+        raise CorruptionError(path, 0, f"not a rankengine {what} (bad magic {found!r})")
+    if version != FORMAT_VERSION:
+        raise CorruptionError(
+            path, 8, f"{what} format version {version}; this rankengine reads {FORMAT_VERSION}"
+        )
+
+
+class _Damage(Exception):
+    """Internal: a frame could not be read (``torn`` or not)."""
+
+    def __init__(self, offset: int, reason: str, *, torn: bool) -> None:
+        super().__init__(reason)
+        self.offset = offset
+        self.reason = reason
+        self.torn = torn
+
+
+def _zeros_to_end(f: BinaryIO, start: int, size: int) -> bool:
+    f.seek(start)
+    left = size - start
+    while left > 0:
+        chunk = f.read(min(left, len(_ZERO_CHUNK)))
+        if not chunk or chunk.count(0) != len(chunk):
+            return False
+        left -= len(chunk)
+    return True
+
+
+def _unwritten_sectors(payload: bytes, payload_at: int) -> bool:
+    """True when ``payload`` ends in zeros from a sector boundary on."""
+    stripped = len(payload.rstrip(b"\0"))
+    first_zero = payload_at + stripped
+    boundary = -(-first_zero // SECTOR_BYTES) * SECTOR_BYTES
+    return boundary < payload_at + len(payload)
+
+
+def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, payload)`` for each frame from ``start`` to ``size``.
+
+    Raises ``_Damage`` at the first frame that cannot be read (see the rules
+    in the module docstring).  Never allocates more than the file holds.
+
+    Runtime complexity: O(bytes read)
+    """
+    at = start
+    f.seek(at)
+    while at < size:
+        left = size - at
+        if left < FRAME_HEADER_BYTES:
+            if _zeros_to_end(f, at, size):
+                raise _Damage(at, "zero-filled tail", torn=True)
+            raise _Damage(at, f"incomplete frame header ({left} bytes)", torn=True)
+        head = f.read(FRAME_HEADER_BYTES)
+        length, length_crc, payload_crc = FRAME.unpack(head)
+        if zlib.crc32(head[:4]) != length_crc:
+            if _zeros_to_end(f, at, size):
+                raise _Damage(at, "zero-filled tail", torn=True)
+            raise _Damage(at, "frame length checksum mismatch", torn=False)
+        if length > MAX_FRAME_BYTES:
+            raise _Damage(at, f"frame length {length} over the limit", torn=False)
+        end = at + FRAME_HEADER_BYTES + length
+        if end > size:
+            raise _Damage(at, f"incomplete record ({size - at} of {end - at} bytes)", torn=True)
+        payload = f.read(length)
+        if zlib.crc32(payload) != payload_crc:
+            if end == size and _unwritten_sectors(payload, at + FRAME_HEADER_BYTES):
+                raise _Damage(at, "last record ends in unwritten sectors", torn=True)
+            raise _Damage(at, "record checksum mismatch", torn=False)
+        yield at, payload
+        at = end
+
+
+def read_header(f: BinaryIO, magic: bytes, path: str, what: str) -> tuple[dict[str, Any], int]:
+    """Read and check a file's prefix and header frame; return the header
+    map and the offset of the first frame after it."""
+    f.seek(0, io.SEEK_END)
+    size = f.tell()
+    f.seek(0)
+    check_prefix(f.read(PREFIX_BYTES), magic, path, what)
+    try:
+        for at, payload in read_frames(f, PREFIX_BYTES, size):
+            try:
+                header = unpack(payload)
+            except Exception as exc:  # msgpack raises several unrelated types
+                raise CorruptionError(path, at, f"{what} header does not decode ({exc})") from None
+            if not isinstance(header, dict):
+                raise CorruptionError(path, at, f"{what} header is not a map")
+            return header, at + FRAME_HEADER_BYTES + len(payload)
+    except _Damage as damage:
+        raise CorruptionError(path, damage.offset, f"{what} header: {damage.reason}") from None
+    raise CorruptionError(path, PREFIX_BYTES, f"{what} has no header")
+
+
+# ----------------------------------------------------------------------
+# Segments
+# ----------------------------------------------------------------------
+class SegmentReader:
+    """Reads one segment: its header, then its records in order.
+
+    After :meth:`events` is exhausted, :attr:`end` is the offset just past
+    the last good record and :attr:`torn` describes a torn tail (or is
+    None).  Damage raises :class:`CorruptionError`.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "log.seg")
+    ...     w = SegmentWriter.create(path, {"first_seq": 1})
+    ...     w.append(frame(encode_record(1, 5, [(0, "ann", 3, 1)])))
+    ...     w.close()
+    ...     with SegmentReader(path) as r:
+    ...         print([e.seq for e in r.events()], r.torn)
+    [1] None
+    """
+
+    def __init__(self, path: str, *, limit: int | None = None) -> None:
+        self.path = path
+        self._file: BinaryIO = open(path, "rb")  # noqa: SIM115 - closed by close()
+        try:
+            self.header, self.start = read_header(self._file, SEGMENT_MAGIC, path, "log segment")
+            first = self.header.get("first_seq")
+            if type(first) is not int or first < 1:
+                raise CorruptionError(path, PREFIX_BYTES, "segment header has no valid first_seq")
+            self.first_seq: int = first
+            self._file.seek(0, io.SEEK_END)
+            self.size = self._file.tell() if limit is None else min(limit, self._file.tell())
+        except BaseException:
+            self._file.close()
+            raise
+        self.end = self.start
+        #: offset of the record last yielded
+        self.at = self.start
+        self.last_seq = first - 1
+        self.records = 0
+        self.torn: TornTail | None = None
+
+    def __enter__(self) -> SegmentReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+    def events(self, progress: Callable[[int], None] | None = None) -> Iterator[Event]:
+        """Every complete record, in order; checks sequence continuity.
+
+        ``progress``, if given, is called with the current offset every
+        :data:`PROGRESS_EVERY` records.
+        """
+        path = self.path
+        try:
+            for at, payload in read_frames(self._file, self.start, self.size):
+                try:
+                    event = decode_record(payload)
+                except ValueError as exc:
+                    raise CorruptionError(path, at, f"bad record: {exc}") from None
+                if event.seq != self.last_seq + 1:
+                    raise CorruptionError(
+                        path, at, f"sequence jumps from {self.last_seq} to {event.seq}"
+                    )
+                self.last_seq = event.seq
+                self.at = at
+                self.end = at + FRAME_HEADER_BYTES + len(payload)
+                self.records += 1
+                if progress is not None and self.records % PROGRESS_EVERY == 0:
+                    progress(self.end)
+                yield event
+        except _Damage as damage:
+            if not damage.torn:
+                raise CorruptionError(path, damage.offset, damage.reason) from None
+            self.torn = TornTail(path, damage.offset, damage.reason, self.size)
+
+
+#: How often (in records) readers report progress.
+PROGRESS_EVERY: Final = 10_000
+
+
+def _default_sync(fd: int) -> None:
+    getattr(os, "fdatasync", os.fsync)(fd)
+
+
+class SegmentWriter:
+    """Appends frames to the end of one segment.
+
+    A failed append is undone: the file is truncated back to the end of the
+    last complete record, so the log stays readable, and the error is
+    raised.  If even the truncation fails the writer is *broken*: every
+    later append raises until the board is reopened (and the open then cuts
+    the torn tail).
+
+    ``sync`` is ``os.fdatasync`` (``os.fsync`` where that is missing); tests
+    replace it, or ``file``, to simulate a failing disk.
+    """
+
+    def __init__(self, path: str, file: Any, end: int, start: int) -> None:
+        self.path = path
+        self.file = file
+        #: offset just past the last complete record
+        self.end = end
+        #: offset of the first record (after the header)
+        self.start = start
+        self.sync_fn: Callable[[int], None] = _default_sync
+        self.broken: BaseException | None = None
+
+    @classmethod
+    def create(cls, path: str, header: dict[str, Any]) -> SegmentWriter:
+        """Create a new segment with ``header`` and fsync it (not its directory)."""
+        data = write_prefix(SEGMENT_MAGIC) + frame(pack(header))
+        file = open(path, "xb", buffering=0)  # noqa: SIM115 - owned by the writer
+        try:
+            file.write(data)
+            _default_sync(file.fileno())
+        except BaseException:
+            file.close()
+            raise
+        return cls(path, file, len(data), len(data))
+
+    @classmethod
+    def reopen(cls, path: str, end: int, start: int) -> SegmentWriter:
+        """Open an existing segment for appending at ``end`` (cutting anything after)."""
+        file = open(path, "r+b", buffering=0)  # noqa: SIM115 - owned by the writer
+        try:
+            file.seek(0, io.SEEK_END)
+            if file.tell() != end:
+                file.truncate(end)
+                _default_sync(file.fileno())
+            file.seek(end)
+        except BaseException:
+            file.close()
+            raise
+        return cls(path, file, end, start)
+
+    @property
+    def record_bytes(self) -> int:
+        """Bytes of records in this segment."""
+        return self.end - self.start
+
+    def append(self, data: bytes) -> None:
+        """Write ``data`` (whole frames) at the end, or undo and raise."""
+        if self.broken is not None:
+            raise LogError(
+                f"{self.path}: an earlier failed write could not be undone; "
+                "close and reopen the board"
+            ) from self.broken
+        written = 0
+        try:
+            view = memoryview(data)
+            while written < len(data):
+                n = self.file.write(view[written:])
+                if not n:
+                    raise OSError(f"short write to {self.path}")
+                written += n
+        except BaseException:
+            if written:
+                self.rollback()
+            raise
+        self.end += len(data)
+
+    def rollback(self) -> None:
+        """Cut the file back to :attr:`end`; mark the writer broken if that fails."""
+        try:
+            self.file.truncate(self.end)
+            self.file.seek(self.end)
+        except BaseException as exc:
+            self.broken = exc
+
+    def undo_last(self, size: int) -> None:
+        """Forget the last ``size`` appended bytes (their fsync failed)."""
+        self.end -= size
+        self.rollback()
+
+    def sync(self) -> None:
+        """Force the appended bytes to stable storage."""
+        self.sync_fn(self.file.fileno())
+
+    def close(self) -> None:
+        """Close the file (without syncing)."""
+        self.file.close()

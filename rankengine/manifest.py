@@ -1,0 +1,267 @@
+"""The manifest: which snapshots and segments make up a durable board.
+
+A board directory holds::
+
+    MANIFEST                          the list below, replaced atomically
+    snap-00000000000000001234.snap    a snapshot of everything up to seq 1234
+    log-00000000000000001235.seg      records from seq 1235 on
+    LOCK                              held (flock) by the process writing
+
+The manifest is one framed msgpack map (see :mod:`rankengine.eventlog`)::
+
+    {"format": 1, "generation": g, "written_ms": t, "config": {...},
+     "snapshots": [[name, seq], ...],        oldest first
+     "segments":  [[name, first_seq], ...]}  oldest first
+
+Recovery is the newest readable snapshot plus the segments after it.  The
+manifest is written to ``MANIFEST.tmp``, fsynced, renamed over ``MANIFEST``
+and the directory fsynced, so a crash leaves the old or the new one, never
+a mix.  Files the manifest does not name are leftovers of an interrupted
+compaction and are removed on open.
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     write_manifest(tmp, Manifest({"order": "desc"}, [], [(segment_name(1), 1)]))
+...     read_manifest(tmp).segments
+[('log-00000000000000000001.seg', 1)]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from rankengine.eventlog import (
+    PREFIX_BYTES,
+    CorruptionError,
+    LogError,
+    _Damage,
+    check_prefix,
+    crash_point,
+    frame,
+    pack,
+    read_frames,
+    unpack,
+    write_prefix,
+)
+from rankengine.snapshot import fsync_dir
+
+__all__ = [
+    "LOCK_NAME",
+    "MANIFEST_MAGIC",
+    "MANIFEST_NAME",
+    "DirectoryLock",
+    "Manifest",
+    "read_manifest",
+    "segment_name",
+    "snapshot_name",
+    "write_manifest",
+]
+
+MANIFEST_NAME: Final = "MANIFEST"
+LOCK_NAME: Final = "LOCK"
+#: Magic of the manifest file (same design as the segment magic).
+MANIFEST_MAGIC: Final = b"\x89RKMAN\r\n"
+#: Widths of the sequence numbers in file names: 20 digits hold any u64, so
+#: names sort in sequence order as plain strings.
+SEQ_DIGITS: Final = 20
+#: A manifest is a few hundred bytes; anything larger than this is not one.
+MAX_MANIFEST_BYTES: Final = 1 << 24
+
+SEGMENT_RE: Final = re.compile(r"log-(\d{20})\.seg")
+SNAPSHOT_RE: Final = re.compile(r"snap-(\d{20})\.snap")
+
+
+def segment_name(first_seq: int) -> str:
+    """File name of the segment whose first record is ``first_seq``.
+
+    >>> segment_name(1)
+    'log-00000000000000000001.seg'
+    """
+    return f"log-{first_seq:0{SEQ_DIGITS}d}.seg"
+
+
+def snapshot_name(seq: int) -> str:
+    """File name of the snapshot covering records up to ``seq``.
+
+    >>> snapshot_name(42)
+    'snap-00000000000000000042.snap'
+    """
+    return f"snap-{seq:0{SEQ_DIGITS}d}.snap"
+
+
+@dataclass
+class Manifest:
+    """What the board is made of: its config, snapshots and segments."""
+
+    config: dict[str, Any]
+    snapshots: list[tuple[str, int]]
+    segments: list[tuple[str, int]]
+    generation: int = 0
+    written_ms: int = field(default=0, compare=False)
+
+    def to_map(self) -> dict[str, Any]:
+        """The msgpack map written to disk."""
+        return {
+            "format": 1,
+            "generation": self.generation,
+            "written_ms": self.written_ms,
+            "config": self.config,
+            "snapshots": [list(s) for s in self.snapshots],
+            "segments": [list(s) for s in self.segments],
+        }
+
+    def chain_start(self, seq: int) -> int:
+        """Index of the first segment needed to replay from ``seq + 1``.
+
+        That is the last segment whose first record is at most ``seq + 1``;
+        ``len(segments)`` when there is none (nothing to replay).
+        """
+        start = len(self.segments)
+        for i, (_, first) in enumerate(self.segments):
+            if first <= seq + 1:
+                start = i
+        return start
+
+    def _check(self) -> None:
+        """Invariants: names match sequence numbers and both lists ascend."""
+        for name, seq in self.snapshots:
+            assert name == snapshot_name(seq), (name, seq)
+        for name, first in self.segments:
+            assert name == segment_name(first), (name, first)
+        assert [s for _, s in self.snapshots] == sorted({s for _, s in self.snapshots})
+        assert [s for _, s in self.segments] == sorted({s for _, s in self.segments})
+
+
+def _entries(path: str, value: Any, key: str, pattern: re.Pattern[str]) -> list[tuple[str, int]]:
+    raw = value.get(key)
+    if type(raw) is not list:
+        raise CorruptionError(path, PREFIX_BYTES, f"manifest {key!r} is not a list")
+    out: list[tuple[str, int]] = []
+    for item in raw:
+        if (
+            type(item) is not list
+            or len(item) != 2
+            or type(item[0]) is not str
+            or type(item[1]) is not int
+        ):
+            raise CorruptionError(path, PREFIX_BYTES, f"manifest {key!r} entry is malformed")
+        match = pattern.fullmatch(item[0])
+        if match is None or int(match.group(1)) != item[1]:
+            raise CorruptionError(
+                path, PREFIX_BYTES, f"manifest names an unexpected file {item[0]!r}"
+            )
+        out.append((item[0], item[1]))
+    if [s for _, s in out] != sorted({s for _, s in out}):
+        raise CorruptionError(path, PREFIX_BYTES, f"manifest {key!r} is not in ascending order")
+    return out
+
+
+def read_manifest(directory: str) -> Manifest:
+    """Read and check ``directory/MANIFEST``.
+
+    Raises ``FileNotFoundError`` when there is none and
+    :class:`~rankengine.eventlog.CorruptionError` when it is damaged.
+
+    Runtime complexity: O(size of the manifest)
+    """
+    path = os.path.join(directory, MANIFEST_NAME)
+    with open(path, "rb") as f:
+        data = f.read(MAX_MANIFEST_BYTES + 1)
+    return parse_manifest(data, path)
+
+
+def parse_manifest(data: bytes, path: str = MANIFEST_NAME) -> Manifest:
+    """Parse manifest bytes (the reader behind :func:`read_manifest`)."""
+    import io
+
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise CorruptionError(path, MAX_MANIFEST_BYTES, "manifest is too large to be one")
+    check_prefix(data, MANIFEST_MAGIC, path, "manifest")
+    stream = io.BytesIO(data)
+    frames = []
+    try:
+        frames = list(read_frames(stream, PREFIX_BYTES, len(data)))
+    except _Damage as damage:
+        raise CorruptionError(path, damage.offset, f"manifest {damage.reason}") from None
+    if len(frames) != 1:
+        raise CorruptionError(path, PREFIX_BYTES, f"manifest has {len(frames)} frames, not 1")
+    at, payload = frames[0]
+    try:
+        value = unpack(payload)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise CorruptionError(path, at, f"manifest does not decode ({exc})") from None
+    if type(value) is not dict or value.get("format") != 1:
+        raise CorruptionError(path, at, "manifest is not a format-1 map")
+    config = value.get("config")
+    generation = value.get("generation")
+    written = value.get("written_ms", 0)
+    if type(config) is not dict or type(generation) is not int or type(written) is not int:
+        raise CorruptionError(path, at, "manifest has no valid config/generation")
+    return Manifest(
+        config,
+        _entries(path, value, "snapshots", SNAPSHOT_RE),
+        _entries(path, value, "segments", SEGMENT_RE),
+        generation,
+        written,
+    )
+
+
+def write_manifest(directory: str, manifest: Manifest) -> None:
+    """Replace ``directory/MANIFEST`` atomically and durably.
+
+    Writes ``MANIFEST.tmp``, fsyncs it, renames it over ``MANIFEST`` and
+    fsyncs the directory.  Crash points: ``manifest_rename`` (before the
+    rename) and ``after_manifest_rename``.
+
+    Runtime complexity: O(size of the manifest) plus two fsyncs
+    """
+    manifest.generation += 1
+    manifest.written_ms = time.time_ns() // 1_000_000
+    path = os.path.join(directory, MANIFEST_NAME)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(write_prefix(MANIFEST_MAGIC) + frame(pack(manifest.to_map())))
+        f.flush()
+        os.fsync(f.fileno())
+    crash_point("manifest_rename")
+    os.replace(tmp, path)
+    fsync_dir(directory)
+    crash_point("after_manifest_rename")
+
+
+class DirectoryLock:
+    """An exclusive ``flock`` on ``directory/LOCK``: one writer per directory.
+
+    The kernel releases it when the process dies, so a crash never leaves a
+    stale lock.  Where ``fcntl`` is missing (Windows) it only records the pid.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.path = os.path.join(directory, LOCK_NAME)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            fcntl = None  # type: ignore[assignment]
+        if fcntl is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(self._fd, 32, 0).decode("ascii", "replace").strip()
+                os.close(self._fd)
+                raise LogError(
+                    f"{directory} is already open for writing (by process {holder or '?'}); "
+                    "close that board first"
+                ) from None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
