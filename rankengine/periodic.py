@@ -722,6 +722,8 @@ class PeriodicLeaderboard:
         self._periods: dict[str, Period] = {}
         self._closed: set[str] = set()
         self._now = -math.inf
+        #: before this time, advancing has nothing to do (see _advance)
+        self._horizon = -math.inf
         self._late_dropped = 0
         self._lock = threading.RLock()
         #: Called as ``hook(period, members)`` after each write (the sliding
@@ -1008,10 +1010,17 @@ class PeriodicLeaderboard:
 
     def _advance(self, closed: list[Period] | None = None) -> float:
         """Read the clock; create the current period; close and drop old ones
-        (appending the periods it closes to ``closed``)."""
+        (appending the periods it closes to ``closed``).
+
+        Fast path: nothing can happen before ``_horizon`` (the current
+        period's end, or the earliest ``end + grace`` of an unclosed period),
+        so until then a call costs one clock read and one comparison.
+        """
         now = _check_time(self._clock(), "clock()")
         self._now = max(self._now, now)
         now = self._now
+        if now < self._horizon:
+            return now
         current = self._calendar.period_of(now)
         self._ensure(current)
         for period in sorted(self._periods.values(), key=lambda p: p.start):
@@ -1024,6 +1033,10 @@ class PeriodicLeaderboard:
         oldest = self._calendar.shift(current, -self._keep).start
         for name in [n for n in self._closed if self._periods[n].start < oldest]:
             self._drop(self._periods[name])
+        self._horizon = min(
+            [current.end]
+            + [p.end + self._grace for n, p in self._periods.items() if n not in self._closed]
+        )
         return now
 
     def _ensure(self, period: Period) -> Leaderboard:
@@ -1032,6 +1045,7 @@ class PeriodicLeaderboard:
             board = self._factory(period)
             self._boards[period.name] = board
             self._periods[period.name] = period
+            self._horizon = min(self._horizon, period.end + self._grace)
         return board
 
     def _drop(self, period: Period) -> None:
@@ -1094,6 +1108,11 @@ class PeriodicLeaderboard:
                 oldest = self._calendar.shift(current, -self._keep).start
                 for name in self._closed:
                     assert self._periods[name].start >= oldest, f"{name} should have been dropped"
+                # the fast path of _advance is sound: nothing is due before the horizon
+                for name, period in self._periods.items():
+                    if name not in self._closed:
+                        assert self._horizon <= period.end + self._grace, (name, self._horizon)
+                assert self._horizon <= current.end
 
     def __repr__(self) -> str:
         return (

@@ -1,0 +1,395 @@
+"""Sliding windows: "top over the last N buckets", materialised.
+
+A :class:`SlidingWindowLeaderboard` writes into time buckets (the periods
+of a :class:`~rankengine.periodic.PeriodicLeaderboard`: hours, days, ...)
+and keeps one more board, the *window*: every member's sum over the last
+``buckets`` buckets.  Reads go to that board only, so a read costs what a
+read of one board costs; nothing is merged on a read.
+
+The window is brought up to date by :meth:`~SlidingWindowLeaderboard.refresh`,
+called explicitly or on a schedule (``refresh_every`` seconds, checked on
+each read).  A refresh is incremental: it recomputes only the *touched*
+members, those written to since the last refresh plus those of buckets that
+slid out of the window::
+
+    buckets   ... | h-3 | h-2 | h-1 |  h  |        window = last 3 buckets
+    before          [-----------------]           (as of the last refresh)
+    after                 [-----------------]     h-3 slid out, h came in
+    touched  = members written since the last refresh  ∪  members of h-3
+    for each touched member: total = sum of its score in h-2, h-1, h
+                             (oldest bucket first), or remove it if absent
+
+Why recompute instead of "add the newest bucket, subtract the one that fell
+out"?  With float scores subtraction does not undo addition exactly
+(``(0.1 + 0.2) - 0.2 != 0.1``), so a long-running window would drift from
+the true sum.  Recomputing a touched member costs one dictionary look-up
+per bucket, and gives *exactly* the sum a from-scratch union computes
+(same values, same order of additions).  Sums follow
+:meth:`Leaderboard.union`: ``+inf + -inf`` counts as 0.
+
+Staleness
+---------
+Between refreshes the window shows the state of the last refresh
+(:attr:`~SlidingWindowLeaderboard.as_of`): writes made since then are not
+in it yet, and a bucket that slid out since then is still in it.  With
+``refresh_every=s`` no read sees a window older than ``s`` seconds (plus the
+time of one refresh); with ``refresh_every=None`` only explicit refreshes
+move it.  Bucket reads (:meth:`~SlidingWindowLeaderboard.bucket`) are
+always current.
+
+>>> clock = [1_796_032_800.0]                      # 2026-11-30T10:00Z
+>>> last3h = SlidingWindowLeaderboard("hourly", 3, clock=lambda: clock[0])
+>>> for member, points in [("ann", 5), ("bob", 4), ("ann", 1), ("cid", 3)]:
+...     _ = last3h.incr(member, points)            # one write an hour, 10:00 to 13:00
+...     clock[0] += 3600
+>>> last3h.top()                                   # never refreshed: empty
+[]
+>>> last3h.refresh()                               # at 14:00: hours 12, 13 and 14
+3
+>>> [(e.member, e.score) for e in last3h.top()]    # ann's 5 from 10:00 slid out
+[('cid', 3), ('ann', 1)]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
+from rankengine.periodic import Calendar, LatePolicy, Period, PeriodicLeaderboard
+from rankengine.scoring import Member, Score
+
+__all__ = ["SlidingWindowLeaderboard"]
+
+_MISSING: Final = object()
+
+
+class SlidingWindowLeaderboard:
+    """The sum of each member's scores over the last ``buckets`` buckets,
+    refreshed incrementally and read like one board.
+
+    :param cal: the bucket calendar (``"hourly"``, ``"daily"``, a
+        :class:`~rankengine.periodic.Calendar`, a cron expression).
+    :param buckets: how many buckets the window spans, the current
+        (partial) one included: ``("hourly", 24)`` is "the last 24 hours"
+        at one-hour granularity.
+    :param refresh_every: seconds; a read refreshes first when the window is
+        at least this old.  ``None``: only :meth:`refresh` refreshes.
+    :param grace, late, clock, archive, board_factory: as for
+        :class:`~rankengine.periodic.PeriodicLeaderboard` (late writes,
+        injectable clock, where old buckets go, durable buckets).
+    :param board_config: settings of the buckets and the window board
+        (``order``, ``tie_break``, ``rank_style``, ``backend``); scores must
+        be numbers (composite scores cannot be summed).
+
+    Thread safety: one lock serialises every call.
+    """
+
+    def __init__(
+        self,
+        cal: Calendar | str,
+        buckets: int,
+        *,
+        refresh_every: float | None = None,
+        grace: float = 0.0,
+        late: LatePolicy = "reject",
+        clock: Callable[[], float] = time.time,
+        archive: str | os.PathLike[str] | None = None,
+        board_factory: Callable[[Period], Leaderboard] | None = None,
+        **board_config: Any,
+    ) -> None:
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+            raise ValueError(f"buckets must be an int >= 1, not {buckets!r}")
+        if refresh_every is not None and (
+            isinstance(refresh_every, bool)
+            or not isinstance(refresh_every, (int, float))
+            or not refresh_every >= 0
+        ):
+            raise ValueError(f"refresh_every must be None or seconds >= 0, not {refresh_every!r}")
+        if isinstance(board_config.get("order"), tuple):
+            raise TypeError("a sliding window sums scores: composite orders are not supported")
+        self._size = buckets
+        self._refresh_every = refresh_every
+        self._buckets = PeriodicLeaderboard(
+            cal,
+            keep=buckets - 1,
+            grace=grace,
+            late=late,
+            clock=clock,
+            archive=archive,
+            board_factory=board_factory,
+            **board_config,
+        )
+        self._buckets._write_hook = self._mark
+        self._buckets._drop_hook = self._dropped
+        self._board = Leaderboard(**board_config)
+        self._dirty: set[Any] = set()
+        self._window: list[Period] = []
+        self._as_of = -math.inf
+        self._lock = threading.RLock()
+        #: members recomputed by the last refresh (a cost figure)
+        self.last_touched = 0
+
+    # ------------------------------------------------------------------
+    # Refresh
+    # ------------------------------------------------------------------
+    @property
+    def as_of(self) -> float:
+        """The time of the last refresh (``-inf`` before the first)."""
+        return self._as_of
+
+    def staleness(self) -> float:
+        """Seconds since the last refresh (``inf`` before the first)."""
+        with self._lock:
+            return self._buckets.now() - self._as_of
+
+    def window(self) -> list[Period]:
+        """The buckets the window board sums, oldest first, as of the last refresh."""
+        return list(self._window)
+
+    def refresh(self) -> int:
+        """Bring the window up to "now"; return how many members were recomputed.
+
+        Runtime complexity: O(T * B + T log N) for T touched members, B
+        buckets and N members in the window; a read after it is O(log N).
+        """
+        with self._lock:
+            now = self._buckets.now()  # rolls buckets over; dropped ones mark their members
+            cal = self._buckets.calendar
+            newest = cal.period_of(now)
+            window = [newest]
+            for _ in range(self._size - 1):
+                window.append(cal.previous(window[-1]))
+            window.reverse()
+            names = {p.name for p in window}
+            held = self._buckets._boards
+            for period in self._window:
+                if period.name not in names and period.name in held:
+                    self._dirty.update(held[period.name])  # slid out, still in memory
+            boards = [held[p.name] for p in window if p.name in held]
+            touched, self._dirty = self._dirty, set()
+            updates: list[tuple[Any, Score]] = []
+            gone: list[Any] = []
+            for member in touched:
+                total: Any = _MISSING
+                for board in boards:
+                    value = board.score(member, _MISSING)
+                    if value is _MISSING:
+                        continue
+                    if total is _MISSING:
+                        total = value
+                    else:
+                        total = total + value
+                        if total != total:  # +inf + -inf counts as 0, as in union()
+                            total = 0.0
+                if total is _MISSING:
+                    gone.append(member)
+                else:
+                    updates.append((member, total))
+            if updates:
+                self._board.set_many(updates)
+            if gone:
+                self._board.remove_many(gone)
+            self._window = window
+            self._as_of = now
+            self.last_touched = len(touched)
+            return len(touched)
+
+    def _maybe_refresh(self) -> None:
+        due = self._refresh_every
+        if due is not None and self._buckets.now() - self._as_of >= due:
+            self.refresh()
+
+    def _mark(self, period: Period, members: Iterable[Member]) -> None:
+        self._dirty.update(members)
+
+    def _dropped(self, period: Period, board: Leaderboard) -> None:
+        self._dirty.update(board)
+
+    # ------------------------------------------------------------------
+    # Writes (to the bucket of the timestamp)
+    # ------------------------------------------------------------------
+    def incr(
+        self, member: Member, delta: Score = 1, *, t: float | None = None, when: When | None = None
+    ) -> Score | None:
+        """Add ``delta`` to ``member`` in the bucket of ``t`` (default now).
+
+        :return: the member's new score *in that bucket*.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            return self._buckets.incr(member, delta, t=t, when=when)
+
+    def set(
+        self,
+        member: Member,
+        score: Score,
+        *,
+        t: float | None = None,
+        when: When | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Set ``member``'s score in the bucket of ``t`` (default now).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            return self._buckets.set(member, score, t=t, when=when, meta=meta)
+
+    def incr_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        t: float | None = None,
+    ) -> dict[Member, Score]:
+        """Increment many members in the bucket of ``t`` (default now).
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:
+            return self._buckets.incr_many(items, t=t)
+
+    def set_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        t: float | None = None,
+        when: When | None = None,
+    ) -> int:
+        """Set many scores in the bucket of ``t`` (default now).
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:
+            return self._buckets.set_many(items, t=t, when=when)
+
+    def remove(self, member: Member, *, t: float | None = None) -> bool:
+        """Remove ``member`` from the bucket of ``t`` (default now); its
+        other buckets still count.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            return self._buckets.remove(member, t=t)
+
+    # ------------------------------------------------------------------
+    # Reads (from the materialised window)
+    # ------------------------------------------------------------------
+    @property
+    def board(self) -> Leaderboard:
+        """The window board itself (refreshed first if due).  Read it; don't write it."""
+        with self._lock:
+            self._maybe_refresh()
+            return self._board
+
+    @property
+    def buckets(self) -> PeriodicLeaderboard:
+        """The bucket boards (a :class:`PeriodicLeaderboard` with ``keep = buckets - 1``)."""
+        return self._buckets
+
+    def bucket(self, period: Period | str | None = None) -> Leaderboard:
+        """The board of one bucket (default: the current one), always up to date."""
+        return self._buckets.board(period)
+
+    def __len__(self) -> int:
+        return len(self.board)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self.board
+
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """The best ``k`` over the window.
+
+        Runtime complexity: O(log N + k)
+        """
+        return self.board.top(k, style=style, with_meta=with_meta)
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
+        """``member``'s rank over the window, or None.
+
+        Runtime complexity: O(log N)
+        """
+        return self.board.rank(member, style=style)
+
+    def score(self, member: Member, default: Any = None) -> Any:
+        """``member``'s total over the window, or ``default``.
+
+        Runtime complexity: O(1)
+        """
+        return self.board.score(member, default)
+
+    def entry(
+        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> Entry | None:
+        """``member``'s entry over the window, or None.
+
+        Runtime complexity: O(log N)
+        """
+        return self.board.entry(member, style=style, with_meta=with_meta)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        fill: bool = False,
+        style: RankStyle | None = None,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.around` over the window.
+
+        Runtime complexity: O(log N + above + below)
+        """
+        return self.board.around(member, above, below, fill=fill, style=style)
+
+    def page(self, number: int, size: int = 25, *, style: RankStyle | None = None) -> list[Entry]:
+        """:meth:`Leaderboard.page` over the window.
+
+        Runtime complexity: O(log N + size)
+        """
+        return self.board.page(number, size, style=style)
+
+    def items(self) -> list[tuple[Member, Score]]:
+        """``(member, total)`` pairs over the window, best first.
+
+        Runtime complexity: O(N)
+        """
+        return self.board.items()
+
+    def _check(self) -> None:
+        """Verify the buckets, the window board, and that every member not
+        touched since the last refresh holds exactly its window sum."""
+        with self._lock:
+            self._buckets._check()
+            self._board._check()
+            held = self._buckets._boards
+            boards = [held[p.name] for p in self._window if p.name in held]
+            in_buckets: set[Any] = set()
+            for board in boards:
+                in_buckets.update(board)
+            for member in in_buckets | set(self._board):
+                if member in self._dirty:
+                    continue
+                values = [b.score(member) for b in boards if member in b]
+                if not values:
+                    assert member not in self._board, f"{member!r} left every bucket"
+                    continue
+                total: Any = values[0]
+                for value in values[1:]:
+                    total = total + value
+                    if total != total:
+                        total = 0.0
+                assert self._board.score(member, _MISSING) == total, (member, total)
+
+    def __repr__(self) -> str:
+        return (
+            f"SlidingWindowLeaderboard({self._buckets.calendar!r}, {self._size}, "
+            f"refresh_every={self._refresh_every}, members={len(self._board)})"
+        )

@@ -1,0 +1,201 @@
+"""Sliding windows: the materialised window equals a brute-force union of
+the raw events after every refresh, and reads between refreshes are stale
+in exactly the documented way."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankengine import Leaderboard
+from rankengine.periodic import Daily, Every, Hourly, LateEventError, Period
+from rankengine.window import SlidingWindowLeaderboard
+
+HOUR = 3_600
+START = 1_796_032_800  # 2026-11-30T10:00Z
+
+
+class FakeClock:
+    def __init__(self, t: float) -> None:
+        self.t = float(t)
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def brute_force(events: list[tuple[str, Any, Any, float]], window: list[Period]) -> dict[Any, Any]:
+    """Replay the raw accepted events into one dict per bucket, then add the
+    buckets of the window oldest first (the union's rules)."""
+    per_bucket: dict[str, dict[Any, Any]] = {}
+    for op, member, value, t in events:
+        bucket = per_bucket.setdefault(HOURLY.period_of(t).name, {})
+        if op == "incr":
+            bucket[member] = bucket.get(member, 0) + value
+        elif op == "set":
+            bucket[member] = value
+        else:
+            bucket.pop(member, None)
+    totals: dict[Any, Any] = {}
+    for period in window:
+        for member, value in per_bucket.get(period.name, {}).items():
+            if member in totals:
+                total = totals[member] + value
+                totals[member] = 0.0 if total != total else total
+            else:
+                totals[member] = value
+    return totals
+
+
+HOURLY = Hourly()
+
+scores = st.integers(-50, 100) | st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
+actions = st.lists(
+    st.tuples(
+        st.sampled_from(["incr", "incr", "incr", "set", "remove", "refresh", "refresh"]),
+        st.sampled_from(["ann", "bob", "cid", "dee", "eve"]),
+        scores,
+        st.integers(0, 3 * HOUR),  # clock step before the action
+        st.integers(0, 2 * HOUR),  # how far back the event's timestamp lies
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(actions=actions, size=st.integers(1, 4), grace=st.sampled_from([0, HOUR]))
+def test_window_equals_brute_force_union_after_every_refresh(
+    actions: list[tuple[str, str, Any, int, int]], size: int, grace: int
+) -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard(
+        "hourly", size, grace=grace, late="drop", clock=clock, tie_break="member"
+    )
+    accepted: list[tuple[str, Any, Any, float]] = []
+    for op, member, value, step, back in actions:
+        clock.t += step
+        if op == "refresh":
+            window.refresh()
+            expected = brute_force(accepted, window.window())
+            assert dict(window.items()) == expected
+            # ranks agree with a sort of the brute-force totals
+            ranked = sorted(expected.items(), key=lambda kv: (-kv[1], [-ord(c) for c in kv[0]]))
+            assert window.items() == ranked
+            assert [p.name for p in window.window()] == [
+                HOURLY.period_of(clock.t - i * HOUR).name for i in reversed(range(size))
+            ]
+            window._check()
+            continue
+        t = clock.t - back
+        if clock.t >= HOURLY.period_of(t).end + grace:  # late: dropped by policy
+            before = window.buckets.late_dropped
+            getattr(window, op)(member, *(() if op == "remove" else (value,)), t=t)
+            assert window.buckets.late_dropped == before + 1
+            continue
+        getattr(window, op)(member, *(() if op == "remove" else (value,)), t=t)
+        accepted.append((op, member, value, t))
+        window._check()
+
+
+def test_reads_are_stale_until_refreshed_on_schedule() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 24, refresh_every=60, clock=clock)
+    window.incr("ann", 5)
+    assert window.top() == [(("ann", 5, 1, None))]  # first read: due (never refreshed)
+    window.incr("bob", 9)
+    clock.t += 59
+    assert window.score("bob") is None  # stale: refreshed 59 s ago
+    assert window.staleness() == 59
+    assert window.bucket().score("bob") == 9  # buckets are always current
+    clock.t += 1
+    assert window.score("bob") == 9 and window.rank("bob") == 1
+    assert window.as_of == clock.t
+    assert window.last_touched == 1  # only bob was recomputed
+
+
+def test_explicit_refresh_only_and_bucket_expiry() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.incr("ann", 5)
+    clock.t += HOUR
+    window.incr("ann", 1)
+    window.incr("bob", 2)
+    assert window.top() == []  # never refreshed
+    assert window.refresh() == 2
+    assert window.items() == [("ann", 6), ("bob", 2)]
+    assert len(window) == 2 and "ann" in window
+    clock.t += HOUR  # the first hour slides out, but nobody refreshed yet
+    assert window.score("ann") == 6
+    assert window.refresh() == 1  # ann: the only member of the bucket that left
+    assert window.items() == [("bob", 2), ("ann", 1)]
+    clock.t += 2 * HOUR
+    assert window.refresh() == 2
+    assert window.items() == []
+    window._check()
+
+
+def test_reads_and_writes_delegate() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("daily", 7, refresh_every=0, clock=clock)
+    assert window.set_many({"ann": 3, "bob": 4, "cid": 1}) == 3
+    assert window.incr_many({"cid": 5}) == {"cid": 6}
+    assert window.set("dee", 2, meta={"n": 1})
+    assert window.remove("dee")
+    assert [e.member for e in window.top(2)] == ["cid", "bob"]
+    assert window.entry("bob").rank == 2  # type: ignore[union-attr]
+    assert [e.member for e in window.around("bob", 1, 1)] == ["cid", "bob", "ann"]
+    assert [e.member for e in window.page(2, 2)] == ["ann"]
+    assert isinstance(window.board, Leaderboard)
+    assert window.buckets.keep == 6
+    assert "SlidingWindowLeaderboard(Daily" in repr(window)
+    with pytest.raises(LateEventError):
+        window.incr("ann", 1, t=START - 86400)
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="buckets"):
+        SlidingWindowLeaderboard("hourly", 0)
+    with pytest.raises(ValueError, match="refresh_every"):
+        SlidingWindowLeaderboard("hourly", 3, refresh_every=-1)
+    with pytest.raises(TypeError, match="composite"):
+        SlidingWindowLeaderboard("hourly", 3, order=("desc", "asc"))
+
+
+def test_infinities_follow_the_union_rule() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", math.inf)
+    clock.t += HOUR
+    window.set("ann", -math.inf)
+    window.refresh()
+    assert window.score("ann") == 0.0
+    assert (
+        window.score("ann") == Leaderboard.union([window.bucket(p) for p in window.window()])["ann"]
+    )
+
+
+def test_old_buckets_are_archived(tmp_path: Path) -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard(Every(HOUR), 2, clock=clock, archive=tmp_path)
+    window.incr("ann", 1)
+    clock.t += 3 * HOUR
+    window.refresh()
+    assert window.buckets.archived() == ["2026-11-30T10:00:00"]
+    assert window.items() == []
+
+
+def test_daily_window_of_a_week() -> None:
+    clock = FakeClock(START)
+    week = SlidingWindowLeaderboard(Daily(), 7, clock=clock)
+    for day in range(10):
+        week.incr("ann", day)
+        week.incr("bob", 10 - day)
+        clock.t += 86400
+    clock.t -= 86400
+    week.refresh()
+    assert week.score("ann") == sum(range(3, 10))
+    assert week.score("bob") == sum(10 - d for d in range(3, 10))
