@@ -1,0 +1,102 @@
+"""The backend fixture shared by the behaviour suites.
+
+Every behaviour test takes ``make_board`` and calls it like the
+``Leaderboard`` constructor (``make_board(order="asc", tie_break="member")``);
+the fixture is parametrized over :data:`BACKENDS`, so one test runs on every
+backend.  Tests use only the public API (plus ``_check()``), so a backend
+that is not an in-process ``Leaderboard`` (a board on a Redis server, say)
+can join by adding its name to :data:`BACKENDS` and a factory to
+:data:`FACTORIES`.
+
+A backend whose module is not written yet is skipped with a reason; as soon
+as the module exists its tests run (and an import error *inside* it fails
+instead of skipping).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from listindex import ListIndex
+
+from rankengine import Leaderboard
+
+#: Every backend the behaviour suites run on, in one place.
+BACKENDS: list[str] = ["sortedlist", "skiplist", "reference"]
+
+#: A factory builds boards: ``factory(**constructor_kwargs) -> board``.
+BoardFactory = Callable[..., Any]
+
+#: Modules a named in-process backend needs; skipped while missing.
+_MODULES: dict[str, str] = {
+    "sortedlist": "rankengine.sortedlist",
+    "skiplist": "rankengine.skiplist",
+}
+
+
+def _named(name: str) -> BoardFactory:
+    def make(**kwargs: Any) -> Leaderboard:
+        return Leaderboard(backend=name, **kwargs)  # type: ignore[arg-type]
+
+    return make
+
+
+def _reference(**kwargs: Any) -> Leaderboard:
+    return Leaderboard(backend=ListIndex, **kwargs)
+
+
+#: name -> factory.  Factories may call ``pytest.skip`` when a service is absent.
+FACTORIES: dict[str, BoardFactory] = {
+    "sortedlist": _named("sortedlist"),
+    "skiplist": _named("skiplist"),
+    "reference": _reference,
+}
+
+
+def missing_reason(name: str) -> str | None:
+    """Why backend ``name`` cannot run yet, or None when it can."""
+    module = _MODULES.get(name)
+    if module is None:
+        return None
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise  # the module exists but is broken: fail, do not skip
+        return f"backend {name!r} not written yet ({module} is missing)"
+    return None
+
+
+def board_factory(name: str) -> BoardFactory:
+    """The factory for backend ``name``; skips the calling test while it is missing."""
+    reason = missing_reason(name)
+    if reason is not None:
+        pytest.skip(reason)
+    return FACTORIES[name]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend name of this parametrization."""
+    return str(request.param)
+
+
+@pytest.fixture
+def make_board(backend: str) -> BoardFactory:
+    """``make_board(**kwargs)`` builds an empty board on this test's backend."""
+    return board_factory(backend)
+
+
+def snapshot(board: Any) -> tuple[Any, ...]:
+    """Everything observable about a board's contents, to compare before/after."""
+    items = board.items()
+    metas = {member: board.meta(member) for member, _ in items}
+    return items, metas, board.clock, len(board)
+
+
+# ----------------------------------------------------------------------
+# Redis-backed boards: fixtures for them go below this line.
+# ----------------------------------------------------------------------

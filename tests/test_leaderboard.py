@@ -1,0 +1,1233 @@
+"""The shared behaviour suite: every public method of a board, on every backend.
+
+Expected values are worked by hand in each test (or, for random inputs, come
+from the plain model in ``tests/model.py``).  Every mutation is followed by
+``board._check()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from typing import Any
+
+import pytest
+from model import Model, combine
+
+INF = math.inf
+STYLES = ("unique", "dense", "competition")
+
+
+def rows(entries: list[Any]) -> list[tuple[Any, ...]]:
+    """Entries as plain ``(member, score, rank, meta)`` tuples."""
+    return [(e.member, e.score, e.rank, e.meta) for e in entries]
+
+
+def row(entry: Any) -> tuple[Any, ...] | None:
+    return None if entry is None else (entry.member, entry.score, entry.rank, entry.meta)
+
+
+def members(entries: list[Any]) -> list[Any]:
+    return [e.member for e in entries]
+
+
+def ranks(entries: list[Any]) -> list[int]:
+    return [e.rank for e in entries]
+
+
+def exact(value: Any) -> Any:
+    """A score with its type, so that 5 and 5.0 (or 2**53 and 2.0**53) differ."""
+    if isinstance(value, tuple):
+        return tuple(exact(v) for v in value)
+    return (type(value).__name__, value)
+
+
+def ten(make_board: Any, **kwargs: Any) -> Any:
+    """A board with p0..p9 scoring 0..9 (desc: p9 is rank 1, p0 rank 10)."""
+    board = make_board(**kwargs)
+    assert board.set_many({f"p{i}": i for i in range(10)}) == 10
+    board._check()
+    return board
+
+
+def tied(make_board: Any, **kwargs: Any) -> Any:
+    """The worked tie example: 50, 50, 30, 30, 10."""
+    board = make_board(**kwargs)
+    board.set_many([("ann", 50), ("bob", 50), ("cid", 30), ("dee", 30), ("eve", 10)])
+    board._check()
+    return board
+
+
+# ----------------------------------------------------------------------
+# Construction and configuration
+# ----------------------------------------------------------------------
+def test_empty_board(make_board: Any) -> None:
+    board = make_board()
+    board._check()
+    assert len(board) == 0
+    assert board.items() == []
+    assert list(board) == []
+    assert board.top(5) == []
+    assert board.by_rank() == []
+    assert board.page(1) == []
+    assert board.pages() == 0
+    assert board.by_score() == []
+    assert board.count() == 0
+    assert board.rank("x") is None
+    assert board.entry("x") is None
+    assert board.score("x", "dflt") == "dflt"
+    assert board.percentile("x") is None
+    assert board.score_at_percentile(50) is None
+    assert board.rank_for_score(7) == 1
+    assert board.around("x") == []
+    assert board.pop_best(3) == []
+    assert board.pop_worst(3) == []
+    assert board.clock == 0
+    with pytest.raises(IndexError):
+        board.at(1)
+
+
+def test_configuration_properties(make_board: Any) -> None:
+    board = make_board(order="asc", tie_break="member", rank_style="dense")
+    assert board.order == "asc"
+    assert board.tie_break == "member"
+    assert board.rank_style == "dense"
+    composite = make_board(order=("desc", "asc"))
+    assert composite.order == ("desc", "asc")
+    assert composite.tie_break == "first"
+    assert composite.rank_style == "unique"
+
+
+def test_container_protocol(make_board: Any) -> None:
+    board = make_board()
+    board.set_many({"ann": 3, "bob": 9})
+    assert len(board) == 2
+    assert "ann" in board and "zed" not in board
+    assert list(board) == ["bob", "ann"]
+    assert board["bob"] == 9
+    with pytest.raises(KeyError):
+        board["zed"]
+    assert board.score("ann") == 3
+    assert board.score("zed") is None
+    assert board.score("zed", -1) == -1
+
+
+# ----------------------------------------------------------------------
+# Rank styles, orders, ties
+# ----------------------------------------------------------------------
+def test_tie_styles_worked_example_desc(make_board: Any) -> None:
+    board = tied(make_board)
+    order = ["ann", "bob", "cid", "dee", "eve"]
+    expected = {
+        "unique": [1, 2, 3, 4, 5],
+        "dense": [1, 1, 2, 2, 3],
+        "competition": [1, 1, 3, 3, 5],
+    }
+    assert list(board) == order
+    for style, want in expected.items():
+        assert [board.rank(m, style=style) for m in order] == want, style
+        assert ranks(board.top(5, style=style)) == want, style
+        assert ranks(board.by_rank(1, -1, style=style)) == want, style
+        assert [board.at(i, style=style).rank for i in range(1, 6)] == want, style
+        assert [e.rank for e in board.entries(order, style=style)] == want, style
+        assert [board.entry(m, style=style).rank for m in order] == want, style
+        # windows that start inside a run of ties still report the shared rank
+        assert ranks(board.by_rank(2, 4, style=style)) == want[1:4], style
+        assert ranks(board.page(2, 2, style=style)) == want[2:4], style
+        assert ranks(board.around("dee", 0, 1, style=style)) == want[3:5], style
+        assert ranks(board.by_score(10, 30, style=style)) == want[2:], style
+
+
+def test_tie_styles_worked_example_asc(make_board: Any) -> None:
+    board = make_board(order="asc")
+    board.set_many([("a", 10), ("b", 30), ("c", 30), ("d", 50), ("e", 50)])
+    board._check()
+    order = ["a", "b", "c", "d", "e"]
+    assert list(board) == order
+    assert [board.rank(m, style="unique") for m in order] == [1, 2, 3, 4, 5]
+    assert [board.rank(m, style="dense") for m in order] == [1, 2, 2, 3, 3]
+    assert [board.rank(m, style="competition") for m in order] == [1, 2, 2, 4, 4]
+    assert ranks(board.by_rank(3, 5, style="competition")) == [2, 4, 4]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_default_rank_style(make_board: Any, style: str) -> None:
+    board = tied(make_board, rank_style=style)
+    want = {"unique": 4, "dense": 2, "competition": 3}[style]
+    assert board.rank("dee") == want
+    assert board.entry("dee").rank == want
+    assert board.at(4).rank == want
+    assert board.top(4)[-1].rank == want
+    # an explicit style overrides the default
+    assert board.rank("dee", style="unique") == 4
+
+
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_first_to_reach_breaks_ties(make_board: Any, order: str) -> None:
+    board = make_board(order=order)
+    for m in ("a", "b", "c"):
+        board.set(m, 5)
+    board._check()
+    assert list(board) == ["a", "b", "c"]
+    clock = board.clock
+    # re-setting the same score keeps the member's place and the clock
+    assert board.set("a", 5) is False
+    assert board.incr("a", 0) == 5
+    assert board.clock == clock
+    assert list(board) == ["a", "b", "c"]
+    # leaving the score and coming back puts it last among the ties
+    board.set("a", 6)
+    board.set("a", 5)
+    board._check()
+    assert list(board) == ["b", "c", "a"]
+    assert board.clock == clock + 2
+
+
+def test_tie_break_by_member(make_board: Any) -> None:
+    desc = make_board(tie_break="member")
+    asc = make_board(order="asc", tie_break="member")
+    for board in (desc, asc):
+        board.set_many([("b", 1), ("c", 1), ("a", 1), ("z", 2)])
+        board._check()
+    # Redis order: tied members by member, reversed on a descending board
+    assert list(desc) == ["z", "c", "b", "a"]
+    assert list(asc) == ["a", "b", "c", "z"]
+
+
+@pytest.mark.parametrize("kind", [int, bytes])
+def test_tie_break_by_member_other_member_types(make_board: Any, kind: type) -> None:
+    board = make_board(tie_break="member")
+    names = [3, 1, 2] if kind is int else [b"c", b"a", b"b"]
+    board.set_many([(m, 7) for m in names])
+    board._check()
+    assert list(board) == sorted(names, reverse=True)
+
+
+def test_member_types_mix_on_first_to_reach_board(make_board: Any) -> None:
+    board = make_board()
+    board.set_many([("a", 1), (2, 1), (b"c", 1)])
+    board._check()
+    assert list(board) == ["a", 2, b"c"]
+    assert board.rank(2) == 2 and board.rank(b"c") == 3
+
+
+def test_member_type_follows_a_board_emptied_and_refilled(make_board: Any) -> None:
+    board = make_board(tie_break="member")
+    board.set("a", 1)
+    board.remove("a")
+    # empty again: a new member type may start
+    board.set(5, 1)
+    board.set(6, 1)
+    board._check()
+    assert list(board) == [6, 5]
+    board.clear()
+    board.set_many([(b"x", 1), (b"y", 1)])
+    board._check()
+    assert list(board) == [b"y", b"x"]
+
+
+def test_redis_rescore_moves_position(make_board: Any) -> None:
+    asc = make_board(order="asc")
+    asc.set_many({"x": 10, "y": 20, "z": 30})
+    assert list(asc) == ["x", "y", "z"]
+    asc.set("y", 1)
+    asc._check()
+    assert list(asc) == ["y", "x", "z"]
+    desc = make_board()
+    desc.set_many({"x": 10, "y": 20, "z": 30})
+    desc.set("y", 1)
+    desc._check()
+    assert list(desc) == ["z", "x", "y"]
+
+
+def test_thousand_rescores_among_ten_members_keep_strict_order(make_board: Any) -> None:
+    rng = random.Random(1000)
+    for order, tie_break in (("desc", "member"), ("asc", "first")):
+        board = make_board(order=order, tie_break=tie_break)
+        model = Model(order=order, tie_break=tie_break)
+        names = [f"m{i}" for i in range(10)]
+        for name in names:
+            board.set(name, 0)
+            model.set(name, 0)
+        for step in range(1000):
+            member = rng.choice(names)
+            score = rng.choice([rng.randint(-3, 3), rng.uniform(-3, 3)])
+            assert board.set(member, score) == model.set(member, score)
+            items = board.items()
+            assert items == model.items(), step
+            # strict order: each neighbour pair is ordered by score, then tie
+            for (m1, s1), (m2, s2) in itertools.pairwise(items):
+                assert model.compare(s1, s2) <= 0
+                if s1 == s2 and tie_break == "member":
+                    assert (m1 > m2) if order == "desc" else (m1 < m2)
+        board._check()
+
+
+# ----------------------------------------------------------------------
+# Writes
+# ----------------------------------------------------------------------
+# (order, present score or None, when, new score, expected score afterwards or None)
+MATRIX = [
+    ("desc", None, None, 5, 5),
+    ("desc", None, "new", 5, 5),
+    ("desc", None, "present", 5, None),
+    ("desc", None, "better", 5, 5),
+    ("desc", None, "worse", 5, 5),
+    ("desc", None, "better", -INF, -INF),
+    ("desc", None, "worse", INF, INF),
+    ("desc", 10, None, 5, 5),
+    ("desc", 10, "new", 20, 10),
+    ("desc", 10, "present", 20, 20),
+    ("desc", 10, "better", 20, 20),
+    ("desc", 10, "better", 5, 10),
+    ("desc", 10, "better", 10, 10),
+    ("desc", 10, "worse", 5, 5),
+    ("desc", 10, "worse", 20, 10),
+    ("desc", 10, "worse", 10, 10),
+    ("desc", 10, "better", INF, INF),
+    ("desc", 10, "worse", -INF, -INF),
+    ("desc", INF, "better", INF, INF),
+    ("desc", INF, "worse", INF, INF),
+    ("desc", INF, "better", 1e308, INF),
+    ("desc", INF, "worse", -INF, -INF),
+    ("desc", -INF, "worse", -INF, -INF),
+    ("desc", -INF, "better", INF, INF),
+    ("desc", -INF, "present", 0, 0),
+    ("desc", INF, "new", 0, INF),
+    ("asc", None, "better", 5, 5),
+    ("asc", None, "present", 5, None),
+    ("asc", 10, "better", 5, 5),
+    ("asc", 10, "better", 20, 10),
+    ("asc", 10, "worse", 20, 20),
+    ("asc", 10, "worse", 5, 10),
+    ("asc", 10, "better", -INF, -INF),
+    ("asc", -INF, "better", -INF, -INF),
+    ("asc", INF, "better", -INF, -INF),
+    ("asc", INF, "worse", 5, INF),
+]
+
+
+@pytest.mark.parametrize("case", MATRIX)
+def test_conditional_write_matrix(make_board: Any, case: tuple[Any, ...]) -> None:
+    order, old, when, new, after = case
+    board = make_board(order=order)
+    board.set("other", 0)
+    if old is not None:
+        board.set("m", old)
+    changed = board.set("m", new, when=when)
+    board._check()
+    assert board.score("m") == after
+    assert changed == (after != old)
+    assert board.score("other") == 0
+
+
+# (order, present score or None, when, delta, expected return, expected score afterwards)
+INCR_MATRIX = [
+    ("desc", None, None, 5, 5, 5),
+    ("desc", None, "new", 5, 5, 5),
+    ("desc", None, "present", 5, None, None),
+    ("desc", None, "better", -5, -5, -5),
+    ("desc", None, "worse", 5, 5, 5),
+    ("desc", 10, None, -3, 7, 7),
+    ("desc", 10, "new", 1, None, 10),
+    ("desc", 10, "present", 1, 11, 11),
+    ("desc", 10, "better", 1, 11, 11),
+    ("desc", 10, "better", -1, None, 10),
+    ("desc", 10, "better", 0, None, 10),
+    ("desc", 10, "worse", -1, 9, 9),
+    ("desc", 10, "worse", 1, None, 10),
+    ("desc", 10, "worse", 0, None, 10),
+    ("desc", 10, None, 0, 10, 10),
+    ("desc", 10, None, INF, INF, INF),
+    ("desc", INF, None, 5, INF, INF),
+    ("desc", INF, "better", 5, None, INF),
+    ("desc", -INF, "worse", -1, None, -INF),
+    ("asc", 10, "better", -1, 9, 9),
+    ("asc", 10, "better", 1, None, 10),
+    ("asc", 10, "worse", 1, 11, 11),
+]
+
+
+@pytest.mark.parametrize("case", INCR_MATRIX)
+def test_incr_matrix(make_board: Any, case: tuple[Any, ...]) -> None:
+    order, old, when, delta, ret, after = case
+    board = make_board(order=order)
+    if old is not None:
+        board.set("m", old)
+    assert board.incr("m", delta, when=when) == ret
+    board._check()
+    assert board.score("m") == after
+
+
+def test_set_returns_whether_the_board_changed(make_board: Any) -> None:
+    board = make_board()
+    assert board.set("a", 1) is True
+    assert board.set("a", 1) is False
+    assert board.set("a", 1.0) is False  # 1 == 1.0: the same score
+    assert exact(board.score("a")) == exact(1)
+    assert board.set("a", 2) is True
+    assert board.set("a", 3, when="new") is False
+    assert board.clock == 2
+    board._check()
+
+
+def test_incr_defaults_and_float_steps(make_board: Any) -> None:
+    board = make_board()
+    assert board.incr("a") == 1
+    assert board.incr("a") == 2
+    assert board.incr("a", 2.5) == 4.5
+    assert board.incr("a", -10) == -5.5
+    assert board.incr("b", -1) == -1
+    board._check()
+    assert board.items() == [("b", -1), ("a", -5.5)]
+
+
+def test_set_many_counts_and_order(make_board: Any) -> None:
+    board = make_board()
+    assert board.set_many([("ann", 3), ("bob", 5), ("ann", 4)]) == 2
+    assert board.items() == [("bob", 5), ("ann", 4)]
+    # unchanged scores are not counted; new and changed ones are
+    assert board.set_many({"ann": 4, "bob": 6, "cid": 1}) == 2
+    assert board.set_many([]) == 0
+    assert board.set_many({"ann": 99, "dee": 1}, when="new") == 1
+    assert board.set_many({"ann": 99, "eve": 1}, when="present") == 1
+    board._check()
+    assert board.items() == [("ann", 99), ("bob", 6), ("cid", 1), ("dee", 1)]
+
+
+def test_set_many_applies_pairs_in_order_for_ties(make_board: Any) -> None:
+    # one at a time: a=3, b=5, a=5 -> b reached 5 first
+    board = make_board()
+    board.set_many([("a", 3), ("b", 5), ("a", 5)])
+    board._check()
+    assert list(board) == ["b", "a"]
+    # a member that leaves its score and comes back within a batch goes behind
+    board.set("c", 5)
+    board.set_many([("a", 1), ("a", 5)])
+    board._check()
+    assert list(board) == ["b", "c", "a"]
+    # the same on a tie-by-member board changes nothing visible
+    by_member = make_board(tie_break="member")
+    by_member.set_many({"a": 5, "b": 5})
+    by_member.set_many([("a", 1), ("a", 5)])
+    by_member._check()
+    assert list(by_member) == ["b", "a"]
+
+
+def test_set_many_with_when_applies_to_the_batch_so_far(make_board: Any) -> None:
+    board = make_board()
+    board.set("a", 10)
+    assert board.set_many([("a", 12), ("a", 11), ("b", 1), ("b", 5)], when="better") == 2
+    assert board.items() == [("a", 12), ("b", 5)]
+    assert board.set_many([("c", 1), ("c", 2)], when="new") == 1
+    assert board.score("c") == 1
+    board._check()
+
+
+def test_incr_many(make_board: Any) -> None:
+    board = make_board()
+    board.set("ann", 10)
+    assert board.incr_many([("ann", 3), ("bob", 5), ("ann", 4)]) == {"ann": 17, "bob": 5}
+    assert board.incr_many({"bob": 0}) == {"bob": 5}
+    assert board.incr_many([]) == {}
+    board._check()
+    assert board.items() == [("ann", 17), ("bob", 5)]
+
+
+def test_batch_writes_match_the_model_small_and_bulk(make_board: Any) -> None:
+    rng = random.Random(7)
+    for tie_break in ("first", "member"):
+        board = make_board(tie_break=tie_break)
+        model = Model(tie_break=tie_break)
+        base = [(f"m{i}", rng.randint(0, 5)) for i in range(100)]
+        board.set_many(base)
+        model.set_many(base)
+        board.rank("m0", style="dense")  # build the dense counts before the writes
+        for size in (3, 10, 60, 250):  # small batches go one by one, big ones rebuild
+            pairs = [(f"m{rng.randint(0, 150)}", rng.randint(0, 5)) for _ in range(size)]
+            assert board.set_many(pairs) == model.set_many(pairs)
+            deltas = [(f"m{rng.randint(0, 150)}", rng.randint(-2, 2)) for _ in range(size)]
+            assert board.incr_many(deltas) == model.incr_many(deltas)
+            board._check()
+            assert board.items() == model.items()
+            assert board.clock == model.clock
+            assert rows(board.top(200, style="dense")) == model.top(200, style="dense")
+
+
+def test_remove_remove_many_clear(make_board: Any) -> None:
+    board = ten(make_board)
+    assert board.remove("p3") is True
+    assert board.remove("p3") is False
+    assert board.remove_many(["p1", "p2", "p1", "zz"]) == 2
+    assert board.remove_many([]) == 0
+    board._check()
+    assert list(board) == ["p9", "p8", "p7", "p6", "p5", "p4", "p0"]
+    assert board.rank("p0") == 7
+    board.clear()
+    board._check()
+    assert len(board) == 0 and board.items() == []
+    board.clear()
+    assert len(board) == 0
+
+
+def test_clock_ticks_only_on_score_changes(make_board: Any) -> None:
+    board = make_board()
+    board.set("a", 1)
+    board.set("b", 2, meta={"x": 1})
+    assert board.clock == 2
+    board.set_meta("a", {"y": 2})
+    board.set("a", 1, meta={"y": 3})
+    board.remove("b")
+    board.pop_best()
+    assert board.clock == 2
+    board.incr("c", 1)
+    board.incr_many({"c": 1, "d": 1})
+    assert board.clock == 5
+
+
+# ----------------------------------------------------------------------
+# Composite scores, big ints, infinities
+# ----------------------------------------------------------------------
+def composite(make_board: Any) -> Any:
+    # most points first, then fewest seconds
+    board = make_board(order=("desc", "asc"))
+    board.set_many({"ann": (10, 30), "bob": (10, 20), "cid": (12, 50), "dee": (9, 1)})
+    board._check()
+    return board
+
+
+def test_composite_order_and_reads(make_board: Any) -> None:
+    board = composite(make_board)
+    assert list(board) == ["cid", "bob", "ann", "dee"]
+    assert board["bob"] == (10, 20)
+    assert board.rank("ann") == 3
+    assert board.rank_for_score((10, 25)) == 3
+    assert board.rank_for_score((10, 20)) == 3  # a newcomer comes after bob
+    assert board.rank_for_score((10, 20), style="competition") == 2
+    assert board.rank_for_score((13, 99), style="dense") == 1
+    # ranges: the second column compares the other way round (as the first column's axis)
+    assert members(board.by_score((10, 40), (12, 0))) == ["cid", "bob", "ann"]
+    assert members(board.by_score((10, 40), (12, 60))) == ["bob", "ann"]
+    assert members(board.by_score((10, 30), None, min_inclusive=False)) == ["cid", "bob"]
+    assert board.count((10, 40), (12, 0)) == 3
+    assert board.percentile("bob", method="below") == 50.0
+    # composite percentiles are not interpolated: the lower neighbour is returned
+    assert board.score_at_percentile(50) == (10, 30)
+    assert board.score_at_percentile(100) == (12, 50)
+
+
+def test_composite_writes(make_board: Any) -> None:
+    board = composite(make_board)
+    assert board.incr("dee", (3, 5)) == (12, 6)
+    board._check()
+    assert list(board) == ["dee", "cid", "bob", "ann"]
+    assert board.set("ann", [10, 10]) is True  # a list is accepted as a tuple
+    assert board["ann"] == (10, 10)
+    assert board.set("ann", (10, 11), when="better") is False  # more seconds is worse
+    assert board.set("ann", (10, 9), when="better") is True
+    assert board.incr("new", (1, 1)) == (1, 1)
+    assert board.incr_many([("new", (1, 1)), ("new", (0, -2))]) == {"new": (2, 0)}
+    board._check()
+    assert board.items() == [
+        ("dee", (12, 6)),
+        ("cid", (12, 50)),
+        ("ann", (10, 9)),
+        ("bob", (10, 20)),
+        ("new", (2, 0)),
+    ]
+    # on the range axis (10, 15) <= score <= (12, 40) means: more than 10 points
+    # or 10 points in at most 15 s, and less than 12 points or 12 in at least 40 s
+    assert board.remove_by_score((10, 15), (12, 40)) == 2  # ann and cid
+    board._check()
+    assert list(board) == ["dee", "bob", "new"]
+
+
+def test_composite_asc_first_column(make_board: Any) -> None:
+    # fewest seconds first, then most points
+    board = make_board(order=("asc", "desc"))
+    board.set_many({"a": (30, 1), "b": (30, 5), "c": (20, 0)})
+    board._check()
+    assert list(board) == ["c", "b", "a"]
+    assert members(board.by_score((25, 10), (30, 3))) == ["b"]
+
+
+def test_big_integers_are_exact(make_board: Any) -> None:
+    big = 2**53
+    board = make_board()
+    board.set_many({"a": big, "b": big + 1, "c": big + 2, "d": 10**30})
+    board._check()
+    assert list(board) == ["d", "c", "b", "a"]
+    assert board.incr("a", 1) == big + 1
+    assert exact(board.score("a")) == exact(big + 1)
+    assert board.rank("a", style="competition") == board.rank("b", style="competition") == 3
+    assert board.rank("a", style="dense") == 3
+    assert members(board.by_score(big + 1, big + 1)) == ["b", "a"]
+    assert board.count(big + 1, big + 2, max_inclusive=False) == 2
+    assert board.count(big, big + 1, max_inclusive=False) == 0
+    assert board.incr("d", 1) == 10**30 + 1
+    assert exact(board["d"]) == exact(10**30 + 1)
+    # an int and a float of the same value are the same score
+    board.set("e", float(big + 2))
+    assert board.rank("e", style="competition") == board.rank("c", style="competition")
+    board._check()
+
+
+def test_infinities(make_board: Any) -> None:
+    board = make_board()
+    board.set_many({"top": INF, "mid": 0, "low": -INF})
+    board._check()
+    assert list(board) == ["top", "mid", "low"]
+    assert board.incr("top", 5) == INF
+    assert board.count(-INF, INF) == 3
+    assert members(board.by_score(-INF, INF, min_inclusive=False, max_inclusive=False)) == ["mid"]
+    assert members(board.by_score(INF, INF)) == ["top"]
+    board.set("top2", INF)
+    assert board.rank("top2", style="competition") == 1
+    assert board.rank("top2") == 2
+    assert board.rank_for_score(INF) == 3
+    assert board.remove_by_score(INF, None) == 2
+    board._check()
+    assert list(board) == ["mid", "low"]
+
+
+# ----------------------------------------------------------------------
+# Percentiles
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("desc", "ann", 60.0, 100.0, 80.0),
+        ("desc", "cid", 20.0, 60.0, 40.0),
+        ("desc", "eve", 0.0, 20.0, 10.0),
+        ("asc", "ann", 0.0, 40.0, 20.0),
+        ("asc", "dee", 40.0, 80.0, 60.0),
+        ("asc", "eve", 80.0, 100.0, 90.0),
+    ],
+)
+def test_percentile_documented_formulas(make_board: Any, case: tuple[Any, ...]) -> None:
+    order, member, below, at_or_below, midpoint = case
+    board = tied(make_board, order=order)
+    assert board.percentile(member, method="below") == below
+    assert board.percentile(member, method="at_or_below") == at_or_below
+    assert board.percentile(member, method="midpoint") == midpoint
+    assert board.percentile(member) == midpoint
+    assert board.percentile("nobody") is None
+
+
+@pytest.mark.parametrize(
+    ("order", "p", "want"),
+    [
+        ("desc", 0, 10),
+        ("desc", 10, 14.0),
+        ("desc", 25, 20),
+        ("desc", 50, 30),
+        ("desc", 90, 46.0),
+        ("desc", 100, 50),
+        ("asc", 0, 50),
+        ("asc", 50, 30),
+        ("asc", 90, 14.0),
+        ("asc", 100, 10),
+    ],
+)
+def test_score_at_percentile_interpolates(make_board: Any, order: str, p: float, want: Any) -> None:
+    board = make_board(order=order)
+    board.set_many({"a": 10, "b": 20, "c": 30, "d": 40, "e": 50})
+    assert board.score_at_percentile(p) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    ("scores", "want"),
+    [
+        ([INF, INF], INF),
+        ([-INF, -INF], -INF),
+        ([-INF, 5], -INF),
+        ([5, INF], INF),
+        ([-INF, INF], -INF),  # no midpoint: the lower neighbour
+        ([7], 7),
+    ],
+)
+def test_score_at_percentile_infinite_neighbours(
+    make_board: Any, scores: list[Any], want: Any
+) -> None:
+    board = make_board()
+    board.set_many([(f"m{i}", s) for i, s in enumerate(scores)])
+    assert board.score_at_percentile(50) == want
+
+
+# ----------------------------------------------------------------------
+# Point reads
+# ----------------------------------------------------------------------
+def test_rank_for_score(make_board: Any) -> None:
+    board = tied(make_board)
+    assert board.rank_for_score(60) == 1
+    assert board.rank_for_score(50) == 3
+    assert board.rank_for_score(50, style="competition") == 1
+    assert board.rank_for_score(50, style="dense") == 1
+    assert board.rank_for_score(40) == 3
+    assert board.rank_for_score(40, style="competition") == 3
+    assert board.rank_for_score(40, style="dense") == 2
+    assert board.rank_for_score(30) == 5
+    assert board.rank_for_score(30, style="dense") == 2
+    assert board.rank_for_score(0) == 6
+    assert board.rank_for_score(0, style="dense") == 4
+    assert len(board) == 5  # nothing was inserted
+    asc = tied(make_board, order="asc")
+    assert asc.rank_for_score(30) == 4
+    assert asc.rank_for_score(30, style="competition") == 2
+    assert asc.rank_for_score(5) == 1
+
+
+def test_at(make_board: Any) -> None:
+    board = ten(make_board)
+    assert row(board.at(1)) == ("p9", 9, 1, None)
+    assert row(board.at(10)) == ("p0", 0, 10, None)
+    assert row(board.at(-1)) == ("p0", 0, 10, None)
+    assert row(board.at(-10)) == ("p9", 9, 1, None)
+    for bad in (0, 11, -11):
+        with pytest.raises(IndexError):
+            board.at(bad)
+    t = tied(make_board)
+    assert row(t.at(2, style="competition")) == ("bob", 50, 1, None)
+    assert row(t.at(-1, style="dense")) == ("eve", 10, 3, None)
+
+
+def test_entry_and_entries(make_board: Any) -> None:
+    board = tied(make_board)
+    board.set_meta("cid", {"name": "Cid"})
+    assert row(board.entry("cid")) == ("cid", 30, 3, None)
+    assert row(board.entry("cid", with_meta=True)) == ("cid", 30, 3, {"name": "Cid"})
+    assert row(board.entry("cid", style="dense")) == ("cid", 30, 2, None)
+    assert board.entry("zed") is None
+    got = board.entries(["eve", "zed", "ann"], style="competition")
+    assert [row(e) for e in got] == [("eve", 10, 5, None), None, ("ann", 50, 1, None)]
+    assert board.entries([]) == []
+
+
+# ----------------------------------------------------------------------
+# Range reads
+# ----------------------------------------------------------------------
+def test_top(make_board: Any) -> None:
+    board = ten(make_board)
+    assert rows(board.top(3)) == [("p9", 9, 1, None), ("p8", 8, 2, None), ("p7", 7, 3, None)]
+    assert board.top(0) == []
+    assert len(board.top()) == 10
+    assert members(board.top(100)) == [f"p{i}" for i in range(9, -1, -1)]
+    asc = ten(make_board, order="asc")
+    assert members(asc.top(2)) == ["p0", "p1"]
+
+
+@pytest.mark.parametrize(
+    ("start", "stop", "want"),
+    [
+        (1, -1, list(range(9, -1, -1))),
+        (2, 4, [8, 7, 6]),
+        (-3, -1, [2, 1, 0]),
+        (8, 99, [2, 1, 0]),
+        (-99, 2, [9, 8]),
+        (5, 3, []),
+        (11, 12, []),
+        (-1, -3, []),
+        (10, 10, [0]),
+        (1, 1, [9]),
+        (-20, -11, []),
+    ],
+)
+def test_by_rank_clamps_like_zrange(
+    make_board: Any, start: int, stop: int, want: list[int]
+) -> None:
+    board = ten(make_board)
+    got = board.by_rank(start, stop)
+    assert members(got) == [f"p{i}" for i in want]
+    assert ranks(got) == [10 - i for i in want]
+
+
+def test_by_rank_defaults_to_everything(make_board: Any) -> None:
+    board = ten(make_board, order="asc")
+    assert members(board.by_rank()) == [f"p{i}" for i in range(10)]
+
+
+@pytest.mark.parametrize(
+    ("number", "size", "want_ranks"),
+    [
+        (1, 4, [1, 2, 3, 4]),
+        (2, 4, [5, 6, 7, 8]),
+        (3, 4, [9, 10]),
+        (0, 4, [1, 2, 3, 4]),
+        (-3, 4, [1, 2, 3, 4]),
+        (99, 4, [9, 10]),
+        (2, 5, [6, 7, 8, 9, 10]),
+        (1, 25, list(range(1, 11))),
+        (10, 1, [10]),
+    ],
+)
+def test_page_clamps(make_board: Any, number: int, size: int, want_ranks: list[int]) -> None:
+    board = ten(make_board)
+    got = board.page(number, size)
+    assert ranks(got) == want_ranks
+    assert members(got) == [f"p{10 - r}" for r in want_ranks]
+
+
+def test_pages(make_board: Any) -> None:
+    board = ten(make_board)
+    assert board.pages(4) == 3
+    assert board.pages(5) == 2
+    assert board.pages(10) == 1
+    assert board.pages(11) == 1
+    assert board.pages(1) == 10
+    assert board.pages() == 1
+    assert members(board.page(1)) == members(board.top(25))
+    board.set_many({f"q{i}": i for i in range(20)})
+    assert board.pages() == 2  # 30 members, 25 a page
+    assert len(board.page(2)) == 5
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("p8", 2, 2, False, [1, 2, 3, 4]),
+        ("p8", 2, 2, True, [1, 2, 3, 4, 5]),
+        ("p9", 2, 2, False, [1, 2, 3]),
+        ("p9", 2, 2, True, [1, 2, 3, 4, 5]),
+        ("p0", 2, 2, False, [8, 9, 10]),
+        ("p0", 2, 2, True, [6, 7, 8, 9, 10]),
+        ("p1", 1, 3, True, [6, 7, 8, 9, 10]),
+        ("p5", 2, 2, False, [3, 4, 5, 6, 7]),
+        ("p5", 2, 2, True, [3, 4, 5, 6, 7]),
+        ("p5", 0, 0, False, [5]),
+        ("p5", 0, 0, True, [5]),
+        ("p5", 0, 3, False, [5, 6, 7, 8]),
+        ("p5", 20, 20, False, list(range(1, 11))),
+        ("p5", 20, 20, True, list(range(1, 11))),
+        ("p9", 0, 20, True, list(range(1, 11))),
+    ],
+)
+def test_around(make_board: Any, case: tuple[Any, ...]) -> None:
+    member, above, below, fill, want_ranks = case
+    board = ten(make_board)
+    got = board.around(member, above, below, fill=fill)
+    assert ranks(got) == want_ranks
+    assert members(got) == [f"p{10 - r}" for r in want_ranks]
+    assert member in members(got)
+
+
+def test_around_defaults_and_absent_member(make_board: Any) -> None:
+    board = make_board()
+    board.set_many({f"p{i}": i for i in range(20)})  # p19 rank 1 ... p0 rank 20
+    assert ranks(board.around("p10")) == list(range(5, 16))
+    assert board.around("nobody") == []
+    assert board.around("nobody", fill=True) == []
+
+
+def test_around_uses_rank_style(make_board: Any) -> None:
+    board = tied(make_board)
+    assert ranks(board.around("dee", 1, 1, style="competition")) == [3, 3, 5]
+    assert ranks(board.around("dee", 1, 1, style="dense")) == [2, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "want"),
+    [
+        ({"min": 3, "max": 6}, [6, 5, 4, 3]),
+        ({"min": 3, "max": 6, "min_inclusive": False}, [6, 5, 4]),
+        ({"min": 3, "max": 6, "max_inclusive": False}, [5, 4, 3]),
+        ({"min": 3, "max": 6, "min_inclusive": False, "max_inclusive": False}, [5, 4]),
+        ({"max": 2}, [2, 1, 0]),
+        ({"min": 7}, [9, 8, 7]),
+        ({}, list(range(9, -1, -1))),
+        ({"min": -INF, "max": INF}, list(range(9, -1, -1))),
+        ({"min": 2.5, "max": 4.5}, [4, 3]),
+        ({"min": 6, "max": 3}, []),
+        ({"min": 4, "max": 4, "min_inclusive": False}, []),
+        ({"min": 4, "max": 4}, [4]),
+        ({"min": 3, "max": 6, "offset": 1, "limit": 2}, [5, 4]),
+        ({"min": 3, "max": 6, "offset": 3}, [3]),
+        ({"min": 3, "max": 6, "offset": 4}, []),
+        ({"min": 3, "max": 6, "offset": 99, "limit": 5}, []),
+        ({"min": 3, "max": 6, "limit": 0}, []),
+        ({"limit": 3}, [9, 8, 7]),
+        ({"offset": 8}, [1, 0]),
+    ],
+)
+def test_by_score_and_count(make_board: Any, kwargs: dict[str, Any], want: list[int]) -> None:
+    board = ten(make_board)
+    got = board.by_score(**kwargs)
+    assert members(got) == [f"p{i}" for i in want]
+    assert ranks(got) == [10 - i for i in want]
+    bounds = {k: v for k, v in kwargs.items() if k not in ("offset", "limit")}
+    if "offset" not in kwargs and "limit" not in kwargs:
+        assert board.count(**bounds) == len(want)
+
+
+def test_by_score_on_asc_board(make_board: Any) -> None:
+    board = ten(make_board, order="asc")
+    got = board.by_score(3, 6)
+    assert members(got) == ["p3", "p4", "p5", "p6"]
+    assert ranks(got) == [4, 5, 6, 7]
+    assert members(board.by_score(3, 6, offset=1, limit=2)) == ["p4", "p5"]
+    assert members(board.by_score(3, 6, min_inclusive=False)) == ["p4", "p5", "p6"]
+    assert board.count(3, 6, max_inclusive=False) == 3
+
+
+def test_by_score_reports_tied_ranks(make_board: Any) -> None:
+    board = tied(make_board)
+    assert ranks(board.by_score(30, 30, style="competition")) == [3, 3]
+    assert ranks(board.by_score(30, 30, style="dense")) == [2, 2]
+    assert ranks(board.by_score(10, 50, offset=1, limit=1, style="competition")) == [1]
+
+
+def test_score_range_fuzz(make_board: Any) -> None:
+    rng = random.Random(100)
+    for order in ("desc", "asc"):
+        board = make_board(order=order)
+        model = Model(order=order)
+        pairs = [(f"m{i}", rng.choice([-INF, INF, *range(-5, 6), 0.5, 2.5])) for i in range(200)]
+        board.set_many(pairs)
+        model.set_many(pairs)
+        board._check()
+        bounds = [None, -INF, INF, -6, -5, -1, 0, 0.5, 1, 2, 2.5, 3, 5, 7]
+        all_rows = model.rows()  # the board does not change below: sort once
+        for _ in range(100):
+            low, high = rng.choice(bounds), rng.choice(bounds)
+            incl = (rng.random() < 0.5, rng.random() < 0.5)
+            flags = {"min_inclusive": incl[0], "max_inclusive": incl[1]}
+            want = [r for r in all_rows if model.in_range(r[1], low, high, *incl)]
+            assert board.count(low, high, **flags) == len(want)
+            got = board.by_score(low, high, **flags)
+            assert len(got) == len(want)
+            assert rows(got) == want
+            offset, limit = rng.randint(0, 30), rng.choice([None, 0, 1, 7, 50])
+            end = None if limit is None else offset + limit
+            got = board.by_score(low, high, offset=offset, limit=limit, **flags)
+            assert rows(got) == want[offset:end]
+
+
+def test_items_and_iteration(make_board: Any) -> None:
+    board = tied(make_board)
+    assert board.items() == [("ann", 50), ("bob", 50), ("cid", 30), ("dee", 30), ("eve", 10)]
+    assert list(board) == [m for m, _ in board.items()]
+    asc = tied(make_board, order="asc")
+    assert asc.items() == [("eve", 10), ("cid", 30), ("dee", 30), ("ann", 50), ("bob", 50)]
+
+
+# ----------------------------------------------------------------------
+# Pops and pruning
+# ----------------------------------------------------------------------
+def test_pops(make_board: Any) -> None:
+    board = ten(make_board)
+    assert rows(board.pop_best(2)) == [("p9", 9, 1, None), ("p8", 8, 2, None)]
+    board._check()
+    assert rows(board.pop_worst(3)) == [("p0", 0, 8, None), ("p1", 1, 7, None), ("p2", 2, 6, None)]
+    board._check()
+    assert board.pop_best(0) == [] and board.pop_worst(0) == []
+    assert list(board) == ["p7", "p6", "p5", "p4", "p3"]
+    assert rows(board.pop_best()) == [("p7", 7, 1, None)]
+    assert rows(board.pop_worst()) == [("p3", 3, 4, None)]
+    assert members(board.pop_worst(99)) == ["p4", "p5", "p6"]
+    board._check()
+    assert len(board) == 0
+    assert board.pop_best() == []
+
+
+def test_pops_on_asc_board(make_board: Any) -> None:
+    board = ten(make_board, order="asc")
+    assert members(board.pop_best(2)) == ["p0", "p1"]
+    assert members(board.pop_worst(2)) == ["p9", "p8"]
+    board._check()
+    assert list(board) == [f"p{i}" for i in range(2, 8)]
+
+
+@pytest.mark.parametrize(
+    ("start", "stop", "removed", "left"),
+    [
+        (2, -1, 9, [9]),
+        (-2, -1, 2, list(range(9, 1, -1))),
+        (1, 3, 3, list(range(6, -1, -1))),
+        (4, 4, 1, [9, 8, 7, 5, 4, 3, 2, 1, 0]),
+        (5, 2, 0, list(range(9, -1, -1))),
+        (11, 20, 0, list(range(9, -1, -1))),
+        (-99, 99, 10, []),
+    ],
+)
+def test_remove_by_rank(
+    make_board: Any, start: int, stop: int, removed: int, left: list[int]
+) -> None:
+    board = ten(make_board)
+    assert board.remove_by_rank(start, stop) == removed
+    board._check()
+    assert list(board) == [f"p{i}" for i in left]
+
+
+def test_remove_by_score(make_board: Any) -> None:
+    board = ten(make_board)
+    assert board.remove_by_score(3, 5) == 3
+    assert board.remove_by_score(6, 9, min_inclusive=False, max_inclusive=False) == 2
+    assert board.remove_by_score(100, 200) == 0
+    assert board.remove_by_score(None, 0) == 1
+    board._check()
+    assert list(board) == ["p9", "p6", "p2", "p1"]
+    assert board.remove_by_score(None, None) == 4
+    assert len(board) == 0
+
+
+def test_keep_top(make_board: Any) -> None:
+    board = ten(make_board)
+    assert board.keep_top(20) == 0
+    assert board.keep_top(10) == 0
+    assert board.keep_top(3) == 7
+    board._check()
+    assert list(board) == ["p9", "p8", "p7"]
+    assert board.keep_top(0) == 3
+    assert len(board) == 0
+    assert board.keep_top(0) == 0
+    asc = ten(make_board, order="asc")
+    asc.keep_top(2)
+    assert list(asc) == ["p0", "p1"]
+
+
+# ----------------------------------------------------------------------
+# Metadata
+# ----------------------------------------------------------------------
+def test_metadata_round_trip_and_copies(make_board: Any) -> None:
+    board = make_board()
+    data: dict[str, Any] = {"name": "Ann", "tags": ("a", "b"), "nested": {"x": [1, 2.5, None]}}
+    assert board.set("ann", 5, meta=data) is True
+    board._check()
+    stored = board.meta("ann")
+    assert stored == {"name": "Ann", "tags": ["a", "b"], "nested": {"x": [1, 2.5, None]}}
+    # copies in and out: mutating either side changes nothing stored
+    data["name"] = "changed"
+    stored["nested"]["x"].append(99)
+    assert board.meta("ann")["name"] == "Ann"
+    assert board.meta("ann")["nested"]["x"] == [1, 2.5, None]
+    board.entry("ann", with_meta=True).meta["name"] = "x"
+    assert board.meta("ann")["name"] == "Ann"
+    assert board.meta("nobody") is None
+
+
+def test_metadata_only_on_request(make_board: Any) -> None:
+    board = tied(make_board)
+    board.set_meta("ann", {"n": 1})
+    board.set_meta("dee", {"n": 4})
+    for entries in (
+        board.top(5),
+        board.by_rank(),
+        board.page(1),
+        board.around("cid", 5, 5),
+        board.by_score(),
+        [board.at(1), board.entry("ann")],
+        board.entries(["ann", "dee"]),
+    ):
+        assert all(e.meta is None for e in entries)
+    with_meta = {
+        "top": board.top(5, with_meta=True),
+        "by_rank": board.by_rank(with_meta=True),
+        "page": board.page(1, with_meta=True),
+        "around": board.around("cid", 5, 5, with_meta=True),
+        "by_score": board.by_score(with_meta=True),
+    }
+    for name, entries in with_meta.items():
+        assert [e.meta for e in entries] == [{"n": 1}, None, None, {"n": 4}, None], name
+    assert board.at(4, with_meta=True).meta == {"n": 4}
+    assert [e.meta for e in board.entries(["dee", "bob"], with_meta=True)] == [{"n": 4}, None]
+    popped = board.pop_best(1, with_meta=True) + board.pop_worst(2, with_meta=True)
+    assert [e.meta for e in popped] == [{"n": 1}, None, {"n": 4}]
+
+
+def test_set_meta(make_board: Any) -> None:
+    board = make_board()
+    board.set("a", 1)
+    board.set_meta("a", {"k": 1})
+    assert board.meta("a") == {"k": 1}
+    board.set_meta("a", {"k": 2})
+    assert board.meta("a") == {"k": 2}
+    board.set_meta("a", None)
+    assert board.meta("a") is None
+    board.set_meta("a", None)
+    assert board.meta("a") is None
+    board._check()
+    # set() replaces metadata only when it writes
+    assert board.set("a", 1, meta={"k": 3}) is True  # same score, new metadata
+    assert board.set("a", 1, meta={"k": 3}) is False
+    assert board.set("a", 0, when="better", meta={"k": 4}) is False
+    assert board.meta("a") == {"k": 3}
+    assert board.set("a", 2, meta={"k": 5}) is True
+    assert board.meta("a") == {"k": 5}
+    assert board.set("a", 3) is True  # no meta given: kept
+    assert board.meta("a") == {"k": 5}
+    assert board.set("b", 1, when="present", meta={"k": 6}) is False
+    assert "b" not in board and board.meta("b") is None
+
+
+@pytest.mark.parametrize(
+    "removal",
+    [
+        lambda b: b.remove("p5"),
+        lambda b: b.remove_many(["p5", "p0"]),
+        lambda b: b.remove_by_rank(5, 5),
+        lambda b: b.remove_by_rank(2, -1),
+        lambda b: b.remove_by_score(5, 5),
+        lambda b: b.remove_by_score(None, 6, max_inclusive=False),
+        lambda b: b.keep_top(4),
+        lambda b: b.pop_worst(6),
+        lambda b: b.pop_best(5),
+        lambda b: b.clear(),
+    ],
+)
+def test_metadata_leaves_with_its_member(make_board: Any, removal: Any) -> None:
+    board = ten(make_board)
+    board.set_meta("p5", {"who": "p5"})
+    board.set_meta("p9", {"who": "p9"})
+    removal(board)
+    board._check()
+    assert "p5" not in board
+    assert board.meta("p5") is None
+    # coming back does not bring the old metadata back
+    board.set("p5", 5)
+    assert board.meta("p5") is None
+    assert board.entry("p5", with_meta=True).meta is None
+    if "p9" in board:
+        assert board.meta("p9") == {"who": "p9"}
+
+
+# ----------------------------------------------------------------------
+# Union and intersection
+# ----------------------------------------------------------------------
+def pair(make_board: Any, **kwargs: Any) -> tuple[Any, Any]:
+    a, b = make_board(**kwargs), make_board(**kwargs)
+    a.set_many({"ann": 10, "bob": 5})
+    b.set_many({"bob": 7, "cid": 1})
+    return a, b
+
+
+@pytest.mark.parametrize(
+    ("kind", "weights", "aggregate", "want"),
+    [
+        ("union", None, "sum", [("bob", 12), ("ann", 10), ("cid", 1)]),
+        ("union", None, "min", [("ann", 10), ("bob", 5), ("cid", 1)]),
+        ("union", None, "max", [("ann", 10), ("bob", 7), ("cid", 1)]),
+        ("union", [2, -1], "sum", [("ann", 20), ("bob", 3), ("cid", -1)]),
+        ("union", [1, 0.5], "max", [("ann", 10), ("bob", 5), ("cid", 0.5)]),
+        ("intersection", None, "sum", [("bob", 12)]),
+        ("intersection", [1, 2], "max", [("bob", 14)]),
+        ("intersection", [1, 2], "min", [("bob", 5)]),
+    ],
+)
+def test_union_and_intersection(
+    make_board: Any, kind: str, weights: Any, aggregate: str, want: list[Any]
+) -> None:
+    a, b = pair(make_board)
+    before = (a.items(), b.items())
+    result = getattr(a, kind)([a, b], weights=weights, aggregate=aggregate)
+    result._check()
+    assert result.items() == want
+    assert (a.items(), b.items()) == before  # inputs untouched
+
+
+def test_union_of_infinities_follows_redis(make_board: Any) -> None:
+    a, b = make_board(), make_board()
+    a.set_many({"x": INF, "y": INF, "z": 3})
+    b.set_many({"x": -INF, "y": 2, "z": -INF})
+    summed = a.union([a, b])
+    assert summed.score("x") == 0  # inf + -inf counts as 0
+    assert summed.score("y") == INF
+    assert summed.score("z") == -INF
+    zeroed = a.union([a, b], weights=[0, 1])  # 0 * inf counts as 0
+    assert zeroed.score("x") == -INF
+    assert zeroed.score("y") == 2
+    assert zeroed.score("z") == -INF
+    assert a.union([a, b], weights=[0, 0]).items() == [("x", 0), ("y", 0), ("z", 0)]
+    assert a.union([a, b], aggregate="max").score("x") == INF
+    assert a.intersection([a, b], aggregate="min").score("y") == 2
+    summed._check()
+
+
+def test_union_tie_order_is_first_appearance(make_board: Any) -> None:
+    a, b = make_board(), make_board()
+    a.set_many({"p": 5, "q": 1})
+    b.set_many({"r": 5, "q": 4})
+    # all total 5: p and q appear first (a, best first), then r
+    assert list(a.union([a, b])) == ["p", "q", "r"]
+    assert list(b.union([b, a])) == ["r", "q", "p"]
+
+
+def test_union_metadata_and_config(make_board: Any) -> None:
+    a, b = pair(make_board)
+    b.set_meta("bob", {"from": "b"})
+    b.set_meta("cid", {"from": "b"})
+    a.set_meta("ann", {"from": "a"})
+    result = a.union([a, b], order="asc")
+    assert result.order == "asc"
+    assert result.items() == [("cid", 1), ("ann", 10), ("bob", 12)]
+    assert {m: result.meta(m) for m in result} == {
+        "cid": {"from": "b"},
+        "ann": {"from": "a"},
+        "bob": {"from": "b"},
+    }
+    a.set_meta("bob", {"from": "a"})
+    assert a.intersection([a, b]).meta("bob") == {"from": "a"}
+    assert a.intersection([b, a]).meta("bob") == {"from": "b"}
+    assert a.union([a]).items() == a.items()
+
+
+def test_intersection_of_three(make_board: Any) -> None:
+    boards = [make_board() for _ in range(3)]
+    boards[0].set_many({"a": 1, "b": 2, "c": 3})
+    boards[1].set_many({"b": 20, "c": 30, "d": 40})
+    boards[2].set_many({"c": 300, "b": 200})
+    assert boards[0].intersection(boards).items() == [("c", 333), ("b", 222)]
+    assert boards[0].intersection(boards, weights=[1, 1, 0]).items() == [("c", 33), ("b", 22)]
+
+
+def test_union_intersection_match_the_model(make_board: Any) -> None:
+    rng = random.Random(5)
+    values = [-INF, INF, 0, 1, 2, 3, 2.5]
+    for _ in range(20):
+        boards, models = [], []
+        for _ in range(rng.randint(1, 3)):
+            board, model = make_board(), Model()
+            pairs = [(f"m{rng.randint(0, 8)}", rng.choice(values)) for _ in range(6)]
+            board.set_many(pairs)
+            model.set_many(pairs)
+            boards.append(board)
+            models.append(model)
+        weights = rng.choice([None, [rng.choice([0, 1, -1, 0.5, 2]) for _ in boards]])
+        aggregate = rng.choice(["sum", "min", "max"])
+        for intersect in (False, True):
+            op = boards[0].intersection if intersect else boards[0].union
+            got = op(boards, weights=weights, aggregate=aggregate)
+            got._check()
+            want = combine(models, weights=weights, aggregate=aggregate, intersect=intersect)
+            assert got.items() == want.items()
+
+
+# ----------------------------------------------------------------------
+# Many writes against the model
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["desc", "asc", ("desc", "asc")])
+@pytest.mark.parametrize("tie_break", ["first", "member"])
+def test_sorting_stress_matches_reference_sort(make_board: Any, order: Any, tie_break: str) -> None:
+    rng = random.Random(repr((order, tie_break)))
+    board = make_board(order=order, tie_break=tie_break)
+    model = Model(order=order, tie_break=tie_break)
+
+    def one() -> Any:
+        return rng.choice([rng.randint(0, 4), rng.random() * 4])
+
+    def score() -> Any:
+        return (one(), one()) if isinstance(order, tuple) else one()
+
+    for step in range(400):
+        member = f"m{rng.randint(0, 60)}"
+        if rng.random() < 0.2:
+            assert board.remove(member) == model.remove(member)
+        else:
+            s = score()
+            assert board.set(member, s) == model.set(member, s)
+        if step % 50 == 0:
+            board._check()
+            assert board.items() == model.items()
+    board._check()
+    assert board.items() == model.items()
+    for style in STYLES:
+        assert rows(board.top(100, style=style)) == model.top(100, style=style)
