@@ -1,0 +1,336 @@
+"""TopK tracker: bounds against an exact Counter, heavy hitters, merges, bad input."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankengine.sketch import CountMinSketch
+from rankengine.topk import TopItem, TopK, merge_topk
+
+SMALL_KEYS = st.one_of(
+    st.sampled_from([f"k{i}" for i in range(30)]),
+    st.sampled_from([b"b0", b"b1", b"b2"]),
+    st.integers(-3, 3),
+)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), SMALL_KEYS, st.integers(1, 20)),
+        st.tuples(st.just("many"), st.lists(SMALL_KEYS, max_size=15)),
+        st.tuples(st.just("counts"), st.dictionaries(SMALL_KEYS, st.integers(1, 9), max_size=8)),
+    ),
+    max_size=40,
+)
+
+
+def apply(tracker: TopK, ops: list[tuple[object, ...]], truth: Counter[object]) -> None:
+    for op in ops:
+        if op[0] == "add":
+            tracker.add(op[1], op[2])  # type: ignore[arg-type]
+            truth[op[1]] += op[2]  # type: ignore[operator]
+        elif op[0] == "many":
+            tracker.add_many(op[1])  # type: ignore[arg-type]
+            truth.update(op[1])  # type: ignore[arg-type]
+        else:
+            tracker.add_counts(op[1])  # type: ignore[arg-type]
+            truth.update(op[1])  # type: ignore[arg-type]
+        tracker._check()
+
+
+def assert_bounds(tracker: TopK, truth: Counter[object]) -> None:
+    assert tracker.total == sum(truth.values())
+    for key, count in truth.items():
+        lower, upper = tracker.bounds(key)  # type: ignore[arg-type]
+        assert lower <= count <= upper, (key, lower, count, upper)
+        assert tracker.estimate(key) == upper  # type: ignore[arg-type]
+    for item in tracker.top(tracker.capacity):
+        assert item.lower <= truth[item.key] <= item.count
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=OPS, capacity=st.integers(1, 6), width=st.integers(1, 12), cons=st.booleans())
+def test_bounds_hold_against_exact_counter(
+    ops: list[tuple[object, ...]], capacity: int, width: int, cons: bool
+) -> None:
+    tracker = TopK(1, capacity=capacity, width=width, depth=2, seed=3, conservative=cons)
+    truth: Counter[object] = Counter()
+    apply(tracker, ops, truth)
+    assert_bounds(tracker, truth)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=OPS, capacity=st.integers(1, 6))
+def test_plain_tracker_sketch_equals_plain_sketch_of_stream(
+    ops: list[tuple[object, ...]], capacity: int
+) -> None:
+    # Candidates are counted exactly and written back lazily; with plain update
+    # the folded sketch must equal a sketch that saw every event directly.
+    tracker = TopK(1, capacity=capacity, width=7, depth=3, seed=5, conservative=False)
+    truth: Counter[object] = Counter()
+    apply(tracker, ops, truth)
+    sketch = CountMinSketch(7, 3, seed=5)
+    for key, count in truth.items():
+        sketch.add(key, count)  # type: ignore[arg-type]
+    assert tracker.sketch() == sketch
+    tracker._check()  # sketch() leaves the tracker unchanged
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=OPS)
+def test_conservative_tracker_sketch_is_an_upper_bound(ops: list[tuple[object, ...]]) -> None:
+    tracker = TopK(1, capacity=2, width=5, depth=2, seed=5)
+    truth: Counter[object] = Counter()
+    apply(tracker, ops, truth)
+    sketch = tracker.sketch()
+    sketch._check()
+    assert sketch.total == tracker.total
+    for key, count in truth.items():
+        assert sketch.query(key) >= count  # type: ignore[arg-type]
+
+
+def test_with_room_for_every_key_counts_are_exact() -> None:
+    rng = random.Random(2)
+    stream = [f"key{rng.randrange(40)}" for _ in range(2000)]
+    tracker = TopK(5, capacity=40, width=4096, depth=4)
+    for key in stream:
+        tracker.add(key)
+    truth = Counter(stream)
+    assert [(i.key, i.count, i.error) for i in tracker.top(40)] == sorted(
+        ((key, count, 0) for key, count in truth.items()), key=lambda t: (-t[1], t[0])
+    )
+    tracker._check()
+
+
+def zipf_stream(n: int, keys: int, skew: float, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    names = [f"item:{i}" for i in range(keys)]
+    rng.shuffle(names)
+    return rng.choices(names, [1 / (r + 1) ** skew for r in range(keys)], k=n)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_finds_true_heavy_hitters_on_a_skewed_stream(batched: bool) -> None:
+    stream = zipf_stream(60_000, 20_000, 1.1, seed=7)
+    truth = Counter(stream)
+    tracker = TopK(20, width=512, depth=4, seed=1)
+    if batched:
+        for i in range(0, len(stream), 5000):
+            tracker.add_many(stream[i : i + 5000])
+    else:
+        for key in stream:
+            tracker.add(key)
+    tracker._check()
+    top = tracker.top()
+    assert [item.key for item in top[:10]] == [key for key, _ in truth.most_common(10)]
+    reported = {item.key for item in top}
+    assert len(reported & {key for key, _ in truth.most_common(20)}) >= 19
+    for item in top:
+        assert item.lower <= truth[item.key] <= item.count
+        assert item.count - truth[item.key] <= 0.01 * truth[item.key] + 5
+
+
+def test_add_returns_the_evicted_key() -> None:
+    tracker = TopK(1, capacity=2, width=64, depth=2)
+    assert tracker.add("a", 5) is None
+    assert tracker.add("b", 3) is None
+    assert tracker.add("c", 1) is None  # estimate 1 does not beat 3
+    assert tracker.add("c", 3) == "b"  # estimate 4 > 3: the smallest goes
+    assert "b" not in tracker and "c" in tracker
+    assert tracker.bounds("c") == (3, 4)  # 3 counted exactly, 1 from the sketch
+    tracker._check()
+    # The evicted key's count was written back: its estimate still covers it.
+    assert tracker.estimate("b") >= 3
+
+
+def test_stale_heap_roots_are_refreshed_not_evicted() -> None:
+    tracker = TopK(1, capacity=3, width=256, depth=3)
+    tracker.add_counts({"a": 1, "b": 2, "c": 3})
+    tracker.add("a", 10)  # "a" is the heap root with a stale stored count of 1
+    assert tracker.add("d", 3) == "b"  # the real smallest is "b", not stale "a"
+    tracker._check()
+    assert [item.key for item in tracker.top(3)] == ["a", "c", "d"]
+
+
+def test_ties_are_reported_in_a_deterministic_order() -> None:
+    tracker = TopK(4, width=256, depth=3)
+    tracker.add_counts({2: 5, "b": 5, b"x": 5, "a": 5})
+    assert [item.key for item in tracker.top()] == ["a", "b", b"x", 2]
+
+
+# -- merges ------------------------------------------------------------------------
+
+
+def test_merge_requeries_keys_missing_from_some_local_heaps() -> None:
+    # "x" is heavy overall but made only the first tracker's heap; adding the
+    # stored heap counts would give it 10 and rank "m" first.
+    a = TopK(1, capacity=2, width=256, depth=4, seed=2)
+    b = TopK(1, capacity=2, width=256, depth=4, seed=2)
+    a.add_counts({"x": 10, "z": 11})
+    b.add_counts({"m": 15, "n": 14})
+    b.add("x", 8)
+    assert "x" in a and "x" not in b
+    naive = Counter({"x": 10, "z": 11}) + Counter({"m": 15, "n": 14})
+    assert naive.most_common(1)[0][0] == "m"
+    merged = merge_topk([a, b])
+    merged._check()
+    top = merged.top(1)[0]
+    assert top.key == "x"
+    assert top.lower <= 18 <= top.count
+    assert merged.total == 58
+
+
+def test_merge_with_owner_uses_only_the_owning_tracker() -> None:
+    a = TopK(2, width=8, depth=1, seed=0)
+    b = TopK(2, width=8, depth=1, seed=0)
+    a.add_counts({"k1": 40, "k2": 1})
+    b.add_counts({"k3": 30})
+    owner = {"k1": 0, "k2": 0, "k3": 1}.__getitem__
+    exact = merge_topk([a, b], owner=owner)
+    loose = merge_topk([a, b])
+    assert exact.top()[0] == TopItem("k1", 40, 0)
+    # Without owner the other tracker's sketch may add noise; never less.
+    for item in exact.top():
+        assert loose.estimate(item.key) >= item.count
+
+
+@settings(max_examples=25, deadline=None)
+@given(parts=st.lists(OPS, min_size=1, max_size=3), weights=st.lists(st.integers(1, 3)))
+def test_merge_bounds_hold_against_exact_counter(
+    parts: list[list[tuple[object, ...]]], weights: list[int]
+) -> None:
+    weights = (weights + [1] * len(parts))[: len(parts)]
+    trackers, truth = [], Counter[object]()
+    for ops, weight in zip(parts, weights, strict=True):
+        tracker = TopK(2, capacity=4, width=9, depth=2, seed=1)
+        local: Counter[object] = Counter()
+        apply(tracker, ops, local)
+        trackers.append(tracker)
+        for key, count in local.items():
+            truth[key] += weight * count
+    merged = merge_topk(trackers, weights=weights)
+    merged._check()
+    assert_bounds(merged, truth)
+
+
+def test_incompatible_merges_are_refused() -> None:
+    a = TopK(1, width=64, depth=2, seed=1)
+    for other, message in [
+        (TopK(1, width=64, depth=3, seed=1), "depth differs"),
+        (TopK(1, width=64, depth=2, seed=2), "seed differs"),
+        (TopK(1, width=64, depth=2, seed=1, conservative=False), "conservative differs"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            merge_topk([a, other])
+    with pytest.raises(ValueError, match="at least one"):
+        merge_topk([])
+    with pytest.raises(ValueError, match="one weight per tracker"):
+        merge_topk([a], weights=[1, 2])
+    with pytest.raises(ValueError, match="weight must be"):
+        merge_topk([a], weights=[0])
+
+
+# -- serialisation -------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=OPS)
+def test_serialisation_round_trip(ops: list[tuple[object, ...]]) -> None:
+    tracker = TopK(2, capacity=3, width=16, depth=2, seed=4)
+    apply(tracker, ops, Counter())
+    copy = TopK.from_bytes(tracker.to_bytes())
+    copy._check()
+    assert copy.top(3) == tracker.top(3)
+    assert copy.to_bytes() == tracker.to_bytes()
+    assert copy.sketch() == tracker.sketch()
+
+
+def test_tampered_serialisation_is_refused() -> None:
+    tracker = TopK(2, width=16, depth=2)
+    tracker.add_many("aabbc")
+    data = tracker.to_dict()
+    for change, message in [
+        ({"total": 99}, "does not match"),
+        ({"format": 2}, "unsupported TopK format"),
+        ({"candidates": [["a", 1, 1]]}, "bad candidate counts"),
+        ({"candidates": [["a", 2, 0], ["a", 2, 0]]}, "duplicate candidate"),
+        ({"candidates": [[1.5, 2, 0]]}, "unsupported key type"),
+        ({"capacity": 2, "k": 1}, "exceed capacity"),
+    ]:
+        with pytest.raises((ValueError, TypeError), match=message):
+            TopK.from_dict({**data, **change})
+    with pytest.raises(ValueError, match="lacks field"):
+        TopK.from_dict({k: v for k, v in data.items() if k != "candidates"})
+
+
+# -- bad input ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda t: t.add(1.5), TypeError),
+        (lambda t: t.add(None), TypeError),
+        (lambda t: t.add(["a"]), TypeError),
+        (lambda t: t.add(True), TypeError),
+        (lambda t: t.add(2**64), ValueError),
+        (lambda t: t.add("a", 0), ValueError),
+        (lambda t: t.add("a", -3), ValueError),
+        (lambda t: t.add("a", 1.0), ValueError),
+        (lambda t: t.add_many(["a", "b", 1.0]), TypeError),
+        (lambda t: t.add_many(["a", ["unhashable"]]), TypeError),
+        (lambda t: t.add_counts({"a": 1, "b": 0}), ValueError),
+        (lambda t: t.add_counts({"a": 1, "b": -1}), ValueError),
+        (lambda t: t.add_counts({"a": 1, None: 1}), TypeError),
+        (lambda t: t.add("a", 2**32), OverflowError),
+        (lambda t: t.add_counts({"z": 2**32 - 4}), OverflowError),
+        (lambda t: t.top(0), ValueError),
+    ],
+)
+def test_bad_input_raises_and_changes_nothing(call: object, error: type) -> None:
+    tracker = TopK(2, capacity=2, width=16, depth=2)
+    tracker.add_many(["a", "a", "b", "c"])
+    before = tracker.to_bytes()
+    with pytest.raises(error):
+        call(tracker)  # type: ignore[operator]
+    assert tracker.to_bytes() == before
+    tracker._check()
+
+
+def test_candidate_lookup_does_not_accept_equal_keys_of_other_types() -> None:
+    tracker = TopK(2, width=16, depth=2)
+    tracker.add(1)
+    with pytest.raises(TypeError):
+        tracker.add(1.0)  # equal to the candidate 1 as a dict key, still refused
+    with pytest.raises(TypeError):
+        tracker.add(True)
+    assert 1.0 not in tracker and 1 in tracker
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"k": 0},
+        {"k": 5, "capacity": 4},
+        {"k": 2, "width": 0},
+        {"k": 2, "counter_bits": 8},
+        {"k": 2, "epsilon": 0.01},
+    ],
+)
+def test_bad_configuration_is_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        TopK(**kwargs)  # type: ignore[arg-type]
+
+
+def test_reset_and_memory_report() -> None:
+    tracker = TopK(2, width=32, depth=2)
+    empty = tracker.logical_bytes
+    assert empty == 32 * 2 * 4
+    tracker.add_many(["abc", "de"])
+    assert tracker.logical_bytes == empty + (3 + 40 + 8) + (2 + 40 + 8)
+    tracker.reset()
+    tracker._check()
+    assert (tracker.total, len(tracker), tracker.logical_bytes) == (0, 0, empty)
