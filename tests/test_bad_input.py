@@ -1,0 +1,379 @@
+"""Every bad input raises a clear error and leaves the board exactly as it was.
+
+Each case asserts the error type, then compares the board's items, metadata
+and logical clock before and after, and runs ``_check()``.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from conftest import snapshot
+
+NAN = math.nan
+INF = math.inf
+
+
+def seeded(make_board: Any, **kwargs: Any) -> Any:
+    board = make_board(**kwargs)
+    board.set_many([("ann", 50), ("bob", 30), ("cid", 30), ("dee", -INF), ("eve", INF)])
+    board.set_meta("ann", {"name": "Ann"})
+    board.set_meta("bob", {"name": "Bob", "tags": ["x"]})
+    board._check()
+    return board
+
+
+def assert_rejected(board: Any, action: Any, error: Any) -> None:
+    before = snapshot(board)
+    with pytest.raises(error):
+        action(board)
+    board._check()
+    assert snapshot(board) == before
+
+
+def case(action: Any, error: type[Exception], name: str) -> Any:
+    return pytest.param(action, error, id=name)
+
+
+BAD_SCORES = [
+    case(lambda b: b.set("new", NAN), ValueError, "set-nan-new"),
+    case(lambda b: b.set("ann", NAN), ValueError, "set-nan-present"),
+    case(lambda b: b.set("new", True), TypeError, "set-bool-true"),
+    case(lambda b: b.set("ann", False), TypeError, "set-bool-false"),
+    case(lambda b: b.set("new", "5"), TypeError, "set-str"),
+    case(lambda b: b.set("new", None), TypeError, "set-none"),
+    case(lambda b: b.set("new", Fraction(1, 3)), TypeError, "set-fraction"),
+    case(lambda b: b.set("new", Decimal("1.5")), TypeError, "set-decimal"),
+    case(lambda b: b.set("new", 1j), TypeError, "set-complex"),
+    case(lambda b: b.set("new", (1, 2)), TypeError, "set-tuple-on-scalar-board"),
+    case(lambda b: b.set("new", [1]), TypeError, "set-list"),
+    case(lambda b: b.incr("eve", -INF), ValueError, "incr-inf-minus-inf"),
+    case(lambda b: b.incr("dee", INF), ValueError, "incr-minus-inf-plus-inf"),
+    case(lambda b: b.incr("new", NAN), ValueError, "incr-nan"),
+    case(lambda b: b.incr("ann", True), TypeError, "incr-bool"),
+    case(lambda b: b.incr("ann", "1"), TypeError, "incr-str"),
+    case(lambda b: b.incr("ann", None), TypeError, "incr-none"),
+    case(lambda b: b.incr("ann", Fraction(1, 2)), TypeError, "incr-fraction"),
+    case(lambda b: b.incr("eve", -INF, when="better"), ValueError, "incr-nan-with-when"),
+    case(lambda b: b.rank_for_score(NAN), ValueError, "rank-for-score-nan"),
+    case(lambda b: b.rank_for_score("10"), TypeError, "rank-for-score-str"),
+    case(lambda b: b.by_score(NAN, 5), ValueError, "by-score-nan-min"),
+    case(lambda b: b.by_score(None, "5"), TypeError, "by-score-str-max"),
+    case(lambda b: b.count(None, NAN), ValueError, "count-nan-max"),
+    case(lambda b: b.count(True, None), TypeError, "count-bool-min"),
+    case(lambda b: b.remove_by_score(NAN, INF), ValueError, "remove-by-score-nan"),
+    case(lambda b: b.remove_by_score(0, "x"), TypeError, "remove-by-score-str"),
+    case(lambda b: b.remove_by_score(0, 60, min_inclusive=1), TypeError, "inclusive-not-bool"),
+    case(lambda b: b.count(0, 60, max_inclusive="yes"), TypeError, "count-inclusive-not-bool"),
+]
+
+BAD_MEMBERS = [
+    case(lambda b: b.set(["a"], 1), TypeError, "set-list-member"),
+    case(lambda b: b.set({"a": 1}, 1), TypeError, "set-dict-member"),
+    case(lambda b: b.set(1.5, 1), TypeError, "set-float-member"),
+    case(lambda b: b.set(True, 1), TypeError, "set-bool-member"),
+    case(lambda b: b.set(None, 1), TypeError, "set-none-member"),
+    case(lambda b: b.set(("a",), 1), TypeError, "set-tuple-member"),
+    case(lambda b: b.set(bytearray(b"a"), 1), TypeError, "set-bytearray-member"),
+    case(lambda b: b.incr(["a"], 1), TypeError, "incr-list-member"),
+    case(lambda b: b.incr(2.0, 1), TypeError, "incr-float-member"),
+    case(lambda b: b.remove(["ann"]), TypeError, "remove-list-member"),
+    case(lambda b: b.remove(None), TypeError, "remove-none-member"),
+    case(lambda b: b.set_meta(False, {"a": 1}), TypeError, "set-meta-bool-member"),
+]
+
+BAD_WHEN = [
+    case(lambda b: b.set("ann", 1, when="always"), ValueError, "set-when-word"),
+    case(lambda b: b.set("new", 1, when="NX"), ValueError, "set-when-redis-flag"),
+    case(lambda b: b.set("ann", 1, when=True), ValueError, "set-when-bool"),
+    case(lambda b: b.incr("ann", 1, when="gt"), ValueError, "incr-when"),
+    case(lambda b: b.set_many({"ann": 1, "new": 2}, when="xx"), ValueError, "set-many-when"),
+]
+
+BAD_RANGES = [
+    case(lambda b: b.by_rank(0, 3), ValueError, "by-rank-start-0"),
+    case(lambda b: b.by_rank(1, 0), ValueError, "by-rank-stop-0"),
+    case(lambda b: b.by_rank(1.0, 3), TypeError, "by-rank-float"),
+    case(lambda b: b.by_rank(1, "3"), TypeError, "by-rank-str"),
+    case(lambda b: b.remove_by_rank(0, 2), ValueError, "remove-by-rank-start-0"),
+    case(lambda b: b.remove_by_rank(1, 0), ValueError, "remove-by-rank-stop-0"),
+    case(lambda b: b.remove_by_rank(1.5, 2), TypeError, "remove-by-rank-float"),
+    case(lambda b: b.remove_by_rank(True, 2), TypeError, "remove-by-rank-bool"),
+    case(lambda b: b.remove_by_rank(1, None), TypeError, "remove-by-rank-none"),
+    case(lambda b: b.at(0), IndexError, "at-0"),
+    case(lambda b: b.at(6), IndexError, "at-past-end"),
+    case(lambda b: b.at(-6), IndexError, "at-before-start"),
+    case(lambda b: b.at(1.0), TypeError, "at-float"),
+    case(lambda b: b.at(True), TypeError, "at-bool"),
+    case(lambda b: b.page(1.5), TypeError, "page-number-float"),
+    case(lambda b: b.page(None), TypeError, "page-number-none"),
+]
+
+BAD_COUNTS = [
+    case(lambda b: b.top(-1), ValueError, "top-negative"),
+    case(lambda b: b.top(2.0), TypeError, "top-float"),
+    case(lambda b: b.page(1, 0), ValueError, "page-size-0"),
+    case(lambda b: b.page(1, -3), ValueError, "page-size-negative"),
+    case(lambda b: b.page(1, 2.5), TypeError, "page-size-float"),
+    case(lambda b: b.pages(0), ValueError, "pages-size-0"),
+    case(lambda b: b.pages(-1), ValueError, "pages-size-negative"),
+    case(lambda b: b.by_score(offset=-1), ValueError, "by-score-offset-negative"),
+    case(lambda b: b.by_score(limit=-1), ValueError, "by-score-limit-negative"),
+    case(lambda b: b.by_score(offset=1.0), TypeError, "by-score-offset-float"),
+    case(lambda b: b.around("ann", -1), ValueError, "around-above-negative"),
+    case(lambda b: b.around("ann", 1, -1), ValueError, "around-below-negative"),
+    case(lambda b: b.around("ann", 1.5), TypeError, "around-above-float"),
+    case(lambda b: b.pop_best(-1), ValueError, "pop-best-negative"),
+    case(lambda b: b.pop_worst(-2), ValueError, "pop-worst-negative"),
+    case(lambda b: b.pop_best(1.0), TypeError, "pop-best-float"),
+    case(lambda b: b.keep_top(-1), ValueError, "keep-top-negative"),
+    case(lambda b: b.keep_top(2.5), TypeError, "keep-top-float"),
+    case(lambda b: b.keep_top(None), TypeError, "keep-top-none"),
+]
+
+BAD_STYLES = [
+    case(lambda b: b.rank("ann", style="olympic"), ValueError, "rank-style"),
+    case(lambda b: b.entry("ann", style="Dense"), ValueError, "entry-style"),
+    case(lambda b: b.entries(["ann"], style="1224"), ValueError, "entries-style"),
+    case(lambda b: b.at(1, style="x"), ValueError, "at-style"),
+    case(lambda b: b.top(3, style="x"), ValueError, "top-style"),
+    case(lambda b: b.by_rank(1, 2, style="x"), ValueError, "by-rank-style"),
+    case(lambda b: b.page(1, style="x"), ValueError, "page-style"),
+    case(lambda b: b.around("ann", style="x"), ValueError, "around-style"),
+    case(lambda b: b.by_score(style="x"), ValueError, "by-score-style"),
+    case(lambda b: b.rank_for_score(5, style="x"), ValueError, "rank-for-score-style"),
+    case(lambda b: b.rank("nobody", style="x"), ValueError, "rank-style-absent-member"),
+]
+
+BAD_PERCENTILES = [
+    case(lambda b: b.percentile("ann", method="median"), ValueError, "percentile-method"),
+    case(lambda b: b.percentile("nobody", method="x"), ValueError, "percentile-method-absent"),
+    case(lambda b: b.score_at_percentile(101), ValueError, "score-at-101"),
+    case(lambda b: b.score_at_percentile(-0.5), ValueError, "score-at-negative"),
+    case(lambda b: b.score_at_percentile(NAN), ValueError, "score-at-nan"),
+    case(lambda b: b.score_at_percentile(INF), ValueError, "score-at-inf"),
+    case(lambda b: b.score_at_percentile(True), ValueError, "score-at-bool"),
+    case(lambda b: b.score_at_percentile("50"), ValueError, "score-at-str"),
+    case(lambda b: b.score_at_percentile(None), ValueError, "score-at-none"),
+]
+
+BAD_META = [
+    case(lambda b: b.set("ann", 1, meta={1: "x"}), TypeError, "set-meta-int-key"),
+    case(lambda b: b.set("new", 1, meta={"a": object()}), TypeError, "set-meta-object"),
+    case(lambda b: b.set("new", 1, meta={"a": {1, 2}}), TypeError, "set-meta-set-value"),
+    case(lambda b: b.set("new", 1, meta={"a": {"b": {2: 1}}}), TypeError, "set-meta-nested-key"),
+    case(lambda b: b.set("new", 1, meta={"a": [1, object()]}), TypeError, "set-meta-in-list"),
+    case(lambda b: b.set("ann", 99, meta="Ann"), TypeError, "set-meta-str"),
+    case(lambda b: b.set("ann", 99, meta=[("a", 1)]), TypeError, "set-meta-list"),
+    case(lambda b: b.set_meta("ann", {None: 1}), TypeError, "set-meta-none-key"),
+    case(lambda b: b.set_meta("ann", {"when": 1j}), TypeError, "set-meta-complex"),
+    case(lambda b: b.set_meta("ann", 5), TypeError, "set-meta-int"),
+    case(lambda b: b.set_meta("nobody", {"a": 1}), KeyError, "set-meta-absent-member"),
+]
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+BAD_META.append(case(lambda b: b.set_meta("bob", _deep(40)), ValueError, "set-meta-too-deep"))
+
+BAD_BATCHES = [
+    case(lambda b: b.set_many([("new", 1), ("ann", 2), ("x", NAN)]), ValueError, "set-many-nan"),
+    case(lambda b: b.set_many({"new": 1, "ann": "2"}), TypeError, "set-many-str-score"),
+    case(lambda b: b.set_many([("new", 1), ("x", True)]), TypeError, "set-many-bool-score"),
+    case(lambda b: b.set_many([("new", 1), (1.5, 2)]), TypeError, "set-many-float-member"),
+    case(lambda b: b.set_many([("new", 1), (None, 2)]), TypeError, "set-many-none-member"),
+    case(lambda b: b.set_many([("new", 1), ["x", 2]]), TypeError, "set-many-list-pair"),
+    case(lambda b: b.set_many([("new", 1), ("x", 2, 3)]), TypeError, "set-many-triple"),
+    case(lambda b: b.set_many([("new", 1), "x"]), TypeError, "set-many-str-pair"),
+    case(lambda b: b.incr_many([("new", 1), ("eve", -INF)]), ValueError, "incr-many-nan"),
+    case(
+        lambda b: b.incr_many([("y", INF), ("ann", 1), ("y", -INF)]),
+        ValueError,
+        "incr-many-nan-dup",
+    ),
+    case(lambda b: b.incr_many({"ann": 1, "bob": "1"}), TypeError, "incr-many-str"),
+    case(lambda b: b.incr_many([("ann", 1), ([1], 1)]), TypeError, "incr-many-list-member"),
+    case(lambda b: b.remove_many(["ann", ["bob"]]), TypeError, "remove-many-list-member"),
+    case(lambda b: b.remove_many(["ann", "bob", 1.5]), TypeError, "remove-many-float-member"),
+    case(lambda b: b.remove_many(["ann", None]), TypeError, "remove-many-none-member"),
+]
+
+
+@pytest.mark.parametrize(
+    ("action", "error"),
+    BAD_SCORES
+    + BAD_MEMBERS
+    + BAD_WHEN
+    + BAD_RANGES
+    + BAD_COUNTS
+    + BAD_STYLES
+    + BAD_PERCENTILES
+    + BAD_META
+    + BAD_BATCHES,
+)
+def test_bad_input_changes_nothing(make_board: Any, action: Any, error: type[Exception]) -> None:
+    assert_rejected(seeded(make_board), action, error)
+
+
+@pytest.mark.parametrize("order", ["asc", ("desc", "asc")])
+def test_bad_input_on_other_orders(make_board: Any, order: Any) -> None:
+    board = make_board(order=order)
+    good = (1, 2) if isinstance(order, tuple) else 1
+    board.set("ann", good, meta={"k": 1})
+    assert_rejected(board, lambda b: b.set("ann", NAN), (ValueError, TypeError))
+    assert_rejected(board, lambda b: b.set_many([("x", good), ("y", "bad")]), TypeError)
+    assert_rejected(board, lambda b: b.by_rank(0, 1), ValueError)
+
+
+# ----------------------------------------------------------------------
+# Composite scores
+# ----------------------------------------------------------------------
+def composite(make_board: Any) -> Any:
+    board = make_board(order=("desc", "asc"))
+    board.set_many({"ann": (10, 30), "bob": (9, 1), "low": (-INF, 0)})
+    board.set_meta("ann", {"n": 1})
+    return board
+
+
+@pytest.mark.parametrize(
+    ("action", "error"),
+    [
+        case(lambda b: b.set("x", 5), TypeError, "scalar-on-composite"),
+        case(lambda b: b.set("x", (1,)), ValueError, "too-few-columns"),
+        case(lambda b: b.set("x", (1, 2, 3)), ValueError, "too-many-columns"),
+        case(lambda b: b.set("ann", ()), ValueError, "no-columns"),
+        case(lambda b: b.set("x", (1, NAN)), ValueError, "nan-column"),
+        case(lambda b: b.set("x", (1, True)), TypeError, "bool-column"),
+        case(lambda b: b.set("x", (1, "2")), TypeError, "str-column"),
+        case(lambda b: b.set("x", "12"), TypeError, "str-score"),
+        case(lambda b: b.incr("ann"), TypeError, "default-scalar-delta"),
+        case(lambda b: b.incr("ann", (1,)), ValueError, "delta-arity"),
+        case(lambda b: b.incr("low", (INF, 0)), ValueError, "delta-makes-nan"),
+        case(lambda b: b.set_many([("x", (1, 2)), ("y", (1,))]), ValueError, "set-many-arity"),
+        case(
+            lambda b: b.incr_many([("x", (1, 2)), ("low", (INF, 1))]), ValueError, "incr-many-nan"
+        ),
+        case(lambda b: b.by_score((1,), None), ValueError, "by-score-arity"),
+        case(lambda b: b.count(5, None), TypeError, "count-scalar-bound"),
+        case(lambda b: b.remove_by_score((0, 0), (NAN, 0)), ValueError, "remove-by-score-nan"),
+        case(lambda b: b.rank_for_score((1, 2, 3)), ValueError, "rank-for-score-arity"),
+        case(lambda b: b.union([b]), TypeError, "union-of-composite"),
+    ],
+)
+def test_bad_composite_input_changes_nothing(
+    make_board: Any, action: Any, error: type[Exception]
+) -> None:
+    assert_rejected(composite(make_board), action, error)
+
+
+# ----------------------------------------------------------------------
+# Members that would not compare on a tie-by-member board
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("action", "error"),
+    [
+        case(lambda b: b.set(5, 1), TypeError, "int-among-str"),
+        case(lambda b: b.set(b"ann", 1), TypeError, "bytes-among-str"),
+        case(lambda b: b.incr(7, 1), TypeError, "incr-int-among-str"),
+        case(lambda b: b.set_many([("zed", 1), (5, 1)]), TypeError, "set-many-mixed"),
+        case(lambda b: b.incr_many([("zed", 1), (b"z", 1)]), TypeError, "incr-many-mixed"),
+    ],
+)
+def test_member_types_on_tie_by_member_board(
+    make_board: Any, action: Any, error: type[Exception]
+) -> None:
+    board = make_board(tie_break="member")
+    board.set_many({"ann": 1, "bob": 1})
+    assert_rejected(board, action, error)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        lambda b: b.set_many([("a", 1), (2, 1)]),
+        lambda b: b.set_many([(b"a", 1), ("a", 1)]),
+        lambda b: b.incr_many([(1, 1), ("1", 1)]),
+        lambda b: b.set_many([(f"m{i}", 1) for i in range(50)] + [(1, 1)]),
+    ],
+)
+def test_mixed_member_batch_on_empty_tie_by_member_board(make_board: Any, action: Any) -> None:
+    board = make_board(tie_break="member")
+    assert_rejected(board, action, TypeError)
+    assert len(board) == 0
+    # the board still works, with any one member type
+    board.set_many([(2, 1), (1, 1)])
+    board._check()
+    assert list(board) == [2, 1]
+
+
+# ----------------------------------------------------------------------
+# Construction and combining
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"order": "up"},
+        {"order": "DESC"},
+        {"order": ()},
+        {"order": ("desc", "sideways")},
+        {"tie_break": "last"},
+        {"rank_style": "olympic"},
+    ],
+)
+def test_bad_construction(make_board: Any, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        make_board(**kwargs)
+
+
+def test_unknown_backend_name() -> None:
+    from rankengine import Leaderboard
+
+    with pytest.raises(ValueError):
+        Leaderboard(backend="btree")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        case(lambda a, b: a.union([a, b], weights=[1]), ValueError, "too-few-weights"),
+        case(lambda a, b: a.union([a, b], weights=[1, 2, 3]), ValueError, "too-many-weights"),
+        case(lambda a, b: a.union([a, b], weights=[NAN, 1]), ValueError, "nan-weight"),
+        case(lambda a, b: a.union([a, b], weights=[True, 1]), TypeError, "bool-weight"),
+        case(lambda a, b: a.union([a, b], weights=["1", 1]), TypeError, "str-weight"),
+        case(lambda a, b: a.union([a, b], aggregate="avg"), ValueError, "aggregate"),
+        case(lambda a, b: a.intersection([a, b], aggregate="SUM"), ValueError, "inter-aggregate"),
+        case(lambda a, b: a.union([]), ValueError, "no-boards"),
+        case(lambda a, b: a.intersection([a, "b"]), TypeError, "not-a-board"),
+        case(lambda a, b: a.union([a, b], order="up"), ValueError, "bad-config"),
+    ],
+)
+def test_bad_union_leaves_inputs_alone(make_board: Any, call: Any, error: type[Exception]) -> None:
+    a = seeded(make_board)
+    b = make_board()
+    b.set_many({"ann": 1, "zed": 2})
+    before = (snapshot(a), snapshot(b))
+    with pytest.raises(error):
+        call(a, b)
+    a._check()
+    b._check()
+    assert (snapshot(a), snapshot(b)) == before
+
+
+def test_failed_writes_do_not_block_later_ones(make_board: Any) -> None:
+    board = seeded(make_board)
+    for bad in (lambda: board.set("x", NAN), lambda: board.incr_many([("x", 1), ("eve", -INF)])):
+        with pytest.raises(ValueError):
+            bad()
+    assert board.set("x", 1) is True
+    assert board.incr_many([("x", 1), ("eve", 1)]) == {"x": 2, "eve": INF}
+    board._check()
+    assert board.rank("x") == 5
