@@ -31,8 +31,9 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal, NamedTuple
 
 from rankengine.eventlog import (
     PREFIX_BYTES,
@@ -265,3 +266,428 @@ class DirectoryLock:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+# ----------------------------------------------------------------------
+# Checking a directory
+# ----------------------------------------------------------------------
+#: How far past a damaged frame :func:`verify` looks for intact records (to
+#: say what a repair would cut).  Bounded so a huge damaged file stays fast.
+RESYNC_LIMIT_BYTES: Final = 4 << 20
+
+
+class Finding(NamedTuple):
+    """One thing :func:`verify` found: ``damage`` (the board will not open),
+    ``torn`` (an interrupted last write, cut on open) or ``note``."""
+
+    severity: Literal["damage", "torn", "note"]
+    path: str
+    offset: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path if self.offset is None else f"{self.path} @ {self.offset}"
+        return f"{self.severity.upper():6} {where}: {self.message}"
+
+
+@dataclass
+class FileInfo:
+    """What :func:`verify` read from one snapshot or segment."""
+
+    name: str
+    seq: int
+    size: int = 0
+    records: int = 0
+    last_seq: int = 0
+    count: int = 0
+    time_ms: int = 0
+    good_end: int | None = None
+    ok: bool = True
+
+
+@dataclass
+class Report:
+    """Everything :func:`verify` checked, and its verdict."""
+
+    directory: str
+    manifest: Manifest | None = None
+    snapshots: list[FileInfo] = field(default_factory=list)
+    segments: list[FileInfo] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def damaged(self) -> bool:
+        """True when the board would refuse to open."""
+        return any(f.severity == "damage" for f in self.findings)
+
+    @property
+    def torn(self) -> bool:
+        """True when the log ends in an interrupted write (cut on open)."""
+        return any(f.severity == "torn" for f in self.findings)
+
+    @property
+    def healthy(self) -> bool:
+        """No damage and no torn tail."""
+        return not self.damaged and not self.torn
+
+    @property
+    def exit_code(self) -> int:
+        """0 healthy, 1 damaged, 3 torn tail only (see ``docs/durability.md``)."""
+        return 1 if self.damaged else 3 if self.torn else 0
+
+    @property
+    def last_seq(self) -> int:
+        """The last sequence number found in the log (or snapshots)."""
+        seqs = [s.last_seq for s in self.segments] + [s.seq for s in self.snapshots if s.ok]
+        return max(seqs, default=0)
+
+    def add(
+        self,
+        severity: Literal["damage", "torn", "note"],
+        path: str,
+        offset: int | None,
+        message: str,
+    ) -> None:
+        """Record a finding."""
+        self.findings.append(Finding(severity, path, offset, message))
+
+
+def _resync(path: str, offset: int) -> tuple[int, int, int]:
+    """Look past damage at ``offset`` for intact records: return
+    ``(records, first_seq, last_seq)`` of the complete frames found after it."""
+    from rankengine.eventlog import FRAME, decode_record
+
+    with open(path, "rb") as f:
+        f.seek(offset + 1)
+        data = f.read(RESYNC_LIMIT_BYTES)
+    import zlib
+
+    at = 0
+    end = len(data) - 12
+    records, first, last = 0, 0, 0
+    while at <= end:
+        length, length_crc, payload_crc = FRAME.unpack_from(data, at)
+        stop = at + 12 + length
+        if (
+            zlib.crc32(data[at : at + 4]) == length_crc
+            and stop <= len(data)
+            and zlib.crc32(data[at + 12 : stop]) == payload_crc
+        ):
+            try:
+                seq = decode_record(data[at + 12 : stop]).seq
+            except ValueError:
+                at += 1
+                continue
+            records += 1
+            first = first or seq
+            last = seq
+            at = stop
+        else:
+            at += 1
+    return records, first, last
+
+
+def _reporter(
+    progress: Callable[[str, int, int], None] | None, name: str, size: int
+) -> Callable[[int], None] | None:
+    """Adapt a ``progress(name, done, total)`` callback to one file's offsets."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda at: report(name, at, size)
+
+
+def verify(directory: str, *, progress: Callable[[str, int, int], None] | None = None) -> Report:
+    """Check every frame, record and snapshot of a board directory.
+
+    Reads without writing or locking.  The report lists what is damaged
+    (where, and what a repair would cut), torn tails and leftovers.
+
+    Runtime complexity: O(size of the directory)
+    """
+    from rankengine.eventlog import SegmentReader
+    from rankengine.snapshot import read_snapshot
+
+    report = Report(directory)
+    mpath = os.path.join(directory, MANIFEST_NAME)
+    manifest: Manifest | None
+    try:
+        manifest = read_manifest(directory)
+    except FileNotFoundError:
+        report.add("damage", mpath, None, "no MANIFEST: not a board, or its manifest was lost")
+        manifest = reconstruct_manifest(directory)
+    except (CorruptionError, OSError) as exc:
+        report.add("damage", mpath, getattr(exc, "offset", None), getattr(exc, "reason", str(exc)))
+        manifest = reconstruct_manifest(directory)
+    if manifest is None:
+        return report
+    report.manifest = manifest
+    order = manifest.config.get("order")
+    columns = len(order) if isinstance(order, list) else None
+    for name, seq in manifest.snapshots:
+        path = os.path.join(directory, name)
+        info = FileInfo(name, seq)
+        report.snapshots.append(info)
+        try:
+            snap = read_snapshot(path, columns=columns)
+            info.size, info.count = snap.size, int(snap.header["count"])
+            info.time_ms = int(snap.header.get("time_ms", 0))
+            info.last_seq = snap.seq
+            if snap.seq != seq:
+                raise CorruptionError(path, 0, f"snapshot header says seq {snap.seq}")
+        except (CorruptionError, OSError) as exc:
+            info.ok = False
+            report.add(
+                "damage", path, getattr(exc, "offset", None), getattr(exc, "reason", str(exc))
+            )
+        if progress is not None:
+            progress(name, info.size, info.size)
+    base = max((s.seq for s in report.snapshots if s.ok), default=0)
+    chain = manifest.chain_start(base)
+    previous: int | None = None
+    for i, (name, first) in enumerate(manifest.segments):
+        path = os.path.join(directory, name)
+        info = FileInfo(name, first, last_seq=first - 1)
+        report.segments.append(info)
+        severity: Literal["damage", "note"] = "damage" if i >= chain else "note"
+        if previous is not None and first != previous + 1:
+            report.add(severity, path, None, f"records {previous + 1}..{first - 1} are missing")
+        previous = None
+        try:
+            with SegmentReader(path) as reader:
+                info.size = reader.size
+                if reader.first_seq != first:
+                    raise CorruptionError(path, 0, f"header says first seq {reader.first_seq}")
+                if reader.header.get("config") != manifest.config:
+                    report.add("damage", path, 0, "segment config differs from the manifest's")
+                try:
+                    for event in reader.events(_reporter(progress, name, reader.size)):
+                        info.time_ms = event.time_ms
+                except CorruptionError as exc:
+                    info.ok = False
+                    info.good_end = exc.offset
+                    n, lo, hi = _resync(path, exc.offset)
+                    after = f"; after it {n} intact-looking records (seq {lo}..{hi})" if n else ""
+                    report.add(severity, path, exc.offset, exc.reason + after)
+                info.records, info.last_seq = reader.records, reader.last_seq
+                if reader.torn is not None:
+                    info.good_end = reader.torn.offset
+                    torn = i == len(manifest.segments) - 1
+                    report.add(
+                        "torn" if torn else "damage",
+                        path,
+                        reader.torn.offset,
+                        f"{reader.torn.reason}: {reader.torn.cut_bytes} bytes after the last "
+                        "complete record" + (" (cut on open)" if torn else " inside the log"),
+                    )
+                if info.ok:
+                    previous = reader.last_seq
+        except (CorruptionError, OSError) as exc:
+            info.ok = False
+            info.good_end = 0
+            report.add(
+                severity, path, getattr(exc, "offset", None), getattr(exc, "reason", str(exc))
+            )
+    if manifest.segments:
+        first_needed = manifest.segments[min(chain, len(manifest.segments) - 1)][1]
+        if chain == len(manifest.segments) or first_needed > base + 1:
+            report.add("damage", directory, None, f"no segment continues the log after seq {base}")
+    else:
+        report.add("damage", mpath, None, "the manifest lists no segment")
+    listed = {n for n, _ in manifest.snapshots} | {n for n, _ in manifest.segments}
+    for name in sorted(os.listdir(directory)):
+        if name not in listed and (
+            name.endswith((".tmp", ".orphan"))
+            or SEGMENT_RE.fullmatch(name)
+            or SNAPSHOT_RE.fullmatch(name)
+        ):
+            report.add(
+                "note",
+                os.path.join(directory, name),
+                None,
+                "not in the manifest (a leftover; removed on open)",
+            )
+    return report
+
+
+def reconstruct_manifest(directory: str) -> Manifest | None:
+    """A manifest rebuilt from the files present (for a lost or damaged
+    MANIFEST): every snapshot and segment whose header reads, and the config
+    from the first readable segment.  None when there is nothing to go on.
+    """
+    from rankengine.eventlog import SegmentReader
+    from rankengine.snapshot import read_snapshot
+
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return None
+    segments: list[tuple[str, int]] = []
+    config: dict[str, Any] | None = None
+    for name in names:
+        match = SEGMENT_RE.fullmatch(name)
+        if match is None:
+            continue
+        try:
+            with SegmentReader(os.path.join(directory, name)) as reader:
+                if config is None and isinstance(reader.header.get("config"), dict):
+                    config = reader.header["config"]
+        except (CorruptionError, OSError):
+            continue
+        segments.append((name, int(match.group(1))))
+    if config is None:
+        return None
+    snapshots: list[tuple[str, int]] = []
+    for name in names:
+        match = SNAPSHOT_RE.fullmatch(name)
+        if match is not None:
+            try:
+                read_snapshot(os.path.join(directory, name))
+            except (CorruptionError, OSError):
+                continue
+            snapshots.append((name, int(match.group(1))))
+    return Manifest(config, snapshots, segments)
+
+
+# ----------------------------------------------------------------------
+# Repairing a directory
+# ----------------------------------------------------------------------
+@dataclass
+class RepairResult:
+    """What :func:`repair` did (or, with ``dry_run``, would do)."""
+
+    actions: list[str]
+    backup: str | None
+    before: Report
+    after: Report | None
+
+
+def _chain_of(segments: list[tuple[str, int]], seq: int) -> int:
+    return Manifest({}, [], segments).chain_start(seq)
+
+
+def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = False) -> RepairResult:
+    """Cut a damaged board directory back to its last good record.
+
+    Keeps everything before the first damage and moves everything it cuts
+    (the tail bytes of a segment, later segments, damaged snapshots, a
+    damaged manifest) into ``backup_dir`` (default ``DIR/repair-<time>``),
+    so nothing is destroyed.  Takes the directory lock.  Raises
+    :class:`~rankengine.eventlog.LogError` when no consistent state is left.
+
+    Runtime complexity: O(size of the directory)
+    """
+    import shutil
+
+    lock = DirectoryLock(directory)
+    try:
+        before = verify(directory)
+        actions: list[str] = []
+        manifest = before.manifest
+        if manifest is None:
+            raise LogError(f"{directory}: no readable segment: nothing to repair from")
+        if (
+            before.healthy
+            and os.path.exists(os.path.join(directory, MANIFEST_NAME))
+            and not any(f.path.endswith(MANIFEST_NAME) for f in before.findings)
+        ):
+            return RepairResult(["nothing to repair"], None, before, None)
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        backup = backup_dir or os.path.join(directory, f"repair-{stamp}")
+
+        def save(name: str, why: str) -> None:
+            actions.append(f"move {name} to the backup ({why})")
+            if not dry_run:
+                os.makedirs(backup, exist_ok=True)
+                shutil.move(os.path.join(directory, name), os.path.join(backup, name))
+
+        if any(f.path.endswith(MANIFEST_NAME) for f in before.findings if f.severity == "damage"):
+            actions.append("rebuild MANIFEST from the files present")
+            if os.path.exists(os.path.join(directory, MANIFEST_NAME)):
+                save(MANIFEST_NAME, "damaged")
+        for info in before.snapshots:
+            if not info.ok:
+                if os.path.exists(os.path.join(directory, info.name)):
+                    save(info.name, "damaged snapshot")
+                manifest.snapshots.remove((info.name, info.seq))
+        base = max((seq for _, seq in manifest.snapshots), default=0)
+        chain = manifest.chain_start(base)
+        keep: list[tuple[str, int]] = []
+        cut = False
+        previous: int | None = None
+        for i, (info, entry) in enumerate(
+            zip(before.segments, list(manifest.segments), strict=True)
+        ):
+            in_chain = i >= chain
+            if cut and in_chain:
+                if os.path.exists(os.path.join(directory, info.name)):
+                    save(info.name, "after the first damage")
+                continue
+            gap = previous is not None and info.seq != previous + 1
+            if gap and in_chain:
+                cut = True
+                missing = f"records {(previous or 0) + 1}..{info.seq - 1} are missing before it"
+                save(info.name, missing)
+                continue
+            previous = info.last_seq
+            if info.ok and info.good_end is None:
+                keep.append(entry)
+                continue
+            path = os.path.join(directory, info.name)
+            if not os.path.exists(path) or info.good_end in (None, 0):
+                if os.path.exists(path):
+                    save(info.name, "unreadable header")
+                else:
+                    actions.append(f"forget {info.name} (missing)")
+                cut = cut or in_chain
+                previous = None
+                continue
+            good = int(info.good_end or 0)
+            size = os.path.getsize(path)
+            actions.append(
+                f"cut {info.name} at offset {good}: {size - good} bytes after seq {info.last_seq} "
+                f"saved as {info.name}.cut-at-{good}"
+            )
+            if not dry_run:
+                os.makedirs(backup, exist_ok=True)
+                with (
+                    open(path, "r+b") as f,
+                    open(os.path.join(backup, f"{info.name}.cut-at-{good}"), "wb") as out,
+                ):
+                    f.seek(good)
+                    shutil.copyfileobj(f, out)
+                    out.flush()
+                    os.fsync(out.fileno())
+                    f.truncate(good)
+                    os.fsync(f.fileno())
+            keep.append(entry)
+            cut = cut or in_chain
+        last_of = {info.name: info.last_seq for info in before.segments}
+        chain = _chain_of(keep, base)
+        if chain == len(keep) or last_of[keep[chain][0]] < base:
+            if not manifest.snapshots:
+                raise LogError(
+                    f"{directory}: nothing consistent is left to keep "
+                    "(no snapshot, and the log does not start at seq 1)"
+                )
+            for name, first in keep:
+                if first > base:
+                    save(name, "cannot follow the snapshot")
+            keep = [s for s in keep if s[1] <= base]
+            name = segment_name(base + 1)
+            actions.append(f"start an empty segment {name} after the snapshot (seq {base})")
+            if not dry_run:
+                from rankengine.eventlog import SegmentWriter
+
+                header: dict[str, Any] = {"first_seq": base + 1, "config": manifest.config}
+                header["created_ms"] = time.time_ns() // 1_000_000
+                SegmentWriter.create(os.path.join(directory, name), header).close()
+            keep.append((name, base + 1))
+        manifest.segments = keep
+        actions.append("write the new MANIFEST")
+        if not dry_run:
+            write_manifest(directory, manifest)
+        after = None if dry_run else verify(directory)
+        return RepairResult(actions, None if dry_run else backup, before, after)
+    finally:
+        lock.release()
