@@ -1,0 +1,556 @@
+"""Decayed scores: old activity fades without ever rebuilding on a read.
+
+Forward decay
+-------------
+A member's decayed score at time ``now`` is the sum of its events' points,
+each faded by its age::
+
+    value(now) = sum_i  points_i * e^(-(now - t_i) / tau)
+
+Rewriting ``-(now - t_i)`` as ``(t_i - t0) - (now - t0)`` splits it into a
+part fixed at write time and one factor shared by every member::
+
+    stored     = sum_i  points_i * e^((t_i - t0) / tau)     (kept in the board)
+    value(now) = stored * e^(-(now - t0) / tau)
+
+So a write adds ``points * e^((t - t0) / tau)`` to the member's stored score
+(an ordinary :meth:`Leaderboard.incr`), and since the shared factor is
+positive, **ranking by stored score is ranking by decayed value** at any
+common "now": ranks never need recomputing as time passes.  Reads multiply
+by the factor on the way out.  ``tau`` is the e-folding time; a half-life
+``h`` is ``tau = h / ln 2``.
+
+Re-basing
+---------
+``e^((t - t0) / tau)`` grows without bound: with a one-hour half-life it
+passes the largest double (about e^709.8) after 42 days.  So when a write
+arrives more than :data:`REBASE_AFTER` time constants after ``t0``, the
+board is *re-based* to ``t0' = t``: every stored score is multiplied by
+``e^(-(t0' - t0) / tau)`` and written to a new board in one ``set_many``,
+best first (a positive uniform scale keeps the order; scores that become
+equal keep their previous order on a first-to-reach board).  The cost,
+O(N log N), is paid once per ``REBASE_AFTER * tau`` seconds.
+
+Exactness
+---------
+Floats round, so "equal to a recomputation" is stated two ways and both are
+tested:
+
+* *Same formula*: replaying the events with the same operations (each
+  weight ``e^((t - t0) / tau)`` added in event order, each re-base a
+  multiplication by ``e^(-(t0' - t0) / tau)``) gives bit-identical stored
+  scores and identical ranks.
+* *Direct formula*: ``sum points * e^(-(now - t_i) / tau)`` with no
+  re-basing agrees to a relative error of about 1e-12 (a few roundings per
+  event and per re-base), so ranks agree except between members whose
+  values are that close; those may come out in either order.
+
+>>> now = [0.0]
+>>> hot = DecayedLeaderboard(half_life=3600, clock=lambda: now[0], t0=0)
+>>> hot.add("ann", 100)                      # 100 points now
+100.0
+>>> now[0] = 3600                            # an hour later: half of it is left
+>>> round(hot.add("bob", 60), 9)
+60.0
+>>> [(e.member, round(e.score, 6)) for e in hot.top()]
+[('bob', 60.0), ('ann', 50.0)]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from rankengine.leaderboard import Entry, Leaderboard, RankStyle
+from rankengine.scoring import Member
+
+__all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
+
+#: Re-base when a write is this many time constants after ``t0``.  Weights
+#: then stay below e^64 ~ 6e27, so points up to ~1e280 still fit a double
+#: with room for sums; and the O(N log N) re-base runs only once per 64 tau
+#: (with a one-day half-life: every 61 days).
+REBASE_AFTER: Final = 64.0
+
+#: ``exp`` overflows past ~709.78 and underflows to 0 below ~-745; reads
+#: whose decay exponent is larger than this go through logarithms instead.
+_EXP_SAFE: Final = 700.0
+
+
+class DecayedLeaderboard:
+    """A board of exponentially decayed scores ("hot", "trending").
+
+    :param half_life: seconds for a point to fade to half (or give ``tau``).
+    :param tau: the e-folding time in seconds (``half_life / ln 2``).
+    :param t0: the initial base time (default: the clock at creation).
+    :param clock: returns "now" in POSIX seconds (injectable for tests).
+    :param board_factory: ``board_factory(t0)`` builds the empty board used
+        from base ``t0`` on (the first one and one per re-base); default
+        ``Leaderboard(**board_config)``.
+    :param rebase_after: see :data:`REBASE_AFTER`.
+    :param board_config: ``tie_break``, ``rank_style``, ``backend``; the
+        order is always "highest decayed value first".
+
+    Thread safety: one lock serialises every call.
+    """
+
+    def __init__(
+        self,
+        *,
+        half_life: float | None = None,
+        tau: float | None = None,
+        t0: float | None = None,
+        clock: Callable[[], float] = time.time,
+        board_factory: Callable[[float], Leaderboard] | None = None,
+        rebase_after: float = REBASE_AFTER,
+        **board_config: Any,
+    ) -> None:
+        if (half_life is None) == (tau is None):
+            raise ValueError("give exactly one of half_life and tau")
+        span = _positive(half_life if tau is None else tau, "half_life" if tau is None else "tau")
+        if "order" in board_config and board_config["order"] != "desc":
+            raise ValueError("a decayed board ranks the highest value first (order='desc')")
+        if not (isinstance(rebase_after, (int, float)) and 0 < rebase_after <= _EXP_SAFE):
+            raise ValueError(f"rebase_after must be in (0, {_EXP_SAFE}], not {rebase_after!r}")
+        self._tau = span / math.log(2) if tau is None else span
+        self._clock = clock
+        self._rebase_after = float(rebase_after)
+        self._board_config = board_config
+        self._factory = board_factory or (lambda _t0: Leaderboard(**board_config))
+        self._t0 = _finite(clock() if t0 is None else t0, "t0")
+        self._board = self._factory(self._t0)
+        self._lock = threading.RLock()
+        #: how many re-bases this object has done
+        self.rebases = 0
+        #: called as ``hook(old_board, new_board)`` after a re-base (durable cleanup)
+        self._rebase_hook: Callable[[Leaderboard, Leaderboard], None] | None = None
+
+    # ------------------------------------------------------------------
+    # Settings and state
+    # ------------------------------------------------------------------
+    @property
+    def tau(self) -> float:
+        """The e-folding time in seconds."""
+        return self._tau
+
+    @property
+    def half_life(self) -> float:
+        """Seconds for a value to halve: ``tau * ln 2``."""
+        return self._tau * math.log(2)
+
+    @property
+    def t0(self) -> float:
+        """The current base time of the stored scores."""
+        return self._t0
+
+    @property
+    def board(self) -> Leaderboard:
+        """The board of *stored* scores (relative to :attr:`t0`).  Read it; don't write it."""
+        return self._board
+
+    def __len__(self) -> int:
+        return len(self._board)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self._board
+
+    def factor(self, at: float | None = None) -> float:
+        """``e^(-(at - t0) / tau)``: what a stored score is multiplied by to
+        read its decayed value at ``at`` (default now).  May underflow to 0
+        or overflow to inf far from ``t0``; the reads do not use it there.
+
+        >>> DecayedLeaderboard(tau=10, t0=0, clock=lambda: 10.0).factor() == math.exp(-1)
+        True
+        """
+        with self._lock:
+            x = (self._now(at) - self._t0) / self._tau
+            return math.exp(-x) if x >= -_EXP_SAFE else math.inf
+
+    # ------------------------------------------------------------------
+    # Writes
+    # ------------------------------------------------------------------
+    def add(self, member: Member, points: float, *, t: float | None = None) -> float:
+        """Add ``points`` earned at time ``t`` (default now) to ``member``.
+
+        Runtime complexity: O(log N) (O(N log N) when it triggers a re-base)
+
+        :return: the member's decayed value at now.
+        :raises OverflowError: the stored score would not be finite.
+        """
+        with self._lock:
+            now = self._now(None)
+            when = now if t is None else _finite(t, "t")
+            delta = self._weighted(points, when)
+            stored = self._board.incr(member, self._finite_sum(member, delta))
+            return self._decayed(stored, now)
+
+    def add_many(
+        self,
+        items: Mapping[Member, float] | Iterable[tuple[Member, float]],
+        *,
+        t: float | None = None,
+    ) -> dict[Member, float]:
+        """Add points to many members at one time ``t`` (default now), in one
+        board write (one log record on a durable board).
+
+        Runtime complexity: O(k log N)
+
+        :return: each member's decayed value at now.
+        """
+        with self._lock:
+            now = self._now(None)
+            when = now if t is None else _finite(t, "t")
+            pairs = list(items.items() if isinstance(items, Mapping) else items)
+            weighted = [(member, self._weighted(points, when)) for member, points in pairs]
+            totals: dict[Any, float] = {}
+            for member, delta in weighted:
+                base = totals.get(member, self._board.score(member, 0.0))
+                totals[member] = _check_sum(base + delta, member)
+            stored = self._board.incr_many(weighted)
+            return {m: self._decayed(s, now) for m, s in stored.items()}
+
+    def set(self, member: Member, value: float, *, t: float | None = None) -> bool:
+        """Make ``member``'s decayed value at time ``t`` (default now) equal ``value``.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            when = self._now(None) if t is None else _finite(t, "t")
+            return self._board.set(member, self._weighted(value, when))
+
+    def remove(self, member: Member) -> bool:
+        """Remove ``member``.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            return self._board.remove(member)
+
+    def rebase(self, t0: float | None = None) -> None:
+        """Move the base time forward to ``t0`` (default now), rescaling every
+        stored score by ``e^(-(t0 - old t0) / tau)`` into a new board.  Decayed
+        values and ranks are unchanged (up to rounding; see the module notes).
+
+        Runtime complexity: O(N log N)
+        """
+        with self._lock:
+            new_t0 = self._now(None) if t0 is None else _finite(t0, "t0")
+            if new_t0 <= self._t0:
+                if new_t0 == self._t0:
+                    return
+                raise ValueError(f"t0 only moves forward: {new_t0} < {self._t0}")
+            scale = math.exp(-(new_t0 - self._t0) / self._tau)
+            if not math.isfinite(scale):
+                raise OverflowError(f"cannot re-base {self._t0} -> {new_t0}: the scale overflows")
+            old = self._board
+            fresh = self._factory(new_t0)
+            with old._lock:
+                rows = old.items()  # best first: equal results keep this order
+                metas = {m: old.meta(m) for m in old._meta}
+            fresh.set_many([(member, _number(stored) * scale) for member, stored in rows])
+            for member, meta in metas.items():
+                fresh.set_meta(member, meta)
+            self._board, self._t0 = fresh, new_t0
+            self.rebases += 1
+            if self._rebase_hook is not None:
+                self._rebase_hook(old, fresh)
+
+    # ------------------------------------------------------------------
+    # Reads (decayed values at "now", or at ``at``)
+    # ------------------------------------------------------------------
+    def score(self, member: Member, default: Any = None, *, at: float | None = None) -> Any:
+        """``member``'s decayed value at ``at`` (default now), or ``default``.
+
+        Runtime complexity: O(1)
+        """
+        with self._lock:
+            stored = self._board.score(member)
+            return default if stored is None else self._decayed(stored, self._now(at))
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
+        """``member``'s rank (the same at every "now"), or None.
+
+        Runtime complexity: O(log N)
+        """
+        return self._board.rank(member, style=style)
+
+    def entry(
+        self,
+        member: Member,
+        *,
+        at: float | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> Entry | None:
+        """``member``'s rank and decayed value, or None.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            found = self._board.entry(member, style=style, with_meta=with_meta)
+            return None if found is None else self._convert([found], at)[0]
+
+    def entries(
+        self, members: Iterable[Member], *, at: float | None = None, style: RankStyle | None = None
+    ) -> list[Entry | None]:
+        """Entries for a list of members, None for missing ones.
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:
+            found = self._board.entries(members, style=style)
+            now = self._now(at)
+            return [None if e is None else self._convert([e], now)[0] for e in found]
+
+    def top(
+        self,
+        k: int = 10,
+        *,
+        at: float | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """The ``k`` highest decayed values, best first.
+
+        Runtime complexity: O(log N + k)
+        """
+        with self._lock:
+            return self._convert(self._board.top(k, style=style, with_meta=with_meta), at)
+
+    def by_rank(
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        at: float | None = None,
+        style: RankStyle | None = None,
+    ) -> list[Entry]:
+        """Entries ranked ``start`` to ``stop`` inclusive (see :meth:`Leaderboard.by_rank`).
+
+        Runtime complexity: O(log N + k)
+        """
+        with self._lock:
+            return self._convert(self._board.by_rank(start, stop, style=style), at)
+
+    def page(
+        self,
+        number: int,
+        size: int = 25,
+        *,
+        at: float | None = None,
+        style: RankStyle | None = None,
+    ) -> list[Entry]:
+        """Page ``number`` of ``size`` entries (see :meth:`Leaderboard.page`).
+
+        Runtime complexity: O(log N + size)
+        """
+        with self._lock:
+            return self._convert(self._board.page(number, size, style=style), at)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        at: float | None = None,
+        fill: bool = False,
+        style: RankStyle | None = None,
+    ) -> list[Entry]:
+        """The member and its neighbours (see :meth:`Leaderboard.around`).
+
+        Runtime complexity: O(log N + above + below)
+        """
+        with self._lock:
+            found = self._board.around(member, above, below, fill=fill, style=style)
+            return self._convert(found, at)
+
+    def items(self, *, at: float | None = None) -> list[tuple[Member, float]]:
+        """``(member, decayed value)`` pairs, best first.
+
+        Runtime complexity: O(N)
+        """
+        with self._lock:
+            now = self._now(at)
+            return [(m, self._decayed(s, now)) for m, s in self._board.items()]
+
+    # ------------------------------------------------------------------
+    # Internals
+    # ------------------------------------------------------------------
+    def _now(self, at: float | None) -> float:
+        return _finite(self._clock() if at is None else at, "time")
+
+    def _weighted(self, points: float, t: float) -> float:
+        """``points * e^((t - t0) / tau)``, re-basing first if ``t`` is too far
+        past ``t0`` for the weight to stay small."""
+        if isinstance(points, bool) or not isinstance(points, (int, float)):
+            raise TypeError(f"points must be an int or a float, not {type(points).__name__}")
+        if not math.isfinite(points):
+            raise ValueError(f"points must be finite, not {points!r}")
+        if (t - self._t0) / self._tau > self._rebase_after:
+            self.rebase(t)
+        # below -745 exp underflows to 0.0: an event that old has faded away
+        return points * math.exp((t - self._t0) / self._tau)
+
+    def _finite_sum(self, member: Member, delta: float) -> float:
+        _check_sum(self._board.score(member, 0.0) + delta, member)
+        return delta
+
+    def _decayed(self, stored: object, now: float) -> float:
+        stored = _number(stored)
+        x = (now - self._t0) / self._tau
+        if -_EXP_SAFE <= x <= _EXP_SAFE:
+            return stored * math.exp(-x)
+        if stored == 0:
+            return 0.0 * stored
+        # far from t0: exp(-x) alone would under/overflow before the product
+        try:
+            return math.copysign(math.exp(math.log(abs(stored)) - x), stored)
+        except OverflowError:
+            return math.copysign(math.inf, stored)
+
+    def _convert(self, entries: list[Entry], at: float | None) -> list[Entry]:
+        now = self._now(at)
+        return [e._replace(score=self._decayed(e.score, now)) for e in entries]
+
+    def _check(self) -> None:
+        """Verify the board, and that every stored score is a finite float."""
+        with self._lock:
+            self._board._check()
+            assert self._board.order == "desc", self._board.order
+            for member, stored in self._board.items():
+                assert isinstance(stored, (int, float)), (member, stored)
+                assert math.isfinite(stored), f"{member!r} has a stored score of {stored}"
+
+    def __repr__(self) -> str:
+        return f"DecayedLeaderboard(tau={self._tau!r}, t0={self._t0!r}, members={len(self._board)})"
+
+    # ------------------------------------------------------------------
+    # Durable storage: one durable board per base time
+    # ------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        half_life: float | None = None,
+        tau: float | None = None,
+        clock: Callable[[], float] = time.time,
+        fsync: str = "everysec",
+        rebase_after: float = REBASE_AFTER,
+        **board_config: Any,
+    ) -> DecayedLeaderboard:
+        """Open (or create) a durable decayed board in directory ``path``.
+
+        The stored scores live in a durable board in ``path/epoch-<t0>``,
+        ``t0`` written out exactly (``repr`` of the float), so reopening
+        replays the very same stored scores under the very same base.  A
+        re-base builds the next board under a temporary name, closes it,
+        renames it into place (atomic), then deletes the old one; a crash at
+        any point leaves either the old or the new base, never a mix.  The
+        decay settings are the caller's to repeat on reopen.
+
+        Runtime complexity: O(replay) to open
+        """
+        root = Path(path)
+        root.mkdir(parents=True, exist_ok=True)
+        for leftover in root.glob(".tmp-epoch-*"):
+            shutil.rmtree(leftover)
+        epochs = sorted(
+            (float(p.name[len("epoch-") :]), p) for p in root.glob("epoch-*") if p.is_dir()
+        )
+        for _, stale in epochs[:-1]:  # a finished re-base whose old base was not yet deleted
+            shutil.rmtree(stale)
+        t0 = epochs[-1][0] if epochs else _finite(clock(), "clock()")
+
+        def millis() -> int:
+            return int(clock() * 1000)
+
+        def reopen(directory: Path) -> Leaderboard:
+            return Leaderboard.open(directory, fsync=fsync, now=millis, **board_config)
+
+        def factory(base: float) -> Leaderboard:
+            final = root / f"epoch-{base!r}"
+            return reopen(final if final.exists() else root / f".tmp-epoch-{base!r}")
+
+        board = cls(
+            half_life=half_life,
+            tau=tau,
+            t0=t0,
+            clock=clock,
+            board_factory=factory,
+            rebase_after=rebase_after,
+        )
+        final = root / f"epoch-{t0!r}"
+        if not final.exists():
+            board._board = _promote(board._board, final, reopen)
+
+        def switch(old: Leaderboard, fresh: Leaderboard) -> None:
+            board._board = _promote(fresh, root / f"epoch-{board._t0!r}", reopen)
+            old.close()  # type: ignore[attr-defined]
+            shutil.rmtree(old.path)  # type: ignore[attr-defined]
+
+        board._rebase_hook = switch
+        return board
+
+    def close(self) -> None:
+        """Close the underlying board if it is durable (flushes its log)."""
+        close = getattr(self._board, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> DecayedLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _promote(
+    staged: Leaderboard, final: Path, reopen: Callable[[Path], Leaderboard]
+) -> Leaderboard:
+    """Close a durable board built under its temporary name, rename it to
+    ``final`` (the atomic step of a re-base), make the rename durable, and
+    reopen it."""
+    staged.close()  # type: ignore[attr-defined]
+    os.replace(staged.path, final)  # type: ignore[attr-defined]
+    fd = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return reopen(final)
+
+
+def _number(value: object) -> float:
+    assert isinstance(value, (int, float)), value  # a decayed board holds plain numbers
+    return value
+
+
+def _positive(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{what} must be a positive finite number of seconds, not {value!r}")
+    return float(value)
+
+
+def _finite(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{what} must be a finite number of POSIX seconds, not {value!r}")
+    return value
+
+
+def _check_sum(total: float, member: Member) -> float:
+    if not math.isfinite(total):
+        raise OverflowError(
+            f"the stored score of {member!r} would be {total}: points too large for a "
+            "double even after re-basing"
+        )
+    return total

@@ -1,0 +1,247 @@
+"""Decayed scores: ranks equal a brute-force recomputation, re-basing keeps
+numbers finite over a simulated year, and a durable board replays exactly."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankengine.decay import REBASE_AFTER, DecayedLeaderboard
+
+HOUR = 3_600.0
+DAY = 86_400.0
+
+
+class FakeClock:
+    def __init__(self, t: float) -> None:
+        self.t = float(t)
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def member_desc_key(item: tuple[str, float]) -> tuple[float, list[int]]:
+    """Sort key of a descending board with tie_break="member" (ties by member, reversed)."""
+    return (-item[1], [-ord(c) for c in item[0]])
+
+
+events_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["ann", "bob", "cid", "dee"]),
+        st.integers(-20, 50) | st.floats(-1e3, 1e3, allow_nan=False),
+        st.floats(0, 5 * HOUR),  # clock step before the event
+        st.floats(0, 2 * HOUR),  # how far back its timestamp lies
+    ),
+    max_size=50,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events=events_strategy, rebase_after=st.sampled_from([1.0, 3.0, REBASE_AFTER]))
+def test_same_formula_recomputation_is_bit_identical(
+    events: list[tuple[str, float, float, float]], rebase_after: float
+) -> None:
+    clock = FakeClock(0.0)
+    tau = HOUR
+    board = DecayedLeaderboard(
+        tau=tau, t0=0.0, clock=clock, rebase_after=rebase_after, tie_break="member"
+    )
+    stored: dict[str, float] = {}
+    t0 = 0.0
+    for member, points, step, back in events:
+        clock.t += step
+        t = clock.t - back
+        if (t - t0) / tau > rebase_after:  # the documented re-base rule, replayed
+            scale = math.exp(-(t - t0) / tau)
+            stored = {m: s * scale for m, s in stored.items()}
+            t0 = t
+        stored[member] = stored.get(member, 0) + points * math.exp((t - t0) / tau)
+        board.add(member, points, t=t)
+        assert board.t0 == t0
+        assert dict(board.board.items()) == stored  # bit-identical
+        board._check()
+    expected = sorted(stored.items(), key=member_desc_key)
+    assert board.board.items() == expected
+    assert [board.rank(m) for m, _ in expected] == list(range(1, len(expected) + 1))
+    factor = math.exp(-(clock.t - t0) / tau)
+    assert board.items() == [(m, s * factor) for m, s in expected]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["ann", "bob", "cid", "dee", "eve"]),
+            st.integers(1, 1000),
+            st.floats(0, 10 * HOUR),
+        ),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_ranks_match_the_direct_formula_within_tolerance(
+    events: list[tuple[str, int, float]],
+) -> None:
+    clock = FakeClock(1_796_000_000.0)
+    half_life = 2 * HOUR
+    board = DecayedLeaderboard(half_life=half_life, clock=clock, rebase_after=2.0)
+    raw: list[tuple[str, int, float]] = []
+    for member, points, step in events:
+        clock.t += step
+        board.add(member, points)
+        raw.append((member, points, clock.t))
+    tau = half_life / math.log(2)
+    now = clock.t
+    truth: dict[str, float] = {}
+    for member, points, t in raw:
+        truth[member] = truth.get(member, 0.0) + points * math.exp(-(now - t) / tau)
+    got = board.items()
+    assert {m for m, _ in got} == set(truth)
+    for member, value in got:
+        assert math.isclose(value, truth[member], rel_tol=1e-9)
+    # the board's order is a valid descending order of the true values,
+    # up to members whose true values are within the tolerance
+    for (a, _), (b, _) in itertools.pairwise(got):
+        assert truth[a] >= truth[b] * (1 - 1e-9)
+
+
+def test_a_simulated_year_never_overflows() -> None:
+    rng = random.Random(2026)
+    start = 1_767_225_600.0  # 2026-01-01
+    clock = FakeClock(start)
+    half_life = HOUR
+    board = DecayedLeaderboard(half_life=half_life, clock=clock)
+    tau = half_life / math.log(2)
+    # without re-basing the weight of an event a year in would be e^(year / tau)
+    with pytest.raises(OverflowError):
+        math.exp(365 * DAY / tau)
+    last: dict[str, list[tuple[int, float]]] = {}
+    members = [f"p{i}" for i in range(30)]
+    for _ in range(365 * 24 * 3):  # an event every 20 minutes
+        clock.t += 20 * 60
+        member = rng.choice(members)
+        points = rng.randint(1, 10**6)
+        board.add(member, points)
+        last.setdefault(member, []).append((points, clock.t))
+    board._check()
+    assert board.rebases >= 365 * 24 * math.log(2) / REBASE_AFTER - 1
+    # brute force at the end: only the last few days matter (older ones are < 1e-100)
+    now = clock.t
+    truth = {
+        m: sum(p * math.exp(-(now - t) / tau) for p, t in evs if now - t < 30 * DAY)
+        for m, evs in last.items()
+    }
+    got = board.items()
+    for member, value in got:
+        assert math.isclose(value, truth[member], rel_tol=1e-9, abs_tol=1e-300)
+    ranked = sorted(truth, key=lambda m: -truth[m])
+    assert [m for m, _ in got[:10]] == ranked[:10]
+    # reading far from t0 neither overflows nor raises
+    assert 0 <= board.score(ranked[0], at=now + 2000 * tau) < 1e-300
+    assert board.score(ranked[0], at=board.t0 - 1000 * tau) == math.inf
+
+
+def test_rebase_keeps_ties_in_first_to_reach_order() -> None:
+    clock = FakeClock(0.0)
+    board = DecayedLeaderboard(half_life=HOUR, t0=0.0, clock=clock)
+    board.add("bob", 10)
+    board.add("ann", 10)  # same value, reached later
+    board.add("cid", 5)
+    assert [e.member for e in board.top()] == ["bob", "ann", "cid"]
+    board.board.set_meta("ann", {"name": "Ann"})
+    clock.t = 10 * HOUR
+    board.rebase()
+    assert board.t0 == 10 * HOUR and board.rebases == 1
+    assert [e.member for e in board.top()] == ["bob", "ann", "cid"]
+    assert board.board.meta("ann") == {"name": "Ann"}
+    assert math.isclose(board.score("bob"), 10 / 2**10)
+    board.rebase()  # same t0: nothing to do
+    assert board.rebases == 1
+    with pytest.raises(ValueError, match="forward"):
+        board.rebase(0.0)
+
+
+def test_reads_writes_and_views() -> None:
+    clock = FakeClock(1000.0)
+    board = DecayedLeaderboard(tau=100.0, clock=clock, rank_style="competition")
+    assert board.t0 == 1000.0 and math.isclose(board.half_life, 100 * math.log(2))
+    assert board.add_many({"ann": 4, "bob": 2}) == {"ann": 4.0, "bob": 2.0}
+    assert board.add_many([("cid", 1), ("cid", 1)]) == {"cid": 2.0}
+    assert board.set("dee", 8.0, t=1100.0)  # worth 8 at t=1100
+    assert math.isclose(board.score("dee", at=1100.0), 8.0)
+    assert math.isclose(board.score("dee"), 8.0 * math.e)
+    assert board.rank("bob") == 3 and board.rank("cid") == 3  # competition ranks tie
+    clock.t = 1100.0
+    assert math.isclose(board.factor(), math.exp(-1))
+    entry = board.entry("ann")
+    assert entry is not None and math.isclose(entry.score, 4 / math.e) and entry.rank == 2
+    assert board.entry("zed") is None and board.score("zed", -1) == -1
+    found = board.entries(["bob", "zed"])
+    assert found[1] is None and found[0] is not None and found[0].rank == 3
+    assert [e.member for e in board.by_rank(2, 3)] == ["ann", "bob"]
+    assert [e.member for e in board.page(2, 2)] == ["bob", "cid"]
+    assert [e.member for e in board.around("ann", 1, 1)] == ["dee", "ann", "bob"]
+    assert [round(e.score, 9) for e in board.top(1, at=1000.0)] == [round(8 * math.e, 9)]
+    assert len(board) == 4 and "ann" in board
+    assert board.remove("ann") and "ann" not in board
+    assert "DecayedLeaderboard(tau=100.0" in repr(board)
+    board._check()
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        DecayedLeaderboard()
+    with pytest.raises(ValueError, match="exactly one"):
+        DecayedLeaderboard(half_life=1, tau=1)
+    with pytest.raises(ValueError, match="positive"):
+        DecayedLeaderboard(tau=-1)
+    with pytest.raises(TypeError):
+        DecayedLeaderboard(tau="1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="order"):
+        DecayedLeaderboard(tau=1, order="asc")
+    with pytest.raises(ValueError, match="rebase_after"):
+        DecayedLeaderboard(tau=1, rebase_after=800)
+    board = DecayedLeaderboard(tau=1, t0=0, clock=lambda: 0.0)
+    with pytest.raises(ValueError, match="finite"):
+        board.add("ann", math.inf)
+    with pytest.raises(TypeError):
+        board.add("ann", "3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="finite"):
+        board.add("ann", 1, t=math.nan)
+    with pytest.raises(OverflowError, match="too large"):
+        board.add("ann", 1e308, t=50.0)  # weight e^50 * 1e308 is not a double
+    assert "ann" not in board
+
+
+def test_durable_board_replays_decay_exactly(tmp_path: Path) -> None:
+    clock = FakeClock(1_796_000_000.0)
+    path = tmp_path / "hot"
+    rng = random.Random(7)
+    options: dict[str, Any] = {"half_life": HOUR, "clock": clock, "fsync": "never"}
+    with DecayedLeaderboard.open(path, rebase_after=3.0, **options) as board:
+        for _ in range(200):
+            clock.t += rng.uniform(0, 1200)
+            board.add(rng.choice("abcdefg"), rng.randint(1, 100))
+        board.board.set_meta("a", {"team": "red"})
+        stored, t0, rebases = board.board.items(), board.t0, board.rebases
+    assert rebases > 3
+    assert [p.name for p in path.iterdir()] == [f"epoch-{t0!r}"]
+    with DecayedLeaderboard.open(path, rebase_after=3.0, **options) as again:
+        assert again.t0 == t0
+        assert again.board.items() == stored  # bit-identical stored scores and order
+        assert again.board.meta("a") == {"team": "red"}
+        again._check()
+        # a crash mid re-base leaves a staging directory and maybe the old base
+        (path / ".tmp-epoch-5.0").mkdir()
+        older = path / "epoch-1.0"
+        older.mkdir()
+    with DecayedLeaderboard.open(path, rebase_after=3.0, **options) as third:
+        assert third.board.items() == stored
+        assert sorted(p.name for p in path.iterdir()) == [f"epoch-{t0!r}"]
