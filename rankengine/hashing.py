@@ -202,7 +202,7 @@ class KeyHasher:
             check_key(key)
             h = self._int.copy()
             h.update(key.to_bytes(8, "little", signed=True))  # type: ignore[union-attr]
-        return self._unpack(h.digest())  # type: ignore[no-any-return]
+        return self._unpack(h.digest())
 
 
 def make_indexer(seed: int, depth: int, width: int) -> Callable[[Key], tuple[int, ...]]:
@@ -243,7 +243,7 @@ def make_indexer(seed: int, depth: int, width: int) -> Callable[[Key], tuple[int
     return factory(hasher._str, hasher._bytes, hasher._int, hasher._unpack, check_key, width)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _indexer_factory(depth: int) -> Callable[..., Callable[[Key], tuple[int, ...]]]:
     """Compile, once per depth, a factory of unrolled indexers (see :func:`make_indexer`).
 
@@ -295,7 +295,7 @@ def key_nbytes(key: Key) -> int:
     :return: bytes of its encoding
     """
     if type(key) is str:
-        return len(key.encode("utf-8", "surrogatepass"))  # type: ignore[union-attr]
+        return len(key.encode("utf-8", "surrogatepass"))
     if type(key) is bytes:
-        return len(key)  # type: ignore[arg-type]
+        return len(key)
     return 8

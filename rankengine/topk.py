@@ -57,7 +57,8 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Final, cast
 
 import msgpack
 
@@ -95,7 +96,8 @@ _FLUSHED: Final = 2
 _IDX: Final = 3
 
 
-class TopItem(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class TopItem:
     """One reported heavy hitter: the true count is in ``[count - error, count]``.
 
     >>> item = TopItem("a", 10, 2)
@@ -302,7 +304,7 @@ class TopK:
             heapq.heapreplace(heap, root)
         if est <= root[0]:
             return None
-        evicted = root[2]
+        evicted = cast(Key, root[2])
         old = cands.pop(evicted)
         sketch._apply_deferred(old[_IDX], old[_COUNT] - old[_FLUSHED], old[_COUNT])
         cands[key] = [est, est - n, est, idx]
@@ -470,7 +472,10 @@ class TopK:
         return len(self._cands)
 
     def __repr__(self) -> str:
-        return f"TopK(k={self.k}, capacity={self.capacity}, total={self.total}, sketch={self._sketch!r})"
+        return (
+            f"TopK(k={self.k}, capacity={self.capacity}, total={self.total}, "
+            f"sketch={self._sketch!r})"
+        )
 
     # -- sketch, memory, snapshots ----------------------------------------------
 

@@ -224,7 +224,7 @@ class PartitionedTopK:
         if not processes:
             self._parts = [TopK(**self.config) for _ in range(partitions)]
             return
-        ctx = multiprocessing.get_context(mp_context)
+        ctx: Any = multiprocessing.get_context(mp_context)
         for _ in range(partitions):
             parent, child = ctx.Pipe()
             proc = ctx.Process(target=_serve, args=(child, self.config), daemon=True)

@@ -1,0 +1,343 @@
+"""Tumbling windows, sliding view, partitioned pipeline, and cross-process determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankengine.topk import TopK
+from rankengine.trending import LocalSource, PartitionedTopK, TumblingWindows, Window
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FakeClock:
+    """An injectable clock that only moves when told to."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def tops(window: Window) -> list[tuple[object, int]]:
+    return [(item.key, item.count) for item in window.top]
+
+
+# -- tumbling windows ------------------------------------------------------------
+
+
+def test_window_rollover_publishes_and_starts_fresh() -> None:
+    clock = FakeClock(100.0)
+    seen: list[Window] = []
+    tw = TumblingWindows(10.0, k=2, width=64, depth=2, clock=clock, on_publish=seen.append)
+    tw.add("a")
+    tw.add("a")
+    tw.add("b")
+    clock.now = 105.0
+    tw.add_many(["b", "b", "c"])
+    assert tw.windows() == []
+    assert [(i.key, i.count) for i in tw.current_top()] == [("b", 3), ("a", 2)]
+    clock.now = 110.0  # the next window starts exactly at its boundary
+    tw.add("z")
+    tw._check()
+    assert len(seen) == 1 and seen[0] == tw.latest()
+    window = seen[0]
+    assert (window.index, window.start, window.end, window.total) == (10, 100.0, 110.0, 6)
+    assert tops(window) == [("b", 3), ("a", 2)]
+    assert [(i.key, i.count) for i in tw.current_top()] == [("z", 1)]
+
+
+def test_event_time_wins_over_clock_and_origin_shifts_windows() -> None:
+    tw = TumblingWindows(60.0, k=1, width=32, depth=2, origin=30.0, clock=FakeClock(1e9))
+    assert tw.window_of(29.9) == -1 and tw.window_of(30.0) == 0 and tw.window_of(89.99) == 0
+    tw.add("a", ts=40.0)
+    tw.add("b", 2, ts=95.0)
+    assert [(w.index, w.start, tops(w)) for w in tw.windows()] == [(0, 30.0, [("a", 1)])]
+
+
+def test_late_events_are_dropped_counted_and_change_no_published_window() -> None:
+    tw = TumblingWindows(10.0, k=2, width=64, depth=2, clock=FakeClock())
+    tw.add("a", ts=1.0)
+    tw.add("b", ts=12.0)
+    published = tw.windows()
+    tw.add("a", 5, ts=9.99)  # window 0 is already published
+    tw.add_many(["x", "y"], ts=3.0)
+    tw.add_counts({"q": 4}, ts=-50.0)
+    assert tw.late_events == 5 + 2 + 4
+    assert tw.windows() == published
+    assert [(i.key, i.count) for i in tw.current_top()] == [("b", 1)]
+    tw.add("c", ts=15.0)  # an event of the open window, out of order, is on time
+    assert {i.key for i in tw.current_top()} == {"b", "c"}
+    tw._check()
+
+
+def test_empty_windows_are_published_and_long_gaps_are_bounded() -> None:
+    tw = TumblingWindows(10.0, k=1, keep=4, width=16, depth=2, clock=FakeClock())
+    tw.add("a", ts=5.0)
+    tw.add("b", ts=35.0)
+    assert [(w.index, w.total, w.top) for w in tw.windows()][1:] == [(1, 0, ()), (2, 0, ())]
+    # A gap of a million windows publishes the open window and at most `keep`
+    # empty ones, not a million; the history holds the last `keep` by time.
+    published = tw.advance(now=10_000_035.0)
+    assert [(w.index, w.total) for w in published] == [
+        (3, 1),
+        (999_999, 0),
+        (1_000_000, 0),
+        (1_000_001, 0),
+        (1_000_002, 0),
+    ]
+    assert [w.index for w in tw.windows()] == [999_999, 1_000_000, 1_000_001, 1_000_002]
+    assert all(w.total == 0 and w.tracker is None for w in tw.windows())
+    assert tw.current == 1_000_003
+    tw._check()
+
+
+def test_advance_with_no_events_and_the_injectable_clock() -> None:
+    clock = FakeClock(0.0)
+    tw = TumblingWindows(5.0, k=3, keep=3, width=16, depth=2, clock=clock)
+    assert tw.advance() == []
+    assert tw.latest() is None and tw.current_top() == []
+    clock.now = 4.0
+    tw.add("a")  # no event time: the clock's
+    clock.now = 21.0
+    assert [(w.index, w.total) for w in tw.advance()] == [(0, 1), (1, 0), (2, 0), (3, 0)]
+    assert tw.current == 4
+    assert [w.index for w in tw.windows()] == [1, 2, 3]
+    assert tw.advance() == []
+    tw._check()
+
+
+def test_keep_bounds_the_history() -> None:
+    tw = TumblingWindows(1.0, k=1, keep=3, width=16, depth=2, clock=FakeClock())
+    for t in range(10):
+        tw.add(f"k{t}", ts=t + 0.5)
+    assert [w.index for w in tw.windows()] == [6, 7, 8]
+    assert [tops(w) for w in tw.windows()] == [[("k6", 1)], [("k7", 1)], [("k8", 1)]]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(st.sampled_from("abcdefgh"), st.integers(1, 5), st.integers(0, 60)),
+        max_size=60,
+    ),
+    n=st.integers(1, 4),
+)
+def test_windows_and_sliding_view_match_exact_counts(
+    events: list[tuple[str, int, int]], n: int
+) -> None:
+    tw = TumblingWindows(10.0, k=3, keep=6, width=8, depth=2, clock=FakeClock())
+    per_window: dict[int, Counter[str]] = {}
+    late = 0
+    for key, count, ts in sorted(events, key=lambda e: e[2]):
+        tw.add(key, count, ts=float(ts))
+        per_window.setdefault(ts // 10, Counter())[key] += count
+        tw._check()
+    for key, count, ts in events[:5]:  # replay a few as late events
+        if tw.current is not None and ts // 10 < tw.current:
+            tw.add(key, count, ts=float(ts))
+            late += count
+    assert tw.late_events == late
+    for window in tw.windows():
+        truth = per_window.get(window.index, Counter())
+        assert window.total == sum(truth.values())
+        for item in window.top:
+            assert item.lower <= truth[item.key] <= item.count
+    view = tw.sliding(n)
+    view._check()
+    last = [w.index for w in tw.windows()][-n:]
+    truth = sum((per_window.get(i, Counter()) for i in last), Counter())
+    assert view.total == sum(truth.values())
+    for key, count in truth.items():
+        lower, upper = view.bounds(key)
+        assert lower <= count <= upper
+
+
+def test_bad_input_to_windows_changes_nothing() -> None:
+    tw = TumblingWindows(10.0, k=2, width=16, depth=2, clock=FakeClock())
+    tw.add("a", ts=1.0)
+    state = (tw.current, tw.late_events)
+    before = tw._source.snapshot().to_bytes()
+    for call, error in [
+        (lambda: tw.add(1.5, ts=2.0), TypeError),
+        (lambda: tw.add("a", 0, ts=2.0), ValueError),
+        (lambda: tw.add("a", ts=float("nan")), ValueError),
+        (lambda: tw.add("a", ts="soon"), ValueError),
+        (lambda: tw.add("a", ts=float("inf")), ValueError),
+        (lambda: tw.add_many(["a", None], ts=50.0), TypeError),
+        (lambda: tw.add_counts({"a": -1}, ts=50.0), ValueError),
+        (lambda: tw.sliding(0), ValueError),
+    ]:
+        with pytest.raises(error):
+            call()  # type: ignore[no-untyped-call]
+        assert (tw.current, tw.late_events) == state
+        assert tw._source.snapshot().to_bytes() == before
+    for kwargs in [{"length": 0.0}, {"length": float("inf")}, {"length": 1.0, "keep": 0}]:
+        with pytest.raises(ValueError):
+            TumblingWindows(**kwargs)  # type: ignore[arg-type]
+
+
+# -- partitioned pipeline --------------------------------------------------------
+
+
+def zipf_stream(n: int, keys: int, skew: float, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    names = [f"item:{i}" for i in range(keys)]
+    rng.shuffle(names)
+    return rng.choices(names, [1 / (r + 1) ** skew for r in range(keys)], k=n)
+
+
+def test_partitions_merge_to_the_true_top_and_route_each_key_once() -> None:
+    stream = zipf_stream(40_000, 10_000, 1.1, seed=3)
+    truth = Counter(stream)
+    single = TopK(10, width=256, depth=4)
+    with PartitionedTopK(4, k=10, width=256, depth=4, flush_events=7_000) as pipe:
+        for i in range(0, len(stream), 5_000):
+            pipe.add_many(stream[i : i + 5_000])
+            single.add_many(stream[i : i + 5_000])
+        for key in stream[:500]:
+            pipe.add(key)
+            truth[key] += 1
+            single.add(key)
+        pipe._check()
+        merged = pipe.snapshot()
+        pipe._check()
+    merged._check()
+    assert merged.total == len(stream) + 500
+    true_top = [key for key, _ in truth.most_common(10)]
+    assert [item.key for item in merged.top()] == true_top
+    assert [item.key for item in single.top()] == true_top
+    for item in merged.top():
+        assert item.lower <= truth[item.key] <= item.count
+
+
+def test_pipeline_roll_starts_every_partition_fresh() -> None:
+    pipe = PartitionedTopK(3, k=2, width=32, depth=2)
+    pipe.add_many("aaabbc")
+    first = pipe.roll()
+    assert first.total == 6 and [i.key for i in first.top()] == ["a", "b"]
+    assert pipe.snapshot().total == 0
+    pipe._check()
+
+
+def test_pipeline_bad_input_and_overflow_change_nothing() -> None:
+    pipe = PartitionedTopK(2, k=2, width=16, depth=2, flush_events=10**9)
+    pipe.add_many(["a", "b"])
+    state = (dict(pipe._buffer), pipe._buffered)
+    for call, error in [
+        (lambda: pipe.add(1.5), TypeError),
+        (lambda: pipe.add("a", -1), ValueError),
+        (lambda: pipe.add_many(["c", None]), TypeError),
+        (lambda: pipe.add_counts({"c": 0}), ValueError),
+        (lambda: pipe.add("c", 2**32), OverflowError),
+        (lambda: pipe.add_counts({"c": 2**32 - 2}), OverflowError),
+    ]:
+        with pytest.raises(error):
+            call()  # type: ignore[no-untyped-call]
+        assert (pipe._buffer, pipe._buffered) == state
+    pipe._check()
+
+
+def test_windows_over_a_pipeline() -> None:
+    clock = FakeClock()
+    pipe = PartitionedTopK(2, k=2, width=32, depth=2)
+    tw = TumblingWindows(10.0, k=2, source=pipe, clock=clock)
+    tw.add_many(["a", "a", "b"], ts=1.0)
+    tw.add_many(["c"], ts=11.0)
+    tw.add("c", ts=12.0)
+    assert tops(tw.windows()[0]) == [("a", 2), ("b", 1)]
+    assert [(i.key, i.count) for i in tw.current_top()] == [("c", 2)]
+    view = tw.sliding(2, include_current=True)
+    assert [(i.key, i.count) for i in view.top()] == [("a", 2), ("c", 2)]
+
+
+def test_local_source_rolls_to_an_empty_tracker() -> None:
+    source = LocalSource(TopK(1, width=8, depth=1))
+    source.add("a")
+    assert source.roll().total == 1 and source.snapshot().total == 0
+
+
+def test_worker_processes_give_the_same_bytes_as_in_process() -> None:
+    stream = zipf_stream(20_000, 5_000, 1.1, seed=9)
+    results = []
+    for processes in (False, True):
+        with PartitionedTopK(
+            2, k=5, width=128, depth=3, processes=processes, flush_events=3_000
+        ) as pipe:
+            assert pipe.processes is processes
+            for i in range(0, len(stream), 2_500):
+                pipe.add_many(stream[i : i + 2_500])
+            pipe.add("late-key", 3)
+            parts = [t.to_bytes() for t in pipe.partition_trackers()]
+            rolled = pipe.roll()
+            results.append((parts, rolled.to_bytes(), pipe.snapshot().total))
+    assert results[0] == results[1]
+    assert results[0][2] == 0
+
+
+# -- determinism across processes ------------------------------------------------
+
+DETERMINISM_SCRIPT = textwrap.dedent(
+    """
+    import hashlib, json, random
+    from rankengine.sketch import CountMinSketch
+    from rankengine.topk import TopK
+    from rankengine.trending import PartitionedTopK, TumblingWindows
+
+    rng = random.Random(5)
+    keys = [f"tag:{i}" for i in range(3000)] + [b"raw:%d" % i for i in range(50)] + [7, -7]
+    stream = rng.choices(keys, [1 / (r + 1) ** 1.1 for r in range(len(keys))], k=20000)
+    sketch = CountMinSketch(512, 4, seed=3)
+    tracker = TopK(10, width=512, depth=4, seed=3)
+    for key in stream:
+        sketch.add(key)
+        tracker.add(key)
+    pipe = PartitionedTopK(3, k=10, width=256, depth=4)
+    windows = TumblingWindows(100.0, k=5, source=pipe, clock=lambda: 0.0)
+    for i, key in enumerate(stream):
+        windows.add(key, ts=i / 50)
+    digest = lambda b: hashlib.sha256(b).hexdigest()
+    print(json.dumps({
+        "hash_seed": __import__("os").environ.get("PYTHONHASHSEED"),
+        "sketch": digest(sketch.to_bytes()),
+        "tracker": digest(tracker.to_bytes()),
+        "top": [[repr(i.key), i.count, i.error] for i in tracker.top()],
+        "windows": [[w.index, [repr(i.key) for i in w.top]] for w in windows.windows()],
+        "window_bytes": [digest(w.tracker.to_bytes()) for w in windows.windows() if w.tracker],
+    }))
+    """
+)
+
+
+def run_with_hash_seed(seed: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", DETERMINISM_SCRIPT],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+def test_same_bytes_and_tops_under_different_python_hash_seeds() -> None:
+    first, second = run_with_hash_seed("1"), run_with_hash_seed("4242")
+    assert (first.pop("hash_seed"), second.pop("hash_seed")) == ("1", "4242")
+    assert first == second
+    assert len(first["windows"]) == 3  # type: ignore[arg-type]
