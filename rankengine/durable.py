@@ -376,7 +376,7 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     fsync_dir(directory)
     crash_point("after_create_segment")
     manifest = Manifest(config, [], [(name, 1)])
-    write_manifest(directory, manifest)
+    write_manifest(directory, manifest, step="create_manifest")
     return manifest
 
 
@@ -732,7 +732,7 @@ class DurableLeaderboard(Leaderboard):
                 crash_point("after_segment_create")
                 manifest.segments.append((name, seq + 1))
                 try:
-                    write_manifest(directory, manifest)
+                    write_manifest(directory, manifest, step="rotate_manifest")
                 except BaseException:
                     manifest.segments.pop()
                     writer.close()
@@ -752,12 +752,11 @@ class DurableLeaderboard(Leaderboard):
                 manifest.snapshots = [(snap, seq)]
                 manifest.segments = [s for s in manifest.segments if s[1] > seq]
             try:
-                write_manifest(directory, manifest)
+                write_manifest(directory, manifest, step="swap_manifest")
             except BaseException:
                 manifest.snapshots, manifest.segments = old_snapshots, old_segments
                 raise
             self._snapshot_size = size
-        crash_point("after_manifest_swap")
         keep = {n for n, _ in manifest.snapshots} | {n for n, _ in manifest.segments}
         for i, name in enumerate(n for n, _ in old_snapshots + old_segments if n not in keep):
             os.remove(os.path.join(directory, name))

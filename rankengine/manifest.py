@@ -211,12 +211,12 @@ def parse_manifest(data: bytes, path: str = MANIFEST_NAME) -> Manifest:
     )
 
 
-def write_manifest(directory: str, manifest: Manifest) -> None:
+def write_manifest(directory: str, manifest: Manifest, *, step: str = "manifest") -> None:
     """Replace ``directory/MANIFEST`` atomically and durably.
 
     Writes ``MANIFEST.tmp``, fsyncs it, renames it over ``MANIFEST`` and
-    fsyncs the directory.  Crash points: ``manifest_rename`` (before the
-    rename) and ``after_manifest_rename``.
+    fsyncs the directory.  Crash points (``step`` names the caller's use):
+    ``STEP_rename`` (temp file written, before the rename) and ``after_STEP``.
 
     Runtime complexity: O(size of the manifest) plus two fsyncs
     """
@@ -228,10 +228,10 @@ def write_manifest(directory: str, manifest: Manifest) -> None:
         f.write(write_prefix(MANIFEST_MAGIC) + frame(pack(manifest.to_map())))
         f.flush()
         os.fsync(f.fileno())
-    crash_point("manifest_rename")
+    crash_point(f"{step}_rename")
     os.replace(tmp, path)
     fsync_dir(directory)
-    crash_point("after_manifest_rename")
+    crash_point(f"after_{step}")
 
 
 class DirectoryLock:
@@ -686,7 +686,7 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
         manifest.segments = keep
         actions.append("write the new MANIFEST")
         if not dry_run:
-            write_manifest(directory, manifest)
+            write_manifest(directory, manifest, step="repair_manifest")
         after = None if dry_run else verify(directory)
         return RepairResult(actions, None if dry_run else backup, before, after)
     finally:

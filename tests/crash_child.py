@@ -1,0 +1,71 @@
+"""Child process for tests/test_crash.py: write to a durable board until killed.
+
+Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY]``
+
+Opens ``DIR`` with ``fsync="always"`` and performs ``OPS`` pseudo-random
+writes (seeded, so the parent can regenerate them).  Before each write it
+prints ``intent I`` and after the write returns ``ack I SEQ``, flushing
+stdout each time: every ``ack`` line is an acknowledged write that must
+survive a SIGKILL.  Every ``COMPACT_EVERY`` writes it compacts (so kills
+land inside compactions too); the ``RANKENGINE_CRASH_AT`` environment
+variable makes it kill itself at a named compaction step.  It prints
+``done`` and exits normally if nobody kills it.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from typing import Any
+
+from rankengine import Leaderboard
+
+
+def operation(rng: random.Random, i: int) -> tuple[str, Any]:
+    """The ``i``-th write of a seeded history (rng advanced in order)."""
+    member = f"m{rng.randrange(40)}"
+    kind = rng.random()
+    if kind < 0.45:
+        return ("incr", (member, rng.choice([1, 2, 0.5, 0.1, -0.3, 1e-9])))
+    if kind < 0.75:
+        return ("set", (member, rng.choice([0, 1, 2.5, 10, rng.random()]), {"i": i}))
+    if kind < 0.85:
+        return ("remove", (member,))
+    return ("set_many", ([(f"m{rng.randrange(40)}", rng.randrange(5)) for _ in range(3)],))
+
+
+def apply(board: Leaderboard, op: tuple[str, Any]) -> None:
+    """Perform ``op`` on ``board``."""
+    name, args = op
+    if name == "incr":
+        board.incr(*args)
+    elif name == "set":
+        board.set(args[0], args[1], meta=args[2])
+    elif name == "remove":
+        board.remove(*args)
+    else:
+        board.set_many(*args)
+
+
+def main(argv: list[str]) -> None:
+    directory, seed, ops = argv[0], int(argv[1]), int(argv[2])
+    compact_every = int(argv[3]) if len(argv) > 3 else 0
+    rng = random.Random(seed)
+    board = Leaderboard.open(directory, fsync="always", compact_min_bytes=None)
+    out = sys.stdout
+    for i in range(ops):
+        op = operation(rng, i)
+        out.write(f"intent {i}\n")
+        out.flush()
+        apply(board, op)
+        out.write(f"ack {i} {board.last_seq}\n")  # type: ignore[attr-defined]
+        out.flush()
+        if compact_every and (i + 1) % compact_every == 0:
+            board.compact()  # type: ignore[attr-defined]
+    board.close()  # type: ignore[attr-defined]
+    out.write("done\n")
+    out.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
