@@ -57,6 +57,7 @@ import bisect
 import math
 import os
 import re
+import shutil
 import struct
 import tempfile
 import threading
@@ -731,6 +732,8 @@ class PeriodicLeaderboard:
         self._write_hook: Callable[[Period, Iterable[Member]], None] | None = None
         #: Called as ``hook(period, board)`` just before a period leaves memory.
         self._drop_hook: Callable[[Period, Leaderboard], None] | None = None
+        #: The directory store of a durable board (see :meth:`open`), or None.
+        self._store: _DirectoryStore | None = None
 
     # ------------------------------------------------------------------
     # Time and periods
@@ -999,6 +1002,68 @@ class PeriodicLeaderboard:
         return read_archive(path)[1]
 
     # ------------------------------------------------------------------
+    # Durable storage
+    # ------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        cal: Calendar | str,
+        *,
+        fsync: str = "everysec",
+        clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> PeriodicLeaderboard:
+        """Open (or create) a durable periodic board in directory ``path``.
+
+        Layout: ``periods/<name>/`` holds one durable board (event log) per
+        period in memory, so replay rebuilds each period from its own
+        records: period membership is the directory, not a recomputation.
+        ``closed/<name>`` marks a period whose ``on_close`` ran (so reopening
+        does not run it again), and ``archive/<name>.rkarchive`` holds
+        dropped periods.  Records are stamped with ``clock``.  ``options``
+        are the constructor's (``keep``, ``grace``, ``late``, ``on_close``,
+        board settings); pass the same calendar and options on reopen.
+
+        Crash rules: a crash after a callback but before its marker runs the
+        callback again on reopen (at-least-once); a crash after archiving
+        but before deleting the period's directory archives it again
+        (the same bytes, atomically replaced).
+        """
+        board = cls(cal, clock=clock, **options)
+        board._attach(Path(path), fsync)
+        return board
+
+    def close(self) -> None:
+        """Close every durable period board (flushing its log); no-op in memory."""
+        with self._lock:
+            for board in self._boards.values():
+                close = getattr(board, "close", None)
+                if close is not None:
+                    close()
+
+    def __enter__(self) -> PeriodicLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _attach(self, root: Path, fsync: str) -> None:
+        """Store periods under ``root`` and load the ones already there."""
+        store = _DirectoryStore(root, fsync, self._clock, self._board_config)
+        self._archive = root / "archive"
+        self._archive.mkdir(parents=True, exist_ok=True)
+        self._factory = store.open_board
+        for name, closed in store.existing():
+            period = self._calendar.parse(name)
+            self._boards[name] = store.open_board(period)
+            self._periods[name] = period
+            if closed:
+                self._closed.add(name)
+        self._store = store
+        self._horizon = -math.inf
+
+    # ------------------------------------------------------------------
     # Internals
     # ------------------------------------------------------------------
     def _resolve(self, period: Period | str) -> Period:
@@ -1028,6 +1093,8 @@ class PeriodicLeaderboard:
                 if self._on_close is not None:
                     self._on_close(period, self._boards[period.name])
                 self._closed.add(period.name)
+                if self._store is not None:
+                    self._store.mark_closed(period)
                 if closed is not None:
                     closed.append(period)
         oldest = self._calendar.shift(current, -self._keep).start
@@ -1057,6 +1124,8 @@ class PeriodicLeaderboard:
         del self._boards[period.name]
         del self._periods[period.name]
         self._closed.discard(period.name)
+        if self._store is not None:
+            self._store.release(period, board)
 
     def _route(self, t: float | None) -> Period | None:
         """The open period a write at ``t`` goes to, or None (dropped late write)."""
@@ -1119,3 +1188,47 @@ class PeriodicLeaderboard:
             f"PeriodicLeaderboard({self._calendar!r}, keep={self._keep}, "
             f"grace={self._grace}, periods={len(self._periods)})"
         )
+
+
+class _DirectoryStore:
+    """Where a durable :class:`PeriodicLeaderboard` keeps its periods."""
+
+    def __init__(
+        self, root: Path, fsync: str, clock: Callable[[], float], config: dict[str, Any]
+    ) -> None:
+        self.periods = root / "periods"
+        self.closed = root / "closed"
+        for directory in (self.periods, self.closed):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.fsync = fsync
+        self.clock = clock
+        self.config = config
+
+    def existing(self) -> list[tuple[str, bool]]:
+        """``(period name, closed?)`` for every period directory found."""
+        return [
+            (p.name.replace("_", ":"), (self.closed / p.name).exists())
+            for p in sorted(self.periods.iterdir())
+            if p.is_dir() and not p.name.startswith(".")
+        ]
+
+    def open_board(self, period: Period) -> Leaderboard:
+        return Leaderboard.open(
+            self.periods / _file_name(period.name),
+            fsync=self.fsync,
+            now=lambda: int(self.clock() * 1000),
+            **self.config,
+        )
+
+    def mark_closed(self, period: Period) -> None:
+        marker = self.closed / _file_name(period.name)
+        with open(marker, "wb") as handle:
+            os.fsync(handle.fileno())
+
+    def release(self, period: Period, board: Leaderboard) -> None:
+        """After archiving: close the period's board and delete its files."""
+        close = getattr(board, "close", None)
+        if close is not None:
+            close()
+        shutil.rmtree(self.periods / _file_name(period.name))
+        (self.closed / _file_name(period.name)).unlink(missing_ok=True)

@@ -57,6 +57,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
@@ -362,6 +363,45 @@ class SlidingWindowLeaderboard:
         Runtime complexity: O(N)
         """
         return self.board.items()
+
+    # ------------------------------------------------------------------
+    # Durable storage
+    # ------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        cal: Calendar | str,
+        buckets: int,
+        *,
+        fsync: str = "everysec",
+        clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> SlidingWindowLeaderboard:
+        """Open (or create) a window whose buckets are durable boards in
+        directory ``path`` (see :meth:`PeriodicLeaderboard.open`).  The
+        window board itself is derived data: opening rebuilds it with one
+        full refresh over the buckets found.
+
+        Runtime complexity: O(replay of the buckets + one full refresh)
+        """
+        window = cls(cal, buckets, clock=clock, **options)
+        with window._lock:
+            window._buckets._attach(Path(path), fsync)
+            for board in window._buckets._boards.values():
+                window._dirty.update(board)
+            window.refresh()
+        return window
+
+    def close(self) -> None:
+        """Close the durable bucket boards; no-op in memory."""
+        self._buckets.close()
+
+    def __enter__(self) -> SlidingWindowLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _check(self) -> None:
         """Verify the buckets, the window board, and that every member not

@@ -526,3 +526,53 @@ def test_weekly_event_live_ops_story(tmp_path: Path) -> None:
     assert prizes == {"2026-12-25T12:00": ["dee", "ann", "bob"]}
     assert event.current.name == "2027-01-01T12:00"
     assert date.fromisoformat(event.current.name[:10]).weekday() == 4
+
+
+def test_durable_periods_reopen_with_membership_and_closed_state(tmp_path: Path) -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    closed: list[str] = []
+    options: dict[str, Any] = {
+        "keep": 1,
+        "grace": HOUR,
+        "on_close": lambda p, b: closed.append(p.name),
+        "fsync": "never",
+        "clock": clock,
+    }
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as board:
+        board.incr("ann", 5)
+        board.set("bob", 7, meta={"name": "Bob"})
+        clock.t = ts("2026-12-01T00:30:00")
+        board.incr("ann", 1, t=ts("2026-11-30T23:30:00"))  # late, within grace
+        board.incr("cid", 2)
+        clock.t += 2 * HOUR
+        board.tick()
+        assert closed == ["2026-11-30"]
+        before = {p.name: board.board(p).items() for p in board.periods()}
+    assert before == {"2026-11-30": [("bob", 7), ("ann", 6)], "2026-12-01": [("cid", 2)]}
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
+        assert {p.name: again.board(p).items() for p in again.periods()} == before
+        assert again.board("2026-11-30").meta("bob") == {"name": "Bob"}
+        assert closed == ["2026-11-30"]  # the marker stops a second callback
+        assert not again.is_open("2026-11-30")
+        again._check()
+        clock.t += DAY
+        again.incr("dee", 1)
+        assert closed == ["2026-11-30", "2026-12-01"]
+        assert again.archived() == ["2026-11-30"]
+        assert sorted(p.name for p in (tmp_path / "periods").iterdir()) == [
+            "2026-12-01",
+            "2026-12-02",
+        ]
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as third:
+        assert third.load_archived("2026-11-30").items() == before["2026-11-30"]
+        assert [p.name for p in third.periods()] == ["2026-12-01", "2026-12-02"]
+        assert closed == ["2026-11-30", "2026-12-01"]
+
+
+def test_durable_cron_period_names_survive_reopen(tmp_path: Path) -> None:
+    clock = FakeClock(ts("2026-11-30T07:10:00"))
+    with PeriodicLeaderboard.open(tmp_path, "*/30 * * * *", clock=clock, fsync="never") as b:
+        b.incr("ann", 1)
+    with PeriodicLeaderboard.open(tmp_path, "*/30 * * * *", clock=clock, fsync="never") as b:
+        assert [p.name for p in b.periods()] == ["2026-11-30T07:00"]
+        assert b.score("ann") == 1

@@ -199,3 +199,21 @@ def test_daily_window_of_a_week() -> None:
     week.refresh()
     assert week.score("ann") == sum(range(3, 10))
     assert week.score("bob") == sum(10 - d for d in range(3, 10))
+
+
+def test_durable_window_reopens_to_the_same_totals(tmp_path: Path) -> None:
+    clock = FakeClock(START)
+    with SlidingWindowLeaderboard.open(tmp_path, "hourly", 3, clock=clock, fsync="never") as w:
+        for i in range(6):
+            w.incr("ann", i + 1)
+            w.incr("bob", 2)
+            clock.t += HOUR
+        clock.t -= HOUR
+        w.refresh()
+        totals = w.items()
+    assert totals == [("ann", 4 + 5 + 6), ("bob", 6)]
+    with SlidingWindowLeaderboard.open(tmp_path, "hourly", 3, clock=clock, fsync="never") as w:
+        assert w.items() == totals
+        assert w.as_of == clock.t
+        w._check()
+        assert len(w.buckets.archived()) == 3  # hours that slid out were archived
