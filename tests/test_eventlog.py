@@ -1,0 +1,300 @@
+"""The event log on its own: frames, records, torn tails, damage, write errors."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankengine.changes import DEL, META, PUT
+from rankengine.eventlog import (
+    FRAME_HEADER_BYTES,
+    CorruptionError,
+    Event,
+    LogError,
+    SegmentReader,
+    SegmentWriter,
+    decode_record,
+    encode_record,
+    frame,
+    pack,
+    unpack,
+)
+
+
+def write_segment(path: Path, events: list[Event]) -> list[int]:
+    """Write ``events`` to a new segment; return each record's start offset."""
+    writer = SegmentWriter.create(str(path), {"first_seq": events[0].seq if events else 1})
+    starts = []
+    for event in events:
+        starts.append(writer.end)
+        writer.append(frame(encode_record(*event)))
+    writer.close()
+    return starts
+
+
+def sample_events(n: int, seed: int = 1) -> list[Event]:
+    rng = random.Random(seed)
+    events = []
+    for seq in range(1, n + 1):
+        member = rng.choice(["ann", b"bob", 7, "c" * rng.randrange(1, 40)])
+        changes: list[Any] = [
+            (PUT, member, rng.choice([rng.random(), rng.randrange(-5, 5), 2**70]), seq)
+        ]
+        if rng.random() < 0.3:
+            changes.append((META, member, {"n": seq, "tags": ["x", 1.5]}))
+        if rng.random() < 0.2:
+            changes.append((DEL, member))
+        events.append(Event(seq, 1_700_000_000_000 + seq, changes))
+    return events
+
+
+def read_all(path: Path) -> tuple[list[Event], Any]:
+    with SegmentReader(str(path)) as reader:
+        return list(reader.events()), reader.torn
+
+
+# ----------------------------------------------------------------------
+# Records round-trip exactly
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "score",
+    [
+        0,
+        -1,
+        2**63 - 1,
+        -(2**63),
+        2**64 - 1,
+        2**64,
+        -(2**64) - 1,
+        10**40,
+        0.1 + 0.2,
+        -0.0,
+        5e-324,
+        1.7976931348623157e308,
+        math.inf,
+        -math.inf,
+    ],
+)
+def test_scores_round_trip_bit_for_bit(score: Any) -> None:
+    event = decode_record(encode_record(3, 9, [(PUT, "m", score, 4)]))
+    got = event.changes[0][2]
+    assert type(got) is type(score)
+    assert got == score
+    if isinstance(score, float):
+        assert math.copysign(1, got) == math.copysign(1, score)
+
+
+def test_members_keep_their_type_and_composite_scores_are_tuples() -> None:
+    changes = [
+        (PUT, b"raw", (1, -2.5), 1),
+        (PUT, "txt", 1, 2),
+        (PUT, 2**90, 3, 3),
+        (DEL, b"raw"),
+        (META, "txt", None),
+    ]
+    assert decode_record(encode_record(1, 0, changes)).changes == changes
+
+
+def test_metadata_round_trips() -> None:
+    meta = {"name": "Ada", "b": b"\x00\xff", "n": None, "deep": {"x": [1, 2**80, True]}}
+    assert decode_record(encode_record(1, 0, [(META, "m", meta)])).changes[0][2] == meta
+
+
+def test_unencodable_string_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="UTF-8"):
+        encode_record(1, 0, [(PUT, "\ud800", 1, 1)])
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        [],
+        [1, 2],
+        [0, 0, [[PUT, "m", 1, 1]]],
+        [1, -1, [[PUT, "m", 1, 1]]],
+        [1, 0, []],
+        [1, 0, [[9, "m"]]],
+        [1, 0, [[PUT, "m", float("nan"), 1]]],
+        [1, 0, [[PUT, "m", "1", 1]]],
+        [1, 0, [[PUT, ["m"], 1, 1]]],
+        [1, 0, [[PUT, "m", 1, -1]]],
+        [1, 0, [[PUT, True, 1, 1]]],
+        [1, 0, [[DEL, "m", 1]]],
+        [1, 0, [[META, "m", {"k": {1, 2}.__class__.__name__}, 3]]],
+        [1, 0, [[META, "m", [1]]]],
+        [True, 0, [[DEL, "m"]]],
+    ],
+)
+def test_malformed_records_are_value_errors(value: Any) -> None:
+    with pytest.raises(ValueError):
+        decode_record(pack(value))
+
+
+def test_frame_layout() -> None:
+    data = frame(b"abc")
+    assert len(data) == FRAME_HEADER_BYTES + 3
+    assert int.from_bytes(data[:4], "big") == 3
+    assert data[12:] == b"abc"
+    assert unpack(pack({"a": [1, b"x"]})) == {"a": [1, b"x"]}
+
+
+# ----------------------------------------------------------------------
+# Torn tails: cut the log at every byte offset of the last records
+# ----------------------------------------------------------------------
+def test_cut_at_every_offset_of_the_last_records(tmp_path: Path) -> None:
+    events = sample_events(12)
+    path = tmp_path / "full.seg"
+    starts = write_segment(path, events)
+    data = path.read_bytes()
+    ends = [*starts[1:], len(data)]
+    cut_path = tmp_path / "cut.seg"
+    for cut in range(starts[-4], len(data) + 1):
+        cut_path.write_bytes(data[:cut])
+        got, torn = read_all(cut_path)
+        complete = sum(1 for end in ends if end <= cut)
+        assert got == events[:complete], cut
+        if cut in ends:
+            assert torn is None, cut
+        else:
+            assert torn is not None and torn.offset == ends[complete - 1], cut
+            assert torn.cut_bytes == cut - torn.offset
+
+
+def test_zero_filled_tail_is_torn(tmp_path: Path) -> None:
+    events = sample_events(5)
+    path = tmp_path / "s.seg"
+    write_segment(path, events)
+    size = path.stat().st_size
+    with open(path, "ab") as f:
+        f.write(bytes(4096))
+    got, torn = read_all(path)
+    assert got == events and torn is not None and torn.offset == size
+    assert torn.reason == "zero-filled tail"
+
+
+def test_last_record_with_unwritten_sectors_is_torn(tmp_path: Path) -> None:
+    events = [*sample_events(3), Event(4, 0, [(META, "ann", {"blob": "x" * 3000})])]
+    path = tmp_path / "s.seg"
+    starts = write_segment(path, events)
+    data = bytearray(path.read_bytes())
+    boundary = -(-(starts[-1] + 100) // 512) * 512
+    data[boundary:] = bytes(len(data) - boundary)
+    path.write_bytes(bytes(data))
+    got, torn = read_all(path)
+    assert got == events[:3] and torn is not None and torn.offset == starts[-1]
+
+
+# ----------------------------------------------------------------------
+# Damage inside the log is refused, naming the offset
+# ----------------------------------------------------------------------
+def test_flipped_bytes_in_earlier_records_are_refused_at_their_offset(tmp_path: Path) -> None:
+    events = sample_events(30)
+    path = tmp_path / "s.seg"
+    starts = write_segment(path, events)
+    data = path.read_bytes()
+    ends = [*starts[1:], len(data)]
+    rng = random.Random(5)
+    bad = tmp_path / "bad.seg"
+    for _ in range(300):
+        k = rng.randrange(len(events) - 1)  # never the last record
+        pos = rng.randrange(starts[k], ends[k])
+        damaged = bytearray(data)
+        damaged[pos] ^= 1 << rng.randrange(8)
+        bad.write_bytes(bytes(damaged))
+        with pytest.raises(CorruptionError) as info, SegmentReader(str(bad)) as reader:
+            seen = [e.seq for e in reader.events()]
+        assert info.value.offset == starts[k], (pos, info.value)
+        assert str(bad) in str(info.value) and f"offset {starts[k]}" in str(info.value)
+
+
+def test_flipped_byte_in_the_header_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    write_segment(path, sample_events(2))
+    data = bytearray(path.read_bytes())
+    for pos in (0, 9, 14, 20):
+        damaged = bytearray(data)
+        damaged[pos] ^= 0x40
+        path.write_bytes(bytes(damaged))
+        with pytest.raises(CorruptionError):
+            SegmentReader(str(path)).close()
+
+
+def test_sequence_gap_is_damage(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    events = sample_events(3)
+    write_segment(path, [events[0], events[2]])
+    with pytest.raises(CorruptionError, match="sequence jumps from 1 to 3"):
+        read_all(path)
+
+
+# ----------------------------------------------------------------------
+# Write errors leave the log readable
+# ----------------------------------------------------------------------
+class FailingFile:
+    """Wraps a raw file: writes ``budget`` bytes, then raises ENOSPC."""
+
+    def __init__(self, inner: Any, budget: int) -> None:
+        self.inner = inner
+        self.budget = budget
+
+    def write(self, data: Any) -> int:
+        if self.budget <= 0:
+            raise OSError(28, "No space left on device")
+        n = self.inner.write(bytes(data)[: self.budget])
+        self.budget -= n
+        return int(n)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("budget", [0, 1, 11, 12, 20])
+def test_failed_append_is_undone(tmp_path: Path, budget: int) -> None:
+    path = tmp_path / "s.seg"
+    events = sample_events(4)
+    write_segment(path, events[:3])
+    with SegmentReader(str(path)) as reader:
+        list(reader.events())
+        end, start = reader.end, reader.start
+    writer = SegmentWriter.reopen(str(path), end, start)
+    writer.file = FailingFile(writer.file, budget)
+    with pytest.raises(OSError, match="No space"):
+        writer.append(frame(encode_record(*events[3])))
+    assert writer.end == end and os.path.getsize(path) == end
+    writer.file = writer.file.inner
+    writer.append(frame(encode_record(*events[3])))
+    writer.close()
+    assert read_all(path) == (events, None)
+
+
+def test_writer_whose_undo_fails_refuses_further_appends(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    writer = SegmentWriter.create(str(path), {"first_seq": 1})
+
+    class Stuck(FailingFile):
+        def truncate(self, size: int) -> None:
+            raise OSError(5, "I/O error")
+
+    writer.file = Stuck(writer.file, 5)
+    with pytest.raises(OSError):
+        writer.append(frame(encode_record(1, 0, [(PUT, "m", 1, 1)])))
+    with pytest.raises(LogError, match="could not be undone"):
+        writer.append(b"")
+    writer.file.inner.close()
+    got, torn = read_all(path)
+    assert got == [] and torn is not None  # the next open cuts the partial frame
+
+
+def test_copy_of_a_segment_reads_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "a.seg"
+    events = sample_events(20, seed=9)
+    write_segment(path, events)
+    shutil.copy(path, tmp_path / "b.seg")
+    assert read_all(tmp_path / "b.seg") == (events, None)
