@@ -612,6 +612,25 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _public_args(argv: list[str]) -> list[str]:
+    """The command line as recorded: an absolute ``--json`` path (private to
+    the machine that ran it) is shown by file name only."""
+
+    def shown(path: str) -> str:
+        return Path(path).name if Path(path).is_absolute() else path
+
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--json":
+            out += [arg, shown(next(args, ""))]
+        elif arg.startswith("--json="):
+            out.append("--json=" + shown(arg.split("=", 1)[1]))
+        else:
+            out.append(arg)
+    return out
+
+
 def environment(opts: Options, server: peers.RedisServer | None, argv: list[str]) -> dict[str, Any]:
     def version(module: str) -> str | None:
         try:
@@ -648,7 +667,7 @@ def environment(opts: Options, server: peers.RedisServer | None, argv: list[str]
     with contextlib.suppress(OSError):
         load = [round(x, 2) for x in os.getloadavg()]
     return {
-        "command": "python bench/compare.py " + " ".join(argv),
+        "command": "python bench/compare.py " + " ".join(_public_args(argv)),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),

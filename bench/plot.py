@@ -1,0 +1,146 @@
+"""Charts from ``bench/compare.py --json`` results.
+
+Usage (from the repository root)::
+
+    python bench/plot.py docs/bench/compare.json --out docs/bench
+
+writes one PNG per workload: ``<workload>.png`` (log-log ops per second
+against N, one line per system, the bar spanning the min and max round, the
+point at the median) and ``memory.png`` (bytes per entry against N).
+Needs matplotlib (``pip install -e '.[bench]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+#: One colour and marker per system, stable across charts; rankengine in
+#: solid lines, peers dashed.
+STYLE: dict[str, tuple[str, str]] = {
+    "rankengine-sortedlist": ("#1f77b4", "o"),
+    "rankengine-skiplist": ("#2ca02c", "s"),
+    "sortedcontainers-naive": ("#ff7f0e", "^"),
+    "pyskiplist": ("#8c564b", "v"),
+    "redis": ("#d62728", "D"),
+    "redis-pipelined": ("#e377c2", "P"),
+    "sqlite": ("#7f7f7f", "X"),
+    "rankengine-sortedlist-fsync-everysec": ("#17becf", "o"),
+    "rankengine-sortedlist-fsync-always": ("#9edae5", "o"),
+    "rankengine-skiplist-fsync-everysec": ("#98df8a", "s"),
+    "rankengine-skiplist-fsync-always": ("#bcbd22", "s"),
+}
+
+TITLES: dict[str, str] = {
+    "mixed": "mixed: 80% increment, 10% top-10, 10% rank",
+    "increment": "increment a random player by 1..100",
+    "rank": "rank of a random player",
+    "top10": "top 10",
+    "around": "around-me: 10 above and 10 below",
+    "page": "a random page of 25",
+    "bulk-load": "bulk load of N members",
+    "recovery": "snapshot save + load (Redis: DEBUG RELOAD)",
+    "durable-mixed": "mixed on a durable board (in-memory for reference)",
+}
+
+
+def _style(system: str) -> tuple[str, str, str]:
+    colour, marker = STYLE.get(system, ("#000000", "."))
+    line = "-" if system.startswith("rankengine") else "--"
+    return colour, marker, line
+
+
+def plot(data: dict[str, Any], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    runs = data["runs"]
+    env = data.get("env", {})
+    footer = (
+        f"{env.get('cpu', '?')}, {env.get('cpu_count', '?')} cores, Python "
+        f"{env.get('python', '?')}, Redis {env.get('redis_server', '?')}, "
+        f"{env.get('date', '')[:10]}; median of {env.get('repeats', '?')} rounds, bar = min..max"
+    )
+    written: list[Path] = []
+    workloads = list(dict.fromkeys(r["workload"] for r in runs))
+    for workload in workloads:
+        rows = [r for r in runs if r["workload"] == workload]
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
+        systems = list(dict.fromkeys(r["system"] for r in rows))
+        if workload == "memory":
+            for system in systems:
+                pts = sorted(
+                    (r["n"], r["bytes_per_entry"])
+                    for r in rows
+                    if r["system"] == system and r["bytes_per_entry"] is not None
+                )
+                if not pts:
+                    continue
+                colour, marker, line = _style(system)
+                ax.plot(*zip(*pts, strict=True), line, color=colour, marker=marker, label=system)
+            ax.set_xscale("log")
+            ax.set_ylabel("bytes per entry (lower is better)")
+            ax.set_title("memory per entry, member strings included")
+            ax.set_ylim(bottom=0)
+        else:
+            for system in systems:
+                pts = sorted(
+                    (r["n"], r["ops_per_s"])
+                    for r in rows
+                    if r["system"] == system and r["ops_per_s"] is not None
+                )
+                if not pts:
+                    continue
+                ns = [n for n, _ in pts]
+                med = [p["median"] for _, p in pts]
+                err = [
+                    [p["median"] - p["min"] for _, p in pts],
+                    [p["max"] - p["median"] for _, p in pts],
+                ]
+                colour, marker, line = _style(system)
+                ax.errorbar(
+                    ns,
+                    med,
+                    yerr=err,
+                    fmt=line,
+                    color=colour,
+                    marker=marker,
+                    capsize=3,
+                    label=system,
+                )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            unit = "members" if workload in ("bulk-load", "recovery") else "operations"
+            ax.set_ylabel(f"{unit} per second (higher is better)")
+            ax.set_title(TITLES.get(workload, workload))
+        ax.set_xlabel("N (members on the board)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        fig.text(0.01, 0.01, footer, fontsize=6, color="#555555")
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+        path = out / f"{workload}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="PNG charts from compare.py JSON results")
+    p.add_argument("json", help="results written by bench/compare.py --json")
+    p.add_argument("--out", default="docs/bench", help="directory for the PNGs")
+    args = p.parse_args(argv)
+    data = json.loads(Path(args.json).read_text())
+    for path in plot(data, Path(args.out)):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
