@@ -1,0 +1,189 @@
+"""A board shared by threads ends as if their writes ran one after another.
+
+Only writes whose final result does not depend on the interleaving are
+mixed across threads (increments, which add up; keep-best sets, which keep
+the maximum; sets of members a thread owns), so the expected state is the
+model after applying every thread's writes serially.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import pairwise
+from typing import Any
+
+from model import Model
+
+THREADS = 6
+SHARED = [f"s{i}" for i in range(12)]
+
+
+@contextmanager
+def busy_switching() -> Iterator[None]:
+    """Switch threads as often as CPython allows, to interleave calls finely."""
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
+def run_threads(workers: list[Callable[[], None]]) -> None:
+    barrier = threading.Barrier(len(workers))
+    errors: list[BaseException] = []
+
+    def run(work: Callable[[], None]) -> None:
+        try:
+            barrier.wait()
+            work()
+        except BaseException as exc:  # reported in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    with busy_switching():
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+
+
+def test_concurrent_increments_match_serial(make_board: Any) -> None:
+    board = make_board(tie_break="member")
+    deltas = [1, 2, 3, -1, -2, 2**60, -(2**60), 2**60 + 7]
+    plans = []
+    for t in range(THREADS):
+        rng = random.Random(t)
+        plan = []
+        for _ in range(200):
+            if rng.random() < 0.2:
+                plan.append([(rng.choice(SHARED), rng.choice(deltas)) for _ in range(5)])
+            else:
+                plan.append([(rng.choice(SHARED), rng.choice(deltas))])
+        plans.append(plan)
+
+    def worker(plan: list[list[tuple[str, int]]]) -> Callable[[], None]:
+        def work() -> None:
+            for batch in plan:
+                if len(batch) == 1:
+                    board.incr(*batch[0])
+                else:
+                    board.incr_many(batch)
+
+        return work
+
+    run_threads([worker(p) for p in plans])
+    model = Model(tie_break="member")
+    for plan in plans:
+        for batch in plan:
+            model.incr_many(batch)
+    board._check()
+    assert board.items() == model.items()  # exact integer sums, beyond 2**53
+    # every increment here changes a score, so the clock counts them all
+    assert board.clock == model.clock == sum(len(b) for p in plans for b in p)
+
+
+def test_concurrent_keep_best_and_owned_sets_match_serial(make_board: Any) -> None:
+    board = make_board(tie_break="member")
+    plans = []
+    for t in range(THREADS):
+        rng = random.Random(100 + t)
+        plan: list[tuple[Any, ...]] = []
+        for _ in range(200):
+            roll = rng.random()
+            if roll < 0.5:  # shared members: the best score wins whatever the order
+                plan.append(("better", rng.choice(SHARED), rng.randint(0, 1000)))
+            elif roll < 0.8:  # this thread's own members: its last write wins
+                plan.append(("set", f"t{t}-{rng.randrange(10)}", rng.randint(0, 1000)))
+            else:
+                own = [(f"t{t}-{rng.randrange(10)}", rng.randint(0, 1000)) for _ in range(4)]
+                plan.append(("many", own))
+        plans.append(plan)
+
+    def apply(target: Any, step: tuple[Any, ...]) -> None:
+        if step[0] == "better":
+            target.set(step[1], step[2], when="better")
+        elif step[0] == "set":
+            target.set(step[1], step[2])
+        else:
+            target.set_many(step[1])
+
+    def worker(plan: list[tuple[Any, ...]]) -> Callable[[], None]:
+        def work() -> None:
+            for step in plan:
+                apply(board, step)
+
+        return work
+
+    run_threads([worker(p) for p in plans])
+    model = Model(tie_break="member")
+    for plan in plans:
+        for step in plan:
+            apply(model, step)
+    board._check()
+    assert board.items() == model.items()
+
+
+def test_reads_during_writes_are_consistent_snapshots(make_board: Any) -> None:
+    board = make_board()
+    board.set_many(dict.fromkeys(SHARED, 0))
+    done = threading.Event()
+    checked = [0]
+
+    def writer(seed: int) -> Callable[[], None]:
+        def work() -> None:
+            rng = random.Random(seed)
+            for _ in range(400):
+                board.incr(rng.choice(SHARED), rng.choice([1, 2, 5, -3]))
+                if rng.random() < 0.1:
+                    board.set_meta(rng.choice(SHARED), {"seen": rng.randrange(9)})
+
+        return work
+
+    def reader() -> None:
+        while True:  # at least one pass, however fast the writers are
+            finished = done.is_set()
+            top = board.top(len(SHARED), style="unique")
+            assert [e.rank for e in top] == list(range(1, len(SHARED) + 1))
+            assert all(a.score >= b.score for a, b in pairwise(top))
+            comp = board.by_rank(1, -1, style="competition")
+            assert all(
+                (b.rank == a.rank) == (a.score == b.score) and b.rank >= a.rank
+                for a, b in pairwise(comp)
+            )
+            items = board.items()
+            assert sorted((s for _, s in items), reverse=True) == [s for _, s in items]
+            assert sorted(m for m, _ in items) == sorted(SHARED)
+            member = SHARED[checked[0] % len(SHARED)]
+            window = board.around(member, 2, 2)
+            assert member in [e.member for e in window]
+            assert 0.0 <= board.percentile(member) <= 100.0
+            checked[0] += 1
+            if finished:
+                return
+
+    writers = [writer(s) for s in range(THREADS - 2)]
+    writers_left = [len(writers)]
+    lock = threading.Lock()
+
+    def counted(work: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                work()
+            finally:
+                with lock:
+                    writers_left[0] -= 1
+                    if writers_left[0] == 0:
+                        done.set()
+
+        return run
+
+    run_threads([counted(w) for w in writers] + [reader, reader])
+    board._check()
+    assert checked[0] > 0
+    assert sorted(m for m, _ in board.items()) == sorted(SHARED)
