@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 from listindex import ListIndex
+from redis_service import redis_board
 
 from rankengine import Leaderboard
 
 #: Every backend the behaviour suites run on, in one place.
-BACKENDS: list[str] = ["sortedlist", "skiplist", "reference"]
+BACKENDS: list[str] = ["sortedlist", "skiplist", "reference", "redis"]
 
 #: A factory builds boards: ``factory(**constructor_kwargs) -> board``.
 BoardFactory = Callable[..., Any]
@@ -34,6 +35,7 @@ BoardFactory = Callable[..., Any]
 _MODULES: dict[str, str] = {
     "sortedlist": "rankengine.sortedlist",
     "skiplist": "rankengine.skiplist",
+    "redis": "rankengine.redis_board",
 }
 
 
@@ -53,6 +55,7 @@ FACTORIES: dict[str, BoardFactory] = {
     "sortedlist": _named("sortedlist"),
     "skiplist": _named("skiplist"),
     "reference": _reference,
+    "redis": redis_board,  # a real redis-server, started by the session
 }
 
 

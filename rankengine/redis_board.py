@@ -1,0 +1,1688 @@
+"""The same :class:`~rankengine.Leaderboard` API on a real Redis server.
+
+A :class:`RedisLeaderboard` keeps its state in six Redis keys that share one
+``{hash tag}`` (so they live in one Redis Cluster slot and one Lua script may
+touch them all): the ranking is a sorted set, next to a hash of members, a
+hash of metadata, the distinct scores for dense ranks, and a small state
+hash (logical clock, configuration, write counter).  Every write and every
+multi-command read is one Lua script (see :mod:`rankengine.redis_scripts`):
+atomic, and one round trip.
+
+Exact scores on doubles
+-----------------------
+A Redis score is an IEEE double, which holds every float but integers only
+up to 2**53, and one number per member.  The engine's key is exact: Python
+ints of any size, composite scores, and a first-to-reach tie.  The board
+stores it without rounding anything:
+
+* the sorted-set score is a double ``d`` that never sorts the wrong way
+  round: the largest double at or below the score's first column;
+* the element starts with an *ordkey*: the exact rest of the score (what
+  ``d`` could not hold, and the other columns of a composite score) in bytes
+  that sort like it, then the 16-digit tie clock, then the member::
+
+      element = ordkey + tie + member
+
+Redis orders by ``(double, element bytes)``, so its order *is* the engine's.
+For every score a double holds exactly (floats, ints below 2**53: the common
+case) the ordkey is empty and costs nothing.
+
+>>> fmt = ScoreFormat(ScoreCodec("desc"))
+>>> fmt.encode(10)
+('10.0', b'', 'i')
+>>> fmt.encode(2**53 + 1)           # one more than a double can hold
+('9007199254740992.0', b'\\x81\\x01', 'i')
+>>> fmt.decode('9007199254740992', b'\\x81\\x01', 'i')
+9007199254740993
+
+The alternative, :class:`~rankengine.packed.PackedScore`, folds a
+``(score, time)`` composite into one double and refuses any value whose
+packed form would pass 2**53 (pass ``packing=PackedScore(...)``): other Redis
+clients then read one meaningful number per member.
+
+Members
+-------
+A member is stored as a type tag and its bytes, in an encoding that sorts as
+Python compares members of one type (``tie_break="member"`` is Redis order):
+
+>>> encode_member("ann"), encode_member(b"ann"), encode_member(-1)
+(b'sann', b'bann', b'i~\\xff')
+>>> sorted([5, -300, 0, 2**70], key=encode_member) == sorted([5, -300, 0, 2**70])
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import struct
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, Literal
+
+from rankengine.changes import DEL, META, PUT, Change
+from rankengine.eventlog import pack as pack_meta
+from rankengine.eventlog import unpack as unpack_meta
+from rankengine.leaderboard import (
+    DEFAULT_PAGE_SIZE,
+    Entry,
+    Leaderboard,
+    PercentileMethod,
+    RankStyle,
+    TieBreak,
+    When,
+    _check_count,
+    _check_int,
+    _check_size,
+    _check_style,
+)
+from rankengine.packed import PackedScore
+from rankengine.redis_scripts import ScriptError, ScriptRunner
+from rankengine.scoring import Member, Order, Score, ScoreCodec, check_member, check_meta
+
+__all__ = ["RedisLeaderboard", "ScoreFormat", "decode_member", "encode_member"]
+
+#: Key suffixes, in the order every script receives them (see redis_scripts).
+KEY_SUFFIXES: Final = ("z", "h", "m", "d", "c", "s")
+#: Largest tie clock: the 16-digit prefix is ``MAXCLOCK - clock`` on
+#: descending boards, and every clock stays an exact double.
+MAXCLOCK: Final = 2**53 - 1
+#: Digits of the tie prefix (``MAXCLOCK`` has 16).
+TIE_DIGITS: Final = 16
+#: Largest magnitude of an int score: what a double's range can hold.
+MAX_INT_SCORE: Final = (2**53 - 1) * 2**971
+_MAX_DOUBLE: Final = float(MAX_INT_SCORE)
+#: Changes per COMMIT script when restoring a whole board (a script blocks
+#: the server while it runs: about 10 ms per 2000 members).
+RESTORE_CHUNK: Final = 2000
+#: Attempts of an exact (read, compute, compare-and-set) write under contention.
+CAS_ATTEMPTS: Final = 100
+#: Format of the stored configuration.
+CONFIG_VERSION: Final = 1
+
+_STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
+_TAGS: Final = {ord("s"): "str", ord("b"): "bytes", ord("i"): "int"}
+_WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
+_PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
+_MISSING: Final = object()
+
+
+# ----------------------------------------------------------------------
+# Members
+# ----------------------------------------------------------------------
+def encode_member(member: Member) -> bytes:
+    """The stored form of a member: tag ``s``/``b``/``i`` then its bytes.
+
+    ``str`` is UTF-8 (lone surrogates allowed), which sorts in code point
+    order; ``int`` is a length byte then big-endian bytes, so the bytes sort
+    numerically.
+
+    Runtime complexity: O(len(member))
+
+    >>> encode_member(0), encode_member(256)
+    (b'i\\x80', b'i\\x82\\x01\\x00')
+    >>> encode_member(True)
+    Traceback (most recent call last):
+    ...
+    TypeError: member must be str, bytes or int, not bool
+    """
+    kind = type(member)
+    if kind is str:
+        return b"s" + member.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+    if kind is bytes:
+        return b"b" + member  # type: ignore[operator]
+    if kind is int:
+        n: int = member  # type: ignore[assignment]
+        size = (abs(n).bit_length() + 7) // 8
+        if size > 126:
+            raise ValueError(f"int member {n} is too large for a Redis board (over 1000 bits)")
+        if n >= 0:
+            return b"i" + bytes([0x80 + size]) + n.to_bytes(size, "big")
+        return b"i" + bytes([0x7F - size]) + ((1 << (8 * size)) + n).to_bytes(size, "big")
+    check_member(member)  # raises for anything but (subclasses of) str, bytes, int
+    if isinstance(member, str):
+        return encode_member(str(member))
+    return encode_member(bytes(member) if isinstance(member, bytes) else int(member))
+
+
+def decode_member(data: bytes) -> Member:
+    """Inverse of :func:`encode_member`.
+
+    Runtime complexity: O(len(data))
+
+    >>> [decode_member(encode_member(m)) for m in ("é", b"\\x00", -70000)]
+    ['é', b'\\x00', -70000]
+    """
+    tag, body = data[0], data[1:]
+    if tag == ord("s"):
+        return body.decode("utf-8", "surrogatepass")
+    if tag == ord("b"):
+        return bytes(body)
+    lead = body[0]
+    if lead >= 0x80:
+        return int.from_bytes(body[1:], "big")
+    size = 0x7F - lead
+    return int.from_bytes(body[1:], "big") - (1 << (8 * size))
+
+
+# ----------------------------------------------------------------------
+# Numbers: a double plus an exact remainder
+# ----------------------------------------------------------------------
+def _split(value: float | int, *, bound: bool = False) -> tuple[float, int]:
+    """``(d, r)``: ``d`` the largest double <= value, ``r = value - d`` (an int).
+
+    An int beyond the double range is refused as a score; as a range bound
+    it becomes a key just inside the infinities.
+    """
+    if type(value) is float:
+        return (0.0 if value == 0 else value), 0
+    n: int = value  # type: ignore[assignment]
+    if not -MAX_INT_SCORE <= n <= MAX_INT_SCORE:
+        if not bound:
+            raise ValueError(
+                f"score {n} is outside the range of a Redis board "
+                "(a double's range, about 1.8e308, holds every score but such ints)"
+            )
+        return (_MAX_DOUBLE, 1 << 971) if n > 0 else (-math.inf, 1)
+    d = float(n)
+    if d > n:
+        d = math.nextafter(d, -math.inf)
+    return d, n - int(d)
+
+
+def _residual(r: int, composite: bool) -> bytes:
+    """A remainder as bytes that sort like it: 0x80 + length, then big-endian."""
+    if r == 0:
+        return b"\x00" if composite else b""
+    size = (r.bit_length() + 7) // 8
+    return bytes([0x80 + size]) + r.to_bytes(size, "big")
+
+
+def _read_residual(ok: bytes, at: int, composite: bool) -> tuple[int, int]:
+    if at >= len(ok) or ok[at] < 0x80:
+        return 0, at + (1 if composite else 0)
+    size = ok[at] - 0x80
+    return int.from_bytes(ok[at + 1 : at + 1 + size], "big"), at + 1 + size
+
+
+def _enc_double(x: float) -> bytes:
+    """8 bytes that sort like the double (sign bit flipped, negatives inverted)."""
+    raw = struct.pack(">d", 0.0 if x == 0 else x)
+    if raw[0] & 0x80:
+        return bytes(b ^ 0xFF for b in raw)
+    return bytes([raw[0] ^ 0x80]) + raw[1:]
+
+
+def _dec_double(data: bytes) -> float:
+    positive = data[0] & 0x80
+    raw = bytes([data[0] ^ 0x80]) + data[1:] if positive else bytes(b ^ 0xFF for b in data)
+    return float(struct.unpack(">d", raw)[0])
+
+
+def _kind(value: float | int) -> str:
+    if type(value) is int:
+        return "i"
+    return "z" if value == 0 and math.copysign(1.0, value) < 0 else "f"
+
+
+def _join(d: float, r: int, kind: str) -> float | int:
+    if kind == "i":
+        return int(d) + r
+    if kind == "z":
+        return -0.0
+    return d
+
+
+class ScoreFormat:
+    """How a board's scores are stored: ``(double text, ordkey, kind)``.
+
+    ``kind`` has one letter per primary column: ``i`` int, ``f`` float,
+    ``z`` the float -0.0 (a double in Redis forgets the sign of zero).
+
+    Runtime complexity: O(columns) per conversion.
+
+    >>> fmt = ScoreFormat(ScoreCodec(("desc", "asc")))
+    >>> text, ok, kind = fmt.encode((10, 30))
+    >>> text, kind, fmt.decode(text, ok, kind)
+    ('10.0', 'ii', (10, 30))
+    """
+
+    def __init__(self, codec: ScoreCodec, packing: PackedScore | None = None) -> None:
+        self.codec = codec
+        self.packing = packing
+        composite = codec.columns is not None
+        if packing is not None:
+            if codec.columns != 2:
+                raise ValueError(
+                    "packing folds a (score, time) pair into one double: it needs "
+                    'a two-column board such as order=("desc", "asc")'
+                )
+            want = codec.directions[0] != codec.directions[1]
+            if packing.descending != want:
+                raise ValueError(
+                    f"order={codec.directions!r} needs PackedScore(..., descending={want})"
+                )
+        #: Columns whose ordkey an element carries (1: scalar or packed).
+        self.columns: int = (codec.columns or 1) if composite and packing is None else 1
+        self.composite = composite and packing is None
+
+    # -- scores -------------------------------------------------------------
+    def encode(self, score: Score) -> tuple[str, bytes, str]:
+        """The stored form of a valid score; ``ValueError`` if it cannot be held."""
+        if self.packing is not None:
+            return self._pack(score)
+        primary = self.codec.primary(score)
+        if not self.composite:
+            d, r = _split(primary)
+            return repr(d), _residual(r, False), _kind(primary)
+        d0, r0 = _split(primary[0])
+        parts = [_residual(r0, True)]
+        for column in primary[1:]:
+            d, r = _split(column)
+            parts.append(_enc_double(d) + _residual(r, True))
+        return repr(d0), b"".join(parts), "".join(_kind(c) for c in primary)
+
+    def bound(self, score: Score) -> tuple[str, bytes]:
+        """A range bound (or a hypothetical score) as ``(double text, ordkey)``."""
+        if self.packing is not None:
+            return self._pack(score)[:2]
+        primary = self.codec.primary(score)
+        if not self.composite:
+            d, r = _split(primary, bound=True)
+            return repr(d), _residual(r, False)
+        d0, r0 = _split(primary[0], bound=True)
+        parts = [_residual(r0, True)]
+        for column in primary[1:]:
+            d, r = _split(column, bound=True)
+            parts.append(_enc_double(d) + _residual(r, True))
+        return repr(d0), b"".join(parts)
+
+    def decode(self, text: str | bytes, ok: bytes, kind: str | bytes) -> Score:
+        """The score back from its stored form, exactly and with its type."""
+        kinds = kind.decode() if isinstance(kind, bytes) else kind
+        d0 = float(text)
+        if self.packing is not None:
+            s, t = self.packing.unpack(int(d0))
+            return (s if kinds[0] == "i" else float(s), int(t) if kinds[1] == "i" else t)
+        r0, at = _read_residual(ok, 0, self.composite)
+        first = _join(d0, r0, kinds[0])
+        if not self.composite:
+            return first
+        columns = [first]
+        for letter in kinds[1:]:
+            d = _dec_double(ok[at : at + 8])
+            r, at = _read_residual(ok, at + 8, True)
+            columns.append(_join(d, r, letter))
+        return self.codec.score(tuple(columns))  # type: ignore[no-any-return]
+
+    def primary(self, text: str | bytes, ok: bytes) -> Any:
+        """The index primary of a stored score, whatever its kind (for merges)."""
+        d0 = float(text)
+        if self.packing is not None:
+            s, t = self.packing.unpack(int(d0))
+            return self.codec.primary((s, t))
+        r0, at = _read_residual(ok, 0, self.composite)
+        first = int(d0) + r0 if r0 else d0
+        if not self.composite:
+            return first
+        columns: list[Any] = [first]
+        for _ in range(self.columns - 1):
+            d = _dec_double(ok[at : at + 8])
+            r, at = _read_residual(ok, at + 8, True)
+            columns.append(int(d) + r if r else d)
+        return tuple(columns)
+
+    def ok_end(self, element: bytes) -> int:
+        """Length of the ordkey at the start of an element."""
+        at = 0
+        for column in range(self.columns):
+            if column:
+                at += 8
+            lead = element[at]
+            if lead >= 0x80:
+                at += 1 + lead - 0x80
+            elif self.composite:
+                at += 1
+        return at
+
+    def _pack(self, score: Score) -> tuple[str, bytes, str]:
+        assert self.packing is not None and isinstance(score, tuple)
+        points, t = score
+        packed = self.packing.pack(points, t)
+        back = self.packing.unpack(packed)
+        if back != (points, t):
+            raise ValueError(
+                f"time {t!r} is not a whole number of {self.packing.resolution} s ticks "
+                f"from the window start: packing would round it to {back[1]!r}"
+            )
+        return repr(float(packed)), b"", _kind(points)[0] + ("i" if type(t) is int else "f")
+
+
+# ----------------------------------------------------------------------
+# The board
+# ----------------------------------------------------------------------
+class RedisLeaderboard:
+    """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
+
+    :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client,
+        or a URL (``redis://host:port/db``).
+    :param name: the board's name; its keys are ``{prefix}{{name}}:z`` and so
+        on, the braces making ``name`` the Redis Cluster hash tag.
+    :param prefix: prepended to every key.
+    :param order, tie_break, rank_style: as for :class:`~rankengine.Leaderboard`.
+        ``order`` and ``tie_break`` are stored with the board: another
+        process opening it with different ones gets a ``ValueError``.
+    :param packing: a :class:`~rankengine.packed.PackedScore` to store a
+        ``(score, time)`` composite as one packed double instead of the exact
+        encoding (values that would pass 2**53 are refused).
+    :param log: a directory (or an open
+        :class:`~rankengine.durable.DurableLeaderboard`) for rankengine's own
+        event log: every write is logged before the call returns, and a
+        Redis that lost writes is rebuilt from it (see :meth:`rebuild`).
+    :param fsync: the log's fsync policy when ``log`` is a directory.
+
+    Many processes may share one board; each write is atomic on the server.
+    A logged board must have one writer process (the log records this
+    process's writes).
+
+    >>> import redis                                      # doctest: +SKIP
+    >>> board = RedisLeaderboard(redis.Redis(), "weekly")  # doctest: +SKIP
+    >>> board.set_many({"ann": 120, "bob": 80})           # doctest: +SKIP
+    2
+    """
+
+    def __init__(
+        self,
+        redis: Any,
+        name: str,
+        *,
+        prefix: str = "rankengine:",
+        order: Order | tuple[Order, ...] = "desc",
+        tie_break: TieBreak = "first",
+        rank_style: RankStyle = "unique",
+        packing: PackedScore | None = None,
+        log: str | os.PathLike[str] | Leaderboard | None = None,
+        fsync: Literal["always", "everysec", "never"] = "everysec",
+    ) -> None:
+        if not isinstance(name, str) or not name or "{" in name or "}" in name:
+            raise ValueError(f"name must be a non-empty str without braces, not {name!r}")
+        if tie_break not in ("first", "member"):
+            raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
+        _check_style(rank_style)
+        if isinstance(redis, str):
+            import redis as redis_py
+
+            redis = redis_py.Redis.from_url(redis)
+        self._client = redis
+        self._name = name
+        self._prefix = prefix
+        self._codec = ScoreCodec(order)
+        self._order = order
+        self._desc = self._codec.descending
+        self._tie_break: TieBreak = tie_break
+        self._rank_style: RankStyle = rank_style
+        self._format = ScoreFormat(self._codec, packing)
+        self._first = tie_break == "first"
+        self._plen = TIE_DIGITS if self._first else 0
+        self._mode = ("d" if self._desc else "a") + ("f" if self._first else "m")
+        self._mode += str(self._format.columns)
+        self._keys = [f"{prefix}{{{name}}}:{suffix}" for suffix in KEY_SUFFIXES]
+        self._scripts = ScriptRunner(redis)
+        self._lock = threading.RLock()
+        #: Called with each list of changes *after* Redis applied it (the log).
+        self._listener: Callable[[list[Change]], None] | None = None
+        #: Sharded boards raise the clock of a shard to their global clock.
+        self._clock_floor = 0
+        self._log: Any = None
+        #: True when opening found Redis behind its log and rebuilt it.
+        self.recovered = False
+        config = {
+            "version": CONFIG_VERSION,
+            "order": list(order) if isinstance(order, tuple) else order,
+            "tie_break": tie_break,
+            "packing": None
+            if packing is None
+            else [packing.window_start, packing.bits, packing.resolution, packing.descending],
+        }
+        stored, writes = self._run("INIT", json.dumps(config, sort_keys=True))
+        if json.loads(stored) != config:
+            raise ValueError(
+                f"Redis board {name!r} was created with {json.loads(stored)}; "
+                f"it cannot be opened with {config}"
+            )
+        if log is not None:
+            self._attach_log(log, fsync, int(writes))
+
+    # ------------------------------------------------------------------
+    # Configuration
+    # ------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The board's name (its hash tag)."""
+        return self._name
+
+    @property
+    def keys(self) -> list[str]:
+        """The board's six Redis keys: ranking, members, metadata, distinct
+        scores, their counts, state."""
+        return list(self._keys)
+
+    @property
+    def redis(self) -> Any:
+        """The redis-py client."""
+        return self._client
+
+    @property
+    def order(self) -> Order | tuple[Order, ...]:
+        """The board's order as given at creation."""
+        return self._order
+
+    @property
+    def tie_break(self) -> TieBreak:
+        """How equal scores are ordered: ``"first"`` or ``"member"``."""
+        return self._tie_break
+
+    @property
+    def rank_style(self) -> RankStyle:
+        """The default rank style for reads."""
+        return self._rank_style
+
+    @property
+    def packing(self) -> PackedScore | None:
+        """The packed-score scheme, or None for the exact encoding."""
+        return self._format.packing
+
+    @property
+    def log(self) -> Any:
+        """The event log (a :class:`~rankengine.durable.DurableLeaderboard`), or None."""
+        return self._log
+
+    @property
+    def clock(self) -> int:
+        """The logical clock (stored in Redis, shared by every client).
+
+        Runtime complexity: O(1), one round trip.
+        """
+        return int(self._client.hget(self._keys[5], "clock") or 0)
+
+    @property
+    def writes(self) -> int:
+        """How many writes changed this board (compared with the log's records)."""
+        return int(self._client.hget(self._keys[5], "writes") or 0)
+
+    def config(self) -> dict[str, Any]:
+        """Settings for an empty in-process twin: ``Leaderboard(**board.config())``."""
+        return {"order": self._order, "tie_break": self._tie_break, "rank_style": self._rank_style}
+
+    def __len__(self) -> int:
+        return int(self._client.zcard(self._keys[0]))
+
+    def __contains__(self, member: object) -> bool:
+        key = self._key_or_none(member)
+        return key is not None and bool(self._client.hexists(self._keys[1], key))
+
+    def __iter__(self) -> Iterator[Member]:
+        """Members in rank order, best first (one read of the whole board)."""
+        return iter([member for member, _ in self.items()])
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisLeaderboard({self._name!r}, order={self._order!r}, "
+            f"tie_break={self._tie_break!r}, rank_style={self._rank_style!r})"
+        )
+
+    def __getitem__(self, member: Member) -> Score:
+        value = self.score(member, _MISSING)
+        if value is _MISSING:
+            raise KeyError(member)
+        return value  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close the event log, if any (the Redis client is the caller's)."""
+        if self._log is not None:
+            self._log.close()
+
+    def __enter__(self) -> RedisLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------
+    # Writes
+    # ------------------------------------------------------------------
+    def set(
+        self,
+        member: Member,
+        score: Score,
+        *,
+        when: When | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Set ``member``'s score, optionally only under a condition; see
+        :meth:`Leaderboard.set <rankengine.Leaderboard.set>`.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        key = self._member(member)
+        value = self._codec.check(score)
+        _check_when(when)
+        clean = None if meta is None else check_meta(meta)
+        text, ok, kind = self._format.encode(value)
+        blob = b"" if clean is None else pack_meta(clean)
+        with self._writing():
+            clock, meta_changed = self._run(
+                "SET",
+                key,
+                text,
+                ok,
+                kind,
+                when or "",
+                "0" if clean is None else "1",
+                blob,
+                self._clock_floor,
+            )
+            changes: list[Change] = []
+            if clock:
+                changes.append((PUT, member, value, int(clock)))
+            if meta_changed:
+                changes.append((META, member, clean))
+            self._notify(changes)
+        return bool(changes)
+
+    def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
+        """Add ``delta`` to ``member``'s score; see
+        :meth:`Leaderboard.incr <rankengine.Leaderboard.incr>`.
+
+        Exact for every score: the server adds doubles when the result is
+        exact, and otherwise the client adds the exact values and commits
+        with a compare-and-set.
+
+        Runtime complexity: O(log N), one round trip (three on the exact path).
+        """
+        key = self._member(member)
+        step = self._codec.check(delta, "delta")
+        _check_when(when)
+        if self._format.columns == 1 and self._format.packing is None and _fast(step):
+            number: float = step  # type: ignore[assignment]  # a scalar board's delta
+            with self._writing():
+                result = self._run(
+                    "INCR", key, repr(float(number)), _kind(number), when or "", self._clock_floor
+                )
+                status = int(result[0])
+                if status == 0:
+                    return None
+                if status != 3:
+                    new = self._format.decode(result[1], b"", result[2])
+                    if status == 1:
+                        self._notify([(PUT, member, new, int(result[3]))])
+                    return new
+        return self._exact_incr(member, key, step, when)
+
+    def set_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        when: When | None = None,
+    ) -> int:
+        """Set many scores in one atomic script; all are validated first.  See
+        :meth:`Leaderboard.set_many <rankengine.Leaderboard.set_many>`.
+
+        Runtime complexity: O(k log N), one round trip.
+        """
+        _check_when(when)
+        pairs, keys, tag = self._check_pairs(items, "score")
+        args: list[Any] = [when or "", self._clock_floor, tag]
+        for (_, value), key in zip(pairs, keys, strict=True):
+            args.extend((key, *self._format.encode(value)))
+        if not pairs:
+            return 0
+        with self._writing():
+            result = self._run("SET_MANY", *args)
+            changed, base = int(result[0]), int(result[1])
+            marks = sorted((int(step), int(index)) for index, step in _pairs(result[2:]))
+            self._notify([(PUT, *pairs[index], base + step) for step, index in marks])
+        return changed
+
+    def incr_many(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
+    ) -> dict[Member, Score]:
+        """Increment many members in one atomic script; see
+        :meth:`Leaderboard.incr_many <rankengine.Leaderboard.incr_many>`.
+
+        Runtime complexity: O(k log N), one round trip (three on the exact path).
+        """
+        pairs, keys, tag = self._check_pairs(items, "delta")
+        if not pairs:
+            return {}
+        fast = self._format.columns == 1 and self._format.packing is None
+        if fast and all(_fast(step) for _, step in pairs):
+            args: list[Any] = [self._clock_floor, tag]
+            for (_, step), key in zip(pairs, keys, strict=True):
+                number: float = step  # type: ignore[assignment]  # a scalar board's delta
+                args.extend((key, repr(float(number)), _kind(number)))
+            with self._writing():
+                result = self._run("INCR_MANY", *args)
+                if int(result[0]) >= 0:
+                    base = int(result[0])
+                    results: dict[Member, Score] = {}
+                    changes: list[tuple[int, Change]] = []
+                    order = list(dict.fromkeys(member for member, _ in pairs))
+                    for i, member in enumerate(order):
+                        text, kind, step, stored, skind = result[1 + 5 * i : 6 + 5 * i]
+                        results[member] = self._format.decode(text, b"", kind)
+                        if int(step):
+                            new = self._format.decode(stored, b"", skind)
+                            changes.append((int(step), (PUT, member, new, base + int(step))))
+                    self._notify([change for _, change in sorted(changes, key=_first)])
+                    return results
+        return self._exact_incr_many(pairs, keys)
+
+    def remove(self, member: Member) -> bool:
+        """Remove a member and its metadata; True if it was present.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        return self.remove_many([member]) == 1
+
+    def remove_many(self, members: Iterable[Member]) -> int:
+        """Remove several members in one script; return how many were present.
+
+        Runtime complexity: O(k log N), one round trip.
+        """
+        wanted = list(members)
+        keys = [self._member(member) for member in wanted]
+        if not keys:
+            return 0
+        with self._writing():
+            gone = self._run("REMOVE", *keys)
+            self._notify([(DEL, decode_member(key)) for key in gone])
+        return len(gone)
+
+    def clear(self) -> None:
+        """Remove every member (the clock and the configuration stay).
+
+        Runtime complexity: O(N), one round trip.
+        """
+        with self._writing():
+            want = self._listener is not None
+            gone = self._run("CLEAR", "1" if want else "0")
+            if want:
+                self._notify([(DEL, decode_member(key)) for key in gone])
+
+    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
+        """Replace (or with ``None`` remove) a present member's metadata.
+
+        Runtime complexity: O(size of meta), one round trip.
+        """
+        key = self._member(member)
+        clean = None if meta is None else check_meta(meta)
+        blob = b"" if clean is None else pack_meta(clean)
+        with self._writing():
+            status = self._run("SET_META", key, "0" if clean is None else "1", blob)
+            if status < 0:
+                raise KeyError(f"no member {member!r}: add a score before its metadata")
+            if status:
+                self._notify([(META, member, clean)])
+
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """The member's metadata, or None.
+
+        Runtime complexity: O(size of meta), one round trip.
+        """
+        key = self._key_or_none(member)
+        data = None if key is None else self._client.hget(self._keys[2], key)
+        return None if data is None else unpack_meta(data)
+
+    # ------------------------------------------------------------------
+    # Pops and pruning
+    # ------------------------------------------------------------------
+    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` best entries (ranks before removal).
+
+        Runtime complexity: O(count log N), one round trip.
+        """
+        return self._pop(count, best=True, with_meta=with_meta)
+
+    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` worst entries, worst first.
+
+        Runtime complexity: O(count log N), one round trip.
+        """
+        return self._pop(count, best=False, with_meta=with_meta)
+
+    def remove_by_rank(self, start: int, stop: int) -> int:
+        """Remove the members ranked ``start`` to ``stop`` inclusive (1-based,
+        negative from the bottom); return how many were removed.
+
+        Runtime complexity: O((log N + k) log N), one round trip.
+        """
+        start = _check_int(start, "start")
+        stop = _check_int(stop, "stop")
+        if start == 0 or stop == 0:
+            raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+        return self._remove_range("rank", start, stop)
+
+    def remove_by_score(
+        self,
+        min: Score | None,
+        max: Score | None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+    ) -> int:
+        """Remove every member whose score lies in the range; return how many.
+
+        Runtime complexity: O((log N + k) log N), one round trip.
+        """
+        return self._remove_range("score", *self._span(min, max, min_inclusive, max_inclusive))
+
+    def keep_top(self, n: int) -> int:
+        """Keep only the best ``n`` members; return how many were removed.
+
+        Runtime complexity: O((log N + k) log N), one round trip.
+        """
+        n = _check_count(n, "n")
+        return self._remove_range("rank", n + 1, -1)
+
+    # ------------------------------------------------------------------
+    # Point reads
+    # ------------------------------------------------------------------
+    def score(self, member: Member, default: Any = None) -> Any:
+        """The member's score, or ``default`` when absent.
+
+        Runtime complexity: O(1), one round trip.
+        """
+        found = self._entries([member], "-", False)[0]
+        return default if found is None else found.score
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
+        """The member's 1-based rank, or None when absent.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        found = self._entries([member], _STYLE_CODE[self._style(style)], False)[0]
+        return None if found is None else found.rank
+
+    def entry(
+        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> Entry | None:
+        """Score and rank together (and metadata on request), or None.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        return self._entries([member], _STYLE_CODE[self._style(style)], with_meta)[0]
+
+    def entries(
+        self,
+        members: Iterable[Member],
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry | None]:
+        """Entries for a list of members, in the order given (None if absent).
+
+        Runtime complexity: O(k log N), one round trip for the whole list.
+        """
+        return self._entries(list(members), _STYLE_CODE[self._style(style)], with_meta)
+
+    def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
+        """The entry at a 1-based position (``-1`` is the last); ``IndexError`` outside.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        rank = _check_int(rank, "rank")
+        style = self._style(style)
+        result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), "at", rank)
+        if int(result[0]) == -2:
+            raise IndexError(f"rank {int(result[2])} is outside 1..{int(result[1])}")
+        return self._rows(result, style, with_meta)[0]
+
+    def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
+        """The rank a member would get by reaching ``score`` now (nothing is written).
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        style = self._style(style)
+        text, ok = self._format.bound(self._codec.check(score))
+        return int(self._run("RANK_FOR", "rank", text, ok, _STYLE_CODE[style]))
+
+    def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
+        """The percent of the board this member's score beats; see
+        :meth:`Leaderboard.percentile <rankengine.Leaderboard.percentile>`.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        if method not in _PERCENTILE_METHODS:
+            raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
+        key = self._key_or_none(member)
+        if key is None:
+            return None
+        result = self._run("PERCENTILE", key)
+        n = int(result[0])
+        if n < 0:
+            return None
+        lower, upper = int(result[1]), int(result[2])
+        below, equal = (lower, upper - lower) if self._desc else (n - upper, upper - lower)
+        if method == "below":
+            return 100.0 * below / n
+        if method == "at_or_below":
+            return 100.0 * (below + equal) / n
+        return 100.0 * (below + equal / 2) / n
+
+    def score_at_percentile(self, p: float) -> Score | None:
+        """The score at percentile ``p``; see
+        :meth:`Leaderboard.score_at_percentile <rankengine.Leaderboard.score_at_percentile>`.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
+            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        result = self._run("SCORE_AT", repr(float(p)))
+        n = int(result[0])
+        if n == 0:
+            return None
+        low_score = self._score_of_row(result[1], result[2], result[3])
+        x = (n - 1) * p / 100
+        lo = math.floor(x)
+        if self._codec.columns is not None or lo == x:
+            return low_score
+        high_score = self._score_of_row(result[4], result[5], result[6])
+        if low_score == high_score:
+            return low_score
+        if math.isinf(low_score) or math.isinf(high_score):  # type: ignore[arg-type]
+            return low_score if math.isinf(low_score) else high_score  # type: ignore[arg-type]
+        return low_score + (high_score - low_score) * (x - lo)  # type: ignore[operator]
+
+    # ------------------------------------------------------------------
+    # Range reads
+    # ------------------------------------------------------------------
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """The best ``k`` entries, best first.
+
+        Runtime complexity: O(log N + k), one round trip.
+        """
+        k = _check_count(k, "k")
+        return self._range(style, with_meta, "win", 0, k)
+
+    def by_rank(
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries ranked ``start`` to ``stop`` inclusive (clamped like ``ZRANGE``).
+
+        Runtime complexity: O(log N + k), one round trip.
+        """
+        start = _check_int(start, "start")
+        stop = _check_int(stop, "stop")
+        if start == 0 or stop == 0:
+            raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+        return self._range(style, with_meta, "rank", start, stop)
+
+    def page(
+        self,
+        number: int,
+        size: int = DEFAULT_PAGE_SIZE,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Page ``number`` (1-based, clamped) of ``size`` entries.
+
+        Runtime complexity: O(log N + size), one round trip.
+        """
+        number = _check_int(number, "page number")
+        size = _check_size(size)
+        return self._range(style, with_meta, "page", number, size)
+
+    def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
+        """Number of pages of ``size`` entries: ``ceil(N / size)``.
+
+        Runtime complexity: O(1), one round trip.
+        """
+        size = _check_size(size)
+        return -(-len(self) // size)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        fill: bool = False,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """The member with up to ``above``/``below`` neighbours; see
+        :meth:`Leaderboard.around <rankengine.Leaderboard.around>`.
+
+        Runtime complexity: O(log N + above + below), one round trip.
+        """
+        above = _check_count(above, "above")
+        below = _check_count(below, "below")
+        key = self._key_or_none(member)
+        if key is None:
+            return []
+        return self._range(style, with_meta, "around", key, above, below, _flag(fill))
+
+    def by_score(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries whose score lies between ``min`` and ``max``, best first.
+
+        Runtime complexity: O(log N + k), one round trip.
+        """
+        offset = _check_count(offset, "offset")
+        if limit is not None:
+            limit = _check_count(limit, "limit")
+        span = self._span(min, max, min_inclusive, max_inclusive)
+        return self._range(style, with_meta, "score", *span, offset, -1 if limit is None else limit)
+
+    def count(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+    ) -> int:
+        """How many members have a score in the range.
+
+        Runtime complexity: O(log N), one round trip.
+        """
+        span = self._span(min, max, min_inclusive, max_inclusive)
+        return int(self._run("RANK_FOR", "span", "", "", *span))
+
+    def items(self) -> list[tuple[Member, Score]]:
+        """``(member, score)`` pairs in rank order, best first.
+
+        Runtime complexity: O(N), one round trip.
+        """
+        return [(e.member, e.score) for e in self._range("unique", False, "rank", 1, -1)]
+
+    # ------------------------------------------------------------------
+    # Combining boards
+    # ------------------------------------------------------------------
+    @classmethod
+    def union(
+        cls,
+        boards: Iterable[Any],
+        *,
+        weights: Iterable[float] | None = None,
+        aggregate: Literal["sum", "min", "max"] = "sum",
+        **config: Any,
+    ) -> RedisLeaderboard:
+        """A new Redis board holding every member of ``boards`` (any boards
+        with this API), scores combined as :func:`rankengine.combine.combine`
+        describes.  ``redis`` and ``name`` default to the first board's
+        client and a fresh name; other keywords override its settings.
+
+        Runtime complexity: O(T log T) for T input entries in all.
+        """
+        return _combine(cls, list(boards), weights, aggregate, intersect=False, config=config)
+
+    @classmethod
+    def intersection(
+        cls,
+        boards: Iterable[Any],
+        *,
+        weights: Iterable[float] | None = None,
+        aggregate: Literal["sum", "min", "max"] = "sum",
+        **config: Any,
+    ) -> RedisLeaderboard:
+        """A new Redis board with the members present in every one of ``boards``.
+
+        Runtime complexity: O(T log T) for T input entries in all.
+        """
+        return _combine(cls, list(boards), weights, aggregate, intersect=True, config=config)
+
+    # ------------------------------------------------------------------
+    # Durability: the event log, verification, rebuild
+    # ------------------------------------------------------------------
+    def _attach_log(self, log: Any, fsync: str, writes: int) -> None:
+        if isinstance(log, Leaderboard):
+            durable = log
+        else:
+            durable = Leaderboard.open(
+                log,
+                fsync=fsync,
+                order=self._order,
+                tie_break=self._tie_break,
+                rank_style=self._rank_style,
+            )
+        if durable.config()["order"] != self._order or durable.tie_break != self._tie_break:
+            raise ValueError("the log holds a board with another order or tie_break")
+        self._log = durable
+        self._listener = self._log_changes
+        logged = int(getattr(durable, "last_seq", 0))
+        if writes > logged:
+            raise ValueError(
+                f"Redis board {self._name!r} has {writes} writes but its log only {logged}: "
+                "another process writes to it, or the log is not this board's"
+            )
+        self.recovered = writes < logged
+        if self.recovered:
+            self.rebuild()
+
+    def _log_changes(self, changes: list[Change]) -> None:
+        log = self._log
+        with log._lock:
+            log._commit(changes)
+
+    def verify(self, source: Any = None) -> list[str]:
+        """Differences between the board in Redis and ``source`` (default: the
+        log); an empty list means they agree, scores, ties, metadata and clock.
+
+        Runtime complexity: O(N), two round trips.
+        """
+        source = self._log if source is None else source
+        if source is None:
+            raise ValueError("verify() needs a log (or a board to compare with)")
+        with source._lock:
+            want = list(source._export())
+            want_clock = source.clock
+        got = list(self._export())
+        notes: list[str] = []
+        if got != want:
+            have = {row[0]: row for row in got}
+            wanted = {row[0]: row for row in want}
+            for member in wanted.keys() | have.keys():
+                if wanted.get(member) != have.get(member):
+                    notes.append(
+                        f"{member!r}: Redis has {have.get(member)}, log {wanted.get(member)}"
+                    )
+            if not notes:
+                notes.append("same members, different order")
+        clock = self.clock
+        if clock != want_clock:
+            notes.append(f"clock: Redis {clock}, log {want_clock}")
+        return sorted(notes)
+
+    def rebuild(self, source: Any = None) -> int:
+        """Replace the board in Redis with ``source``'s state: the event log by
+        default, or any in-process board (for instance
+        ``rankengine.durable.rebuild(path)``).  Returns the number of members.
+
+        This is the recovery for a Redis that lost data (restarted without
+        persistence, or a failover that lost the last replicated writes).
+        Readers may see a partial board while it runs.
+
+        Runtime complexity: O(N log N), about N / 2000 round trips.
+        """
+        source = self._log if source is None else source
+        if source is None:
+            raise ValueError("rebuild() needs a log (or a board to copy)")
+        with self._lock, source._lock:
+            rows = list(source._export())
+            self._restore(rows, source.clock, writes=getattr(source, "last_seq", None))
+        return len(rows)
+
+    def _export(self) -> Iterator[tuple[Member, Score, int, dict[str, Any] | None]]:
+        """Every member as ``(member, score, clock, meta)`` in ascending index
+        order, as :meth:`Leaderboard._export <rankengine.Leaderboard._export>`."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.zrange(self._keys[0], 0, -1, withscores=True, score_cast_func=bytes)
+        pipe.hgetall(self._keys[1])
+        pipe.hgetall(self._keys[2])
+        elements, kinds, metas = pipe.execute()
+        for element, text in elements:
+            ok, clock, key = self._split_element(element)
+            kind = kinds[key].split(b":", 1)[0]
+            data = metas.get(key)
+            yield (
+                decode_member(key),
+                self._format.decode(text, ok, kind),
+                clock if self._first else 0,
+                None if data is None else unpack_meta(data),
+            )
+
+    def _restore(
+        self,
+        rows: Iterable[tuple[Member, Score, int, dict[str, Any] | None]],
+        clock: int,
+        *,
+        writes: int | None = None,
+    ) -> None:
+        """Replace the whole board with ``rows`` (as :meth:`_export` yields them)."""
+        self._client.delete(*self._keys[:5])
+        self._client.hdel(self._keys[5], "inexact", "clock")
+        ops: list[Any] = []
+        for member, score, member_clock, meta in rows:
+            value = self._codec.check(tuple(score) if isinstance(score, list) else score)
+            ops.extend(("P", self._member(member), *self._format.encode(value), member_clock))
+            if meta is not None:
+                ops.extend(("M", self._member(member), "1", pack_meta(meta)))
+            if len(ops) >= 6 * RESTORE_CHUNK:
+                self._run("COMMIT", 0, *ops)
+                ops = []
+        ops.extend(("C", clock))
+        if writes is not None:
+            ops.extend(("W", writes))
+        self._run("COMMIT", 0, *ops)
+
+    def _commit(self, changes: list[Change], expect: Iterable[tuple[Member, Any]] = ()) -> bool:
+        """Apply explicit changes (``PUT`` with its own clock, ``DEL``,
+        ``META``) in one script, after checking ``expect``: ``(member, score
+        or _MISSING)`` pairs the board must hold.  False (nothing written)
+        when a precondition failed.  Used by sharded batches and replay."""
+        ops: list[Any] = []
+        for member, expected in expect:
+            if expected is _MISSING:
+                ops.extend(("X", self._member(member), "", "", ""))
+            else:
+                ops.extend(("X", self._member(member), *self._format.encode(expected)))
+        for change in changes:
+            if change[0] == PUT:
+                value = self._codec.check(change[2])
+                ops.extend(("P", self._member(change[1]), *self._format.encode(value), change[3]))
+            elif change[0] == DEL:
+                ops.extend(("D", self._member(change[1])))
+            else:
+                data = change[2]
+                ops.extend(("M", self._member(change[1]), _flag(data is not None)))
+                ops.append(b"" if data is None else pack_meta(check_meta(data)))
+        with self._writing():
+            if not int(self._run("COMMIT", self._clock_floor, *ops)[0]):
+                return False
+            self._notify(changes)
+        return True
+
+    # ------------------------------------------------------------------
+    # Sharding seams (see rankengine.sharded)
+    # ------------------------------------------------------------------
+    def _shard_key(self, member: Member) -> tuple[Any, Any] | None:
+        """``(primary, tie)`` of a member in the engine's index terms, or None."""
+        key = self._key_or_none(member)
+        if key is None:
+            return None
+        result = self._run("ENTRIES", "-", "0", key)
+        if result[0] is None:
+            return None
+        ok, clock, _ = self._split_element(result[1])
+        return self._format.primary(result[0], ok), self._tie(clock, member)
+
+    def _shard_before(self, primary: Any, tie: Any, member: Member) -> int:
+        """How many members rank strictly ahead of the key ``(primary, tie)``."""
+        text, ok = self._format.bound(self._codec.score(primary))
+        probe = ok + self._tie_prefix(abs(tie) if self._first else 0) + self._member(member)
+        return int(self._run("SHARD", "before", text, probe))
+
+    def _shard_rows(self, lo: int, hi: int, with_meta: bool) -> list[tuple[Any, ...]]:
+        """``(primary, tie, member, score, meta)`` for local 0-based ranks [lo, hi)."""
+        if lo >= hi:
+            return []
+        result = self._run("RANGE", "u", _flag(with_meta), "win", lo, hi)
+        out = []
+        for element, text, kind, data in _quads(result[4:]):
+            ok, clock, key = self._split_element(element)
+            member = decode_member(key)
+            out.append(
+                (
+                    self._format.primary(text, ok),
+                    self._tie(clock, member),
+                    member,
+                    self._format.decode(text, ok, kind),
+                    unpack_meta(data) if with_meta and data else None,
+                )
+            )
+        return out
+
+    def _shard_distinct(self, primary: Any) -> list[Any]:
+        """The distinct primaries strictly better than ``primary``."""
+        text, ok = self._format.bound(self._codec.score(primary))
+        result = self._run("SHARD", "distinct", text, ok)
+        out = []
+        for element, double in _pairs(result):
+            key_ok = element.split(b"|", 1)[1]
+            out.append(self._format.primary(double, key_ok))
+        return out
+
+    # ------------------------------------------------------------------
+    # Invariants
+    # ------------------------------------------------------------------
+    def _check(self) -> None:
+        """Verify the stored invariants; raise AssertionError with the details."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.zrange(self._keys[0], 0, -1, withscores=True, score_cast_func=bytes)
+        for key in self._keys[1:3]:
+            pipe.hgetall(key)
+        pipe.zrange(self._keys[3], 0, -1, withscores=True, score_cast_func=bytes)
+        pipe.hgetall(self._keys[4])
+        pipe.hgetall(self._keys[5])
+        elements, members, metas, distinct, counts, state = pipe.execute()
+        # every element belongs to a member whose hash entry points back at it
+        assert len(elements) == len(members), (len(elements), len(members))
+        clocks: list[int] = []
+        tags: set[bytes] = set()
+        inexact = 0
+        histogram: dict[bytes, int] = {}
+        previous = None
+        for element, text in elements:
+            ok, clock, member_key = self._split_element(element)
+            stored_kind, _, pre = members[member_key].partition(b":")
+            assert pre + member_key == element, (element, members[member_key])
+            score = self._format.decode(text, ok, stored_kind)
+            # the stored form is exactly the encoding of the score it decodes to
+            again = self._format.encode(score)
+            assert (float(again[0]), again[1], again[2]) == (
+                float(text),
+                ok,
+                stored_kind.decode(),
+            ), (
+                element,
+                text,
+            )
+            primary = self._format.primary(text, ok)
+            # the Redis order is the engine's order (primary, tie)
+            here = (primary, self._tie(clock, decode_member(member_key)))
+            assert previous is None or previous < here, (previous, here)
+            previous = here
+            clocks.append(clock)
+            inexact += bool(ok) and self._format.columns == 1
+            tags.add(member_key[:1])
+            dense_key = _canon(float(text)) + b"|" + ok
+            histogram[dense_key] = histogram.get(dense_key, 0) + 1
+        if self._first:
+            assert len(set(clocks)) == len(clocks), "duplicate tie clocks"
+            assert not clocks or max(clocks) <= int(state.get(b"clock", 0)), "clock behind a tie"
+        else:
+            assert len(tags) <= 1, f"member types mixed on a tie_break='member' board: {tags}"
+        assert int(state.get(b"inexact", 0)) == inexact, (state.get(b"inexact"), inexact)
+        # dense ranks: the distinct scores and their counts match the ranking
+        assert {k: int(v) for k, v in counts.items()} == histogram, (counts, histogram)
+        assert sorted(k for k, _ in distinct) == sorted(histogram), distinct
+        assert all(key in members for key in metas), "metadata of an absent member"
+
+    # ------------------------------------------------------------------
+    # Helpers
+    # ------------------------------------------------------------------
+    def _run(self, name: str, *args: Any) -> Any:
+        try:
+            return self._scripts(name, self._keys, [self._mode, *args])
+        except ScriptError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: ScriptError) -> Exception:
+        if exc.code == "TYPE":
+            have, got = (_TAGS.get(ord(c), c) for c in exc.detail[:2])
+            return TypeError(
+                f"this board breaks ties by member and holds {have} members; "
+                f"{got} members would not compare"
+            )
+        if exc.code == "VALUE" and exc.detail == "NaN":
+            return ValueError("increment would make the score NaN (inf + -inf)")
+        return ValueError(exc.detail)
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Writes and their log records stay in one order: under the lock when logged."""
+        if self._listener is None:
+            yield
+        else:
+            with self._lock:
+                yield
+
+    def _notify(self, changes: list[Change]) -> None:
+        if changes and self._listener is not None:
+            self._listener(changes)
+
+    def _member(self, member: object) -> bytes:
+        return encode_member(member)  # type: ignore[arg-type]
+
+    def _key_or_none(self, member: object) -> bytes | None:
+        """The stored form of a member to look up, or None if it cannot be one."""
+        kind = type(member)
+        if kind is str or kind is bytes or kind is int:
+            try:
+                return encode_member(member)  # type: ignore[arg-type]
+            except ValueError:
+                return None
+        if isinstance(member, (list, dict, set)):
+            raise TypeError(f"unhashable type: '{kind.__name__}'")
+        return None
+
+    def _check_pairs(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]], what: str
+    ) -> tuple[list[tuple[Any, Score]], list[bytes], bytes]:
+        source = items.items() if isinstance(items, Mapping) else items
+        pairs: list[tuple[Any, Score]] = []
+        keys: list[bytes] = []
+        tag = b""
+        for pair in source:
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
+            member, value = pair
+            key = self._member(member)
+            if not self._first:
+                if not tag:
+                    tag = key[:1]
+                elif key[:1] != tag:
+                    raise TypeError(
+                        f"this board breaks ties by member: {_TAGS[tag[0]]} and "
+                        f"{type(member).__name__} members would not compare"
+                    )
+            pairs.append((member, self._codec.check(value, what)))
+            keys.append(key)
+        return pairs, keys, tag
+
+    def _style(self, style: RankStyle | None) -> RankStyle:
+        if style is None:
+            return self._rank_style
+        _check_style(style)
+        return style
+
+    def _tie(self, clock: int, member: Member) -> Any:
+        if not self._first:
+            return member
+        return -clock if self._desc else clock
+
+    def _tie_prefix(self, clock: int) -> bytes:
+        if not self._first:
+            return b""
+        return b"%016d" % (MAXCLOCK - clock if self._desc else clock)
+
+    def _split_element(self, element: bytes) -> tuple[bytes, int, bytes]:
+        """``(ordkey, clock, member key)`` of a sorted-set element."""
+        end = self._format.ok_end(element)
+        clock = 0
+        if self._first:
+            digits = int(element[end : end + TIE_DIGITS])
+            clock = MAXCLOCK - digits if self._desc else digits
+        return element[:end], clock, element[end + self._plen :]
+
+    def _score_of_row(self, element: bytes, text: bytes, kind: bytes) -> Score:
+        ok, _, _ = self._split_element(element)
+        return self._format.decode(text, ok, kind)
+
+    def _span(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
+    ) -> list[Any]:
+        if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
+            raise TypeError("inclusive flags must be bools")
+        out: list[Any] = []
+        for value, inclusive, what in ((low, low_inclusive, "min"), (high, high_inclusive, "max")):
+            if value is None:
+                out.extend(("", "", ""))
+            else:
+                text, ok = self._format.bound(self._codec.check(value, what))
+                out.extend((text, ok, _flag(inclusive)))
+        return out
+
+    def _entries(self, members: list[Any], style: str, with_meta: bool) -> list[Entry | None]:
+        keys = [self._key_or_none(member) for member in members]
+        present = [key for key in keys if key is not None]
+        result = self._run("ENTRIES", style, _flag(with_meta), *present) if present else []
+        out: list[Entry | None] = []
+        at = 0
+        for member, key in zip(members, keys, strict=True):
+            if key is None:
+                out.append(None)
+                continue
+            text, element, kind, rank, data = result[at : at + 5]
+            at += 5
+            if text is None:
+                out.append(None)
+                continue
+            ok, _, _ = self._split_element(element)
+            score = self._format.decode(text, ok, kind)
+            meta = unpack_meta(data) if with_meta and data else None
+            out.append(Entry(member, score, 0 if rank is None else int(rank), meta))
+        return out
+
+    def _range(self, style: RankStyle | None, with_meta: bool, *selector: Any) -> list[Entry]:
+        style = self._style(style)
+        result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), *selector)
+        if int(result[0]) < 0:
+            return []
+        return self._rows(result, style, with_meta)
+
+    def _rows(self, result: list[Any], style: RankStyle, with_meta: bool) -> list[Entry]:
+        """Entries from a RANGE reply, ranked as ``Leaderboard._entries_between`` does."""
+        lo, comp, dense = int(result[0]), int(result[2]), int(result[3])
+        out: list[Entry] = []
+        rank = lo + 1
+        prev: Any = _MISSING
+        shared = 0
+        for element, text, kind, data in _quads(result[4:]):
+            ok, _, key = self._split_element(element)
+            order_key = (float(text), ok)
+            if style == "unique":
+                shown = rank
+            elif prev is _MISSING or order_key != prev:
+                if style == "competition":
+                    shown = rank if prev is not _MISSING else comp + 1
+                else:
+                    shown = dense + 1 if prev is _MISSING else shared + 1
+                shared = shown
+            else:
+                shown = shared
+            prev = order_key
+            meta = unpack_meta(data) if with_meta and data else None
+            score = self._format.decode(text, ok, kind)
+            out.append(Entry(decode_member(key), score, shown, meta))
+            rank += 1
+        return out
+
+    def _remove_range(self, selector: str, *args: Any) -> int:
+        with self._writing():
+            want = self._listener is not None
+            result = self._run("REMOVE_RANGE", selector, *args, _flag(want))
+            if not want:
+                return int(result)
+            self._notify([(DEL, decode_member(key)) for key in result])
+            return len(result)
+
+    def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
+        count = _check_count(count, "count")
+        if count == 0:
+            return []
+        with self._writing():
+            result = self._run("REMOVE_RANGE", "pop", count, _flag(best), _flag(with_meta))
+            n = int(result[0])
+            out: list[Entry] = []
+            for i, (element, text, kind, data) in enumerate(_quads(result[1:])):
+                ok, _, key = self._split_element(element)
+                rank = i + 1 if best else n - i
+                meta = unpack_meta(data) if with_meta and data else None
+                out.append(
+                    Entry(decode_member(key), self._format.decode(text, ok, kind), rank, meta)
+                )
+            self._notify([(DEL, e.member) for e in out])
+        return out
+
+    def _state_of(self, members: list[Any]) -> dict[Any, Any]:
+        """Exact current scores of some members (``_MISSING`` when absent)."""
+        keys = list(dict.fromkeys(self._member(m) for m in members))
+        result = self._run("ENTRIES", "-", "0", *keys)
+        out: dict[Any, Any] = {}
+        for i, key in enumerate(keys):
+            text, element, kind = result[5 * i : 5 * i + 3]
+            if text is None:
+                out[decode_member(key)] = _MISSING
+            else:
+                ok, _, _ = self._split_element(element)
+                out[decode_member(key)] = self._format.decode(text, ok, kind)
+        return out
+
+    def _exact_incr(
+        self, member: Member, key: bytes, step: Score, when: When | None
+    ) -> Score | None:
+        """incr by compare-and-set: read the exact score, add in Python, commit
+        if nobody changed the member meanwhile (retry otherwise)."""
+        codec = self._codec
+        for _ in range(CAS_ATTEMPTS):
+            old = self._state_of([member])[member]
+            if old is _MISSING:
+                if when == "present":
+                    return None
+                base = 0 if codec.columns is None else (0,) * codec.columns
+            else:
+                if when == "new":
+                    return None
+                base = old
+            new = codec.add(base, step)
+            self._format.encode(new)  # refuse what cannot be stored before writing
+            if old is not _MISSING:
+                if when == "better" and not codec.better(new, old):
+                    return None
+                if when == "worse" and not codec.better(old, new):
+                    return None
+                if codec.primary(new) == codec.primary(old):
+                    return new
+            with self._writing():
+                ops = ("X", key, *self._expected(old), "R", key, *self._format.encode(new), 1)
+                result = self._run("COMMIT", self._clock_floor, *ops, "T", 1)
+                if int(result[0]):
+                    self._notify([(PUT, member, new, int(result[1]) + 1)])
+                    return new
+        raise RuntimeError(f"incr of {member!r} lost {CAS_ATTEMPTS} races in a row")
+
+    def _exact_incr_many(self, pairs: list[tuple[Any, Score]], keys: list[bytes]) -> dict[Any, Any]:
+        codec = self._codec
+        zero = 0 if codec.columns is None else (0,) * codec.columns
+        for _ in range(CAS_ATTEMPTS):
+            before = self._state_of([member for member, _ in pairs])
+            current: dict[Any, Any] = {}
+            stamps: dict[Any, int] = {}
+            results: dict[Any, Any] = {}
+            step_no = 0
+            for member, step in pairs:
+                old = current.get(member, before[member])
+                new = codec.add(zero if old is _MISSING else old, step)
+                results[member] = new
+                if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                    continue
+                step_no += 1
+                current[member] = new
+                stamps.pop(member, None)
+                stamps[member] = step_no
+            ops: list[Any] = []
+            for member, old in before.items():
+                ops.extend(("X", self._member(member), *self._expected(old)))
+            for member, stamp in stamps.items():
+                value = current[member]
+                ops.extend(("R", self._member(member), *self._format.encode(value), stamp))
+            if not stamps:
+                return results
+            with self._writing():
+                result = self._run("COMMIT", self._clock_floor, *ops, "T", step_no)
+                if int(result[0]):
+                    base = int(result[1])
+                    self._notify([(PUT, m, current[m], base + s) for m, s in stamps.items()])
+                    return results
+        raise RuntimeError(f"incr_many lost {CAS_ATTEMPTS} races in a row")
+
+    def _expected(self, old: Any) -> tuple[Any, ...]:
+        return ("", "", "") if old is _MISSING else self._format.encode(old)
+
+
+# ----------------------------------------------------------------------
+# Module helpers
+# ----------------------------------------------------------------------
+def _check_when(when: object) -> None:
+    if when not in _WHEN_VALUES:
+        raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
+
+
+def _fast(step: Score) -> bool:
+    """A step the server can add as a double without losing anything."""
+    return type(step) is float or (type(step) is int and abs(step) < 2**53)
+
+
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def _first(pair: tuple[int, Any]) -> int:
+    return pair[0]
+
+
+def _canon(x: float) -> bytes:
+    """The scripts' canonical text of a double (C's ``%.17g``, -0 as 0)."""
+    return b"%.17g" % (0.0 if x == 0 else x)
+
+
+def _pairs(flat: list[Any]) -> Iterator[tuple[Any, Any]]:
+    it = iter(flat)
+    return zip(it, it, strict=True)
+
+
+def _quads(flat: list[Any]) -> Iterator[tuple[Any, Any, Any, Any]]:
+    it = iter(flat)
+    return zip(it, it, it, it, strict=True)
+
+
+def _combine(
+    cls: type[RedisLeaderboard],
+    inputs: list[Any],
+    weights: Iterable[float] | None,
+    aggregate: str,
+    *,
+    intersect: bool,
+    config: dict[str, Any],
+) -> RedisLeaderboard:
+    """Union/intersection over any boards with the public API (Redis rules)."""
+    from rankengine.combine import _aggregate
+    from rankengine.scoring import check_score
+
+    if not inputs:
+        raise ValueError("combine needs at least one board")
+    for board in inputs:
+        if not hasattr(board, "by_rank") or not hasattr(board, "config"):
+            raise TypeError(f"can only combine leaderboards, not {type(board).__name__}")
+        if not isinstance(board.order, str):
+            raise TypeError("composite-score boards cannot be combined with weights")
+    factors = [1] * len(inputs) if weights is None else [check_score(w, "weight") for w in weights]
+    if len(factors) != len(inputs):
+        raise ValueError(f"{len(factors)} weights for {len(inputs)} boards")
+    if aggregate not in ("sum", "min", "max"):
+        raise ValueError(f"aggregate must be one of ('sum', 'min', 'max'), not {aggregate!r}")
+    first = inputs[0]
+    settings = {k: v for k, v in first.config().items() if k != "backend"}
+    settings.update(config)
+    client = settings.pop("redis", getattr(first, "redis", None))
+    name = settings.pop("name", None) or f"{getattr(first, 'name', 'board')}.{uuid.uuid4().hex[:8]}"
+    if client is None:
+        raise ValueError("pass redis=... (a client) to combine in-process boards into Redis")
+    totals: dict[Any, Any] = {}
+    seen: dict[Any, int] = {}
+    metas: dict[Any, dict[str, Any]] = {}
+    for board, weight in zip(inputs, factors, strict=True):
+        for entry in board.by_rank(1, -1, with_meta=True):
+            value = weight * entry.score
+            if value != value:  # 0 * inf
+                value = 0.0
+            if entry.member in totals:
+                totals[entry.member] = _aggregate(aggregate, totals[entry.member], value)
+                seen[entry.member] += 1
+            else:
+                totals[entry.member] = value
+                seen[entry.member] = 1
+            if entry.member not in metas and entry.meta is not None:
+                metas[entry.member] = entry.meta
+    if intersect:
+        totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
+    result = cls(client, name, **settings)
+    result.set_many(list(totals.items()))
+    for member, data in metas.items():
+        if member in totals:
+            result.set_meta(member, data)
+    return result
