@@ -433,7 +433,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--depth", type=int, default=4)
     p.add_argument("--sketch-seed", type=int, default=0)
     p.add_argument("--batch", type=int, default=100_000, help="keys per batched call")
-    p.add_argument("--aux-single-events", type=int, default=1_000_000)
+    p.add_argument(
+        "--main-single-events",
+        type=int,
+        default=None,
+        help="single-event pass of rankengine.TopK (default: the whole stream)",
+    )
+    p.add_argument(
+        "--aux-single-events",
+        type=int,
+        default=1_000_000,
+        help="single-event pass of the other systems",
+    )
     p.add_argument("--tracemalloc-events", type=int, default=1_000_000)
     p.add_argument("--ds-lg", type=int, default=11, help="DataSketches lg_max_map_size")
     p.add_argument("--no-competitors", action="store_true")
@@ -452,6 +463,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.seeds = args.seeds or 5
     args.skew = args.skew or [0.8, 1.1, 1.5]
     args.partitions = args.partitions or [4, 8]
+    if args.main_single_events is None:
+        args.main_single_events = args.events
     if args.competitor_seeds is None:
         args.competitor_seeds = args.seeds
     args.capacity_value = args.capacity or max(2 * args.k, args.k + 16)
@@ -577,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             for system in systems:
                 full = isinstance(system, RankengineTopK) and system.name == "rankengine.TopK"
-                single = len(stream) if full else args.aux_single_events
+                single = args.main_single_events if full else args.aux_single_events
                 if not isinstance(system, (RankengineTopK, RankenginePipeline)) and (
                     seed > args.competitor_seeds
                 ):
