@@ -87,6 +87,9 @@ class SlidingWindowLeaderboard:
         (``order``, ``tie_break``, ``rank_style``, ``backend``); scores must
         be numbers (composite scores cannot be summed).
 
+    A member's metadata in the window is the one in its newest bucket that
+    has any (set with ``set(..., meta=...)``), copied at refresh.
+
     Thread safety: one lock serialises every call.
     """
 
@@ -171,14 +174,17 @@ class SlidingWindowLeaderboard:
             for period in self._window:
                 if period.name not in names and period.name in held:
                     self._dirty.update(held[period.name])  # slid out, still in memory
-            boards = [held[p.name] for p in window if p.name in held]
+            # Each bucket's member -> score map.  On a scalar board the index
+            # primary *is* the score (see rankengine.scoring), so the board's
+            # own dict is read directly: this loop is the whole cost of a refresh.
+            scores = [held[p.name]._primary for p in window if p.name in held]
             touched, self._dirty = self._dirty, set()
             updates: list[tuple[Any, Score]] = []
             gone: list[Any] = []
             for member in touched:
                 total: Any = _MISSING
-                for board in boards:
-                    value = board.score(member, _MISSING)
+                for bucket in scores:
+                    value = bucket.get(member, _MISSING)
                     if value is _MISSING:
                         continue
                     if total is _MISSING:
@@ -193,6 +199,12 @@ class SlidingWindowLeaderboard:
                     updates.append((member, total))
             if updates:
                 self._board.set_many(updates)
+                # metadata: the member's newest bucket that has some (a profile update wins)
+                metas = [held[p.name]._meta for p in reversed(window) if p.name in held]
+                if any(metas) or self._board._meta:
+                    for member, _ in updates:
+                        data = next((m[member] for m in metas if member in m), None)
+                        self._board.set_meta(member, data)
             if gone:
                 self._board.remove_many(gone)
             self._window = window

@@ -217,3 +217,23 @@ def test_durable_window_reopens_to_the_same_totals(tmp_path: Path) -> None:
         assert w.as_of == clock.t
         w._check()
         assert len(w.buckets.archived()) == 3  # hours that slid out were archived
+
+
+def test_metadata_comes_from_the_newest_bucket_that_has_some() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 3, clock=clock)
+    window.set("ann", 1, meta={"name": "Ann"})
+    clock.t += HOUR
+    window.incr("ann", 1)
+    window.set("bob", 1, meta={"name": "Bob"})
+    window.refresh()
+    assert window.board.meta("ann") == {"name": "Ann"}
+    clock.t += HOUR
+    window.set("ann", 5, meta={"name": "Ann the Great"})
+    window.refresh()
+    assert [e.meta for e in window.top(with_meta=True)] == [{"name": "Ann the Great"},
+                                                             {"name": "Bob"}]  # fmt: skip
+    clock.t += 3 * HOUR  # the buckets with metadata slide out
+    window.incr("bob", 1)
+    window.refresh()
+    assert window.board.meta("bob") is None and "ann" not in window
