@@ -290,7 +290,10 @@ class RedisServer:
     persistence.  Use as a context manager; the server is always stopped.
     """
 
-    def __init__(self, executable: str | None = None) -> None:
+    def __init__(self, executable: str | None = None, *, appendfsync: str | None = None) -> None:
+        #: None: no persistence; "everysec"/"always": an append-only file
+        #: with that fsync policy (the durable peers of ``durable-mixed``)
+        self.appendfsync = appendfsync
         self.executable = executable or shutil.which("redis-server")
         if self.executable is None:
             raise Unavailable("redis-server is not on PATH")
@@ -314,7 +317,9 @@ class RedisServer:
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                "no" if self.appendfsync is None else "yes",
+                "--appendfsync",
+                self.appendfsync or "everysec",
                 "--dir",
                 self.dir,
                 "--enable-debug-command",
@@ -414,6 +419,17 @@ class Redis(System):
         with contextlib.suppress(Exception):
             self.r.delete(self.key)
         self.r.close()
+
+
+class RedisAOF(Redis):
+    """Redis with an append-only file (``appendonly yes``), one round trip
+    per operation: the durable peer for ``durable-mixed``."""
+
+    unsupported = frozenset({"recovery"})
+
+    def __init__(self, server: RedisServer) -> None:
+        self.name = f"redis-aof-fsync-{server.appendfsync}"  # type: ignore[misc]
+        super().__init__(server)
 
 
 class RedisPipelined(Redis):
@@ -590,6 +606,7 @@ __all__ = [
     "RANK",
     "TOP",
     "Redis",
+    "RedisAOF",
     "RedisServer",
     "SQLite",
     "System",
