@@ -111,7 +111,13 @@ class TopItem:
 
     @property
     def lower(self) -> int:
-        """Guaranteed lower bound of the true count."""
+        """Guaranteed lower bound of the true count: ``count - error``.
+
+        Runtime complexity: O(1)
+
+        >>> TopItem(b"k", 5, 5).lower
+        0
+        """
         return self.count - self.error
 
 

@@ -62,7 +62,12 @@ DEFAULT_KEEP: Final = 12
 
 
 class WindowSource(Protocol):
-    """What :class:`TumblingWindows` needs from the structure it fills."""
+    """What :class:`TumblingWindows` needs from the structure it fills.
+
+    :class:`LocalSource` (one tracker) and :class:`PartitionedTopK` provide it.
+
+    >>> source: WindowSource = LocalSource(TopK(k=1, width=8, depth=1))
+    """
 
     def add(self, key: Key, n: int = 1) -> object:
         """Count one key."""
@@ -96,9 +101,12 @@ class LocalSource:
         self.tracker = tracker
 
     def add(self, key: Key, n: int = 1) -> object:
-        """Count ``n`` occurrences of ``key``.
+        """Count ``n`` occurrences of ``key``; return the evicted candidate, if any.
 
         Runtime complexity: as :meth:`TopK.add`
+
+        >>> LocalSource(TopK(k=1, width=8, depth=1)).add("a") is None
+        True
         """
         return self.tracker.add(key, n)
 
@@ -106,6 +114,11 @@ class LocalSource:
         """Count pre-aggregated keys.
 
         Runtime complexity: as :meth:`TopK.add_counts`
+
+        >>> src = LocalSource(TopK(k=1, width=8, depth=1))
+        >>> src.add_counts({"a": 3})
+        >>> src.tracker.total
+        3
         """
         self.tracker.add_counts(counts)
 
@@ -113,6 +126,10 @@ class LocalSource:
         """The live tracker (not a copy).
 
         Runtime complexity: O(1)
+
+        >>> tracker = TopK(k=1, width=8, depth=1)
+        >>> LocalSource(tracker).snapshot() is tracker
+        True
         """
         return self.tracker
 
@@ -120,6 +137,11 @@ class LocalSource:
         """Return the tracker and replace it with an empty one.
 
         Runtime complexity: O(width * depth)
+
+        >>> tracker = TopK(k=1, width=8, depth=1)
+        >>> src = LocalSource(tracker)
+        >>> src.roll() is tracker, src.tracker is tracker
+        (True, False)
         """
         tracker, self.tracker = self.tracker, self.tracker.empty_like()
         return tracker
@@ -235,7 +257,13 @@ class PartitionedTopK:
 
     @property
     def processes(self) -> bool:
-        """Whether partitions run in worker processes."""
+        """Whether partitions run in worker processes.
+
+        Runtime complexity: O(1)
+
+        >>> PartitionedTopK(2, k=1, width=8, depth=1).processes
+        False
+        """
         return bool(self._procs)
 
     def owner(self, key: Key) -> int:
@@ -281,6 +309,11 @@ class PartitionedTopK:
         """Buffer one occurrence of each key (validated first: on error nothing changes).
 
         Runtime complexity: O(n)
+
+        >>> pipe = PartitionedTopK(2, k=1, width=8, depth=1)
+        >>> pipe.add_many(["a", "b", "a"])
+        >>> pipe.snapshot().top()
+        [TopItem(key='a', count=2, error=0)]
 
         :param keys: iterable of keys
         """
@@ -334,6 +367,11 @@ class PartitionedTopK:
         Each distinct key is hashed once per flush.
 
         Runtime complexity: O(d * depth) for d distinct buffered keys
+
+        >>> pipe = PartitionedTopK(2, k=1, width=8, depth=1)
+        >>> pipe.add("a", 2); pipe.flush()
+        >>> sum(t.total for t in pipe.partition_trackers())
+        2
         """
         if not self._buffer:
             return
@@ -389,6 +427,11 @@ class PartitionedTopK:
         """Merge partition trackers: each key's count from its owner partition.
 
         Runtime complexity: as :func:`~rankengine.topk.merge_topk`
+
+        >>> pipe = PartitionedTopK(3, k=1, width=8, depth=1)
+        >>> pipe.add("a", 4)
+        >>> pipe.merge(pipe.partition_trackers()).top()
+        [TopItem(key='a', count=4, error=0)]
         """
         return merge_topk(parts, owner=self.owner)
 
@@ -396,6 +439,11 @@ class PartitionedTopK:
         """The merged tracker of everything since the last :meth:`roll`.
 
         Runtime complexity: O(P * width * depth + P * k' * depth)
+
+        >>> pipe = PartitionedTopK(2, k=1, width=8, depth=1)
+        >>> pipe.add("a")
+        >>> pipe.snapshot().total, pipe.snapshot().total
+        (1, 1)
         """
         return self.merge(self._collect("snapshot"))
 
@@ -403,6 +451,11 @@ class PartitionedTopK:
         """The merged tracker, and every partition starts empty.
 
         Runtime complexity: O(P * width * depth + P * k' * depth)
+
+        >>> pipe = PartitionedTopK(2, k=1, width=8, depth=1)
+        >>> pipe.add("a")
+        >>> pipe.roll().total, pipe.snapshot().total
+        (1, 0)
         """
         return self.merge(self._collect("roll"))
 
@@ -410,6 +463,8 @@ class PartitionedTopK:
         """Stop the worker processes (a no-op in-process).
 
         Runtime complexity: O(P)
+
+        >>> PartitionedTopK(2, k=1, width=8, depth=1).close()
         """
         for conn in self._conns:
             try:
@@ -458,6 +513,9 @@ class Window:
 
     ``tracker`` is the window's full (merged) tracker, kept for sliding
     views; it is None for an empty window.
+
+    >>> Window(index=3, start=30.0, end=40.0, total=0, top=(), tracker=None).end
+    40.0
     """
 
     index: int
@@ -572,6 +630,11 @@ class TumblingWindows:
         Runtime complexity: as the source's ``add``, plus a publish at a
         window boundary
 
+        >>> tw = TumblingWindows(10.0, k=1, width=16, depth=1, clock=lambda: 4.0)
+        >>> tw.add("a"); tw.add("b", 2, ts=8.0)
+        >>> tw.current_top()
+        [TopItem(key='b', count=2, error=0)]
+
         :param key: a supported key
         :param n: positive count
         :param ts: event time; a published window's time counts as late
@@ -602,6 +665,11 @@ class TumblingWindows:
         """Count pre-aggregated keys, all at event time ``ts``.
 
         Runtime complexity: as the source's ``add_counts``
+
+        >>> tw = TumblingWindows(10.0, k=1, width=16, depth=1, clock=lambda: 0.0)
+        >>> tw.add_counts({"a": 3}, ts=1.0); tw.add_counts({"b": 1}, ts=12.0)
+        >>> tw.latest().top
+        (TopItem(key='a', count=3, error=0),)
 
         :param counts: mapping key -> positive int
         :param ts: event time of the whole batch
@@ -670,6 +738,11 @@ class TumblingWindows:
         """Published windows, oldest first (at most ``keep``).
 
         Runtime complexity: O(keep)
+
+        >>> tw = TumblingWindows(10.0, keep=2, width=16, depth=1, clock=lambda: 0.0)
+        >>> _ = tw.advance(0.0); _ = tw.advance(45.0)
+        >>> [w.index for w in tw.windows()]
+        [2, 3]
         """
         return list(self._published)
 
@@ -677,6 +750,9 @@ class TumblingWindows:
         """The most recently published window, or None.
 
         Runtime complexity: O(1)
+
+        >>> TumblingWindows(10.0, width=16, depth=1, clock=lambda: 0.0).latest() is None
+        True
         """
         return self._published[-1] if self._published else None
 
@@ -684,6 +760,11 @@ class TumblingWindows:
         """Top-k of the open window so far.
 
         Runtime complexity: as the source's ``snapshot`` plus O(k' log k')
+
+        >>> tw = TumblingWindows(10.0, k=1, width=16, depth=1, clock=lambda: 0.0)
+        >>> tw.add_many("aab")
+        >>> tw.current_top()
+        [TopItem(key='a', count=2, error=0)]
         """
         return self._source.snapshot().top(self.k if k is None else k)
 
