@@ -645,6 +645,76 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------
+# Targets (from the issue), checked on the largest N of a run
+# ----------------------------------------------------------------------
+RE_BACKENDS = ("rankengine-sortedlist", "rankengine-skiplist")
+
+#: (workload, numerator, denominator, bound): the ratio of median ops/s
+#: (bytes per entry for memory) must be >= bound, or <= bound for memory.
+#: A numerator of "best" is the faster rankengine backend.
+TARGETS: tuple[tuple[str, str, str, float], ...] = (
+    ("mixed", "best", "sortedcontainers-naive", 3.0),
+    ("mixed", "best", "redis", 10.0),
+    ("mixed", "best", "redis-pipelined", 2.0),
+    ("mixed", "rankengine-skiplist", "pyskiplist", 4.0),
+    ("mixed", "rankengine-skiplist", "sortedcontainers-naive", 0.5),
+    *(
+        (workload, backend, "sortedcontainers-naive", 1.0)
+        for workload in ("rank", "top10", "around", "page")
+        for backend in RE_BACKENDS
+    ),
+    ("memory", "rankengine-sortedlist", "redis", 1.4),
+    ("memory", "rankengine-skiplist", "redis", 2.0),
+    *(("recovery", backend, "redis", 1.0) for backend in RE_BACKENDS),
+    *(("durable-mixed", f"{backend}-fsync-everysec", backend, 0.7) for backend in RE_BACKENDS),
+)
+
+
+def check_targets(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each target's ratio at the largest N where both sides were measured."""
+    value: dict[tuple[str, str, int], float] = {}
+    for r in runs:
+        if r["workload"] == "memory":
+            if r["bytes_per_entry"] is not None:
+                value[r["workload"], r["system"], r["n"]] = r["bytes_per_entry"]
+        elif r["ops_per_s"] is not None:
+            value[r["workload"], r["system"], r["n"]] = r["ops_per_s"]["median"]
+    out: list[dict[str, Any]] = []
+    for workload, num, den, bound in TARGETS:
+        sizes = sorted({n for (w, _, n) in value if w == workload}, reverse=True)
+        for n in sizes:
+            nums = [num] if num != "best" else list(RE_BACKENDS)
+            got = [(value[workload, x, n], x) for x in nums if (workload, x, n) in value]
+            if not got or (workload, den, n) not in value:
+                continue
+            top, system = max(got)
+            ratio = top / value[workload, den, n]
+            upper = workload == "memory"
+            out.append(
+                {
+                    "workload": workload,
+                    "n": n,
+                    "system": system,
+                    "versus": den,
+                    "ratio": round(ratio, 3),
+                    "target": f"{'<=' if upper else '>='} {bound}",
+                    "met": ratio <= bound if upper else ratio >= bound,
+                }
+            )
+            break
+    return out
+
+
+def targets_table(targets: Sequence[dict[str, Any]]) -> str:
+    lines = [f"\n{'target':80} {'ratio':>7} {'goal':>7}"]
+    for t in targets:
+        what = f"{t['workload']} N={t['n']:,}: {t['system']} / {t['versus']}"
+        mark = "met" if t["met"] else "MISSED"
+        lines.append(f"{what:80} {t['ratio']:7.2f} {t['target']:>7}  {mark}")
+    return "\n".join(lines)
+
+
 def _public_args(argv: list[str]) -> list[str]:
     """The command line as recorded: an absolute ``--json`` path (private to
     the machine that ran it) is shown by file name only."""
@@ -794,12 +864,15 @@ def main(argv: list[str] | None = None) -> int:
     env["elapsed_s"] = round(time.perf_counter() - started, 1)
     rows = [run.as_json() for run in harness.runs]
     print(table(rows))
+    targets = check_targets(rows)
+    if targets:
+        print(targets_table(targets))
     notes = {(s["system"], s["why"]) for s in harness.skipped}
     for system, why in sorted(notes):
         print(f"note: skipped {system}: {why}")
     print(f"\n{env['elapsed_s']} s, {env['command']}")
     if json_path:
-        out = {"runs": rows, "env": env, "skipped": harness.skipped}
+        out = {"runs": rows, "env": env, "skipped": harness.skipped, "targets": targets}
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(out, indent=1) + "\n")
     return 0

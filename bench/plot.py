@@ -4,7 +4,9 @@ Usage (from the repository root)::
 
     python bench/plot.py docs/bench/compare.json --out docs/bench
 
-writes one PNG per workload: ``<workload>.png`` (log-log ops per second
+``--markdown`` prints the results and the targets as Markdown tables instead.
+
+It writes one PNG per workload: ``<workload>.png`` (log-log ops per second
 against N, one line per system, the bar spanning the min and max round, the
 point at the median) and ``memory.png`` (bytes per entry against N).
 Needs matplotlib (``pip install -e '.[bench]'``).
@@ -131,12 +133,76 @@ def plot(data: dict[str, Any], out: Path) -> list[Path]:
     return written
 
 
+def _rate(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e3:
+        return f"{x / 1e3:.1f}k"
+    return f"{x:.0f}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """Markdown tables: per workload, the median per system and N, with the
+    ratio to the workload's baseline in brackets; then the targets."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import compare
+
+    runs = data["runs"]
+    out: list[str] = []
+    for workload in dict.fromkeys(r["workload"] for r in runs):
+        rows = [r for r in runs if r["workload"] == workload]
+        sizes = sorted({r["n"] for r in rows})
+        systems = list(dict.fromkeys(r["system"] for r in rows))
+        base = {n: compare._baseline(workload, [r for r in rows if r["n"] == n]) for n in sizes}
+        base_name = next((b["system"] for b in base.values() if b), None)
+        unit = {"memory": "bytes per entry", "bulk-load": "members/s", "recovery": "members/s"}
+        out.append(f"**{workload}** ({unit.get(workload, 'ops/s')}, median; ")
+        out[-1] += f"in brackets: ratio to {base_name})\n" if base_name else "\n"
+        out.append("| system | " + " | ".join(f"N = {n:,}" for n in sizes) + " |")
+        out.append("|---|" + "---:|" * len(sizes))
+        for system in systems:
+            cells = []
+            for n in sizes:
+                r = next((r for r in rows if r["system"] == system and r["n"] == n), None)
+                b = base[n]
+                if r is None:
+                    cells.append("")
+                elif workload == "memory":
+                    v = r["bytes_per_entry"]
+                    ratio = f" ({v / b['bytes_per_entry']:.2f}x)" if b else ""
+                    cells.append(f"{v:.0f}{ratio}")
+                elif r["ops_per_s"] is None:
+                    cells.append("")
+                else:
+                    v = r["ops_per_s"]["median"]
+                    ratio = ""
+                    if b and b["ops_per_s"]:
+                        ratio = f" ({v / b['ops_per_s']['median']:.2f}x)"
+                    cells.append(f"{_rate(v)}{ratio}")
+            out.append(f"| {system} | " + " | ".join(cells) + " |")
+        out.append("")
+    targets = data.get("targets") or compare.check_targets(runs)
+    if targets:
+        out.append("| target | N | ratio | goal | |")
+        out.append("|---|---:|---:|---:|---|")
+        for t in targets:
+            out.append(
+                f"| {t['workload']}: {t['system']} / {t['versus']} | {t['n']:,} | "
+                f"{t['ratio']:.2f} | {t['target']} | {'met' if t['met'] else '**missed**'} |"
+            )
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="PNG charts from compare.py JSON results")
     p.add_argument("json", help="results written by bench/compare.py --json")
     p.add_argument("--out", default="docs/bench", help="directory for the PNGs")
+    p.add_argument("--markdown", action="store_true", help="print Markdown tables, no charts")
     args = p.parse_args(argv)
     data = json.loads(Path(args.json).read_text())
+    if args.markdown:
+        print(markdown(data))
+        return 0
     for path in plot(data, Path(args.out)):
         print(path)
     return 0
