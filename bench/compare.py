@@ -549,9 +549,12 @@ class Harness:
         self.run_ops("durable-mixed", n, systems, ops)
 
     # -- driver --------------------------------------------------------
-    def run_all(self) -> None:
-        for workload in self.opts.workloads:
-            for n in self.opts.sizes:
+    def run_all(self, after_each: Callable[[], None] | None = None) -> None:
+        """Every workload at the smallest N first, then the next N: a run cut
+        short still has complete results for the smaller sizes.
+        ``after_each`` is called after every (N, workload) group."""
+        for n in self.opts.sizes:
+            for workload in self.opts.workloads:
                 self.log(f"{workload} N={n:,}  (t={time.perf_counter() - self.started:.0f}s)")
                 if self.server is not None:
                     self.server.client().flushall()
@@ -566,6 +569,8 @@ class Harness:
                 else:
                     self.workload_ops(workload, n)
                 gc.collect()
+                if after_each is not None:
+                    after_each()
 
 
 # ----------------------------------------------------------------------
@@ -859,22 +864,35 @@ def main(argv: list[str] | None = None) -> int:
                 note = str(exc)
                 print(f"note: Redis peers skipped: {note}", file=sys.stderr)
         harness = Harness(opts, server, note)
-        harness.run_all()
-        env = environment(opts, server, argv)
-    env["elapsed_s"] = round(time.perf_counter() - started, 1)
-    rows = [run.as_json() for run in harness.runs]
-    print(table(rows))
-    targets = check_targets(rows)
-    if targets:
-        print(targets_table(targets))
+
+        def results(complete: bool) -> dict[str, Any]:
+            env = environment(opts, server, argv)
+            env["elapsed_s"] = round(time.perf_counter() - started, 1)
+            env["complete"] = complete
+            rows = [run.as_json() for run in harness.runs]
+            return {
+                "runs": rows,
+                "env": env,
+                "skipped": harness.skipped,
+                "targets": check_targets(rows),
+            }
+
+        def save(complete: bool = False) -> dict[str, Any]:
+            out = results(complete)
+            if json_path:  # rewritten after every group: a cut-short run keeps its results
+                Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+                Path(json_path).write_text(json.dumps(out, indent=1) + "\n")
+            return out
+
+        harness.run_all(after_each=save)
+        out = save(complete=True)
+    print(table(out["runs"]))
+    if out["targets"]:
+        print(targets_table(out["targets"]))
     notes = {(s["system"], s["why"]) for s in harness.skipped}
     for system, why in sorted(notes):
         print(f"note: skipped {system}: {why}")
-    print(f"\n{env['elapsed_s']} s, {env['command']}")
-    if json_path:
-        out = {"runs": rows, "env": env, "skipped": harness.skipped, "targets": targets}
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"\n{out['env']['elapsed_s']} s, {out['env']['command']}")
     return 0
 
 
