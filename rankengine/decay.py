@@ -182,6 +182,10 @@ class DecayedLeaderboard:
 
         :return: the member's decayed value at now.
         :raises OverflowError: the stored score would not be finite.
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 10.0)
+        >>> board.add("ann", 5, t=10.0), round(board.add("ann", 5, t=0.0), 4)
+        (5.0, 6.8394)
         """
         with self._lock:
             now = self._now(None)
@@ -238,6 +242,13 @@ class DecayedLeaderboard:
         values and ranks are unchanged (up to rounding; see the module notes).
 
         Runtime complexity: O(N log N)
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 20.0)
+        >>> _ = board.add("ann", 1)
+        >>> before = board.score("ann")
+        >>> board.rebase()
+        >>> board.t0, board.board["ann"], board.score("ann") == before
+        (20.0, 1.0, True)
         """
         with self._lock:
             new_t0 = self._now(None) if t0 is None else _finite(t0, "t0")
@@ -268,6 +279,11 @@ class DecayedLeaderboard:
         """``member``'s decayed value at ``at`` (default now), or ``default``.
 
         Runtime complexity: O(1)
+
+        >>> board = DecayedLeaderboard(half_life=60.0, t0=0, clock=lambda: 0.0)
+        >>> _ = board.add("ann", 8)
+        >>> round(board.score("ann", at=180.0), 12), board.score("bob", 0)
+        (1.0, 0)
         """
         with self._lock:
             stored = self._board.score(member)

@@ -778,7 +778,12 @@ class PeriodicLeaderboard:
             return sorted(self._periods.values(), key=lambda p: p.start)
 
     def is_open(self, period: Period | str) -> bool:
-        """True while writes for ``period`` are accepted (until ``end + grace``)."""
+        """True while writes for ``period`` are accepted (until ``end + grace``).
+
+        >>> board = PeriodicLeaderboard("daily", grace=60, clock=lambda: 86_430.0)
+        >>> board.is_open("1970-01-01"), board.is_open("1970-01-02")
+        (True, True)
+        """
         with self._lock:
             return self._advance() < self._resolve(period).end + self._grace
 

@@ -147,7 +147,16 @@ class SlidingWindowLeaderboard:
         return self._as_of
 
     def staleness(self) -> float:
-        """Seconds since the last refresh (``inf`` before the first)."""
+        """Seconds since the last refresh (``inf`` before the first).
+
+        >>> now = [0.0]
+        >>> window = SlidingWindowLeaderboard("hourly", 2, clock=lambda: now[0])
+        >>> window.staleness()
+        inf
+        >>> _ = window.refresh(); now[0] = 90.0
+        >>> window.staleness()
+        90.0
+        """
         with self._lock:
             return self._buckets.now() - self._as_of
 
