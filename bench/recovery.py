@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import os
 import platform
@@ -75,6 +76,11 @@ def make_pairs(n: int, seed: int) -> dict[str, int]:
     return {f"player:{i}": rng.randrange(SCORE_RANGE) for i in range(n)}
 
 
+def save_snapshot(board: DurableLeaderboard, path: str, header: dict[str, object]) -> None:
+    """What a compaction does: export the board, write the snapshot file."""
+    write_snapshot(path, header, list(board._export()))
+
+
 def bench_rankengine(pairs: dict[str, int], repeats: int, backend: str) -> tuple[float, float, int]:
     n = len(pairs)
     directory = tempfile.mkdtemp(prefix="rankengine-bench-recovery-")
@@ -87,19 +93,14 @@ def bench_rankengine(pairs: dict[str, int], repeats: int, backend: str) -> tuple
             f"  (setup: one set_many of {n} members, logged: {time.perf_counter() - started:.1f} s)"
         )
         board.compact()
-        export = board._export
         header = {"seq": board.last_seq, "clock": board.clock, "time_ms": 0, "config": {}}
         scratch = os.path.join(directory, "bench.snap")
-
-        def save() -> None:
-            write_snapshot(scratch, header, list(export()))
-
-        save_times = timed(save, repeats)
+        save_times = timed(functools.partial(save_snapshot, board, scratch, header), repeats)
         size = os.path.getsize(scratch)
         os.remove(scratch)
         expected = board.top(10)
         board.close()
-        del board, export
+        del board
 
         def load() -> None:
             again = Leaderboard.open(
@@ -132,7 +133,7 @@ def redis_server() -> Iterator[object | None]:
     try:
         import redis
     except ImportError:
-        redis = None
+        redis = None  # type: ignore[assignment]
     if exe is None or redis is None:
         print("  redis-server or redis-py not found: Redis figures skipped")
         yield None
@@ -210,9 +211,8 @@ def bench_appends(count: int, backend: str) -> None:
                 board.incr(member, 1)
             elapsed = time.perf_counter() - start
             board.close()  # type: ignore[attr-defined]
-            print(
-                f"  fsync={policy:<9} {count / elapsed:10.0f} writes/s  ({elapsed * 1e6 / count:7.1f} us/write)"
-            )
+            rate = f"{count / elapsed:10.0f} writes/s  ({elapsed * 1e6 / count:7.1f} us/write)"
+            print(f"  fsync={policy:<9} {rate}")
         finally:
             shutil.rmtree(directory, ignore_errors=True)
     memory = Leaderboard(backend=backend)  # type: ignore[arg-type]
@@ -220,9 +220,8 @@ def bench_appends(count: int, backend: str) -> None:
     for i in range(count):
         memory.incr(f"player:{i % 10_000}", 1)
     elapsed = time.perf_counter() - start
-    print(
-        f"  in-memory        {count / elapsed:10.0f} writes/s  ({elapsed * 1e6 / count:7.1f} us/write)"
-    )
+    rate = f"{count / elapsed:10.0f} writes/s  ({elapsed * 1e6 / count:7.1f} us/write)"
+    print(f"  in-memory        {rate}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,9 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="sortedlist", choices=("sortedlist", "skiplist"))
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    print(
-        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, N = {args.n}"
-    )
+    machine = f"{platform.machine()}, {os.cpu_count()} CPUs"
+    print(f"python {platform.python_version()} on {machine}, N = {args.n}")
     pairs = make_pairs(args.n, args.seed)
     print("rankengine:")
     save, load, _ = bench_rankengine(pairs, args.repeats, args.backend)
