@@ -39,11 +39,17 @@ from __future__ import annotations
 import math
 from typing import Final
 
-__all__ = ["EXACT_LIMIT", "PackedScore"]
+__all__ = ["EXACT_LIMIT", "TICK_TOLERANCE", "PackedScore"]
 
 #: Largest magnitude at which every integer is exactly representable as an
 #: IEEE-754 double (53-bit significand).
 EXACT_LIMIT: Final = 2**53
+
+
+#: Fraction of a tick within which a time counts as exactly on a tick
+#: boundary.  Float subtraction of two epoch-scale times is off by up to
+#: ~1e-7 s; at 1 ms resolution that is 1e-4 ticks, far inside this bound.
+TICK_TOLERANCE: Final = 1e-3
 
 
 class PackedScore:
@@ -109,10 +115,19 @@ class PackedScore:
         self.min_score: int = -(EXACT_LIMIT >> self.bits)
 
     def ticks(self, t: float) -> int:
-        """Whole ticks from the window start to ``t``; ``ValueError`` outside the window."""
+        """Whole ticks from the window start to ``t``; ``ValueError`` outside the window.
+
+        The window accepts ticks up to ``max_tick`` (``bits`` round the
+        window's length up to a power of two).
+        """
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
             raise ValueError(f"time must be a finite number, not {t!r}")
-        tick = math.floor((t - self.window_start) / self.resolution)
+        # Snap to the nearest tick when within TICK_TOLERANCE of it: at epoch-scale
+        # times, start + 0.001 minus start is 0.000999..., which must be tick 1
+        # at millisecond resolution, not tick 0.
+        raw = (t - self.window_start) / self.resolution
+        nearest = round(raw)
+        tick = nearest if abs(raw - nearest) <= TICK_TOLERANCE else math.floor(raw)
         if not 0 <= tick <= self.max_tick:
             raise ValueError(
                 f"time {t} is outside the window (tick {tick} not in 0..{self.max_tick})"

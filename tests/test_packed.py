@@ -58,3 +58,10 @@ def test_bad_inputs() -> None:
         PackedScore(0, 0)
     with pytest.raises(ValueError, match="no room"):
         PackedScore(0, 2.0**60)
+
+
+def test_epoch_scale_times_land_on_the_right_millisecond() -> None:
+    start = 1_764_460_800.0  # 2025-11-30T00:00:00Z
+    packer = PackedScore(start, 86_400, resolution=0.001)
+    for ms in (1, 7, 999, 86_399_999):
+        assert packer.ticks(start + ms / 1000) == ms
