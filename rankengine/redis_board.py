@@ -103,6 +103,20 @@ CAS_ATTEMPTS: Final = 100
 #: Format of the stored configuration.
 CONFIG_VERSION: Final = 1
 
+#: Scripts that write: on a logged board they carry the write guard.
+_WRITES: Final = frozenset(
+    (
+        "SET",
+        "INCR",
+        "SET_MANY",
+        "INCR_MANY",
+        "REMOVE",
+        "CLEAR",
+        "SET_META",
+        "REMOVE_RANGE",
+        "COMMIT",
+    )
+)
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
 _TAGS: Final = {ord("s"): "str", ord("b"): "bytes", ord("i"): "int"}
 _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
@@ -436,6 +450,9 @@ class RedisLeaderboard:
         self._listener: Callable[[list[Change]], None] | None = None
         #: Sharded boards raise the clock of a shard to their global clock.
         self._clock_floor = 0
+        #: The largest tie clock this client has seen a write use.
+        self._last_clock = 0
+        self._restoring = False
         self._log: Any = None
         #: True when opening found Redis behind its log and rebuilt it.
         self.recovered = False
@@ -1162,6 +1179,18 @@ class RedisLeaderboard:
         writes: int | None = None,
     ) -> None:
         """Replace the whole board with ``rows`` (as :meth:`_export` yields them)."""
+        self._restoring = True
+        try:
+            self._restore_rows(rows, clock, writes)
+        finally:
+            self._restoring = False
+
+    def _restore_rows(
+        self,
+        rows: Iterable[tuple[Member, Score, int, dict[str, Any] | None]],
+        clock: int,
+        writes: int | None,
+    ) -> None:
         self._client.delete(*self._keys[:5])
         self._client.hdel(self._keys[5], "inexact", "clock")
         ops: list[Any] = []
@@ -1315,10 +1344,18 @@ class RedisLeaderboard:
     # Helpers
     # ------------------------------------------------------------------
     def _run(self, name: str, *args: Any) -> Any:
-        try:
-            return self._scripts(name, self._keys, [self._mode, *args])
-        except ScriptError as exc:
-            raise self._error(exc) from None
+        guarded = self._log is not None and name in _WRITES and not self._restoring
+        for attempt in range(2):
+            mode = f"{self._mode}:{self._log.last_seq}" if guarded else self._mode
+            try:
+                return self._scripts(name, self._keys, [mode, *args])
+            except ScriptError as exc:
+                if exc.code != "STALE" or attempt:
+                    raise self._error(exc) from None
+            # Redis and the log disagree (Redis lost writes, or holds one that
+            # was never logged): Redis becomes the log's state again.
+            self.rebuild()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _error(self, exc: ScriptError) -> Exception:
         if exc.code == "TYPE":
@@ -1341,6 +1378,9 @@ class RedisLeaderboard:
                 yield
 
     def _notify(self, changes: list[Change]) -> None:
+        for change in changes:
+            if change[0] == PUT and change[3] > self._last_clock:
+                self._last_clock = change[3]
         if changes and self._listener is not None:
             self._listener(changes)
 

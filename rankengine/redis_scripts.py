@@ -36,9 +36,10 @@ the member bytes decide only on ``tie_break="member"`` boards.
 
 ``ARGV[1]`` of every script is the board's mode: ``d``/``a`` (order of the
 first column), ``f``/``m`` (tie-break) and the number of columns whose
-ordkey the element carries (``1`` for scalar and packed boards).  Scripts
-raise ``RANKENGINE_<CODE> <detail>`` before any write (Redis does not roll
-back a script that fails half-way).
+ordkey the element carries (``1`` for scalar and packed boards), then, on a
+board with an event log, ``:`` and the log's last sequence number (the
+write guard).  Scripts raise ``RANKENGINE_<CODE> <detail>`` before any
+write (Redis does not roll back a script that fails half-way).
 """
 
 from __future__ import annotations
@@ -61,6 +62,17 @@ local EXACT = 9007199254740992
 
 local function fail(code, detail)
   error({err = 'RANKENGINE_' .. code .. ' ' .. detail})
+end
+
+-- A board with an event log passes the log's last sequence number after a
+-- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
+-- that many writes (it lost some, or has one the log does not).
+local GUARD = string.match(ARGV[1], ':(%d+)$')
+local function guard()
+  if GUARD then
+    local writes = redis.call('HGET', S, 'writes') or '0'
+    if writes ~= GUARD then fail('STALE', writes .. ' ' .. GUARD) end
+  end
 end
 
 -- Byte order (memcmp), as Redis sorts elements.  Lua's own '<' on strings
@@ -353,6 +365,7 @@ return {redis.call('HGET', S, 'config'), redis.call('HGET', S, 'writes') or '0'}
 #: set.  ARGV: 2 member, 3 double, 4 ordkey, 5 kind, 6 when, 7 has meta,
 #: 8 meta, 9 clock floor.  Returns {clock or 0, meta changed (1/0)}.
 SET: Final = """
+guard()
 local member, when = ARGV[2], ARGV[6]
 check_tag(board_tag(), member)
 local new = value(ARGV[3], ARGV[4], ARGV[5])
@@ -412,6 +425,7 @@ end
 INCR: Final = (
     _SUM
     + """
+guard()
 local member, when = ARGV[2], ARGV[5]
 check_tag(board_tag(), member)
 local old = lookup(member)
@@ -438,6 +452,7 @@ return {1, new.str, new.kind, clock}
 #: then writes it.  Returns {members changed, base clock, then (pair index,
 #: step) per changed member}; the clock of a change is base + step.
 SET_MANY: Final = """
+guard()
 local when = ARGV[2]
 local tag = board_tag()
 if tag and ARGV[4] ~= '' then check_tag(tag, ARGV[4]) end
@@ -491,6 +506,7 @@ return out
 INCR_MANY: Final = (
     _SUM
     + """
+guard()
 local tag = board_tag()
 if tag and ARGV[3] ~= '' then check_tag(tag, ARGV[3]) end
 local before, state, last, steps = {}, {}, {}, 0
@@ -543,6 +559,7 @@ return out
 
 #: remove_many.  ARGV: 2.. members.  Returns the members that were present.
 REMOVE: Final = """
+guard()
 local tag = board_tag()
 for i = 2, #ARGV do check_tag(tag, ARGV[i]) end
 local out = {}
@@ -555,6 +572,7 @@ return out
 
 #: clear.  ARGV: 2 want the members (1/0).  Returns them (or their number).
 CLEAR: Final = """
+guard()
 local n = redis.call('HLEN', H)
 local members = {}
 if ARGV[2] == '1' then members = redis.call('HKEYS', H) end
@@ -568,6 +586,7 @@ return n
 #: set_meta.  ARGV: 2 member, 3 set (1) or remove (0), 4 metadata.
 #: Returns -1 (no such member), 0 (unchanged) or 1.
 SET_META: Final = """
+guard()
 local member = ARGV[2]
 check_tag(board_tag(), member)
 if redis.call('HEXISTS', H, member) == 0 then return -1 end
@@ -590,6 +609,7 @@ return 1
 #: 'rank'/'score' return the removed members in rank / index order (or their
 #: number); 'pop' returns {n before, then element, double, kind, meta per row}.
 REMOVE_RANGE: Final = """
+guard()
 local sel = ARGV[2]
 local n = redis.call('ZCARD', Z)
 local r, want = {}, false
@@ -818,6 +838,7 @@ return redis.call('ZRANGE', D, 0, at - 1, 'WITHSCORES')
 #: base = max(clock, floor) when the script starts.  Returns {1, base} or
 #: {0} when a precondition failed (nothing written).
 COMMIT: Final = """
+guard()
 local WIDTH = {X = 5, P = 6, R = 6, T = 2, D = 2, M = 4, C = 2, W = 2}
 local tag = board_tag()
 local i = 3
@@ -917,7 +938,7 @@ class ScriptRunner:
     """Calls the scripts by SHA1 (``EVALSHA``), loading one on ``NOSCRIPT``.
 
     A server that restarted, or a replica promoted by a failover, has an
-    empty script cache: the first call after it loads the script again
+    empty script cache: the first call after it loads every script again
     (``SCRIPT LOAD`` goes to every master on a cluster) and retries once.
 
     Runtime complexity: O(1) besides the script's own work.
@@ -934,6 +955,17 @@ class ScriptRunner:
             for name, source in SCRIPTS.items()
         }
 
+    def load(self) -> None:
+        """Load every script (one pipelined round trip where the client allows)."""
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for source in SCRIPTS.values():
+                pipe.script_load(source)
+            pipe.execute()
+        except Exception:  # e.g. a cluster pipeline: load them one by one
+            for source in SCRIPTS.values():
+                self.client.script_load(source)
+
     def __call__(self, name: str, keys: list[str], args: list[Any]) -> Any:
         from redis.exceptions import NoScriptError, ResponseError
 
@@ -941,7 +973,7 @@ class ScriptRunner:
             try:
                 return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
             except NoScriptError:
-                self.client.script_load(SCRIPTS[name])
+                self.load()
                 return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
         except ResponseError as exc:
             message = str(exc)

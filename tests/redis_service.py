@@ -15,9 +15,10 @@ missing, a test that needs them *fails* with a clear message if ``CI`` (or
 ``RANKENGINE_REQUIRE_REDIS``) is set in the environment, and is skipped with
 the same message otherwise (a developer laptop without Redis).
 
-Test modules import the fixtures they use explicitly::
+Test modules import the fixtures they use explicitly (each is registered
+under the name without ``_fixture``, so a test asks for ``redis_url``)::
 
-    from redis_service import redis_url, redis_cluster  # noqa: F401
+    from redis_service import redis_url_fixture, redis_cluster_fixture  # noqa: F401
 
 Every process started here is stopped by the fixture's finaliser, and, as a
 last resort, by an ``atexit`` hook, so a session never leaves servers behind.
@@ -230,7 +231,7 @@ _SHARED: dict[str, Any] = {}
 
 def shared_server() -> RedisProcess:
     """The session's standalone server, started on first use (also outside
-    fixtures, for board factories); stopped by :func:`redis_server`'s
+    fixtures, for board factories); stopped by :func:`redis_server_fixture`'s
     finaliser or, failing that, at exit."""
     server = _SHARED.get("server")
     if server is None or server.process is None or server.process.poll() is not None:
@@ -263,8 +264,8 @@ def redis_board(**kwargs: Any) -> Any:
     return RedisLeaderboard(shared_client(), unique_name("board"), **kwargs)
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisProcess]:
+@pytest.fixture(name="redis_server", scope="session")
+def redis_server_fixture() -> Iterator[RedisProcess]:
     """The session's standalone server."""
     server = shared_server()
     try:
@@ -277,14 +278,14 @@ def redis_server() -> Iterator[RedisProcess]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
-def redis_url(redis_server: RedisProcess) -> str:
+@pytest.fixture(name="redis_url", scope="session")
+def redis_url_fixture(redis_server: RedisProcess) -> str:
     """URL of the session's standalone server (``redis://127.0.0.1:PORT/0``)."""
     return redis_server.url
 
 
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[Any]:
+@pytest.fixture(name="redis_client")
+def redis_client_fixture(redis_url: str) -> Iterator[Any]:
     """A fresh redis-py client on the standalone server (closed after the test)."""
     redis = pytest.importorskip("redis")
     client = redis.Redis.from_url(redis_url)
@@ -410,8 +411,8 @@ def start_cluster(
                 node.stop()
 
 
-@pytest.fixture(scope="session")
-def redis_cluster() -> Iterator[Cluster]:
+@pytest.fixture(name="redis_cluster", scope="session")
+def redis_cluster_fixture() -> Iterator[Cluster]:
     """The session's 3-master (plus 3 replicas) Redis Cluster."""
     redis_binaries()
     with start_cluster() as cluster:

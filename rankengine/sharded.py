@@ -1,0 +1,1141 @@
+"""One leaderboard over S shards: the same API, exact answers.
+
+A :class:`ShardedLeaderboard` splits its members over ``S`` boards (any mix
+of in-process :class:`~rankengine.Leaderboard` boards and
+:class:`~rankengine.redis_board.RedisLeaderboard` boards, on one Redis, on
+many, or on a Redis Cluster).  Each member lives on exactly one shard, chosen
+by a deterministic hash (the same in every process), so a write touches one
+shard.  Reads merge, and stay exact:
+
+* **top k**: the global top k is inside the union of the shards' top k
+  (a member of the global top k has fewer than k members ahead of it on its
+  own shard), so it is a k-way merge of per-shard top-k lists::
+
+      shard 0: 98 91 75 ...      merge (heap)      global: 98 97 91 90 75
+      shard 1: 97 90 60 ...    ------------->
+* **rank**: the number of members strictly ahead is the sum over shards of
+  the members strictly ahead on each, ties included by the full key
+  ``(score, tie)``; competition ranks sum counts of strictly better scores;
+  dense ranks count the *distinct* better scores of all shards together;
+* **a page deep in the board** (global ranks lo..hi): each shard's part of
+  it is a run of its own ranks starting near ``lo * n_shard / N``; the board
+  reads a window around that guess from every shard, merges, and *checks*
+  that the merged run is complete (every row lies after each window's first
+  row and before its last, unless the window reaches the shard's end);
+  if not, it widens the windows and reads again.  Hashing spreads members
+  evenly, so the first guess almost always holds.
+* **around me**: a member's rank gives, on every shard, exactly where the
+  rows above and below it are.
+
+First-to-reach ties need one clock for the whole board: the sharded board
+keeps a global logical clock and raises a shard's clock to it before each
+write, so tie order across shards is the order of the writes, exactly as
+on one board (with one writer process; several writer processes each
+advance their own view of the clock, so cross-shard ties between writes made
+at nearly the same moment by different processes may come out either way).
+
+Batch writes are planned across shards (one global clock sequence, as
+consecutive ``set`` calls would assign it) and applied one shard at a time:
+each shard's part is atomic, the batch as a whole is not.
+
+>>> board = ShardedLeaderboard.local(3)
+>>> board.set_many({f"p{i}": i for i in range(10)})
+10
+>>> [e.member for e in board.top(3)], board.rank("p5")
+(['p9', 'p8', 'p7'], 5)
+>>> [e.rank for e in board.page(2, size=4)]
+[5, 6, 7, 8]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from hashlib import blake2b
+from typing import Any, Final
+
+from rankengine.changes import PUT, Change
+from rankengine.leaderboard import (
+    DEFAULT_PAGE_SIZE,
+    Entry,
+    Leaderboard,
+    PercentileMethod,
+    RankStyle,
+    When,
+    _check_count,
+    _check_int,
+    _check_size,
+    _check_style,
+)
+from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
+from rankengine.scoring import Member, Score, ScoreCodec, check_member, check_meta
+
+__all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
+
+_WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
+_PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
+#: Personalisation of the placement hash (changing it moves every member).
+_PERSON: Final = b"rankengine:shard"
+#: Rows read beyond the estimate on each side of a deep page, at least.
+MIN_MARGIN: Final = 16
+#: Windows grow by this factor when a merged page could not be verified.
+GROWTH: Final = 4
+
+
+# ----------------------------------------------------------------------
+# Placement
+# ----------------------------------------------------------------------
+def jump_hash(key: int, buckets: int) -> int:
+    """Lamping and Veach's jump consistent hash: a bucket in ``[0, buckets)``.
+
+    Growing from S to S + 1 buckets moves only 1 / (S + 1) of the keys, all
+    of them to the new bucket.
+
+    Runtime complexity: O(log buckets)
+
+    >>> [jump_hash(k, 7) for k in (0, 1, 2**63)]
+    [0, 6, 2]
+    """
+    if buckets < 1:
+        raise ValueError(f"buckets must be at least 1, not {buckets}")
+    b, j = -1, 0
+    while j < buckets:
+        b = j
+        key = (key * 2862933555777941757 + 1) % 2**64
+        j = int((b + 1) * ((1 << 31) / ((key >> 33) + 1)))
+    return b
+
+
+def shard_of(member: Member, shards: int) -> int:
+    """The shard of ``member`` among ``shards``: jump hash of a BLAKE2b digest
+    of the member's type-tagged bytes (the same in every process).
+
+    Runtime complexity: O(len(member) + log shards)
+
+    >>> shard_of("ann", 7) == shard_of("ann", 7), 0 <= shard_of(42, 7) < 7
+    (True, True)
+    """
+    digest = blake2b(encode_member(member), digest_size=8, person=_PERSON).digest()
+    return jump_hash(int.from_bytes(digest, "big"), shards)
+
+
+# ----------------------------------------------------------------------
+# What the sharded board needs from a shard
+# ----------------------------------------------------------------------
+class _Shard:
+    """Keyed access to one shard, in the index terms ``(primary, tie)``."""
+
+    def __init__(self, board: Any) -> None:
+        self.board = board
+        self.remote = isinstance(board, RedisLeaderboard)
+
+    # -- keys and counts -------------------------------------------------
+    def key(self, member: Member) -> tuple[Any, Any] | None:
+        board = self.board
+        if self.remote:
+            return board._shard_key(member)  # type: ignore[no-any-return]
+        with board._lock:
+            primary = board._primary.get(member, _MISSING)
+            return None if primary is _MISSING else (primary, board._tie_of(member))
+
+    def before(self, primary: Any, tie: Any, member: Member) -> int:
+        """Members ranked strictly ahead of the key ``(primary, tie)``."""
+        board = self.board
+        if self.remote:
+            return board._shard_before(primary, tie, member)  # type: ignore[no-any-return]
+        with board._lock:
+            index = board._index
+            less = index.count_less(primary, tie)
+            if not board._desc:
+                return int(less)
+            here = board._primary.get(member, _MISSING) == primary and (
+                board._tie_of(member) == tie
+            )
+            return int(len(index) - less - (1 if here else 0))
+
+    def rows(self, lo: int, hi: int, with_meta: bool) -> list[tuple[Any, ...]]:
+        """``(primary, tie, member, score, meta)`` for local ranks [lo, hi)."""
+        board = self.board
+        if lo >= hi:
+            return []
+        if self.remote:
+            return board._shard_rows(lo, hi, with_meta)  # type: ignore[no-any-return]
+        with board._lock:
+            score, metas = board._codec.score, board._meta
+            out = []
+            for primary, tie, member in board._iter_positions(lo, hi, best_first=True):
+                data = metas.get(member) if with_meta else None
+                meta = None if data is None else check_meta(data)
+                out.append((primary, tie, member, score(primary), meta))
+            return out
+
+    def distinct(self, primary: Any) -> list[Any]:
+        """Distinct primaries strictly better than ``primary``."""
+        board = self.board
+        if self.remote:
+            return board._shard_distinct(primary)  # type: ignore[no-any-return]
+        with board._lock:
+            board._ensure_dense()
+            values = board._distinct
+            if board._desc:
+                return list(values.irange(minimum=primary, inclusive=(False, True)))
+            return list(values.irange(maximum=primary, inclusive=(True, False)))
+
+    def states(self, members: list[Any]) -> dict[Any, Any]:
+        """Current exact scores (``_MISSING`` when absent)."""
+        board = self.board
+        if self.remote:
+            return board._state_of(members)  # type: ignore[no-any-return]
+        with board._lock:
+            return {m: board.score(m, _MISSING) for m in members}
+
+    # -- writes ------------------------------------------------------------
+    @contextlib.contextmanager
+    def floor(self, clock: int) -> Iterator[None]:
+        """Writes inside use tie clocks above ``clock``."""
+        board = self.board
+        if self.remote:
+            board._clock_floor = clock
+            try:
+                yield
+            finally:
+                board._clock_floor = 0
+        else:
+            with board._lock:
+                board._clock = max(board._clock, clock)
+                yield
+
+    def clock(self) -> int:
+        """The shard's clock as stored (a round trip on Redis)."""
+        board = self.board
+        if self.remote:
+            return int(board.clock)
+        return int(board._clock)
+
+    def last_clock(self) -> int:
+        """The latest clock this process saw the shard use (no round trip)."""
+        board = self.board
+        if self.remote:
+            return int(board._last_clock)
+        return int(board._clock)
+
+    def member_type(self) -> type | None:
+        """The type of the shard's members, or None when it is empty."""
+        board = self.board
+        if self.remote:
+            first = board.top(1)
+            return type(first[0].member) if first else None
+        with board._lock:
+            return board._member_type if board._primary else None
+
+    def commit(self, changes: list[Change], expect: list[tuple[Any, Any]]) -> bool:
+        """Apply planned changes if the members still hold ``expect``."""
+        board = self.board
+        if self.remote:
+            return board._commit(changes, expect)  # type: ignore[no-any-return]
+        with board._lock:
+            codec = board._codec
+            for member, value in expect:
+                have = board._primary.get(member, _MISSING)
+                if (have is _MISSING) != (value is _MISSING):
+                    return False
+                if have is not _MISSING and have != codec.primary(value):
+                    return False
+            if changes:
+                board._commit(changes)
+            return True
+
+    def validate(self, value: Score) -> None:
+        """Raise now if the shard could not store ``value``."""
+        if self.remote:
+            self.board._format.encode(value)
+
+
+# ----------------------------------------------------------------------
+# The sharded board
+# ----------------------------------------------------------------------
+class ShardedLeaderboard:
+    """A leaderboard whose members are spread over several shard boards.
+
+    :param shards: the shard boards, all empty or all filled by a sharded
+        board with the same number of shards (the placement depends on it):
+        in-process :class:`~rankengine.Leaderboard` boards,
+        :class:`~rankengine.redis_board.RedisLeaderboard` boards, or a mix.
+        They must share ``order`` and ``tie_break``.
+    :param rank_style: the default rank style (default: the first shard's).
+
+    The API is :class:`~rankengine.Leaderboard`'s; see the module docstring
+    for what each read costs.
+    """
+
+    def __init__(self, shards: Sequence[Any], *, rank_style: RankStyle | None = None) -> None:
+        boards = list(shards)
+        if not boards:
+            raise ValueError("a sharded board needs at least one shard")
+        first = boards[0]
+        for board in boards:
+            if not isinstance(board, (Leaderboard, RedisLeaderboard)):
+                raise TypeError(f"shards must be Leaderboard or RedisLeaderboard, not {board!r}")
+            if board.order != first.order or board.tie_break != first.tie_break:
+                raise ValueError("every shard must have the same order and tie_break")
+        style = first.rank_style if rank_style is None else rank_style
+        _check_style(style)
+        self._boards = boards
+        self._shards = [_Shard(board) for board in boards]
+        self._codec = ScoreCodec(first.order)
+        self._desc = self._codec.descending
+        self._tie_break = first.tie_break
+        self._rank_style: RankStyle = style
+        self._lock = threading.RLock()
+        self._pool: ThreadPoolExecutor | None = None
+        if sum(shard.remote for shard in self._shards) > 1:
+            self._pool = ThreadPoolExecutor(len(boards), thread_name_prefix="rankengine-shard")
+        self._clock = max(self._map(_Shard.clock))
+
+    @classmethod
+    def local(cls, shards: int, **config: Any) -> ShardedLeaderboard:
+        """``shards`` in-process boards, each ``Leaderboard(**config)``.
+
+        >>> ShardedLeaderboard.local(4, order="asc").order
+        'asc'
+        """
+        return cls([Leaderboard(**config) for _ in range(shards)])
+
+    @classmethod
+    def on_redis(
+        cls, redis: Any, name: str, shards: int, *, prefix: str = "rankengine:", **config: Any
+    ) -> ShardedLeaderboard:
+        """``shards`` Redis boards named ``name:0``, ``name:1``, ...: each its
+        own hash tag, so on a Redis Cluster they spread over the slots (and
+        the masters) while each shard's keys stay together."""
+        boards = [
+            RedisLeaderboard(redis, f"{name}:{i}", prefix=prefix, **config) for i in range(shards)
+        ]
+        return cls(boards)
+
+    # ------------------------------------------------------------------
+    # Configuration and sizes
+    # ------------------------------------------------------------------
+    @property
+    def shards(self) -> list[Any]:
+        """The shard boards, in placement order."""
+        return list(self._boards)
+
+    @property
+    def order(self) -> Any:
+        return self._boards[0].order
+
+    @property
+    def tie_break(self) -> Any:
+        return self._tie_break
+
+    @property
+    def rank_style(self) -> RankStyle:
+        return self._rank_style
+
+    @property
+    def clock(self) -> int:
+        """The global logical clock: the largest shard clock.
+
+        Runtime complexity: O(S)
+        """
+        with self._lock:
+            self._clock = max(self._clock, *self._map(_Shard.clock))
+            return int(self._clock)
+
+    def config(self) -> dict[str, Any]:
+        """Settings for an empty one-board twin: ``Leaderboard(**board.config())``."""
+        return {"order": self.order, "tie_break": self._tie_break, "rank_style": self._rank_style}
+
+    def shard_of(self, member: Member) -> int:
+        """The index of the shard that holds (or would hold) ``member``."""
+        return shard_of(member, len(self._boards))
+
+    def close(self) -> None:
+        """Stop the worker threads (Redis shards are read in parallel)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def __len__(self) -> int:
+        return sum(self._sizes())
+
+    def __contains__(self, member: object) -> bool:
+        shard = self._shard_or_none(member)
+        return shard is not None and member in shard.board
+
+    def __iter__(self) -> Iterator[Member]:
+        return iter([member for member, _ in self.items()])
+
+    def __repr__(self) -> str:
+        return (
+            f"ShardedLeaderboard(shards={len(self._boards)}, order={self.order!r}, "
+            f"tie_break={self._tie_break!r}, rank_style={self._rank_style!r})"
+        )
+
+    def __getitem__(self, member: Member) -> Score:
+        value = self.score(member, _MISSING)
+        if value is _MISSING:
+            raise KeyError(member)
+        return value  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------
+    # Writes: one shard each, under the global clock
+    # ------------------------------------------------------------------
+    def set(
+        self,
+        member: Member,
+        score: Score,
+        *,
+        when: When | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """As :meth:`Leaderboard.set <rankengine.Leaderboard.set>`; touches one shard.
+
+        Runtime complexity: O(log N)
+        """
+        return bool(self._write(member, lambda b: b.set(member, score, when=when, meta=meta)))
+
+    def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
+        """As :meth:`Leaderboard.incr <rankengine.Leaderboard.incr>`; touches one shard.
+
+        Runtime complexity: O(log N)
+        """
+        return self._write(member, lambda b: b.incr(member, delta, when=when))  # type: ignore[no-any-return]
+
+    def set_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        when: When | None = None,
+    ) -> int:
+        """As :meth:`Leaderboard.set_many <rankengine.Leaderboard.set_many>`:
+        validated first, planned with one clock sequence, applied per shard.
+
+        Runtime complexity: O(k log N), one read and one write per shard.
+        """
+        if when not in _WHEN_VALUES:
+            raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
+        return len(self._batch(items, when, increment=False)[0])
+
+    def incr_many(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
+    ) -> dict[Member, Score]:
+        """As :meth:`Leaderboard.incr_many <rankengine.Leaderboard.incr_many>`.
+
+        Runtime complexity: O(k log N), one read and one write per shard.
+        """
+        return self._batch(items, None, increment=True)[1]
+
+    def remove(self, member: Member) -> bool:
+        """Remove a member; True if it was present.
+
+        Runtime complexity: O(log N)
+        """
+        return self.remove_many([member]) == 1
+
+    def remove_many(self, members: Iterable[Member]) -> int:
+        """Remove several members (one call per shard touched).
+
+        Runtime complexity: O(k log N)
+        """
+        wanted = list(members)
+        with self._lock:
+            for member in wanted:
+                self._check_member(member)
+            groups: dict[int, list[Any]] = {}
+            for member in dict.fromkeys(wanted):
+                groups.setdefault(self.shard_of(member), []).append(member)
+            return sum(self._boards[i].remove_many(group) for i, group in groups.items())
+
+    def clear(self) -> None:
+        """Remove every member of every shard.
+
+        Runtime complexity: O(N)
+        """
+        with self._lock:
+            for board in self._boards:
+                board.clear()
+
+    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
+        """Replace (or remove) a present member's metadata.
+
+        Runtime complexity: O(size of meta)
+        """
+        with self._lock:
+            self._check_member(member)
+            self._boards[self.shard_of(member)].set_meta(member, meta)
+
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """The member's metadata, or None.
+
+        Runtime complexity: O(size of meta)
+        """
+        shard = self._shard_or_none(member)
+        return None if shard is None else shard.board.meta(member)
+
+    # ------------------------------------------------------------------
+    # Pops and pruning (each shard's part is atomic, the whole is not)
+    # ------------------------------------------------------------------
+    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` best entries.
+
+        Runtime complexity: O(S (count + log N))
+        """
+        count = _check_count(count, "count")
+        with self._lock:
+            rows = self._window(0, count, with_meta)
+            entries = self._entries(rows, 0, "unique")
+            self._remove_rows(rows)
+            return entries
+
+    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` worst entries, worst first.
+
+        Runtime complexity: O(S (count + log N))
+        """
+        count = _check_count(count, "count")
+        with self._lock:
+            n = len(self)
+            count = min(count, n)
+            rows = self._window(n - count, n, with_meta)
+            entries = self._entries(rows, n - count, "unique")[::-1]
+            self._remove_rows(rows)
+            return entries
+
+    def remove_by_rank(self, start: int, stop: int) -> int:
+        """Remove the members ranked ``start`` to ``stop`` (1-based, negative
+        from the bottom); return how many.
+
+        Runtime complexity: O(S (k + log N))
+        """
+        with self._lock:
+            lo, hi = _rank_window(start, stop, len(self))
+            rows = self._window(lo, hi, False)
+            self._remove_rows(rows)
+            return len(rows)
+
+    def remove_by_score(
+        self,
+        min: Score | None,
+        max: Score | None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+    ) -> int:
+        """Remove every member whose score lies in the range; return how many.
+
+        Runtime complexity: O(S log N + k log N)
+        """
+        flags = {"min_inclusive": min_inclusive, "max_inclusive": max_inclusive}
+        with self._lock:
+            return sum(self._map(lambda s: s.board.remove_by_score(min, max, **flags)))
+
+    def keep_top(self, n: int) -> int:
+        """Keep only the best ``n`` members; return how many were removed.
+
+        Runtime complexity: O(S (k + log N))
+        """
+        n = _check_count(n, "n")
+        with self._lock:
+            return self.remove_by_rank(n + 1, -1) if n < len(self) else 0
+
+    # ------------------------------------------------------------------
+    # Point reads
+    # ------------------------------------------------------------------
+    def score(self, member: Member, default: Any = None) -> Any:
+        """The member's score, or ``default``.
+
+        Runtime complexity: O(1), one shard
+        """
+        shard = self._shard_or_none(member)
+        return default if shard is None else shard.board.score(member, default)
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
+        """The member's rank: members strictly ahead on every shard, plus one.
+
+        Runtime complexity: O(S log N) (dense: O(S D) for D better distinct scores)
+        """
+        found = self.entry(member, style=style)
+        return None if found is None else found.rank
+
+    def entry(
+        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> Entry | None:
+        """Score and rank together (and metadata on request), or None.
+
+        Runtime complexity: O(S log N)
+        """
+        style = self._style(style)
+        shard = self._shard_or_none(member)
+        if shard is None:
+            return None
+        with self._lock:
+            key = shard.key(member)
+            if key is None:
+                return None
+            primary, tie = key
+            if style == "unique":
+                rank = sum(self._map(lambda s: s.before(primary, tie, member))) + 1
+            elif style == "competition":
+                rank = self._ahead(primary) + 1
+            else:
+                rank = self._distinct_ahead(primary) + 1
+            meta = shard.board.meta(member) if with_meta else None
+            return Entry(member, self._codec.score(primary), rank, meta)
+
+    def entries(
+        self,
+        members: Iterable[Member],
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry | None]:
+        """Entries for a list of members, in the order given (None if absent).
+
+        Runtime complexity: O(k S log N)
+        """
+        return [self.entry(m, style=style, with_meta=with_meta) for m in members]
+
+    def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
+        """The entry at a 1-based position (``-1`` is the last).
+
+        Runtime complexity: O(S log N)
+        """
+        style = self._style(style)
+        rank = _check_int(rank, "rank")
+        with self._lock:
+            n = len(self)
+            if rank < 0:
+                rank += n + 1
+            if not 1 <= rank <= n:
+                raise IndexError(f"rank {rank} is outside 1..{n}")
+            return self._entries(self._window(rank - 1, rank, with_meta), rank - 1, style)[0]
+
+    def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
+        """The rank ``score`` would get now (nothing is written).
+
+        Runtime complexity: O(S log N)
+        """
+        style = self._style(style)
+        value = self._codec.check(score)
+        if style == "dense":
+            return self._distinct_ahead(self._codec.primary(value)) + 1
+        ranks = self._map(lambda s: s.board.rank_for_score(value, style=style))
+        return int(sum(ranks)) - len(ranks) + 1
+
+    def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
+        """The percent of the board this member's score beats.
+
+        Runtime complexity: O(S log N)
+        """
+        if method not in _PERCENTILE_METHODS:
+            raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
+        value = self.score(member, _MISSING)
+        if value is _MISSING:
+            return None
+        with self._lock:
+            counts = self._map(
+                lambda s: (
+                    s.board.count(None, value, max_inclusive=False),
+                    s.board.count(None, value),
+                    len(s.board),
+                )
+            )
+        lower, upper, n = (int(sum(column)) for column in zip(*counts, strict=True))
+        below, equal = (lower, upper - lower) if self._desc else (n - upper, upper - lower)
+        if method == "below":
+            return 100.0 * below / n
+        if method == "at_or_below":
+            return 100.0 * (below + equal) / n
+        return 100.0 * (below + equal / 2) / n
+
+    def score_at_percentile(self, p: float) -> Score | None:
+        """The score at percentile ``p`` (0 = worst, 100 = best), interpolated.
+
+        Runtime complexity: O(S log N)
+        """
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
+            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        with self._lock:
+            n = len(self)
+            if n == 0:
+                return None
+            x = (n - 1) * p / 100
+            lo = math.floor(x)
+            hi = min(lo + 1, n - 1)
+            # worst-first index j is best-first rank n - 1 - j
+            rows = self._window(n - 1 - hi, n - lo, False)
+            low_score, high_score = rows[-1][3], rows[0][3]
+        if self._codec.columns is not None or lo == x:
+            return low_score  # type: ignore[no-any-return]
+        if low_score == high_score:
+            return low_score  # type: ignore[no-any-return]
+        if math.isinf(low_score) or math.isinf(high_score):
+            return low_score if math.isinf(low_score) else high_score  # type: ignore[no-any-return]
+        return low_score + (high_score - low_score) * (x - lo)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------
+    # Range reads: merged, verified windows
+    # ------------------------------------------------------------------
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """The best ``k``: a k-way merge of every shard's best ``k``.
+
+        Runtime complexity: O(S k + k log S)
+        """
+        k = _check_count(k, "k")
+        style = self._style(style)
+        with self._lock:
+            return self._entries(self._window(0, k, with_meta), 0, style)
+
+    def by_rank(
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries ranked ``start`` to ``stop`` inclusive (clamped like ``ZRANGE``).
+
+        Runtime complexity: O(S (k + log N)) when the first guess holds
+        """
+        style = self._style(style)
+        with self._lock:
+            lo, hi = _rank_window(start, stop, len(self))
+            return self._entries(self._window(lo, hi, with_meta), lo, style)
+
+    def page(
+        self,
+        number: int,
+        size: int = DEFAULT_PAGE_SIZE,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Page ``number`` (1-based, clamped) of ``size`` entries.
+
+        Runtime complexity: O(S (size + log N)) when the first guess holds
+        """
+        number = _check_int(number, "page number")
+        size = _check_size(size)
+        style = self._style(style)
+        with self._lock:
+            n = len(self)
+            number = min(max(number, 1), max(-(-n // size), 1))
+            lo = (number - 1) * size
+            return self._entries(self._window(lo, min(lo + size, n), with_meta), lo, style)
+
+    def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
+        """Number of pages of ``size`` entries.
+
+        Runtime complexity: O(S)
+        """
+        size = _check_size(size)
+        return -(-len(self) // size)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        fill: bool = False,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """The member with its neighbours: on every shard the rows just ahead
+        of and behind the member's key.
+
+        Runtime complexity: O(S (log N + above + below))
+        """
+        above = _check_count(above, "above")
+        below = _check_count(below, "below")
+        style = self._style(style)
+        shard = self._shard_or_none(member)
+        if shard is None:
+            return []
+        with self._lock:
+            key = shard.key(member)
+            if key is None:
+                return []
+            ahead = self._map(lambda s: s.before(key[0], key[1], member))
+            n = len(self)
+            r0 = sum(ahead)
+            lo, hi = r0 - above, r0 + below + 1
+            if fill:
+                if lo < 0:
+                    hi, lo = min(n, hi - lo), 0
+                elif hi > n:
+                    lo, hi = max(0, lo - (hi - n)), n
+            lo, hi = max(lo, 0), min(hi, n)
+            guess = [a - (r0 - lo) for a in ahead]
+            return self._entries(self._window(lo, hi, with_meta, guess), lo, style)
+
+    def by_score(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries whose score lies between ``min`` and ``max``, best first.
+
+        Runtime complexity: O(S (k + log N))
+        """
+        offset = _check_count(offset, "offset")
+        if limit is not None:
+            limit = _check_count(limit, "limit")
+        style = self._style(style)
+        with self._lock:
+            lo, hi, n = self._score_positions(min, max, min_inclusive, max_inclusive)
+            first, last = (n - hi, n - lo) if self._desc else (lo, hi)
+            first += offset
+            if limit is not None:
+                last = builtins_min(last, first + limit)
+            if first >= last:
+                return []
+            return self._entries(self._window(first, last, with_meta), first, style)
+
+    def count(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+    ) -> int:
+        """How many members have a score in the range (a sum over shards).
+
+        Runtime complexity: O(S log N)
+        """
+        flags = {"min_inclusive": min_inclusive, "max_inclusive": max_inclusive}
+        return sum(self._map(lambda s: s.board.count(min, max, **flags)))
+
+    def items(self) -> list[tuple[Member, Score]]:
+        """``(member, score)`` pairs in rank order: a merge of every shard.
+
+        Runtime complexity: O(N log S)
+        """
+        with self._lock:
+            return [(row[2], row[3]) for row in self._window(0, len(self), False)]
+
+    # ------------------------------------------------------------------
+    # Invariants
+    # ------------------------------------------------------------------
+    def _check(self) -> None:
+        """Every shard's invariants, placement, and the clock."""
+        with self._lock:
+            for i, board in enumerate(self._boards):
+                board._check()
+                for member, _ in board.items():
+                    assert self.shard_of(member) == i, f"{member!r} is on shard {i}"
+            assert self._clock <= max(self._map(_Shard.clock)) or not len(self)
+
+    # ------------------------------------------------------------------
+    # Helpers
+    # ------------------------------------------------------------------
+    def _map(self, func: Callable[[_Shard], Any]) -> list[Any]:
+        """``func`` on every shard: in parallel threads when shards are remote."""
+        if self._pool is None:
+            return [func(shard) for shard in self._shards]
+        return list(self._pool.map(func, self._shards))
+
+    def _sizes(self) -> list[int]:
+        return self._map(lambda s: len(s.board))
+
+    def _style(self, style: RankStyle | None) -> RankStyle:
+        if style is None:
+            return self._rank_style
+        _check_style(style)
+        return style
+
+    def _shard_or_none(self, member: object) -> _Shard | None:
+        kind = type(member)
+        if kind is str or kind is bytes or kind is int:
+            return self._shards[self.shard_of(member)]  # type: ignore[arg-type]
+        if isinstance(member, (list, dict, set)):
+            raise TypeError(f"unhashable type: '{kind.__name__}'")
+        return None
+
+    def _member_type(self) -> type | None:
+        for shard in self._shards:
+            kind = shard.member_type()
+            if kind is not None:
+                return kind
+        return None
+
+    def _check_member(self, member: object, kind: type | None = _MISSING) -> None:  # type: ignore[assignment]
+        """As the one-board check: on a ``tie_break="member"`` board every
+        member has the type of the members already there (on any shard)."""
+        check_member(member)
+        if self._tie_break != "member":
+            return
+        have = self._member_type() if kind is _MISSING else kind
+        if have is not None and type(member) is not have:
+            raise TypeError(
+                f"this board breaks ties by member and holds {have.__name__} "
+                f"members; {type(member).__name__} members would not compare"
+            )
+
+    def _write(self, member: Member, action: Callable[[Any], Any]) -> Any:
+        with self._lock:
+            self._check_member(member)
+            shard = self._shards[self.shard_of(member)]
+            with shard.floor(self._clock):
+                result = action(shard.board)
+            self._clock = max(self._clock, shard.last_clock())
+            return result
+
+    def _batch(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        when: When | None,
+        *,
+        increment: bool,
+    ) -> tuple[dict[Any, int], dict[Member, Score]]:
+        """Plan a batch as consecutive single writes would run it, then apply
+        each shard's part in one call."""
+        what = "delta" if increment else "score"
+        source = items.items() if isinstance(items, Mapping) else items
+        codec = self._codec
+        with self._lock:
+            kind = self._member_type() if self._tie_break == "member" else None
+            pairs: list[tuple[Any, Score]] = []
+            for pair in source:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
+                member, value = pair
+                self._check_member(member, kind)
+                if self._tie_break == "member" and kind is None:
+                    kind = type(member)
+                pairs.append((member, codec.check(value, what)))
+            placed = {m: self.shard_of(m) for m, _ in pairs}
+            groups: dict[int, list[Any]] = {}
+            for member in dict.fromkeys(placed):
+                groups.setdefault(placed[member], []).append(member)
+            states: dict[Any, Any] = {}
+            for i, members in groups.items():
+                states.update(self._shards[i].states(members))
+            # the plan: Leaderboard._apply_batch over every shard at once
+            current: dict[Any, Any] = {}
+            stamps: dict[Any, int] = {}
+            results: dict[Member, Score] = {}
+            clock = self._clock
+            zero = 0 if codec.columns is None else (0,) * codec.columns
+            for member, value in pairs:
+                old = current.get(member, states[member])
+                if increment:
+                    new = codec.add(zero if old is _MISSING else old, value)
+                else:
+                    new = value
+                    if old is _MISSING:
+                        if when == "present":
+                            continue
+                    elif (
+                        when == "new"
+                        or (when == "better" and not codec.better(new, old))
+                        or (when == "worse" and not codec.better(old, new))
+                    ):
+                        continue
+                results[member] = new
+                if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                    continue
+                clock += 1
+                current[member] = new
+                stamps.pop(member, None)
+                stamps[member] = clock
+            for member in stamps:
+                self._shards[placed[member]].validate(current[member])
+            for i, members in groups.items():
+                changes: list[Change] = [
+                    (PUT, m, current[m], c) for m, c in stamps.items() if placed[m] == i
+                ]
+                if not changes:
+                    continue
+                expect = [(m, states[m]) for m in members]
+                if not self._shards[i].commit(changes, expect):
+                    self._replay_batch(i, pairs, placed, when, increment)
+            self._clock = max(self._clock, clock)
+            return stamps, results
+
+    def _replay_batch(
+        self,
+        i: int,
+        pairs: list[tuple[Any, Score]],
+        placed: dict[Any, int],
+        when: When | None,
+        increment: bool,
+    ) -> None:
+        """A shard changed under the plan (another writer): run its part as
+        that shard's own batch."""
+        shard = self._shards[i]
+        mine = [(m, v) for m, v in pairs if placed[m] == i]
+        with shard.floor(self._clock):
+            if increment:
+                shard.board.incr_many(mine)
+            else:
+                shard.board.set_many(mine, when=when)
+        self._clock = max(self._clock, shard.last_clock())
+
+    def _remove_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        groups: dict[int, list[Any]] = {}
+        for row in rows:
+            groups.setdefault(self.shard_of(row[2]), []).append(row[2])
+        for i, members in groups.items():
+            self._boards[i].remove_many(members)
+
+    def _ahead(self, primary: Any) -> int:
+        """Members with a strictly better score, on every shard."""
+        value = self._codec.score(primary)
+        ranks = self._map(lambda s: s.board.rank_for_score(value, style="competition"))
+        return int(sum(ranks)) - len(ranks)
+
+    def _distinct_ahead(self, primary: Any) -> int:
+        """Distinct better scores of the whole board (shards may share scores)."""
+        better: set[Any] = set()
+        for part in self._map(lambda s: s.distinct(primary)):
+            better.update(part)
+        return len(better)
+
+    def _score_positions(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
+    ) -> tuple[int, int, int]:
+        """Ascending index positions [lo, hi) of a score range, and N."""
+        if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
+            raise TypeError("inclusive flags must be bools")
+
+        def counts(s: _Shard) -> tuple[int, int, int]:
+            board = s.board
+            below = 0 if low is None else board.count(None, low, max_inclusive=not low_inclusive)
+            upto = (
+                len(board)
+                if high is None
+                else board.count(None, high, max_inclusive=high_inclusive)
+            )
+            return below, upto, len(board)
+
+        lo, hi, n = (sum(column) for column in zip(*self._map(counts), strict=True))
+        return (lo, hi, n) if lo < hi else (lo, lo, n)
+
+    def _window(
+        self, lo: int, hi: int, with_meta: bool, guess: list[int] | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Rows of global 0-based ranks [lo, hi), best first, verified exact.
+
+        ``guess``: each shard's local rank of global rank ``lo`` (default:
+        proportional to its size).  Windows around the guesses are read and
+        merged; the merge is complete when every returned row lies after the
+        first row of each window that does not start at the shard's top, and
+        before the last row of each window that stops short of its bottom.
+        Otherwise the windows grow by :data:`GROWTH` and are read again.
+        """
+        sizes = self._sizes()
+        n = sum(sizes)
+        lo, hi = max(lo, 0), builtins_min(hi, n)
+        if lo >= hi:
+            return []
+        if guess is not None:
+            margin = 1
+        elif lo == 0:
+            guess, margin = [0] * len(sizes), 0
+        else:
+            guess = [lo * size // n for size in sizes]
+            margin = max(MIN_MARGIN, (hi - lo) // 2, 2 * math.isqrt(lo))
+        width = hi - lo
+        while True:
+            spans = [
+                (max(0, g - margin), builtins_min(size, g + width + margin))
+                for g, size in zip(guess, sizes, strict=True)
+            ]
+            parts = self._map_spans(spans, with_meta)
+            merged = list(heapq.merge(*parts, key=_key, reverse=self._desc))
+            base = sum(a for a, _ in spans)
+            if base <= lo and base + len(merged) >= hi:
+                rows = merged[lo - base : hi - base]
+                if self._complete(rows, spans, sizes, parts):
+                    return rows
+            if all(a == 0 and b == size for (a, b), size in zip(spans, sizes, strict=True)):
+                raise AssertionError("shards changed while a page was read")  # pragma: no cover
+            margin = max(MIN_MARGIN, margin * GROWTH)
+
+    def _map_spans(
+        self, spans: list[tuple[int, int]], with_meta: bool
+    ) -> list[list[tuple[Any, ...]]]:
+        jobs = list(zip(self._shards, spans, strict=True))
+        if self._pool is None:
+            return [shard.rows(a, b, with_meta) for shard, (a, b) in jobs]
+        return list(self._pool.map(lambda job: job[0].rows(job[1][0], job[1][1], with_meta), jobs))
+
+    def _complete(
+        self,
+        rows: list[tuple[Any, ...]],
+        spans: list[tuple[int, int]],
+        sizes: list[int],
+        parts: list[list[tuple[Any, ...]]],
+    ) -> bool:
+        best, worst = _key(rows[0]), _key(rows[-1])
+        for (a, b), size, part in zip(spans, sizes, parts, strict=True):
+            if a > 0 and (not part or self._ahead_of(best, _key(part[0]))):
+                return False  # rows before this window might belong in the page
+            if b < size and (not part or self._ahead_of(_key(part[-1]), worst)):
+                return False  # rows after this window might belong in the page
+        return True
+
+    def _ahead_of(self, a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
+        """Key ``a`` ranks strictly ahead of key ``b``."""
+        return a > b if self._desc else a < b
+
+    def _entries(self, rows: list[tuple[Any, ...]], lo: int, style: RankStyle) -> list[Entry]:
+        """Entries for consecutive rows starting at global rank ``lo``."""
+        out: list[Entry] = []
+        rank = lo + 1
+        prev: Any = _MISSING
+        shared = 0
+        for primary, _, member, score, meta in rows:
+            if style == "unique":
+                shown = rank
+            elif prev is _MISSING or primary != prev:
+                if style == "competition":
+                    shown = rank if prev is not _MISSING else self._ahead(primary) + 1
+                else:
+                    shown = self._distinct_ahead(primary) + 1 if prev is _MISSING else shared + 1
+                shared = shown
+            else:
+                shown = shared
+            prev = primary
+            out.append(Entry(member, score, shown, meta))
+            rank += 1
+        return out
+
+
+builtins_min = min
+
+
+def _key(row: tuple[Any, ...]) -> tuple[Any, Any]:
+    return (row[0], row[1])
+
+
+def _rank_window(start: int, stop: int, n: int) -> tuple[int, int]:
+    """1-based inclusive ranks (negative from the bottom) to 0-based [lo, hi)."""
+    start = _check_int(start, "start")
+    stop = _check_int(stop, "stop")
+    if start == 0 or stop == 0:
+        raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+    if start < 0:
+        start += n + 1
+    if stop < 0:
+        stop += n + 1
+    lo = max(start, 1) - 1
+    hi = builtins_min(stop, n)
+    return (lo, hi) if lo < hi else (0, 0)

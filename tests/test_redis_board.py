@@ -1,0 +1,400 @@
+"""What is particular to boards on Redis: key layout, encodings, packed scores
+and their 2**53 guard, sharing between clients, round trips, atomicity under
+concurrency, and the event log that rebuilds a Redis that lost data.
+
+The shared behaviour suite (tests/test_leaderboard.py) already runs against
+``backend="redis"``; these tests cover what it cannot see.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from redis_service import (  # noqa: F401 - fixtures
+    redis_client_fixture,
+    redis_server_fixture,
+    redis_url_fixture,
+    standalone_server,
+    unique_name,
+)
+
+from rankengine import Leaderboard
+from rankengine.durable import rebuild as rebuild_from_directory
+from rankengine.packed import PackedScore
+from rankengine.redis_board import (
+    MAXCLOCK,
+    RedisLeaderboard,
+    ScoreFormat,
+    decode_member,
+    encode_member,
+)
+from rankengine.scoring import ScoreCodec
+
+pytestmark = pytest.mark.redis
+
+WEEK = 7 * 86400
+
+
+def board(client: Any, **kwargs: Any) -> RedisLeaderboard:
+    return RedisLeaderboard(client, unique_name(), **kwargs)
+
+
+def raw(client: Any, b: RedisLeaderboard) -> list[tuple[bytes, float]]:
+    """The ranking as Redis itself returns it, best first."""
+    return [(el, score) for el, score in client.zrevrange(b.keys[0], 0, -1, withscores=True)]
+
+
+def doubles(client: Any, b: RedisLeaderboard) -> dict[Any, float]:
+    """member -> the double Redis holds for it."""
+    return {decode_member(b._split_element(el)[2]): score for el, score in raw(client, b)}
+
+
+# ----------------------------------------------------------------------
+# Keys and encodings
+# ----------------------------------------------------------------------
+def test_keys_share_one_hash_tag(redis_client: Any) -> None:
+    from redis.crc import key_slot
+
+    b = RedisLeaderboard(redis_client, "weekly", prefix="game:")
+    assert b.keys == [f"game:{{weekly}}:{suffix}" for suffix in "zhmdcs"]
+    assert len({key_slot(key.encode()) for key in b.keys}) == 1
+    b.set("ann", 1)
+    assert sorted(k.decode() for k in redis_client.keys("game:{weekly}:*")) == sorted(
+        [
+            "game:{weekly}:z",
+            "game:{weekly}:h",
+            "game:{weekly}:d",
+            "game:{weekly}:c",
+            "game:{weekly}:s",
+        ]
+    )
+    with pytest.raises(ValueError, match="braces"):
+        RedisLeaderboard(redis_client, "a{b}")
+
+
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_elements_are_tie_clock_then_member(redis_client: Any, order: str) -> None:
+    b = board(redis_client, order=order)
+    b.set_many([("ann", 5), ("bob", 5), ("cid", 5)])
+    elements = [el for el, _ in raw(redis_client, b)]
+    # 16 digits of the clock (inverted on a descending board), then the member
+    clocks = [int(el[:16]) for el in elements]
+    if order == "desc":
+        assert clocks == [MAXCLOCK - 1, MAXCLOCK - 2, MAXCLOCK - 3]
+        assert [el[16:] for el in elements] == [b"sann", b"sbob", b"scid"]
+    else:
+        assert clocks == [3, 2, 1]  # read from the top: the last to reach 5 first
+    assert list(b) == ["ann", "bob", "cid"]
+    # ZREVRANGE on a descending board *is* the board's order
+    by_member = board(redis_client, tie_break="member")
+    by_member.set_many({"ann": 5, "bob": 5, "cid": 6})
+    assert [el for el, _ in raw(redis_client, by_member)] == [b"scid", b"sbob", b"sann"]
+
+
+members = st.one_of(st.text(max_size=6), st.binary(max_size=6), st.integers(-(2**80), 2**80))
+
+
+@given(st.lists(members, min_size=2, max_size=12))
+@settings(max_examples=200)
+def test_member_encoding_sorts_like_python(values: list[Any]) -> None:
+    for kind in (str, bytes, int):
+        same = [v for v in values if type(v) is kind]
+        assert sorted(same, key=encode_member) == sorted(same)
+        assert [decode_member(encode_member(v)) for v in same] == same
+
+
+@given(
+    st.one_of(
+        st.integers(-(2**200), 2**200),
+        st.floats(allow_nan=False),
+        st.sampled_from([2**53 + 1, -(2**53) - 1, 2**63, 10**30, -(10**30) + 7]),
+    ),
+    st.one_of(st.integers(-(2**200), 2**200), st.floats(allow_nan=False)),
+)
+@settings(max_examples=300)
+def test_score_format_is_exact_and_order_preserving(a: Any, b: Any) -> None:
+    fmt = ScoreFormat(ScoreCodec("desc"))
+    for value in (a, b):
+        text, ok, kind = fmt.encode(value)
+        back = fmt.decode(text, ok, kind)
+        assert back == value and type(back) is type(value)
+    (ta, oa, _), (tb, ob, _) = fmt.encode(a), fmt.encode(b)
+    assert ((float(ta), oa) < (float(tb), ob)) == (a < b)
+    assert ((float(ta), oa) == (float(tb), ob)) == (a == b)
+
+
+def test_big_ints_are_exact_on_doubles(redis_client: Any) -> None:
+    big = 2**53
+    b = board(redis_client)
+    b.set_many({"a": big, "b": big + 1, "c": float(big + 2), "d": 10**30})
+    # Redis holds the largest double at or below each score; the rest is in the element
+    assert doubles(redis_client, b)["b"] == float(big)
+    assert list(b) == ["d", "c", "b", "a"]
+    assert b["b"] == big + 1 and type(b["b"]) is int
+    assert b.incr("b", 2) == big + 3
+    assert b.rank("c", style="competition") == 3 and b.rank("b", style="competition") == 2
+    assert b.count(big + 1, big + 3) == 2
+    b._check()
+
+
+def test_scores_beyond_the_double_range(redis_client: Any) -> None:
+    b = board(redis_client)
+    b.set("a", 10**300)
+    with pytest.raises(ValueError, match="outside the range"):
+        b.set("b", 10**400)
+    assert b.items() == [("a", 10**300)]
+    assert b.count(None, 10**400) == 1  # as a bound it is fine
+    assert b.rank_for_score(-(10**400)) == 2
+    b._check()
+
+
+def test_negative_zero_keeps_its_sign(redis_client: Any) -> None:
+    b = board(redis_client)
+    b.set("z", -0.0)
+    assert math.copysign(1.0, b["z"]) == -1.0
+    assert b.incr("z", 0.0) == 0.0
+    b._check()
+
+
+# ----------------------------------------------------------------------
+# Packed scores and the 2**53 guard
+# ----------------------------------------------------------------------
+def test_packed_board_stores_one_packed_double(redis_client: Any) -> None:
+    packing = PackedScore(0, WEEK)
+    b = board(redis_client, order=("desc", "asc"), packing=packing)
+    b.set_many({"ann": (100, 7200), "bob": (100, 3600), "cid": (90, 10)})
+    assert list(b) == ["bob", "ann", "cid"]  # same points: the earlier time first
+    assert b["bob"] == (100, 3600)
+    assert doubles(redis_client, b)["bob"] == packing.pack(100, 3600)
+    assert b.incr("cid", (20, 0)) == (110, 10)
+    assert b.rank_for_score((100, 5000)) == 3
+    b._check()
+
+
+def test_packed_guard_raises_before_precision_is_lost(redis_client: Any) -> None:
+    packing = PackedScore(0, WEEK)
+    b = board(redis_client, order=("desc", "asc"), packing=packing)
+    b.set("top", (packing.max_score, 0))
+    before = (b.items(), b.clock, b.writes)
+    with pytest.raises(ValueError, match="cannot be packed exactly"):
+        b.set("over", (packing.max_score + 1, 0))
+    with pytest.raises(ValueError, match="cannot be packed exactly"):
+        b.incr("top", (1, 0))
+    with pytest.raises(ValueError, match="cannot be packed exactly"):
+        b.set_many({"ok": (1, 0), "over": (packing.max_score + 1, 0)})
+    with pytest.raises(ValueError, match="whole number"):
+        b.set("half", (1, 0.5))  # between two one-second ticks: would be rounded
+    with pytest.raises(ValueError, match="outside the window"):
+        b.set("late", (1, WEEK * 2))
+    assert (b.items(), b.clock, b.writes) == before
+    assert float(packing.pack(packing.max_score, 0)) <= 2**53
+    b._check()
+
+
+def test_packed_board_needs_a_matching_direction(redis_client: Any) -> None:
+    with pytest.raises(ValueError, match="descending=False"):
+        board(redis_client, order=("desc", "desc"), packing=PackedScore(0, WEEK))
+    with pytest.raises(ValueError, match="two-column"):
+        board(redis_client, packing=PackedScore(0, WEEK))
+    b = board(redis_client, order=("desc", "desc"), packing=PackedScore(0, WEEK, descending=False))
+    b.set_many({"a": (1, 10), "b": (1, 20)})
+    assert list(b) == ["b", "a"]  # later time first, as asked
+
+
+# ----------------------------------------------------------------------
+# Sharing, round trips, atomicity
+# ----------------------------------------------------------------------
+def test_two_clients_share_one_board(redis_url: str) -> None:
+    import redis
+
+    name = unique_name()
+    one = RedisLeaderboard(redis.Redis.from_url(redis_url), name, order="asc")
+    two = RedisLeaderboard(redis_url, name, order="asc")  # a URL works too
+    one.set("ann", 5)
+    two.set("bob", 5)
+    assert one.items() == two.items() == [("ann", 5), ("bob", 5)]
+    assert one.clock == two.clock == 2
+    with pytest.raises(ValueError, match="cannot be opened"):
+        RedisLeaderboard(redis_url, name, order="desc")
+
+
+class _Counting:
+    """Counts the commands a client sends (a pipeline or script is one)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.client, name)
+        if name in ("evalsha", "zcard", "hget", "hexists", "script_load"):
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self.calls += 1
+                return attr(*args, **kwargs)
+
+            return counted
+        return attr
+
+
+def test_each_read_and_write_is_one_round_trip(redis_client: Any) -> None:
+    counting = _Counting(redis_client)
+    b = RedisLeaderboard(counting, unique_name())
+    b.set_many({f"p{i}": i % 7 for i in range(100)})
+    b.set_meta("p5", {"n": 5})
+    calls = {
+        "set": lambda: b.set("p1", 50, meta={"a": 1}),
+        "incr": lambda: b.incr("p2", 3),
+        "set_many": lambda: b.set_many({"x": 1, "y": 2}),
+        "page": lambda: b.page(3, 10, style="dense", with_meta=True),
+        "top": lambda: b.top(10, style="competition"),
+        "around": lambda: b.around("p5", 5, 5, fill=True),
+        "entries": lambda: b.entries([f"p{i}" for i in range(20)], style="dense"),
+        "by_score": lambda: b.by_score(2, 5, offset=3, limit=10),
+        "percentile": lambda: b.percentile("p5"),
+        "pop_best": lambda: b.pop_best(3),
+    }
+    for name, call in calls.items():
+        counting.calls = 0
+        call()
+        assert counting.calls == 1, name  # the scripts were loaded by set_many above
+    b._check()
+
+
+def test_concurrent_increments_are_atomic(redis_url: str) -> None:
+    import redis
+
+    name = unique_name()
+    shared = RedisLeaderboard(redis_url, name)
+    shared.set("big", 2**60)  # past 2**53: increments take the exact (CAS) path
+
+    def work() -> None:
+        mine = RedisLeaderboard(redis.Redis.from_url(redis_url), name)
+        for _ in range(25):
+            mine.incr("small", 1)
+            mine.incr("big", 3)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert shared["small"] == 150
+    assert shared["big"] == 2**60 + 450
+    assert shared.clock == 1 + 300
+    shared._check()
+
+
+def test_a_flushed_script_cache_is_reloaded(redis_client: Any) -> None:
+    b = board(redis_client)
+    b.set("ann", 1)
+    redis_client.script_flush()  # as after a restart or a failover
+    assert b.incr("ann", 1) == 2
+    assert b.top(1)[0].score == 2
+
+
+def test_member_type_rules_come_back_as_type_errors(redis_client: Any) -> None:
+    b = board(redis_client, tie_break="member")
+    b.set("ann", 1)
+    with pytest.raises(TypeError, match="holds str members; int members"):
+        b.set(5, 1)
+    with pytest.raises(TypeError):
+        b.set_many([("x", 1), (b"y", 2)])
+    b.remove("ann")
+    b.set(5, 1)  # an emptied board takes a new type
+    assert list(b) == [5]
+
+
+def test_union_writes_a_new_redis_board(redis_client: Any) -> None:
+    a, b = board(redis_client), Leaderboard()
+    a.set_many({"ann": 10, "bob": 5})
+    b.set_many({"bob": 7, "cid": 1})
+    both = RedisLeaderboard.union([a, b], name=unique_name())
+    assert both.items() == [("bob", 12), ("ann", 10), ("cid", 1)]
+    assert both.redis is redis_client
+    common = RedisLeaderboard.intersection([b, a], redis=redis_client, aggregate="max")
+    assert common.items() == [("bob", 7)]
+
+
+# ----------------------------------------------------------------------
+# The event log: durability, and rebuilding a Redis that lost data
+# ----------------------------------------------------------------------
+def test_writes_are_logged_and_verified(redis_client: Any, tmp_path: Any) -> None:
+    with board(redis_client, log=tmp_path / "log", fsync="always") as b:
+        b.set_many({"ann": 10, "bob": 7})
+        b.incr("bob", 2**60)  # the exact path is logged too
+        b.set_meta("ann", {"name": "Ann"})
+        b.pop_worst(1)
+        assert b.log.last_seq == b.writes == 4
+        assert b.verify() == []
+        twin = rebuild_from_directory(tmp_path / "log")
+        assert twin.items() == b.items() and twin.clock == b.clock
+
+
+def test_a_write_after_redis_lost_the_board_rebuilds_it_first(
+    redis_client: Any, tmp_path: Any
+) -> None:
+    with board(redis_client, log=tmp_path) as b:
+        b.set_many({"ann": 10, "bob": 7, "cid": 7})
+        b.set_meta("cid", {"x": [1]})
+        redis_client.delete(*b.keys)  # Redis forgets everything
+        assert len(b) == 0
+        b.incr("ann", 1)  # the guard sees Redis behind the log and rebuilds first
+        assert b.items() == [("ann", 11), ("bob", 7), ("cid", 7)]
+        assert b.meta("cid") == {"x": [1]}
+        assert b.verify() == []
+        b._check()
+
+
+def test_an_unlogged_write_is_undone(redis_client: Any, tmp_path: Any) -> None:
+    with board(redis_client, log=tmp_path) as b:
+        b.set("ann", 10)
+        # a write that reached Redis but whose call failed before logging
+        other = RedisLeaderboard(redis_client, b.name)
+        other.set("ghost", 99)
+        assert "ghost" in b
+        b.set("bob", 5)
+        assert b.items() == [("ann", 10), ("bob", 5)]
+        assert b.verify() == []
+
+
+def test_a_restarted_empty_redis_is_rebuilt_from_the_log(tmp_path: Any) -> None:
+    import redis
+
+    with standalone_server() as server:
+        client = redis.Redis.from_url(server.url)
+        with RedisLeaderboard(client, "season", log=tmp_path, fsync="always") as b:
+            b.set_many({f"p{i}": i * 1.5 for i in range(50)})
+            b.incr("p3", 100)
+            expected = b.items()
+        server.kill()  # no persistence: everything in Redis is gone
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        assert client.dbsize() == 0
+        with RedisLeaderboard(client, "season", log=tmp_path) as again:
+            assert again.recovered
+            assert again.items() == expected
+            assert again.verify() == []
+            again._check()
+        client.close()
+    assert server.process is not None and server.process.poll() is not None  # stopped
+
+
+def test_rebuild_from_any_board(redis_client: Any, tmp_path: Any) -> None:
+    source = Leaderboard(order="asc", tie_break="member")
+    source.set_many({"b": 2, "a": 2, "c": 1})
+    source.set_meta("a", {"k": "v"})
+    b = board(redis_client, order="asc", tie_break="member")
+    assert b.rebuild(source) == 3
+    assert b.items() == source.items() and b.meta("a") == {"k": "v"}
+    assert b.verify(source) == []
+    b.set("a", 3)
+    assert b.verify(source) == [
+        "'a': Redis has ('a', 3, 0, {'k': 'v'}), log ('a', 2, 0, {'k': 'v'})",
+        "clock: Redis 4, log 3",
+    ]
