@@ -725,14 +725,14 @@ class DurableLeaderboard(Leaderboard):
                 "seq": seq,
                 "clock": self._clock,
                 "time_ms": self._last_ms,
-                "created_ms": self._now(),
+                "created_ms": _now_ms(),
                 "config": manifest.config,
             }
             if self._active_first != seq + 1:
                 name = segment_name(seq + 1)
                 writer = SegmentWriter.create(
                     os.path.join(directory, name),
-                    {"first_seq": seq + 1, "created_ms": self._now(), "config": manifest.config},
+                    {"first_seq": seq + 1, "created_ms": _now_ms(), "config": manifest.config},
                 )
                 fsync_dir(directory)
                 crash_point("after_segment_create")
