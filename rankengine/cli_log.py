@@ -203,7 +203,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         "snapshot": None
         if snap is None
         else {"name": snap.name, "seq": snap.seq, "members": snap.count},
-        "snapshot_time": _age(snap.time_ms) if snap else "-",
+        "snapshot_written": _age(snap.created_ms) if snap else "-",
         "status": "damaged" if report.damaged else "torn tail" if report.torn else "healthy",
     }
     if args.json:
@@ -221,7 +221,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
             out.write("snapshot    none\n")
         else:
             out.write(f"snapshot    {snap.name}: {snap.count} members up to seq {snap.seq}, ")
-            out.write(f"last write {_age(snap.time_ms)}\n")
+            out.write(f"written {_age(snap.created_ms)}\n")
         out.write(f"status      {info['status']}\n")
         for finding in report.findings:
             out.write(f"  {finding}\n")

@@ -702,6 +702,8 @@ class DurableLeaderboard(Leaderboard):
                 if not self._closed:
                     self._compact()
         except Exception as exc:
+            if self._closed:
+                return  # closed while waiting: nothing to report
             # retry only after as many bytes again; the log itself is fine
             self._compact_after = self._writer.record_bytes * 2
             warnings.warn(

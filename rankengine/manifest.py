@@ -301,6 +301,7 @@ class FileInfo:
     last_seq: int = 0
     count: int = 0
     time_ms: int = 0
+    created_ms: int = 0
     good_end: int | None = None
     ok: bool = True
 
@@ -432,6 +433,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
             snap = read_snapshot(path, columns=columns)
             info.size, info.count = snap.size, int(snap.header["count"])
             info.time_ms = int(snap.header.get("time_ms", 0))
+            info.created_ms = int(snap.header.get("created_ms", 0))
             info.last_seq = snap.seq
             if snap.seq != seq:
                 raise CorruptionError(path, 0, f"snapshot header says seq {snap.seq}")
