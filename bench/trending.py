@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python bench/trending.py                      # full: skews 0.8 1.1 1.5, 10M events, 5 seeds
     python bench/trending.py --quick              # smoke check, under a minute
     python bench/trending.py --skew 1.1 --events 10000000 --partitions 4 8 --json out.json
+    python bench/trending.py --report out.json more.json   # summary tables, no run
 
 Method (see ``docs/trending.md``):
 
@@ -424,7 +425,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--events", type=int, default=None, help="events per stream")
     p.add_argument("--partitions", type=int, nargs="+", default=None, help="pipeline sizes")
     p.add_argument("--json", type=Path, default=None, help="write results here")
+    p.add_argument(
+        "--report", type=Path, nargs="+", default=None, help="summarise saved JSON files, no run"
+    )
     p.add_argument("--seeds", type=int, default=None, help="seeds per skew (default 5)")
+    p.add_argument("--first-seed", type=int, default=1, help="seeds are first..first+seeds-1")
     p.add_argument("--keys", type=int, default=1_000_000, help="key domain size")
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--capacity", type=int, default=None, help="candidate slots (default 2k)")
@@ -556,8 +561,45 @@ def print_summary(rows: list[dict[str, Any]]) -> None:
         )
 
 
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The summary rows as a Markdown table (what docs/trending.md shows)."""
+    lines = [
+        "| system | P | skew | seeds | precision@k median (min) | recall median | "
+        "ARE true top-k median (max) | top-10 exact | logical KiB | tracemalloc KiB | "
+        "batched ev/s | single ev/s | x Counter.update (batched / single) | merge ms (max) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: |",
+    ]
+    for r in sorted(rows, key=lambda r: (r["skew"], r["system"], r["partitions"])):
+        tm = f"{r['tracemalloc_bytes'] / 1024:.1f}" if r["tracemalloc_bytes"] else "n/a"
+        merge = f"{r['merge_ms_max']:.1f}" if r["merge_ms_max"] else "-"
+        lines.append(
+            f"| {r['system']} | {r['partitions']} | {r['skew']} | {r['seeds']} | "
+            f"{r['precision_median']:.3f} ({r['precision_min']:.2f}) | "
+            f"{r['recall_median']:.3f} | {r['are_median_pct']:.3f}% ({r['are_max_pct']:.3f}%) | "
+            f"{r['top10_exact']} | {r['logical_bytes'] / 1024:.1f} | {tm} | "
+            f"{r['batched_eps_median']:,.0f} | {r['single_eps_median']:,.0f} | "
+            f"{r['batched_ratio_median']:.2f} / {r['single_ratio_median']:.2f} | {merge} |"
+        )
+    return "\n".join(lines)
+
+
+def report(paths: list[Path]) -> int:
+    """Print the summary of saved JSON results (several files are pooled)."""
+    runs: list[dict[str, Any]] = []
+    for path in paths:
+        runs.extend(json.loads(path.read_text())["runs"])
+    rows = summarise(runs)
+    print_summary(rows)
+    print()
+    print(markdown_table(rows))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.report:
+        return report(args.report)
     out: dict[str, Any] = {
         "config": {
             key: (str(value) if isinstance(value, Path) else value)
@@ -574,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     for skew in args.skew:
-        for seed in range(1, args.seeds + 1):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             start = time.perf_counter()
             stream = zipf_stream(args.keys, skew, args.events, seed)
             gen_s = time.perf_counter() - start
@@ -592,7 +634,7 @@ def main(argv: list[str] | None = None) -> int:
                 full = isinstance(system, RankengineTopK) and system.name == "rankengine.TopK"
                 single = args.main_single_events if full else args.aux_single_events
                 if not isinstance(system, (RankengineTopK, RankenginePipeline)) and (
-                    seed > args.competitor_seeds
+                    seed >= args.first_seed + args.competitor_seeds
                 ):
                     continue
                 run = run_one(
