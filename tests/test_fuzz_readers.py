@@ -43,7 +43,7 @@ from rankengine.eventlog import (
 from rankengine.manifest import Manifest, parse_manifest, segment_name, write_manifest
 from rankengine.snapshot import read_snapshot, write_snapshot
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def valid_segment() -> bytes:
