@@ -1237,16 +1237,17 @@ class RedisLeaderboard:
     # ------------------------------------------------------------------
     # Sharding seams (see rankengine.sharded)
     # ------------------------------------------------------------------
-    def _shard_key(self, member: Member) -> tuple[Any, Any] | None:
-        """``(primary, tie)`` of a member in the engine's index terms, or None."""
+    def _shard_key(self, member: Member) -> tuple[Any, Any, Score] | None:
+        """``(primary, tie, score)`` of a member (index terms), or None."""
         key = self._key_or_none(member)
         if key is None:
             return None
-        result = self._run("ENTRIES", "-", "0", key)
-        if result[0] is None:
+        text, element, kind = self._run("ENTRIES", "-", "0", key)[:3]
+        if text is None:
             return None
-        ok, clock, _ = self._split_element(result[1])
-        return self._format.primary(result[0], ok), self._tie(clock, member)
+        ok, clock, _ = self._split_element(element)
+        score = self._format.decode(text, ok, kind)
+        return self._format.primary(text, ok), self._tie(clock, member), score
 
     def _shard_before(self, primary: Any, tie: Any, member: Member) -> int:
         """How many members rank strictly ahead of the key ``(primary, tie)``."""

@@ -134,13 +134,16 @@ class _Shard:
         self.remote = isinstance(board, RedisLeaderboard)
 
     # -- keys and counts -------------------------------------------------
-    def key(self, member: Member) -> tuple[Any, Any] | None:
+    def key(self, member: Member) -> tuple[Any, Any, Score] | None:
+        """``(primary, tie, score)`` of a member, or None."""
         board = self.board
         if self.remote:
             return board._shard_key(member)  # type: ignore[no-any-return]
         with board._lock:
             primary = board._primary.get(member, _MISSING)
-            return None if primary is _MISSING else (primary, board._tie_of(member))
+            if primary is _MISSING:
+                return None
+            return primary, board._tie_of(member), board._codec.score(primary)
 
     def before(self, primary: Any, tie: Any, member: Member) -> int:
         """Members ranked strictly ahead of the key ``(primary, tie)``."""
@@ -577,7 +580,7 @@ class ShardedLeaderboard:
             key = shard.key(member)
             if key is None:
                 return None
-            primary, tie = key
+            primary, tie, score = key
             if style == "unique":
                 rank = sum(self._map(lambda s: s.before(primary, tie, member))) + 1
             elif style == "competition":
@@ -585,7 +588,7 @@ class ShardedLeaderboard:
             else:
                 rank = self._distinct_ahead(primary) + 1
             meta = shard.board.meta(member) if with_meta else None
-            return Entry(member, self._codec.score(primary), rank, meta)
+            return Entry(member, score, rank, meta)
 
     def entries(
         self,

@@ -1,0 +1,194 @@
+"""Sharded boards answer exactly as one board does.
+
+The same random operations go to a single in-process board and to a
+:class:`ShardedLeaderboard` over S in {1, 2, 7} shards (in-process, and on a
+real Redis); every result, the contents and the clock must agree after each
+operation, and every read at the end (ranks in each style, pages, around-me,
+score ranges, percentiles).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from redis_service import (  # noqa: F401 - fixtures
+    redis_board,
+    redis_client_fixture,
+    redis_server_fixture,
+    redis_url_fixture,
+    unique_name,
+)
+from test_redis_differential import CONFIGS, apply, exact, operations, reads
+
+from rankengine import Leaderboard
+from rankengine.redis_board import RedisLeaderboard
+from rankengine.sharded import ShardedLeaderboard, jump_hash, shard_of
+
+
+def check_same(
+    single: Any, sharded: Any, ops: list[tuple[Any, ...]], config: dict[str, Any]
+) -> None:
+    for i, op in enumerate(ops):
+        want, got = apply(single, op), apply(sharded, op)
+        assert got == want, (i, op, got, want)
+        assert exact((sharded.items(), sharded.clock)) == exact((single.items(), single.clock)), (
+            i,
+            op,
+        )
+    for j, (got, want) in enumerate(
+        zip(reads(sharded, config), reads(single, config), strict=True)
+    ):
+        assert got == want, (j, got, want)
+    sharded._check()
+
+
+@pytest.mark.parametrize("shards", [1, 2, 7])
+@pytest.mark.parametrize("config", CONFIGS, ids=["desc-first", "asc-member", "composite"])
+def test_sharded_equals_one_board(config: dict[str, Any], shards: int) -> None:
+    @given(ops=operations(config))
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    def run(ops: list[tuple[Any, ...]]) -> None:
+        check_same(Leaderboard(**config), ShardedLeaderboard.local(shards, **config), ops, config)
+
+    run()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("config", [CONFIGS[0], CONFIGS[2]], ids=["desc-first", "composite"])
+def test_sharded_on_redis_equals_one_board(config: dict[str, Any]) -> None:
+    @given(ops=operations(config))
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    def run(ops: list[tuple[Any, ...]]) -> None:
+        # a mix: two shards on Redis, one in process
+        shards = [redis_board(**config), Leaderboard(**config), redis_board(**config)]
+        sharded = ShardedLeaderboard(shards)
+        try:
+            check_same(Leaderboard(**config), sharded, ops, config)
+        finally:
+            sharded.close()
+
+    run()
+
+
+def test_deep_pages_are_exact_when_shards_are_skewed(monkeypatch: Any) -> None:
+    """All the best players on one shard: the first guess of where a deep
+    page starts is far off, and the board widens its windows until the
+    merged page is verified."""
+    sharded = ShardedLeaderboard.local(4)
+    single = Leaderboard()
+    names = [f"p{i}" for i in range(4000)]
+    on_zero = [n for n in names if sharded.shard_of(n) == 0][:300]
+    others = [n for n in names if sharded.shard_of(n) != 0][:300]
+    scores = {n: 1000 + i for i, n in enumerate(on_zero)} | {n: i for i, n in enumerate(others)}
+    sharded.set_many(scores)
+    single.set_many(scores)
+    reads_made = []
+    original = ShardedLeaderboard._map_spans
+    monkeypatch.setattr(
+        ShardedLeaderboard,
+        "_map_spans",
+        lambda self, spans, meta: reads_made.append(spans) or original(self, spans, meta),
+    )
+    for number in (1, 7, 12, 13, 24):
+        assert sharded.page(number, 25) == single.page(number, 25)
+    assert any(len(spans) > 1 for spans in reads_made)
+    assert len(reads_made) > 5  # some pages needed a second, wider read
+    for member in ("p0", on_zero[150], others[-1]):
+        assert sharded.around(member, 4, 4) == single.around(member, 4, 4)
+        assert sharded.rank(member) == single.rank(member)
+    assert sharded.score_at_percentile(50) == single.score_at_percentile(50)
+
+
+def test_the_global_top_k_is_a_merge_of_shard_top_ks() -> None:
+    sharded = ShardedLeaderboard.local(7)
+    sharded.set_many({f"m{i}": (i * 7919) % 1000 for i in range(2000)})
+    top = sharded.top(10)
+    assert [e.rank for e in top] == list(range(1, 11))
+    shard_tops = sorted((e.score for board in sharded.shards for e in board.top(10)), reverse=True)
+    assert [e.score for e in top] == shard_tops[:10]
+
+
+def test_a_write_touches_one_shard() -> None:
+    sharded = ShardedLeaderboard.local(5)
+    sharded.set("ann", 10)
+    holders = [i for i, board in enumerate(sharded.shards) if "ann" in board]
+    assert holders == [sharded.shard_of("ann")]
+    clocks = [board.clock for board in sharded.shards]
+    sharded.incr("ann", 1)
+    changed = [i for i, board in enumerate(sharded.shards) if board.clock != clocks[i]]
+    assert changed == holders
+
+
+def test_first_to_reach_ties_follow_the_global_clock() -> None:
+    sharded = ShardedLeaderboard.local(7)
+    names = [f"m{i}" for i in range(30)]
+    for name in names:
+        sharded.set(name, 5)  # thirty ties spread over seven shards
+    assert list(sharded) == names
+    assert sharded.clock == 30
+    assert [sharded.rank(n) for n in names] == list(range(1, 31))
+
+
+def test_jump_hash_moves_only_what_the_new_shard_takes() -> None:
+    keys = range(0, 20000 * 7919, 7919)
+    before = [jump_hash(k, 7) for k in keys]
+    after = [jump_hash(k, 8) for k in keys]
+    moved = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert all(b == 7 for _, b in moved)
+    assert 0.10 < len(moved) / len(before) < 0.15  # about 1/8
+    counts = [before.count(i) for i in range(7)]
+    assert max(counts) - min(counts) < 0.1 * len(before) / 7
+
+
+def test_placement_is_the_same_in_every_process() -> None:
+    members = ["ann", "bob", b"raw", 12345, -(2**70), "é"]
+    code = f"from rankengine.sharded import shard_of; print([shard_of(m, 7) for m in {members!r}])"
+    env = {"PYTHONHASHSEED": "12345", "PYTHONPATH": "."}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.strip() == str([shard_of(m, 7) for m in members])
+
+
+def test_shards_must_agree_on_order_and_tie_break() -> None:
+    with pytest.raises(ValueError, match="same order"):
+        ShardedLeaderboard([Leaderboard(), Leaderboard(order="asc")])
+    with pytest.raises(ValueError, match="at least one"):
+        ShardedLeaderboard([])
+    with pytest.raises(TypeError):
+        ShardedLeaderboard([object()])
+
+
+@pytest.mark.redis
+def test_sharded_on_redis_writes_one_shard_and_reads_in_parallel(redis_client: Any) -> None:
+    sharded = ShardedLeaderboard.on_redis(redis_client, unique_name(), 4)
+    try:
+        sharded.set_many({f"p{i}": i for i in range(200)})
+        writes = [board.writes for board in sharded.shards]
+        sharded.set("p7", 1000)
+        changed = [i for i, b in enumerate(sharded.shards) if b.writes != writes[i]]
+        assert changed == [sharded.shard_of("p7")]
+        assert sharded.top(3)[0].member == "p7"
+        assert [e.rank for e in sharded.page(5, 10)] == list(range(41, 51))
+        assert all(isinstance(board, RedisLeaderboard) for board in sharded.shards)
+        assert {board.name.rsplit(":", 1)[1] for board in sharded.shards} == {"0", "1", "2", "3"}
+    finally:
+        sharded.close()
+
+
+def test_durable_shards_survive_a_restart(tmp_path: Any) -> None:
+    paths = [tmp_path / f"shard{i}" for i in range(3)]
+    sharded = ShardedLeaderboard([Leaderboard.open(p, fsync="never") for p in paths])
+    sharded.set_many({f"p{i}": i % 5 for i in range(60)})
+    sharded.incr("p3", 10)
+    expected = (sharded.items(), sharded.clock)
+    for board in sharded.shards:
+        board.close()
+    again = ShardedLeaderboard([Leaderboard.open(p) for p in paths])
+    assert (again.items(), again.clock) == expected
+    for board in again.shards:
+        board.close()
