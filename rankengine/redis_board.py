@@ -456,6 +456,9 @@ class RedisLeaderboard:
         self._log: Any = None
         #: True when opening found Redis behind its log and rebuilt it.
         self.recovered = False
+        #: How many times a write found Redis out of step with the log and
+        #: rebuilt it first.
+        self.repairs = 0
         config = {
             "version": CONFIG_VERSION,
             "order": list(order) if isinstance(order, tuple) else order,
@@ -1356,6 +1359,7 @@ class RedisLeaderboard:
             # Redis and the log disagree (Redis lost writes, or holds one that
             # was never logged): Redis becomes the log's state again.
             self.rebuild()
+            self.repairs += 1
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _error(self, exc: ScriptError) -> Exception:

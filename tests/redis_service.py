@@ -341,6 +341,28 @@ class Cluster:
             time.sleep(0.1)
         raise RuntimeError(f"cluster did not reach cluster_state:ok within {timeout} s")
 
+    def wait_replicas(self, timeout: float = CLUSTER_TIMEOUT) -> None:
+        """Wait until every live replica has a working link to its master."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pending = []
+            for node in self.nodes:
+                if not node.ping():
+                    continue
+                info = subprocess.run(
+                    [redis_binaries()["cli"], "-p", str(node.port), "info", "replication"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=5,
+                ).stdout
+                if "role:slave" in info and "master_link_status:up" not in info:
+                    pending.append(node.port)
+            if not pending:
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"replicas did not finish their first sync within {timeout} s")
+
     def masters(self) -> list[int]:
         """Ports of the nodes that are masters now (asked of any live node)."""
         for node in self.nodes:
@@ -386,6 +408,12 @@ def start_cluster(
                         # keep serving the slots that are up while one master fails over
                         "--cluster-require-full-coverage",
                         "no",
+                        # a replica may always take over (however old its data),
+                        "--cluster-replica-validity-factor",
+                        "0",
+                        # and gets its first copy at once, not after 5 s
+                        "--repl-diskless-sync-delay",
+                        "0",
                     )
                 )
                 nodes[-1].start()
@@ -405,6 +433,7 @@ def start_cluster(
                 )
             cluster = Cluster(nodes)
             cluster.wait_ok()
+            cluster.wait_replicas()
             yield cluster
         finally:
             for node in nodes:

@@ -345,6 +345,7 @@ def test_a_write_after_redis_lost_the_board_rebuilds_it_first(
         redis_client.delete(*b.keys)  # Redis forgets everything
         assert len(b) == 0
         b.incr("ann", 1)  # the guard sees Redis behind the log and rebuilds first
+        assert b.repairs == 1
         assert b.items() == [("ann", 11), ("bob", 7), ("cid", 7)]
         assert b.meta("cid") == {"x": [1]}
         assert b.verify() == []
