@@ -315,7 +315,7 @@ def test_move_against_reference() -> None:
     rng = random.Random(9)
     sl, ref = filled(300, seed=9, max_level=4)
     next_tie = 10_000
-    for _ in range(1500):
+    for _ in range(800):
         p, t, m = ref.items[rng.randrange(len(ref.items))]
         if rng.random() < 0.5:
             new = (p + rng.choice((-1, 0, 1)), next_tie)  # near: often in place
@@ -696,6 +696,6 @@ class SkipListMachine(RuleBasedStateMachine):
 
 
 SkipListMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=60, deadline=None
+    max_examples=100, stateful_step_count=50, deadline=None
 )
 TestSkipListMachine = SkipListMachine.TestCase
