@@ -1,0 +1,834 @@
+"""Operations on a skip list, step by step: a search, an insert, a delete,
+a score change.
+
+:func:`trace_key` and :func:`trace_rank` follow a search and record every
+link it crosses, where it drops a level and the rank summed from spans;
+:func:`explain` tells it in numbered sentences and
+:func:`rankengine.viz.render_text` draws it.
+
+:func:`narrate_insert`, :func:`narrate_delete` and :func:`narrate_update`
+perform the operation on a real :class:`SkipList` and return a
+:class:`Narration`: the search that finds ``update[i]`` and ``rank[i]`` on
+every level, the new node's height, every span that changes and why, and
+pictures before and after.
+
+A narration cannot describe something the code does not do.  It works out
+the new shape twice from the old one: with the span arithmetic it prints
+(that of ``SkipList._link`` and ``SkipList._unlink``), and by rebuilding
+every span from the node heights (:func:`rankengine.viz.make_shape`).  The
+two must agree, and both must equal the real list after the operation;
+otherwise it raises ``AssertionError``.
+
+>>> from rankengine.viz import HeightScript, teaching_list
+>>> rng = HeightScript(1).force(1, 2, 1, 3, 1)
+>>> sl = teaching_list([10, 20, 5, 15, 25], rng=rng)
+>>> [(s.level, s.src, s.dst, s.span, s.rank) for s in trace_key(sl, 20).steps]
+[(2, 0, 3, 3, 3), (1, 3, 4, 1, 4)]
+>>> story = narrate_insert(sl, 17, height=2, rng=rng)
+>>> [str(c) for c in story.changes]  # doctest: +NORMALIZE_WHITESPACE
+['L0  15: span 1 -> 1 (now stops at the new node)',
+ 'L0  17: new link, span 1 (the rest of the old link)',
+ 'L1  15: span 1 -> 1 (now stops at the new node)',
+ 'L1  17: new link, span 1 (the rest of the old link)',
+ 'L2  15: span 2 -> 3 (passes over the new node)']
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from rankengine.index import Entry3
+from rankengine.skiplist import P, SkipList
+from rankengine.viz import (
+    DEFAULT_WIDTH,
+    HeightScript,
+    LabelMode,
+    Layout,
+    Panel,
+    Shape,
+    label_of,
+    make_shape,
+    render_text,
+    shape_of,
+    svg_document,
+)
+
+__all__ = [
+    "Narration",
+    "SpanChange",
+    "Step",
+    "Trace",
+    "explain",
+    "narrate_delete",
+    "narrate_insert",
+    "narrate_update",
+    "trace_key",
+    "trace_rank",
+]
+
+_INDENT: Final = "    "
+#: Narration prose is wrapped to this many columns (pictures are not).
+PROSE_WIDTH: Final = 88
+
+
+@dataclass(frozen=True)
+class SpanChange:
+    """One link whose span changes: on ``level``, the link leaving the node
+    labelled ``node`` goes from span ``old`` to ``new`` (``old`` is None for
+    a link that did not exist, ``new`` None for one that is gone)."""
+
+    level: int
+    node: str
+    old: int | None
+    new: int | None
+    why: str
+
+    def __str__(self) -> str:
+        if self.old is None:
+            return f"L{self.level:<2} {self.node}: new link, span {self.new} ({self.why})"
+        if self.new is None:
+            return f"L{self.level:<2} {self.node}: link removed ({self.why})"
+        return f"L{self.level:<2} {self.node}: span {self.old} -> {self.new} ({self.why})"
+
+
+@dataclass(frozen=True)
+class Narration:
+    """The story of one operation.
+
+    ``text`` is the full narration (numbered steps with text pictures);
+    ``before`` and ``after`` are the shapes around the operation, ``trace``
+    the search on ``before``, ``changes`` every span that changed, and
+    ``marked`` the ``(level, node)`` links of ``after`` that are new or
+    changed.
+    """
+
+    operation: Literal["insert", "delete", "update"]
+    title: str
+    text: str
+    before: Shape
+    after: Shape
+    trace: Trace
+    changes: tuple[SpanChange, ...]
+    marked: frozenset[tuple[int, int]]
+    in_place: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+    def svg(self) -> str:
+        """Two pictures as one SVG file: the search before, the list after."""
+        return svg_document(
+            [
+                Panel(self.before, self.trace, title=f"{self.title}: the search (before)"),
+                Panel(self.after, None, self.marked, title=f"{self.title}: after"),
+            ]
+        )
+
+
+# ----------------------------------------------------------------------
+# Searches
+# ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One link crossed by a search: on ``level`` from ``src`` to ``dst``;
+    ``rank`` is the rank reached (the sum of the spans crossed so far)."""
+
+    level: int
+    src: int
+    dst: int
+    span: int
+    rank: int
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The path of a search through a :class:`Shape`.
+
+    ``stops`` has one ``(level, node, rank)`` per level visited, top down:
+    the node where the search left that level and its rank.  For a strict
+    key search these are exactly the ``update[i]`` and ``rank[i]`` of an
+    insert or delete.  ``found`` is the node searched for, or None.
+    """
+
+    kind: Literal["key", "rank"]
+    target: Any
+    strict: bool
+    steps: tuple[Step, ...]
+    stops: tuple[tuple[int, int, int], ...]
+    found: int | None
+    rank: int
+
+    @property
+    def end(self) -> int:
+        """The node the search ended on."""
+        return self.stops[-1][1]
+
+    def drops(self) -> list[tuple[int, int]]:
+        """``(level, node)`` of every drop to the level below."""
+        return [(lvl, node) for lvl, node, _ in self.stops[:-1]]
+
+    def update(self) -> list[int]:
+        """``update[i]`` per level ``i`` (level 0 first), for strict searches."""
+        return [node for _, node, _ in reversed(self.stops)]
+
+
+def _resolve_key(shape: Shape, primary: Any, tie: Any) -> tuple[Any, ...]:
+    """The key searched for: ``(primary, tie)``, or, without a tie, the key of
+    the first entry with that primary, or ``(primary,)`` (sorts before every
+    entry with that primary) when there is none."""
+    if tie is not None:
+        return (primary, tie)
+    for p, t, _ in shape.entries:
+        if p == primary:
+            return (p, t)
+    return (primary,)
+
+
+def trace_key(
+    source: SkipList | Shape | Any, primary: Any, tie: Any = None, *, strict: bool = False
+) -> Trace:
+    """Follow the search for a key, recording every link crossed.
+
+    Redis's rank walk (``zslGetRank``): on each level from the top, cross
+    links while the next key is ``<=`` the target, adding their spans; stop
+    as soon as the search stands on the target.  With ``strict=True`` it
+    crosses only while the next key is ``<`` the target and walks every
+    level: the walk of an insert or delete, whose stops are ``update[i]``.
+    Without ``tie``, the target is the first entry with score ``primary``.
+
+    Runtime complexity: O(log N) expected
+
+    >>> from rankengine.viz import teaching_list
+    >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
+    >>> t = trace_key(sl, 20)
+    >>> [(s.level, s.span, s.rank) for s in t.steps], t.found, t.rank
+    ([(2, 3, 3), (1, 1, 4)], 4, 4)
+    """
+    shape = shape_of(source)
+    key = _resolve_key(shape, primary, tie)
+    nil = shape.nil
+    steps: list[Step] = []
+    stops: list[tuple[int, int, int]] = []
+    x = r = 0
+    found: int | None = None
+    for i in range(shape.level - 1, -1, -1):
+        while True:
+            dst = shape.forward[x][i]
+            if dst == nil:
+                break
+            k = shape.key(dst)
+            if not (k < key if strict else k <= key):
+                break
+            r += shape.spans[x][i]
+            steps.append(Step(i, x, dst, shape.spans[x][i], r))
+            x = dst
+        stops.append((i, x, r))
+        if not strict and x != 0 and shape.key(x) == key:
+            found = x
+            break
+    if strict:
+        nxt = shape.forward[x][0]
+        if nxt != nil and shape.key(nxt) == key:
+            found = nxt
+    return Trace("key", key, strict, tuple(steps), tuple(stops), found, r)
+
+
+def trace_rank(source: SkipList | Shape | Any, rank: int) -> Trace:
+    """Follow the search for the node at 1-based ``rank`` (Redis
+    ``zslGetElementByRank``): cross a link whenever its span does not
+    overshoot the rank.
+
+    Runtime complexity: O(log N) expected
+
+    >>> from rankengine.viz import teaching_list
+    >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
+    >>> t = trace_rank(sl, 2)
+    >>> [(s.level, s.src, s.dst) for s in t.steps], t.found
+    ([(0, 0, 1), (0, 1, 2)], 2)
+
+    :raises ValueError: unless ``1 <= rank <= length``.
+    """
+    shape = shape_of(source)
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= shape.length:
+        raise ValueError(f"rank must be an integer from 1 to {shape.length}, not {rank!r}")
+    steps: list[Step] = []
+    stops: list[tuple[int, int, int]] = []
+    x = r = 0
+    for i in range(shape.level - 1, -1, -1):
+        while shape.forward[x][i] != shape.nil and r + shape.spans[x][i] <= rank:
+            r += shape.spans[x][i]
+            steps.append(Step(i, x, shape.forward[x][i], shape.spans[x][i], r))
+            x = shape.forward[x][i]
+        stops.append((i, x, r))
+        if r == rank:
+            break
+    return Trace("rank", rank, False, tuple(steps), tuple(stops), x, r)
+
+
+def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
+    """The search as numbered sentences: each link crossed with the rank it
+    reaches, each drop and why, and the result.
+
+    >>> from rankengine.viz import teaching_list
+    >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
+    >>> print(explain(trace_key(sl, 20), sl))
+    Search for 20: on each level, cross links while the next key is <= 20,
+    adding up their spans.
+     1. L2  at HEAD  next is 15 <= 20: cross, span 3, rank 0 + 3 = 3
+     2. L2  at 15    next is NIL: drop to L1
+     3. L1  at 15    next is 20 <= 20: cross, span 1, rank 3 + 1 = 4
+    Found 20 at rank 4 after crossing 2 links (of 5 nodes).
+    """
+    shape = shape_of(source)
+    labels = shape.labels
+    width = max(len(labels[node]) for _, node, _ in trace.stops)
+    width = max([width, *(len(labels[s.src]) for s in trace.steps)])
+    if trace.kind == "key":
+        target = _target_text(trace, shape)
+        test = "<" if trace.strict else "<="
+        lines = [
+            f"Search for {target}: on each level, cross links while the next key is "
+            f"{test} {target},",
+            "adding up their spans.",
+        ]
+    else:
+        target = str(trace.target)
+        lines = [f"Find rank {target}: on each level, cross a link while rank + span <= {target}."]
+    n = 0
+    for level, stop, rank in trace.stops:
+        for step in trace.steps:
+            if step.level != level:
+                continue
+            n += 1
+            before = step.rank - step.span
+            if trace.kind == "key":
+                cond = f"next is {_key_word(shape, step.dst)} {test} {target}"
+            else:
+                cond = f"{before} + {step.span} <= {target}"
+            lines.append(
+                f"{n:>2}. L{level:<2} at {labels[step.src]:<{width}}  {cond}: cross, "
+                f"span {step.span}, rank {before} + {step.span} = {step.rank}"
+            )
+        if trace.found == stop and not trace.strict:
+            break  # standing on the target: Redis returns here
+        n += 1
+        nxt = shape.forward[stop][level]
+        if nxt == shape.nil:
+            why = "next is NIL"
+        elif trace.kind == "rank":
+            why = f"{rank} + {shape.spans[stop][level]} > {target}"
+        else:
+            why = f"next is {_key_word(shape, nxt)} {'>=' if trace.strict else '>'} {target}"
+        lines.append(
+            f"{n:>2}. L{level:<2} at {labels[stop]:<{width}}  {why}: "
+            + (f"drop to L{level - 1}" if level else "end of the walk")
+        )
+    crossed = len(trace.steps)
+    links = f"{crossed} link{'' if crossed == 1 else 's'} (of {shape.length} nodes)"
+    if trace.kind == "rank":
+        lines.append(f"Rank {target} is {labels[trace.end]}, reached after crossing {links}.")
+    elif trace.found is not None and not trace.strict:
+        lines.append(f"Found {target} at rank {trace.rank} after crossing {links}.")
+    else:
+        present = trace.found is not None
+        lines.append(
+            f"{target} {'is' if present else 'is not'} present; {trace.rank} "
+            f"{'entry sorts' if trace.rank == 1 else 'entries sort'} before it, so it "
+            f"{'has' if present else 'would have'} rank {trace.rank + 1}.  The walk crossed "
+            f"{links} and ended on {labels[trace.end]} (update[0])."
+        )
+    lines[-1] = textwrap.fill(lines[-1], PROSE_WIDTH)
+    return "\n".join(lines)
+
+
+def _key_word(shape: Shape, node: int) -> str:
+    """How a node's key reads in a sentence: its score, or ``score/tie``
+    when another entry has the same score."""
+    primary, tie = shape.key(node)
+    if sum(1 for p, _, _ in shape.entries if p == primary) > 1:
+        return f"{primary}/{tie}"
+    return str(primary)
+
+
+def _target_text(trace: Trace, shape: Shape) -> str:
+    key = trace.target
+    if len(key) == 1:
+        return str(key[0])
+    if sum(1 for p, _, _ in shape.entries if p == key[0]) > (0 if trace.found is None else 1):
+        return f"{key[0]}/{key[1]}"
+    return str(key[0])
+
+
+# ----------------------------------------------------------------------
+# Shared pieces
+# ----------------------------------------------------------------------
+
+
+def _find(shape: Shape, primary: Any, tie: Any) -> int:
+    """Node number of the entry with this score (and tie, if given)."""
+    for k in range(1, shape.nil):
+        p, t = shape.key(k)
+        if p == primary and (tie is None or t == tie):
+            return k
+    what = f"score {primary!r}" if tie is None else f"key {(primary, tie)!r}"
+    raise ValueError(f"no entry with {what} in the skip list")
+
+
+def _picture(shape: Shape, trace: Trace | None, marked: Any, layout: Layout, width: int) -> str:
+    text = render_text(shape, trace, changed=marked, layout=layout, width=width)
+    return "\n".join((_INDENT + line).rstrip() for line in text.splitlines())
+
+
+def _update_table(trace: Trace, labels: Sequence[str]) -> str:
+    rows = [f"{_INDENT}level  update[i]  rank[i]"]
+    for level, node, rank in trace.stops:
+        rows.append(f"{_INDENT}L{level:<5} {labels[node]:<10} {rank}")
+    return "\n".join(rows)
+
+
+def _check(predicted: Shape, rebuilt: Shape, real: Shape, operation: str) -> None:
+    assert predicted == rebuilt, (
+        f"{operation}: the span arithmetic disagrees with the shape rebuilt from heights\n"
+        f"{render_text(predicted, legend=False)}\n{render_text(rebuilt, legend=False)}"
+    )
+    assert predicted == real, (
+        f"{operation}: the narration disagrees with the real skip list\n"
+        f"{render_text(predicted, legend=False)}\n{render_text(real, legend=False)}"
+    )
+
+
+def _search_step(
+    number: int, word: str, target: str, trace: Trace, shape: Shape, *, layout: Layout, width: int
+) -> str:
+    return _block(
+        f"Step {number}: search.  Walk down from the top level as a search does, but cross a "
+        f"link only while the next key is < {target}.  On each level, remember the node where "
+        f"the walk leaves it, update[i] (the last node before {target} there: its link is the "
+        f"one that {word}), and that node's rank, rank[i] (the sum of the spans crossed).",
+        _picture(shape, trace, (), layout, width),
+        _update_table(trace, shape.labels),
+    )
+
+
+def _block(prose: str, *blocks: str) -> str:
+    """A paragraph wrapped to :data:`PROSE_WIDTH`, then indented blocks."""
+    return "\n\n".join([textwrap.fill(prose, PROSE_WIDTH), *blocks])
+
+
+def _rows(lines: Sequence[str]) -> str:
+    return "\n".join((_INDENT + line).rstrip() for line in lines)
+
+
+# ----------------------------------------------------------------------
+# Insert
+# ----------------------------------------------------------------------
+
+
+def _link_changes(
+    shape: Shape, trace: Trace, entry: Entry3, height: int
+) -> tuple[Shape, list[SpanChange], set[tuple[int, int]], list[str]]:
+    """The span arithmetic of linking a node of ``height`` at the place the
+    strict search ``trace`` found; returns the predicted shape, the changes,
+    the marked links and the explanation lines."""
+    labels = shape.labels
+    length = shape.length
+    new_label = label_of(entry, shape.label_mode)
+    update = trace.update()  # update[i], level 0 first
+    rank = [r for _, _, r in reversed(trace.stops)]
+    r0 = rank[0]
+    new = r0 + 1  # the new node's number (and rank) after the insert
+    level = max(shape.level, height)
+    # Spans per node number after the insert: nodes after the new one move
+    # one number to the right.
+    spans = [list(s) for s in shape.spans[:new]] + [[0] * height]
+    spans += [list(s) for s in shape.spans[new:]]
+    spans[0] += [length] * (level - shape.level)  # new levels: HEAD -> NIL
+    changes: list[SpanChange] = []
+    marked: set[tuple[int, int]] = set()
+    lines = [f"level  update[i]  rank[i]  d   {'update[i] span':<18}{new_label} span"]
+    for i in range(level):
+        u = update[i] if i < shape.level else 0
+        ri = rank[i] if i < shape.level else 0
+        d = r0 - ri
+        old = spans[u][i]
+        row = f"L{i:<5} {labels[u]:<10} {ri:<8} "
+        if i < height:
+            # u now stops at the new node, d steps behind update[0] plus one;
+            # the new node takes the rest of u's old link.
+            spans[u][i] = d + 1
+            spans[new][i] = old - d
+            row += f"{d:<3} {f'{old} -> {d} + 1 = {d + 1}':<18}{old} - {d} = {old - d}"
+            if i >= shape.level:
+                row += f"   (new level: HEAD -> NIL spanned all {length})"
+            changes.append(SpanChange(i, labels[u], old, d + 1, "now stops at the new node"))
+            changes.append(SpanChange(i, new_label, None, old - d, "the rest of the old link"))
+            marked.update(((i, u), (i, new)))
+        else:
+            # Above the new node the link from update[i] passes over it.
+            spans[u][i] = old + 1
+            row += f"{'-':<3} {f'{old} -> {old} + 1 = {old + 1}':<18}-   (passes over it)"
+            changes.append(SpanChange(i, labels[u], old, old + 1, "passes over the new node"))
+            marked.add((i, u))
+        lines.append(row)
+    entries = [*shape.entries[:r0], entry, *shape.entries[r0:]]
+    heights = [level, *shape.heights[1:new], height, *shape.heights[new:]]
+    rebuilt = make_shape(entries, heights, shape.label_mode)
+    predicted = Shape(
+        entries=rebuilt.entries,
+        heights=rebuilt.heights,
+        spans=tuple(tuple(s) for s in spans),
+        forward=rebuilt.forward,
+        labels=rebuilt.labels,
+        label_mode=shape.label_mode,
+    )
+    assert predicted == rebuilt, "span arithmetic disagrees with the heights"
+    return predicted, changes, marked, lines
+
+
+def narrate_insert(
+    sl: SkipList,
+    primary: Any,
+    tie: Any = None,
+    member: Any = None,
+    *,
+    height: int | None = None,
+    rng: HeightScript | None = None,
+    label: LabelMode = "score",
+    layout: Layout = "auto",
+    width: int = DEFAULT_WIDTH,
+) -> Narration:
+    """Insert ``(primary, tie, member)`` into ``sl`` and tell how.
+
+    Without ``tie`` the entry arrives last among equal scores (its tie is
+    one more than the largest integer tie present).  To choose the new
+    node's height, build the list with a :class:`~rankengine.viz.HeightScript`
+    and pass it as ``rng`` with ``height``.
+
+    Runtime complexity: O(N * level) (the pictures)
+
+    >>> from rankengine.viz import teaching_list
+    >>> sl = teaching_list([10, 20], rng=1)
+    >>> print(narrate_insert(sl, 15).text.splitlines()[0])
+    Insert 15 into a skip list of 2 entries.
+
+    :raises ValueError: if the key is present, or ``height`` is given
+        without ``rng``.
+    """
+    before = shape_of(sl, label)
+    if tie is None:
+        ties = [t for _, t, _ in before.entries if isinstance(t, int) and not isinstance(t, bool)]
+        tie = max(ties, default=-1) + 1
+    if member is None:
+        member = f"s{tie}"
+    chosen = height is not None
+    if rng is not None:
+        if rng.pending:
+            raise ValueError("the HeightScript still has forced heights queued")
+        height = rng.draw() if height is None else height
+        rng.force(height)
+    elif height is not None:
+        raise ValueError("to choose a height, pass the list's HeightScript as rng")
+    entry: Entry3 = (primary, tie, member)
+    trace = trace_key(before, primary, tie, strict=True)
+    if trace.found is not None:
+        raise ValueError(f"key {(primary, tie)!r} is already present")
+    sl.insert(primary, tie, member)
+    real = shape_of(sl, before.label_mode)
+    new = trace.rank + 1
+    drawn = real.heights[new]
+    if height is not None:
+        assert drawn == height, f"asked for height {height}, the list drew {drawn}"
+    predicted, changes, marked, lines = _link_changes(before, trace, entry, drawn)
+    _check(predicted, predicted, real, "insert")
+    name = label_of(entry, before.label_mode)
+    title = f"Insert {name}"
+    how = "chosen for this example" if chosen else "drawn at random"
+    grow = (
+        f"  The list grows from {before.level} to {drawn} levels." if drawn > before.level else ""
+    )
+    steps = [
+        f"{title} into a skip list of {before.length} entries.",
+        _search_step(
+            1, "will point to the new node", name, trace, before, layout=layout, width=width
+        ),
+        _block(
+            f"Step 2: height.  The new node gets height {drawn}, levels 0 to {drawn - 1} "
+            f"({how}: each extra level has probability P = {P}).{grow}"
+        ),
+        _block(
+            f"Step 3: link {name} after update[i] on each of its levels; it lands at rank "
+            f"rank[0] + 1 = {new}.  Only links leaving update[i] change.  Below its height, "
+            f"update[i] now stops at {name}: span d + 1, where d = rank[0] - rank[i] is how "
+            f"many level-0 steps update[i] is behind update[0]; {name} takes the rest of the "
+            f"old link, old span - d.  Above its height, the link from update[i] passes over "
+            f"{name}: span + 1.",
+            _rows(lines),
+        ),
+        _block(
+            f"Step 4: after.  {len(changes)} spans are new or changed (~N~>); every other link "
+            "is untouched, which is why an insert costs O(log N).",
+            _picture(real, None, marked, layout, width),
+        ),
+        "Checked: the spans above are those of the real skip list after insert().",
+    ]
+    return Narration(
+        "insert",
+        title,
+        "\n\n".join(steps),
+        before,
+        real,
+        trace,
+        tuple(changes),
+        frozenset(marked),
+    )
+
+
+# ----------------------------------------------------------------------
+# Delete
+# ----------------------------------------------------------------------
+
+
+def _unlink_changes(
+    shape: Shape, trace: Trace, x: int
+) -> tuple[Shape, list[SpanChange], set[tuple[int, int]], list[str]]:
+    """The span arithmetic of unlinking node ``x`` found by the strict search."""
+    labels = shape.labels
+    update = trace.update()
+    height = shape.heights[x]
+    spans = [list(s) for s in shape.spans]
+    changes: list[SpanChange] = []
+    marked: set[tuple[int, int]] = set()
+    lines = [f"level  update[i]  {labels[x]} span  update[i] span"]
+    for i in range(shape.level):
+        u = update[i]
+        old = spans[u][i]
+        row = f"L{i:<5} {labels[u]:<10} "
+        if i < height:
+            # u takes over x's link: its own span plus x's, minus the step
+            # that landed on x.
+            xs = shape.spans[x][i]
+            spans[u][i] = old + xs - 1
+            row += f"{xs:<{len(labels[x]) + 6}} {old} + {xs} - 1 = {old + xs - 1}"
+            changes.append(SpanChange(i, labels[u], old, old + xs - 1, "takes over the link"))
+            changes.append(SpanChange(i, labels[x], xs, None, "the node is gone"))
+        else:
+            # Above x's height the link skipped over x: one step fewer.
+            spans[u][i] = old - 1
+            row += f"{'-':<{len(labels[x]) + 6}} {old} - 1 = {old - 1}   (passed over it)"
+            changes.append(SpanChange(i, labels[u], old, old - 1, "one node fewer to pass"))
+        lines.append(row)
+        marked.add((i, u))
+    del spans[x]
+    entries = [*shape.entries[: x - 1], *shape.entries[x:]]
+    heights = [*shape.heights[1:x], *shape.heights[x + 1 :]]
+    level = max(heights, default=1)
+    if level < shape.level:
+        lines.append(
+            f"Levels {level} to {shape.level - 1} now hold no node, so they are dropped "
+            f"(level {shape.level} -> {level})."
+        )
+    spans[0] = spans[0][:level]
+    marked = {(i, u) for i, u in marked if i < level}
+    rebuilt = make_shape(entries, [level, *heights], shape.label_mode)
+    predicted = Shape(
+        entries=rebuilt.entries,
+        heights=rebuilt.heights,
+        spans=tuple(tuple(s) for s in spans),
+        forward=rebuilt.forward,
+        labels=rebuilt.labels,
+        label_mode=shape.label_mode,
+    )
+    assert predicted == rebuilt, "span arithmetic disagrees with the heights"
+    return predicted, changes, marked, lines
+
+
+def narrate_delete(
+    sl: SkipList,
+    primary: Any,
+    tie: Any = None,
+    *,
+    label: LabelMode = "score",
+    layout: Layout = "auto",
+    width: int = DEFAULT_WIDTH,
+) -> Narration:
+    """Delete the entry with score ``primary`` (the first one, or the one
+    with ``tie``) from ``sl`` and tell how.
+
+    Runtime complexity: O(N * level) (the pictures)
+
+    >>> from rankengine.viz import teaching_list
+    >>> sl = teaching_list([10, 20, 30], rng=1)
+    >>> story = narrate_delete(sl, 20)
+    >>> [e[0] for e in sl], story.title
+    ([10, 30], 'Delete 20')
+
+    :raises ValueError: if there is no such entry.
+    """
+    before = shape_of(sl, label)
+    x = _find(before, primary, tie)
+    key = before.key(x)
+    trace = trace_key(before, *key, strict=True)
+    assert trace.found == x
+    name = before.labels[x]
+    predicted, changes, marked, lines = _unlink_changes(before, trace, x)
+    sl.remove(*key)
+    real = shape_of(sl, before.label_mode)
+    _check(predicted, predicted, real, "delete")
+    height = before.heights[x]
+    steps = [
+        f"Delete {name} from a skip list of {before.length} entries.",
+        _search_step(1, f"jumps to {name}", name, trace, before, layout=layout, width=width),
+        _block(
+            f"Step 2: unlink {name}, of height {height}.  On each of its levels, update[i] "
+            f"takes over its link: update[i]'s span plus {name}'s, minus the one step that "
+            f"landed on {name}.  Above its height, the link from update[i] jumped over "
+            f"{name}: one step fewer.",
+            _rows(lines),
+        ),
+        _block(
+            "Step 3: after.  Changed links are marked ~N~>.",
+            _picture(real, None, marked, layout, width),
+        ),
+        "Checked: the spans above are those of the real skip list after remove().",
+    ]
+    return Narration(
+        "delete",
+        f"Delete {name}",
+        "\n\n".join(steps),
+        before,
+        real,
+        trace,
+        tuple(changes),
+        frozenset(marked),
+    )
+
+
+# ----------------------------------------------------------------------
+# Score change
+# ----------------------------------------------------------------------
+
+
+def narrate_update(
+    sl: SkipList,
+    primary: Any,
+    new_primary: Any,
+    *,
+    tie: Any = None,
+    new_tie: Any = None,
+    label: LabelMode = "score",
+    layout: Layout = "auto",
+    width: int = DEFAULT_WIDTH,
+) -> Narration:
+    """Change the score of an entry from ``primary`` to ``new_primary`` and tell how.
+
+    When the new key still sorts between the node's two level-0 neighbours
+    the node keeps its place and only its key changes (Redis's
+    ``zslUpdateScore`` fast path): no link and no span moves.  Otherwise
+    the node is unlinked and linked again at its new place, with the same
+    height.  The entry keeps its tie unless ``new_tie`` is given.
+
+    Runtime complexity: O(N * level) (the pictures)
+
+    >>> from rankengine.viz import teaching_list
+    >>> sl = teaching_list([10, 20, 30], rng=1)
+    >>> narrate_update(sl, 20, 25).in_place, narrate_update(sl, 25, 5).in_place
+    (True, False)
+
+    :raises ValueError: if there is no such entry, or the new key is taken.
+    """
+    before = shape_of(sl, label)
+    x = _find(before, primary, tie)
+    old_key = before.key(x)
+    new_key = (new_primary, old_key[1] if new_tie is None else new_tie)
+    _, _, member = before.entries[x - 1]
+    old_label = before.labels[x]
+    entry: Entry3 = (new_key[0], new_key[1], member)
+    new_label = label_of(entry, before.label_mode)
+    for k in range(1, before.nil):
+        if k != x and before.key(k) == new_key:
+            raise ValueError(f"key {new_key!r} is already present")
+    trace = trace_key(before, *old_key, strict=True)
+    prev = before.key(x - 1) if x > 1 else None
+    nxt = before.key(x + 1) if x < before.length else None
+    fits = (prev is None or prev < new_key) and (nxt is None or new_key < nxt)
+    left = "HEAD" if prev is None else before.labels[x - 1]
+    right = "NIL" if nxt is None else before.labels[x + 1]
+    title = f"Change {old_label} to {new_label}"
+    intro = textwrap.fill(
+        f"{title}.  First find the node, as a delete does, keeping update[i]; then look at "
+        f"its two neighbours on level 0: {left} and {right}.",
+        PROSE_WIDTH,
+    )
+    if fits:
+        sl.move(*old_key, *new_key)
+        real = shape_of(sl, before.label_mode)
+        entries = list(before.entries)
+        entries[x - 1] = entry
+        _check(make_shape(entries, before.heights, before.label_mode), real, real, "update")
+        steps = [
+            intro,
+            _search_step(
+                1, f"jumps to {old_label}", old_label, trace, before, layout=layout, width=width
+            ),
+            _block(
+                f"Step 2: {left} < {new_label} < {right}, so the node still sorts between its "
+                "neighbours.  Every level is a sub-list of level 0, so the order stays right "
+                "on all of them, and spans count nodes, not scores: nothing to relink.  Only "
+                "the key changes, in place (Redis's zslUpdateScore fast path: O(log N) for "
+                "the search, O(1) for the change).",
+                _picture(real, None, (), layout, width),
+            ),
+            "Checked: the real skip list after move() has exactly these links and spans.",
+        ]
+        return Narration(
+            "update", title, "\n\n".join(steps), before, real, trace, (), frozenset(), True
+        )
+    height = before.heights[x]
+    middle, out_changes, _, out_lines = _unlink_changes(before, trace, x)
+    relink = trace_key(middle, *new_key, strict=True)
+    predicted, in_changes, marked, in_lines = _link_changes(middle, relink, entry, height)
+    sl.move(*old_key, *new_key)
+    real = shape_of(sl, before.label_mode)
+    _check(predicted, predicted, real, "update")
+    steps = [
+        intro,
+        _search_step(
+            1, f"jumps to {old_label}", old_label, trace, before, layout=layout, width=width
+        ),
+        _block(
+            f"Step 2: {new_label} does not sort between {left} and {right}, so the node must "
+            f"move.  Unlink it as a delete does (height {height}):",
+            _rows(out_lines),
+        ),
+        _block(
+            f"Step 3: search again, for {new_label}, in the list without the node:",
+            _picture(middle, relink, (), layout, width),
+            _update_table(relink, middle.labels),
+        ),
+        _block(
+            f"Step 4: link the same node (same height {height}, no new level draw) after "
+            f"update[i], as an insert does; it lands at rank {relink.rank + 1}:",
+            _rows(in_lines),
+        ),
+        _block(
+            "Step 5: after.  Changed links are marked ~N~>.",
+            _picture(real, None, marked, layout, width),
+        ),
+        "Checked: the spans above are those of the real skip list after move().",
+    ]
+    return Narration(
+        "update",
+        title,
+        "\n\n".join(steps),
+        before,
+        real,
+        trace,
+        (*out_changes, *in_changes),
+        frozenset(marked),
+        False,
+    )
