@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeAlias
 
 from sortedcontainers import SortedList
 
@@ -59,6 +60,9 @@ from rankengine.scoring import (
     check_member,
     check_meta,
 )
+
+if TYPE_CHECKING:
+    from rankengine.durable import DurableLeaderboard
 
 __all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When"]
 
@@ -391,7 +395,7 @@ class Leaderboard:
         Runtime complexity: O(k log N)
         """
         with self._lock:
-            wanted = list(members)
+            wanted = _member_list(members)
             for member in wanted:
                 self._check_member(member)
             present = list(dict.fromkeys(m for m in wanted if m in self._primary))
@@ -571,7 +575,7 @@ class Leaderboard:
         with self._lock:
             style = self._style(style)
             out: list[Entry | None] = []
-            for member in members:
+            for member in _member_list(members):
                 primary = self._primary.get(member, _MISSING)
                 if primary is _MISSING:
                     out.append(None)
@@ -990,8 +994,50 @@ class Leaderboard:
             self._counts = None
             self._distinct = None
 
+    def _restore_columns(
+        self,
+        members: list[Any],
+        scores: list[Any],
+        clocks: list[int],
+        metas: dict[Any, dict[str, Any]],
+        clock: int,
+    ) -> None:
+        """Columnar :meth:`_restore`: whole columns in ascending index order.
+
+        Snapshot recovery of a million members spends its time in per-row
+        Python work; here every step is a C-level bulk operation (``dict(zip())``,
+        ``map``), which is what makes recovery competitive with Redis's RDB load.
+        The order is checked on the primaries in C (``map(operator.le)``); rows
+        that are out of order or repeat a member fall back to :meth:`_restore`,
+        which sorts.
+        """
+        with self._lock:
+            codec = self._codec
+            if codec.columns is None:
+                primaries = scores
+            else:
+                primaries = [codec.primary(tuple(s)) for s in scores]
+            if self._tie_break == "first":
+                ties: list[Any] = list(map(operator.neg, clocks)) if self._desc else clocks
+            else:
+                ties = members
+            by_member = dict(zip(members, primaries, strict=True))
+            ordered = all(map(operator.le, primaries, itertools.islice(primaries, 1, None)))
+            if len(by_member) != len(members) or not ordered:
+                rows = zip(members, scores, clocks, (metas.get(m) for m in members), strict=True)
+                self._restore(rows, clock)
+                return
+            self._primary = by_member
+            self._tie = dict(zip(members, ties, strict=True)) if self._tie_break == "first" else {}
+            self._meta = dict(metas)
+            self._clock = clock
+            self._member_type = type(members[0]) if members else None
+            self._index.build(zip(primaries, ties, members, strict=True))
+            self._counts = None
+            self._distinct = None
+
     @classmethod
-    def open(cls, path: str | os.PathLike[str], **options: Any) -> Leaderboard:
+    def open(cls, path: str | os.PathLike[str], **options: Any) -> DurableLeaderboard:
         """Open (or create) a durable board stored in directory ``path``.
 
         See :mod:`rankengine.durable` for the options (``fsync`` policy,
@@ -1426,6 +1472,14 @@ builtins_min = min
 
 def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:
     return (row[0], row[1])
+
+
+def _member_list(members: Iterable[Member]) -> list[Member]:
+    """A list of the members; a bare ``str``/``bytes`` is refused, not split
+    into one-character members."""
+    if isinstance(members, (str, bytes)):
+        raise TypeError(f"expected an iterable of members, not a single {type(members).__name__}")
+    return list(members)
 
 
 def _check_style(style: object) -> None:

@@ -377,3 +377,13 @@ def test_failed_writes_do_not_block_later_ones(make_board: Any) -> None:
     assert board.incr_many([("x", 1), ("eve", 1)]) == {"x": 2, "eve": INF}
     board._check()
     assert board.rank("x") == 5
+
+
+@pytest.mark.parametrize("call", ["remove_many", "entries"])
+def test_a_bare_string_is_not_a_list_of_members(make_board: Any, call: str) -> None:
+    board = make_board()
+    board.set_many({"a": 1, "b": 2, "abc": 3})
+    before = board.items()
+    with pytest.raises(TypeError, match="iterable of members"):
+        getattr(board, call)("abc")
+    assert board.items() == before
