@@ -877,12 +877,16 @@ class SkipList:
 
         Runtime complexity: O(N) up to ``max_nodes``
 
-        >>> sl = SkipList(random.Random(0), max_level=2)
-        >>> sl.build([(1, 0, "a"), (2, 0, "b"), (3, 0, "c")])
-        >>> print(sl.render())  # doctest: +SKIP
-        L1  o2-------o1-------|
-        L0  o1--o1---o1--o0---|
-            H   1/0  2/0 3/0
+        >>> sl = SkipList(random.Random(4), max_level=3)
+        >>> sl.build([(1, 0, "a"), (2, 0, "b"), (3, 0, "c"), (4, 0, "d")])
+        >>> print(sl.render())
+        L2  o1--o2--------o1--------|
+        L1  o1--o2--------o1--------|
+        L0  o1--o1---o1---o1---o0---|
+            H   1/0  2/0  3/0  4/0
+
+        Here the header's level-2 link jumps one step to ``1/0``, which jumps
+        two to ``3/0``, which has one step left to the end.
         """
         nodes = [self.header]
         for x, _ in zip(self._nodes(), range(max_nodes), strict=False):
