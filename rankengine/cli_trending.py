@@ -1,0 +1,212 @@
+"""``rankengine trending``: the approximate top K of a stream of lines or words.
+
+Reads a file (or standard input when FILE is ``-`` or absent), counts
+every line (or, with ``--words``, every word) in a
+:class:`~rankengine.topk.TopK` tracker -- a count-min sketch plus exact
+counters for the current candidates, in fixed memory however many distinct
+keys arrive -- and prints the top list: at the end, every ``--every N``
+keys, and on a terminal refreshed in place while it reads.
+
+Each count is an upper bound: the true count is between ``count - error``
+and ``count`` (``error`` is what the key may have inherited from the
+sketch when it became a candidate; 0 means exact).
+
+>>> import io
+>>> out = io.StringIO()
+>>> run(io.StringIO("a b a\\nc a b\\n"), out, k=2, words=True)
+0
+>>> print(out.getvalue().rstrip())
+Top 2 of 6 words (count-min sketch 2048 x 4, 18 exact counters)
+rank  count  error  key
+   1      3      0  a
+   2      2      0  b
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, TextIO
+
+from rankengine.topk import TopK
+
+__all__ = ["register", "run"]
+
+#: A word: a run of letters, digits and underscores (Unicode-aware).
+WORD: Final = re.compile(r"\w+")
+#: Keys counted between two updates of the tracker (one ``add_many``).
+BATCH: Final = 4096
+#: On a terminal, seconds between two redraws when ``--every`` is not given.
+REFRESH_S: Final = 0.25
+#: Longest key shown; longer ones are cut with an ellipsis.
+KEY_WIDTH: Final = 60
+
+
+def register(sub: Any) -> None:
+    """Add the ``trending`` subcommand to an argparse subparsers object."""
+    p = sub.add_parser(
+        "trending",
+        help="approximate top K of the lines or words of a file or stdin",
+        description="Count the lines (or words) of FILE, or of standard input, in a "
+        "fixed-memory approximate top-K tracker (count-min sketch + heavy-hitter "
+        "candidates) and print the top list; on a terminal it is refreshed while reading.  "
+        "A count is an upper bound: the true count is between count - error and count.",
+        epilog="examples:  rankengine trending access.log --k 20   |   "
+        "cat book.txt | rankengine trending --words --lower --every 10000",
+    )
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="text to read ('-' or absent: stdin)"
+    )
+    p.add_argument("--k", type=_positive, default=10, help="how many keys to show (default: 10)")
+    p.add_argument(
+        "--words",
+        action="store_true",
+        help="count words (runs of letters, digits and _) instead of whole lines",
+    )
+    p.add_argument("--lower", action="store_true", help="fold keys to lower case first")
+    p.add_argument(
+        "--every",
+        type=_positive,
+        metavar="N",
+        help="print the top list every N keys (in place on a terminal)",
+    )
+    p.set_defaults(handler=_handle)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _handle(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    live = out.isatty() and os.environ.get("TERM") != "dumb"
+    options: dict[str, Any] = {
+        "k": args.k,
+        "words": args.words,
+        "lower": args.lower,
+        "every": args.every,
+        "live": live,
+    }
+    if args.file == "-":
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            sys.stdin.reconfigure(errors="replace")
+        return run(sys.stdin, out, **options)
+    with open(args.file, encoding="utf-8", errors="replace") as stream:
+        return run(stream, out, **options)
+
+
+def _keys(lines: Iterable[str], words: bool, lower: bool) -> Iterator[str]:
+    for line in lines:
+        if lower:
+            line = line.lower()  # noqa: PLW2901 - the line is only read
+        if words:
+            yield from WORD.findall(line)
+        else:
+            key = line.rstrip("\r\n")
+            if key.strip():
+                yield key
+
+
+def _show(key: str) -> str:
+    text = key if key.isprintable() else repr(key)
+    return text if len(text) <= KEY_WIDTH else text[: KEY_WIDTH - 3] + "..."
+
+
+def table(tracker: TopK, k: int, unit: str) -> list[str]:
+    """The top list as lines of text."""
+    items = tracker.top(k)
+    width = max([5, *(len(f"{item.count:,}") for item in items)])
+    config = tracker.config()
+    lines = [
+        f"Top {k} of {tracker.total:,} {unit} (count-min sketch {config['width']} x "
+        f"{config['depth']}, {tracker.capacity} exact counters)",
+        f"rank  {'count':>{width}}  error  key",
+    ]
+    lines += [
+        f"{i:>4}  {item.count:>{width},}  {item.error:>5,}  {_show(str(item.key))}"
+        for i, item in enumerate(items, 1)
+    ]
+    if any(item.error for item in items):
+        lines.append(
+            "(a count is an upper bound: the true count is between count - error and count)"
+        )
+    return lines
+
+
+def run(
+    stream: Iterable[str],
+    out: TextIO,
+    *,
+    k: int = 10,
+    words: bool = False,
+    lower: bool = False,
+    every: int | None = None,
+    live: bool = False,
+) -> int:
+    """Count the keys of ``stream`` and print the top ``k`` to ``out``.
+
+    :param every: also print the list every ``every`` keys.
+    :param live: redraw the list in place (a terminal) instead of printing
+        it again; without ``every``, redraw about four times a second.
+    :return: the exit code: 0, or 130 when interrupted (the list so far is
+        printed first).
+    """
+    tracker = TopK(k=k)
+    unit = "words" if words else "lines"
+    batch: list[str] = []
+    shown = 0  # lines of the live block on screen
+    next_print = every or 0
+    next_redraw = time.monotonic() + REFRESH_S
+    seen = 0
+
+    def draw() -> None:
+        nonlocal shown
+        lines = table(tracker, k, unit)
+        if live:
+            up = f"\x1b[{shown}F" if shown else ""
+            out.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
+            shown = len(lines)
+        else:
+            out.write("\n".join(lines) + "\n\n")
+        out.flush()
+
+    code = 0
+    try:
+        for key in _keys(stream, words, lower):
+            batch.append(key)
+            seen += 1
+            if len(batch) >= BATCH or (every and seen >= next_print):
+                tracker.add_many(batch)
+                batch.clear()
+                if every and seen >= next_print:
+                    next_print += every
+                    draw()
+                elif live and not every and time.monotonic() >= next_redraw:
+                    next_redraw = time.monotonic() + REFRESH_S
+                    draw()
+    except KeyboardInterrupt:
+        code = 130
+    tracker.add_many(batch)
+    if live and shown:
+        draw()  # the final list replaces the live one
+    else:
+        out.write("\n".join(table(tracker, k, unit)) + "\n")
+    out.flush()
+    return code
+
+
+if __name__ == "__main__":
+    from rankengine.cli import main
+
+    sys.exit(main(["trending", *sys.argv[1:]]))
