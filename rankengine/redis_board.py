@@ -78,6 +78,7 @@ from rankengine.leaderboard import (
     _check_int,
     _check_size,
     _check_style,
+    _member_list,
 )
 from rankengine.packed import PackedScore
 from rankengine.redis_scripts import ScriptError, ScriptRunner
@@ -440,9 +441,11 @@ class RedisLeaderboard:
         self._rank_style: RankStyle = rank_style
         self._format = ScoreFormat(self._codec, packing)
         self._first = tie_break == "first"
-        self._plen = TIE_DIGITS if self._first else 0
+        #: Letters of a score's kind (one per column; two for packed pairs).
+        self._klen = 1 if self._codec.columns is None else self._codec.columns
+        self._plen = TIE_DIGITS + self._klen if self._first else 0
         self._mode = ("d" if self._desc else "a") + ("f" if self._first else "m")
-        self._mode += str(self._format.columns)
+        self._mode += f"{self._format.columns}{self._klen}"
         self._keys = [f"{prefix}{{{name}}}:{suffix}" for suffix in KEY_SUFFIXES]
         self._scripts = ScriptRunner(redis)
         self._lock = threading.RLock()
@@ -713,7 +716,7 @@ class RedisLeaderboard:
 
         Runtime complexity: O(k log N), one round trip.
         """
-        wanted = list(members)
+        wanted = _member_list(members)
         keys = [self._member(member) for member in wanted]
         if not keys:
             return 0
@@ -847,7 +850,7 @@ class RedisLeaderboard:
 
         Runtime complexity: O(k log N), one round trip for the whole list.
         """
-        return self._entries(list(members), _STYLE_CODE[self._style(style)], with_meta)
+        return self._entries(_member_list(members), _STYLE_CODE[self._style(style)], with_meta)
 
     def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
         """The entry at a 1-based position (``-1`` is the last); ``IndexError`` outside.
@@ -1195,7 +1198,7 @@ class RedisLeaderboard:
         writes: int | None,
     ) -> None:
         self._client.delete(*self._keys[:5])
-        self._client.hdel(self._keys[5], "inexact", "clock")
+        self._client.hdel(self._keys[5], "inexact", "clock", "dense")
         ops: list[Any] = []
         for member, score, member_clock, meta in rows:
             value = self._codec.check(tuple(score) if isinstance(score, list) else score)
@@ -1255,7 +1258,10 @@ class RedisLeaderboard:
     def _shard_before(self, primary: Any, tie: Any, member: Member) -> int:
         """How many members rank strictly ahead of the key ``(primary, tie)``."""
         text, ok = self._format.bound(self._codec.score(primary))
-        probe = ok + self._tie_prefix(abs(tie) if self._first else 0) + self._member(member)
+        if self._first:  # the clock decides: the element up to its digits
+            probe = ok + b"%016d" % (MAXCLOCK + tie if self._desc else tie)
+        else:
+            probe = ok + self._member(member)
         return int(self._run("SHARD", "before", text, probe))
 
     def _shard_rows(self, lo: int, hi: int, with_meta: bool) -> list[tuple[Any, ...]]:
@@ -1310,8 +1316,11 @@ class RedisLeaderboard:
         previous = None
         for element, text in elements:
             ok, clock, member_key = self._split_element(element)
-            stored_kind, _, pre = members[member_key].partition(b":")
+            stored_kind, stored_text, pre = members[member_key].split(b":", 2)
             assert pre + member_key == element, (element, members[member_key])
+            assert float(stored_text) == float(text), (element, stored_text, text)
+            if self._first:  # the kind is in the element too
+                assert element[len(ok) + TIE_DIGITS :].startswith(stored_kind), element
             score = self._format.decode(text, ok, stored_kind)
             # the stored form is exactly the encoding of the score it decodes to
             again = self._format.encode(score)
@@ -1339,9 +1348,12 @@ class RedisLeaderboard:
         else:
             assert len(tags) <= 1, f"member types mixed on a tie_break='member' board: {tags}"
         assert int(state.get(b"inexact", 0)) == inexact, (state.get(b"inexact"), inexact)
-        # dense ranks: the distinct scores and their counts match the ranking
-        assert {k: int(v) for k, v in counts.items()} == histogram, (counts, histogram)
-        assert sorted(k for k, _ in distinct) == sorted(histogram), distinct
+        # dense ranks (once built): the distinct scores and counts match the ranking
+        if state.get(b"dense") == b"1":
+            assert {k: int(v) for k, v in counts.items()} == histogram, (counts, histogram)
+            assert sorted(k for k, _ in distinct) == sorted(histogram), distinct
+        else:
+            assert not counts and not distinct, "dense counts kept before any dense read"
         assert all(key in members for key in metas), "metadata of an absent member"
 
     # ------------------------------------------------------------------
@@ -1438,11 +1450,6 @@ class RedisLeaderboard:
         if not self._first:
             return member
         return -clock if self._desc else clock
-
-    def _tie_prefix(self, clock: int) -> bytes:
-        if not self._first:
-            return b""
-        return b"%016d" % (MAXCLOCK - clock if self._desc else clock)
 
     def _split_element(self, element: bytes) -> tuple[bytes, int, bytes]:
         """``(ordkey, clock, member key)`` of a sorted-set element."""

@@ -10,12 +10,12 @@ of which share one ``{hash tag}``, so every script is legal on Redis Cluster.
 
 Key layout (``KEYS``, the same six for every script)::
 
-    KEYS[1]  Z  sorted set  element -> double    the ranking itself
-    KEYS[2]  H  hash        member -> kind ":" ordkey tie
+    KEYS[1]  Z  sorted set  element -> double          the ranking itself
+    KEYS[2]  H  hash        member -> kind ":" double ":" element prefix
     KEYS[3]  M  hash        member -> metadata (msgpack)
-    KEYS[4]  D  sorted set  distinct score "|" ordkey -> double  (dense ranks)
-    KEYS[5]  C  hash        distinct score "|" ordkey -> members holding it
-    KEYS[6]  S  hash        clock, config, inexact (members with an ordkey)
+    KEYS[4]  D  sorted set  distinct score -> double   (dense ranks, built on
+    KEYS[5]  C  hash        distinct score -> count     the first dense read)
+    KEYS[6]  S  hash        config, clock, writes, inexact, dense
 
 An element of ``Z`` is ``ordkey + tie + member`` (see
 :mod:`rankengine.redis_board` for the encodings):
@@ -26,20 +26,27 @@ An element of ``Z`` is ``ordkey + tie + member`` (see
     exactly (floats, and ints below 2**53: the common case costs nothing).
 ``tie``
     ``tie_break="first"``: 16 decimal digits of the tie clock, inverted
-    (``MAXCLOCK - clock``) on a descending board; ``"member"``: nothing.
+    (``MAXCLOCK - clock``) on a descending board, then the score's *kind*
+    (``i`` int, ``f`` float, ``z`` -0.0; a letter per column), so a range
+    read needs no other key; ``"member"``: nothing.
 ``member``
     The encoded member (a type tag byte, then its bytes).
 
 Redis sorts by ``(double, element bytes)``, which is therefore exactly the
-engine's order ``(score, tie)``.  Two members never share a clock, so
-the member bytes decide only on ``tie_break="member"`` boards.
+engine's order ``(score, tie)``.  Two members never share a clock, so the
+kind and the member bytes decide only on ``tie_break="member"`` boards (no
+kind there: it lives in ``H``).
+
+Each script reads the state hash once (``HMGET``) and writes it once at the
+end: a ``set`` is five or six Redis calls inside the script.
 
 ``ARGV[1]`` of every script is the board's mode: ``d``/``a`` (order of the
-first column), ``f``/``m`` (tie-break) and the number of columns whose
-ordkey the element carries (``1`` for scalar and packed boards), then, on a
-board with an event log, ``:`` and the log's last sequence number (the
-write guard).  Scripts raise ``RANKENGINE_<CODE> <detail>`` before any
-write (Redis does not roll back a script that fails half-way).
+first column), ``f``/``m`` (tie-break), the number of columns whose ordkey
+the element carries (``1`` for scalar and packed boards), the number of
+kind letters, then, on a board with an event log, ``:`` and the log's last
+sequence number (the write guard).  Scripts raise ``RANKENGINE_<CODE>
+<detail>`` before any write (Redis does not roll back a script that fails
+half-way).
 """
 
 from __future__ import annotations
@@ -49,38 +56,62 @@ from typing import Any, Final
 
 __all__ = ["SCRIPTS", "ScriptError", "ScriptRunner"]
 
-#: Shared helpers, prepended to every script (scripts are self-contained).
-PRELUDE: Final = r"""
+#: The helpers, in sections; a script gets the sections it uses (defining
+#: a Lua function costs about as much as a Redis call, so each script
+#: defines only what it needs).  Sections come in this order and use only
+#: the ones before them.
+_CORE: Final = r"""
 local Z, H, M, D, C, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local DESC = string.sub(ARGV[1], 1, 1) == 'd'
-local FIRST = string.sub(ARGV[1], 2, 2) == 'f'
-local COLS = tonumber(string.sub(ARGV[1], 3, 3))
-local PLEN = FIRST and 16 or 0
+local MODE = ARGV[1]
+local DESC = string.sub(MODE, 1, 1) == 'd'
+local FIRST = string.sub(MODE, 2, 2) == 'f'
+local COLS = tonumber(string.sub(MODE, 3, 3))
+local KLEN = tonumber(string.sub(MODE, 4, 4))
+local PLEN = 0
+if FIRST then PLEN = 16 + KLEN end
 -- Largest tie clock, and the bound of exact integers in a double (2**53).
 local MAXCLOCK = 9007199254740991
 local EXACT = 9007199254740992
+local sub, byte, fmt = string.sub, string.byte, string.format
 
 local function fail(code, detail)
   error({err = 'RANKENGINE_' .. code .. ' ' .. detail})
 end
 
+-- The board's state, read once and written once (save) per script.
+local ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense')
+local clock_now = tonumber(ST[1] or '0')
+local writes_now = tonumber(ST[2] or '0')
+local inexact_now = tonumber(ST[3] or '0')
+local DENSE = ST[4] == '1'
+local dirty = false
+local function save()
+  if dirty then
+    redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now),
+      'inexact', fmt('%.0f', inexact_now))
+  end
+end
+-- Every write that changes something counts (compared with the event log).
+local function touched() writes_now, dirty = writes_now + 1, true end
+
 -- A board with an event log passes the log's last sequence number after a
 -- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
 -- that many writes (it lost some, or has one the log does not).
-local GUARD = string.match(ARGV[1], ':(%d+)$')
+local GUARD = string.match(MODE, ':(%d+)$')
 local function guard()
-  if GUARD then
-    local writes = redis.call('HGET', S, 'writes') or '0'
-    if writes ~= GUARD then fail('STALE', writes .. ' ' .. GUARD) end
+  if GUARD and writes_now ~= tonumber(GUARD) then
+    fail('STALE', fmt('%.0f', writes_now) .. ' ' .. GUARD)
   end
 end
+"""
 
+_ORDER: Final = r"""
 -- Byte order (memcmp), as Redis sorts elements.  Lua's own '<' on strings
 -- follows the server's collation locale, so it is never used.
 local function bytes_less(a, b)
   local n = math.min(#a, #b)
   for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
+    local x, y = byte(a, i), byte(b, i)
     if x ~= y then return x < y end
   end
   return #a < #b
@@ -94,7 +125,7 @@ local function ok_end(el)
   local i = 1
   for c = 1, COLS do
     if c > 1 then i = i + 8 end
-    local b = string.byte(el, i)
+    local b = byte(el, i)
     if b >= 128 then
       i = i + 1 + (b - 128)
     elseif COLS > 1 then
@@ -104,10 +135,8 @@ local function ok_end(el)
   return i
 end
 
-local function split(el)
-  local e = ok_end(el)
-  return string.sub(el, 1, e - 1), string.sub(el, e + PLEN)
-end
+local function member_of(el) return sub(el, ok_end(el) + PLEN) end
+local function ordkey_of(el) return sub(el, 1, ok_end(el) - 1) end
 
 -- Exact order of two scores given as (double, ordkey).
 local function less(an, ao, bn, bo)
@@ -124,18 +153,14 @@ local function value(str, ok, kind)
   return {num = tonumber(str), str = str, ok = ok, kind = kind}
 end
 
--- The tie prefix: 16 digits that sort in first-to-reach order.
-local function prefix(clock)
-  if DESC then clock = MAXCLOCK - clock end
-  return string.format('%016.0f', clock)
-end
-
 -- Canonical text of a double (-0 and 0 are one score).
 local function canon(x)
   if x == 0 then x = 0 end
-  return string.format('%.17g', x)
+  return fmt('%.17g', x)
 end
+"""
 
+_DENSE: Final = r"""
 local function dense_add(v)
   local key = canon(v.num) .. '|' .. v.ok
   if redis.call('HINCRBY', C, key, 1) == 1 then redis.call('ZADD', D, canon(v.num), key) end
@@ -149,90 +174,112 @@ local function dense_remove(v)
   end
 end
 
--- A scalar board where no member has an ordkey: counts need no search.
-local plain_cache = nil
-local function plain()
-  if COLS > 1 then return false end
-  if plain_cache == nil then
-    plain_cache = tonumber(redis.call('HGET', S, 'inexact') or '0') == 0
+-- The distinct scores are built on the first dense read (O(N), once), as
+-- the in-process board builds its counts; writes keep them from then on.
+local function ensure_dense()
+  if DENSE then return end
+  redis.call('DEL', D, C)
+  local n = redis.call('ZCARD', Z)
+  local counts, order = {}, {}
+  for start = 0, n - 1, 5000 do
+    local r = redis.call('ZRANGE', Z, start, start + 4999, 'WITHSCORES')
+    for i = 1, #r, 2 do
+      local d = canon(tonumber(r[i + 1]))
+      local key = d .. '|' .. ordkey_of(r[i])
+      if counts[key] then
+        counts[key] = counts[key] + 1
+      else
+        counts[key] = 1
+        order[#order + 1] = {key, d}
+      end
+    end
   end
-  return plain_cache
+  local hc, zd = {}, {}
+  for i, pair in ipairs(order) do
+    hc[#hc + 1], hc[#hc + 2] = pair[1], counts[pair[1]]
+    zd[#zd + 1], zd[#zd + 2] = pair[2], pair[1]
+    if #hc >= 2000 or i == #order then
+      redis.call('HSET', C, unpack(hc))
+      redis.call('ZADD', D, unpack(zd))
+      hc, zd = {}, {}
+    end
+  end
+  redis.call('HSET', S, 'dense', '1')
+  DENSE = true
 end
+"""
+
+_CLOCK: Final = r"""
+-- A scalar board where no member has an ordkey: counts need no search.
+local function plain() return COLS == 1 and inexact_now == 0 end
 local function inexact(delta)
-  if COLS == 1 then
-    redis.call('HINCRBY', S, 'inexact', delta)
-    plain_cache = nil
-  end
+  if COLS == 1 then inexact_now, dirty = inexact_now + delta, true end
 end
 
--- The logical clock: loaded once, saved once.
-local clock_now, clock_dirty = nil, false
-local function clock_load()
-  if not clock_now then clock_now = tonumber(redis.call('HGET', S, 'clock') or '0') end
-  return clock_now
-end
+-- The logical clock.
 local function clock_raise(c)
-  clock_load()
   if c > clock_now then
     if c > MAXCLOCK then fail('RANGE', 'the tie clock reached 2**53') end
-    clock_now, clock_dirty = c, true
+    clock_now, dirty = c, true
   end
 end
-local function clock_next(floor)
-  local c = clock_load()
-  if floor and floor > c then c = floor end
-  clock_raise(c + 1)
-  return c + 1
-end
 local function clock_base(floor)
-  local c = clock_load()
-  if floor and floor > c then c = floor end
+  if floor and floor > clock_now then return floor end
+  return clock_now
+end
+local function clock_next(floor)
+  local c = clock_base(floor) + 1
+  clock_raise(c)
   return c
 end
-local function clock_save()
-  if clock_dirty then redis.call('HSET', S, 'clock', string.format('%.0f', clock_now)) end
-end
--- Every write that changes something bumps 'writes' (compared with the log).
-local function touched() redis.call('HINCRBY', S, 'writes', 1) end
 
+-- The tie part of an element: 16 digits in first-to-reach order, then the kind.
+local function prefix(clock)
+  if DESC then clock = MAXCLOCK - clock end
+  return fmt('%016.0f', clock)
+end
+"""
+
+_TAGS: Final = r"""
 -- On a tie_break="member" board every member has one type (tag byte).
 local function board_tag()
   if FIRST then return nil end
   local first = redis.call('ZRANGE', Z, 0, 0)[1]
   if not first then return nil end
-  local _, member = split(first)
-  return string.sub(member, 1, 1)
+  return sub(member_of(first), 1, 1)
 end
 local function check_tag(tag, member)
-  if tag and string.sub(member, 1, 1) ~= tag then
-    fail('TYPE', tag .. string.sub(member, 1, 1))
-  end
+  if tag and sub(member, 1, 1) ~= tag then fail('TYPE', tag .. sub(member, 1, 1)) end
 end
+"""
 
--- A member's current state, or nil.
+_LOOKUP: Final = r"""
+-- A member's current state, or nil: one HGET (H holds kind, double, prefix).
 local function lookup(member)
   local hv = redis.call('HGET', H, member)
   if not hv then return nil end
-  local c = string.find(hv, ':', 1, true)
-  local pre = string.sub(hv, c + 1)
-  local el = pre .. member
-  local s = redis.call('ZSCORE', Z, el)
-  return {el = el, num = tonumber(s), str = s, ok = string.sub(pre, 1, #pre - PLEN),
-          kind = string.sub(hv, 1, c - 1)}
+  local c1 = string.find(hv, ':', 1, true)
+  local c2 = string.find(hv, ':', c1 + 1, true)
+  local pre = sub(hv, c2 + 1)
+  local str = sub(hv, c1 + 1, c2 - 1)
+  return {el = pre .. member, num = tonumber(str), str = str, ok = sub(pre, 1, #pre - PLEN),
+          kind = sub(hv, 1, c1 - 1)}
 end
+"""
 
+_WRITE: Final = r"""
 local function put(member, old, new, clock)
   local pre = new.ok
-  if FIRST then pre = pre .. prefix(clock) end
+  if FIRST then pre = pre .. prefix(clock) .. new.kind end
   local el = pre .. member
   if old then
-    dense_remove(old)
+    if DENSE then dense_remove(old) end
     if old.ok ~= '' then inexact(-1) end
     if old.el ~= el then redis.call('ZREM', Z, old.el) end
   end
   redis.call('ZADD', Z, new.str, el)
-  redis.call('HSET', H, member, new.kind .. ':' .. pre)
-  dense_add(new)
+  redis.call('HSET', H, member, new.kind .. ':' .. new.str .. ':' .. pre)
+  if DENSE then dense_add(new) end
   if new.ok ~= '' then inexact(1) end
 end
 
@@ -242,14 +289,21 @@ local function delete(member)
   redis.call('ZREM', Z, old.el)
   redis.call('HDEL', H, member)
   redis.call('HDEL', M, member)
-  dense_remove(old)
+  if DENSE then dense_remove(old) end
   if old.ok ~= '' then inexact(-1) end
   return true
 end
+"""
 
-local function kind_of(member)
+_READ: Final = r"""
+-- The kind of a row: in the element on first-to-reach boards, else in H.
+local function kind_of(el, member)
+  if FIRST then
+    local at = ok_end(el) + 16
+    return sub(el, at, at + KLEN - 1)
+  end
   local hv = redis.call('HGET', H, member)
-  return string.sub(hv, 1, string.find(hv, ':', 1, true) - 1)
+  return sub(hv, 1, string.find(hv, ':', 1, true) - 1)
 end
 
 -- Elements (and doubles) of 0-based ranks lo <= r < hi, best first.
@@ -259,6 +313,39 @@ local function rows(lo, hi)
   return redis.call('ZRANGE', Z, lo, hi - 1, 'WITHSCORES')
 end
 
+local function unique_rank0(el)
+  if DESC then return redis.call('ZREVRANK', Z, el) end
+  return redis.call('ZRANK', Z, el)
+end
+
+-- Clamp 1-based inclusive ranks (negative from the bottom) to [lo, hi).
+local function window(start, stop, n)
+  if start < 0 then start = start + n + 1 end
+  if stop < 0 then stop = stop + n + 1 end
+  local lo = math.max(start, 1) - 1
+  local hi = math.min(stop, n)
+  if lo < hi then return lo, hi end
+  return 0, 0
+end
+
+-- Rows as element, double, kind, meta (false unless asked).
+local function emit(out, r, with_meta)
+  for i = 1, #r, 2 do
+    local member = member_of(r[i])
+    out[#out + 1] = r[i]
+    out[#out + 1] = r[i + 1]
+    out[#out + 1] = kind_of(r[i], member)
+    if with_meta then
+      out[#out + 1] = redis.call('HGET', M, member)
+    else
+      out[#out + 1] = false
+    end
+  end
+  return out
+end
+"""
+
+_COUNT: Final = r"""
 -- Binary search of a run of equal doubles: how many of its first `eq`
 -- entries (from position `base` of `key`) satisfy `yes`, a predicate that
 -- holds on a prefix of the run.  O(log eq * log N).
@@ -282,7 +369,7 @@ local function count_z(str, ok, inclusive)
     return below
   end
   return below + search(Z, below, eq, function(el)
-    local eok = string.sub(el, 1, ok_end(el) - 1)
+    local eok = ordkey_of(el)
     if inclusive then return not bytes_less(ok, eok) end
     return bytes_less(eok, ok)
   end)
@@ -290,6 +377,7 @@ end
 
 -- The same over the distinct scores (dense ranks).
 local function count_d(str, ok, inclusive)
+  ensure_dense()
   local below = redis.call('ZCOUNT', D, '-inf', '(' .. str)
   local eq = redis.call('ZCOUNT', D, str, str)
   if eq == 0 then return below end
@@ -310,7 +398,10 @@ local function ahead(v)
   return count_z(v.str, v.ok, false)
 end
 local function ahead_distinct(v)
-  if DESC then return redis.call('ZCARD', D) - count_d(v.str, v.ok, true) end
+  if DESC then
+    ensure_dense()
+    return redis.call('ZCARD', D) - count_d(v.str, v.ok, true)
+  end
   return count_d(v.str, v.ok, false)
 end
 
@@ -323,43 +414,52 @@ local function span(a, n)
   if hi < lo then hi = lo end
   return lo, hi
 end
-
-local function unique_rank0(el)
-  if DESC then return redis.call('ZREVRANK', Z, el) end
-  return redis.call('ZRANK', Z, el)
-end
-
--- Clamp 1-based inclusive ranks (negative from the bottom) to [lo, hi).
-local function window(start, stop, n)
-  if start < 0 then start = start + n + 1 end
-  if stop < 0 then stop = stop + n + 1 end
-  local lo = math.max(start, 1) - 1
-  local hi = math.min(stop, n)
-  if lo < hi then return lo, hi end
-  return 0, 0
-end
-
--- Rows as element, double, kind, meta (false unless asked).
-local function emit(out, r, with_meta)
-  for i = 1, #r, 2 do
-    local _, member = split(r[i])
-    out[#out + 1] = r[i]
-    out[#out + 1] = r[i + 1]
-    out[#out + 1] = kind_of(member)
-    if with_meta then
-      out[#out + 1] = redis.call('HGET', M, member)
-    else
-      out[#out + 1] = false
-    end
-  end
-  return out
-end
 """
 
-#: Store the config on first use; return the stored one.  ARGV: 2 config JSON.
+#: Sections each script needs besides the core (which every script gets).
+_WRITER: Final = ("order", "dense", "clock", "tags", "lookup", "write")
+_NEEDS: Final[dict[str, tuple[str, ...]]] = {
+    "INIT": (),
+    "SET": _WRITER,
+    "INCR": _WRITER,
+    "SET_MANY": _WRITER,
+    "INCR_MANY": _WRITER,
+    "REMOVE": _WRITER,
+    "COMMIT": _WRITER,
+    "CLEAR": (),
+    "SET_META": ("order", "tags"),
+    "REMOVE_RANGE": ("order", "dense", "clock", "lookup", "write", "read", "count"),
+    "RANGE": ("order", "dense", "clock", "lookup", "read", "count"),
+    "ENTRIES": ("order", "dense", "clock", "lookup", "read", "count"),
+    "PERCENTILE": ("order", "dense", "clock", "lookup", "count"),
+    "RANK_FOR": ("order", "dense", "clock", "count"),
+    "SHARD": ("order", "dense", "clock", "count"),
+    "SCORE_AT": ("order", "read"),
+}
+_SECTIONS: Final[dict[str, str]] = {
+    "core": _CORE,
+    "order": _ORDER,
+    "dense": _DENSE,
+    "clock": _CLOCK,
+    "tags": _TAGS,
+    "lookup": _LOOKUP,
+    "write": _WRITE,
+    "read": _READ,
+    "count": _COUNT,
+}
+
+
+def _prelude(name: str) -> str:
+    """The helper sections script ``name`` needs, in their order."""
+    wanted = {"core", *_NEEDS[name]}
+    return "".join(text for section, text in _SECTIONS.items() if section in wanted)
+
+
+#: Store the config on first use; return it and the write counter.
+#: ARGV: 2 config JSON.
 INIT: Final = """
 redis.call('HSETNX', S, 'config', ARGV[2])
-return {redis.call('HGET', S, 'config'), redis.call('HGET', S, 'writes') or '0'}
+return {redis.call('HGET', S, 'config'), fmt('%.0f', writes_now)}
 """
 
 #: set.  ARGV: 2 member, 3 double, 4 ordkey, 5 kind, 6 when, 7 has meta,
@@ -385,20 +485,20 @@ else
     put(member, old, new, clock)
   end
 end
-clock_save()
 local meta = 0
 if ARGV[7] == '1' and (clock > 0 or redis.call('HGET', M, member) ~= ARGV[8]) then
   redis.call('HSET', M, member, ARGV[8])
   meta = 1
 end
 if clock > 0 or meta > 0 then touched() end
+save()
 return {clock, meta}
 """
 
 # The increment fast path, for scalar boards: the stored score and the step
 # are exact doubles and an int result stays below 2**53.  Anything else asks
-# the client to do it exactly ({3}): it reads, computes in Python and commits
-# with a precondition.
+# the client to do it exactly: it reads, adds in Python and commits with a
+# precondition.
 _SUM: Final = """
 local function sum(cur, step, skind)
   local base, bkind = 0, 'i'
@@ -415,7 +515,7 @@ local function sum(cur, step, skind)
   elseif new == 0 and 1 / new < 0 then
     kind = 'z'
   end
-  return value(string.format('%.17g', new), '', kind)
+  return value(fmt('%.17g', new), '', kind)
 end
 """
 
@@ -440,8 +540,8 @@ if old then
 end
 local clock = clock_next(tonumber(ARGV[6]))
 put(member, old, new, clock)
-clock_save()
 touched()
+save()
 return {1, new.str, new.kind, clock}
 """
 )
@@ -491,8 +591,8 @@ for member, mark in pairs(last) do
 end
 if steps > 0 then
   clock_raise(base + steps)
-  clock_save()
   touched()
+  save()
 end
 out[1] = changed
 return out
@@ -550,8 +650,8 @@ for _, member in ipairs(order) do
 end
 if steps > 0 then
   clock_raise(base + steps)
-  clock_save()
   touched()
+  save()
 end
 return out
 """
@@ -567,6 +667,7 @@ for i = 2, #ARGV do
   if delete(ARGV[i]) then out[#out + 1] = ARGV[i] end
 end
 if #out > 0 then touched() end
+save()
 return out
 """
 
@@ -577,8 +678,11 @@ local n = redis.call('HLEN', H)
 local members = {}
 if ARGV[2] == '1' then members = redis.call('HKEYS', H) end
 redis.call('DEL', Z, H, M, D, C)
-redis.call('HDEL', S, 'inexact')
-if n > 0 then touched() end
+if n > 0 then
+  inexact_now = 0
+  touched()
+end
+save()
 if ARGV[2] == '1' then return members end
 return n
 """
@@ -599,6 +703,7 @@ else
   redis.call('HDEL', M, member)
 end
 touched()
+save()
 return 1
 """
 
@@ -612,7 +717,7 @@ REMOVE_RANGE: Final = """
 guard()
 local sel = ARGV[2]
 local n = redis.call('ZCARD', Z)
-local r, want = {}, false
+local r, want, out = {}, false, {}
 if sel == 'rank' then
   r = rows(window(tonumber(ARGV[3]), tonumber(ARGV[4]), n))
   want = ARGV[5] == '1'
@@ -631,23 +736,19 @@ else
       r = redis.call('ZREVRANGE', Z, 0, count - 1, 'WITHSCORES')
     end
   end
-  local out = emit({n}, r, ARGV[5] == '1')
-  for i = 1, #r, 2 do
-    local _, member = split(r[i])
-    delete(member)
-  end
-  if #r > 0 then touched() end
-  return out
+  out = emit({n}, r, ARGV[5] == '1')
 end
-local out = {}
+local gone = {}
 for i = 1, #r, 2 do
-  local _, member = split(r[i])
+  local member = member_of(r[i])
   delete(member)
-  out[#out + 1] = member
+  gone[#gone + 1] = member
 end
-if #out > 0 then touched() end
-if want then return out end
-return #out
+if #gone > 0 then touched() end
+save()
+if sel == 'pop' then return out end
+if want then return gone end
+return #gone
 """
 
 #: Range reads.  ARGV: 2 style (u/c/d), 3 with meta (1/0), 4 selector, then
@@ -702,8 +803,7 @@ if lo >= hi then return {lo, n, 0, 0} end
 local r = rows(lo, hi)
 local out = {lo, n, 0, 0}
 if style ~= 'u' then
-  local ok = split(r[1])
-  local first = value(r[2], ok, '')
+  local first = value(r[2], ordkey_of(r[1]), '')
   if style == 'c' then out[3] = ahead(first) else out[4] = ahead_distinct(first) end
 end
 return emit(out, r, ARGV[3] == '1')
@@ -761,8 +861,7 @@ if ARGV[2] == 'span' then
 end
 local style, str, ok = ARGV[5], ARGV[3], ARGV[4]
 if style == 'd' then
-  if DESC then return redis.call('ZCARD', D) - count_d(str, ok, true) + 1 end
-  return count_d(str, ok, false) + 1
+  return ahead_distinct(value(str, ok, '')) + 1
 end
 -- a newcomer ranks after the members already on its score (unique) or with
 -- them (competition)
@@ -788,17 +887,18 @@ for _, j in ipairs({lo, math.min(lo + 1, n - 1)}) do
   else
     r = redis.call('ZREVRANGE', Z, j, j, 'WITHSCORES')
   end
-  local _, member = split(r[1])
   out[#out + 1] = r[1]
   out[#out + 1] = r[2]
-  out[#out + 1] = kind_of(member)
+  out[#out + 1] = kind_of(r[1], member_of(r[1]))
 end
 return out
 """
 
 #: Sharding reads.  ARGV: 2 what, then
-#:   'before'   3 double 4 element: members ranked strictly ahead of that key
-#:              (which need not be on this board)
+#:   'before'   3 double 4 probe: members ranked strictly ahead of the key
+#:              (which need not be on this board); the probe is the
+#:              element up to the clock digits (first-to-reach boards) or
+#:              the whole element (tie by member)
 #:   'distinct' 3 double 4 ordkey: the distinct scores strictly better, as
 #:              D elements with their doubles
 SHARD: Final = """
@@ -811,9 +911,13 @@ if ARGV[2] == 'before' then
   local a = search(Z, below, eq, function(el) return bytes_less(el, probe) end)
   if not DESC then return below + a end
   local same_key = 0
-  if a < eq and redis.call('ZRANGE', Z, below + a, below + a)[1] == probe then same_key = 1 end
+  if a < eq then
+    local el = redis.call('ZRANGE', Z, below + a, below + a)[1]
+    if el == probe or (FIRST and sub(el, 1, #probe) == probe) then same_key = 1 end
+  end
   return (n - below - eq) + (eq - a - same_key)
 end
+ensure_dense()
 local nd = redis.call('ZCARD', D)
 if DESC then
   local at = count_d(str, ARGV[4], true)
@@ -884,22 +988,22 @@ while i <= #ARGV do
   elseif op == 'C' then
     clock_raise(tonumber(ARGV[i + 1]))
   elseif op == 'W' then
-    writes = ARGV[i + 1]
+    writes = tonumber(ARGV[i + 1])
   end
   i = i + WIDTH[op]
 end
-clock_save()
 if writes then
-  redis.call('HSET', S, 'writes', writes)
+  writes_now, dirty = writes, true
 elseif changed then
   touched()
 end
+save()
 return {1, base}
 """
 
-#: Every script by name, each with the prelude in front.
+#: Every script by name, each with the helper sections it needs in front.
 SCRIPTS: Final[dict[str, str]] = {
-    name: PRELUDE + body
+    name: _prelude(name) + body
     for name, body in {
         "INIT": INIT,
         "SET": SET,

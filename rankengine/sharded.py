@@ -70,6 +70,7 @@ from rankengine.leaderboard import (
     _check_int,
     _check_size,
     _check_style,
+    _member_list,
 )
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.scoring import Member, Score, ScoreCodec, check_member, check_meta
@@ -445,7 +446,7 @@ class ShardedLeaderboard:
 
         Runtime complexity: O(k log N)
         """
-        wanted = list(members)
+        wanted = _member_list(members)
         with self._lock:
             for member in wanted:
                 self._check_member(member)
@@ -601,7 +602,7 @@ class ShardedLeaderboard:
 
         Runtime complexity: O(k S log N)
         """
-        return [self.entry(m, style=style, with_meta=with_meta) for m in members]
+        return [self.entry(m, style=style, with_meta=with_meta) for m in _member_list(members)]
 
     def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
         """The entry at a 1-based position (``-1`` is the last).
