@@ -1,0 +1,404 @@
+"""Tests for the skip-list pictures (rankengine.viz) and narrations (rankengine.narrate).
+
+The text pictures for a fixed seed and fixed scores are compared with golden
+files in ``tests/golden/``; after a deliberate change to the drawing, rewrite
+them with ``RANKENGINE_UPDATE_GOLDEN=1 python -m pytest tests/test_viz.py`` and
+review the diff.  The SVG files of ``docs/img/`` are regenerated from the
+commands listed in ``docs/skiplist.md`` and compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankengine import Leaderboard
+from rankengine.cli import main
+from rankengine.narrate import (
+    explain,
+    narrate_delete,
+    narrate_insert,
+    narrate_update,
+    trace_key,
+    trace_rank,
+)
+from rankengine.skiplist import SkipList
+from rankengine.viz import (
+    HeightScript,
+    Shape,
+    make_shape,
+    random_scores,
+    render_svg,
+    render_text,
+    shape_of,
+    teaching_list,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+UPDATE = os.environ.get("RANKENGINE_UPDATE_GOLDEN") == "1"
+SVG = "{http://www.w3.org/2000/svg}"
+
+#: The teaching example of docs/skiplist.md.
+SCORES = [30, 10, 50, 20, 60, 5, 40, 15, 25, 45]
+SEED = 8
+
+
+def lecture() -> tuple[SkipList, HeightScript]:
+    rng = HeightScript(SEED)
+    return teaching_list(SCORES, rng=rng), rng
+
+
+# ----------------------------------------------------------------------
+# Golden pictures
+# ----------------------------------------------------------------------
+
+
+def _levels() -> str:
+    sl, _ = lecture()
+    return render_text(sl)
+
+
+def _search() -> str:
+    sl, _ = lecture()
+    trace = trace_key(sl, 45)
+    return render_text(sl, trace) + "\n\n" + explain(trace, sl)
+
+
+def _rank() -> str:
+    sl, _ = lecture()
+    trace = trace_rank(sl, 7)
+    return render_text(sl, trace, layout="vertical") + "\n\n" + explain(trace, sl)
+
+
+def _wide() -> str:
+    sl = teaching_list(random_scores(30, seed=3), rng=3)
+    trace = trace_key(sl, 619)
+    return render_text(sl, trace) + "\n\n" + explain(trace, sl)
+
+
+def _insert() -> str:
+    sl, rng = lecture()
+    return narrate_insert(sl, 35, height=3, rng=rng).text
+
+
+def _insert_new_level() -> str:
+    sl, rng = lecture()
+    return narrate_insert(sl, 1, height=5, rng=rng).text
+
+
+def _delete() -> str:
+    sl, _ = lecture()
+    return narrate_delete(sl, 25).text
+
+
+def _update_in_place() -> str:
+    sl, _ = lecture()
+    return narrate_update(sl, 40, 42).text
+
+
+def _update_move() -> str:
+    sl, _ = lecture()
+    return narrate_update(sl, 20, 55).text
+
+
+GOLDEN_CASES: dict[str, Callable[[], str]] = {
+    "levels": _levels,
+    "search": _search,
+    "rank_vertical": _rank,
+    "wide_vertical": _wide,
+    "insert": _insert,
+    "insert_new_level": _insert_new_level,
+    "delete": _delete,
+    "update_in_place": _update_in_place,
+    "update_move": _update_move,
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_CASES))
+def test_text_matches_golden(name: str) -> None:
+    actual = GOLDEN_CASES[name]() + "\n"
+    path = GOLDEN / f"viz_{name}.txt"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+    expected = path.read_text(encoding="utf-8")
+    assert actual == expected, f"{path.name} differs; see the module docstring to update"
+
+
+def test_golden_levels_picture_reads_as_the_classic_one() -> None:
+    # A hand-checked reading of the golden picture, so that a regenerated
+    # golden file cannot silently turn wrong.
+    lines = (GOLDEN / "viz_levels.txt").read_text(encoding="utf-8").splitlines()
+    rows = {line[:2]: line for line in lines if re.match(r"L\d ", line)}
+    assert list(rows) == ["L3", "L2", "L1", "L0"]
+    assert re.findall(r"\d+(?= -)|HEAD|NIL", rows["L3"]) == ["HEAD", "25", "NIL"]
+    level0 = "HEAD -1> 5 -1> 10 -1> 15 -1> 20 -1> 25 -1> 30 -1> 40 -1> 45 -1> 50 -1> 60 -0> NIL"
+    assert " ".join(rows["L0"].split()[1:]) == level0
+    # Every node label sits in the same column on every level it reaches.
+    assert rows["L3"].index("25") == rows["L0"].index(" 25 ") + 1
+
+
+# ----------------------------------------------------------------------
+# Shapes
+# ----------------------------------------------------------------------
+
+
+@st.composite
+def lists(draw: st.DrawFn) -> tuple[SkipList, HeightScript, list[int]]:
+    scores = draw(st.lists(st.integers(-50, 50), max_size=40))
+    seed = draw(st.integers(0, 2**16))
+    max_level = draw(st.integers(1, 6))
+    rng = HeightScript(seed, max_level=max_level)
+    return teaching_list(scores, rng=rng, max_level=max_level), rng, scores
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists())
+def test_shape_copies_the_real_list(case: tuple[SkipList, HeightScript, list[int]]) -> None:
+    sl, _, scores = case
+    shape = shape_of(sl)
+    assert shape.length == len(scores) == len(sl)
+    assert list(shape.entries) == list(sl)
+    assert shape.level == sl.level
+    # Spans and forward links follow from the heights alone.
+    assert shape == make_shape(shape.entries, shape.heights)
+    for i in range(shape.level):
+        assert sum(link.span for link in shape.links() if link.level == i) == shape.length
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists())
+def test_traces_sum_spans_to_the_rank(case: tuple[SkipList, HeightScript, list[int]]) -> None:
+    sl, _, _ = case
+    shape = shape_of(sl)
+    for rank, (primary, tie, _) in enumerate(sl, 1):
+        trace = trace_key(shape, primary, tie)
+        assert trace.found == rank == trace.rank == sum(s.span for s in trace.steps)
+        assert trace_rank(shape, rank).found == rank
+        strict = trace_key(shape, primary, tie, strict=True)
+        assert strict.found == rank and strict.rank == rank - 1
+        assert [lvl for lvl, _, _ in strict.stops] == list(range(shape.level - 1, -1, -1))
+        # At most (1 / P) links per level on average; never more than the list.
+        assert len(trace.steps) <= shape.length
+    absent = trace_key(shape, 1000)
+    assert absent.found is None and absent.rank == len(sl)
+
+
+def test_height_script_forces_heights_up_to_max_level() -> None:
+    rng = HeightScript(1, max_level=3).force(3, 1, 2, 3)
+    sl = SkipList(rng, max_level=3)
+    for i in range(4):
+        sl.insert(i, 0, str(i))
+    assert [len(spans) for *_, spans in sl.levels()] == [3, 1, 2, 3]
+    assert rng.pending == 0
+    with pytest.raises(ValueError, match="from 1 to 3"):
+        rng.force(4)
+    sl.insert(9, 0, "drawn")  # seeded draws resume
+    sl._check()
+
+
+def test_teaching_list_pictures_do_not_depend_on_the_lists_own_draw() -> None:
+    a = shape_of(teaching_list(SCORES, rng=SEED))
+    assert a == shape_of(teaching_list(SCORES, rng=HeightScript(SEED)))
+    # The i-th score's node has the i-th height HeightScript.draw() gives.
+    script = HeightScript(SEED)
+    drawn = {(score, i): script.draw() for i, score in enumerate(SCORES)}
+    assert {a.key(k): a.heights[k] for k in range(1, a.nil)} == drawn
+    with pytest.raises(ValueError, match="members"):
+        teaching_list([1, 2], members=["a"])
+    with pytest.raises(ValueError, match="max_level"):
+        teaching_list([1], rng=HeightScript(1, max_level=4), max_level=5)
+
+
+def test_labels_and_boards() -> None:
+    board = Leaderboard(backend=lambda: SkipList(random.Random(8)))
+    board.set_many({"ann": 30, "bob": 10, "cid": 20})
+    shape = shape_of(board)
+    assert shape.labels[1:-1] == ("bob", "cid", "ann")
+    assert shape_of(board, "key").labels[1].startswith("10/")
+    assert shape_of(shape, lambda e: e[2].upper()).labels[1] == "BOB"
+    with pytest.raises(TypeError, match="backend='skiplist'"):
+        shape_of(Leaderboard())
+    with pytest.raises(ValueError, match="label"):
+        shape_of(teaching_list([1]), "nope")  # type: ignore[arg-type]
+
+
+def test_empty_list_draws() -> None:
+    empty = teaching_list([])
+    assert render_text(empty, legend=False).splitlines()[0].split() == ["L0", "HEAD", "-0>", "NIL"]
+    assert trace_key(empty, 5).found is None
+    assert ET.fromstring(render_svg(empty)).tag == f"{SVG}svg"
+    with pytest.raises(ValueError, match="rank"):
+        trace_rank(empty, 1)
+
+
+def test_auto_layout_switches_to_vertical_when_too_wide() -> None:
+    sl = teaching_list(random_scores(40, seed=1), rng=1)
+    text = render_text(sl, legend=False)
+    assert text.splitlines()[0].split()[:2] == ["rank", "L0"]
+    assert max(len(line) for line in text.splitlines()) <= 80
+    wide = render_text(sl, legend=False, layout="horizontal")
+    assert max(len(line) for line in wide.splitlines()) > 120
+    with pytest.raises(ValueError, match="layout"):
+        render_text(sl, layout="diagonal")  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------
+# SVG
+# ----------------------------------------------------------------------
+
+
+def _classes(root: ET.Element, name: str) -> list[ET.Element]:
+    return [e for e in root.iter() if name in (e.get("class") or "").split()]
+
+
+@pytest.mark.parametrize("seed", [0, 8, 21])
+def test_svg_has_one_element_per_node_and_link(seed: int) -> None:
+    sl = teaching_list(random_scores(15, seed=seed), rng=seed)
+    shape = shape_of(sl)
+    primary = sorted(e[0] for e in sl)[9]
+    trace = trace_key(shape, primary)
+    root = ET.fromstring(render_svg(shape, trace))
+    assert root.tag == f"{SVG}svg"
+    nodes = _classes(root, "node")
+    assert len(nodes) == shape.length + 1  # the header and every entry
+    assert len(_classes(root, "nil")) == 1
+    links = _classes(root, "link")
+    assert len(links) == sum(shape.heights) == len(list(shape.links()))
+    # Each node group has one box per level it reaches.
+    for group in nodes:
+        boxes = group.findall(f"{SVG}rect")
+        assert len(boxes) == int(group.get("data-height", "0"))
+    # The spans written on the links are the real spans.
+    for group, link in zip(links, shape.links(), strict=True):
+        assert group.get("data-span") == str(link.span)
+        assert group.findtext(f"{SVG}text") == str(link.span)
+    assert len(_classes(root, "followed")) == len(trace.steps)
+    assert len(_classes(root, "drop")) == len(trace.drops())
+    assert len(_classes(root, "end")) == 1
+
+
+def test_svg_escapes_labels_and_narration_has_two_panels() -> None:
+    sl = teaching_list([1, 2, 3], members=["<a&b>", "'q'", '"d"'], rng=2)
+    root = ET.fromstring(render_svg(sl, label="member"))
+    labels = {g.get("data-label") for g in _classes(root, "node")}
+    assert labels >= {"<a&b>", "'q'", '"d"'}
+    story = narrate_insert(sl, 5)
+    root = ET.fromstring(story.svg())
+    assert len(_classes(root, "title")) == 2
+    assert len(_classes(root, "changed")) == len(story.marked)
+
+
+def _doc_commands() -> list[list[str]]:
+    text = (ROOT / "docs" / "skiplist.md").read_text(encoding="utf-8")
+    block = re.search(r"```sh\n(.*?)```", text, re.S)
+    assert block is not None, "docs/skiplist.md lists the commands that draw docs/img/"
+    return [line.split()[3:] for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_doc_svgs_are_up_to_date(tmp_path: Path) -> None:
+    commands = _doc_commands()
+    assert commands, "no commands found"
+    for args in commands:
+        target = args[args.index("--svg") + 1]
+        assert target.startswith("docs/img/") and target.endswith(".svg")
+        out = tmp_path / Path(target).name
+        args[args.index("--svg") + 1] = str(out)
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(args) == 0
+        if UPDATE:
+            (ROOT / target).write_bytes(out.read_bytes())
+        assert (ROOT / target).read_bytes() == out.read_bytes(), f"{target} is stale"
+        ET.parse(out)
+
+
+# ----------------------------------------------------------------------
+# Narrations
+# ----------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(lists(), st.data())
+def test_narrations_agree_with_the_real_list(
+    case: tuple[SkipList, HeightScript, list[int]], data: st.DataObject
+) -> None:
+    sl, rng, _ = case
+    for _ in range(6):
+        present = [e[0] for e in sl]
+        action = data.draw(
+            st.sampled_from(["insert", "delete", "update"] if present else ["insert"])
+        )
+        if action == "insert":
+            score = data.draw(st.integers(-60, 60))
+            height = data.draw(st.none() | st.integers(1, sl.max_level))
+            story = narrate_insert(sl, score, height=height, rng=rng)
+            assert story.after.length == story.before.length + 1
+        elif action == "delete":
+            score = data.draw(st.sampled_from(present))
+            story = narrate_delete(sl, score)
+            assert story.after.length == story.before.length - 1
+        else:
+            score = data.draw(st.sampled_from(present))
+            story = narrate_update(sl, score, data.draw(st.integers(-60, 60)))
+            assert story.in_place == (story.changes == ())
+        sl._check()
+        assert story.after == shape_of(sl)
+        for change in story.changes:
+            assert change.old is not None or change.new is not None
+
+
+def test_insert_narration_tells_update_rank_and_spans() -> None:
+    sl, rng = lecture()
+    story = narrate_insert(sl, 35, height=3, rng=rng)
+    assert [(c.level, c.node, c.old, c.new) for c in story.changes] == [
+        (0, "30", 1, 1),
+        (0, "35", None, 1),
+        (1, "30", 3, 1),
+        (1, "35", None, 3),
+        (2, "25", 4, 2),
+        (2, "35", None, 3),
+        (3, "25", 5, 6),
+    ]
+    assert story.trace.update() == [6, 6, 5, 5]  # node numbers of 30, 30, 25, 25
+    assert "rank[0] + 1 = 7" in story.text
+    assert "Checked" in story.text
+
+
+def test_update_paths() -> None:
+    sl, _ = lecture()
+    fast = narrate_update(sl, 40, 42)
+    assert fast.in_place and fast.after.spans == fast.before.spans
+    assert "zslUpdateScore" in fast.text
+    slow = narrate_update(sl, 20, 55)
+    assert not slow.in_place
+    assert [e[0] for e in sl] == [5, 10, 15, 25, 30, 42, 45, 50, 55, 60]
+    with pytest.raises(ValueError, match="no entry with score 99"):
+        narrate_update(sl, 99, 1)
+    with pytest.raises(ValueError, match="already present"):
+        narrate_update(sl, 42, 45, new_tie=9)  # (45, 9) is the key of 45
+
+
+def test_narration_errors_leave_the_list_alone() -> None:
+    sl, rng = lecture()
+    before = shape_of(sl)
+    with pytest.raises(ValueError, match="no entry"):
+        narrate_delete(sl, 7)
+    with pytest.raises(ValueError, match="already present"):
+        narrate_insert(sl, 30, tie=0)
+    with pytest.raises(ValueError, match="HeightScript"):
+        narrate_insert(sl, 31, height=2)
+    with pytest.raises(ValueError, match="from 1 to"):
+        narrate_insert(sl, 31, height=99, rng=rng)
+    assert shape_of(sl) == before
+    assert isinstance(before, Shape)
