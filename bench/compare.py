@@ -773,16 +773,16 @@ def environment(opts: Options, server: peers.RedisServer | None, argv: list[str]
         cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
     load = None
     with contextlib.suppress(OSError):
-        load = [round(x, 2) for x in os.getloadavg()]
+        load = [round(x, 2) for x in os.getloadavg()]  # 1, 5 and 15 minute averages
     return {
         "command": "python bench/compare.py " + " ".join(_public_args(argv)),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),  # the start
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
         "cpu": cpu,
         "cpu_count": os.cpu_count(),
-        "load_average_at_end": load,
+        "load_average_at_start": load,
         "rankengine_commit": commit,
         "rankengine_uncommitted_changes": dirty,
         "sortedcontainers": version("sortedcontainers"),
@@ -865,8 +865,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"note: Redis peers skipped: {note}", file=sys.stderr)
         harness = Harness(opts, server, note)
 
+        # Taken before the run: the code measured is the code at the start.
+        env_at_start = environment(opts, server, argv)
+
         def results(complete: bool) -> dict[str, Any]:
-            env = environment(opts, server, argv)
+            env = dict(env_at_start)
+            with contextlib.suppress(OSError):
+                env["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
             env["elapsed_s"] = round(time.perf_counter() - started, 1)
             env["complete"] = complete
             rows = [run.as_json() for run in harness.runs]
