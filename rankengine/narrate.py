@@ -342,7 +342,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             f"{'has' if present else 'would have'} rank {trace.rank + 1}.  The walk crossed "
             f"{links} and ended on {labels[trace.end]} (update[0])."
         )
-    lines[-1] = textwrap.fill(lines[-1], PROSE_WIDTH)
+    lines[-1] = _fill(lines[-1])
     return "\n".join(lines)
 
 
@@ -417,7 +417,15 @@ def _search_step(
 
 def _block(prose: str, *blocks: str) -> str:
     """A paragraph wrapped to :data:`PROSE_WIDTH`, then indented blocks."""
-    return "\n\n".join([textwrap.fill(prose, PROSE_WIDTH), *blocks])
+    return "\n\n".join([_fill(prose), *blocks])
+
+
+def _fill(text: str) -> str:
+    """Wrap ``text`` without breaking a formula such as ``d + 1`` or ``x = 3``."""
+    glue = "\0"
+    for op in (" + ", " - ", " = ", " <= ", " < ", " > ", " >= "):
+        text = text.replace(op, op.replace(" ", glue))
+    return textwrap.fill(text, PROSE_WIDTH).replace(glue, " ")
 
 
 def _rows(lines: Sequence[str]) -> str:
@@ -628,10 +636,12 @@ def _unlink_changes(
     heights = [*shape.heights[1:x], *shape.heights[x + 1 :]]
     level = max(heights, default=1)
     if level < shape.level:
-        lines.append(
-            f"Levels {level} to {shape.level - 1} now hold no node, so they are dropped "
-            f"(level {shape.level} -> {level})."
+        gone = (
+            f"Level {level} now holds no node, so it is"
+            if level == shape.level - 1
+            else f"Levels {level} to {shape.level - 1} now hold no node, so they are"
         )
+        lines.append(f"{gone} dropped (level {shape.level} -> {level}).")
     spans[0] = spans[0][:level]
     marked = {(i, u) for i, u in marked if i < level}
     rebuilt = make_shape(entries, [level, *heights], shape.label_mode)
@@ -759,10 +769,9 @@ def narrate_update(
     left = "HEAD" if prev is None else before.labels[x - 1]
     right = "NIL" if nxt is None else before.labels[x + 1]
     title = f"Change {old_label} to {new_label}"
-    intro = textwrap.fill(
+    intro = _fill(
         f"{title}.  First find the node, as a delete does, keeping update[i]; then look at "
-        f"its two neighbours on level 0: {left} and {right}.",
-        PROSE_WIDTH,
+        f"its two neighbours on level 0: {left} and {right}."
     )
     if fits:
         sl.move(*old_key, *new_key)

@@ -332,7 +332,8 @@ class HeightScript(random.Random):
         for h in heights:
             if not isinstance(h, int) or isinstance(h, bool) or not 1 <= h <= self.max_level:
                 raise ValueError(f"a node height must be from 1 to {self.max_level}, not {h!r}")
-        self._queue.extend(heights)
+        if self.max_level > 1:  # with one level the draw flips no coin at all
+            self._queue.extend(heights)
         return self
 
     @property
@@ -626,7 +627,7 @@ def _vertical(
 def _legend(
     shape: Shape, trace: Trace | None, changed: set[tuple[int, int]], layout: str
 ) -> list[str]:
-    total = f"on every level the spans add up to {shape.length}"
+    total = f"each level's spans add up to {shape.length}"
     if layout == "horizontal":
         lines = [f"-N->  a link jumping N level-0 steps (its span); {total}"]
         if trace is not None:
@@ -635,7 +636,7 @@ def _legend(
             lines.append("~N~>  a link whose span changed")
         return lines
     lines = [
-        f"oN  a node on that level; its link down the column jumps N steps; {total}",
+        f"oN  a node on that level; its link down the column jumps N steps ({total})",
         "|   a link passing a node that is not on that level",
     ]
     if trace is not None:

@@ -223,7 +223,7 @@ def test_teaching_list_pictures_do_not_depend_on_the_lists_own_draw() -> None:
 
 def test_labels_and_boards() -> None:
     board = Leaderboard(backend=lambda: SkipList(random.Random(8)))
-    board.set_many({"ann": 30, "bob": 10, "cid": 20})
+    board.set_many([("ann", 30), ("bob", 10), ("cid", 20)])
     shape = shape_of(board)
     assert shape.labels[1:-1] == ("bob", "cid", "ann")
     assert shape_of(board, "key").labels[1].startswith("10/")

@@ -1,0 +1,406 @@
+"""The ``rankengine`` command line, run as users run it: in a subprocess.
+
+Every command runs through ``python -m rankengine`` and must exit 0 with the
+expected content; every bad argument must give a one-line message on stderr
+and a non-zero exit, never a traceback.  The subprocesses of a group are
+started together (they are independent), so the whole file takes a few
+seconds of wall time.  ``--help`` of every command is checked in-process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from rankengine import Leaderboard
+from rankengine.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT_S = 240
+
+#: Scores of the small board the visualiser commands draw.
+SCORES = ["30", "10", "50", "20", "60", "5", "40", "15", "25", "45"]
+
+
+class Run(NamedTuple):
+    code: int
+    out: str
+    err: str
+
+
+class Case(NamedTuple):
+    args: list[str]
+    stdin: str | None = None
+
+
+def _run(case: Case) -> Run:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop("TERM", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "rankengine", *case.args],
+        input=case.stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    return Run(result.returncode, result.stdout, result.stderr)
+
+
+def _run_all(cases: dict[str, Case]) -> dict[str, Run]:
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = {name: pool.submit(_run, case) for name, case in cases.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _no_traceback(run: Run) -> None:
+    assert "Traceback" not in run.err + run.out, run.err
+
+
+# ----------------------------------------------------------------------
+# --help, in-process
+# ----------------------------------------------------------------------
+
+COMMANDS = ["demo", "show", "trace", "inspect", "verify", "repair", "replay", "trending"]
+
+
+@pytest.mark.parametrize("command", ["", *COMMANDS])
+def test_help(command: str) -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"] if command else ["--help"])
+    assert exit_info.value.code == 0
+    text = out.getvalue()
+    assert text.startswith("usage: rankengine")
+    if not command:
+        for name in COMMANDS:
+            assert name in text
+
+
+# ----------------------------------------------------------------------
+# Commands that work
+# ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def words(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("text") / "words.txt"
+    path.write_text("the cat and the hat\nthe end\n" * 50 + "zebra\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def svg_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("svg")
+
+
+@pytest.fixture(scope="module")
+def good(words: Path, svg_dir: Path) -> dict[str, Run]:
+    lines = "".join(f"/page/{i % 7}\n" for i in range(700)) + "/rare\n\n"
+    return _run_all(
+        {
+            "root help": Case(["--help"]),
+            "version": Case(["--version"]),
+            "show": Case(["show", *SCORES, "--seed", "8", "--svg", str(svg_dir / "show.svg")]),
+            "show random vertical": Case(["show", "--random", "40", "--seed", "3"]),
+            "show members": Case(["show", "ann=30", "bob=10", "cid=20", "--label", "member"]),
+            "find": Case(
+                ["trace", *SCORES, "--seed", "8", "--find", "45", "--svg", str(svg_dir / "f.svg")]
+            ),
+            "rank": Case(["trace", *SCORES, "--seed", "8", "--rank", "7", "--layout", "vertical"]),
+            "insert": Case(
+                [
+                    "trace",
+                    *SCORES,
+                    "--seed",
+                    "8",
+                    "--insert",
+                    "35",
+                    "--height",
+                    "3",
+                    "--svg",
+                    str(svg_dir / "i.svg"),
+                ]
+            ),
+            "delete": Case(["trace", *SCORES, "--seed", "8", "--delete", "25"]),
+            "update": Case(["trace", *SCORES, "--seed", "8", "--update", "40", "42"]),
+            "update move": Case(["trace", *SCORES, "--seed", "8", "--update", "20", "55"]),
+            "trending stdin": Case(["trending", "--k", "3"], stdin=lines),
+            "trending file": Case(
+                ["trending", str(words), "--words", "--k", "2", "--every", "100"]
+            ),
+            "demo skiplist": Case(
+                ["demo", "--players", "50", "--events", "200", "--backend", "skiplist"]
+            ),
+        }
+    )
+
+
+def test_root_help_and_version(good: dict[str, Run]) -> None:
+    assert good["root help"].code == 0
+    for name in COMMANDS:
+        assert name in good["root help"].out
+    assert good["version"].code == 0 and good["version"].out.startswith("rankengine ")
+
+
+def test_show(good: dict[str, Run], svg_dir: Path) -> None:
+    run = good["show"]
+    assert run.code == 0, run.err
+    assert "L3    HEAD" in run.out and "L0    HEAD -1> 5 -1> 10" in run.out
+    assert "-N->  a link jumping N level-0 steps" in run.out
+    assert f"SVG written to {svg_dir / 'show.svg'}" in run.out
+    root = ET.parse(svg_dir / "show.svg").getroot()
+    assert root.tag.endswith("svg")
+    vertical = good["show random vertical"]
+    assert vertical.code == 0 and vertical.out.count("\n") > 40
+    assert "rank  " in vertical.out and " NIL " in vertical.out
+    members = good["show members"]
+    assert members.code == 0 and "HEAD -1> bob -1> cid -1> ann" in members.out
+
+
+def test_trace_search_and_rank(good: dict[str, Run], svg_dir: Path) -> None:
+    find = good["find"]
+    assert find.code == 0, find.err
+    assert "HEAD ======" in find.out  # a followed link is drawn with '='
+    assert "Found 45 at rank 8 after crossing 4 links" in find.out
+    assert ET.parse(svg_dir / "f.svg").getroot().tag.endswith("svg")
+    rank = good["rank"]
+    assert rank.code == 0 and "<- found: rank 7" in rank.out
+    assert "Rank 7 is 40" in rank.out
+
+
+def test_trace_narrations(good: dict[str, Run], svg_dir: Path) -> None:
+    insert = good["insert"]
+    assert insert.code == 0, insert.err
+    for text in ("Insert 35", "update[i]  rank[i]", "height 3", "rank[0] + 1 = 7", "Checked"):
+        assert text in insert.out
+    assert len(ET.parse(svg_dir / "i.svg").getroot().findall("{*}text[@class='title']")) == 2
+    delete = good["delete"]
+    assert delete.code == 0 and "Delete 25" in delete.out and "takes over" in delete.out
+    assert "so it is dropped (level 4 -> 3)" in delete.out
+    assert good["update"].code == 0 and "zslUpdateScore" in good["update"].out
+    move = good["update move"]
+    assert move.code == 0 and "must move" in move.out and "Step 5: after" in move.out
+
+
+def test_trending(good: dict[str, Run]) -> None:
+    stdin = good["trending stdin"]
+    assert stdin.code == 0, stdin.err
+    lines = stdin.out.splitlines()
+    assert lines[0].startswith("Top 3 of 701 lines")
+    assert [line.split()[1:] for line in lines[2:5]] == [
+        ["100", "0", f"/page/{i}"] for i in range(3)
+    ]
+    file = good["trending file"]
+    assert file.code == 0, file.err
+    # Printed every 100 words, then once more at the end.
+    assert file.out.count("Top 2 of") == 1 + 351 // 100
+    assert file.out.splitlines()[-2].split() == ["1", "150", "0", "the"]
+
+
+def test_demo_on_the_skiplist_backend(good: dict[str, Run]) -> None:
+    run = good["demo skiplist"]
+    assert run.code == 0, run.err
+    assert "skiplist backend" in run.out and "Standings identical" in run.out
+
+
+# ----------------------------------------------------------------------
+# The demo, then the log commands on the board it leaves
+# ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
+    board = tmp_path_factory.mktemp("demo") / "board"
+    return _run(Case(["demo", "--players", "500", "--events", "4000", "--dir", str(board)])), board
+
+
+def test_demo(demo: tuple[Run, Path]) -> None:
+    run, board = demo
+    assert run.code == 0, run.err
+    _no_traceback(run)
+    for step in ("[1/5] 500 players joined", "[2/5] Playing 4,000 score events", "[3/5]"):
+        assert step in run.out
+    assert "[4/5] Crash" in run.out and "SIGKILL" in run.out
+    assert "[5/5] Recovery" in run.out and "replayed 2,000 log records" in run.out
+    assert "Standings identical to the server's: all 500 players" in run.out
+    assert "events/s" in run.out and "Top 10 after 4,000 events" in run.out
+    assert f"try `rankengine inspect {board}`" in run.out
+    # Printed a few times when stdout is not a terminal, never redrawn.
+    assert run.out.count("Top 10 after") == 2
+    assert "\x1b[" not in run.out
+
+
+@pytest.fixture(scope="module")
+def log_runs(demo: tuple[Run, Path]) -> dict[str, Run]:
+    _, board = demo
+    return _run_all(
+        {
+            "inspect": Case(["inspect", str(board)]),
+            "inspect json": Case(["inspect", str(board), "--json"]),
+            "verify": Case(["verify", str(board)]),
+            "repair": Case(["repair", str(board), "--dry-run"]),
+            "replay": Case(["replay", str(board), "--top", "3", "--format", "csv"]),
+            "replay until": Case(["replay", str(board), "--until", "2500", "--top", "2"]),
+        }
+    )
+
+
+def test_log_commands_on_the_demo_board(demo: tuple[Run, Path], log_runs: dict[str, Run]) -> None:
+    _, board = demo
+    for name, run in log_runs.items():
+        assert run.code == 0, f"{name}: {run.err}"
+        _no_traceback(run)
+    assert "members     500" in log_runs["inspect"].out
+    assert '"members": 500' in log_runs["inspect json"].out
+    assert "healthy" in log_runs["verify"].out
+    csv = log_runs["replay"].out.splitlines()
+    assert csv[0] == "rank,member,score" and len(csv) == 4
+    with Leaderboard.open(board) as recovered:
+        best = [f"{e.rank},{e.member!s},{e.score}" for e in recovered.top(3)]
+    assert csv[1:] == best
+    assert len(log_runs["replay until"].out.splitlines()) == 2
+
+
+def test_replay_before_the_snapshot_is_refused_clearly(demo: tuple[Run, Path]) -> None:
+    # The demo snapshots halfway (seq 2,001) and drops the log before it.
+    run = _invoke(["replay", str(demo[1]), "--until", "1"])
+    assert run.code == 1 and "compacted away" in run.err
+
+
+# ----------------------------------------------------------------------
+# Bad arguments: a message and a non-zero exit, never a traceback
+# ----------------------------------------------------------------------
+
+
+def _bad_cases(tmp: Path) -> dict[str, tuple[Case, int, str]]:
+    full = tmp / "full"
+    full.mkdir()
+    (full / "something").write_text("x")
+    empty = tmp / "empty"
+    empty.mkdir()
+    return {
+        "no command": (Case([]), 2, "required"),
+        "unknown command": (Case(["fly"]), 2, "invalid choice"),
+        "demo players 0": (Case(["demo", "--players", "0"]), 2, "must be at least 1"),
+        "demo players word": (Case(["demo", "--players", "lots"]), 2, "not a whole number"),
+        "demo events negative": (Case(["demo", "--events", "-5"]), 2, "must not be negative"),
+        "demo backend": (Case(["demo", "--backend", "btree"]), 2, "invalid choice"),
+        "demo full dir": (Case(["demo", "--dir", str(full)]), 1, "not a new or empty"),
+        "show word": (Case(["show", "ten"]), 2, "'ten' is not a number"),
+        "show nan": (Case(["show", "nan"]), 2, "not a finite number"),
+        "show empty name": (Case(["show", "=5"]), 2, "name before '=' is empty"),
+        "show random 0": (Case(["show", "--random", "0"]), 2, "must be at least 1"),
+        "show random huge": (Case(["show", "--random", "5000"]), 2, "at most 1000"),
+        "show both": (Case(["show", "1", "--random", "3"]), 1, "not both"),
+        "show same names": (Case(["show", "a=1", "a=2"]), 1, "every NAME must be different"),
+        "show max level": (Case(["show", "--max-level", "40"]), 2, "from 1 to 32"),
+        "show layout": (Case(["show", "--layout", "round"]), 2, "invalid choice"),
+        "show svg dir": (
+            Case(["show", "--svg", str(tmp / "missing" / "x.svg")]),
+            1,
+            "No such file or directory",
+        ),
+        "trace nothing": (Case(["trace", "1", "2"]), 2, "one of the arguments"),
+        "trace two": (Case(["trace", "--find", "1", "--delete", "2"]), 2, "not allowed with"),
+        "trace delete absent": (Case(["trace", "1", "2", "--delete", "9"]), 1, "no entry"),
+        "trace update absent": (Case(["trace", "1", "--update", "9", "3"]), 1, "no entry"),
+        "trace rank range": (Case(["trace", "1", "2", "--rank", "5"]), 1, "from 1 to 2"),
+        "trace update arity": (Case(["trace", "--update", "1"]), 2, "expected 2 arguments"),
+        "trace height alone": (
+            Case(["trace", "--find", "3", "--height", "2"]),
+            2,
+            "--height only applies to --insert",
+        ),
+        "trace height tall": (
+            Case(["trace", "--insert", "3", "--height", "9", "--max-level", "4"]),
+            2,
+            "must not exceed --max-level",
+        ),
+        "trending missing file": (
+            Case(["trending", str(tmp / "nope.txt")]),
+            1,
+            "No such file or directory",
+        ),
+        "trending k 0": (Case(["trending", "--k", "0"]), 2, "must be at least 1"),
+        "trending every word": (Case(["trending", "--every", "often"]), 2, "not a whole number"),
+        "verify missing": (Case(["verify", str(tmp / "nope")]), 2, "is not a directory"),
+        "inspect not a board": (Case(["inspect", str(empty)]), 2, "is not a board directory"),
+        "replay until": (
+            Case(["replay", str(empty), "--until", "yesterday"]),
+            2,
+            "neither a sequence number nor an ISO 8601 time",
+        ),
+        "replay format": (Case(["replay", str(empty), "--format", "xml"]), 2, "invalid choice"),
+    }
+
+
+#: Bad-argument cases also run in a subprocess (all of them run in-process,
+#: through the same ``main``, where a traceback would fail the test).
+IN_SUBPROCESS = (
+    "no command",
+    "demo players 0",
+    "demo full dir",
+    "trace delete absent",
+    "trending missing file",
+    "verify missing",
+)
+
+
+def _invoke(args: list[str]) -> Run:
+    """Run the CLI in this process, as ``python -m rankengine`` would."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 1
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run, int, str]]:
+    cases = _bad_cases(tmp_path_factory.mktemp("bad"))
+    runs = {name: _invoke(case.args) for name, (case, _, _) in cases.items()}
+    spawned = _run_all({name: cases[name][0] for name in IN_SUBPROCESS})
+    runs.update({f"{name} (subprocess)": run for name, run in spawned.items()})
+    out = {}
+    for name, run in runs.items():
+        _, code, text = cases[name.removesuffix(" (subprocess)")]
+        out[name] = (run, code, text)
+    return out
+
+
+def test_bad_arguments(bad: dict[str, tuple[Run, int, str]]) -> None:
+    failures = []
+    for name, (run, code, text) in sorted(bad.items()):
+        ok = (
+            run.code == code
+            and text in run.err
+            and "Traceback" not in run.err + run.out
+            and run.err.strip()
+        )
+        if not ok:
+            failures.append(f"{name}: exit {run.code} (want {code}), stderr {run.err!r}")
+    assert not failures, "\n".join(failures)
+
+
+def test_bad_arguments_print_one_short_message(bad: dict[str, tuple[Run, int, str]]) -> None:
+    for name, (run, code, _) in bad.items():
+        if code == 1:  # the command ran: one line, "rankengine CMD: error: ..."
+            lines = run.err.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("rankengine "), name
+        else:  # argparse: usage, then one error line
+            assert run.err.strip().splitlines()[-1].startswith("rankengine"), name
