@@ -8,7 +8,8 @@ Usage (from the repository root)::
 
 It writes one PNG per workload: ``<workload>.png`` (log-log ops per second
 against N, one line per system, the bar spanning the min and max round, the
-point at the median) and ``memory.png`` (bytes per entry against N).
+point at the median) and ``memory.png`` (bytes per entry against N), and ``ratios.png``: every
+system divided by a peer measured in the same rounds, per workload.
 Needs matplotlib (``pip install -e '.[bench]'``).
 """
 
@@ -34,6 +35,8 @@ STYLE: dict[str, tuple[str, str]] = {
     "rankengine-sortedlist-fsync-always": ("#9edae5", "o"),
     "rankengine-skiplist-fsync-everysec": ("#98df8a", "s"),
     "rankengine-skiplist-fsync-always": ("#bcbd22", "s"),
+    "redis-aof-fsync-everysec": ("#ff9896", "D"),
+    "redis-aof-fsync-always": ("#9467bd", "D"),
 }
 
 TITLES: dict[str, str] = {
@@ -130,7 +133,69 @@ def plot(data: dict[str, Any], out: Path) -> list[Path]:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
+    written.append(plot_ratios(data, out))
     return written
+
+
+def plot_ratios(data: dict[str, Any], out: Path) -> Path:
+    """``ratios.png``: per workload, each system's median divided by the
+    baseline's median *from the same rounds* (see ``compare.BASELINES``).
+
+    Absolute rates drift with the load of a shared machine from one
+    workload to the next; a ratio between systems measured side by side does
+    not, so this is the chart to read.
+    """
+    import matplotlib.pyplot as plt
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import compare
+
+    runs = data["runs"]
+    workloads = [
+        w for w in dict.fromkeys(r["workload"] for r in runs) if w not in ("memory", "bulk-load")
+    ] + [w for w in ("bulk-load", "memory") if any(r["workload"] == w for r in runs)]
+    cols = 3
+    rows_n = -(-len(workloads) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(13, 3.6 * rows_n), squeeze=False)
+    for ax, workload in zip(axes.flat, workloads, strict=False):
+        rows = [r for r in runs if r["workload"] == workload]
+        sizes = sorted({r["n"] for r in rows})
+        base_name = None
+        for system in dict.fromkeys(r["system"] for r in rows):
+            pts = []
+            for n in sizes:
+                group = [r for r in rows if r["n"] == n]
+                base = compare._baseline(workload, group)
+                mine = next((r for r in group if r["system"] == system), None)
+                if base is None or mine is None:
+                    continue
+                base_name = base["system"]
+                if workload == "memory":
+                    pts.append((n, mine["bytes_per_entry"] / base["bytes_per_entry"]))
+                elif mine["ops_per_s"] and base["ops_per_s"]:
+                    pts.append((n, mine["ops_per_s"]["median"] / base["ops_per_s"]["median"]))
+            if pts:
+                colour, marker, line = _style(system)
+                ax.plot(*zip(*pts, strict=True), line, color=colour, marker=marker, label=system)
+        ax.axhline(1.0, color="#000000", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{workload}: / {base_name}", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=5, loc="best")
+    for ax in list(axes.flat)[len(workloads) :]:
+        ax.set_visible(False)
+    fig.suptitle(
+        "ratio to a peer measured in the same rounds (memory: lower is better; "
+        "all others: higher is better)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    path = out / "ratios.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def _rate(x: float) -> str:
