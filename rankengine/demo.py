@@ -179,6 +179,15 @@ class DemoResult:
 # ----------------------------------------------------------------------
 
 
+def _quarters(events: int) -> set[int]:
+    """The event counts at 25, 50, 75 and 100 per cent.
+
+    >>> sorted(_quarters(10)), sorted(_quarters(2))
+    ([2, 5, 7, 10], [1, 2])
+    """
+    return {events * q // 4 for q in (1, 2, 3, 4)} - {0}
+
+
 def _digest(board: Leaderboard) -> str:
     """A fingerprint of the standings: every member, score and rank, in order."""
     return hashlib.sha256(repr(board.items()).encode()).hexdigest()
@@ -222,17 +231,20 @@ def _serve(
     top = board.top
     incr = board.incr
     half = events // 2
+    marks = _quarters(events)
     started = last = time.perf_counter()
     paused = 0.0
     for i in range(events):
         incr(busy[int(players * rng.random() ** 1.5)], rng.randint(1, 100))
-        if i % 256 == 255 or i == events - 1:
-            now = time.perf_counter()
-            if now - last >= REPORT_INTERVAL_S or i == events - 1:
-                last = now
-                rows = [(e.member, e.score) for e in top(TOP)]
-                _send({"type": "progress", "done": i + 1, "seconds": now - started, "top": rows})
-        if i + 1 == half:
+        done = i + 1
+        # Report at every quarter (what plain output prints) and, between
+        # them, at most every REPORT_INTERVAL_S (for the live display).
+        if done in marks or (done & 255 == 0 and time.perf_counter() - last >= REPORT_INTERVAL_S):
+            last = time.perf_counter()
+            rows = [(e.member, e.score) for e in top(TOP)]
+            seconds = last - started - paused
+            _send({"type": "progress", "done": done, "seconds": seconds, "top": rows})
+        if done == half:
             t = time.perf_counter()
             seq = board.compact()
             took = time.perf_counter() - t
@@ -308,6 +320,11 @@ def _table(title: str, rows: list[tuple[int, str, Any]]) -> list[str]:
     lines = [title, f"  {'rank':>8}  {'player':<16}{'score':>10}"]
     lines += [f"  {rank:>8,}  {member:<16}{score:>10,}" for rank, member, score in rows]
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 event``, ``2,000 events``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _bar(done: int, total: int) -> str:
@@ -464,7 +481,7 @@ def _run(
         replayed = report["last_seq"] - snap
         source = f"the snapshot (seq {snap:,}) and " if snap else ""
         say(f"[5/5] Recovery: Leaderboard.open() took {recovery_s:.2f} s: it read")
-        say(f"  {source}replayed {replayed:,} log records.")
+        say(f"  {source}replayed {_count(replayed, 'log record')}.")
         digest = _digest(board)
         top = [(e.member, e.score) for e in board.top(TOP)]
         same_top = top == [tuple(row) for row in report["top"]]
@@ -512,7 +529,7 @@ def _follow(
     """Show the server's reports (steps 1 to 3); return what the last ones said."""
     say = screen.say
     report: dict[str, Any] = {"play_s": 0.0}
-    printed = 0  # plain output: progress lines printed so far (one per quarter)
+    marks = sorted(_quarters(events))
     shown_top: list[Any] = []
     for message in messages:
         kind = message["type"]
@@ -528,22 +545,20 @@ def _follow(
             rate = done / message["seconds"] if message["seconds"] > 0 else 0.0
             status = f"  {_bar(done, events)}  {done:,} / {events:,} events  {rate:,.0f}/s"
             rows = [(i, m, s) for i, (m, s) in enumerate(message["top"], 1)]
-            table = _table(f"  Top {TOP} after {done:,} events", rows)
+            table = _table(f"  Top {TOP} after {_count(done, 'event')}", rows)
             if screen.live:
                 screen.redraw([status, "", *table])
-            else:
-                while printed < 4 and done * 4 >= (printed + 1) * events:
-                    printed += 1
-                    say(status)
-                    if printed in (2, 4):
-                        for line in table:
-                            say(line)
+            elif done in marks:
+                say(status)
+                if done in (marks[len(marks) // 2 - 1], marks[-1]):  # halfway, the end
+                    for line in table:
+                        say(line)
             shown_top = message["top"]
         elif kind == "snapshot":
             if not screen.live:
                 say(
-                    f"  (snapshot after {message['done']:,} events, seq {message['seq']:,}, "
-                    f"in {message['seconds']:.2f} s: the log after it is all a restart replays)"
+                    f"  (snapshot at event {message['done']:,}, seq {message['seq']:,}, in "
+                    f"{message['seconds']:.2f} s: a restart replays only the log after it)"
                 )
             report["snapshot_seq"] = message["seq"]
             report["snapshot_s"] = message["seconds"]
