@@ -99,7 +99,7 @@ def jump_hash(key: int, buckets: int) -> int:
     Runtime complexity: O(log buckets)
 
     >>> [jump_hash(k, 7) for k in (0, 1, 2**63)]
-    [0, 6, 2]
+    [0, 6, 5]
     """
     if buckets < 1:
         raise ValueError(f"buckets must be at least 1, not {buckets}")
