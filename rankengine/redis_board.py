@@ -1390,9 +1390,11 @@ class RedisLeaderboard:
         """Writes and their log records stay in one order: under the lock when logged."""
         if self._listener is None:
             yield
-        else:
-            with self._lock:
-                yield
+            return
+        if self._log is not None and getattr(self._log, "closed", False):
+            raise ValueError(f"the event log of Redis board {self._name!r} is closed")
+        with self._lock:
+            yield
 
     def _notify(self, changes: list[Change]) -> None:
         for change in changes:

@@ -132,13 +132,19 @@ def free_port(*, bus: bool = False) -> int:
     raise RuntimeError("no free loopback port pair for a cluster node")
 
 
+class PortTaken(RuntimeError):
+    """The server could not bind its port: another process took it first."""
+
+
 class RedisProcess:
     """One ``redis-server`` on 127.0.0.1, in the foreground, without persistence."""
 
-    def __init__(self, port: int, directory: Path, *extra: str) -> None:
+    def __init__(self, port: int, directory: Path, *extra: str, bus: bool = False) -> None:
         self.port = port
         self.directory = directory
         self.extra = extra
+        #: A cluster node: its port + 10000 must be free too (the cluster bus).
+        self.bus = bus
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -146,7 +152,20 @@ class RedisProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        """Start (or restart) the server and wait until it answers PING."""
+        """Start (or restart) the server and wait until it answers PING.
+
+        A port taken meanwhile by another process (ports are picked free,
+        then bound by the server) is replaced by a new one, a few times."""
+        for attempt in range(5):
+            try:
+                self._start()
+                return
+            except PortTaken:
+                if attempt == 4:
+                    raise
+                self.port = free_port(bus=self.bus)
+
+    def _start(self) -> None:
         binaries = redis_binaries()
         self.directory.mkdir(parents=True, exist_ok=True)
         command = [
@@ -176,6 +195,8 @@ class RedisProcess:
             if self.process.poll() is not None:
                 log = self.directory / "redis.log"
                 tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                if "Address already in use" in tail:
+                    raise PortTaken(self.port)
                 raise RuntimeError(f"redis-server on port {self.port} exited:\n{tail}")
             if self.ping():
                 return
@@ -414,6 +435,7 @@ def start_cluster(
                         # and gets its first copy at once, not after 5 s
                         "--repl-diskless-sync-delay",
                         "0",
+                        bus=True,
                     )
                 )
                 nodes[-1].start()

@@ -396,3 +396,11 @@ def test_rebuild_from_any_board(redis_client: Any, tmp_path: Any) -> None:
         "'a': Redis has ('a', 3, 0, {'k': 'v'}), log ('a', 2, 0, {'k': 'v'})",
         "clock: Redis 4, log 3",
     ]
+
+
+def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path: Any) -> None:
+    with board(redis_client, log=tmp_path) as b:
+        b.set("ann", 1)
+    with pytest.raises(ValueError, match="closed"):
+        b.set("bob", 2)
+    assert b.items() == [("ann", 1)]  # reads still work; nothing unlogged reached Redis
