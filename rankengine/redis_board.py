@@ -61,7 +61,7 @@ import struct
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.eventlog import pack as pack_meta
@@ -84,7 +84,14 @@ from rankengine.packed import PackedScore
 from rankengine.redis_scripts import ScriptError, ScriptRunner
 from rankengine.scoring import Member, Order, Score, ScoreCodec, check_member, check_meta
 
-__all__ = ["RedisLeaderboard", "ScoreFormat", "decode_member", "encode_member"]
+__all__ = [
+    "Pending",
+    "RedisLeaderboard",
+    "ScoreFormat",
+    "decode_member",
+    "encode_member",
+    "run_pipelined",
+]
 
 #: Key suffixes, in the order every script receives them (see redis_scripts).
 KEY_SUFFIXES: Final = ("z", "h", "m", "d", "c", "s")
@@ -1255,44 +1262,67 @@ class RedisLeaderboard:
         score = self._format.decode(text, ok, kind)
         return self._format.primary(text, ok), self._tie(clock, member), score
 
-    def _shard_before(self, primary: Any, tie: Any, member: Member) -> int:
+    def _shard_before(self, primary: Any, tie: Any, member: Member) -> Pending:
         """How many members rank strictly ahead of the key ``(primary, tie)``."""
         text, ok = self._format.bound(self._codec.score(primary))
         if self._first:  # the clock decides: the element up to its digits
             probe = ok + b"%016d" % (MAXCLOCK + tie if self._desc else tie)
         else:
             probe = ok + self._member(member)
-        return int(self._run("SHARD", "before", text, probe))
+        return Pending(self, "SHARD", ("before", text, probe), int)
 
-    def _shard_rows(self, lo: int, hi: int, with_meta: bool) -> list[tuple[Any, ...]]:
+    def _shard_rows(self, lo: int, hi: int, with_meta: bool) -> Pending:
         """``(primary, tie, member, score, meta)`` for local 0-based ranks [lo, hi)."""
-        if lo >= hi:
-            return []
-        result = self._run("RANGE", "u", _flag(with_meta), "win", lo, hi)
-        out = []
-        for element, text, kind, data in _quads(result[4:]):
-            ok, clock, key = self._split_element(element)
-            member = decode_member(key)
-            out.append(
-                (
-                    self._format.primary(text, ok),
-                    self._tie(clock, member),
-                    member,
-                    self._format.decode(text, ok, kind),
-                    unpack_meta(data) if with_meta and data else None,
-                )
-            )
-        return out
+        return Pending(
+            self, "RANGE", ("u", _flag(with_meta), "win", lo, hi), self._keyed_rows(with_meta)
+        )
 
-    def _shard_distinct(self, primary: Any) -> list[Any]:
+    def _keyed_rows(self, with_meta: bool) -> Callable[[Any], list[tuple[Any, ...]]]:
+        def decode(result: Any) -> list[tuple[Any, ...]]:
+            out = []
+            for element, text, kind, data in _quads(result[4:]):
+                ok, clock, key = self._split_element(element)
+                member = decode_member(key)
+                out.append(
+                    (
+                        self._format.primary(text, ok),
+                        self._tie(clock, member),
+                        member,
+                        self._format.decode(text, ok, kind),
+                        unpack_meta(data) if with_meta and data else None,
+                    )
+                )
+            return out
+
+        return decode
+
+    def _shard_distinct(self, primary: Any) -> Pending:
         """The distinct primaries strictly better than ``primary``."""
         text, ok = self._format.bound(self._codec.score(primary))
-        result = self._run("SHARD", "distinct", text, ok)
-        out = []
-        for element, double in _pairs(result):
-            key_ok = element.split(b"|", 1)[1]
-            out.append(self._format.primary(double, key_ok))
-        return out
+
+        def decode(result: Any) -> list[Any]:
+            return [
+                self._format.primary(double, element.split(b"|", 1)[1])
+                for element, double in _pairs(result)
+            ]
+
+        return Pending(self, "SHARD", ("distinct", text, ok), decode)
+
+    def _shard_size(self) -> Pending:
+        """The number of members."""
+        return Pending(self, "SIZE", (), int)
+
+    def _shard_rank_for(self, score: Score, style: RankStyle) -> Pending:
+        """As :meth:`rank_for_score`."""
+        text, ok = self._format.bound(self._codec.check(score))
+        return Pending(self, "RANK_FOR", ("rank", text, ok, _STYLE_CODE[style]), int)
+
+    def _shard_count(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
+    ) -> Pending:
+        """As :meth:`count`."""
+        span = self._span(low, high, low_inclusive, high_inclusive)
+        return Pending(self, "RANK_FOR", ("span", "", "", *span), int)
 
     # ------------------------------------------------------------------
     # Invariants
@@ -1646,6 +1676,80 @@ class RedisLeaderboard:
 
     def _expected(self, old: Any) -> tuple[Any, ...]:
         return ("", "", "") if old is _MISSING else self._format.encode(old)
+
+
+# ----------------------------------------------------------------------
+# Many boards, one round trip per client
+# ----------------------------------------------------------------------
+class Pending(NamedTuple):
+    """A read script to run on a board, and how to decode its reply."""
+
+    board: RedisLeaderboard
+    name: str
+    args: tuple[Any, ...]
+    decode: Callable[[Any], Any]
+
+
+def run_pipelined(calls: list[Pending]) -> list[Any]:
+    """Run read scripts of many boards, one pipeline per server: boards on
+    one Redis share a round trip.  On a cluster the calls are grouped by the
+    node that owns each board's slot (a cluster pipeline refuses scripts);
+    if the topology moved meanwhile, the calls go one by one through the
+    cluster client, which follows redirections.  Returns the decoded replies.
+
+    Runtime complexity: one round trip per server, plus the scripts' work.
+    """
+    from redis.exceptions import NoScriptError, RedisError, ResponseError
+
+    out: list[Any] = [None] * len(calls)
+    groups: dict[int, tuple[Any, list[int]]] = {}
+    for i, call in enumerate(calls):
+        client = call.board._client
+        if hasattr(client, "get_node_from_key"):  # a cluster: the node of the slot
+            client = client.get_redis_connection(client.get_node_from_key(call.board._keys[0]))
+        groups.setdefault(id(client), (client, []))[1].append(i)
+    for client, indices in groups.values():
+        try:
+            replies = _pipeline(client, [calls[i] for i in indices])
+        except RedisError:
+            replies = None
+        if replies is None or any(
+            isinstance(r, ResponseError) and str(r).startswith(("MOVED", "ASK")) for r in replies
+        ):
+            replies = []
+            for i in indices:  # slowly but surely, through the cluster client
+                board, name, args, _ = calls[i]
+                try:
+                    replies.append(board._scripts(name, board._keys, [board._mode, *args]))
+                except ScriptError as exc:
+                    raise board._error(exc) from None
+        for i, reply in zip(indices, replies, strict=True):
+            if isinstance(reply, ResponseError) and not isinstance(reply, NoScriptError):
+                message = str(reply)
+                if message.startswith("RANKENGINE_"):
+                    code, _, detail = message.split(" script:", 1)[0][11:].partition(" ")
+                    raise calls[i].board._error(ScriptError(code, detail)) from None
+            if isinstance(reply, Exception):
+                raise reply
+            out[i] = calls[i].decode(reply)
+    return out
+
+
+def _pipeline(client: Any, calls: list[Pending]) -> list[Any]:
+    """One pipeline of script calls; loads the scripts and retries once on NOSCRIPT."""
+    from redis.exceptions import NoScriptError
+
+    for attempt in range(2):
+        pipe = client.pipeline(transaction=False)
+        for board, name, args, _ in calls:
+            keys = board._keys
+            pipe.evalsha(board._scripts.sha[name], len(keys), *keys, board._mode, *args)
+        replies = pipe.execute(raise_on_error=False)
+        if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
+            ScriptRunner(client).load()
+            continue
+        break
+    return list(replies)
 
 
 # ----------------------------------------------------------------------

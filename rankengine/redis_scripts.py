@@ -420,6 +420,7 @@ end
 _WRITER: Final = ("order", "dense", "clock", "tags", "lookup", "write")
 _NEEDS: Final[dict[str, tuple[str, ...]]] = {
     "INIT": (),
+    "SIZE": (),
     "SET": _WRITER,
     "INCR": _WRITER,
     "SET_MANY": _WRITER,
@@ -454,6 +455,11 @@ def _prelude(name: str) -> str:
     wanted = {"core", *_NEEDS[name]}
     return "".join(text for section, text in _SECTIONS.items() if section in wanted)
 
+
+#: The number of members (sharded boards read every shard's size at once).
+SIZE: Final = """
+return redis.call('ZCARD', Z)
+"""
 
 #: Store the config on first use; return it and the write counter.
 #: ARGV: 2 config JSON.
@@ -1006,6 +1012,7 @@ SCRIPTS: Final[dict[str, str]] = {
     name: _prelude(name) + body
     for name, body in {
         "INIT": INIT,
+        "SIZE": SIZE,
         "SET": SET,
         "INCR": INCR,
         "SET_MANY": SET_MANY,

@@ -50,11 +50,11 @@ each shard's part is atomic, the batch as a whole is not.
 from __future__ import annotations
 
 import contextlib
-import heapq
+import itertools
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from hashlib import blake2b
 from typing import Any, Final
 
@@ -72,7 +72,13 @@ from rankengine.leaderboard import (
     _check_style,
     _member_list,
 )
-from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
+from rankengine.redis_board import (
+    _MISSING,
+    Pending,
+    RedisLeaderboard,
+    encode_member,
+    run_pipelined,
+)
 from rankengine.scoring import Member, Score, ScoreCodec, check_member, check_meta
 
 __all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
@@ -81,10 +87,15 @@ _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 #: Personalisation of the placement hash (changing it moves every member).
 _PERSON: Final = b"rankengine:shard"
+#: "Every row" as the end of a window.
+_ALL: Final = 2**62
 #: Rows read beyond the estimate on each side of a deep page, at least.
 MIN_MARGIN: Final = 16
 #: Windows grow by this factor when a merged page could not be verified.
 GROWTH: Final = 4
+#: At most this many pivots locate a deep page (each: one row read, then a
+#: count on every shard); each step shrinks the error about tenfold.
+PIVOT_STEPS: Final = 4
 
 
 # ----------------------------------------------------------------------
@@ -128,7 +139,12 @@ def shard_of(member: Member, shards: int) -> int:
 # What the sharded board needs from a shard
 # ----------------------------------------------------------------------
 class _Shard:
-    """Keyed access to one shard, in the index terms ``(primary, tie)``."""
+    """Keyed access to one shard, in the index terms ``(primary, tie)``.
+
+    The reads of a Redis shard return a :class:`~rankengine.redis_board.Pending`
+    script call instead of a value: the sharded board runs those of all its
+    shards in one pipeline per Redis client (see :meth:`ShardedLeaderboard._map`).
+    """
 
     def __init__(self, board: Any) -> None:
         self.board = board
@@ -146,7 +162,7 @@ class _Shard:
                 return None
             return primary, board._tie_of(member), board._codec.score(primary)
 
-    def before(self, primary: Any, tie: Any, member: Member) -> int:
+    def before(self, primary: Any, tie: Any, member: Member) -> int | Pending:
         """Members ranked strictly ahead of the key ``(primary, tie)``."""
         board = self.board
         if self.remote:
@@ -161,7 +177,7 @@ class _Shard:
             )
             return int(len(index) - less - (1 if here else 0))
 
-    def rows(self, lo: int, hi: int, with_meta: bool) -> list[tuple[Any, ...]]:
+    def rows(self, lo: int, hi: int, with_meta: bool) -> list[tuple[Any, ...]] | Pending:
         """``(primary, tie, member, score, meta)`` for local ranks [lo, hi)."""
         board = self.board
         if lo >= hi:
@@ -169,6 +185,7 @@ class _Shard:
         if self.remote:
             return board._shard_rows(lo, hi, with_meta)  # type: ignore[no-any-return]
         with board._lock:
+            hi = min(hi, len(board))
             score, metas = board._codec.score, board._meta
             out = []
             for primary, tie, member in board._iter_positions(lo, hi, best_first=True):
@@ -177,7 +194,7 @@ class _Shard:
                 out.append((primary, tie, member, score(primary), meta))
             return out
 
-    def distinct(self, primary: Any) -> list[Any]:
+    def distinct(self, primary: Any) -> list[Any] | Pending:
         """Distinct primaries strictly better than ``primary``."""
         board = self.board
         if self.remote:
@@ -188,6 +205,28 @@ class _Shard:
             if board._desc:
                 return list(values.irange(minimum=primary, inclusive=(False, True)))
             return list(values.irange(maximum=primary, inclusive=(True, False)))
+
+    def size(self) -> int | Pending:
+        """The number of members."""
+        board = self.board
+        return board._shard_size() if self.remote else len(board)
+
+    def rank_for(self, score: Score, style: RankStyle) -> int | Pending:
+        """The rank ``score`` would get on this shard."""
+        board = self.board
+        if self.remote:
+            return board._shard_rank_for(score, style)  # type: ignore[no-any-return]
+        return int(board.rank_for_score(score, style=style))
+
+    def count(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
+    ) -> int | Pending:
+        """Members with a score in the range."""
+        board = self.board
+        if self.remote:
+            return board._shard_count(low, high, low_inclusive, high_inclusive)  # type: ignore[no-any-return]
+        flags = {"min_inclusive": low_inclusive, "max_inclusive": high_inclusive}
+        return int(board.count(low, high, **flags))
 
     def states(self, members: list[Any]) -> dict[Any, Any]:
         """Current exact scores (``_MISSING`` when absent)."""
@@ -295,9 +334,6 @@ class ShardedLeaderboard:
         self._tie_break = first.tie_break
         self._rank_style: RankStyle = style
         self._lock = threading.RLock()
-        self._pool: ThreadPoolExecutor | None = None
-        if sum(shard.remote for shard in self._shards) > 1:
-            self._pool = ThreadPoolExecutor(len(boards), thread_name_prefix="rankengine-shard")
         self._clock = max(self._map(_Shard.clock))
 
     @classmethod
@@ -360,9 +396,7 @@ class ShardedLeaderboard:
         return shard_of(member, len(self._boards))
 
     def close(self) -> None:
-        """Stop the worker threads (Redis shards are read in parallel)."""
-        if self._pool is not None:
-            self._pool.shutdown()
+        """Nothing to release (kept so that every board can be closed alike)."""
 
     def __len__(self) -> int:
         return sum(self._sizes())
@@ -503,9 +537,10 @@ class ShardedLeaderboard:
         """
         count = _check_count(count, "count")
         with self._lock:
-            n = len(self)
+            sizes = self._sizes()
+            n = sum(sizes)
             count = min(count, n)
-            rows = self._window(n - count, n, with_meta)
+            rows = self._window(n - count, n, with_meta, sizes=sizes)
             entries = self._entries(rows, n - count, "unique")[::-1]
             self._remove_rows(rows)
             return entries
@@ -517,8 +552,9 @@ class ShardedLeaderboard:
         Runtime complexity: O(S (k + log N))
         """
         with self._lock:
-            lo, hi = _rank_window(start, stop, len(self))
-            rows = self._window(lo, hi, False)
+            sizes = self._sizes()
+            lo, hi = _rank_window(start, stop, sum(sizes))
+            rows = self._window(lo, hi, False, sizes=sizes)
             self._remove_rows(rows)
             return len(rows)
 
@@ -578,7 +614,7 @@ class ShardedLeaderboard:
         if shard is None:
             return None
         with self._lock:
-            key = shard.key(member)
+            key = self._now(shard.key(member))
             if key is None:
                 return None
             primary, tie, score = key
@@ -612,12 +648,14 @@ class ShardedLeaderboard:
         style = self._style(style)
         rank = _check_int(rank, "rank")
         with self._lock:
-            n = len(self)
+            sizes = self._sizes()
+            n = sum(sizes)
             if rank < 0:
                 rank += n + 1
             if not 1 <= rank <= n:
                 raise IndexError(f"rank {rank} is outside 1..{n}")
-            return self._entries(self._window(rank - 1, rank, with_meta), rank - 1, style)[0]
+            rows = self._window(rank - 1, rank, with_meta, sizes=sizes)
+            return self._entries(rows, rank - 1, style)[0]
 
     def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
         """The rank ``score`` would get now (nothing is written).
@@ -628,7 +666,7 @@ class ShardedLeaderboard:
         value = self._codec.check(score)
         if style == "dense":
             return self._distinct_ahead(self._codec.primary(value)) + 1
-        ranks = self._map(lambda s: s.board.rank_for_score(value, style=style))
+        ranks = self._map(lambda s: s.rank_for(value, style))
         return int(sum(ranks)) - len(ranks) + 1
 
     def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
@@ -644,9 +682,9 @@ class ShardedLeaderboard:
         with self._lock:
             counts = self._map(
                 lambda s: (
-                    s.board.count(None, value, max_inclusive=False),
-                    s.board.count(None, value),
-                    len(s.board),
+                    s.count(None, value, True, False),
+                    s.count(None, value, True, True),
+                    s.size(),
                 )
             )
         lower, upper, n = (int(sum(column)) for column in zip(*counts, strict=True))
@@ -665,14 +703,15 @@ class ShardedLeaderboard:
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
             raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
         with self._lock:
-            n = len(self)
+            sizes = self._sizes()
+            n = sum(sizes)
             if n == 0:
                 return None
             x = (n - 1) * p / 100
             lo = math.floor(x)
             hi = min(lo + 1, n - 1)
             # worst-first index j is best-first rank n - 1 - j
-            rows = self._window(n - 1 - hi, n - lo, False)
+            rows = self._window(n - 1 - hi, n - lo, False, sizes=sizes)
             low_score, high_score = rows[-1][3], rows[0][3]
         if self._codec.columns is not None or lo == x:
             return low_score  # type: ignore[no-any-return]
@@ -711,8 +750,9 @@ class ShardedLeaderboard:
         """
         style = self._style(style)
         with self._lock:
-            lo, hi = _rank_window(start, stop, len(self))
-            return self._entries(self._window(lo, hi, with_meta), lo, style)
+            sizes = self._sizes()
+            lo, hi = _rank_window(start, stop, sum(sizes))
+            return self._entries(self._window(lo, hi, with_meta, sizes=sizes), lo, style)
 
     def page(
         self,
@@ -730,10 +770,12 @@ class ShardedLeaderboard:
         size = _check_size(size)
         style = self._style(style)
         with self._lock:
-            n = len(self)
+            sizes = self._sizes()
+            n = sum(sizes)
             number = min(max(number, 1), max(-(-n // size), 1))
             lo = (number - 1) * size
-            return self._entries(self._window(lo, min(lo + size, n), with_meta), lo, style)
+            rows = self._window(lo, min(lo + size, n), with_meta, sizes=sizes)
+            return self._entries(rows, lo, style)
 
     def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
         """Number of pages of ``size`` entries.
@@ -765,11 +807,12 @@ class ShardedLeaderboard:
         if shard is None:
             return []
         with self._lock:
-            key = shard.key(member)
+            key = self._now(shard.key(member))
             if key is None:
                 return []
-            ahead = self._map(lambda s: s.before(key[0], key[1], member))
-            n = len(self)
+            counted = self._map(lambda s: (s.before(key[0], key[1], member), s.size()))
+            ahead, sizes = [c for c, _ in counted], [z for _, z in counted]
+            n = sum(sizes)
             r0 = sum(ahead)
             lo, hi = r0 - above, r0 + below + 1
             if fill:
@@ -779,7 +822,7 @@ class ShardedLeaderboard:
                     lo, hi = max(0, lo - (hi - n)), n
             lo, hi = max(lo, 0), min(hi, n)
             guess = [a - (r0 - lo) for a in ahead]
-            return self._entries(self._window(lo, hi, with_meta, guess), lo, style)
+            return self._entries(self._window(lo, hi, with_meta, guess, sizes), lo, style)
 
     def by_score(
         self,
@@ -802,14 +845,16 @@ class ShardedLeaderboard:
             limit = _check_count(limit, "limit")
         style = self._style(style)
         with self._lock:
-            lo, hi, n = self._score_positions(min, max, min_inclusive, max_inclusive)
+            lo, hi, sizes = self._score_positions(min, max, min_inclusive, max_inclusive)
+            n = sum(sizes)
             first, last = (n - hi, n - lo) if self._desc else (lo, hi)
             first += offset
             if limit is not None:
                 last = builtins_min(last, first + limit)
             if first >= last:
                 return []
-            return self._entries(self._window(first, last, with_meta), first, style)
+            rows = self._window(first, last, with_meta, sizes=sizes)
+            return self._entries(rows, first, style)
 
     def count(
         self,
@@ -823,8 +868,7 @@ class ShardedLeaderboard:
 
         Runtime complexity: O(S log N)
         """
-        flags = {"min_inclusive": min_inclusive, "max_inclusive": max_inclusive}
-        return sum(self._map(lambda s: s.board.count(min, max, **flags)))
+        return sum(self._map(lambda s: s.count(min, max, min_inclusive, max_inclusive)))
 
     def items(self) -> list[tuple[Member, Score]]:
         """``(member, score)`` pairs in rank order: a merge of every shard.
@@ -832,7 +876,7 @@ class ShardedLeaderboard:
         Runtime complexity: O(N log S)
         """
         with self._lock:
-            return [(row[2], row[3]) for row in self._window(0, len(self), False)]
+            return [(row[2], row[3]) for row in self._window(0, _ALL, False)]
 
     # ------------------------------------------------------------------
     # Invariants
@@ -850,13 +894,38 @@ class ShardedLeaderboard:
     # Helpers
     # ------------------------------------------------------------------
     def _map(self, func: Callable[[_Shard], Any]) -> list[Any]:
-        """``func`` on every shard: in parallel threads when shards are remote."""
-        if self._pool is None:
-            return [func(shard) for shard in self._shards]
-        return list(self._pool.map(func, self._shards))
+        """``func`` on every shard.  Redis shards answer with pending script
+        calls (alone or in a tuple), which run together: one pipelined round
+        trip per Redis client."""
+        results = [func(shard) for shard in self._shards]
+
+        def items(result: Any) -> tuple[Any, ...]:
+            # a Pending is a NamedTuple: tell it from a tuple of answers first
+            if isinstance(result, tuple) and not isinstance(result, Pending):
+                return result
+            return (result,)
+
+        pending = [item for r in results for item in items(r) if isinstance(item, Pending)]
+        if not pending:
+            return results
+        answers = dict(zip(map(id, pending), run_pipelined(pending), strict=True))
+
+        def resolve(item: Any) -> Any:
+            return answers[id(item)] if isinstance(item, Pending) else item
+
+        return [
+            resolve(r)
+            if isinstance(r, Pending) or not isinstance(r, tuple)
+            else tuple(map(resolve, r))
+            for r in results
+        ]
+
+    def _now(self, item: Any) -> Any:
+        """A single shard's answer, run at once if it is a pending call."""
+        return run_pipelined([item])[0] if isinstance(item, Pending) else item
 
     def _sizes(self) -> list[int]:
-        return self._map(lambda s: len(s.board))
+        return self._map(_Shard.size)
 
     def _style(self, style: RankStyle | None) -> RankStyle:
         if style is None:
@@ -1002,7 +1071,7 @@ class ShardedLeaderboard:
     def _ahead(self, primary: Any) -> int:
         """Members with a strictly better score, on every shard."""
         value = self._codec.score(primary)
-        ranks = self._map(lambda s: s.board.rank_for_score(value, style="competition"))
+        ranks = self._map(lambda s: s.rank_for(value, "competition"))
         return int(sum(ranks)) - len(ranks)
 
     def _distinct_ahead(self, primary: Any) -> int:
@@ -1014,26 +1083,28 @@ class ShardedLeaderboard:
 
     def _score_positions(
         self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
-    ) -> tuple[int, int, int]:
-        """Ascending index positions [lo, hi) of a score range, and N."""
+    ) -> tuple[int, int, list[int]]:
+        """Ascending index positions [lo, hi) of a score range, and the shard sizes."""
         if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
             raise TypeError("inclusive flags must be bools")
 
-        def counts(s: _Shard) -> tuple[int, int, int]:
-            board = s.board
-            below = 0 if low is None else board.count(None, low, max_inclusive=not low_inclusive)
-            upto = (
-                len(board)
-                if high is None
-                else board.count(None, high, max_inclusive=high_inclusive)
-            )
-            return below, upto, len(board)
+        def counts(s: _Shard) -> tuple[Any, Any, Any]:
+            below = 0 if low is None else s.count(None, low, True, not low_inclusive)
+            upto = s.size() if high is None else s.count(None, high, True, high_inclusive)
+            return below, upto, s.size()
 
-        lo, hi, n = (sum(column) for column in zip(*self._map(counts), strict=True))
-        return (lo, hi, n) if lo < hi else (lo, lo, n)
+        counted = self._map(counts)
+        lo, hi = sum(c[0] for c in counted), sum(c[1] for c in counted)
+        sizes = [c[2] for c in counted]
+        return (lo, hi, sizes) if lo < hi else (lo, lo, sizes)
 
     def _window(
-        self, lo: int, hi: int, with_meta: bool, guess: list[int] | None = None
+        self,
+        lo: int,
+        hi: int,
+        with_meta: bool,
+        guess: list[int] | None = None,
+        sizes: list[int] | None = None,
     ) -> list[tuple[Any, ...]]:
         """Rows of global 0-based ranks [lo, hi), best first, verified exact.
 
@@ -1043,27 +1114,37 @@ class ShardedLeaderboard:
         first row of each window that does not start at the shard's top, and
         before the last row of each window that stops short of its bottom.
         Otherwise the windows grow by :data:`GROWTH` and are read again.
+
+        The top of the board (``lo == 0``) needs no sizes and no check: the
+        best ``hi`` are among the union of every shard's best ``hi``.
         """
-        sizes = self._sizes()
+        if lo <= 0 and guess is None:
+            parts = self._map_spans([(0, hi)] * len(self._shards), with_meta)
+            return sorted(itertools.chain(*parts), key=_key, reverse=self._desc)[:hi]
+        sizes = self._sizes() if sizes is None else sizes
         n = sum(sizes)
         lo, hi = max(lo, 0), builtins_min(hi, n)
         if lo >= hi:
             return []
+        width = hi - lo
         if guess is not None:
             margin = 1
         elif lo == 0:
             guess, margin = [0] * len(sizes), 0
         else:
-            guess = [lo * size // n for size in sizes]
-            margin = max(MIN_MARGIN, (hi - lo) // 2, 2 * math.isqrt(lo))
-        width = hi - lo
+            margin = MIN_MARGIN + 2 * math.isqrt(lo)
+            if 2 * margin <= width:  # cheaper than locating the page first
+                guess = [lo * size // n for size in sizes]
+            else:
+                guess, margin = self._locate(lo, sizes)
         while True:
             spans = [
                 (max(0, g - margin), builtins_min(size, g + width + margin))
                 for g, size in zip(guess, sizes, strict=True)
             ]
             parts = self._map_spans(spans, with_meta)
-            merged = list(heapq.merge(*parts, key=_key, reverse=self._desc))
+            # keys are unique across shards: one C sort of the runs is the merge
+            merged = sorted(itertools.chain(*parts), key=_key, reverse=self._desc)
             base = sum(a for a, _ in spans)
             if base <= lo and base + len(merged) >= hi:
                 rows = merged[lo - base : hi - base]
@@ -1073,13 +1154,34 @@ class ShardedLeaderboard:
                 raise AssertionError("shards changed while a page was read")  # pragma: no cover
             margin = max(MIN_MARGIN, margin * GROWTH)
 
+    def _locate(self, lo: int, sizes: list[int]) -> tuple[list[int], int]:
+        """Where a deep page starts on every shard, to within a few rows.
+
+        A row of the largest shard serves as a pivot; the rows ahead of it
+        on every shard sum to its global rank g.  If g is off by d from the
+        page's first rank lo, each shard's part of the page starts within d
+        rows of its count, so windows d rows wider than the page are enough.
+        The pivot starts at the proportional estimate and moves by the error
+        scaled to its shard (a secant step) until d is small.
+        """
+        j = max(range(len(sizes)), key=sizes.__getitem__)
+        n = sum(sizes)
+        at = builtins_min(lo * sizes[j] // n, sizes[j] - 1)
+        for _ in range(PIVOT_STEPS):
+            primary, tie, member = self._now(self._shards[j].rows(at, at + 1, False))[0][:3]
+            ahead = self._map(partial(_Shard.before, primary=primary, tie=tie, member=member))
+            error = sum(ahead) - lo
+            moved = builtins_min(max(at - error * sizes[j] // n, 0), sizes[j] - 1)
+            if abs(error) <= MIN_MARGIN or moved == at:
+                break
+            at = moved
+        return ahead, abs(error) + 1
+
     def _map_spans(
         self, spans: list[tuple[int, int]], with_meta: bool
     ) -> list[list[tuple[Any, ...]]]:
-        jobs = list(zip(self._shards, spans, strict=True))
-        if self._pool is None:
-            return [shard.rows(a, b, with_meta) for shard, (a, b) in jobs]
-        return list(self._pool.map(lambda job: job[0].rows(job[1][0], job[1][1], with_meta), jobs))
+        jobs = iter(spans)
+        return self._map(lambda s: s.rows(*next(jobs), with_meta))
 
     def _complete(
         self,

@@ -74,10 +74,9 @@ def test_sharded_on_redis_equals_one_board(config: dict[str, Any]) -> None:
     run()
 
 
-def test_deep_pages_are_exact_when_shards_are_skewed(monkeypatch: Any) -> None:
-    """All the best players on one shard: the first guess of where a deep
-    page starts is far off, and the board widens its windows until the
-    merged page is verified."""
+def test_deep_pages_are_exact_when_shards_are_skewed() -> None:
+    """All the best players on one shard: the proportional guess of where a
+    deep page starts is far off; the pivot search finds it anyway."""
     sharded = ShardedLeaderboard.local(4)
     single = Leaderboard()
     names = [f"p{i}" for i in range(4000)]
@@ -86,21 +85,31 @@ def test_deep_pages_are_exact_when_shards_are_skewed(monkeypatch: Any) -> None:
     scores = {n: 1000 + i for i, n in enumerate(on_zero)} | {n: i for i, n in enumerate(others)}
     sharded.set_many(scores)
     single.set_many(scores)
-    reads_made = []
-    original = ShardedLeaderboard._map_spans
-    monkeypatch.setattr(
-        ShardedLeaderboard,
-        "_map_spans",
-        lambda self, spans, meta: reads_made.append(spans) or original(self, spans, meta),
-    )
-    for number in (1, 7, 12, 13, 24):
+    for number in (1, 2, 7, 12, 13, 24):
         assert sharded.page(number, 25) == single.page(number, 25)
-    assert any(len(spans) > 1 for spans in reads_made)
-    assert len(reads_made) > 5  # some pages needed a second, wider read
     for member in ("p0", on_zero[150], others[-1]):
         assert sharded.around(member, 4, 4) == single.around(member, 4, 4)
         assert sharded.rank(member) == single.rank(member)
     assert sharded.score_at_percentile(50) == single.score_at_percentile(50)
+
+
+def test_a_window_from_a_bad_guess_is_widened_until_verified(monkeypatch: Any) -> None:
+    sharded = ShardedLeaderboard.local(5)
+    single = Leaderboard()
+    scores = {f"m{i}": (i * 7919) % 997 for i in range(3000)}
+    sharded.set_many(scores)
+    single.set_many(scores)
+    reads: list[Any] = []
+    original = ShardedLeaderboard._map_spans
+    monkeypatch.setattr(
+        ShardedLeaderboard,
+        "_map_spans",
+        lambda self, spans, meta: reads.append(spans) or original(self, spans, meta),
+    )
+    wrong = [0] * 5  # "every shard's part starts at its top": false for rank 1500
+    rows = sharded._window(1500, 1530, False, guess=wrong)
+    assert [row[2] for row in rows] == [e.member for e in single.by_rank(1501, 1530)]
+    assert len(reads) > 1  # the first merge failed its check, wider ones followed
 
 
 def test_the_global_top_k_is_a_merge_of_shard_top_ks() -> None:
