@@ -18,14 +18,18 @@ shard.  Reads merge, and stay exact:
   ``(score, tie)``; competition ranks sum counts of strictly better scores;
   dense ranks count the *distinct* better scores of all shards together;
 * **a page deep in the board** (global ranks lo..hi): each shard's part of
-  it is a run of its own ranks starting near ``lo * n_shard / N``; the board
-  reads a window around that guess from every shard, merges, and *checks*
+  it is a run of its own ranks.  A pivot row of the largest shard, and the
+  rows ahead of it on every shard, give its global rank; a few secant steps
+  move the pivot to within a few rows of ``lo``, which bounds where every
+  shard's part starts.  The board reads those windows, merges, and *checks*
   that the merged run is complete (every row lies after each window's first
-  row and before its last, unless the window reaches the shard's end);
-  if not, it widens the windows and reads again.  Hashing spreads members
-  evenly, so the first guess almost always holds.
+  row and before its last, unless the window reaches the shard's end); if
+  not, it widens the windows and reads again.
 * **around me**: a member's rank gives, on every shard, exactly where the
   rows above and below it are.
+
+The reads of all Redis shards go out together: one pipelined round trip per
+Redis server (on a cluster, per node owning the shards' slots).
 
 First-to-reach ties need one clock for the whole board: the sharded board
 keeps a global logical clock and raises a shard's clock to it before each
