@@ -68,5 +68,7 @@ class ListIndex:
         self.members = [m for _, _, m in rows]
 
     def _check(self) -> None:
-        assert all(a < b for a, b in zip(self.keys, self.keys[1:])), "keys out of order"
+        assert all(a < b for a, b in zip(self.keys, self.keys[1:], strict=False)), (
+            "keys out of order"
+        )
         assert len(self.keys) == len(self.members)
