@@ -63,6 +63,7 @@ from rankengine.scoring import (
 
 if TYPE_CHECKING:
     from rankengine.durable import DurableLeaderboard
+    from rankengine.redis_board import RedisLeaderboard
 
 __all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When"]
 
@@ -1046,6 +1047,20 @@ class Leaderboard:
         from rankengine.durable import open_board
 
         return open_board(cls, path, **options)
+
+    @staticmethod
+    def connect(redis: Any, name: str, **options: Any) -> RedisLeaderboard:
+        """A board with this API stored in a Redis sorted set (``pip install
+        rankengine[redis]``).
+
+        ``redis`` is a redis-py client (``Redis`` or ``RedisCluster``) or a
+        URL; ``name`` names the board's keys.  See :mod:`rankengine.redis_board`
+        for the options (key prefix, packed scores, an event log to rebuild
+        from).
+        """
+        from rankengine.redis_board import RedisLeaderboard
+
+        return RedisLeaderboard(redis, name, **options)
 
     # ------------------------------------------------------------------
     # Invariants

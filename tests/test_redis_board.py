@@ -404,3 +404,17 @@ def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path:
     with pytest.raises(ValueError, match="closed"):
         b.set("bob", 2)
     assert b.items() == [("ann", 1)]  # reads still work; nothing unlogged reached Redis
+
+
+def test_leaderboard_connect_gives_a_redis_board(redis_url: str) -> None:
+    from rankengine import Leaderboard, RedisLeaderboard
+
+    board = Leaderboard.connect(redis_url, "connect-factory", order="asc")
+    try:
+        assert isinstance(board, RedisLeaderboard)
+        board.clear()
+        board.set_many({"a": 3, "b": 1})
+        assert [e.member for e in board.top(2)] == ["b", "a"]
+    finally:
+        board.clear()
+        board.close()
