@@ -85,6 +85,9 @@ WORKLOADS: tuple[str, ...] = (
     "durable-mixed",
 )
 DEFAULT_SIZES: tuple[int, ...] = (10_000, 100_000, 1_000_000)
+#: ``--quick``: one small board, so that the smoke check stays under a minute
+#: even on a busy machine.
+QUICK_SIZE = 5_000
 
 #: Scores start uniform in [0, SCORE_RANGE): about one member per score at
 #: N = 10**6, so ties exist but are short.
@@ -802,7 +805,7 @@ def environment(opts: Options, server: peers.RedisServer | None, argv: list[str]
 
 def parse_args(argv: list[str]) -> tuple[Options, str | None]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke check: N=10**4, few ops")
+    p.add_argument("--quick", action="store_true", help="smoke check: N=5000, few ops")
     p.add_argument("--sizes", help="comma-separated N values (default 10000,100000,1000000)")
     p.add_argument("--workloads", help=f"comma-separated subset of {','.join(WORKLOADS)}")
     p.add_argument("--systems", help=f"comma-separated subset of {','.join(peers.ALL_SYSTEMS)}")
@@ -828,7 +831,7 @@ def parse_args(argv: list[str]) -> tuple[Options, str | None]:
     sizes = (
         [int(x) for x in args.sizes.split(",")]
         if args.sizes
-        else ([10_000] if quick else list(DEFAULT_SIZES))
+        else ([QUICK_SIZE] if quick else list(DEFAULT_SIZES))
     )
     opts = Options(
         sizes=sizes,
