@@ -9,17 +9,19 @@ Usage (from the repository root)::
 
 Method (see ``docs/performance.md``):
 
-1. For each workload and each N, every available system is built once from
-   the same seeded ``(member, score)`` pairs, and one seeded op list is made.
+1. For each N (smallest first) and each workload, every available system is
+   built once from the same seeded ``(member, score)`` pairs, and one seeded
+   op list is made.
 2. Warm-up: every system runs the same first ``--warmup`` ops; then the
    harness checks that all systems report the same top-10 scores.
 3. Calibration: a system too slow to run the whole op list within
    ``--budget`` seconds runs a prefix of it (never fewer than ``MIN_OPS``
    ops); the count is recorded in the JSON.
-4. ``--repeats`` timed rounds, round-robin across systems (the starting system
-   rotates each round) so that noise from a shared machine hits every system
-   alike.  ``gc.collect()`` runs before each timed run; the collector stays
-   enabled while timing, as it is in an application.
+4. ``--repeats`` timed rounds.  Each round is cut into ``SLICES`` slices and
+   the systems take turns slice by slice (the first system rotates), so that
+   noise from a shared machine hits every system alike.  The built boards are
+   frozen out of the garbage collector (``gc.freeze()``); the collector stays
+   enabled for new objects, as it is in an application.
 5. Each system reports min/median/max ops per second over the rounds.
 
 ``memory`` builds each system alone under ``tracemalloc`` (bytes still
@@ -34,7 +36,9 @@ JSON output (stable; other tools read it)::
                "ops_per_s": {"min": float, "median": float, "max": float} | null,
                "bytes_per_entry": float | null,
                "ops": int, "repeats": int, "note": str | null}, ...],
-     "env": {...}, "skipped": [{"system": ..., "workload": ..., "n": ..., "why": ...}]}
+     "env": {...}, "skipped": [{"system": ..., "workload": ..., "n": ..., "why": ...}],
+     "targets": [{"workload": ..., "n": ..., "system": ..., "versus": ..., "ratio": ...,
+                  "target": ">= 3.0", "met": bool}, ...]}
 
 ``ops_per_s`` is null for ``memory``; for ``bulk-load`` and ``recovery`` it is
 members per second (N / seconds).
