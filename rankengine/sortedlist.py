@@ -8,7 +8,7 @@ Layout
 ------
 
 An entry ``(primary, tie, member)`` is not stored as a tuple.  It is spread
-over three parallel lists of lists ("blocks") that always have the same
+over three parallel lists of blocks ("columns") that always have the same
 shape::
 
     _lists    [[10, 10, 12],   [12, 15, 20],   [31, 40]]    primaries
@@ -16,49 +16,70 @@ shape::
     _members  [['a','b','c'],  ['d','e','f'],  ['g','h']]   members
     _maxes    [12,             20,             40]          last primary of each block
 
-``_lists``, ``_maxes`` and the positional index belong to a private
+``_lists``, ``_maxes`` and the positional tree belong to a private
 ``sortedcontainers.SortedList`` that holds the primaries and nothing else.  It
 is a valid ``SortedList`` in its own right (ties and members merely ride
 along), so the index reuses its positional tree (``_index``, ``_offset``,
-``_loc``, ``_pos``, ``_build_index``), its ``bisect_left``/``bisect_right``
-and its ``_check``.  Only the operations that must keep the three lists in
-lockstep (insert, delete, split, merge, move) are written here.
+``_loc``, ``_pos``, ``_build_index``) and its ``bisect_left``/``bisect_right``.
+Only the operations that must keep the columns in lockstep (insert, delete,
+split, merge, move) are written here.
+
+Typed columns
+-------------
+
+While every primary is an ``int`` that fits in 64 bits, the primary blocks are
+``array('q')``; while every primary is a ``float``, ``array('d')``; otherwise
+plain lists.  The ties column is chosen the same way (a logical clock is an
+``int``; a member used as tie makes it a list).  The first value that does not
+fit turns that column into lists for good (O(N), once); an emptied index
+chooses again.  Values read back have the type they were stored with, since a
+typed column only ever holds one type.
 
 Why it is fast
 --------------
 
-* **Plain primaries in ``bisect``.**  ``bisect`` on a list of ``float`` or
-  ``int`` runs a C loop of cheap number comparisons.  The naive recipe
-  compares ``(-score, member)`` tuples, which costs a tuple comparison, an
-  extra pointer chase per probe and a string comparison whenever scores tie.
-  Ties are only compared inside a run of equal primaries: the first probe
-  ``ties[i][a] == tie`` settles the common case of a primary held by one
-  entry.
+At a million entries the cost of a look-up is memory latency, not Python
+bytecode: every probe of a ``bisect`` on a list of objects loads the pointer
+and then the object it points to, each a likely cache miss.
+
+* **Unboxed keys in ``bisect``.**  A probe into an ``array`` reads the number
+  in place: one cache line instead of two, and the last few probes share a
+  line.  Measured at N = 1,000,000 (random lookups in 1,000 blocks of 1,000):
+  a block ``bisect`` costs 1.6 µs on ``array('q')`` against 3.3 µs on a list
+  of ``int`` objects.  The naive recipe is worse still: each probe compares a
+  ``(-score, member)`` tuple (pointer, tuple, number and, on equal scores, a
+  string).
+* **Ties only inside runs.**  Ties are compared only within a run of equal
+  primaries; the first probe ``ties[i][a] == tie`` settles the common case of
+  a primary held by one entry.
 * **In-block move.**  A score change usually moves an entry by a few
   positions.  When the new primary still lies inside the same block (between
   the previous block's maximum and this block's maximum) the entry is moved
-  inside that block with ``del`` + ``insert`` (two ``memmove`` calls per list)
-  and nothing else is touched: block sizes do not change, so the positional
-  index stays valid and no tree walk is needed.  When it even keeps its slot
-  (it stays between its two neighbours, Redis' ``zslUpdateScore`` case) the
-  two keys are overwritten in place.
+  within that block (``del`` + ``insert``, a ``memmove`` on the typed
+  columns) and nothing else is touched: block sizes do not change, so the
+  positional tree stays valid.  When it even keeps its slot (it stays between
+  its two neighbours, Redis' ``zslUpdateScore`` case) the two keys are
+  overwritten in place.  The new slot is searched only on the side the entry
+  moves to, near the old one, in lines already cached.
 * **Cross-block move as one transfer.**  Otherwise the entry leaves block ``i``
   and joins block ``j``.  Unless that splits or merges a block, the
   positional tree gets ``-1`` on leaf ``i`` and ``+1`` on leaf ``j``; both
   walks climb in lockstep and stop where they meet, because above the common
   ancestor the two changes cancel.  For neighbouring blocks that is one or two
   levels instead of two full walks to the root.
-* **No per-entry objects.**  Three pointers per entry (24 bytes, plus list
-  over-allocation); no tuple per entry (a 3-tuple would add 64 bytes).
+* **No per-entry objects.**  Typed columns take 8 bytes per value, lists 8
+  bytes per pointer (the objects are shared with the board's own map); no
+  tuple per entry (a 3-tuple would add 64 bytes).
 * **Bulk load.**  :meth:`SortedListIndex.build` transposes the entries with
-  ``zip`` and cuts the three columns into blocks with slices: no comparison at
-  all, C speed.
+  ``zip`` and cuts the three columns into blocks with slices: no comparison,
+  C speed.
 
 Invariants (verified by :meth:`SortedListIndex._check`)::
 
     keys (primary, tie) strictly increase, within and across blocks
     _maxes[i] == _lists[i][-1]
-    _lists, _ties and _members have the same shape
+    the three columns have the same shape
+    every block of a column has the column's type (array code or list)
     no block is empty; no block is longer than 2 * load; when there is more
     than one block, none is shorter than load // 2
     the positional tree, when built, agrees with the block lengths
@@ -66,35 +87,73 @@ Invariants (verified by :meth:`SortedListIndex._check`)::
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, pairwise
 from operator import itemgetter
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, TypeAlias
 
 from sortedcontainers import SortedList  # type: ignore[import-untyped, unused-ignore]
 
 from rankengine.index import Entry3
 
-__all__ = ["DEFAULT_LOAD", "SortedListIndex"]
+__all__ = ["DEFAULT_LOAD", "MIN_LOAD", "SortedListIndex"]
 
 #: Target block length.  Blocks hold between ``load // 2`` and ``2 * load``
 #: entries.  Measured at N = 1,000,000 on the mixed game-server workload
-#: (80% small score increments, 10% top-10, 10% rank look-ups): 250 -> 2.1 µs,
-#: 500 -> 1.9 µs, 1000 -> 1.9 µs, 2000 -> 2.0 µs per operation.  A larger
-#: block keeps more moves inside one block and makes the positional tree
-#: shallower; a smaller block makes each ``insert``/``del`` cheaper.  1000 is
-#: on the flat bottom and is also sortedcontainers' own default.
+#: (80% small score increments, 10% top-10, 10% rank look-ups): see the
+#: module's benchmark notes; 1000 is on the flat bottom of the curve and is
+#: also sortedcontainers' own default.
 DEFAULT_LOAD: Final = 1000
 
-#: The smallest accepted load: ``sortedcontainers`` asserts ``load >= 4`` and
-#: a block must keep at least two entries after a removal.
+#: The smallest accepted load: a block must keep at least two entries after a
+#: removal (``sortedcontainers`` itself asserts ``load >= 4``).
 MIN_LOAD: Final = 4
+
+#: The range of ``array('q')``: ints outside it turn the column into lists.
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+
+#: Array type code per column kind; a kind missing here means plain lists.
+_TYPECODES: Final[dict[type, str]] = {int: "q", float: "d"}
 
 #: How many characters of internal state an assertion message shows.
 _DUMP_LIMIT: Final = 2000
 
+#: One block of one column: a typed array or a list.
+Column: TypeAlias = "array[Any] | list[Any]"
+
 _last = itemgetter(-1)
+
+
+def _kind_of(value: Any) -> type:
+    """The column kind for a first value: ``int``, ``float`` or ``object`` (lists)."""
+    kind = type(value)
+    if kind is int:
+        return int if _INT64_MIN <= value <= _INT64_MAX else object
+    return float if kind is float else object
+
+
+def _kind_of_all(values: Sequence[Any]) -> type:
+    """The column kind that holds all of ``values`` (C-speed scans)."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        return int if min(values) >= _INT64_MIN and max(values) <= _INT64_MAX else object
+    return float if kinds == {float} else object
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    """Can a column of ``kind`` hold ``value``?  (Mirrors the inline tests.)"""
+    if kind is object:
+        return True
+    return type(value) is kind and (kind is not int or _INT64_MIN <= value <= _INT64_MAX)
+
+
+def _block(kind: type | None, values: Iterable[Any]) -> Column:
+    """A new block of a column of ``kind`` holding ``values``."""
+    code = _TYPECODES.get(kind) if kind is not None else None
+    return list(values) if code is None else array(code, values)
 
 
 class _PrimaryList(Protocol):
@@ -104,8 +163,8 @@ class _PrimaryList(Protocol):
     attributes and helpers used, so mypy checks their use.
     """
 
-    _lists: list[list[Any]]
-    _maxes: list[Any]
+    _lists: list[Column]
+    _maxes: Column
     _index: list[int]
     _offset: int
     _len: int
@@ -115,8 +174,6 @@ class _PrimaryList(Protocol):
 
     def _pos(self, idx: int) -> tuple[int, int]: ...
 
-    def _check(self) -> None: ...
-
     def bisect_left(self, value: Any) -> int: ...
 
     def bisect_right(self, value: Any) -> int: ...
@@ -125,7 +182,7 @@ class _PrimaryList(Protocol):
 
 
 class SortedListIndex:
-    """An :class:`~rankengine.index.OrderedIndex` on a list of lists.
+    """An :class:`~rankengine.index.OrderedIndex` on a list of blocks.
 
     Entries ``(primary, tie, member)`` are kept in ascending order of the key
     ``(primary, tie)``; keys are unique.  See the module documentation for
@@ -145,7 +202,18 @@ class SortedListIndex:
         and merges in tests)
     """
 
-    __slots__ = ("_half", "_index", "_lists", "_load", "_maxes", "_members", "_sl", "_ties")
+    __slots__ = (
+        "_half",
+        "_index",
+        "_lists",
+        "_load",
+        "_maxes",
+        "_members",
+        "_ptype",
+        "_sl",
+        "_ties",
+        "_ttype",
+    )
 
     def __init__(self, *, load: int = DEFAULT_LOAD) -> None:
         if load < MIN_LOAD:
@@ -158,8 +226,12 @@ class SortedListIndex:
         self._lists = sl._lists
         self._maxes = sl._maxes
         self._index = sl._index
-        self._ties: list[list[Any]] = []
+        self._ties: list[Column] = []
         self._members: list[list[Any]] = []
+        # Column kinds: int / float (typed arrays), object (lists), or None
+        # while the index is empty and no kind has been chosen.
+        self._ptype: type | None = None
+        self._ttype: type | None = None
         self._load = load
         self._half = load >> 1
 
@@ -175,6 +247,37 @@ class SortedListIndex:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(len={len(self)}, blocks={len(self._lists)})"
+
+    # ------------------------------------------------------------------
+    # Column kinds
+    # ------------------------------------------------------------------
+
+    def _admit(self, primary: Any, tie: Any) -> None:
+        """Make the columns able to store ``primary`` and ``tie``.
+
+        An empty index chooses each column's kind from these values; a typed
+        column that cannot hold its value becomes lists, once and for all.
+
+        Runtime complexity: O(1), or O(N) when a column turns into lists.
+        """
+        if not self._lists:
+            self._ptype = self._ttype = None
+        if self._ptype is None:
+            self._ptype = _kind_of(primary)
+            self._set_maxes(_block(self._ptype, ()))
+        elif not _fits(primary, self._ptype):
+            self._lists[:] = [list(block) for block in self._lists]
+            self._ptype = object
+            self._set_maxes(list(self._maxes))
+        if self._ttype is None:
+            self._ttype = _kind_of(tie)
+        elif not _fits(tie, self._ttype):
+            self._ties[:] = [list(block) for block in self._ties]
+            self._ttype = object
+
+    def _set_maxes(self, maxes: Column) -> None:
+        """Replace ``_maxes`` (it has the primary column's kind), here and in the SortedList."""
+        self._sl._maxes = self._maxes = maxes
 
     # ------------------------------------------------------------------
     # Locating keys
@@ -243,8 +346,7 @@ class SortedListIndex:
         and last block lengths without touching the positional tree.
         """
         lists = self._lists
-        first = len(lists[0])
-        if position < first:
+        if position < len(lists[0]):
             return 0, position
         last_start = self._sl._len - len(lists[-1])
         if position >= last_start:
@@ -277,13 +379,13 @@ class SortedListIndex:
         ``+1`` cancel and nothing changes::
 
                      14              <- unchanged
-                  5      9          <- meet here (i, j share this parent
-                3   2  4   5           only when adjacent under it)
+                  5      9          <- unchanged above the meeting point
+                3   2  4   5
                     i  j
             leaf i: 2 -> 1, node 5 -> 4;  leaf j: 4 -> 5, node 9 -> 10
 
-        Measured: a move between neighbouring blocks costs 1-3 steps here
-        instead of two walks of ~11 steps at 1,000 blocks.
+        A move between neighbouring blocks costs 1-3 steps here instead of two
+        walks of ~11 steps each at 1,000 blocks.
         """
         index = self._index
         if index:
@@ -301,7 +403,6 @@ class SortedListIndex:
         lists = self._lists
         ties = self._ties
         members = self._members
-        maxes = self._maxes
         ps = lists[i]
         ts = ties[i]
         ms = members[i]
@@ -312,9 +413,9 @@ class SortedListIndex:
         del ps[half:]
         del ts[half:]
         del ms[half:]
-        maxes[i] = ps[-1]
-        maxes.insert(i + 1, lists[i + 1][-1])
-        # Block numbers shifted: rebuild the tree lazily on next use.
+        self._maxes[i] = ps[-1]
+        self._maxes.insert(i + 1, lists[i + 1][-1])
+        # Block numbers shifted: the tree is rebuilt lazily on next use.
         del self._index[:]
 
     def _merge(self, i: int) -> None:
@@ -325,25 +426,25 @@ class SortedListIndex:
         lists = self._lists
         ties = self._ties
         members = self._members
+        # Arrays of one column share a type code, so they extend each other.
         lists[prev].extend(lists[i])
         ties[prev].extend(ties[i])
         members[prev].extend(members[i])
         del lists[i]
         del ties[i]
         del members[i]
-        maxes = self._maxes
-        maxes[prev] = lists[prev][-1]
-        del maxes[i]
+        self._maxes[prev] = lists[prev][-1]
+        del self._maxes[i]
         del self._index[:]
         if len(lists[prev]) > self._load << 1:
             self._split(prev)
 
-    def _delete(self, i: int, a: int) -> Any:
-        """Remove the entry at ``(i, a)``, rebalance, and return its member."""
+    def _delete(self, i: int, a: int) -> None:
+        """Remove the entry at ``(i, a)`` and rebalance."""
         ps = self._lists[i]
-        member = self._members[i].pop(a)
         del ps[a]
         del self._ties[i][a]
+        del self._members[i][a]
         self._sl._len -= 1
         if len(ps) > self._half:
             self._maxes[i] = ps[-1]
@@ -355,7 +456,6 @@ class SortedListIndex:
             del self._index[:]
         else:
             self.clear()
-        return member
 
     # ------------------------------------------------------------------
     # Mutation
@@ -379,10 +479,12 @@ class SortedListIndex:
         :param member: the payload stored with the key
         :raises KeyError: if the key is already present
         """
+        if not (_fits(primary, self._ptype) and _fits(tie, self._ttype)):
+            self._admit(primary, tie)
         maxes = self._maxes
         if not maxes:
-            self._lists.append([primary])
-            self._ties.append([tie])
+            self._lists.append(_block(self._ptype, (primary,)))
+            self._ties.append(_block(self._ttype, (tie,)))
             self._members.append([member])
             maxes.append(primary)
             self._sl._len = 1
@@ -453,6 +555,18 @@ class SortedListIndex:
 
         :raises KeyError: if the old key is absent or the new key is present
         """
+        # The new values must fit the column kinds.  This is _fits() inlined
+        # (two calls would cost more than the tests): a typed column needs
+        # the value's type to be its own, an int64 column the value in range.
+        pkind: Any = self._ptype
+        tkind: Any = self._ttype
+        if (
+            (type(new_primary) is not pkind and pkind is not object)
+            or (pkind is int and not _INT64_MIN <= new_primary <= _INT64_MAX)
+            or (type(new_tie) is not tkind and tkind is not object)
+            or (tkind is int and not _INT64_MIN <= new_tie <= _INT64_MAX)
+        ):
+            self._admit(new_primary, new_tie)
         maxes = self._maxes
         i = bisect_left(maxes, primary)
         try:
@@ -470,7 +584,7 @@ class SortedListIndex:
                 raise KeyError((primary, tie))
         # Fast test for "same block": primaries strictly inside the block's
         # range.  Two number comparisons instead of a bisect over _maxes;
-        # equal primaries (ties) take the general test below.
+        # equal primaries (ties) take the general test.
         if new_primary < maxes[i] and (not i or maxes[i - 1] < new_primary):
             j = i
         else:
@@ -478,53 +592,69 @@ class SortedListIndex:
             if j == len(maxes):
                 j -= 1
         if j == i:
-            b = bisect_left(ps, new_primary)
-            if b < len(ps) and ps[b] == new_primary:
+            # Search only the side of ``a`` the primary moves to: fewer
+            # probes, all near ``a`` and so already in cache.
+            if primary < new_primary:
+                b = bisect_left(ps, new_primary, a + 1)
+            elif new_primary < primary:
+                b = bisect_left(ps, new_primary, 0, a)
+            else:
+                b = bisect_left(ps, new_primary)
+            # Landing on a run of equal primaries: place by tie.  A clock tie
+            # makes the moved entry the newest, so it usually goes first in
+            # the run (descending board, tie = -clock) or last (ascending,
+            # tie = clock); one comparison each saves the tie bisect.
+            if b < len(ps) and ps[b] == new_primary and not new_tie < ts[b]:
                 hi = bisect_right(ps, new_primary, b)
-                b = bisect_left(ts, new_tie, b, hi)
-                if b < hi and ts[b] == new_tie:
-                    if b == a:  # the new key is the old key: nothing to do
-                        return
-                    raise KeyError((new_primary, new_tie))
-            # ``b`` was found with the entry still at ``a``; once it leaves,
-            # later slots shift down by one.
-            if b > a:
+                if ts[hi - 1] < new_tie:
+                    b = hi
+                else:
+                    b = bisect_left(ts, new_tie, b, hi)
+                    if ts[b] == new_tie:
+                        if b == a:  # the new key is the old key: nothing to do
+                            return
+                        raise KeyError((new_primary, new_tie))
+            # ``b`` is the slot with the entry still at ``a``.
+            if b > a + 1:
+                # Case 2 up: the entries a+1 .. b-1 slide down one slot.
                 b -= 1
-            if b == a:
+            elif b >= a:
                 # Case 1: still between its neighbours.
                 ps[a] = new_primary
                 ts[a] = new_tie
-            else:
-                # Case 2: ``del`` + ``insert`` is two memmoves per list; measured
-                # faster than rebuilding the shifted run with slice assignment
-                # (which allocates a temporary list).
-                del ps[a]
-                ps.insert(b, new_primary)
-                del ts[a]
-                ts.insert(b, new_tie)
-                ms = self._members[i]
-                ms.insert(b, ms.pop(a))
+                maxes[i] = ps[-1]
+                return
+            # Case 2: one delete and one insert per column.  Typed columns
+            # move with memmove; measured faster than sliding the run between
+            # ``a`` and ``b`` with slice assignment, which copies through a
+            # temporary.
+            del ps[a]
+            ps.insert(b, new_primary)
+            del ts[a]
+            ts.insert(b, new_tie)
+            ms = self._members[i]
+            ms.insert(b, ms.pop(a))
             maxes[i] = ps[-1]
             return
         # Case 3: another block.
         qs = self._lists[j]
         qt = self._ties[j]
         b = bisect_left(qs, new_primary)
-        if b < len(qs) and qs[b] == new_primary:
+        if b < len(qs) and qs[b] == new_primary and not new_tie < qt[b]:
             hi = bisect_right(qs, new_primary, b)
             b = bisect_left(qt, new_tie, b, hi)
             if b < hi and qt[b] == new_tie:
                 raise KeyError((new_primary, new_tie))
-        member = self._members[i].pop(a)
         del ps[a]
         del ts[a]
         qs.insert(b, new_primary)
         qt.insert(b, new_tie)
-        self._members[j].insert(b, member)
+        self._members[j].insert(b, self._members[i].pop(a))
         maxes[i] = ps[-1]  # more than one block, so ``ps`` keeps >= 2 entries
         maxes[j] = qs[-1]
-        if len(qs) > self._load << 1 or len(ps) <= self._half:
-            if len(qs) > self._load << 1:
+        double = self._load << 1
+        if len(qs) > double or len(ps) <= self._half:
+            if len(qs) > double:
                 self._split(j)
                 if i > j:
                     i += 1
@@ -547,6 +677,7 @@ class SortedListIndex:
         self._sl.clear()
         del self._ties[:]
         del self._members[:]
+        self._ptype = self._ttype = None
 
     def build(self, entries: Iterable[Entry3]) -> None:
         """Replace the contents with ``entries``, already sorted by unique key.
@@ -573,13 +704,15 @@ class SortedListIndex:
             return
         primaries, ties, members = columns
         n = len(primaries)
+        pkind = self._ptype = _kind_of_all(primaries)
+        tkind = self._ttype = _kind_of_all(ties)
         blocks = -(-n // self._load)
         bounds = [k * n // blocks for k in range(blocks + 1)]
         spans = list(pairwise(bounds))
-        self._lists.extend([list(primaries[lo:hi]) for lo, hi in spans])
-        self._ties.extend([list(ties[lo:hi]) for lo, hi in spans])
+        self._lists.extend([_block(pkind, primaries[lo:hi]) for lo, hi in spans])
+        self._ties.extend([_block(tkind, ties[lo:hi]) for lo, hi in spans])
         self._members.extend([list(members[lo:hi]) for lo, hi in spans])
-        self._maxes.extend([primaries[hi - 1] for _, hi in spans])
+        self._set_maxes(_block(pkind, [primaries[hi - 1] for _, hi in spans]))
         self._sl._len = n
 
     # ------------------------------------------------------------------
@@ -672,28 +805,40 @@ class SortedListIndex:
         >>> [m for _, _, m in index.iter_range(9, 12, reverse=True)]
         ['l', 'k', 'j']
         """
-        count = stop - start
-        if count <= 0:
+        length = self._sl._len
+        if not 0 <= start <= stop <= length:
+            raise IndexError(f"range {start}:{stop} out of 0:{length}")
+        if start == stop:
             return iter(())
-        if not 0 <= start < stop <= self._sl._len:
-            raise IndexError(f"range {start}:{stop} out of 0:{self._sl._len}")
+        lists = self._lists
         if reverse:
-            i, b = self._locate_position(stop - 1)
-            b += 1
-            if b >= count:
-                a = b - count
+            # The top of a descending board: the end of the last block.
+            last = len(lists[-1])
+            b = stop - length + last
+            if b >= stop - start:
+                i = len(lists) - 1
+            else:
+                i, b = self._locate_position(stop - 1)
+                b += 1
+            a = b - (stop - start)
+            if a >= 0:
+                # One block: extended slices copy the window already reversed.
+                lo = a - 1 if a else None
                 return zip(
-                    reversed(self._lists[i][a:b]),
-                    reversed(self._ties[i][a:b]),
-                    reversed(self._members[i][a:b]),
-                    strict=False,
+                    lists[i][b - 1 : lo : -1],
+                    self._ties[i][b - 1 : lo : -1],
+                    self._members[i][b - 1 : lo : -1],
+                    strict=True,
                 )
-            return self._iter_backward(i, b, count)
-        i, a = self._locate_position(start)
-        b = a + count
-        if b <= len(self._lists[i]):
-            return zip(self._lists[i][a:b], self._ties[i][a:b], self._members[i][a:b], strict=False)
-        return self._iter_forward(i, a, count)
+            return self._iter_backward(i, b, stop - start)
+        if start < len(lists[0]):
+            i, a = 0, start
+        else:
+            i, a = self._locate_position(start)
+        b = a + (stop - start)
+        if b <= len(lists[i]):
+            return zip(lists[i][a:b], self._ties[i][a:b], self._members[i][a:b], strict=True)
+        return self._iter_forward(i, a, stop - start)
 
     def _iter_forward(self, i: int, a: int, count: int) -> Iterator[Entry3]:
         """``count`` entries from ``(i, a)`` on, block by block."""
@@ -702,7 +847,7 @@ class SortedListIndex:
         members = self._members
         while count > 0:
             b = min(len(lists[i]), a + count)
-            yield from zip(lists[i][a:b], ties[i][a:b], members[i][a:b], strict=False)
+            yield from zip(lists[i][a:b], ties[i][a:b], members[i][a:b], strict=True)
             count -= b - a
             i += 1
             a = 0
@@ -714,11 +859,12 @@ class SortedListIndex:
         members = self._members
         while count > 0:
             a = max(0, b - count)
+            lo = a - 1 if a else None
             yield from zip(
-                reversed(lists[i][a:b]),
-                reversed(ties[i][a:b]),
-                reversed(members[i][a:b]),
-                strict=False,
+                lists[i][b - 1 : lo : -1],
+                ties[i][b - 1 : lo : -1],
+                members[i][b - 1 : lo : -1],
+                strict=True,
             )
             count -= b - a
             i -= 1
@@ -731,7 +877,8 @@ class SortedListIndex:
     def _dump(self) -> str:
         """The internal state, truncated, for assertion messages."""
         state = (
-            f"load={self._load} len={self._sl._len} maxes={self._maxes!r}\n"
+            f"load={self._load} len={self._sl._len} kinds={self._ptype}/{self._ttype}\n"
+            f"maxes={self._maxes!r}\n"
             f"lists={self._lists!r}\nties={self._ties!r}\nmembers={self._members!r}\n"
             f"index={self._index!r} offset={self._sl._offset}"
         )
@@ -753,10 +900,23 @@ class SortedListIndex:
         members = self._members
         maxes = self._maxes
         try:
-            # The three parallel lists have the same shape.
+            # The three columns have the same shape.
             assert len(ties) == len(members) == len(lists), "block counts differ"
             for i, ps in enumerate(lists):
                 assert len(ties[i]) == len(members[i]) == len(ps), f"block {i}: lengths differ"
+
+            # Every block has its column's kind: an array of the column's type
+            # code, or a list; an empty index has not chosen kinds yet.
+            for name, column, kind in (("primary", lists, self._ptype), ("tie", ties, self._ttype)):
+                code = _TYPECODES.get(kind) if kind is not None else None
+                for i, block in enumerate(column):
+                    if code is None:
+                        assert type(block) is list, f"{name} block {i} is not a list"
+                    else:
+                        assert isinstance(block, array), f"{name} block {i} is not an array"
+                        assert block.typecode == code, f"{name} block {i} has the wrong code"
+            for i, ms in enumerate(members):
+                assert type(ms) is list, f"member block {i} is not a list"
 
             # The total length is the sum of the block lengths.
             assert self._sl._len == sum(map(len, lists)), "len disagrees with blocks"
@@ -769,8 +929,14 @@ class SortedListIndex:
                 if len(lists) > 1:
                     assert len(ps) >= self._half, f"block {i} shorter than load // 2"
 
-            # _maxes holds the last primary of each block.
+            # _maxes holds the last primary of each block, in a container of
+            # the primary column's kind, shared with the SortedList.
             assert len(maxes) == len(lists), "_maxes has the wrong length"
+            assert maxes is self._sl._maxes, "_maxes is not the SortedList's"
+            if lists:
+                assert type(maxes) is type(lists[0]), "_maxes has the wrong kind"
+                if isinstance(maxes, array):
+                    assert maxes.typecode == getattr(lists[0], "typecode", None), "_maxes code"
             for i, ps in enumerate(lists):
                 assert maxes[i] == ps[-1], f"_maxes[{i}] is stale"
 

@@ -165,7 +165,7 @@ def test_remove_every_entry_with_merges() -> None:
         index.remove(primary, tie)
         ref.remove(primary, tie)
         assert_same(index, ref)
-    assert index._lists == [] and index._maxes == []
+    assert index._lists == [] and len(index._maxes) == 0
 
 
 def test_remove_absent_raises() -> None:
@@ -257,6 +257,114 @@ def test_member_as_tie() -> None:
     index.move(1, "ann", 0, "ann")
     ref.move(1, "ann", 0, "ann")
     assert_same(index, ref)
+
+
+# ----------------------------------------------------------------------
+# Typed columns
+# ----------------------------------------------------------------------
+
+
+def kinds(index: SortedListIndex) -> tuple[str, str]:
+    """The storage of the primary and tie columns: an array code or 'list'."""
+
+    def kind(column: list[Any]) -> str:
+        codes = {getattr(block, "typecode", "list") for block in column}
+        assert len(codes) <= 1
+        return codes.pop() if codes else "empty"
+
+    return kind(index._lists), kind(index._ties)
+
+
+def test_int_primaries_and_clock_ties_use_int64_arrays() -> None:
+    index, ref = make([(k * 7 % 50, -k, f"m{k}") for k in range(40)])
+    assert kinds(index) == ("q", "q")
+    assert all(type(p) is int and type(t) is int for p, t, _ in contents(index))
+    index.move(0, 0, 1000, -1000)
+    ref.move(0, 0, 1000, -1000)
+    assert_same(index, ref)
+    assert kinds(index) == ("q", "q")
+
+
+def test_float_primaries_use_double_arrays() -> None:
+    entries = [(k / 4, k, f"m{k}") for k in range(-20, 20)] + [(float("inf"), 0, "top")]
+    index, ref = make(entries)
+    assert kinds(index) == ("d", "q")
+    assert index.entry(0) == (-5.0, -20, "m-20")
+    assert type(index.entry(0)[0]) is float
+    index.insert(-0.0, 100, "negzero")  # -0.0 == 0.0: a tie with (0.0, 0)
+    ref.insert((-0.0, 100, "negzero"))
+    assert_same(index, ref)
+
+
+def test_member_ties_use_lists() -> None:
+    index, _ = make([(k, f"m{k}", f"m{k}") for k in range(20)])
+    assert kinds(index) == ("q", "list")
+
+
+@pytest.mark.parametrize(
+    ("odd", "primary_kind"),
+    [
+        (2.5, "list"),  # a float among ints
+        (2**63, "list"),  # an int beyond int64
+        (-(2**63) - 1, "list"),
+        (True, "list"),  # a bool is not stored as the int 1
+        ((1, 2), "list"),
+    ],
+)
+@pytest.mark.parametrize("how", ["insert", "move"])
+def test_a_value_that_does_not_fit_turns_the_column_into_lists(
+    odd: Any, primary_kind: str, how: str
+) -> None:
+    index, ref = make([(k, k, f"m{k}") for k in range(30)])
+    assert kinds(index) == ("q", "q")
+    if isinstance(odd, tuple):  # tuples do not compare with ints: a fresh index
+        index, ref = make([((0, k), k, f"m{k}") for k in range(30)])
+        odd = (1, 2)
+    if how == "insert":
+        index.insert(odd, 99, "odd")
+        ref.insert((odd, 99, "odd"))
+    else:
+        p, t, _ = ref.items[5]
+        index.move(p, t, odd, 99)
+        ref.move(p, t, odd, 99)
+    assert_same(index, ref)
+    assert kinds(index)[0] == primary_kind
+    got = [e for e in contents(index) if e[1] == 99]
+    assert got == [(odd, 99, "odd" if how == "insert" else "m5")]
+    assert type(got[0][0]) is type(odd)
+
+
+def test_a_tie_that_does_not_fit_turns_the_tie_column_into_lists() -> None:
+    index, ref = make([(k % 3, k, f"m{k}") for k in range(30)])
+    index.move(1, 4, 1, 2**64)
+    ref.move(1, 4, 1, 2**64)
+    assert_same(index, ref)
+    assert kinds(index) == ("q", "list")
+
+
+def test_an_emptied_index_chooses_kinds_again() -> None:
+    index, _ = make([(1.5, 0, "a"), (2.5, 0, "b")])
+    assert kinds(index) == ("d", "q")
+    index.remove(1.5, 0)
+    index.remove(2.5, 0)
+    index.insert(3, "x", "c")
+    index._check()
+    assert kinds(index) == ("q", "list")
+    index.clear()
+    index.build([(1.5, 2.5, "a")])
+    assert kinds(index) == ("d", "d")
+    index.build([(1, 0, "a"), (1.5, 0, "b")])
+    assert kinds(index) == ("list", "q")
+    assert [type(p) for p, _, _ in contents(index)] == [int, float]
+
+
+def test_failed_move_on_empty_index_leaves_it_usable() -> None:
+    index = SortedListIndex()
+    with pytest.raises(KeyError):
+        index.move(1, 1, 2.5, "x")
+    index._check()
+    index.insert(7, 7, "a")
+    assert kinds(index) == ("q", "q")
 
 
 # ----------------------------------------------------------------------
@@ -537,7 +645,11 @@ def test_check_message_is_truncated() -> None:
 # ----------------------------------------------------------------------
 
 small_ints = st.integers(min_value=-3, max_value=3)
-numbers = st.one_of(small_ints, small_ints.map(float), small_ints.map(lambda x: x + 0.5))
+halves = small_ints.map(lambda x: x + 0.5)
+numbers = st.one_of(small_ints, small_ints.map(float), halves)
+#: Ints, rarely one beyond int64 (the column turns into lists mid-run).
+ints = st.one_of(small_ints, small_ints, small_ints, st.just(2**64))
+floats = st.one_of(small_ints.map(float), halves)
 ties = st.integers(min_value=0, max_value=12)
 tuples = st.tuples(st.integers(min_value=0, max_value=2), numbers)
 
@@ -650,14 +762,30 @@ class IndexMachine(RuleBasedStateMachine):
         assert contents(self.index) == self.ref.items
 
 
+class IntIndexMachine(IndexMachine):
+    """Int primaries: int64 arrays, until a huge int arrives."""
+
+    primaries = ints
+
+
+class FloatIndexMachine(IndexMachine):
+    """Float primaries: double arrays throughout."""
+
+    primaries = floats
+
+
 class TupleIndexMachine(IndexMachine):
     """The same machine with composite (tuple) primaries."""
 
     primaries = tuples
 
 
-machine_settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+machine_settings = settings(max_examples=30, stateful_step_count=30, deadline=None)
 TestIndexMachine = IndexMachine.TestCase
 TestIndexMachine.settings = machine_settings
+TestIntIndexMachine = IntIndexMachine.TestCase
+TestIntIndexMachine.settings = machine_settings
+TestFloatIndexMachine = FloatIndexMachine.TestCase
+TestFloatIndexMachine.settings = machine_settings
 TestTupleIndexMachine = TupleIndexMachine.TestCase
 TestTupleIndexMachine.settings = machine_settings
