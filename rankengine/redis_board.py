@@ -8,47 +8,18 @@ hash (logical clock, configuration, write counter).  Every write and every
 multi-command read is one Lua script (see :mod:`rankengine.redis_scripts`):
 atomic, and one round trip.
 
-Exact scores on doubles
------------------------
-A Redis score is an IEEE double, which holds every float but integers only
-up to 2**53, and one number per member.  The engine's key is exact: Python
-ints of any size, composite scores, and a first-to-reach tie.  The board
-stores it without rounding anything:
-
-* the sorted-set score is a double ``d`` that never sorts the wrong way
-  round: the largest double at or below the score's first column;
-* the element starts with an *ordkey*: the exact rest of the score (what
-  ``d`` could not hold, and the other columns of a composite score) in bytes
-  that sort like it, then the 16-digit tie clock, then the member::
-
-      element = ordkey + tie + member
-
-Redis orders by ``(double, element bytes)``, so its order *is* the engine's.
-For every score a double holds exactly (floats, ints below 2**53: the common
-case) the ordkey is empty and costs nothing.
+Scores are stored exactly (ints of any size, composite scores, the
+first-to-reach tie) as a double plus an *ordkey* of bytes that sort like the
+rest, so Redis's own order is the engine's; members and metadata are stored
+as bytes too.  :mod:`rankengine.redis_codec` has the encodings (and
+:class:`ScoreFormat`, :func:`encode_member` and :func:`decode_member`,
+re-exported here).
 
 >>> fmt = ScoreFormat(ScoreCodec("desc"))
->>> fmt.encode(10)
-('10.0', b'', 'i')
 >>> fmt.encode(2**53 + 1)           # one more than a double can hold
 ('9007199254740992.0', b'\\x81\\x01', 'i')
->>> fmt.decode('9007199254740992', b'\\x81\\x01', 'i')
-9007199254740993
-
-The alternative, :class:`~rankengine.packed.PackedScore`, folds a
-``(score, time)`` composite into one double and refuses any value whose
-packed form would pass 2**53 (pass ``packing=PackedScore(...)``): other Redis
-clients then read one meaningful number per member.
-
-Members
--------
-A member is stored as a type tag and its bytes, in an encoding that sorts as
-Python compares members of one type (``tie_break="member"`` is Redis order):
-
->>> encode_member("ann"), encode_member(b"ann"), encode_member(-1)
-(b'sann', b'bann', b'i~\\xff')
->>> sorted([5, -300, 0, 2**70], key=encode_member) == sorted([5, -300, 0, 2**70])
-True
+>>> decode_member(encode_member("ann"))
+'ann'
 """
 
 from __future__ import annotations
@@ -57,15 +28,12 @@ import contextlib
 import json
 import math
 import os
-import struct
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, NamedTuple
 
 from rankengine.changes import DEL, META, PUT, Change
-from rankengine.eventlog import pack as pack_meta
-from rankengine.eventlog import unpack as unpack_meta
 from rankengine.leaderboard import (
     DEFAULT_PAGE_SIZE,
     Entry,
@@ -81,8 +49,20 @@ from rankengine.leaderboard import (
     _member_list,
 )
 from rankengine.packed import PackedScore
+from rankengine.redis_codec import (
+    _TAGS,
+    MAXCLOCK,
+    TIE_DIGITS,
+    ScoreFormat,
+    _canon,
+    _kind,
+    decode_member,
+    decode_meta,
+    encode_member,
+    encode_meta,
+)
 from rankengine.redis_scripts import ScriptError, ScriptRunner
-from rankengine.scoring import Member, Order, Score, ScoreCodec, check_member, check_meta
+from rankengine.scoring import Member, Order, Score, ScoreCodec, check_meta
 
 __all__ = [
     "Pending",
@@ -95,14 +75,6 @@ __all__ = [
 
 #: Key suffixes, in the order every script receives them (see redis_scripts).
 KEY_SUFFIXES: Final = ("z", "h", "m", "d", "c", "s")
-#: Largest tie clock: the 16-digit prefix is ``MAXCLOCK - clock`` on
-#: descending boards, and every clock stays an exact double.
-MAXCLOCK: Final = 2**53 - 1
-#: Digits of the tie prefix (``MAXCLOCK`` has 16).
-TIE_DIGITS: Final = 16
-#: Largest magnitude of an int score: what a double's range can hold.
-MAX_INT_SCORE: Final = (2**53 - 1) * 2**971
-_MAX_DOUBLE: Final = float(MAX_INT_SCORE)
 #: Changes per COMMIT script when restoring a whole board (a script blocks
 #: the server while it runs: about 10 ms per 2000 members).
 RESTORE_CHUNK: Final = 2000
@@ -126,261 +98,9 @@ _WRITES: Final = frozenset(
     )
 )
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
-_TAGS: Final = {ord("s"): "str", ord("b"): "bytes", ord("i"): "int"}
 _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 _MISSING: Final = object()
-
-
-# ----------------------------------------------------------------------
-# Members
-# ----------------------------------------------------------------------
-def encode_member(member: Member) -> bytes:
-    """The stored form of a member: tag ``s``/``b``/``i`` then its bytes.
-
-    ``str`` is UTF-8 (lone surrogates allowed), which sorts in code point
-    order; ``int`` is a length byte then big-endian bytes, so the bytes sort
-    numerically.
-
-    Runtime complexity: O(len(member))
-
-    >>> encode_member(0), encode_member(256)
-    (b'i\\x80', b'i\\x82\\x01\\x00')
-    >>> encode_member(True)
-    Traceback (most recent call last):
-    ...
-    TypeError: member must be str, bytes or int, not bool
-    """
-    kind = type(member)
-    if kind is str:
-        return b"s" + member.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
-    if kind is bytes:
-        return b"b" + member  # type: ignore[operator]
-    if kind is int:
-        n: int = member  # type: ignore[assignment]
-        size = (abs(n).bit_length() + 7) // 8
-        if size > 126:
-            raise ValueError(f"int member {n} is too large for a Redis board (over 1000 bits)")
-        if n >= 0:
-            return b"i" + bytes([0x80 + size]) + n.to_bytes(size, "big")
-        return b"i" + bytes([0x7F - size]) + ((1 << (8 * size)) + n).to_bytes(size, "big")
-    check_member(member)  # raises for anything but (subclasses of) str, bytes, int
-    if isinstance(member, str):
-        return encode_member(str(member))
-    return encode_member(bytes(member) if isinstance(member, bytes) else int(member))
-
-
-def decode_member(data: bytes) -> Member:
-    """Inverse of :func:`encode_member`.
-
-    Runtime complexity: O(len(data))
-
-    >>> [decode_member(encode_member(m)) for m in ("é", b"\\x00", -70000)]
-    ['é', b'\\x00', -70000]
-    """
-    tag, body = data[0], data[1:]
-    if tag == ord("s"):
-        return body.decode("utf-8", "surrogatepass")
-    if tag == ord("b"):
-        return bytes(body)
-    lead = body[0]
-    if lead >= 0x80:
-        return int.from_bytes(body[1:], "big")
-    size = 0x7F - lead
-    return int.from_bytes(body[1:], "big") - (1 << (8 * size))
-
-
-# ----------------------------------------------------------------------
-# Numbers: a double plus an exact remainder
-# ----------------------------------------------------------------------
-def _split(value: float | int, *, bound: bool = False) -> tuple[float, int]:
-    """``(d, r)``: ``d`` the largest double <= value, ``r = value - d`` (an int).
-
-    An int beyond the double range is refused as a score; as a range bound
-    it becomes a key just inside the infinities.
-    """
-    if type(value) is float:
-        return (0.0 if value == 0 else value), 0
-    n: int = value  # type: ignore[assignment]
-    if not -MAX_INT_SCORE <= n <= MAX_INT_SCORE:
-        if not bound:
-            raise ValueError(
-                f"score {n} is outside the range of a Redis board "
-                "(a double's range, about 1.8e308, holds every score but such ints)"
-            )
-        return (_MAX_DOUBLE, 1 << 971) if n > 0 else (-math.inf, 1)
-    d = float(n)
-    if d > n:
-        d = math.nextafter(d, -math.inf)
-    return d, n - int(d)
-
-
-def _residual(r: int, composite: bool) -> bytes:
-    """A remainder as bytes that sort like it: 0x80 + length, then big-endian."""
-    if r == 0:
-        return b"\x00" if composite else b""
-    size = (r.bit_length() + 7) // 8
-    return bytes([0x80 + size]) + r.to_bytes(size, "big")
-
-
-def _read_residual(ok: bytes, at: int, composite: bool) -> tuple[int, int]:
-    if at >= len(ok) or ok[at] < 0x80:
-        return 0, at + (1 if composite else 0)
-    size = ok[at] - 0x80
-    return int.from_bytes(ok[at + 1 : at + 1 + size], "big"), at + 1 + size
-
-
-def _enc_double(x: float) -> bytes:
-    """8 bytes that sort like the double (sign bit flipped, negatives inverted)."""
-    raw = struct.pack(">d", 0.0 if x == 0 else x)
-    if raw[0] & 0x80:
-        return bytes(b ^ 0xFF for b in raw)
-    return bytes([raw[0] ^ 0x80]) + raw[1:]
-
-
-def _dec_double(data: bytes) -> float:
-    positive = data[0] & 0x80
-    raw = bytes([data[0] ^ 0x80]) + data[1:] if positive else bytes(b ^ 0xFF for b in data)
-    return float(struct.unpack(">d", raw)[0])
-
-
-def _kind(value: float | int) -> str:
-    if type(value) is int:
-        return "i"
-    return "z" if value == 0 and math.copysign(1.0, value) < 0 else "f"
-
-
-def _join(d: float, r: int, kind: str) -> float | int:
-    if kind == "i":
-        return int(d) + r
-    if kind == "z":
-        return -0.0
-    return d
-
-
-class ScoreFormat:
-    """How a board's scores are stored: ``(double text, ordkey, kind)``.
-
-    ``kind`` has one letter per primary column: ``i`` int, ``f`` float,
-    ``z`` the float -0.0 (a double in Redis forgets the sign of zero).
-
-    Runtime complexity: O(columns) per conversion.
-
-    >>> fmt = ScoreFormat(ScoreCodec(("desc", "asc")))
-    >>> text, ok, kind = fmt.encode((10, 30))
-    >>> text, kind, fmt.decode(text, ok, kind)
-    ('10.0', 'ii', (10, 30))
-    """
-
-    def __init__(self, codec: ScoreCodec, packing: PackedScore | None = None) -> None:
-        self.codec = codec
-        self.packing = packing
-        composite = codec.columns is not None
-        if packing is not None:
-            if codec.columns != 2:
-                raise ValueError(
-                    "packing folds a (score, time) pair into one double: it needs "
-                    'a two-column board such as order=("desc", "asc")'
-                )
-            want = codec.directions[0] != codec.directions[1]
-            if packing.descending != want:
-                raise ValueError(
-                    f"order={codec.directions!r} needs PackedScore(..., descending={want})"
-                )
-        #: Columns whose ordkey an element carries (1: scalar or packed).
-        self.columns: int = (codec.columns or 1) if composite and packing is None else 1
-        self.composite = composite and packing is None
-
-    # -- scores -------------------------------------------------------------
-    def encode(self, score: Score) -> tuple[str, bytes, str]:
-        """The stored form of a valid score; ``ValueError`` if it cannot be held."""
-        if self.packing is not None:
-            return self._pack(score)
-        primary = self.codec.primary(score)
-        if not self.composite:
-            d, r = _split(primary)
-            return repr(d), _residual(r, False), _kind(primary)
-        d0, r0 = _split(primary[0])
-        parts = [_residual(r0, True)]
-        for column in primary[1:]:
-            d, r = _split(column)
-            parts.append(_enc_double(d) + _residual(r, True))
-        return repr(d0), b"".join(parts), "".join(_kind(c) for c in primary)
-
-    def bound(self, score: Score) -> tuple[str, bytes]:
-        """A range bound (or a hypothetical score) as ``(double text, ordkey)``."""
-        if self.packing is not None:
-            return self._pack(score)[:2]
-        primary = self.codec.primary(score)
-        if not self.composite:
-            d, r = _split(primary, bound=True)
-            return repr(d), _residual(r, False)
-        d0, r0 = _split(primary[0], bound=True)
-        parts = [_residual(r0, True)]
-        for column in primary[1:]:
-            d, r = _split(column, bound=True)
-            parts.append(_enc_double(d) + _residual(r, True))
-        return repr(d0), b"".join(parts)
-
-    def decode(self, text: str | bytes, ok: bytes, kind: str | bytes) -> Score:
-        """The score back from its stored form, exactly and with its type."""
-        kinds = kind.decode() if isinstance(kind, bytes) else kind
-        d0 = float(text)
-        if self.packing is not None:
-            s, t = self.packing.unpack(int(d0))
-            return (s if kinds[0] == "i" else float(s), int(t) if kinds[1] == "i" else t)
-        r0, at = _read_residual(ok, 0, self.composite)
-        first = _join(d0, r0, kinds[0])
-        if not self.composite:
-            return first
-        columns = [first]
-        for letter in kinds[1:]:
-            d = _dec_double(ok[at : at + 8])
-            r, at = _read_residual(ok, at + 8, True)
-            columns.append(_join(d, r, letter))
-        return self.codec.score(tuple(columns))  # type: ignore[no-any-return]
-
-    def primary(self, text: str | bytes, ok: bytes) -> Any:
-        """The index primary of a stored score, whatever its kind (for merges)."""
-        d0 = float(text)
-        if self.packing is not None:
-            s, t = self.packing.unpack(int(d0))
-            return self.codec.primary((s, t))
-        r0, at = _read_residual(ok, 0, self.composite)
-        first = int(d0) + r0 if r0 else d0
-        if not self.composite:
-            return first
-        columns: list[Any] = [first]
-        for _ in range(self.columns - 1):
-            d = _dec_double(ok[at : at + 8])
-            r, at = _read_residual(ok, at + 8, True)
-            columns.append(int(d) + r if r else d)
-        return tuple(columns)
-
-    def ok_end(self, element: bytes) -> int:
-        """Length of the ordkey at the start of an element."""
-        at = 0
-        for column in range(self.columns):
-            if column:
-                at += 8
-            lead = element[at]
-            if lead >= 0x80:
-                at += 1 + lead - 0x80
-            elif self.composite:
-                at += 1
-        return at
-
-    def _pack(self, score: Score) -> tuple[str, bytes, str]:
-        assert self.packing is not None and isinstance(score, tuple)
-        points, t = score
-        packed = self.packing.pack(points, t)
-        back = self.packing.unpack(packed)
-        if back != (points, t):
-            raise ValueError(
-                f"time {t!r} is not a whole number of {self.packing.resolution} s ticks "
-                f"from the window start: packing would round it to {back[1]!r}"
-            )
-        return repr(float(packed)), b"", _kind(points)[0] + ("i" if type(t) is int else "f")
 
 
 # ----------------------------------------------------------------------
@@ -602,7 +322,7 @@ class RedisLeaderboard:
         _check_when(when)
         clean = None if meta is None else check_meta(meta)
         text, ok, kind = self._format.encode(value)
-        blob = b"" if clean is None else pack_meta(clean)
+        blob = b"" if clean is None else encode_meta(clean)
         with self._writing():
             clock, meta_changed = self._run(
                 "SET",
@@ -750,7 +470,7 @@ class RedisLeaderboard:
         """
         key = self._member(member)
         clean = None if meta is None else check_meta(meta)
-        blob = b"" if clean is None else pack_meta(clean)
+        blob = b"" if clean is None else encode_meta(clean)
         with self._writing():
             status = self._run("SET_META", key, "0" if clean is None else "1", blob)
             if status < 0:
@@ -765,7 +485,7 @@ class RedisLeaderboard:
         """
         key = self._key_or_none(member)
         data = None if key is None else self._client.hget(self._keys[2], key)
-        return None if data is None else unpack_meta(data)
+        return None if data is None else decode_meta(data)
 
     # ------------------------------------------------------------------
     # Pops and pruning
@@ -1181,7 +901,7 @@ class RedisLeaderboard:
                 decode_member(key),
                 self._format.decode(text, ok, kind),
                 clock if self._first else 0,
-                None if data is None else unpack_meta(data),
+                None if data is None else decode_meta(data),
             )
 
     def _restore(
@@ -1211,7 +931,7 @@ class RedisLeaderboard:
             value = self._codec.check(tuple(score) if isinstance(score, list) else score)
             ops.extend(("P", self._member(member), *self._format.encode(value), member_clock))
             if meta is not None:
-                ops.extend(("M", self._member(member), "1", pack_meta(meta)))
+                ops.extend(("M", self._member(member), "1", encode_meta(meta)))
             if len(ops) >= 6 * RESTORE_CHUNK:
                 self._run("COMMIT", 0, *ops)
                 ops = []
@@ -1240,7 +960,7 @@ class RedisLeaderboard:
             else:
                 data = change[2]
                 ops.extend(("M", self._member(change[1]), _flag(data is not None)))
-                ops.append(b"" if data is None else pack_meta(check_meta(data)))
+                ops.append(b"" if data is None else encode_meta(check_meta(data)))
         with self._writing():
             if not int(self._run("COMMIT", self._clock_floor, *ops)[0]):
                 return False
@@ -1289,7 +1009,7 @@ class RedisLeaderboard:
                         self._tie(clock, member),
                         member,
                         self._format.decode(text, ok, kind),
-                        unpack_meta(data) if with_meta and data else None,
+                        decode_meta(data) if with_meta and data else None,
                     )
                 )
             return out
@@ -1527,7 +1247,7 @@ class RedisLeaderboard:
                 continue
             ok, _, _ = self._split_element(element)
             score = self._format.decode(text, ok, kind)
-            meta = unpack_meta(data) if with_meta and data else None
+            meta = decode_meta(data) if with_meta and data else None
             out.append(Entry(member, score, 0 if rank is None else int(rank), meta))
         return out
 
@@ -1559,7 +1279,7 @@ class RedisLeaderboard:
             else:
                 shown = shared
             prev = order_key
-            meta = unpack_meta(data) if with_meta and data else None
+            meta = decode_meta(data) if with_meta and data else None
             score = self._format.decode(text, ok, kind)
             out.append(Entry(decode_member(key), score, shown, meta))
             rank += 1
@@ -1585,7 +1305,7 @@ class RedisLeaderboard:
             for i, (element, text, kind, data) in enumerate(_quads(result[1:])):
                 ok, _, key = self._split_element(element)
                 rank = i + 1 if best else n - i
-                meta = unpack_meta(data) if with_meta and data else None
+                meta = decode_meta(data) if with_meta and data else None
                 out.append(
                     Entry(decode_member(key), self._format.decode(text, ok, kind), rank, meta)
                 )
@@ -1771,11 +1491,6 @@ def _flag(value: bool) -> str:
 
 def _first(pair: tuple[int, Any]) -> int:
     return pair[0]
-
-
-def _canon(x: float) -> bytes:
-    """The scripts' canonical text of a double (C's ``%.17g``, -0 as 0)."""
-    return b"%.17g" % (0.0 if x == 0 else x)
 
 
 def _pairs(flat: list[Any]) -> Iterator[tuple[Any, Any]]:

@@ -158,6 +158,25 @@ def test_negative_zero_keeps_its_sign(redis_client: Any) -> None:
     b._check()
 
 
+def test_metadata_equality_ignores_key_order(redis_client: Any) -> None:
+    """Equal dicts are equal metadata, whatever order their keys come in:
+    re-setting them changes nothing, as on an in-process board."""
+    meta = {"name": "Ann", "team": {"id": 7, "tag": "red"}, "tags": [{"b": 1, "a": 2}]}
+    same = {"tags": [{"a": 2, "b": 1}], "team": {"tag": "red", "id": 7}, "name": "Ann"}
+    b, local = board(redis_client), Leaderboard()
+    for target in (b, local):
+        target.set("ann", 5, meta=meta)
+    writes = b.writes
+    for target in (b, local):
+        assert target.set("ann", 5, meta=same) is False
+        target.set_meta("ann", same)
+        assert target.meta("ann") == meta
+    assert b.writes == writes  # neither write counted as a change
+    b.set_meta("ann", {**same, "name": "Bea"})  # a real change still counts
+    assert b.writes == writes + 1 and b.meta("ann") == {**meta, "name": "Bea"}
+    b._check()
+
+
 # ----------------------------------------------------------------------
 # Packed scores and the 2**53 guard
 # ----------------------------------------------------------------------

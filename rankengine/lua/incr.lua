@@ -1,0 +1,22 @@
+-- incr (scalar boards).  ARGV: 2 member, 3 step, 4 step kind, 5 when,
+-- 6 clock floor.  Returns {0} blocked, {3} do it exactly, {2, new, kind}
+-- unchanged, {1, new, kind, clock}.
+
+guard()
+local member, when = ARGV[2], ARGV[5]
+check_tag(board_tag(), member)
+local old = lookup(member)
+if old and when == 'new' then return {0} end
+if not old and when == 'present' then return {0} end
+local new = sum(old, ARGV[3], ARGV[4])
+if not new then return {3} end
+if old then
+  if when == 'better' and not better(new, old) then return {0} end
+  if when == 'worse' and not better(old, new) then return {0} end
+  if same(new, old) then return {2, new.str, new.kind} end
+end
+local clock = clock_next(tonumber(ARGV[6]))
+put(member, old, new, clock)
+touched()
+save()
+return {1, new.str, new.kind, clock}

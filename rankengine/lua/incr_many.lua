@@ -1,0 +1,54 @@
+-- incr_many (scalar boards).  ARGV: 2 clock floor, 3 the batch's type tag,
+-- then (member, step, kind) from 4.  Every sum is checked before any write;
+-- {-1} asks the client to do the batch exactly.  Returns {base clock, then
+-- per member in order of first appearance: result, kind, step of its last
+-- change (0 if none), stored double, kind}.
+
+guard()
+local tag = board_tag()
+if tag and ARGV[3] ~= '' then check_tag(tag, ARGV[3]) end
+local before, state, last, steps = {}, {}, {}, 0
+local order, result = {}, {}
+for i = 4, #ARGV, 3 do
+  local member = ARGV[i]
+  local cur = state[member]
+  if cur == nil then
+    local o = lookup(member)
+    before[member] = o or false
+    cur = o or false
+  end
+  local new = sum(cur or nil, ARGV[i + 1], ARGV[i + 2])
+  if not new then return {-1} end
+  if not result[member] then order[#order + 1] = member end
+  result[member] = new
+  if not cur or not same(new, cur) then
+    steps = steps + 1
+    cur = new
+    last[member] = steps
+  end
+  state[member] = cur
+end
+local base = clock_base(tonumber(ARGV[2]))
+local out = {base}
+for _, member in ipairs(order) do
+  local r, step = result[member], last[member]
+  out[#out + 1] = r.str
+  out[#out + 1] = r.kind
+  if step then
+    local cur = state[member]
+    put(member, before[member] or nil, cur, base + step)
+    out[#out + 1] = step
+    out[#out + 1] = cur.str
+    out[#out + 1] = cur.kind
+  else
+    out[#out + 1] = 0
+    out[#out + 1] = false
+    out[#out + 1] = false
+  end
+end
+if steps > 0 then
+  clock_raise(base + steps)
+  touched()
+  save()
+end
+return out

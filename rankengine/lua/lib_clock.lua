@@ -1,0 +1,31 @@
+-- Helper section 'clock': exact and inexact boards, the tie clock and the
+-- tie prefix of an element.
+
+-- A scalar board where no member has an ordkey: counts need no search.
+local function plain() return COLS == 1 and inexact_now == 0 end
+local function inexact(delta)
+  if COLS == 1 then inexact_now, dirty = inexact_now + delta, true end
+end
+
+-- The logical clock.
+local function clock_raise(c)
+  if c > clock_now then
+    if c > MAXCLOCK then fail('RANGE', 'the tie clock reached 2**53') end
+    clock_now, dirty = c, true
+  end
+end
+local function clock_base(floor)
+  if floor and floor > clock_now then return floor end
+  return clock_now
+end
+local function clock_next(floor)
+  local c = clock_base(floor) + 1
+  clock_raise(c)
+  return c
+end
+
+-- The tie part of an element: 16 digits in first-to-reach order, then the kind.
+local function prefix(clock)
+  if DESC then clock = MAXCLOCK - clock end
+  return fmt('%016.0f', clock)
+end

@@ -1,0 +1,46 @@
+-- Helper section 'core', in front of every script: the board's keys, its
+-- mode (ARGV[1]), failing, the state hash (read once, saved once) and the
+-- write guard of a logged board.
+
+local Z, H, M, D, C, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local MODE = ARGV[1]
+local DESC = string.sub(MODE, 1, 1) == 'd'
+local FIRST = string.sub(MODE, 2, 2) == 'f'
+local COLS = tonumber(string.sub(MODE, 3, 3))
+local KLEN = tonumber(string.sub(MODE, 4, 4))
+local PLEN = 0
+if FIRST then PLEN = 16 + KLEN end
+-- Largest tie clock, and the bound of exact integers in a double (2**53).
+local MAXCLOCK = 9007199254740991
+local EXACT = 9007199254740992
+local sub, byte, fmt = string.sub, string.byte, string.format
+
+local function fail(code, detail)
+  error({err = 'RANKENGINE_' .. code .. ' ' .. detail})
+end
+
+-- The board's state, read once and written once (save) per script.
+local ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense')
+local clock_now = tonumber(ST[1] or '0')
+local writes_now = tonumber(ST[2] or '0')
+local inexact_now = tonumber(ST[3] or '0')
+local DENSE = ST[4] == '1'
+local dirty = false
+local function save()
+  if dirty then
+    redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now),
+      'inexact', fmt('%.0f', inexact_now))
+  end
+end
+-- Every write that changes something counts (compared with the event log).
+local function touched() writes_now, dirty = writes_now + 1, true end
+
+-- A board with an event log passes the log's last sequence number after a
+-- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
+-- that many writes (it lost some, or has one the log does not).
+local GUARD = string.match(MODE, ':(%d+)$')
+local function guard()
+  if GUARD and writes_now ~= tonumber(GUARD) then
+    fail('STALE', fmt('%.0f', writes_now) .. ' ' .. GUARD)
+  end
+end

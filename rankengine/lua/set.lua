@@ -1,0 +1,32 @@
+-- set.  ARGV: 2 member, 3 double, 4 ordkey, 5 kind, 6 when, 7 has meta,
+-- 8 meta, 9 clock floor.  Returns {clock or 0, meta changed (1/0)}.
+
+guard()
+local member, when = ARGV[2], ARGV[6]
+check_tag(board_tag(), member)
+local new = value(ARGV[3], ARGV[4], ARGV[5])
+local old = lookup(member)
+local clock = 0
+if not old then
+  if when == 'present' then return {0, 0} end
+  clock = clock_next(tonumber(ARGV[9]))
+  put(member, nil, new, clock)
+else
+  if when == 'new' then return {0, 0} end
+  if when == 'better' and not better(new, old) then return {0, 0} end
+  if when == 'worse' and not better(old, new) then return {0, 0} end
+  -- The clock moves only when the ranked score changes.
+  if not same(new, old) then
+    clock = clock_next(tonumber(ARGV[9]))
+    put(member, old, new, clock)
+  end
+end
+-- Metadata comes canonically encoded (keys sorted): equal dicts, equal bytes.
+local meta = 0
+if ARGV[7] == '1' and (clock > 0 or redis.call('HGET', M, member) ~= ARGV[8]) then
+  redis.call('HSET', M, member, ARGV[8])
+  meta = 1
+end
+if clock > 0 or meta > 0 then touched() end
+save()
+return {clock, meta}
