@@ -34,21 +34,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, NamedTuple
 
 from rankengine.changes import DEL, META, PUT, Change
-from rankengine.leaderboard import (
-    DEFAULT_PAGE_SIZE,
+from rankengine.core import (
     Entry,
-    Leaderboard,
-    PercentileMethod,
     RankStyle,
     TieBreak,
-    When,
     _check_count,
     _check_int,
     _check_size,
     _check_style,
     _member_list,
 )
+from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
+from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod
 from rankengine.redis_codec import (
     _TAGS,
     MAXCLOCK,

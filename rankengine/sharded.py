@@ -57,19 +57,17 @@ from hashlib import blake2b
 from typing import Any, Final
 
 from rankengine.changes import PUT, Change
-from rankengine.leaderboard import (
-    DEFAULT_PAGE_SIZE,
+from rankengine.core import (
     Entry,
-    Leaderboard,
-    PercentileMethod,
     RankStyle,
-    When,
     _check_count,
     _check_int,
     _check_size,
     _check_style,
     _member_list,
 )
+from rankengine.leaderboard import Leaderboard, When
+from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.scoring import Member, Score, ScoreCodec, check_member
 from rankengine.shard_merge import Shard, ShardMerge

@@ -1,0 +1,511 @@
+"""The state of an exact board, and the one place where it changes.
+
+:class:`BoardCore` holds what every exact board keeps -- a hash map plus an
+ordered index (see :mod:`rankengine.index`)::
+
+    member --> primary                 dict, O(1)   (_primary)
+    member --> tie clock               dict, O(1)   (_tie, first-to-reach boards)
+    (primary, tie) in ascending order  skip list or SortedList, O(log N)
+
+-- and the machinery that keeps them in step: ``_commit`` (show the changes
+to the listener, then apply), ``_apply``/``_put``/``_delete``, bulk rebuilds,
+snapshot export/restore, the rank arithmetic and the dense-rank counts, and
+``_check()`` for the invariants.  :class:`~rankengine.reads.BoardReads` adds
+the reads and :class:`~rankengine.Leaderboard` the writes.
+
+The index sorts ascending by ``(primary, tie)``.  A descending board (the
+default) reads it from the top end, so public rank 1 is the *last* index
+position.  That conversion lives in exactly two methods,
+:meth:`BoardCore._rank_of_position` and :meth:`BoardCore._position_of_rank`.
+
+>>> core = BoardCore()
+>>> core._commit([(0, "ann", 10, 1), (0, "bob", 20, 2)])
+>>> core._rank_of(member="bob", primary=20, style="unique"), len(core)
+(1, 2)
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final, Literal, NamedTuple, TypeAlias
+
+from sortedcontainers import SortedList
+
+from rankengine.changes import DEL, META, PUT, Change
+from rankengine.index import OrderedIndex
+from rankengine.scoring import Member, Order, Score, ScoreCodec, check_member
+
+__all__ = ["BULK_REBUILD_FRACTION", "Backend", "BoardCore", "Entry", "RankStyle", "TieBreak"]
+
+RankStyle: TypeAlias = Literal["unique", "dense", "competition"]
+TieBreak: TypeAlias = Literal["first", "member"]
+Backend: TypeAlias = Literal["sortedlist", "skiplist"]
+
+_STYLES: Final = ("unique", "dense", "competition")
+_TIE_BREAKS: Final = ("first", "member")
+_MISSING: Final = object()
+
+#: A batch write rebuilds the index from scratch (sort + O(N) bulk load)
+#: instead of applying entries one by one when it touches at least this
+#: fraction of the resulting board: C's sort beats N O(log N) Python inserts.
+BULK_REBUILD_FRACTION: Final = 0.25
+
+
+class Entry(NamedTuple):
+    """One row of a read: member, score, rank (1-based) and, on request, metadata."""
+
+    member: Member
+    score: Score
+    rank: int
+    meta: dict[str, Any] | None = None
+
+
+def _make_index(backend: str | Callable[[], OrderedIndex]) -> OrderedIndex:
+    if callable(backend):
+        return backend()
+    if backend == "sortedlist":
+        from rankengine.sortedlist import SortedListIndex
+
+        return SortedListIndex()
+    if backend == "skiplist":
+        from rankengine.skiplist import SkipList
+
+        return SkipList()
+    raise ValueError(f"backend must be 'sortedlist' or 'skiplist', not {backend!r}")
+
+
+class BoardCore:
+    """State, invariants and the change machinery shared by every exact board.
+
+    Not used on its own: :class:`~rankengine.Leaderboard` is the public class.
+    """
+
+    def __init__(
+        self,
+        *,
+        order: Order | tuple[Order, ...] = "desc",
+        tie_break: TieBreak = "first",
+        rank_style: RankStyle = "unique",
+        backend: Backend | Callable[[], OrderedIndex] = "sortedlist",
+    ) -> None:
+        if tie_break not in _TIE_BREAKS:
+            raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
+        _check_style(rank_style)
+        self._codec = ScoreCodec(order)
+        self._order = order
+        self._desc = self._codec.descending
+        self._tie_break: TieBreak = tie_break
+        self._rank_style: RankStyle = rank_style
+        self._backend = backend
+        self._index: OrderedIndex = _make_index(backend)
+        # member -> primary (for scalar boards the primary *is* the score)
+        self._primary: dict[Any, Any] = {}
+        # member -> tie clock (first-to-reach boards only)
+        self._tie: dict[Any, int] = {}
+        self._meta: dict[Any, dict[str, Any]] = {}
+        self._clock = 0
+        self._member_type: type | None = None
+        # Dense ranks: primary -> number of members with it, and the sorted
+        # distinct primaries.  Built on the first dense read, then maintained.
+        self._counts: dict[Any, int] | None = None
+        self._distinct: SortedList | None = None
+        self._lock = threading.RLock()
+        #: Called with each list of changes *before* it is applied; raising
+        #: aborts the write.  The event log hooks in here.
+        self._listener: Callable[[list[Change]], None] | None = None
+
+    @property
+    def order(self) -> Order | tuple[Order, ...]:
+        """The board's order as given at creation."""
+        return self._order
+
+    @property
+    def tie_break(self) -> TieBreak:
+        """How equal scores are ordered: ``"first"`` or ``"member"``."""
+        return self._tie_break
+
+    @property
+    def rank_style(self) -> RankStyle:
+        """The default rank style for reads."""
+        return self._rank_style
+
+    @property
+    def clock(self) -> int:
+        """The logical clock: the tie stamp the next score change will get minus one."""
+        return self._clock
+
+    def config(self) -> dict[str, Any]:
+        """The creation arguments, enough to build an empty twin of this board.
+
+        >>> from rankengine import Leaderboard
+
+        >>> Leaderboard(order="asc").config()["order"]
+        'asc'
+        """
+        return {
+            "order": self._order,
+            "tie_break": self._tie_break,
+            "rank_style": self._rank_style,
+            "backend": self._backend,
+        }
+
+    def __len__(self) -> int:
+        return len(self._primary)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self._primary
+
+    def __repr__(self) -> str:
+        return (
+            f"Leaderboard(order={self._order!r}, tie_break={self._tie_break!r}, "
+            f"rank_style={self._rank_style!r}, members={len(self)})"
+        )
+
+    def _export(self) -> Iterator[tuple[Member, Score, int, dict[str, Any] | None]]:
+        """Every member as ``(member, score, clock, meta)`` in ascending index
+        order (the order :meth:`_restore` bulk-loads without sorting).
+
+        Call it under the board's lock and consume it before writing.  On a
+        ``tie_break="member"`` board the clock of every member is 0.
+        """
+        score = self._codec.score
+        first = self._tie_break == "first"
+        meta = self._meta
+        for primary, tie, member in self._index.iter_range(0, len(self._index)):
+            clock = abs(tie) if first else 0
+            yield member, score(primary), clock, meta.get(member)
+
+    def _restore(
+        self, rows: Iterable[tuple[Member, Score, int, dict[str, Any] | None]], clock: int
+    ) -> None:
+        """Replace the whole state with ``rows`` (as :meth:`_export` yields them)
+        and set the logical clock; bulk-builds the index in O(N) when the rows
+        arrive in index order (else sorts them first).  Rows are trusted: they
+        come from a checksummed snapshot.
+        """
+        with self._lock:
+            codec = self._codec
+            first = self._tie_break == "first"
+            desc = self._desc
+            primaries: dict[Any, Any] = {}
+            ties: dict[Any, int] = {}
+            metas: dict[Any, dict[str, Any]] = {}
+            index_rows: list[tuple[Any, Any, Any]] = []
+            for member, value, member_clock, data in rows:
+                primary = codec.primary(tuple(value) if isinstance(value, list) else value)
+                tie: Any = (-member_clock if desc else member_clock) if first else member
+                primaries[member] = primary
+                if first:
+                    ties[member] = tie
+                if data is not None:
+                    metas[member] = data
+                index_rows.append((primary, tie, member))
+            if any(_key_of_row(a) >= _key_of_row(b) for a, b in itertools.pairwise(index_rows)):
+                index_rows.sort(key=_key_of_row)
+            self._primary, self._tie, self._meta = primaries, ties, metas
+            self._clock = clock
+            self._member_type = type(index_rows[0][2]) if index_rows else None
+            self._index.build(index_rows)
+            self._counts = None
+            self._distinct = None
+
+    def _restore_columns(
+        self,
+        members: list[Any],
+        scores: list[Any],
+        clocks: list[int],
+        metas: dict[Any, dict[str, Any]],
+        clock: int,
+    ) -> None:
+        """Columnar :meth:`_restore`: whole columns in ascending index order.
+
+        Snapshot recovery of a million members spends its time in per-row
+        Python work; here every step is a C-level bulk operation (``dict(zip())``,
+        ``map``), which is what makes recovery competitive with Redis's RDB load.
+        The order is checked on the primaries in C (``map(operator.le)``); rows
+        that are out of order or repeat a member fall back to :meth:`_restore`,
+        which sorts.
+        """
+        with self._lock:
+            codec = self._codec
+            if codec.columns is None:
+                primaries = scores
+            else:
+                primaries = [codec.primary(tuple(s)) for s in scores]
+            if self._tie_break == "first":
+                ties: list[Any] = list(map(operator.neg, clocks)) if self._desc else clocks
+            else:
+                ties = members
+            by_member = dict(zip(members, primaries, strict=True))
+            ordered = all(map(operator.le, primaries, itertools.islice(primaries, 1, None)))
+            if len(by_member) != len(members) or not ordered:
+                rows = zip(members, scores, clocks, (metas.get(m) for m in members), strict=True)
+                self._restore(rows, clock)
+                return
+            self._primary = by_member
+            self._tie = dict(zip(members, ties, strict=True)) if self._tie_break == "first" else {}
+            self._meta = dict(metas)
+            self._clock = clock
+            self._member_type = type(members[0]) if members else None
+            self._index.build(zip(primaries, ties, members, strict=True))
+            self._counts = None
+            self._distinct = None
+
+    def _check(self) -> None:
+        """Verify the board's invariants and its index's; raise AssertionError."""
+        with self._lock:
+            self._index._check()
+            # the hash map and the index hold the same members
+            assert len(self._index) == len(self._primary), (len(self._index), len(self._primary))
+            seen = 0
+            for primary, tie, member in self._index.iter_range(0, len(self._index)):
+                assert self._primary.get(member, _MISSING) == primary, (member, primary)
+                assert tie == self._tie_of(member), (member, tie)
+                seen += 1
+            assert seen == len(self._primary)
+            # metadata only for present members
+            assert all(m in self._primary for m in self._meta), "metadata of an absent member"
+            # tie clocks: unique and never ahead of the board clock
+            if self._tie_break == "first":
+                assert len(self._tie) == len(self._primary)
+                clocks = [abs(t) for t in self._tie.values()]
+                assert len(set(clocks)) == len(clocks), "duplicate tie clocks"
+                assert not clocks or max(clocks) <= self._clock, (
+                    "tie clock ahead of the board clock"
+                )
+            # dense counts agree with the index
+            if self._counts is not None:
+                assert self._distinct is not None
+                assert sum(self._counts.values()) == len(self._primary)
+                assert list(self._distinct) == sorted(self._counts), "distinct scores out of step"
+                assert all(c > 0 for c in self._counts.values())
+
+    def _commit(self, changes: list[Change]) -> None:
+        """Show ``changes`` to the listener (the log), then apply them.
+
+        If the listener raises (disk full, say), nothing is applied: the
+        board never shows a write that was not recorded.
+        """
+        if self._listener is not None:
+            self._listener(changes)
+        self._apply(changes)
+
+    def _apply(self, changes: list[Change]) -> None:
+        """Apply already-validated changes (also used by replay)."""
+        if (
+            len(changes) > 1
+            and len(changes) >= BULK_REBUILD_FRACTION * (len(self) + len(changes))
+            and all(change[0] == PUT for change in changes)
+        ):
+            self._rebuild_with(changes)
+            return
+        for change in changes:
+            kind = change[0]
+            if kind == PUT:
+                self._put(change[1], change[2], change[3])
+            elif kind == DEL:
+                self._delete(change[1])
+            elif kind == META:
+                if change[2] is None:
+                    self._meta.pop(change[1], None)
+                else:
+                    self._meta[change[1]] = change[2]
+            else:
+                raise ValueError(f"unknown change kind {kind!r}")
+
+    def _put(self, member: Any, score: Score, clock: int) -> None:
+        primary = self._codec.primary(score)
+        if self._tie_break == "first":
+            tie: Any = -clock if self._desc else clock
+        else:
+            tie = member
+        old = self._primary.get(member, _MISSING)
+        if old is _MISSING:
+            self._index.insert(primary, tie, member)
+            if not self._primary:  # first member of an empty board fixes the type
+                self._member_type = type(member)
+        else:
+            old_tie = self._tie_of(member)
+            # A batch can bring a member back to the key it started from (tie
+            # by member, score changed and changed back): nothing to move.
+            if old != primary or old_tie != tie:
+                self._index.move(old, old_tie, primary, tie)
+            if self._counts is not None:
+                self._count_remove(old)
+        self._primary[member] = primary
+        if self._tie_break == "first":
+            self._tie[member] = tie
+        if self._counts is not None:
+            self._count_add(primary)
+        self._clock = max(self._clock, clock)
+
+    def _delete(self, member: Any) -> None:
+        primary = self._primary.pop(member)
+        tie = self._tie.pop(member) if self._tie_break == "first" else member
+        self._index.remove(primary, tie)
+        self._meta.pop(member, None)
+        if self._counts is not None:
+            self._count_remove(primary)
+
+    def _tie_of(self, member: Any) -> Any:
+        return self._tie[member] if self._tie_break == "first" else member
+
+    def _rebuild_with(self, puts: list[Change]) -> None:
+        """Apply many PUTs by sorting everything and bulk-loading the index."""
+        for _, member, score, clock in puts:
+            if not self._primary:  # first member of an empty board fixes the type
+                self._member_type = type(member)
+            self._primary[member] = self._codec.primary(score)
+            if self._tie_break == "first":
+                self._tie[member] = -clock if self._desc else clock
+            self._clock = max(self._clock, clock)
+        self._rebuild_index()
+
+    def _rebuild_index(self) -> None:
+        tie = self._tie
+        if self._tie_break == "first":
+            rows = [(p, tie[m], m) for m, p in self._primary.items()]
+        else:
+            rows = [(p, m, m) for m, p in self._primary.items()]
+        rows.sort(key=_key_of_row)
+        self._index.build(rows)
+        if self._counts is not None:
+            self._counts = None
+            self._distinct = None
+            self._ensure_dense()
+
+    def _rank_of_position(self, position: int) -> int:
+        """1-based unique rank of a 0-based index position (the only place
+        where the index's ascending order meets the user's ranks)."""
+        return len(self._primary) - position if self._desc else position + 1
+
+    def _position_of_rank(self, offset: int) -> int:
+        """0-based index position of the entry with 0-based rank ``offset``."""
+        return len(self._primary) - 1 - offset if self._desc else offset
+
+    def _unique_offset(self, member: Any, primary: Any) -> int:
+        return self._rank_of_position(self._index.position(primary, self._tie_of(member))) - 1
+
+    def _count_ahead(self, primary: Any, *, include_ties: bool) -> int:
+        """Members whose score ranks strictly ahead of ``primary`` (plus, with
+        ``include_ties``, those with an equal score)."""
+        index = self._index
+        if self._desc:
+            return len(self._primary) - index.count_primary(primary, inclusive=not include_ties)
+        return index.count_primary(primary, inclusive=include_ties)
+
+    def _rank_of(self, member: Any, primary: Any, style: RankStyle) -> int:
+        if style == "unique":
+            return self._unique_offset(member, primary) + 1
+        if style == "competition":
+            return self._count_ahead(primary, include_ties=False) + 1
+        return self._dense_rank(primary)
+
+    def _iter_positions(self, lo: int, hi: int, *, best_first: bool) -> Iterator[Any]:
+        """Index entries for 0-based ranks ``lo <= r < hi``."""
+        n = len(self._primary)
+        if self._desc:
+            return self._index.iter_range(n - hi, n - lo, reverse=best_first)
+        return self._index.iter_range(lo, hi, reverse=not best_first)
+
+    def _ensure_dense(self) -> dict[Any, int]:
+        if self._counts is None:
+            counts: dict[Any, int] = {}
+            for primary in self._primary.values():
+                counts[primary] = counts.get(primary, 0) + 1
+            self._counts = counts
+            self._distinct = SortedList(counts)
+        return self._counts
+
+    def _dense_better(self, primary: Any) -> int:
+        """Number of distinct scores strictly ahead of ``primary``."""
+        self._ensure_dense()
+        distinct = self._distinct
+        assert distinct is not None
+        if self._desc:
+            return len(distinct) - int(distinct.bisect_right(primary))
+        return int(distinct.bisect_left(primary))
+
+    def _dense_rank(self, primary: Any) -> int:
+        return self._dense_better(primary) + 1
+
+    def _count_add(self, primary: Any) -> None:
+        counts = self._counts
+        assert counts is not None and self._distinct is not None
+        if primary in counts:
+            counts[primary] += 1
+        else:
+            counts[primary] = 1
+            self._distinct.add(primary)
+
+    def _count_remove(self, primary: Any) -> None:
+        counts = self._counts
+        assert counts is not None and self._distinct is not None
+        left = counts[primary] - 1
+        if left:
+            counts[primary] = left
+        else:
+            del counts[primary]
+            self._distinct.remove(primary)
+
+    def _style(self, style: RankStyle | None) -> RankStyle:
+        if style is None:
+            return self._rank_style
+        _check_style(style)
+        return style
+
+    def _zero(self) -> Score:
+        return 0 if self._codec.columns is None else (0,) * self._codec.columns
+
+    def _check_member(self, member: object) -> None:
+        check_member(member)
+        if (
+            self._tie_break == "member"
+            and self._member_type is not None
+            and type(member) is not self._member_type
+            and self._primary
+        ):
+            raise TypeError(
+                f"this board breaks ties by member and holds {self._member_type.__name__} "
+                f"members; {type(member).__name__} members would not compare"
+            )
+
+
+def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:
+    return (row[0], row[1])
+
+
+def _check_style(style: object) -> None:
+    if style not in _STYLES:
+        raise ValueError(f"rank style must be one of {_STYLES}, not {style!r}")
+
+
+def _member_list(members: Iterable[Member]) -> list[Member]:
+    """A list of the members; a bare ``str``/``bytes`` is refused, not split
+    into one-character members."""
+    if isinstance(members, (str, bytes)):
+        raise TypeError(f"expected an iterable of members, not a single {type(members).__name__}")
+    return list(members)
+
+
+def _check_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    return value
+
+
+def _check_count(value: object, what: str) -> int:
+    value = _check_int(value, what)
+    if value < 0:
+        raise ValueError(f"{what} must not be negative, got {value}")
+    return value
+
+
+def _check_size(value: object) -> int:
+    value = _check_int(value, "page size")
+    if value < 1:
+        raise ValueError(f"page size must be at least 1, got {value}")
+    return value

@@ -1,0 +1,551 @@
+"""Reading a board: point reads, ranges, pages, around-me and percentiles.
+
+Every read holds the board's lock, validates its arguments before touching
+anything, and returns :class:`~rankengine.core.Entry` rows best first.
+Ranks come from the index positions through the one conversion in
+:class:`~rankengine.core.BoardCore`; competition and dense ranks of a run of
+rows are computed once for the first row and carried along the run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, Literal, TypeAlias
+
+from rankengine.core import (
+    _MISSING,
+    BoardCore,
+    Entry,
+    RankStyle,
+    _check_count,
+    _check_int,
+    _check_size,
+    _member_list,
+)
+from rankengine.scoring import Member, Score, check_meta
+
+__all__ = ["DEFAULT_PAGE_SIZE", "BoardReads", "PercentileMethod"]
+
+PercentileMethod: TypeAlias = Literal["below", "at_or_below", "midpoint"]
+_PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
+
+#: Page size used when none is given (agoragames' default).
+DEFAULT_PAGE_SIZE: Final = 25
+
+builtins_min = min
+
+
+class BoardReads(BoardCore):
+    """The read half of the :class:`~rankengine.Leaderboard` API."""
+
+    def __getitem__(self, member: Member) -> Score:
+        """The score of ``member``; ``KeyError`` when absent."""
+        try:
+            primary = self._primary[member]
+        except (KeyError, TypeError):
+            raise KeyError(member) from None
+        return self._codec.score(primary)  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Member]:
+        """Members in rank order, best first (a snapshot taken under the lock)."""
+        with self._lock:
+            members = [
+                m for _, _, m in self._iter_positions(0, len(self._primary), best_first=True)
+            ]
+        return iter(members)
+
+    def score(self, member: Member, default: Any = None) -> Any:
+        """The member's score, or ``default`` when absent.
+
+        Runtime complexity: O(1)
+        """
+        primary = self._primary.get(member, _MISSING)
+        if primary is _MISSING:
+            return default
+        return self._codec.score(primary)
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
+        """The member's 1-based rank, or None when absent.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            style = self._style(style)
+            primary = self._primary.get(member, _MISSING)
+            if primary is _MISSING:
+                return None
+            return self._rank_of(member, primary, style)
+
+    def entry(
+        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> Entry | None:
+        """Score and rank together (and metadata on request), or None.
+
+        Runtime complexity: O(log N)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set("ann", 7, meta={"name": "Ann"})
+        True
+        >>> board.entry("ann", with_meta=True)
+        Entry(member='ann', score=7, rank=1, meta={'name': 'Ann'})
+        """
+        with self._lock:
+            style = self._style(style)
+            primary = self._primary.get(member, _MISSING)
+            if primary is _MISSING:
+                return None
+            return self._make_entry(
+                member, primary, self._rank_of(member, primary, style), with_meta
+            )
+
+    def entries(
+        self,
+        members: Iterable[Member],
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry | None]:
+        """Entries for a list of members (a friends list), in the order given;
+        a missing member gives None in its place.
+
+        Runtime complexity: O(k log N)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({"ann": 5, "bob": 9})
+        2
+        >>> board.entries(["bob", "zed"])
+        [Entry(member='bob', score=9, rank=1, meta=None), None]
+        """
+        with self._lock:
+            style = self._style(style)
+            out: list[Entry | None] = []
+            for member in _member_list(members):
+                primary = self._primary.get(member, _MISSING)
+                if primary is _MISSING:
+                    out.append(None)
+                else:
+                    rank = self._rank_of(member, primary, style)
+                    out.append(self._make_entry(member, primary, rank, with_meta))
+            return out
+
+    def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
+        """The entry at a 1-based position (``-1`` is the last); ``IndexError`` outside.
+
+        The position is always the unique order; ``style`` only changes the
+        rank number reported.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            style = self._style(style)
+            n = len(self)
+            rank = _check_int(rank, "rank")
+            if rank < 0:
+                rank += n + 1
+            if not 1 <= rank <= n:
+                raise IndexError(f"rank {rank} is outside 1..{n}")
+            return self._entries_between(rank - 1, rank, style, with_meta)[0]
+
+    def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
+        """The rank a member with ``score`` would get if it reached it now,
+        without inserting anything ("what rank would this score have?").
+
+        A newcomer arrives after the members already on that score, so its
+        unique rank is one past them; its competition and dense ranks are
+        those of the score.
+
+        Runtime complexity: O(log N)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({"ann": 50, "bob": 30})
+        2
+        >>> board.rank_for_score(40), board.rank_for_score(50)
+        (2, 2)
+        >>> board.rank_for_score(50, style="competition")
+        1
+        """
+        with self._lock:
+            style = self._style(style)
+            primary = self._codec.primary(self._codec.check(score))
+            if style == "dense":
+                return self._dense_rank(primary)
+            ahead = self._count_ahead(primary, include_ties=style == "unique")
+            return ahead + 1
+
+    def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
+        """The percent of the board this member's score beats, or None when absent.
+
+        With ``below`` = members with a strictly worse score, ``equal`` =
+        members with the same score (itself included) and N members:
+
+        * ``"below"``:       100 * below / N
+        * ``"at_or_below"``: 100 * (below + equal) / N
+        * ``"midpoint"``:    100 * (below + equal / 2) / N   (the default)
+
+        Example: scores 50, 50, 30, 30, 10 -- a 30 has below = 1, equal = 2,
+        so 20.0, 60.0 and 40.0.
+
+        Runtime complexity: O(log N)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({"a": 50, "b": 50, "c": 30, "d": 30, "e": 10})
+        5
+        >>> [board.percentile("c", method=m) for m in ("below", "at_or_below", "midpoint")]
+        [20.0, 60.0, 40.0]
+        """
+        if method not in _PERCENTILE_METHODS:
+            raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
+        with self._lock:
+            primary = self._primary.get(member, _MISSING)
+            if primary is _MISSING:
+                return None
+            n = len(self)
+            lower = self._index.count_primary(primary, inclusive=False)
+            upper = self._index.count_primary(primary, inclusive=True)
+            below, equal = (lower, upper - lower) if self._desc else (n - upper, upper - lower)
+            if method == "below":
+                return 100.0 * below / n
+            if method == "at_or_below":
+                return 100.0 * (below + equal) / n
+            return 100.0 * (below + equal / 2) / n
+
+    def score_at_percentile(self, p: float) -> Score | None:
+        """The score at percentile ``p`` (0 = worst, 100 = best); None on an empty board.
+
+        Scores are lined up worst to best and read at index ``(N - 1) * p / 100``
+        with linear interpolation between the two neighbours (agoragames'
+        ``score_for_percentile``).  Composite scores are not interpolated:
+        the lower neighbour is returned.  Nor are infinite ones (``inf - inf``
+        is NaN): between a finite and an infinite neighbour the infinite one
+        is returned, between ``-inf`` and ``inf`` the lower neighbour.
+
+        Runtime complexity: O(log N)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({"a": 10, "b": 20, "c": 30, "d": 40, "e": 50})
+        5
+        >>> [board.score_at_percentile(p) for p in (0, 50, 90)]
+        [10, 30, 46.0]
+        """
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
+            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        with self._lock:
+            n = len(self)
+            if n == 0:
+                return None
+            x = (n - 1) * p / 100
+            lo = math.floor(x)
+            hi = min(lo + 1, n - 1)
+            # worst-first index j is index position j on a descending board
+            low_score = self._score_at_worst_index(lo)
+            if self._codec.columns is not None or lo == x:
+                return low_score
+            high_score = self._score_at_worst_index(hi)
+            if low_score == high_score:
+                return low_score
+            if math.isinf(low_score) or math.isinf(high_score):  # type: ignore[arg-type]
+                # inf - inf is NaN: between an infinite neighbour and a finite
+                # one the infinite one wins; between -inf and inf, the lower
+                # neighbour is returned.
+                return low_score if math.isinf(low_score) else high_score  # type: ignore[arg-type]
+            frac = x - lo
+            return low_score + (high_score - low_score) * frac  # type: ignore[operator]
+
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """A copy of the member's metadata, or None.
+
+        Runtime complexity: O(size of meta)
+        """
+        with self._lock:
+            data = self._meta.get(member)
+            return None if data is None else check_meta(data)
+
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """The best ``k`` entries, best first.
+
+        Runtime complexity: O(log N + k)
+        """
+        with self._lock:
+            k = _check_count(k, "k")
+            return self._entries_between(0, min(k, len(self)), self._style(style), with_meta)
+
+    def by_rank(
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries ranked ``start`` to ``stop`` inclusive, best first.
+
+        Ranks are 1-based; negative ranks count from the bottom (-1 is the
+        last).  Out-of-range bounds are clamped and an empty range gives an
+        empty list, as Redis's ``ZRANGE`` does; 0 is not a rank.
+
+        Runtime complexity: O(log N + k)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({"a": 3, "b": 2, "c": 1})
+        3
+        >>> [e.member for e in board.by_rank(2, 99)], board.by_rank(3, 2)
+        (['b', 'c'], [])
+        """
+        with self._lock:
+            lo, hi = self._rank_window(start, stop)
+            return self._entries_between(lo, hi, self._style(style), with_meta)
+
+    def page(
+        self,
+        number: int,
+        size: int = DEFAULT_PAGE_SIZE,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Page ``number`` (1-based) of ``size`` entries.
+
+        A page below 1 is clamped to 1 and a page past the end to the last
+        page (agoragames ``leaders``); an empty board gives ``[]``.
+
+        Runtime complexity: O(log N + size)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({f"p{i}": i for i in range(5)})
+        5
+        >>> [e.rank for e in board.page(2, 2)], [e.rank for e in board.page(9, 2)]
+        ([3, 4], [5])
+        """
+        with self._lock:
+            number = _check_int(number, "page number")
+            size = _check_size(size)
+            total = self.pages(size)
+            number = min(max(number, 1), max(total, 1))
+            lo = (number - 1) * size
+            return self._entries_between(
+                lo, min(lo + size, len(self)), self._style(style), with_meta
+            )
+
+    def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
+        """Number of pages of ``size`` entries: ``ceil(N / size)``.
+
+        Runtime complexity: O(1)
+        """
+        size = _check_size(size)
+        return -(-len(self) // size)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        fill: bool = False,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """The member with up to ``above`` entries ranked ahead of it and up to
+        ``below`` behind it, best first.  Empty if the member is absent.
+
+        Near the top or bottom the window is cut short, unless ``fill`` is
+        true: then the rows missing on one side are taken from the other, so
+        the window always has ``min(above + below + 1, N)`` rows.
+
+        Runtime complexity: O(log N + above + below)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({f"p{i}": i for i in range(10)})
+        10
+        >>> [e.rank for e in board.around("p8", 2, 2)]
+        [1, 2, 3, 4]
+        >>> [e.rank for e in board.around("p8", 2, 2, fill=True)]
+        [1, 2, 3, 4, 5]
+        """
+        with self._lock:
+            above = _check_count(above, "above")
+            below = _check_count(below, "below")
+            primary = self._primary.get(member, _MISSING)
+            if primary is _MISSING:
+                return []
+            n = len(self)
+            r0 = self._unique_offset(member, primary)  # 0-based rank
+            lo, hi = r0 - above, r0 + below + 1
+            if fill:
+                if lo < 0:
+                    hi, lo = min(n, hi - lo), 0
+                elif hi > n:
+                    lo, hi = max(0, lo - (hi - n)), n
+            lo, hi = max(lo, 0), min(hi, n)
+            return self._entries_between(lo, hi, self._style(style), with_meta)
+
+    def by_score(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries whose score lies between ``min`` and ``max``, best first.
+
+        ``None`` leaves an end open; bounds may also be ``-inf``/``inf``;
+        either end can be exclusive (Redis's ``(``).  ``offset``/``limit``
+        page through the result in O(log N).
+        On a composite board the bounds are compared column by column, each
+        column in the direction of the first.
+
+        Runtime complexity: O(log N + k)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({"a": 10, "b": 20, "c": 30})
+        3
+        >>> [e.member for e in board.by_score(10, 30, max_inclusive=False)]
+        ['b', 'a']
+        """
+        with self._lock:
+            offset = _check_count(offset, "offset")
+            if limit is not None:
+                limit = _check_count(limit, "limit")
+            lo, hi = self._score_positions(min, max, min_inclusive, max_inclusive)
+            # the range [lo, hi) in index order is ranks n-hi+1 .. n-lo (desc)
+            n = len(self)
+            first, last = (n - hi, n - lo) if self._desc else (lo, hi)
+            first += offset
+            if limit is not None:
+                last = builtins_min(last, first + limit)
+            if first >= last:
+                return []
+            return self._entries_between(first, last, self._style(style), with_meta)
+
+    def count(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+    ) -> int:
+        """How many members have a score in the range.
+
+        Runtime complexity: O(log N)
+
+        >>> from rankengine import Leaderboard
+
+        >>> board = Leaderboard()
+        >>> board.set_many({"a": 10, "b": 20, "c": 30})
+        3
+        >>> board.count(10, 20), board.count(10, 20, min_inclusive=False)
+        (2, 1)
+        """
+        with self._lock:
+            lo, hi = self._score_positions(min, max, min_inclusive, max_inclusive)
+            return hi - lo
+
+    def items(self) -> list[tuple[Member, Score]]:
+        """``(member, score)`` pairs in rank order, best first.
+
+        Runtime complexity: O(N)
+        """
+        with self._lock:
+            score = self._codec.score
+            return [
+                (m, score(p)) for p, _, m in self._iter_positions(0, len(self), best_first=True)
+            ]
+
+    def _entries_between(self, lo: int, hi: int, style: RankStyle, with_meta: bool) -> list[Entry]:
+        """Entries with 0-based ranks ``lo <= r < hi``, best first, ranked in ``style``."""
+        out: list[Entry] = []
+        if lo >= hi:
+            return out
+        score = self._codec.score
+        meta = self._meta
+        rank = lo + 1
+        prev: Any = _MISSING
+        shared = 0
+        for primary, _, member in self._iter_positions(lo, hi, best_first=True):
+            if style == "unique":
+                shown = rank
+            elif prev is _MISSING or primary != prev:
+                if style == "competition":
+                    shown = (
+                        rank
+                        if prev is not _MISSING
+                        else self._count_ahead(primary, include_ties=False) + 1
+                    )
+                else:
+                    shown = self._dense_rank(primary) if prev is _MISSING else shared + 1
+                shared = shown
+            else:
+                shown = shared
+            prev = primary
+            data = meta.get(member) if with_meta else None
+            out.append(
+                Entry(member, score(primary), shown, None if data is None else check_meta(data))
+            )
+            rank += 1
+        return out
+
+    def _rank_window(self, start: int, stop: int) -> tuple[int, int]:
+        """Clamp 1-based inclusive ranks (negative from the bottom) to 0-based [lo, hi)."""
+        start = _check_int(start, "start")
+        stop = _check_int(stop, "stop")
+        if start == 0 or stop == 0:
+            raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+        n = len(self)
+        if start < 0:
+            start += n + 1
+        if stop < 0:
+            stop += n + 1
+        lo = max(start, 1) - 1
+        hi = min(stop, n)
+        return (lo, hi) if lo < hi else (0, 0)
+
+    def _score_positions(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
+    ) -> tuple[int, int]:
+        """Index positions [lo, hi) of scores in the range (index order); a
+        ``None`` bound is open."""
+        codec = self._codec
+        lo_p = None if low is None else codec.primary(codec.check(low, "min"))
+        hi_p = None if high is None else codec.primary(codec.check(high, "max"))
+        if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
+            raise TypeError("inclusive flags must be bools")
+        index = self._index
+        lo = 0 if lo_p is None else index.count_primary(lo_p, inclusive=not low_inclusive)
+        hi = len(index) if hi_p is None else index.count_primary(hi_p, inclusive=high_inclusive)
+        return (lo, hi) if lo < hi else (lo, lo)
+
+    def _score_at_worst_index(self, j: int) -> Score:
+        position = j if self._desc else len(self) - 1 - j
+        return self._codec.score(self._index.entry(position)[0])  # type: ignore[no-any-return]
+
+    def _make_entry(self, member: Any, primary: Any, rank: int, with_meta: bool) -> Entry:
+        data = self._meta.get(member) if with_meta else None
+        return Entry(
+            member, self._codec.score(primary), rank, None if data is None else check_meta(data)
+        )
