@@ -38,7 +38,15 @@ from rankengine.changes import DEL, META, PUT, Change
 from rankengine.index import OrderedIndex
 from rankengine.scoring import Member, Order, Score, ScoreCodec, check_member
 
-__all__ = ["BULK_REBUILD_FRACTION", "Backend", "BoardCore", "Entry", "RankStyle", "TieBreak"]
+__all__ = [
+    "BULK_REBUILD_FRACTION",
+    "TOP_CACHE_SIZE",
+    "Backend",
+    "BoardCore",
+    "Entry",
+    "RankStyle",
+    "TieBreak",
+]
 
 RankStyle: TypeAlias = Literal["unique", "dense", "competition"]
 TieBreak: TypeAlias = Literal["first", "member"]
@@ -47,6 +55,11 @@ Backend: TypeAlias = Literal["sortedlist", "skiplist"]
 _STYLES: Final = ("unique", "dense", "competition")
 _TIE_BREAKS: Final = ("first", "member")
 _MISSING: Final = object()
+
+#: How many best rows a board keeps ready for ``top()``: enough for a top 10
+#: and for page 1 at the default page size.  A top-k read then costs a slice
+#: until a write reaches those rows (most writes in a large board do not).
+TOP_CACHE_SIZE: Final = 25
 
 #: A batch write rebuilds the index from scratch (sort + O(N) bulk load)
 #: instead of applying entries one by one when it touches at least this
@@ -112,6 +125,11 @@ class BoardCore:
         # distinct primaries.  Built on the first dense read, then maintained.
         self._counts: dict[Any, int] | None = None
         self._distinct: SortedList | None = None
+        # The best TOP_CACHE_SIZE rows (unique ranks, no metadata), kept until a
+        # change reaches them; ``_top_floor`` is the primary of the last cached row,
+        # or None when the board had fewer members (then any change clears it).
+        self._top: list[Entry] | None = None
+        self._top_floor: Any = None
         self._lock = threading.RLock()
         #: Called with each list of changes *before* it is applied; raising
         #: aborts the write.  The event log hooks in here.
@@ -211,6 +229,7 @@ class BoardCore:
             self._index.build(index_rows)
             self._counts = None
             self._distinct = None
+            self._top = None
 
     def _restore_columns(
         self,
@@ -253,6 +272,7 @@ class BoardCore:
             self._index.build(zip(primaries, ties, members, strict=True))
             self._counts = None
             self._distinct = None
+            self._top = None
 
     def _check(self) -> None:
         """Verify the board's invariants and its index's; raise AssertionError."""
@@ -266,6 +286,17 @@ class BoardCore:
                 assert tie == self._tie_of(member), (member, tie)
                 seen += 1
             assert seen == len(self._primary)
+            # the cached best rows equal a fresh read of the index
+            if self._top is not None:
+                score = self._codec.score
+                fresh = [
+                    (m, score(p), rank)
+                    for rank, (p, _, m) in enumerate(
+                        self._iter_positions(0, len(self._top), best_first=True), 1
+                    )
+                ]
+                assert [(e.member, e.score, e.rank) for e in self._top] == fresh, "stale top cache"
+                assert len(self._top) == min(TOP_CACHE_SIZE, len(self._primary)), "top cache length"
             # metadata only for present members
             assert all(m in self._primary for m in self._meta), "metadata of an absent member"
             # tie clocks: unique and never ahead of the board clock
@@ -323,6 +354,10 @@ class BoardCore:
         else:
             tie = member
         old = self._primary.get(member, _MISSING)
+        if self._top is not None:
+            self._touch_top(primary)
+            if old is not _MISSING:
+                self._touch_top(old)
         if old is _MISSING:
             self._index.insert(primary, tie, member)
             if not self._primary:  # first member of an empty board fixes the type
@@ -344,11 +379,24 @@ class BoardCore:
 
     def _delete(self, member: Any) -> None:
         primary = self._primary.pop(member)
+        if self._top is not None:
+            self._touch_top(primary)
         tie = self._tie.pop(member) if self._tie_break == "first" else member
         self._index.remove(primary, tie)
         self._meta.pop(member, None)
         if self._counts is not None:
             self._count_remove(primary)
+
+    def _touch_top(self, primary: Any) -> None:
+        """Drop the cached top rows if an entry with ``primary`` may sit among them.
+
+        Conservative: an entry on the floor's own score clears the cache even
+        if its tie puts it just below.  Entries strictly below the floor cannot
+        change the unique ranks above them, so the cache survives them.
+        """
+        floor = self._top_floor
+        if floor is None or (primary >= floor if self._desc else primary <= floor):
+            self._top = None
 
     def _tie_of(self, member: Any) -> Any:
         return self._tie[member] if self._tie_break == "first" else member
@@ -372,6 +420,7 @@ class BoardCore:
             rows = [(p, m, m) for m, p in self._primary.items()]
         rows.sort(key=_key_of_row)
         self._index.build(rows)
+        self._top = None
         if self._counts is not None:
             self._counts = None
             self._distinct = None
