@@ -110,6 +110,9 @@ class BoardCore:
         self._codec = ScoreCodec(order)
         self._order = order
         self._desc = self._codec.descending
+        # flags read on every write (cheaper than re-deriving them)
+        self._scalar = self._codec.columns is None
+        self._first = tie_break == "first"
         self._tie_break: TieBreak = tie_break
         self._rank_style: RankStyle = rank_style
         self._backend = backend
@@ -348,8 +351,9 @@ class BoardCore:
                 raise ValueError(f"unknown change kind {kind!r}")
 
     def _put(self, member: Any, score: Score, clock: int) -> None:
-        primary = self._codec.primary(score)
-        if self._tie_break == "first":
+        primary = score if self._scalar else self._codec.primary(score)
+        first = self._first
+        if first:
             tie: Any = -clock if self._desc else clock
         else:
             tie = member
@@ -363,7 +367,7 @@ class BoardCore:
             if not self._primary:  # first member of an empty board fixes the type
                 self._member_type = type(member)
         else:
-            old_tie = self._tie_of(member)
+            old_tie = self._tie[member] if first else member
             # A batch can bring a member back to the key it started from (tie
             # by member, score changed and changed back): nothing to move.
             if old != primary or old_tie != tie:
@@ -371,7 +375,7 @@ class BoardCore:
             if self._counts is not None:
                 self._count_remove(old)
         self._primary[member] = primary
-        if self._tie_break == "first":
+        if first:
             self._tie[member] = tie
         if self._counts is not None:
             self._count_add(primary)
