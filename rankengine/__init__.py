@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rankengine.sketch import CountMinSketch
     from rankengine.skiplist import SkipList
     from rankengine.sortedlist import SortedListIndex
-    from rankengine.topk import TopK
+    from rankengine.topk import TopItem, TopK, merge_topk
     from rankengine.trending import PartitionedTopK, TumblingWindows
     from rankengine.window import SlidingWindowLeaderboard
 
@@ -59,9 +59,11 @@ __all__ = [
     "SkipList",
     "SlidingWindowLeaderboard",
     "SortedListIndex",
+    "TopItem",
     "TopK",
     "TumblingWindows",
     "Weekly",
+    "merge_topk",
 ]
 
 __version__ = "0.1.0"
@@ -87,6 +89,8 @@ _LAZY: dict[str, str] = {
     "SkipList": "rankengine.skiplist",
     "SortedListIndex": "rankengine.sortedlist",
     "TopK": "rankengine.topk",
+    "TopItem": "rankengine.topk",
+    "merge_topk": "rankengine.topk",
     "PartitionedTopK": "rankengine.trending",
     "TumblingWindows": "rankengine.trending",
     "SlidingWindowLeaderboard": "rankengine.window",
