@@ -25,7 +25,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from rankengine.sortedlist import DEFAULT_LOAD, MIN_LOAD, SortedListIndex
+from rankengine.sortedlist import DEFAULT_LOAD, MIN_LOAD, REBUILD_MIN, SortedListIndex
 
 Entry = tuple[Any, Any, Any]
 
@@ -411,10 +411,12 @@ def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
 def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     index, ref = spread(100, load=8)  # blocks of 7 or 8 entries, 10 apart
     index.position(*ref.items[-1][:2])  # builds the positional tree
+    index._rebuild_offsets()
     tree = list(index._index)
-    assert tree
+    assert tree and index._valid == len(index._lists)
     slow = counting(monkeypatch, "_block_for")
-    for name in ("_split", "_merge", "_transfer_index", "_grow_index", "_delete"):
+    offsets = (index._offsets.tolist(), index._valid)
+    for name in ("_split", "_merge", "_transfer_index", "_resized", "_delete", "_stale_from"):
         monkeypatch.setattr(SortedListIndex, name, None)  # calling one would fail
     block = 5
     first, last = index._lists[block][0], index._lists[block][-1]
@@ -437,6 +439,7 @@ def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> N
 
     assert slow == []
     assert index._index == tree  # sizes unchanged: tree untouched
+    assert (index._offsets.tolist(), index._valid) == offsets  # and offsets
     after = [list(b) for b in index._lists]
     assert after[:block] == before[:block] and after[block + 1 :] == before[block + 1 :]
     assert index._maxes[block] == last
@@ -468,6 +471,46 @@ def test_cross_block_move_transfers_the_tree_count(monkeypatch: pytest.MonkeyPat
     assert transfers == [1]
     for i, (p, t, _) in enumerate(ref.items):
         assert index.position(p, t) == i
+
+
+def test_offsets_cache_patched_invalidated_and_rebuilt() -> None:
+    index, ref = spread(400, load=8)  # 50 blocks of 8
+    blocks = len(index._lists)
+    assert index._valid == 0
+    for _ in range(REBUILD_MIN):  # tree walks until the offsets are rebuilt
+        p, t, _ = ref.items[200]
+        assert index.position(p, t) == 200
+    assert index._valid == blocks
+
+    # A short cross-block move patches the offsets in between.
+    index.move(1000, 0, 1275, 0)  # block 12 -> 16: offsets of 13 .. 16 patched
+    ref.move(1000, 0, 1275, 0)
+    assert_same(index, ref)
+    assert index._valid == blocks
+    for i, (p, t, _) in enumerate(ref.items):
+        assert index.position(p, t) == i
+    assert index._valid == blocks  # no walk was needed
+
+    # A far one makes them stale from the lower block on.
+    index.move(500, 0, 3005, 0)
+    ref.move(500, 0, 3005, 0)
+    assert_same(index, ref)
+    assert index._valid == 7
+
+    # So does an insert (after its block) and a remove.
+    index._rebuild_offsets()
+    index.insert(2001, 0, "new")
+    ref.insert((2001, 0, "new"))
+    assert_same(index, ref)
+    assert index._valid == 26
+    index.remove(1200, 0)
+    ref.remove(1200, 0)
+    assert_same(index, ref)
+    assert index._valid == 16
+    for i, (p, t, _) in enumerate(ref.items):
+        assert index.position(p, t) == i
+        assert index.entry(i) == ref.items[i]
+    assert index._valid == blocks  # rebuilt along the way
 
 
 def test_far_moves_both_ways_split_and_merge() -> None:
