@@ -160,12 +160,35 @@ def node_roles(cluster: Cluster) -> dict[int, tuple[str, str, str]]:
     raise RuntimeError("no cluster node answers")
 
 
+#: How long a test waits for the cluster's gossip to settle a change (a
+#: restarted node learning it was failed over, a replica being attached).
+SETTLE_S = 30.0
+
+
 def replica_of(cluster: Cluster, master_port: int) -> int:
-    roles = node_roles(cluster)
-    master_id = roles[master_port][0]
-    return next(
-        port for port, (_, role, of) in roles.items() if role == "slave" and of == master_id
-    )
+    """The port of a replica of ``master_port``, waiting for the cluster's
+    view to show one (after a failover the old master rejoins as a replica
+    only once gossip reaches it)."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        roles = node_roles(cluster)
+        master_id = roles[master_port][0]
+        found = [p for p, (_, role, of) in roles.items() if role == "slave" and of == master_id]
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no replica of {master_port} after {SETTLE_S} s: {roles}")
+        time.sleep(0.2)
+
+
+def wait_role(cluster: Cluster, port: int, role: str) -> str:
+    """Wait until the cluster's view gives ``port`` the ``role``; return the last seen role."""
+    deadline = time.monotonic() + SETTLE_S
+    seen = node_roles(cluster)[port][1]
+    while seen != role and time.monotonic() < deadline:
+        time.sleep(0.2)
+        seen = node_roles(cluster)[port][1]
+    return seen
 
 
 def wait_until_serving(cluster: Cluster, board: RedisLeaderboard) -> None:
@@ -201,7 +224,7 @@ def test_a_killed_master_is_survived_without_losing_acknowledged_writes(
         redis_cluster.node(master).start()
         redis_cluster.wait_ok()
         redis_cluster.wait_replicas()
-        assert node_roles(redis_cluster)[master][1] == "slave"
+        assert wait_role(redis_cluster, master, "slave") == "slave"
         write(300)
         assert board.items() == model.items()
 
