@@ -3,9 +3,10 @@
 Every test compares the index with a reference: a plain sorted Python list of
 ``(primary, tie, member)`` tuples, kept sorted with ``bisect``.  Every
 mutation is followed by ``_check()``, which verifies the internal invariants
-(sorted blocks, ``_maxes``, load bounds, positional tree, parallel shapes) and
-dumps the structure when one breaks.  Tiny load factors (4, 5, 6) force
-splits and merges after a handful of operations.
+(sorted blocks, ``_maxes``, load bounds, positional tree, cached offsets,
+column shapes and kinds) and dumps the structure when one breaks.  Tiny load
+factors (4, 5, 6) force splits and merges after a handful of operations; the
+state machines run int, float, mixed and tuple primaries, int and string ties.
 """
 
 from __future__ import annotations
@@ -358,6 +359,21 @@ def test_an_emptied_index_chooses_kinds_again() -> None:
     assert [type(p) for p, _, _ in contents(index)] == [int, float]
 
 
+@pytest.mark.parametrize(
+    ("late", "want"),
+    [(10.5, ("list", "q")), (2**63, ("list", "q")), (10, ("q", "q"))],
+)
+def test_build_chooses_kinds_across_blocks(late: Any, want: tuple[str, str]) -> None:
+    """A value in a late block that does not fit turns earlier blocks into lists."""
+    entries: list[Entry] = [(k, 0, f"m{k}") for k in range(10)] + [(late, 1, "late")]
+    index = SortedListIndex(load=4)
+    index.build(entries)
+    index._check()
+    assert kinds(index) == want
+    assert contents(index) == entries
+    assert type(index.entry(10)[0]) is type(late)
+
+
 def test_failed_move_on_empty_index_leaves_it_usable() -> None:
     index = SortedListIndex()
     with pytest.raises(KeyError):
@@ -416,7 +432,7 @@ def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert tree and index._valid == len(index._lists)
     slow = counting(monkeypatch, "_block_for")
     offsets = (index._offsets.tolist(), index._valid)
-    for name in ("_split", "_merge", "_transfer_index", "_resized", "_delete", "_stale_from"):
+    for name in ("_split", "_merge", "_transfer", "_resized", "_delete", "_stale_from"):
         monkeypatch.setattr(SortedListIndex, name, None)  # calling one would fail
     block = 5
     first, last = index._lists[block][0], index._lists[block][-1]
@@ -463,7 +479,7 @@ def test_move_of_a_block_maximum_updates_maxes() -> None:
 def test_cross_block_move_transfers_the_tree_count(monkeypatch: pytest.MonkeyPatch) -> None:
     index, ref = spread(200, load=8)
     index.position(*ref.items[-1][:2])  # builds the positional tree
-    transfers = counting(monkeypatch, "_transfer_index")
+    transfers = counting(monkeypatch, "_transfer")
     start = index._lists[4][3]
     index.move(start, 0, start + 125, 1)  # well into another block
     ref.move(start, 0, start + 125, 1)
@@ -641,8 +657,13 @@ def test_build_replaces_contents() -> None:
 
 
 def test_build_rejects_ragged_entries() -> None:
-    with pytest.raises(ValueError):
-        SortedListIndex().build([(1, 0, "a"), (2, 0)])  # type: ignore[list-item]
+    index = SortedListIndex()
+    with pytest.raises(ValueError, match="triples"):
+        index.build([(1, 0, "a"), (2, 0)])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="triples"):
+        index.build([(1, 0, "a", "extra")])  # type: ignore[list-item]
+    index._check()
+    assert len(index) == 0
 
 
 # ----------------------------------------------------------------------
@@ -700,8 +721,9 @@ tuples = st.tuples(st.integers(min_value=0, max_value=2), numbers)
 class IndexMachine(RuleBasedStateMachine):
     """Random operations on the index and the reference, checked after each step."""
 
-    #: Strategy for primaries; the tuple machine overrides it.
+    #: Strategies for primaries and ties; subclasses override them.
     primaries: st.SearchStrategy[Any] = numbers
+    tie_values: st.SearchStrategy[Any] = ties
 
     def __init__(self) -> None:
         super().__init__()
@@ -717,7 +739,11 @@ class IndexMachine(RuleBasedStateMachine):
         self.counter += 1
         return f"m{self.counter}"
 
-    def _insert(self, primary: Any, tie: int) -> None:
+    def _run_tie(self, k: int) -> Any:
+        """The k-th tie of a run (ascending in k)."""
+        return k
+
+    def _insert(self, primary: Any, tie: Any) -> None:
         if self.ref.has(primary, tie):
             with pytest.raises(KeyError):
                 self.index.insert(primary, tie, "dup")
@@ -726,16 +752,16 @@ class IndexMachine(RuleBasedStateMachine):
         self.index.insert(primary, tie, member)
         self.ref.insert((primary, tie, member))
 
-    @rule(data=st.data(), tie=ties)
-    def insert(self, data: st.DataObject, tie: int) -> None:
-        self._insert(data.draw(self.primaries), tie)
+    @rule(data=st.data())
+    def insert(self, data: st.DataObject) -> None:
+        self._insert(data.draw(self.primaries), data.draw(self.tie_values))
 
     @rule(data=st.data(), count=st.integers(min_value=1, max_value=30))
     def insert_run(self, data: st.DataObject, count: int) -> None:
         """Many ties on one primary, so that runs span several blocks."""
         primary = data.draw(self.primaries)
-        for tie in range(count):
-            self._insert(primary, tie)
+        for k in range(count):
+            self._insert(primary, self._run_tie(k))
 
     @precondition(lambda self: self.ref.items)
     @rule(data=st.data())
@@ -753,26 +779,27 @@ class IndexMachine(RuleBasedStateMachine):
         self.ref.move(p, t, *new)
 
     @precondition(lambda self: self.ref.items)
-    @rule(data=st.data(), tie=ties)
-    def move_small(self, data: st.DataObject, tie: int) -> None:
+    @rule(data=st.data())
+    def move_small(self, data: st.DataObject) -> None:
         """Move to a neighbour's primary: usually stays in its block."""
         items = self.ref.items
         i = data.draw(st.integers(min_value=0, max_value=len(items) - 1))
         j = i + data.draw(st.integers(min_value=-2, max_value=2))
         j = min(len(items) - 1, max(0, j))
         p, t, _ = items[i]
-        self._move(p, t, (items[j][0], tie))
+        self._move(p, t, (items[j][0], data.draw(self.tie_values)))
 
     @precondition(lambda self: self.ref.items)
-    @rule(data=st.data(), tie=ties)
-    def move_large(self, data: st.DataObject, tie: int) -> None:
+    @rule(data=st.data())
+    def move_large(self, data: st.DataObject) -> None:
         """Move to any key: usually to another block."""
         p, t, _ = data.draw(st.sampled_from(self.ref.items))
-        self._move(p, t, (data.draw(self.primaries), tie))
+        self._move(p, t, (data.draw(self.primaries), data.draw(self.tie_values)))
 
-    @rule(data=st.data(), tie=ties)
-    def count_less(self, data: st.DataObject, tie: int) -> None:
+    @rule(data=st.data())
+    def count_less(self, data: st.DataObject) -> None:
         primary = data.draw(self.primaries)
+        tie = data.draw(self.tie_values)
         assert self.index.count_less(primary, tie) == self.ref.count_less(primary, tie)
 
     @rule(data=st.data(), inclusive=st.booleans())
@@ -823,7 +850,17 @@ class TupleIndexMachine(IndexMachine):
     primaries = tuples
 
 
-machine_settings = settings(max_examples=30, stateful_step_count=30, deadline=None)
+class MemberTieIndexMachine(IndexMachine):
+    """String ties (a member as tie, Redis order): the tie column is lists."""
+
+    primaries = ints
+    tie_values = ties.map(lambda k: f"t{k:02d}")
+
+    def _run_tie(self, k: int) -> Any:
+        return f"t{k:02d}"
+
+
+machine_settings = settings(max_examples=40, stateful_step_count=40, deadline=None)
 TestIndexMachine = IndexMachine.TestCase
 TestIndexMachine.settings = machine_settings
 TestIntIndexMachine = IntIndexMachine.TestCase
@@ -832,3 +869,5 @@ TestFloatIndexMachine = FloatIndexMachine.TestCase
 TestFloatIndexMachine.settings = machine_settings
 TestTupleIndexMachine = TupleIndexMachine.TestCase
 TestTupleIndexMachine.settings = machine_settings
+TestMemberTieIndexMachine = MemberTieIndexMachine.TestCase
+TestMemberTieIndexMachine.settings = machine_settings
