@@ -1,4 +1,4 @@
-"""Real Redis servers for the tests: no mocks, no fakeredis.
+"""Real Redis servers for the tests: real server processes on 127.0.0.1, no stand-ins.
 
 The test session starts what it needs on 127.0.0.1 and stops it at the end:
 
