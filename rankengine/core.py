@@ -15,8 +15,9 @@ the reads and :class:`~rankengine.Leaderboard` the writes.
 
 The index sorts ascending by ``(primary, tie)``.  A descending board (the
 default) reads it from the top end, so public rank 1 is the *last* index
-position.  That conversion lives in exactly two methods,
-:meth:`BoardCore._rank_of_position` and :meth:`BoardCore._position_of_rank`.
+position.  That conversion lives in three methods of :class:`BoardCore`:
+``_rank_of_position`` (one entry), ``_iter_positions`` (a rank range read
+from the index) and ``_ranks_of_positions`` (an index range as ranks).
 
 >>> core = BoardCore()
 >>> core._commit([(0, "ann", 10, 1), (0, "bob", 20, 2)])
@@ -435,9 +436,10 @@ class BoardCore:
         where the index's ascending order meets the user's ranks)."""
         return len(self._primary) - position if self._desc else position + 1
 
-    def _position_of_rank(self, offset: int) -> int:
-        """0-based index position of the entry with 0-based rank ``offset``."""
-        return len(self._primary) - 1 - offset if self._desc else offset
+    def _ranks_of_positions(self, lo: int, hi: int) -> tuple[int, int]:
+        """0-based rank range ``[first, last)`` of index positions ``[lo, hi)``."""
+        n = len(self._primary)
+        return (n - hi, n - lo) if self._desc else (lo, hi)
 
     def _unique_offset(self, member: Any, primary: Any) -> int:
         return self._rank_of_position(self._index.position(primary, self._tie_of(member))) - 1
@@ -473,17 +475,14 @@ class BoardCore:
             self._distinct = SortedList(counts)
         return self._counts
 
-    def _dense_better(self, primary: Any) -> int:
-        """Number of distinct scores strictly ahead of ``primary``."""
+    def _dense_rank(self, primary: Any) -> int:
+        """1 + the number of distinct scores strictly ahead of ``primary``."""
         self._ensure_dense()
         distinct = self._distinct
         assert distinct is not None
         if self._desc:
-            return len(distinct) - int(distinct.bisect_right(primary))
-        return int(distinct.bisect_left(primary))
-
-    def _dense_rank(self, primary: Any) -> int:
-        return self._dense_better(primary) + 1
+            return len(distinct) - int(distinct.bisect_right(primary)) + 1
+        return int(distinct.bisect_left(primary)) + 1
 
     def _count_add(self, primary: Any) -> None:
         counts = self._counts

@@ -7,9 +7,9 @@ A board is a hash map plus an ordered index (see :mod:`rankengine.index`)::
 
 The index sorts ascending by ``(primary, tie)``.  A descending board (the
 default: high score first) reads it from the top end, so public rank 1 is the
-*last* index position.  That conversion lives in exactly two methods,
-:meth:`~rankengine.core.BoardCore._rank_of_position` and
-:meth:`~rankengine.core.BoardCore._position_of_rank`.
+*last* index position.  That conversion lives in three methods of
+:class:`~rankengine.core.BoardCore` (``_rank_of_position``,
+``_iter_positions``, ``_ranks_of_positions``).
 
 Ties
 ----

@@ -82,10 +82,10 @@ class BoardReads(BoardCore):
             if primary is _MISSING:
                 return None
             if style == "unique":
-                # inlined _rank_of for the hottest read (saves three calls)
+                # inlined _rank_of for the hottest read (saves two calls)
                 tie = self._tie[member] if self._tie_break == "first" else member
                 position = self._index.position(primary, tie)
-                return len(self._primary) - position if self._desc else position + 1
+                return self._rank_of_position(position)
             return self._rank_of(member, primary, style)
 
     def entry(
@@ -443,9 +443,7 @@ class BoardReads(BoardCore):
             if limit is not None:
                 limit = _check_count(limit, "limit")
             lo, hi = self._score_positions(min, max, min_inclusive, max_inclusive)
-            # the range [lo, hi) in index order is ranks n-hi+1 .. n-lo (desc)
-            n = len(self)
-            first, last = (n - hi, n - lo) if self._desc else (lo, hi)
+            first, last = self._ranks_of_positions(lo, hi)
             first += offset
             if limit is not None:
                 last = builtins_min(last, first + limit)
