@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rankengine import Leaderboard
 from rankengine.durable import DurableLeaderboard
-from rankengine.snapshot import write_snapshot
+from rankengine.snapshot import write_snapshot_columns
 
 #: Integer scores in [0, SCORE_RANGE): mostly distinct at N = 10**6.
 SCORE_RANGE = 10_000_000
@@ -82,7 +82,9 @@ def make_pairs(n: int, seed: int) -> dict[str, int]:
 
 def save_snapshot(board: DurableLeaderboard, path: str, header: dict[str, object]) -> None:
     """What a compaction does: export the board, write the snapshot file."""
-    write_snapshot(path, header, list(board._export()))
+    with board._lock:
+        columns = board._export_columns()
+    write_snapshot_columns(path, header, columns)
 
 
 def prepare_board(pairs: dict[str, int], backend: str) -> tuple[str, DurableLeaderboard]:

@@ -4,7 +4,8 @@
 ordered index (see :mod:`rankengine.index`)::
 
     member --> primary                 dict, O(1)   (_primary)
-    member --> tie clock               dict, O(1)   (_tie, first-to-reach boards)
+    member --> tie clock               dict, O(1)   (_tie, first-to-reach boards;
+                                                     filled lazily after recovery)
     (primary, tie) in ascending order  skip list or SortedList, O(log N)
 
 -- and the machinery that keeps them in step: ``_commit`` (show the changes
@@ -61,6 +62,11 @@ _MISSING: Final = object()
 #: and for page 1 at the default page size.  A top-k read then costs a slice
 #: until a write reaches those rows (most writes in a large board do not).
 TOP_CACHE_SIZE: Final = 25
+
+#: Snapshot export finds the rows of members with metadata one by one
+#: (O(log N) each) while fewer than 1 in this many members have metadata,
+#: else by one scan of the member column (O(N) at ~50 ns per member).
+_META_SCAN_FACTOR: Final = 20
 
 #: A batch write rebuilds the index from scratch (sort + O(N) bulk load)
 #: instead of applying entries one by one when it touches at least this
@@ -120,7 +126,9 @@ class BoardCore:
         self._index: OrderedIndex = _make_index(backend)
         # member -> primary (for scalar boards the primary *is* the score)
         self._primary: dict[Any, Any] = {}
-        # member -> tie clock (first-to-reach boards only)
+        # member -> tie clock (first-to-reach boards only).  After a snapshot
+        # recovery it may lack members that have not been touched since; their
+        # tie is then read from the index (see _find_tie).
         self._tie: dict[Any, int] = {}
         self._meta: dict[Any, dict[str, Any]] = {}
         self._clock = 0
@@ -247,10 +255,9 @@ class BoardCore:
 
         Snapshot recovery of a million members spends its time in per-row
         Python work; here every step is a C-level bulk operation (``dict(zip())``,
-        ``map``), which is what makes recovery competitive with Redis's RDB load.
-        The order is checked on the primaries in C (``map(operator.le)``); rows
-        that are out of order or repeat a member fall back to :meth:`_restore`,
-        which sorts.
+        ``map``, a sort of already sorted data), which is what makes recovery
+        competitive with Redis's RDB load.  Rows that are out of order or
+        repeat a member fall back to :meth:`_restore`, which sorts.
         """
         with self._lock:
             codec = self._codec
@@ -258,25 +265,71 @@ class BoardCore:
                 primaries = scores
             else:
                 primaries = [codec.primary(tuple(s)) for s in scores]
-            if self._tie_break == "first":
+            first = self._tie_break == "first"
+            if first:
                 ties: list[Any] = list(map(operator.neg, clocks)) if self._desc else clocks
             else:
                 ties = members
             by_member = dict(zip(members, primaries, strict=True))
-            ordered = all(map(operator.le, primaries, itertools.islice(primaries, 1, None)))
+            # Non-decreasing primaries, checked in C: Timsort finds one run in
+            # a sorted list (N - 1 comparisons, specialised for ints and
+            # floats), and list equality compares pointers first.  Measured
+            # at N = 1,000,000: 0.05 s, against 0.3 s for all(map(le, ...)).
+            ordered = primaries == sorted(primaries)
             if len(by_member) != len(members) or not ordered:
                 rows = zip(members, scores, clocks, (metas.get(m) for m in members), strict=True)
                 self._restore(rows, clock)
                 return
             self._primary = by_member
-            self._tie = dict(zip(members, ties, strict=True)) if self._tie_break == "first" else {}
+            self._tie = _shared_ties(primaries, ties, members) if first else {}
             self._meta = dict(metas)
             self._clock = clock
             self._member_type = type(members[0]) if members else None
-            self._index.build(zip(primaries, ties, members, strict=True))
+            build_columns = getattr(self._index, "build_columns", None)
+            if build_columns is not None:
+                build_columns(primaries, ties, members)
+            else:
+                self._index.build(zip(primaries, ties, members, strict=True))
             self._counts = None
             self._distinct = None
             self._top = None
+
+    def _export_columns(self) -> tuple[list[Any], list[Any], list[int], dict[int, dict[str, Any]]]:
+        """Every member as columns ``(members, scores, clocks, metas)`` in
+        ascending index order; ``metas`` maps a row number to its metadata.
+
+        The columnar twin of :meth:`_export`, for snapshot writing: with an
+        index that offers ``columns()`` every step is a C-level bulk copy
+        (measured at N = 1,000,000 on the sortedlist backend: 0.15 s against
+        0.9 s for the row generator).  Call it under the board's lock.
+        """
+        columns = getattr(self._index, "columns", None)
+        if columns is not None:
+            primaries, ties, members = columns()
+        else:
+            rows = list(self._index.iter_range(0, len(self._index)))
+            primaries = [row[0] for row in rows]
+            ties = [row[1] for row in rows]
+            members = [row[2] for row in rows]
+            del rows
+        if self._tie_break == "first":
+            clocks: list[int] = list(map(abs, ties))
+        else:
+            clocks = [0] * len(members)
+        if self._codec.columns is None:
+            scores = primaries
+        else:
+            scores = list(map(self._codec.score, primaries))
+        meta = self._meta
+        metas: dict[int, dict[str, Any]] = {}
+        if len(meta) * _META_SCAN_FACTOR < len(members):
+            # few members carry metadata: find each one's row in O(log N)
+            position = self._index.position
+            primary = self._primary
+            metas = {position(primary[m], self._tie_of(m)): data for m, data in meta.items()}
+        elif meta:
+            metas = {i: meta[m] for i, m in enumerate(members) if m in meta}
+        return members, scores, clocks, metas
 
     def _check(self) -> None:
         """Verify the board's invariants and its index's; raise AssertionError."""
@@ -287,7 +340,11 @@ class BoardCore:
             seen = 0
             for primary, tie, member in self._index.iter_range(0, len(self._index)):
                 assert self._primary.get(member, _MISSING) == primary, (member, primary)
-                assert tie == self._tie_of(member), (member, tie)
+                if self._tie_break == "first":
+                    # a member missing from the tie map takes its tie from here
+                    assert self._tie.get(member, tie) == tie, (member, tie)
+                else:
+                    assert tie == member, (member, tie)
                 seen += 1
             assert seen == len(self._primary)
             # the cached best rows equal a fresh read of the index
@@ -305,8 +362,8 @@ class BoardCore:
             assert all(m in self._primary for m in self._meta), "metadata of an absent member"
             # tie clocks: unique and never ahead of the board clock
             if self._tie_break == "first":
-                assert len(self._tie) == len(self._primary)
-                clocks = [abs(t) for t in self._tie.values()]
+                assert all(m in self._primary for m in self._tie), "tie of an absent member"
+                clocks = [abs(t) for _, t, _ in self._index.iter_range(0, len(self._index))]
                 assert len(set(clocks)) == len(clocks), "duplicate tie clocks"
                 assert not clocks or max(clocks) <= self._clock, (
                     "tie clock ahead of the board clock"
@@ -368,7 +425,12 @@ class BoardCore:
             if not self._primary:  # first member of an empty board fixes the type
                 self._member_type = type(member)
         else:
-            old_tie = self._tie[member] if first else member
+            if first:
+                old_tie = self._tie.get(member)
+                if old_tie is None:
+                    old_tie = self._find_tie(member, old)
+            else:
+                old_tie = member
             # A batch can bring a member back to the key it started from (tie
             # by member, score changed and changed back): nothing to move.
             if old != primary or old_tie != tie:
@@ -386,7 +448,13 @@ class BoardCore:
         primary = self._primary.pop(member)
         if self._top is not None:
             self._touch_top(primary)
-        tie = self._tie.pop(member) if self._tie_break == "first" else member
+        if self._tie_break == "first":
+            tie = self._tie.pop(member, None)
+            if tie is None:
+                tie = self._find_tie(member, primary)
+                del self._tie[member]
+        else:
+            tie = member
         self._index.remove(primary, tie)
         self._meta.pop(member, None)
         if self._counts is not None:
@@ -404,7 +472,31 @@ class BoardCore:
             self._top = None
 
     def _tie_of(self, member: Any) -> Any:
-        return self._tie[member] if self._tie_break == "first" else member
+        """The index tie of a present member."""
+        if self._tie_break != "first":
+            return member
+        tie = self._tie.get(member)
+        return self._find_tie(member, self._primary[member]) if tie is None else tie
+
+    def _find_tie(self, member: Any, primary: Any) -> int:
+        """Read a member's tie from the index and remember it in ``_tie``.
+
+        Only members restored from a snapshot and untouched since are missing
+        from ``_tie`` (see :func:`_shared_ties`).  Each such member's primary
+        was unique at recovery and no other untouched member can have reached
+        it since, so the search usually finds a run of one entry; a longer
+        run (touched members joined it) is scanned once for this member.
+
+        Runtime complexity: O(log N) plus the run of entries sharing ``primary``
+        """
+        index = self._index
+        lo = index.count_primary(primary, inclusive=False)
+        hi = index.count_primary(primary, inclusive=True)
+        for _, tie, other in index.iter_range(lo, hi):
+            if other == member:
+                self._tie[member] = tie
+                return tie  # type: ignore[no-any-return]
+        raise KeyError(member)  # pragma: no cover - the maps are out of step
 
     def _rebuild_with(self, puts: list[Change]) -> None:
         """Apply many PUTs by sorting everything and bulk-loading the index."""
@@ -420,6 +512,9 @@ class BoardCore:
     def _rebuild_index(self) -> None:
         tie = self._tie
         if self._tie_break == "first":
+            if len(tie) < len(self._primary):  # complete a lazily filled map first
+                for _, t, m in self._index.iter_range(0, len(self._index)):
+                    tie.setdefault(m, t)
             rows = [(p, tie[m], m) for m, p in self._primary.items()]
         else:
             rows = [(p, m, m) for m, p in self._primary.items()]
@@ -524,6 +619,25 @@ class BoardCore:
                 f"this board breaks ties by member and holds {self._member_type.__name__} "
                 f"members; {type(member).__name__} members would not compare"
             )
+
+
+def _shared_ties(primaries: list[Any], ties: list[Any], members: list[Any]) -> dict[Any, Any]:
+    """The tie map a recovered board starts with: only members that share
+    their primary with a neighbour (``primaries`` ascending).
+
+    A member whose primary is unique can be found in the index by its
+    primary alone, so its tie is read from there on first touch
+    (:meth:`BoardCore._find_tie`).  Recovery then builds one hash map, not
+    two: at N = 1,000,000 the second ``dict(zip())`` was a third of the time
+    of ``Leaderboard.open``.  The neighbour test runs in C (``map(eq)`` and
+    ``compress``); only members in runs of equal primaries cost Python work.
+    """
+    equal = map(operator.eq, primaries, itertools.islice(primaries, 1, None))
+    shared: dict[Any, Any] = {}
+    for i in itertools.compress(itertools.count(), equal):
+        shared[members[i]] = ties[i]
+        shared[members[i + 1]] = ties[i + 1]
+    return shared
 
 
 def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:

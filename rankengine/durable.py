@@ -75,7 +75,7 @@ from rankengine.manifest import (
     snapshot_name,
     write_manifest,
 )
-from rankengine.snapshot import fsync_dir, read_snapshot, write_snapshot
+from rankengine.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
 
 __all__ = [
     "COMPACT_MIN_BYTES",
@@ -722,7 +722,7 @@ class DurableLeaderboard(Leaderboard):
                 return seq
             with self._sync_lock:
                 self._writer.sync()
-            rows = list(self._export())
+            columns = self._export_columns()
             header = {
                 "seq": seq,
                 "clock": self._clock,
@@ -751,8 +751,8 @@ class DurableLeaderboard(Leaderboard):
                     old.close()
                 self._active_first = seq + 1
         snap = snapshot_name(seq)
-        size = write_snapshot(os.path.join(directory, snap), header, rows)
-        del rows
+        size = write_snapshot_columns(os.path.join(directory, snap), header, columns)
+        del columns
         with self._lock:
             old_snapshots, old_segments = list(manifest.snapshots), list(manifest.segments)
             manifest.snapshots.append((snap, seq))
