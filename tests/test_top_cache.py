@@ -97,3 +97,31 @@ def test_a_write_below_the_floor_keeps_the_cache_and_one_above_clears_it() -> No
     assert board._top is None
     assert board.top(1)[0].member == "p1"
     board._check()
+
+
+@pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])
+@pytest.mark.parametrize("order", ["desc", "asc"])
+@pytest.mark.parametrize("delta", [-1, 1, -3, 3])
+def test_increments_of_the_rows_around_the_floor(backend: str, order: str, delta: int) -> None:
+    """The cached floor row and its neighbours below, moved by small
+    increments in both directions (onto the floor's own score, past it, out
+    of the cache): every top read equals a fresh sort."""
+    desc = order == "desc"
+    n = TOP_CACHE_SIZE + 10
+    for target in range(TOP_CACHE_SIZE - 2, TOP_CACHE_SIZE + 3):
+        board = Leaderboard(backend=backend, order=order)  # type: ignore[arg-type]
+        # scores 0, 2, 4, ...: gaps, so that +-1 lands between rows, +-3 past one
+        start = {f"p{i}": 2 * i for i in range(n)}
+        board.set_many(start)
+        ranked = [e.member for e in board.top(n)]
+        board.top(10)  # fills the cache
+        assert board._top is not None
+        member = ranked[target]
+        for step in (delta, delta, -delta):
+            board.incr(member, step)
+            start[member] += step
+            clocks = dict.fromkeys(start, 0)
+            clocks[member] = 1  # the moved member is the newest
+            k = TOP_CACHE_SIZE
+            assert [tuple(e[:3]) for e in board.top(k)] == expected_top(start, clocks, k, desc)
+            board._check()
