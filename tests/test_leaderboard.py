@@ -13,7 +13,11 @@ import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from model import Model, combine
+
+from rankengine import Leaderboard
 
 INF = math.inf
 STYLES = ("unique", "dense", "competition")
@@ -1231,3 +1235,76 @@ def test_sorting_stress_matches_reference_sort(make_board: Any, order: Any, tie_
     assert board.items() == model.items()
     for style in STYLES:
         assert rows(board.top(100, style=style)) == model.top(100, style=style)
+
+
+# ----------------------------------------------------------------------
+# set_many into an empty board (a column-wise bulk load) equals set() calls
+# ----------------------------------------------------------------------
+_BULK_MEMBERS = st.sampled_from(["a", "b", "c", "d", b"e", 7, 8, True, 1.5])
+_BULK_SCORES = st.one_of(
+    st.integers(-3, 3),
+    st.sampled_from([0.5, -0.0, 0.0, float("inf"), float("-inf"), float("nan"), 2**70]),
+    st.sampled_from([True, "x", None]),
+)
+
+
+def _bulk_state(board: Any) -> tuple[Any, ...]:
+    return (
+        board.items(),
+        [board.rank(m) for m, _ in board.items()],
+        board.clock,
+        list(board._export()),  # tie clocks too, as a snapshot would keep them
+    )
+
+
+@pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])
+@pytest.mark.parametrize(
+    "shape", list(itertools.product(["desc", "asc"], ["first", "member"])), ids=str
+)
+@settings(max_examples=80, deadline=None)
+@given(
+    batch=st.lists(st.tuples(_BULK_MEMBERS, _BULK_SCORES), max_size=12),
+    as_mapping=st.booleans(),
+    pre_clock=st.integers(0, 3),
+)
+def test_set_many_on_an_empty_board_equals_set_calls(
+    backend: str,
+    shape: tuple[str, str],
+    batch: list[tuple[Any, Any]],
+    as_mapping: bool,
+    pre_clock: int,
+) -> None:
+    order, tie_break = shape
+    bulk = Leaderboard(backend=backend, order=order, tie_break=tie_break)  # type: ignore[arg-type]
+    loop = Leaderboard(backend=backend, order=order, tie_break=tie_break)  # type: ignore[arg-type]
+    for board in (bulk, loop):  # a used, emptied board: its clock is not 0
+        for i in range(pre_clock):
+            board.set("tmp", i + 1)
+        board.remove("tmp")
+    items: Any = dict(batch) if as_mapping else batch
+    pairs = list(items.items()) if as_mapping else batch
+    try:
+        with loop._lock:
+            # validate everything first, as set_many promises
+            for member, score in pairs:
+                loop._check_member(member)
+                loop._codec.check(score, "score")
+            if tie_break == "member" and len({type(m) for m, _ in pairs}) > 1:
+                raise TypeError("mixed member types")
+    except (TypeError, ValueError):
+        with pytest.raises((TypeError, ValueError)):
+            bulk.set_many(items)
+        assert len(bulk) == 0
+        bulk._check()
+        return
+    for member, score in pairs:
+        loop.set(member, score)
+    changed = bulk.set_many(items if as_mapping else iter(batch))
+    bulk._check()
+    assert changed == len({m for m, _ in pairs})
+    assert _bulk_state(bulk) == _bulk_state(loop)
+    # and it goes on like the loop-built board (ties read lazily from the index)
+    for member, _ in pairs[:4]:
+        assert bulk.incr(member, 1) == loop.incr(member, 1)
+        bulk._check()
+        assert _bulk_state(bulk) == _bulk_state(loop)
