@@ -574,9 +574,9 @@ class DurableLeaderboard(Leaderboard):
         """The board's listener: log ``changes`` (fsync under "always") or raise.
 
         Runs for every accepted write, under the board's lock, so it is kept
-        lean (measured at N = 1,000,000 with one-change records, everysec:
-        ~4.3 us a record before, ~2.2 us after, of which ~1 us is the write
-        system call).  Each shortcut below says what it saves.
+        lean (measured with one-change records, everysec: ~4.3 us a record
+        before, ~3.0 us after, of which ~1.5 us is the write system call).
+        Each shortcut below says what it saves.
         """
         if self._closed or self._failure is not None:  # one call less than always checking
             self._check_writable()
