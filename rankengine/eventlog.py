@@ -67,6 +67,7 @@ __all__ = [
     "CorruptionError",
     "Event",
     "LogError",
+    "RecordFramer",
     "RecoveryWarning",
     "SegmentReader",
     "SegmentWriter",
@@ -109,6 +110,20 @@ _INT64_MIN: Final = -(1 << 63)
 _UINT64_MAX: Final = (1 << 64) - 1
 _MEMBER_TYPES: Final = (str, bytes, int)
 _ZERO_CHUNK: Final = bytes(1 << 16)
+_U32: Final = struct.Struct(">I")
+#: The first 8 bytes of a frame (length and its CRC32) for every payload
+#: shorter than this, computed once: saves an int-to-bytes conversion and a
+#: ``crc32`` call per small record (measured: ~0.1 us of the ~0.8 us it takes
+#: to encode and frame a one-change record).  Records of one write to a few
+#: members are 30-100 bytes.
+_SMALL_FRAME: Final = 512
+_LENGTH_HEADS: Final = tuple(
+    _U32.pack(n) + _U32.pack(zlib.crc32(_U32.pack(n))) for n in range(_SMALL_FRAME)
+)
+#: A :class:`RecordFramer` replaces its msgpack Packer after a payload larger
+#: than this: a Packer never shrinks its buffer, and one huge ``set_many``
+#: should not pin tens of megabytes for the life of the board.
+_PACKER_KEEP_BYTES: Final = 1 << 20
 
 
 class LogError(Exception):
@@ -253,6 +268,8 @@ def frame(payload: bytes) -> bytes:
     '00000002cf4abe30d8932aac6869'
     """
     size = len(payload)
+    if size < _SMALL_FRAME:
+        return _LENGTH_HEADS[size] + _U32.pack(zlib.crc32(payload)) + payload
     if size > MAX_FRAME_BYTES:
         raise ValueError(
             f"one write would make a {size}-byte log record, over the "
@@ -268,6 +285,54 @@ def encode_record(seq: int, time_ms: int, changes: list[Change]) -> bytes:
     Runtime complexity: O(size of the changes)
     """
     return pack([seq, time_ms, changes])
+
+
+def _new_packer() -> Any:
+    return msgpack.Packer(use_bin_type=True)
+
+
+class RecordFramer:
+    """Encodes and frames records for one writer, reusing a msgpack Packer.
+
+    ``framer.frame(seq, time_ms, changes)`` returns exactly the bytes of
+    ``frame(encode_record(seq, time_ms, changes))``.  It is the per-write
+    path of a durable board, so it avoids what :func:`msgpack.packb` does on
+    every call: building a Packer and allocating (and freeing) its 256 KiB
+    buffer.  Measured on a one-change record: ~0.4 us to encode instead of
+    ~0.9 us, ~0.7 us to encode and frame instead of ~1.6 us.
+
+    Not thread-safe (the Packer has one buffer): a durable board calls it
+    under the board's lock.
+
+    >>> framer = RecordFramer()
+    >>> changes = [(0, "ann", 2**70, 1)]
+    >>> framer.frame(3, 99, changes) == frame(encode_record(3, 99, changes))
+    True
+    """
+
+    __slots__ = ("_packer",)
+
+    def __init__(self) -> None:
+        self._packer = _new_packer()
+
+    def frame(self, seq: int, time_ms: int, changes: list[Change]) -> bytes:
+        """The framed record: length, checksums, msgpack payload.
+
+        Runtime complexity: O(size of the changes)
+        """
+        try:
+            payload: bytes = self._packer.pack([seq, time_ms, changes])
+        except (OverflowError, UnicodeEncodeError):
+            # An int beyond 64 bits (widened by the general path) or a string
+            # that is not UTF-8 (reported by it).  The Packer resets its
+            # buffer after an error, so it stays usable.
+            payload = encode_record(seq, time_ms, changes)
+        size = len(payload)
+        if size < _SMALL_FRAME:  # the common case, inlined from frame()
+            return _LENGTH_HEADS[size] + _U32.pack(zlib.crc32(payload)) + payload
+        if size > _PACKER_KEEP_BYTES:
+            self._packer = _new_packer()  # drop the grown buffer
+        return frame(payload)
 
 
 def _bad(reason: str) -> ValueError:
@@ -605,19 +670,34 @@ class SegmentWriter:
                 f"{self.path}: an earlier failed write could not be undone; "
                 "close and reopen the board"
             ) from self.broken
+        # One unbuffered write per append, so the frame is in the OS page
+        # cache (it survives a process kill) when this returns.  On a regular
+        # file that single call writes everything; the loop in
+        # _write_rest() only runs after a short write.  (Skipping the
+        # memoryview and the loop in the common case saves ~0.4 us a record.)
+        # Nothing was written if this first call raises: no undo needed.
+        n = self.file.write(data)
+        if n != len(data):
+            self._write_rest(data, n)
+        self.end += len(data)
+
+    def _write_rest(self, data: bytes, n: int | None) -> None:
+        """Finish an append whose first write returned ``n`` bytes, or undo
+        it and raise."""
         written = 0
         try:
             view = memoryview(data)
-            while written < len(data):
-                n = self.file.write(view[written:])
+            while True:
                 if not n:
                     raise OSError(f"short write to {self.path}")
                 written += n
+                if written >= len(data):
+                    return
+                n = self.file.write(view[written:])
         except BaseException:
             if written:
                 self.rollback()
             raise
-        self.end += len(data)
 
     def rollback(self) -> None:
         """Cut the file back to :attr:`end`; mark the writer broken if that fails."""

@@ -1,8 +1,8 @@
 """Child process for tests/test_crash.py: write to a durable board until killed.
 
-Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY]``
+Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY [FSYNC]]``
 
-Opens ``DIR`` with ``fsync="always"`` and performs ``OPS`` pseudo-random
+Opens ``DIR`` with ``fsync=FSYNC`` (default ``"always"``) and performs ``OPS`` pseudo-random
 writes (seeded, so the parent can regenerate them).  Before each write it
 prints ``intent I`` and after the write returns ``ack I SEQ``, flushing
 stdout each time: every ``ack`` line is an acknowledged write that must
@@ -50,8 +50,9 @@ def apply(board: Leaderboard, op: tuple[str, Any]) -> None:
 def main(argv: list[str]) -> None:
     directory, seed, ops = argv[0], int(argv[1]), int(argv[2])
     compact_every = int(argv[3]) if len(argv) > 3 else 0
+    fsync = argv[4] if len(argv) > 4 else "always"
     rng = random.Random(seed)
-    board = Leaderboard.open(directory, fsync="always", compact_min_bytes=None)
+    board = Leaderboard.open(directory, fsync=fsync, compact_min_bytes=None)
     out = sys.stdout
     for i in range(ops):
         op = operation(rng, i)

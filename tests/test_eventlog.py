@@ -6,6 +6,7 @@ import math
 import os
 import random
 import shutil
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from rankengine.eventlog import (
     CorruptionError,
     Event,
     LogError,
+    RecordFramer,
     SegmentReader,
     SegmentWriter,
     decode_record,
@@ -145,6 +147,40 @@ def test_frame_layout() -> None:
     assert unpack(pack({"a": [1, b"x"]})) == {"a": [1, b"x"]}
 
 
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 511, 512, 513, 70_000])
+def test_frame_heads_match_the_layout_at_every_size(size: int) -> None:
+    payload = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    data = frame(payload)
+    head = size.to_bytes(4, "big")
+    assert data[:4] == head
+    assert int.from_bytes(data[4:8], "big") == zlib.crc32(head)
+    assert int.from_bytes(data[8:12], "big") == zlib.crc32(payload)
+    assert data[12:] == payload
+
+
+def test_record_framer_writes_the_same_bytes_as_frame_of_encode_record() -> None:
+    framer = RecordFramer()
+    events = sample_events(300, seed=4)
+    events.append(Event(301, 5, [(PUT, "big", 10**40, 1), (PUT, "neg", -(2**64) - 1, 2)]))
+    events.append(Event(302, 6, [(PUT, f"m{i}", i * 0.5, i) for i in range(1, 5000)]))
+    events.append(Event(303, 7, [(PUT, "x" * 600, 1, 1)]))
+    events.append(Event(304, 8, [(PUT, "y" * (3 << 20), 1, 1)]))  # drops the grown buffer
+    events.append(Event(305, 9, [(PUT, b"raw", (1, -2.5), 2), (META, "m", {"k": None})]))
+    for event in events:
+        assert framer.frame(*event) == frame(encode_record(*event)), event.seq
+
+
+def test_record_framer_recovers_after_an_unencodable_record() -> None:
+    framer = RecordFramer()
+    with pytest.raises(ValueError, match="UTF-8"):
+        framer.frame(1, 0, [(PUT, "\ud800", 1, 1)])
+    with pytest.raises(TypeError):
+        framer.frame(1, 0, [(PUT, "m", object(), 1)])
+    changes = [(PUT, "m", 2**70, 1)]
+    assert framer.frame(1, 0, changes) == frame(encode_record(1, 0, changes))
+    assert framer.frame(2, 0, [(DEL, "m")]) == frame(encode_record(2, 0, [(DEL, "m")]))
+
+
 # ----------------------------------------------------------------------
 # Torn tails: cut the log at every byte offset of the last records
 # ----------------------------------------------------------------------
@@ -270,6 +306,53 @@ def test_failed_append_is_undone(tmp_path: Path, budget: int) -> None:
     assert writer.end == end and os.path.getsize(path) == end
     writer.file = writer.file.inner
     writer.append(frame(encode_record(*events[3])))
+    writer.close()
+    assert read_all(path) == (events, None)
+
+
+class ShortFile(FailingFile):
+    """Wraps a raw file: every write takes at most ``chunk`` bytes."""
+
+    def __init__(self, inner: Any, chunk: int, zero_after: int | None = None) -> None:
+        super().__init__(inner, 1 << 30)
+        self.chunk = chunk
+        self.calls = 0
+        self.zero_after = zero_after
+
+    def write(self, data: Any) -> int:
+        self.calls += 1
+        if self.zero_after is not None and self.calls > self.zero_after:
+            return 0
+        return int(self.inner.write(bytes(data)[: self.chunk]))
+
+
+def test_short_writes_are_completed(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    events = sample_events(5)
+    writer = SegmentWriter.create(str(path), {"first_seq": 1})
+    writer.file = ShortFile(writer.file, 7)
+    for event in events:
+        writer.append(frame(encode_record(*event)))
+    writer.file = writer.file.inner
+    writer.close()
+    assert read_all(path) == (events, None)
+
+
+@pytest.mark.parametrize("zero_after", [0, 1, 2])
+def test_a_write_that_makes_no_progress_is_undone(tmp_path: Path, zero_after: int) -> None:
+    path = tmp_path / "s.seg"
+    events = sample_events(3)
+    write_segment(path, events[:2])
+    with SegmentReader(str(path)) as reader:
+        list(reader.events())
+        end, start = reader.end, reader.start
+    writer = SegmentWriter.reopen(str(path), end, start)
+    writer.file = ShortFile(writer.file, 5, zero_after=zero_after)
+    with pytest.raises(OSError, match="short write"):
+        writer.append(frame(encode_record(*events[2])))
+    assert writer.end == end and os.path.getsize(path) == end
+    writer.file = writer.file.inner
+    writer.append(frame(encode_record(*events[2])))
     writer.close()
     assert read_all(path) == (events, None)
 
