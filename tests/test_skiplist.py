@@ -23,7 +23,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from rankengine.skiplist import MAX_LEVEL, P, SkipList
+from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _height
 
 Entry = tuple[Any, Any, Any]
 
@@ -81,8 +81,8 @@ def backward_walk(sl: SkipList) -> list[Entry]:
     out = []
     x = sl.tail
     while x is not None:
-        out.append(x.entry)
-        x = x.backward
+        out.append(_entry(x))
+        x = x[3]
     return out
 
 
@@ -345,9 +345,8 @@ def test_move_in_place_keeps_links(monkeypatch: pytest.MonkeyPatch) -> None:
     # A tall node in the middle, so several levels point at it.
     rank = next(r for r, (*_, spans) in enumerate(sl.levels(), 1) if r > 20 and len(spans) > 1)
     node = sl._node_at(rank)
-    p, t, m = node.entry
-    forward, span = node.forward, node.span
-    forward_before, span_before = list(forward), list(span)
+    p, t, m = _entry(node)
+    links_before = node[4:]
     before = [r[3] for r in sl.levels(include_header=True)]
 
     # Any relink on this path is a failure.
@@ -362,9 +361,9 @@ def test_move_in_place_keeps_links(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
 
     assert sl._node_at(rank) is node
-    assert node.entry == (p + 9, 99, m)
-    assert node.forward is forward and node.forward == forward_before
-    assert node.span is span and node.span == span_before
+    assert _entry(node) == (p + 9, 99, m)
+    assert len(node[4:]) == len(links_before)
+    assert all(a is b for a, b in zip(node[4:], links_before, strict=True))
     assert [r[3] for r in sl.levels(include_header=True)] == before
     sl._check()
 
@@ -393,7 +392,7 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
     sl = SkipList(random.Random(2), max_level=4)
     sl.build([(i, 0, f"m{i}") for i in range(64)])
     node = sl._node_at(10)
-    height = len(node.forward)
+    height = _height(node)
     calls: list[str] = []
     real_unlink, real_link = SkipList._unlink, SkipList._link
 
@@ -413,8 +412,8 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == ["unlink", "link"]
     assert sl.tail is node
     assert sl._node_at(64) is node
-    assert len(node.forward) == height
-    assert node.entry == (100, 0, "m9")
+    assert _height(node) == height
+    assert _entry(node) == (100, 0, "m9")
     sl._check()
 
 
@@ -512,9 +511,9 @@ def test_build_draws_heights_like_insert() -> None:
 
 
 def _tall_node(sl: SkipList) -> Any:
-    x = sl.header.forward[0]
-    while x is not None and len(x.forward) < 2:
-        x = x.forward[0]
+    x = sl.header[4]
+    while x is not None and _height(x) < 2:
+        x = x[4]
     assert x is not None
     return x
 
@@ -522,14 +521,15 @@ def _tall_node(sl: SkipList) -> Any:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda sl: sl.header.span.__setitem__(0, 2), "span"),
-        (lambda sl: _tall_node(sl).span.__setitem__(1, 99), "span"),
-        (lambda sl: setattr(sl.tail, "backward", None), "backward"),
-        (lambda sl: setattr(sl, "tail", sl.header.forward[0]), "tail"),
+        (lambda sl: sl.header.__setitem__(5, 2), "span"),  # header's level-0 span
+        (lambda sl: _tall_node(sl).__setitem__(7, 99), "span"),  # level-1 span
+        (lambda sl: sl.tail.__setitem__(3, None), "backward"),
+        (lambda sl: setattr(sl, "tail", sl.header[4]), "tail"),
         (lambda sl: setattr(sl, "length", 99), "length"),
         (lambda sl: setattr(sl, "level", sl.level + 1), "level"),
-        (lambda sl: setattr(sl.header.forward[0], "entry", (10**9, 0, "x")), "order"),
-        (lambda sl: _tall_node(sl).forward.__setitem__(1, None), "level 1"),
+        (lambda sl: sl.header[4].__setitem__(0, 10**9), "order"),
+        (lambda sl: _tall_node(sl).__setitem__(6, None), "level 1"),  # level-1 link
+        (lambda sl: setattr(sl, "_finger", (sl.header[4], 2)), "finger"),
     ],
 )
 def test_check_catches_damage(damage: Any, message: str) -> None:
