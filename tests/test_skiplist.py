@@ -395,6 +395,7 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
     height = _height(node)
     calls: list[str] = []
     real_unlink, real_link = SkipList._unlink, SkipList._link
+    real_ahead = SkipList._move_ahead
 
     def unlink(self: SkipList, x: Any) -> None:
         calls.append("unlink")
@@ -404,17 +405,52 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append("link")
         real_link(self, x)
 
+    def move_ahead(self: SkipList, x: Any, p: Any, t: Any) -> None:
+        calls.append("move_ahead")
+        real_ahead(self, x, p, t)
+
     monkeypatch.setattr(SkipList, "_unlink", unlink)
     monkeypatch.setattr(SkipList, "_link", link)
+    monkeypatch.setattr(SkipList, "_move_ahead", move_ahead)
+    # To a larger key: the fused finger move.
     sl.move(9, 0, 100, 0)
+    assert calls == ["move_ahead"]
+    assert sl.tail is node
+    assert sl._node_at(64) is node
+    assert _entry(node) == (100, 0, "m9")
+    sl._check()
+    # To a smaller key: unlink, search from the header, relink.
+    calls.clear()
+    sl.move(100, 0, -1, 0)
     monkeypatch.undo()
 
     assert calls == ["unlink", "link"]
-    assert sl.tail is node
-    assert sl._node_at(64) is node
+    assert sl._node_at(1) is node
     assert _height(node) == height
-    assert _entry(node) == (100, 0, "m9")
+    assert _entry(node) == (-1, 0, "m9")
     sl._check()
+
+
+@pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
+def test_small_moves_ahead_keep_invariants(max_level: int) -> None:
+    # Increments of every size, ties included, clashes included: the fused
+    # move must leave exactly what unlink + link would.
+    rng = random.Random(max_level)
+    sl = SkipList(random.Random(max_level), max_level=max_level)
+    keys = sorted({(rng.randrange(80), rng.randrange(3)) for _ in range(60)})
+    sl.build([(p, t, (p, t)) for p, t in keys])
+    ref = {k: k for k in keys}
+    for _ in range(400):
+        old = rng.choice(sorted(ref))
+        new = (old[0] + rng.randrange(0, 12), rng.randrange(3))
+        if new in ref and new != old:
+            with pytest.raises(ValueError, match="already present"):
+                sl.move(*old, *new)
+        else:
+            sl.move(*old, *new)
+            ref[new] = ref.pop(old)
+        sl._check()
+        assert list(sl) == sorted((p, t, m) for (p, t), m in ref.items())
 
 
 def test_move_absent_raises() -> None:
