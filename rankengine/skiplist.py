@@ -60,7 +60,12 @@ And where it departs from Redis:
 5. :meth:`SkipList.build` bulk-loads sorted entries in O(N) by appending at
    the end of every level, for fast snapshot recovery.
 6. Reads at either end of the list (top-k) start at the first node or the
-   tail without a walk (Redis does this in ZRANGE, not in its rank lookup).
+   tail without a walk (Redis does this in ZRANGE, not in its rank lookup),
+   and reads next to the node the last rank query found start from it.
+7. A re-key to a larger key that must relink finds the new place by a
+   finger search from the old ``update[]`` nodes, and unlinks and relinks in
+   one pass.
+8. A node is one flat Python list, not a struct (see ``_Node`` below).
 
 Invariant (checked by :meth:`SkipList._check`)::
 
