@@ -216,7 +216,9 @@ class SkipList:
         self._new_update: list[_Node] = []
         self._new_rank: list[int] = [0] * max_level
         # The last node a rank query found and its rank (or None), for
-        # iter_range; see position.
+        # iter_range; see position.  Every link or unlink clears it.  (Like
+        # update[], it assumes the caller does not read while it writes:
+        # the board holds one lock for both.)
         self._finger: tuple[_Node, int] | None = None
         #: The header node: no entry, ``max_level`` links, rank 0.
         self.header: _Node = _new_node(None, None, None, max_level)
