@@ -115,8 +115,10 @@ FINGER_REACH = 32
 #: ``forward_i`` and ``span_i`` describe the link on level ``i`` (the node's
 #: height is ``(len(node) - 4) // 2``) and ``backward`` is the previous node
 #: on level 0 (``None`` for the first node).  The header is a node with no
-#: entry and ``max_level`` links.  The hot loops index with the literal slot
-#: numbers; everything else goes through the names below.
+#: entry and ``max_level`` links.  The code indexes with the literal slot
+#: numbers (``x[4]`` is the level-0 forward link, ``x[3]`` the backward
+#: one): a named constant would cost a global look-up in every search step.
+#: The helpers below serve the readers (``_check``, the tests, ``viz``).
 #:
 #: Why one list and not a class with ``entry``, ``forward``, ``span`` and
 #: ``backward`` attributes (the previous layout, four objects per entry: the
@@ -133,7 +135,6 @@ FINGER_REACH = 32
 #: The price: keys are compared in two steps (primary, then tie on equal
 #: primaries) in Python instead of one C tuple comparison, and reads build
 #: the ``(primary, tie, member)`` tuple they hand out.
-PRIMARY, TIE, MEMBER, BACKWARD = 0, 1, 2, 3
 _Node = list[Any]
 
 
