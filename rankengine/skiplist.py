@@ -62,9 +62,9 @@ And where it departs from Redis:
 6. Reads at either end of the list (top-k) start at the first node or the
    tail without a walk (Redis does this in ZRANGE, not in its rank lookup),
    and reads next to the node the last rank query found start from it.
-7. A re-key to a larger key that must relink, and lands near, finds the
-   new place by walking level 0 from the node itself, and unlinks and
-   relinks it in one pass.
+7. A re-key to a larger key that must relink finds the new place by a
+   finger search from the old ``update[]`` nodes, and unlinks and relinks in
+   one pass.
 8. A node is one flat Python list, not a struct (see ``_Node`` below).
 
 Invariant (checked by :meth:`SkipList._check`)::
@@ -93,12 +93,6 @@ MAX_LEVEL = 32
 #: choice: a node carries 1 / (1 - P) ~ 1.33 links on average (against 2 at
 #: P = 1/2), while a search still visits at most ~ (1 / P) nodes per level.
 P = 0.25
-
-#: How many nodes ``SkipList.move`` walks past on level 0, from the node
-#: itself, to find the place of a larger key before it falls back to a search
-#: from the header.  A score increment on a large board passes a few nodes
-#: (at N = 10**6, scores below 10**7 and increments of 1..100: ~5).
-MOVE_REACH = 32
 
 #: How far (in ranks) a read may walk along level 0 from the node the last
 #: rank query found instead of searching from the header (see
@@ -219,8 +213,7 @@ class SkipList:
         # costs ~200 ns more (measured 256 ns against 52 ns).
         self._update: list[_Node] = []
         self._rank: list[int] = [0] * max_level
-        # The same pair for the new place of a node that move() shifts ahead
-        # (see _move_ahead).
+        # The same pair for the new place of a node that move() shifts ahead.
         self._new_update: list[_Node] = []
         self._new_rank: list[int] = [0] * max_level
         # The last node a rank query found and its rank (or None), for
@@ -395,81 +388,103 @@ class SkipList:
             rank[i] = r
         return x
 
-    def _move_ahead(self, x: _Node, p: Any, t: Any) -> bool:
-        """Move node ``x`` to the larger key ``(p, t)`` by walking level 0
-        from ``x`` itself: :meth:`_unlink` and :meth:`_link` fused, with no
-        second search from the header.
+    def _search_ahead(self, p: Any, t: Any) -> None:
+        """Fill ``new_update[i]`` and ``new_rank[i]`` for a key ``(p, t)``
+        that lies after the one ``update[]`` and ``rank[]`` hold: a finger
+        search, used by :meth:`_move_ahead`.
 
-        Needs ``update[]`` from a search for ``x``'s key, and the fast path
-        of :meth:`_rekey_in_place` already refused.  Gives up (returns
-        ``False``, nothing changed) after passing ``MOVE_REACH`` nodes.
+        Every ``update[i]`` is a node on level ``i`` before the old key, so
+        before the new one too: the walk on level ``i`` may start from it
+        instead of from where the level above stopped, whichever is further
+        (the higher rank).  For a small move (a score increment) most levels
+        then cross no link at all, and the header's path is not walked
+        again.  Moving X (25) to 45 (``*``: update[i], ``#``: new_update[i])::
 
-        A small score increment passes a few nodes.  The new predecessor of
-        ``x`` on level ``i`` is the last passed node that reaches level
-        ``i`` (``new_update[i]``, ``new_rank[i]`` = how many nodes had been
-        passed then), or, if none does, the old one, ``update[i]``.  Each
-        level is then fixed on its own.  Moving X (25) to 45 passes 30 and
-        40 (``*``: update[i], ``#``: new_update[i])::
-
-            level 1   H --2--> 20*# ------3------> 50
+            level 1   H --2--> 20* -------3-------> 40# ----> 50
             level 0   H -1> 10 -1> 20* -1> X -1> 30 -1> 40# -1> 50
 
-        On X's own levels the link is cut after update[i] and made again
-        after the new predecessor; level 1 passed no node, so X stays after
-        20 there, one step further.  Above X's height a passed node that is
-        that tall takes a step from update[i]'s span and gains one; levels
-        above every passed node do not change at all.  (Measured at
-        N = 10**6, moves by +1..100: ~19 us a move against ~26 us for
-        unlink, a search from the header and link.)
+        Level 1 starts at 20 and steps to 40; level 0 starts at 40 (rank 5,
+        ahead of 20 at rank 2) and stops there at once.  The node being
+        moved is still linked, so a walk may stop on it (new_update[i] is X:
+        X stays after update[i] on that level).
+        """
+        update = self._update
+        rank = self._rank
+        new_update = self._new_update
+        new_rank = self._new_rank
+        top = self.level - 1
+        x = update[top]
+        r = rank[top]
+        for i in range(top, -1, -1):
+            if rank[i] > r:
+                # The old predecessor on this level is ahead of where the
+                # level above stopped: start there.
+                x = update[i]
+                r = rank[i]
+            f = 4 + 2 * i
+            y = x[f]
+            while y is not None and ((q := y[0]) < p or (q == p and y[1] < t)):
+                r += x[f + 1]
+                x = y
+                y = x[f]
+            new_update[i] = x
+            new_rank[i] = r
+
+    def _move_ahead(self, x: _Node, p: Any, t: Any) -> None:
+        """Move node ``x`` to the larger key ``(p, t)``: :meth:`_unlink` and
+        :meth:`_link` fused, level by level, after one finger search.
+
+        Needs ``update[]`` and ``rank[]`` from a search for ``x``'s key.
+        Spans are per level, so each level is fixed on its own.  On ``x``'s
+        levels the link is cut after update[i] and remade after the new
+        predecessor, exactly as the two would do (ranks after ``x``, counted
+        with ``x`` still in place, are one too high).  Above ``x``'s height
+        the unlink takes a step from update[i]'s span and the link gives one
+        to new_update[i]: when both are the same node, as on most levels for
+        a small move, nothing changes.  (Measured at N = 10**6, moves by
+        +1..100: ~22 us a move against ~26 us for unlink, a search from the
+        header and link.)
 
         :raises ValueError: if ``(p, t)`` is present (nothing changes).
         """
+        self._search_ahead(p, t)
+        update = self._update
+        rank = self._rank
         new_update = self._new_update
         new_rank = self._new_rank
-        m = 0  # nodes passed
-        top = 0  # the tallest passed node's height
-        y = x[4]
-        while y is not None and ((q := y[0]) < p or (q == p and y[1] < t)):
-            m += 1
-            if m > MOVE_REACH:
-                return False
-            new_update[0] = y
-            new_rank[0] = m
-            hy = (len(y) - 4) >> 1
-            if hy > 1:
-                top = max(top, hy)
-                for i in range(1, hy):
-                    new_update[i] = y
-                    new_rank[i] = m
-            y = y[4]
-        if y is not None and y[0] == p and y[1] == t:
+        w0 = new_update[0]
+        # x's level-0 successor in the list without x.
+        nxt = x[4] if w0 is x else w0[4]
+        if nxt is not None and nxt[0] == p and nxt[1] == t:
             raise ValueError(f"key {(p, t)!r} is already present")
-        top = max(top, 1)  # m >= 1: not in place, so level 0 passed a node
-        update = self._update
-        x[4][3] = x[3]  # x's old successor steps back
-        h = (len(x) - 4) >> 1
-        for i in range(h):
+        # Not in place (move() checked), so w0 is after x: one rank lower
+        # once x is out.
+        r0 = new_rank[0] - 1
+        x[4][3] = x[3]  # x's old successor (w0 or before it) steps back
+        for i in range((len(x) - 4) >> 1):
             f = 4 + 2 * i
             u = update[i]
-            span_u = u[f + 1]  # u -> x: rank(x) - rank(u)
-            if i < top:
-                w = new_update[i]
-                d = m - new_rank[i]  # w -> the new place, x left out
+            w = new_update[i]
+            if w is x:
+                w = u  # x stays after update[i] on this level
+                d = r0 - rank[i]
             else:
-                w = u  # nothing passed on this level: x stays after u
-                d = span_u - 1 + m
+                d = r0 - (new_rank[i] - 1)
             # Unlink (see _unlink) ...
-            u[f + 1] = span_u + x[f + 1] - 1
+            u[f + 1] += x[f + 1] - 1
             u[f] = x[f]
             # ... and link after w (see _link).
             x[f] = w[f]
             w[f] = x
             x[f + 1] = w[f + 1] - d
             w[f + 1] = d + 1
-        for i in range(h, top):
-            update[i][5 + 2 * i] -= 1
-            new_update[i][5 + 2 * i] += 1
-        x[3] = new_update[0]
+        for i in range((len(x) - 4) >> 1, self.level):
+            u = update[i]
+            w = new_update[i]
+            if w is not u:
+                u[5 + 2 * i] -= 1
+                w[5 + 2 * i] += 1
+        x[3] = w0
         nxt = x[4]
         if nxt is None:
             self.tail = x
@@ -478,7 +493,6 @@ class SkipList:
         x[0] = p
         x[1] = t
         self._finger = None  # ranks between the two places have changed
-        return True
 
     def _link(self, x: _Node) -> None:
         """Link node ``x`` after ``update[i]`` on each of its levels.
@@ -620,7 +634,7 @@ class SkipList:
         the node the last rank query found (see :meth:`position`) is reached
         from that node along level 0: "my rank, then my neighbours" costs one
         search, not two.  (Measured at N = 10**6: finding the node 9 ranks
-        before a just-ranked one took ~2 us this way, ~6 us from the header.)
+        before a just-ranked one took ~3 us this way, ~9.5 us from the header.)
         """
         tail = self.tail
         if rank == self.length and tail is not None:
@@ -710,9 +724,9 @@ class SkipList:
         If the new key still sorts strictly between the entry's level-0
         neighbours the node is changed in place (no links or spans change);
         otherwise it is unlinked and relinked at its new place, reusing the
-        node object and its height.  A short move to a larger key walks on
-        from the node itself (:meth:`_move_ahead`), so a small increment
-        costs one search from the header, not two.
+        node object and its height.  A move to a larger key finds its new
+        place by a finger search from the old one (:meth:`_move_ahead`), so
+        a small increment costs one search from the header, not two.
 
         Runtime complexity: O(log N)
 
@@ -725,18 +739,18 @@ class SkipList:
         :raises KeyError: if the old key is absent.
         :raises ValueError: if the new key is already present (nothing changes).
         """
-        x = self._search_update(primary, tie)[4]
+        # The search records ranks too: the finger search below needs them.
+        x = self._search_update_rank(primary, tie)[4]
         if x is None or x[0] != primary or x[1] != tie:
             raise KeyError((primary, tie))
         # Fast path (Redis zslUpdateScore): the node stays between its
         # neighbours, so only its key changes; see _rekey_in_place.
         if self._rekey_in_place(x, new_primary, new_tie):
             return
-        # To a larger key (a score increment on a descending board): walk on
-        # from the node itself, when the new place is near.
-        if (primary < new_primary or (primary == new_primary and tie < new_tie)) and (
+        # To a larger key (a score increment on a descending board): a
+        # finger search from the old place, then one fused pass.
+        if primary < new_primary or (primary == new_primary and tie < new_tie):
             self._move_ahead(x, new_primary, new_tie)
-        ):
             return
         # Otherwise: unlink with the update[] of the search above, search
         # for the new place from the header and relink the same node, which
