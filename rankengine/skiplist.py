@@ -442,8 +442,9 @@ class SkipList:
         the unlink takes a step from update[i]'s span and the link gives one
         to new_update[i]: when both are the same node, as on most levels for
         a small move, nothing changes.  (Measured at N = 10**6, moves by
-        +1..100: ~22 us a move against ~26 us for unlink, a search from the
-        header and link.)
+        +1..100, against unlink, a search from the header and link: ~22 us
+        a move against ~26 us with scores below 10**7, ~28 us against
+        ~34 us with scores below 10**6.)
 
         :raises ValueError: if ``(p, t)`` is present (nothing changes).
         """
