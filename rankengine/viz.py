@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from xml.sax.saxutils import escape, quoteattr
 
 from rankengine.index import Entry3
-from rankengine.skiplist import MAX_LEVEL, P, SkipList
+from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _forwards, _height, _spans
 
 if TYPE_CHECKING:  # the search traces live with the narrations, which import this module
     from rankengine.narrate import Trace
@@ -239,8 +239,9 @@ def shape_of(source: SkipList | Shape | Any, label: LabelMode | None = None) -> 
     """Copy the structure of a skip list (or of a skip-list-backed
     :class:`~rankengine.Leaderboard`) into a :class:`Shape`.
 
-    Reads the public node structure (``header``, ``forward``, ``span``,
-    ``entry``) once; the links are the list's real forward pointers.
+    Reads the node structure (the ``header`` and the nodes' forward links,
+    spans and entries, see :mod:`rankengine.skiplist`) once; the links are
+    the list's real forward pointers.
 
     Runtime complexity: O(N * level)
 
@@ -263,22 +264,18 @@ def shape_of(source: SkipList | Shape | Any, label: LabelMode | None = None) -> 
     mode: LabelMode = "score" if label is None else label
     header = source.header
     level = source.level
-    nodes = []
-    x = header.forward[0]
-    while x is not None:
-        nodes.append(x)
-        x = x.forward[0]
+    nodes = list(source._nodes())
     number = {id(x): k for k, x in enumerate(nodes, 1)}
     nil = len(nodes) + 1
     number[id(header)] = 0
-    forward = [tuple(nil if f is None else number[id(f)] for f in header.forward[:level])]
-    spans = [tuple(header.span[:level])]
+    forward = [tuple(nil if f is None else number[id(f)] for f in _forwards(header)[:level])]
+    spans = [tuple(_spans(header)[:level])]
     heights = [level]
     for x in nodes:
-        forward.append(tuple(nil if f is None else number[id(f)] for f in x.forward))
-        spans.append(tuple(x.span))
-        heights.append(len(x.forward))
-    entries = tuple(x.entry for x in nodes)
+        forward.append(tuple(nil if f is None else number[id(f)] for f in _forwards(x)))
+        spans.append(tuple(_spans(x)))
+        heights.append(_height(x))
+    entries = tuple(_entry(x) for x in nodes)
     return Shape(
         entries=entries,
         heights=tuple(heights),

@@ -23,7 +23,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from rankengine.skiplist import MAX_LEVEL, P, SkipList
+from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _height
 
 Entry = tuple[Any, Any, Any]
 
@@ -81,8 +81,8 @@ def backward_walk(sl: SkipList) -> list[Entry]:
     out = []
     x = sl.tail
     while x is not None:
-        out.append(x.entry)
-        x = x.backward
+        out.append(_entry(x))
+        x = x[3]
     return out
 
 
@@ -345,9 +345,8 @@ def test_move_in_place_keeps_links(monkeypatch: pytest.MonkeyPatch) -> None:
     # A tall node in the middle, so several levels point at it.
     rank = next(r for r, (*_, spans) in enumerate(sl.levels(), 1) if r > 20 and len(spans) > 1)
     node = sl._node_at(rank)
-    p, t, m = node.entry
-    forward, span = node.forward, node.span
-    forward_before, span_before = list(forward), list(span)
+    p, t, m = _entry(node)
+    links_before = node[4:]
     before = [r[3] for r in sl.levels(include_header=True)]
 
     # Any relink on this path is a failure.
@@ -362,9 +361,9 @@ def test_move_in_place_keeps_links(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
 
     assert sl._node_at(rank) is node
-    assert node.entry == (p + 9, 99, m)
-    assert node.forward is forward and node.forward == forward_before
-    assert node.span is span and node.span == span_before
+    assert _entry(node) == (p + 9, 99, m)
+    assert len(node[4:]) == len(links_before)
+    assert all(a is b for a, b in zip(node[4:], links_before, strict=True))
     assert [r[3] for r in sl.levels(include_header=True)] == before
     sl._check()
 
@@ -393,9 +392,10 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
     sl = SkipList(random.Random(2), max_level=4)
     sl.build([(i, 0, f"m{i}") for i in range(64)])
     node = sl._node_at(10)
-    height = len(node.forward)
+    height = _height(node)
     calls: list[str] = []
     real_unlink, real_link = SkipList._unlink, SkipList._link
+    real_ahead = SkipList._move_ahead
 
     def unlink(self: SkipList, x: Any) -> None:
         calls.append("unlink")
@@ -405,17 +405,52 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
         calls.append("link")
         real_link(self, x)
 
+    def move_ahead(self: SkipList, x: Any, p: Any, t: Any) -> None:
+        calls.append("move_ahead")
+        real_ahead(self, x, p, t)
+
     monkeypatch.setattr(SkipList, "_unlink", unlink)
     monkeypatch.setattr(SkipList, "_link", link)
+    monkeypatch.setattr(SkipList, "_move_ahead", move_ahead)
+    # To a larger key: the fused finger move.
     sl.move(9, 0, 100, 0)
+    assert calls == ["move_ahead"]
+    assert sl.tail is node
+    assert sl._node_at(64) is node
+    assert _entry(node) == (100, 0, "m9")
+    sl._check()
+    # To a smaller key: unlink, search from the header, relink.
+    calls.clear()
+    sl.move(100, 0, -1, 0)
     monkeypatch.undo()
 
     assert calls == ["unlink", "link"]
-    assert sl.tail is node
-    assert sl._node_at(64) is node
-    assert len(node.forward) == height
-    assert node.entry == (100, 0, "m9")
+    assert sl._node_at(1) is node
+    assert _height(node) == height
+    assert _entry(node) == (-1, 0, "m9")
     sl._check()
+
+
+@pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
+def test_small_moves_ahead_keep_invariants(max_level: int) -> None:
+    # Increments of every size, ties included, clashes included: the fused
+    # move must leave exactly what unlink + link would.
+    rng = random.Random(max_level)
+    sl = SkipList(random.Random(max_level), max_level=max_level)
+    keys = sorted({(rng.randrange(80), rng.randrange(3)) for _ in range(60)})
+    sl.build([(p, t, (p, t)) for p, t in keys])
+    ref = {k: k for k in keys}
+    for _ in range(400):
+        old = rng.choice(sorted(ref))
+        new = (old[0] + rng.randrange(0, 12), rng.randrange(3))
+        if new in ref and new != old:
+            with pytest.raises(ValueError, match="already present"):
+                sl.move(*old, *new)
+        else:
+            sl.move(*old, *new)
+            ref[new] = ref.pop(old)
+        sl._check()
+        assert list(sl) == sorted((p, t, m) for (p, t), m in ref.items())
 
 
 def test_move_absent_raises() -> None:
@@ -512,9 +547,9 @@ def test_build_draws_heights_like_insert() -> None:
 
 
 def _tall_node(sl: SkipList) -> Any:
-    x = sl.header.forward[0]
-    while x is not None and len(x.forward) < 2:
-        x = x.forward[0]
+    x = sl.header[4]
+    while x is not None and _height(x) < 2:
+        x = x[4]
     assert x is not None
     return x
 
@@ -522,14 +557,15 @@ def _tall_node(sl: SkipList) -> Any:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (lambda sl: sl.header.span.__setitem__(0, 2), "span"),
-        (lambda sl: _tall_node(sl).span.__setitem__(1, 99), "span"),
-        (lambda sl: setattr(sl.tail, "backward", None), "backward"),
-        (lambda sl: setattr(sl, "tail", sl.header.forward[0]), "tail"),
+        (lambda sl: sl.header.__setitem__(5, 2), "span"),  # header's level-0 span
+        (lambda sl: _tall_node(sl).__setitem__(7, 99), "span"),  # level-1 span
+        (lambda sl: sl.tail.__setitem__(3, None), "backward"),
+        (lambda sl: setattr(sl, "tail", sl.header[4]), "tail"),
         (lambda sl: setattr(sl, "length", 99), "length"),
         (lambda sl: setattr(sl, "level", sl.level + 1), "level"),
-        (lambda sl: setattr(sl.header.forward[0], "entry", (10**9, 0, "x")), "order"),
-        (lambda sl: _tall_node(sl).forward.__setitem__(1, None), "level 1"),
+        (lambda sl: sl.header[4].__setitem__(0, 10**9), "order"),
+        (lambda sl: _tall_node(sl).__setitem__(6, None), "level 1"),  # level-1 link
+        (lambda sl: setattr(sl, "_finger", (sl.header[4], 2)), "finger"),
     ],
 )
 def test_check_catches_damage(damage: Any, message: str) -> None:
