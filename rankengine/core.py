@@ -561,6 +561,17 @@ class BoardCore:
             return self._index.iter_range(n - hi, n - lo, reverse=best_first)
         return self._index.iter_range(lo, hi, reverse=not best_first)
 
+    def _position_columns(self, lo: int, hi: int) -> tuple[list[Any], list[Any]] | None:
+        """``(primaries, members)`` for 0-based ranks ``lo <= r < hi``, best
+        first, when the index can give columns (``columns_between``); else None."""
+        columns = getattr(self._index, "columns_between", None)
+        if columns is None:
+            return None
+        n = len(self._primary)
+        if self._desc:
+            return columns(n - hi, n - lo, reverse=True)  # type: ignore[no-any-return]
+        return columns(lo, hi)  # type: ignore[no-any-return]
+
     def _ensure_dense(self) -> dict[Any, int]:
         if self._counts is None:
             counts: dict[Any, int] = {}

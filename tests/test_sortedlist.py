@@ -220,6 +220,24 @@ def test_iter_range_all_windows_both_directions() -> None:
         index.iter_range(0, n + 1)
 
 
+def test_columns_between_all_windows_both_directions() -> None:
+    index, ref = spread(37, load=4)
+    n = len(ref.items)
+    # stale and then rebuilt block offsets: the position look-up takes both paths
+    for _ in range(3):
+        for start in range(n + 1):
+            for stop in range(start, n + 1):
+                rows = ref.items[start:stop]
+                want = ([p for p, _, _ in rows], [m for _, _, m in rows])
+                assert index.columns_between(start, stop) == want
+                back = index.columns_between(start, stop, reverse=True)
+                assert back == (want[0][::-1], want[1][::-1])
+        index._stale_from(1)
+        index._check()
+    with pytest.raises(IndexError):
+        index.columns_between(0, n + 1)
+
+
 def test_iter_range_large_load_single_block() -> None:
     index, ref = spread(50, load=DEFAULT_LOAD)
     assert len(index._lists) == 1
