@@ -922,6 +922,40 @@ class SortedListIndex:
         self._set_maxes(_block(pkind, [block[-1] for block in lists]))
         self._sl._len = n
 
+    def tie_of(self, primary: Any, member: Any) -> Any:
+        """The tie of the entry holding ``member`` among those with ``primary``.
+
+        For a board that did not keep a member's tie (see
+        ``BoardCore._find_tie``): two bisects find the first entry with
+        ``primary``, which is usually the member; otherwise the run of equal
+        primaries is scanned, block by block.
+
+        Runtime complexity: O(log N) plus the run of entries sharing ``primary``
+
+        >>> index = SortedListIndex()
+        >>> index.build([(1, 0, "a"), (2, 4, "b"), (2, 9, "c")])
+        >>> index.tie_of(2, "c"), index.tie_of(1, "a")
+        (9, 0)
+
+        :raises KeyError: if no entry with ``primary`` holds ``member``
+        """
+        maxes = self._maxes
+        i = bisect_left(maxes, primary)
+        lists = self._lists
+        a = bisect_left(lists[i], primary) if i < len(maxes) else 0
+        while i < len(lists):
+            ps = lists[i]
+            ms = self._members[i]
+            while a < len(ps) and ps[a] == primary:
+                if ms[a] == member:
+                    return self._ties[i][a]
+                a += 1
+            if a < len(ps):
+                break  # the run ended inside this block
+            i += 1
+            a = 0
+        raise KeyError((primary, member))
+
     def columns_between(
         self, start: int, stop: int, *, reverse: bool = False
     ) -> tuple[list[Any], list[Any]]:

@@ -238,6 +238,19 @@ def test_columns_between_all_windows_both_directions() -> None:
         index.columns_between(0, n + 1)
 
 
+def test_tie_of_finds_every_member_in_runs_across_blocks() -> None:
+    # runs of 1, 2, ... 9 equal primaries in blocks of 4-8: runs cross blocks
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 10) for t in range(p)]
+    index = SortedListIndex(load=MIN_LOAD)
+    index.build(entries)
+    assert len(index._lists) > 1
+    for p, t, m in entries:
+        assert index.tie_of(p, m) == t
+    for p, m in [(0, "m1.0"), (2, "m1.0"), (10, "m9.0"), (5, "nobody")]:
+        with pytest.raises(KeyError):
+            index.tie_of(p, m)
+
+
 def test_iter_range_large_load_single_block() -> None:
     index, ref = spread(50, load=DEFAULT_LOAD)
     assert len(index._lists) == 1
