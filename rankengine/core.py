@@ -250,8 +250,14 @@ class BoardCore:
         clocks: list[int],
         metas: dict[Any, dict[str, Any]],
         clock: int,
+        *,
+        by_member: dict[Any, Any] | None = None,
     ) -> None:
         """Columnar :meth:`_restore`: whole columns in ascending index order.
+
+        ``by_member`` is the ``member -> score`` map of the same rows when the
+        caller has built it already (scalar boards only; it is kept as the
+        board's map).
 
         Snapshot recovery of a million members spends its time in per-row
         Python work; here every step is a C-level bulk operation (``dict(zip())``,
@@ -270,7 +276,8 @@ class BoardCore:
                 ties: list[Any] = list(map(operator.neg, clocks)) if self._desc else clocks
             else:
                 ties = members
-            by_member = dict(zip(members, primaries, strict=True))
+            if by_member is None:
+                by_member = dict(zip(members, primaries, strict=True))
             # Non-decreasing primaries, checked in C: Timsort finds one run in
             # a sorted list (N - 1 comparisons, specialised for ints and
             # floats), and list equality compares pointers first.  Measured

@@ -590,7 +590,8 @@ class Leaderboard(BoardReads):
         if not kinds <= _PLAIN_SCORES or (float in kinds and any(map(math.isnan, scores))):
             return None
         n = len(members)
-        if len(set(members)) != n:
+        by_member = dict(zip(members, scores, strict=True))
+        if len(by_member) != n:
             return None
         clock = self._clock
         clocks = range(clock + 1, clock + n + 1)
@@ -608,6 +609,7 @@ class Leaderboard(BoardReads):
             list(map(clocks.__getitem__, order)),
             {},
             clock + n,
+            by_member=by_member,
         )
         return n
 
