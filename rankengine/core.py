@@ -31,7 +31,8 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 from sortedcontainers import SortedList
@@ -246,8 +247,8 @@ class BoardCore:
     def _restore_columns(
         self,
         members: list[Any],
-        scores: list[Any],
-        clocks: list[int],
+        scores: Sequence[Any],
+        clocks: Sequence[int],
         metas: dict[Any, dict[str, Any]],
         clock: int,
         *,
@@ -262,8 +263,10 @@ class BoardCore:
         Snapshot recovery of a million members spends its time in per-row
         Python work; here every step is a C-level bulk operation (``dict(zip())``,
         ``map``, a sort of already sorted data), which is what makes recovery
-        competitive with Redis's RDB load.  Rows that are out of order or
-        repeat a member fall back to :meth:`_restore`, which sorts.
+        competitive with Redis's RDB load.  Scores and clocks may be ``array``
+        columns (a snapshot's typed columns): they reach the index's blocks
+        by memory copy.  Rows that are out of order or repeat a member fall
+        back to :meth:`_restore`, which sorts.
         """
         with self._lock:
             codec = self._codec
@@ -272,17 +275,24 @@ class BoardCore:
             else:
                 primaries = [codec.primary(tuple(s)) for s in scores]
             first = self._tie_break == "first"
-            if first:
-                ties: list[Any] = list(map(operator.neg, clocks)) if self._desc else clocks
-            else:
+            ties: Sequence[Any]
+            if not first:
                 ties = members
+            elif not self._desc:
+                ties = clocks
+            elif type(clocks) is array:
+                ties = array(clocks.typecode, map(operator.neg, clocks))
+            else:
+                ties = list(map(operator.neg, clocks))
             if by_member is None:
                 by_member = dict(zip(members, primaries, strict=True))
             # Non-decreasing primaries, checked in C: Timsort finds one run in
             # a sorted list (N - 1 comparisons, specialised for ints and
             # floats), and list equality compares pointers first.  Measured
             # at N = 1,000,000: 0.05 s, against 0.3 s for all(map(le, ...)).
-            ordered = primaries == sorted(primaries)
+            listed = primaries.tolist() if type(primaries) is array else primaries
+            ordered = listed == sorted(listed)
+            del listed
             if len(by_member) != len(members) or not ordered:
                 rows = zip(members, scores, clocks, (metas.get(m) for m in members), strict=True)
                 self._restore(rows, clock)
@@ -301,7 +311,9 @@ class BoardCore:
             self._distinct = None
             self._top = None
 
-    def _export_columns(self) -> tuple[list[Any], list[Any], list[int], dict[int, dict[str, Any]]]:
+    def _export_columns(
+        self,
+    ) -> tuple[list[Any], Sequence[Any], Sequence[int], dict[int, dict[str, Any]]]:
         """Every member as columns ``(members, scores, clocks, metas)`` in
         ascending index order; ``metas`` maps a row number to its metadata.
 
@@ -320,10 +332,15 @@ class BoardCore:
             ties = [row[1] for row in rows]
             members = [row[2] for row in rows]
             del rows
-        if self._tie_break == "first":
-            clocks: list[int] = list(map(abs, ties))
+        clocks: Sequence[int]
+        if self._tie_break != "first":
+            clocks = array("q", bytes(8 * len(members)))  # all zeros
+        elif not self._desc:
+            clocks = ties  # an ascending board's ties are its clocks
+        elif type(ties) is array:
+            clocks = array(ties.typecode, map(operator.neg, ties))
         else:
-            clocks = [0] * len(members)
+            clocks = list(map(operator.neg, ties))
         if self._codec.columns is None:
             scores = primaries
         else:
@@ -645,7 +662,9 @@ class BoardCore:
             )
 
 
-def _shared_ties(primaries: list[Any], ties: list[Any], members: list[Any]) -> dict[Any, Any]:
+def _shared_ties(
+    primaries: Sequence[Any], ties: Sequence[Any], members: list[Any]
+) -> dict[Any, Any]:
     """The tie map a recovered board starts with: only members that share
     their primary with a neighbour (``primaries`` ascending).
 

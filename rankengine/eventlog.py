@@ -216,6 +216,8 @@ def _widen(value: Any) -> Any:
         return msgpack.ExtType(BIGINT_EXT, value.to_bytes(size, "big", signed=True))
     if isinstance(value, dict):
         return {k: _widen(v) for k, v in value.items()}
+    if isinstance(value, msgpack.ExtType):  # a tuple, but already encoded
+        return value
     if isinstance(value, (list, tuple)):
         return [_widen(v) for v in value]
     return value
@@ -413,22 +415,31 @@ def decode_record(payload: bytes | memoryview) -> Event:
     return Event(seq, time_ms, [_decode_change(c) for c in changes])
 
 
-def write_prefix(magic: bytes) -> bytes:
+def write_prefix(magic: bytes, version: int = FORMAT_VERSION) -> bytes:
     """The 12 bytes that start every file: magic, version, flags (0)."""
-    return PREFIX.pack(magic, FORMAT_VERSION, 0)
+    return PREFIX.pack(magic, version, 0)
 
 
-def check_prefix(data: bytes, magic: bytes, path: str, what: str) -> None:
-    """Raise :class:`CorruptionError` unless ``data`` is a valid prefix."""
+def check_prefix(
+    data: bytes,
+    magic: bytes,
+    path: str,
+    what: str,
+    versions: tuple[int, ...] = (FORMAT_VERSION,),
+) -> int:
+    """Raise :class:`CorruptionError` unless ``data`` is a valid prefix of
+    one of ``versions``; return the file's version."""
     if len(data) < PREFIX_BYTES:
         raise CorruptionError(path, 0, f"file too short to be a {what} ({len(data)} bytes)")
     found, version, _flags = PREFIX.unpack_from(data)
     if found != magic:
         raise CorruptionError(path, 0, f"not a rankengine {what} (bad magic {found!r})")
-    if version != FORMAT_VERSION:
+    if version not in versions:
+        known = " and ".join(map(str, versions))
         raise CorruptionError(
-            path, 8, f"{what} format version {version}; this rankengine reads {FORMAT_VERSION}"
+            path, 8, f"{what} format version {version}; this rankengine reads {known}"
         )
+    return int(version)
 
 
 class _Damage(Exception):
