@@ -253,12 +253,14 @@ class BoardCore:
         clock: int,
         *,
         by_member: dict[Any, Any] | None = None,
+        negated: bool = False,
     ) -> None:
         """Columnar :meth:`_restore`: whole columns in ascending index order.
 
         ``by_member`` is the ``member -> score`` map of the same rows when the
         caller has built it already (scalar boards only; it is kept as the
-        board's map).
+        board's map).  ``negated`` says the clocks come negated (a snapshot
+        of a descending board stores them as its index keeps them).
 
         Snapshot recovery of a million members spends its time in per-row
         Python work; here every step is a C-level bulk operation (``dict(zip())``,
@@ -278,7 +280,7 @@ class BoardCore:
             ties: Sequence[Any]
             if not first:
                 ties = members
-            elif not self._desc:
+            elif negated == self._desc:  # stored as the index keeps them
                 ties = clocks
             elif type(clocks) is array:
                 ties = array(clocks.typecode, map(operator.neg, clocks))
@@ -294,7 +296,8 @@ class BoardCore:
             ordered = listed == sorted(listed)
             del listed
             if len(by_member) != len(members) or not ordered:
-                rows = zip(members, scores, clocks, (metas.get(m) for m in members), strict=True)
+                plain = map(abs, clocks) if negated else clocks
+                rows = zip(members, scores, plain, (metas.get(m) for m in members), strict=True)
                 self._restore(rows, clock)
                 return
             self._primary = by_member
@@ -316,6 +319,8 @@ class BoardCore:
     ) -> tuple[list[Any], Sequence[Any], Sequence[int], dict[int, dict[str, Any]]]:
         """Every member as columns ``(members, scores, clocks, metas)`` in
         ascending index order; ``metas`` maps a row number to its metadata.
+        On a descending ``tie_break="first"`` board the clocks come negated,
+        as the index keeps them (the snapshot writer records it).
 
         The columnar twin of :meth:`_export`, for snapshot writing: with an
         index that offers ``columns()`` every step is a C-level bulk copy
@@ -332,15 +337,11 @@ class BoardCore:
             ties = [row[1] for row in rows]
             members = [row[2] for row in rows]
             del rows
-        clocks: Sequence[int]
-        if self._tie_break != "first":
-            clocks = array("q", bytes(8 * len(members)))  # all zeros
-        elif not self._desc:
-            clocks = ties  # an ascending board's ties are its clocks
-        elif type(ties) is array:
-            clocks = array(ties.typecode, map(operator.neg, ties))
-        else:
-            clocks = list(map(operator.neg, ties))
+        # The index's ties are the clocks (negated on a descending board; the
+        # snapshot writer records that, and recovery wants them so); a board
+        # that breaks ties by member has all-zero clocks.
+        first = self._tie_break == "first"
+        clocks: Sequence[int] = ties if first else array("q", bytes(8 * len(members)))
         if self._codec.columns is None:
             scores = primaries
         else:

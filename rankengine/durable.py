@@ -276,7 +276,11 @@ def load_board(
                 # Python work); else the row-by-row seam
                 restore_columns = getattr(board, "_restore_columns", None)
                 if restore_columns is not None:
-                    restore_columns(*snap.columns(), int(snap.header["clock"]))
+                    restore_columns(
+                        *snap.columns(),
+                        int(snap.header["clock"]),
+                        negated=snap.negated_clocks,
+                    )
                 else:
                     board._restore(snap.rows(), int(snap.header["clock"]))
             finally:

@@ -4,7 +4,8 @@ A snapshot holds every member as of one sequence number, in ascending index
 order, so that loading it bulk-builds the index in O(N) without sorting::
 
     snapshot = prefix | frame(header) | frame(chunk) ... | frame(trailer)
-    header   = {"seq", "clock", "count", "time_ms", "created_ms", "config"}
+    header   = {"seq", "clock", "count", "time_ms", "created_ms", "config",
+                "negated_clocks" (only when true)}
     chunk    = [members, scores, clocks, metas]     (columns of up to
                SNAPSHOT_CHUNK_ROWS rows; metas = [i, meta, i, meta, ...]
                for the rows that have metadata, i counted within the chunk)
@@ -120,12 +121,19 @@ class Snapshot:
         """The last sequence number this snapshot includes."""
         return int(self.header["seq"])
 
+    @property
+    def negated_clocks(self) -> bool:
+        """True when the clocks column holds every clock negated (<= 0), as a
+        descending board's index keeps them; :meth:`rows` undoes it."""
+        return self.header.get("negated_clocks") is True
+
     def columns(self) -> tuple[list[Any], Sequence[Any], Sequence[int], dict[Any, dict[str, Any]]]:
         """``(members, scores, clocks, metas)``: whole columns in ascending
         index order, and metadata by member -- for a columnar bulk load.
 
         Scores and clocks are ``array`` columns when every chunk stored them
-        as typed columns of one kind, else lists.
+        as typed columns of one kind, else lists.  The clocks are as stored:
+        negated when :attr:`negated_clocks` is true.
 
         Runtime complexity: O(N), in C (list and array concatenation)
         """
@@ -141,7 +149,9 @@ class Snapshot:
 
     def rows(self) -> Iterator[Row]:
         """``(member, score, clock, meta)`` in ascending index order."""
-        for members, scores, clocks, metas in self._chunks:
+        negated = self.negated_clocks
+        for members, scores, stored, metas in self._chunks:
+            clocks = map(abs, stored) if negated else stored
             if metas:
                 full: list[Any] = [None] * len(members)
                 for i in range(0, len(metas), 2):
@@ -196,6 +206,8 @@ def write_snapshot_columns(
         raise ValueError("snapshot columns differ in length")
     tmp = path + ".tmp"
     head = dict(header, count=n)
+    if _negated(clocks):
+        head["negated_clocks"] = True
     try:
         size = _write_file(tmp, head, columns, progress)
     except BaseException:
@@ -258,6 +270,23 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _negated(clocks: Sequence[int]) -> bool:
+    """Are ``clocks`` stored negated (all <= 0, some < 0)?  A descending
+    board's index keeps its clocks negated, and writing them as they are
+    saves a negation pass on both save and load (0.06-0.1 s at N = 10**6).
+
+    >>> _negated([0, 3, 1]), _negated([-2, 0, -1]), _negated([])
+    (False, True, False)
+
+    :raises ValueError: if the clocks mix signs
+    """
+    if not clocks or min(clocks) >= 0:
+        return False
+    if max(clocks) > 0:
+        raise ValueError("snapshot clocks mix signs")
+    return True
 
 
 def _typed(values: Sequence[Any]) -> Any:
@@ -326,7 +355,9 @@ def _concat(parts: list[Any]) -> Sequence[Any]:
     return values
 
 
-def _check_chunk(path: str, at: int, chunk: Any, columns: int | None) -> list[Any]:
+def _check_chunk(
+    path: str, at: int, chunk: Any, columns: int | None, *, negated: bool
+) -> list[Any]:
     """Validate one chunk's columns; raise CorruptionError naming the offset."""
     if (
         type(chunk) is not list
@@ -348,9 +379,10 @@ def _check_chunk(path: str, at: int, chunk: Any, columns: int | None) -> list[An
         if clocks.typecode != "q":
             raise CorruptionError(path, at, "snapshot clocks are a typed column of floats")
     elif not set(map(type, clocks)) <= {int}:
-        raise CorruptionError(path, at, "snapshot clock is not a non-negative int")
-    if clocks and min(clocks) < 0:
-        raise CorruptionError(path, at, "snapshot clock is not a non-negative int")
+        raise CorruptionError(path, at, "snapshot clock is not an int")
+    if clocks and (max(clocks) > 0 if negated else min(clocks) < 0):
+        sign = "non-positive (negated)" if negated else "non-negative"
+        raise CorruptionError(path, at, f"snapshot clock is not a {sign} int")
     if columns is None:
         kinds: set[type]
         if type(scores) is array:
@@ -424,7 +456,8 @@ def read_snapshot(path: str, *, columns: int | None = None) -> Snapshot:
                             path, at, "snapshot trailer does not match its chunks"
                         )
                 else:
-                    chunks.append(_check_chunk(path, at, value, columns))
+                    negated = header.get("negated_clocks") is True
+                    chunks.append(_check_chunk(path, at, value, columns, negated=negated))
                     rows += len(chunks[-1][0])
         except _Damage as damage:
             raise CorruptionError(path, damage.offset, f"snapshot {damage.reason}") from None
@@ -445,4 +478,6 @@ def _check_header(path: str, at: int, value: Any) -> dict[str, Any]:
     for key in ("seq", "clock", "count"):
         if type(value.get(key)) is not int or value[key] < 0:
             raise CorruptionError(path, at, f"snapshot header has no valid {key!r}")
+    if value.get("negated_clocks", False) is not False and value["negated_clocks"] is not True:
+        raise CorruptionError(path, at, "snapshot header's 'negated_clocks' is not a bool")
     return value

@@ -211,7 +211,10 @@ def test_compacted_board_reopens_equal_for_every_column_kind(
     before = list(board.page(1, size=100))
     clock = board.clock
     board.close()
-    assert any(name.endswith(".snap") for name in os.listdir(path))
+    (snap_name,) = [name for name in os.listdir(path) if name.endswith(".snap")]
+    negated = read_snapshot(os.path.join(path, snap_name)).negated_clocks
+    # a descending board's index keeps its clocks negated, and so does its snapshot
+    assert negated == (order == "desc" and tie_break == "first")
     with warnings.catch_warnings():
         # a snapshot that did not load would be skipped with a warning and
         # the board rebuilt from the log: make that a failure here
@@ -233,3 +236,43 @@ def test_snapshot_writer_takes_rows_or_columns_alike(tmp_path: Path) -> None:
     write_snapshot_columns(str(tmp_path / "c.snap"), {"seq": 1, "clock": 4}, columns)
     assert (tmp_path / "r.snap").read_bytes() == (tmp_path / "c.snap").read_bytes()
     assert list(read_snapshot(str(tmp_path / "c.snap")).rows()) == rows
+
+
+def test_negated_clocks_are_recorded_and_undone_by_rows(tmp_path: Path) -> None:
+    path = str(tmp_path / "n.snap")
+    columns = (["a", "b", "c"], [1, 1, 2], array("q", [-7, -3, 0]), {})
+    write_snapshot_columns(path, {"seq": 1, "clock": 7}, columns)
+    snap = read_snapshot(path)
+    assert snap.negated_clocks and snap.header["negated_clocks"] is True
+    assert list(snap.columns()[2]) == [-7, -3, 0]
+    assert [row[2] for row in snap.rows()] == [7, 3, 0]
+    write_snapshot_columns(path, {"seq": 1, "clock": 7}, (["a"], [1], [0], {}))
+    assert not read_snapshot(path).negated_clocks
+
+
+def test_clocks_of_mixed_signs_are_not_written(tmp_path: Path) -> None:
+    path = tmp_path / "m.snap"
+    with pytest.raises(ValueError, match="mix signs"):
+        write_snapshot_columns(str(path), {"seq": 1, "clock": 7}, (["a", "b"], [1, 2], [-1, 2], {}))
+    assert not path.exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("flag", "clocks", "reason"),
+    [
+        (True, [-1, 2], "non-positive"),
+        (False, [-1, -2], "non-negative"),
+        (1, [-1, -2], "not a bool"),
+        ("yes", [1, 2], "not a bool"),
+    ],
+)
+def test_clock_signs_must_match_the_header(
+    tmp_path: Path, flag: Any, clocks: list[int], reason: str
+) -> None:
+    head = {"seq": 1, "clock": 1, "count": 2, "negated_clocks": flag}
+    data = write_prefix(SNAPSHOT_MAGIC, 2) + frame(pack(head))
+    data += frame(pack([["a", "b"], [1, 2], clocks, []]))
+    data += frame(pack({"count": 2, "chunks": 1}))
+    (tmp_path / "h.snap").write_bytes(data)
+    with pytest.raises(CorruptionError, match=reason):
+        read_snapshot(str(tmp_path / "h.snap"))
