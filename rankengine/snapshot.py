@@ -98,6 +98,11 @@ _EXT_OF_TYPECODE: Final = {"q": INT64_COLUMN_EXT, "d": FLOAT64_COLUMN_EXT}
 _VALUE_BYTES: Final = 8
 assert array("q").itemsize == array("d").itemsize == _VALUE_BYTES
 _BIG_ENDIAN: Final = sys.byteorder == "big"
+#: Where the sign bit of each 8-byte value of an ``array`` sits in its bytes.
+_SIGN_BYTE: Final = 0 if _BIG_ENDIAN else _VALUE_BYTES - 1
+#: Byte values with the top bit clear / set, for ``bytes.translate``.
+_LOW_BYTES: Final = bytes(range(0x80))
+_HIGH_BYTES: Final = bytes(range(0x80, 0x100))
 
 Row = tuple[Any, Any, int, "dict[str, Any] | None"]
 #: ``(members, scores, clocks, metas)``; ``metas`` maps a row number to its
@@ -341,6 +346,25 @@ def _unpack_v2(data: bytes | memoryview) -> Any:
     )
 
 
+def _signs_agree(clocks: array[int], negated: bool) -> bool:
+    """Are the int64 ``clocks`` all <= 0 (``negated``) or all >= 0?
+
+    Reads only the byte holding each value's sign bit (a strided slice,
+    then ``bytes.translate`` deletes the bytes that pass): 3 ms per million
+    values, where ``min()`` makes a million int objects (40 ms).
+
+    >>> _signs_agree(array("q", [0, 5, 2**62]), False), _signs_agree(array("q", [1, -1]), False)
+    (True, False)
+    >>> _signs_agree(array("q", [-3, 0, -1]), True), _signs_agree(array("q", [-3, 1]), True)
+    (True, False)
+    """
+    signs = clocks.tobytes()[_SIGN_BYTE::_VALUE_BYTES]
+    if not negated:
+        return not signs.translate(None, _LOW_BYTES)  # no sign bit set
+    # every sign bit set: all negative; a zero among them takes the slow test
+    return not signs.translate(None, _HIGH_BYTES) or max(clocks) <= 0
+
+
 def _concat(parts: list[Any]) -> Sequence[Any]:
     """One column from chunk columns: an ``array`` if every part is a typed
     column of the same kind, else a list."""
@@ -371,16 +395,23 @@ def _check_chunk(
     n = len(members)
     if len(scores) != n or len(clocks) != n or len(metas) % 2:
         raise CorruptionError(path, at, "snapshot chunk columns differ in length")
-    # one pass per column over C-level type() calls: ~30 ms per million rows;
-    # a typed column needs no pass (its kind is its typecode)
-    if not set(map(type, members)) <= {str, bytes, int}:
-        raise CorruptionError(path, at, "snapshot member of an unsupported type")
+    # One C-level pass per column: str.join accepts only strs (2x faster than
+    # collecting the types, which is the test for other members); a typed
+    # column needs no type pass (its kind is its typecode).
+    try:
+        "".join(members)
+    except TypeError:
+        if not set(map(type, members)) <= {str, bytes, int}:
+            raise CorruptionError(path, at, "snapshot member of an unsupported type") from None
     if type(clocks) is array:
         if clocks.typecode != "q":
             raise CorruptionError(path, at, "snapshot clocks are a typed column of floats")
+        signed = _signs_agree(clocks, negated)
     elif not set(map(type, clocks)) <= {int}:
         raise CorruptionError(path, at, "snapshot clock is not an int")
-    if clocks and (max(clocks) > 0 if negated else min(clocks) < 0):
+    else:
+        signed = not clocks or (max(clocks) <= 0 if negated else min(clocks) >= 0)
+    if not signed:
         sign = "non-positive (negated)" if negated else "non-negative"
         raise CorruptionError(path, at, f"snapshot clock is not a {sign} int")
     if columns is None:

@@ -257,22 +257,34 @@ def test_clocks_of_mixed_signs_are_not_written(tmp_path: Path) -> None:
     assert not path.exists() and not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("typed", [False, True])
 @pytest.mark.parametrize(
     ("flag", "clocks", "reason"),
     [
         (True, [-1, 2], "non-positive"),
+        (True, [0, 2**62], "non-positive"),
+        (True, [-1, 0], None),
+        (True, [0, 0], None),
         (False, [-1, -2], "non-negative"),
+        (False, [5, -(2**63)], "non-negative"),
+        (False, [0, 2**63 - 1], None),
         (1, [-1, -2], "not a bool"),
         ("yes", [1, 2], "not a bool"),
     ],
 )
 def test_clock_signs_must_match_the_header(
-    tmp_path: Path, flag: Any, clocks: list[int], reason: str
+    tmp_path: Path, flag: Any, clocks: list[int], reason: str | None, typed: bool
 ) -> None:
     head = {"seq": 1, "clock": 1, "count": 2, "negated_clocks": flag}
     data = write_prefix(SNAPSHOT_MAGIC, 2) + frame(pack(head))
-    data += frame(pack([["a", "b"], [1, 2], clocks, []]))
+    column = int_column(clocks) if typed else clocks
+    data += frame(msgpack.packb([["a", "b"], [1, 2], column, []]))
     data += frame(pack({"count": 2, "chunks": 1}))
     (tmp_path / "h.snap").write_bytes(data)
+    if reason is None:
+        assert [row[2] for row in read_snapshot(str(tmp_path / "h.snap")).rows()] == [
+            abs(c) for c in clocks
+        ]
+        return
     with pytest.raises(CorruptionError, match=reason):
         read_snapshot(str(tmp_path / "h.snap"))
