@@ -23,6 +23,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from rankengine.index import RUN_SCAN_LIMIT
 from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _height
 
 Entry = tuple[Any, Any, Any]
@@ -66,6 +67,13 @@ class Reference:
     def __contains__(self, key: tuple[Any, Any]) -> bool:
         i = bisect.bisect_left(self.keys(), key)
         return i < len(self.items) and self.items[i][:2] == key
+
+    def distance(self, primary: Any, tie: Any, *, oldest_last: bool | None) -> int:
+        """Entries of the run of ``primary`` between ``(primary, tie)`` and
+        the run's oldest end (its last entry when ``oldest_last``)."""
+        run = [t for p, t, _ in self.items if p == primary]
+        k = run.index(tie)
+        return len(run) - 1 - k if oldest_last else k
 
 
 def assert_same(sl: SkipList, ref: Reference) -> None:
@@ -639,9 +647,24 @@ class SkipListMachine(RuleBasedStateMachine):
         self.sl = SkipList()
         self.ref = Reference()
 
-    @initialize(max_level=st.sampled_from([1, 2, 4, MAX_LEVEL]), seed=st.integers(0, 2**16))
-    def setup(self, max_level: int, seed: int) -> None:
+    @initialize(
+        max_level=st.sampled_from([1, 2, 4, MAX_LEVEL]),
+        seed=st.integers(0, 2**16),
+        oldest_last=st.sampled_from([None, False, True]),
+    )
+    def setup(self, max_level: int, seed: int, oldest_last: bool | None) -> None:
         self.sl = SkipList(random.Random(seed), max_level=max_level)
+        self.sl.oldest_last = oldest_last
+
+    def _check_near(self, primary: int, tie: int, near: bool | None) -> None:
+        """insert/move said whether the entry lies near its run's oldest end:
+        exactly right (the skip list walks level 0), or None when not asked."""
+        last = self.sl.oldest_last
+        if last is None:
+            assert near is None
+        else:
+            distance = self.ref.distance(primary, tie, oldest_last=last)
+            assert near == (distance < RUN_SCAN_LIMIT), (primary, tie, distance, near)
 
     @rule(primary=PRIMARIES, tie=TIES)
     def insert(self, primary: int, tie: int) -> None:
@@ -650,8 +673,41 @@ class SkipListMachine(RuleBasedStateMachine):
             with pytest.raises(ValueError, match="already present"):
                 self.sl.insert(*entry)
         else:
-            self.sl.insert(*entry)
+            near = self.sl.insert(*entry)
             self.ref.insert(entry)
+            self._check_near(primary, tie, near)
+
+    @rule(primary=PRIMARIES, count=st.integers(1, 13))
+    def insert_run(self, primary: int, count: int) -> None:
+        """Ties 0 .. count - 1 on one primary: runs deeper than RUN_SCAN_LIMIT."""
+        for tie in range(count):
+            if (primary, tie) not in self.ref:
+                self.insert(primary, tie)
+
+    @precondition(lambda self: self.ref.items)
+    @rule(data=st.data())
+    def find_by_member(self, data: st.DataObject) -> None:
+        p, t, m = data.draw(st.sampled_from(self.ref.items))
+        distance = self.ref.distance(p, t, oldest_last=self.sl.oldest_last)
+        assert self.sl.tie_of(p, m) == (t, distance)
+        assert self.sl.position_of(p, m) == self.ref.index(p, t)
+        with pytest.raises(KeyError):
+            self.sl.tie_of(p, "nobody")
+        with pytest.raises(KeyError):
+            self.sl.position_of(p + 1, m)
+
+    @precondition(lambda self: self.ref.items)
+    @rule(data=st.data(), new_primary=PRIMARIES, new_tie=TIES)
+    def move_member(self, data: st.DataObject, new_primary: int, new_tie: int) -> None:
+        p, t, m = data.draw(st.sampled_from(self.ref.items))
+        if (new_primary, new_tie) in self.ref and (new_primary, new_tie) != (p, t):
+            with pytest.raises(ValueError, match="already present"):
+                self.sl.move_member(p, m, new_primary, new_tie)
+            return
+        near = self.sl.move_member(p, m, new_primary, new_tie)
+        self.ref.remove(p, t)
+        self.ref.insert((new_primary, new_tie, m))
+        self._check_near(new_primary, new_tie, near)
 
     @precondition(lambda self: self.ref.items)
     @rule(data=st.data())
@@ -681,14 +737,15 @@ class SkipListMachine(RuleBasedStateMachine):
 
     def _move(self, p: int, t: int, m: str, new_p: int, new_t: int) -> None:
         if (new_p, new_t) == (p, t):
-            self.sl.move(p, t, new_p, new_t)
+            self._check_near(p, t, self.sl.move(p, t, new_p, new_t))
         elif (new_p, new_t) in self.ref:
             with pytest.raises(ValueError, match="already present"):
                 self.sl.move(p, t, new_p, new_t)
         else:
-            self.sl.move(p, t, new_p, new_t)
+            near = self.sl.move(p, t, new_p, new_t)
             self.ref.remove(p, t)
             self.ref.insert((new_p, new_t, m))
+            self._check_near(new_p, new_t, near)
 
     @rule(primary=PRIMARIES, tie=TIES, inclusive=st.booleans())
     def counts(self, primary: int, tie: int, inclusive: bool) -> None:

@@ -238,17 +238,24 @@ def test_columns_between_all_windows_both_directions() -> None:
         index.columns_between(0, n + 1)
 
 
-def test_tie_of_finds_every_member_in_runs_across_blocks() -> None:
-    # runs of 1, 2, ... 9 equal primaries in blocks of 4-8: runs cross blocks
-    entries = [(p, t, f"m{p}.{t}") for p in range(1, 10) for t in range(p)]
+@pytest.mark.parametrize("oldest_last", [None, False, True])
+def test_tie_of_finds_every_member_in_runs_across_blocks(oldest_last: bool | None) -> None:
+    # runs of 1, 2, ... 12 equal primaries in blocks of 4-8: runs cross blocks;
+    # the distance counts the run's entries from its oldest end (the first
+    # entry unless oldest_last)
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 13) for t in range(p)]
     index = SortedListIndex(load=MIN_LOAD)
+    index.oldest_last = oldest_last
     index.build(entries)
     assert len(index._lists) > 1
     for p, t, m in entries:
-        assert index.tie_of(p, m) == t
-    for p, m in [(0, "m1.0"), (2, "m1.0"), (10, "m9.0"), (5, "nobody")]:
+        assert index.tie_of(p, m) == (t, p - 1 - t if oldest_last else t)
+    for p, m in [(0, "m1.0"), (2, "m1.0"), (13, "m9.0"), (5, "nobody"), (12, "m1.0")]:
         with pytest.raises(KeyError):
             index.tie_of(p, m)
+    index.clear()
+    with pytest.raises(KeyError):
+        index.tie_of(1, "m1.0")
 
 
 def test_iter_range_large_load_single_block() -> None:
