@@ -464,9 +464,14 @@ class BoardCore:
                 if old_tie is None:
                     old_tie = self._locate_tie(member, old)[0]
                 # A batch can bring a member back to the key it started from
-                # (tie by member, score changed and changed back): nothing to move.
+                # (tie by member, score changed and changed back): nothing to
+                # move, unless the score came back as another type (2 -> 0 ->
+                # 2.0), which the index must then hold, as the map does.
                 if old != primary or old_tie != tie:
                     near = self._index.move(old, old_tie, primary, tie)
+                elif not _same_types(old, primary):
+                    self._index.remove(old, old_tie)
+                    near = self._index.insert(primary, tie, member)
                 else:
                     near = member not in self._tie  # unchanged: so is the tie map
             if self._counts is not None:
@@ -756,6 +761,14 @@ def _row_columns(rows: list[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any]
         list(map(operator.itemgetter(1), rows)),
         list(map(operator.itemgetter(2), rows)),
     )
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    """Do two equal primaries also have the same types (``2`` and ``2.0`` do
+    not), column by column for composite scores?"""
+    if type(a) is not type(b):
+        return False
+    return type(a) is not tuple or all(map(operator.is_, map(type, a), map(type, b)))
 
 
 def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:

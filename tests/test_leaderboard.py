@@ -419,6 +419,18 @@ def test_set_many_applies_pairs_in_order_for_ties(make_board: Any) -> None:
     assert list(by_member) == ["b", "a"]
 
 
+@pytest.mark.parametrize("tie_break", ["member", "first"])
+def test_batch_back_to_an_equal_score_of_another_type(make_board: Any, tie_break: str) -> None:
+    # 2 -> 0 -> 2.0 in one batch: the key compares equal to where it started,
+    # but the board now holds the float, in its reads as in score()
+    board = make_board(tie_break=tie_break)
+    board.set_many([("a", 2), ("b", 7)])
+    board.set_many([("a", 0), ("a", 2.0)])
+    board._check()
+    assert [(m, type(s)) for m, s in board.items()] == [("b", int), ("a", float)]
+    assert type(board.score("a")) is float
+
+
 def test_set_many_with_when_applies_to_the_batch_so_far(make_board: Any) -> None:
     board = make_board()
     board.set("a", 10)
