@@ -461,6 +461,59 @@ def test_small_moves_ahead_keep_invariants(max_level: int) -> None:
         assert list(sl) == sorted((p, t, m) for (p, t), m in ref.items())
 
 
+@pytest.mark.parametrize("oldest_last", [False, True])
+@pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
+def test_search_run_end_stops_before_the_oldest_node(oldest_last: bool, max_level: int) -> None:
+    # Runs of 1 .. 12 nodes: the search fills update[i] with the last node
+    # before the run's oldest node on every level, rank[i] with its rank,
+    # and returns that oldest node (the run's last when oldest_last).
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 13) for t in range(p)]
+    sl = SkipList(random.Random(max_level), max_level=max_level)
+    sl.oldest_last = oldest_last
+    sl.build(entries)
+    nodes = [sl.header, *sl._nodes()]
+    for p in range(14):
+        x = sl._search_run_end(p)
+        run = [n for n in nodes[1:] if n[0] == p]
+        if not run:
+            assert x is None or x[0] != p
+            continue
+        oldest = run[-1] if oldest_last else run[0]
+        assert x is oldest
+        at = next(k for k, n in enumerate(nodes) if n is oldest)
+        for i in range(sl.level):
+            before = [k for k in range(at) if k == 0 or _height(nodes[k]) > i][-1]
+            assert sl._update[i] is nodes[before], (p, i)
+            assert sl._rank[i] == before, (p, i)
+
+
+@pytest.mark.parametrize("oldest_last", [False, True])
+def test_move_member_takes_one_search_from_the_oldest_end(
+    oldest_last: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The node at the oldest end of its run moves from the run-end search
+    # alone; any other needs its tie first (tie_of, then a move by key).
+    found: list[Any] = []
+    tie_of = SkipList.tie_of
+
+    def counting_tie_of(self: SkipList, primary: Any, member: Any) -> Any:
+        found.append(member)
+        return tie_of(self, primary, member)
+
+    monkeypatch.setattr(SkipList, "tie_of", counting_tie_of)
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 6) for t in range(p)]
+    for p, t, m in entries:
+        sl = SkipList(random.Random(t), max_level=4)
+        sl.oldest_last = oldest_last
+        sl.build(entries)
+        oldest = t == (p - 1 if oldest_last else 0)
+        sl.move_member(p, m, 9, -1)
+        sl._check()
+        assert sl.entry(len(sl) - 1) == (9, -1, m)
+        assert found == ([] if oldest else [m])
+        found.clear()
+
+
 def test_move_absent_raises() -> None:
     sl, ref = filled(40)
     with pytest.raises(KeyError):
@@ -646,6 +699,7 @@ class SkipListMachine(RuleBasedStateMachine):
         super().__init__()
         self.sl = SkipList()
         self.ref = Reference()
+        self.serial = 0  # members are unique: they are looked up by name too
 
     @initialize(
         max_level=st.sampled_from([1, 2, 4, MAX_LEVEL]),
@@ -668,7 +722,8 @@ class SkipListMachine(RuleBasedStateMachine):
 
     @rule(primary=PRIMARIES, tie=TIES)
     def insert(self, primary: int, tie: int) -> None:
-        entry = (primary, tie, f"m{primary}.{tie}")
+        self.serial += 1
+        entry = (primary, tie, f"m{primary}.{tie}#{self.serial}")
         if (primary, tie) in self.ref:
             with pytest.raises(ValueError, match="already present"):
                 self.sl.insert(*entry)
