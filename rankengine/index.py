@@ -81,6 +81,11 @@ landed:
     ``distance`` is the number of entries scanned past.  Without it the
     board reads the run with :meth:`~OrderedIndex.count_primary` and
     :meth:`~OrderedIndex.iter_range`.
+``position_of(primary, member)``, ``move_member(primary, member, new_primary, new_tie)`` (optional)
+    :meth:`~OrderedIndex.position` and :meth:`~OrderedIndex.move` for an
+    entry found as ``tie_of`` finds it, in one search: a member missing from
+    the tie map is ranked and moved as fast as one the map holds.  Without
+    them the board calls ``tie_of`` first.
 """
 
 from __future__ import annotations

@@ -90,8 +90,10 @@ class BoardReads(BoardCore):
                 tie = self._tie.get(member) if self._first else member
                 if tie is not None:
                     position = self._index.position(primary, tie)
+                elif self._position_of is not None:  # not in the tie map: one search
+                    position = self._position_of(primary, member)
                 else:
-                    position = self._position(member, primary)  # not in the tie map
+                    position = self._position(member, primary)
                 return self._rank_of_position(position)
             return self._rank_of(member, primary, style)
 

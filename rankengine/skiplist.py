@@ -66,6 +66,12 @@ And where it departs from Redis:
    finger search from the old ``update[]`` nodes, and unlinks and relinks in
    one pass.
 8. A node is one flat Python list, not a struct (see ``_Node`` below).
+9. A board keeps a member's tie only when the member sits deep in a run of
+   equal scores (see :mod:`rankengine.index`), so the list also finds a
+   node by primary and member: one search to the oldest end of the run,
+   then a few steps along level 0 (:meth:`SkipList.tie_of`,
+   :meth:`SkipList.position_of`, :meth:`SkipList.move_member`); and
+   ``insert`` and ``move`` report whether the node landed near that end.
 
 Invariant (checked by :meth:`SkipList._check`)::
 
@@ -452,6 +458,8 @@ class SkipList:
 
         On level 1, 7a is crossed (its successor 7b has primary 7), 9 is
         not; on level 0, 7b is crossed, 7c is not (its successor is 9).
+
+        Runtime complexity: O(log N)
         """
         update = self._update
         rank = self._rank
@@ -722,6 +730,13 @@ class SkipList:
         :attr:`oldest_last` is None.
 
         Runtime complexity: O(RUN_SCAN_LIMIT)
+
+        >>> sl = SkipList(random.Random(0))
+        >>> sl.oldest_last = True
+        >>> sl.build([(7, -clock, clock) for clock in range(9, -1, -1)])  # oldest last
+        >>> first, second, third = list(sl._nodes())[:3]
+        >>> sl._near(first), sl._near(second), sl._near(third)
+        (False, False, True)
         """
         last = self.oldest_last
         if last is None:
@@ -827,9 +842,10 @@ class SkipList:
 
         The search (:meth:`_search_run_end`) stops at the oldest end of the
         run of ``primary``, recording ``update[]`` and ``rank[]`` as for a
-        key; when that node holds ``member`` (the usual case) it is moved
-        from there, so this costs what :meth:`move` costs.  Otherwise the
-        member's tie is found by :meth:`tie_of` and the node moved by key.
+        key.  When that node does not hold ``member``, level 0 is walked into
+        the run to the member's node and ``update[]`` is corrected for it
+        (:meth:`_seek_member`), a few steps.  Either way the node is then
+        moved as :meth:`move` moves it: this costs what a move by key costs.
 
         Runtime complexity: O(log N) plus the nodes walked past
 
@@ -845,14 +861,78 @@ class SkipList:
         :raises ValueError: if the new key is already present (nothing changes).
         """
         x = self._search_run_end(primary)
-        if x is not None and x[0] == primary and x[2] == member:
-            return self._move_node(x, new_primary, new_tie)
-        tie, _ = self.tie_of(primary, member)
-        return self.move(primary, tie, new_primary, new_tie)
+        if x is None or x[0] != primary:
+            raise KeyError((primary, member))
+        if x[2] != member:
+            x = self._seek_member(x, member)
+        return self._move_node(x, new_primary, new_tie)
+
+    def _seek_member(self, end: _Node, member: Any) -> _Node:
+        """The node holding ``member`` in the run whose oldest end is ``end``,
+        with ``update[]`` and ``rank[]`` (filled for ``end`` by
+        :meth:`_search_run_end`) corrected for it.
+
+        Oldest first (ascending board) the node X lies after ``end``: a
+        finger search (:meth:`_search_ahead`) from the ``update[]`` nodes
+        finds X's predecessors, as a move ahead does.  Oldest last, X lies
+        before ``end``: where ``update[i]`` is already before X it stays (no
+        level-``i`` node lies between it and ``end``); the other levels (those
+        of a tall node between X and ``end``, usually none above level 0)
+        take the first node tall enough found walking back from X::
+
+            level 1   H ---------> 7a ----------------> 7c* ------> 9
+            level 0   H -> 5 -> 7a -> X(7b) -> 7c* -> 7d -> 9     (7d: the end)
+
+            update[0] = update[1] = 7c (*) are not before X: walking back
+            from X, 7a is the first node of height 2, so both become 7a.
+
+        Runtime complexity: O(d) for a node d steps from ``end``, expected
+
+        :raises KeyError: if no node of the run holds ``member``.
+        """
+        primary = end[0]
+        x = end
+        rank = self._rank
+        r = rank[0] + 1  # the rank of ``end``
+        if not self.oldest_last:
+            while x[2] != member:
+                x = x[4]
+                if x is None or x[0] != primary:
+                    raise KeyError((primary, member))
+            self._search_ahead(x[0], x[1])
+            # adopt the finger search's arrays (both pairs are scratch space)
+            self._update, self._new_update = self._new_update, self._update
+            self._rank, self._new_rank = self._new_rank, self._rank
+            return x
+        while x[2] != member:
+            x = x[3]
+            r -= 1
+            if x is None or x[0] != primary:
+                raise KeyError((primary, member))
+        update = self._update
+        y = x
+        ry = r
+        for i in range(self.level):
+            if rank[i] < r:
+                break  # update[i] (and every one above) is before x already
+            while y is x or (len(y) - 4) >> 1 <= i:
+                prev = y[3]
+                if prev is None:
+                    y = self.header  # as tall as any level
+                    ry = 0
+                else:
+                    y = prev
+                    ry -= 1
+            update[i] = y
+            rank[i] = ry
+        return x
 
     def _move_node(self, x: _Node, new_primary: Any, new_tie: Any) -> bool | None:
         """The body of :meth:`move` once ``update[]`` and ``rank[]`` hold
-        the search for node ``x``."""
+        the search for node ``x``.
+
+        Runtime complexity: O(log N)
+        """
         primary = x[0]
         tie = x[1]
         # Fast path (Redis zslUpdateScore): the node stays between its
@@ -1110,6 +1190,8 @@ class SkipList:
         ``forward``) until the member turns up, usually at once: a member
         that arrived near the oldest end is found within ``RUN_SCAN_LIMIT``
         steps.
+
+        Runtime complexity: O(log N) plus the nodes walked past
 
         :raises KeyError: if no node with ``primary`` holds ``member``.
         """

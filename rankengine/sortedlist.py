@@ -812,7 +812,10 @@ class SortedListIndex:
         return self._move_at(i, a, new_primary, new_tie)
 
     def _move_at(self, i: int, a: int, new_primary: Any, new_tie: Any) -> bool | None:
-        """The body of :meth:`move` once the entry is found at ``(i, a)``."""
+        """The body of :meth:`move` once the entry is found at ``(i, a)``.
+
+        Runtime complexity: O(log N)
+        """
         # The new values must fit the column kinds.  This is _fits() inlined
         # (two calls would cost more than the tests): a typed column needs
         # the value's type to be its own, an int64 column the value in range.
@@ -1071,6 +1074,8 @@ class SortedListIndex:
         usually is (a run is usually one entry); otherwise the run is
         scanned from there, block by block.  A member that arrived near the
         oldest end is found within ``RUN_SCAN_LIMIT`` steps.
+
+        Runtime complexity: O(log N) plus the entries scanned past
 
         :raises KeyError: if no entry with ``primary`` holds ``member``
         """

@@ -9,6 +9,7 @@ mutation is followed by ``_check()``, which verifies the internal invariants
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from typing import Any
 
@@ -488,30 +489,40 @@ def test_search_run_end_stops_before_the_oldest_node(oldest_last: bool, max_leve
 
 
 @pytest.mark.parametrize("oldest_last", [False, True])
-def test_move_member_takes_one_search_from_the_oldest_end(
-    oldest_last: bool, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
+def test_move_member_takes_one_search(
+    oldest_last: bool, max_level: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The node at the oldest end of its run moves from the run-end search
-    # alone; any other needs its tie first (tie_of, then a move by key).
-    found: list[Any] = []
-    tie_of = SkipList.tie_of
+    # Wherever the node sits in its run, move_member searches once (to the
+    # run's oldest end), walks level 0 to the node and corrects update[]
+    # (_seek_member): no search from the header for its key, no tie_of.
+    searches: list[Any] = []
+    for name in ("tie_of", "_search_update_rank", "_search_update"):
+        method = getattr(SkipList, name)
 
-    def counting_tie_of(self: SkipList, primary: Any, member: Any) -> Any:
-        found.append(member)
-        return tie_of(self, primary, member)
+        def counting(self: SkipList, *args: Any, method: Any = method, name: str = name) -> Any:
+            searches.append(name)
+            return method(self, *args)
 
-    monkeypatch.setattr(SkipList, "tie_of", counting_tie_of)
-    entries = [(p, t, f"m{p}.{t}") for p in range(1, 6) for t in range(p)]
-    for p, t, m in entries:
-        sl = SkipList(random.Random(t), max_level=4)
+        monkeypatch.setattr(SkipList, name, counting)
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 13) for t in range(p)]
+    for seed, (p, t, m) in itertools.product(range(6), entries):
+        sl = SkipList(random.Random(seed), max_level=max_level)
         sl.oldest_last = oldest_last
         sl.build(entries)
-        oldest = t == (p - 1 if oldest_last else 0)
-        sl.move_member(p, m, 9, -1)
+        near = sl.move_member(p, m, 99, -1)  # a larger key: moved ahead by finger
+        assert searches == []
         sl._check()
-        assert sl.entry(len(sl) - 1) == (9, -1, m)
-        assert found == ([] if oldest else [m])
-        found.clear()
+        assert sl.entry(len(sl) - 1) == (99, -1, m)
+        assert near is True
+        # and back down (a smaller key: relinked after a search, as move does)
+        sl.move_member(99, m, p, t)
+        assert list(sl) == entries
+        searches.clear()
+    with pytest.raises(KeyError):
+        sl.move_member(12, "nobody", 0, 0)
+    with pytest.raises(KeyError):
+        sl.move_member(13, "m12.0", 0, 0)
 
 
 def test_move_absent_raises() -> None:
