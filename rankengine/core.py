@@ -5,7 +5,8 @@ ordered index (see :mod:`rankengine.index`)::
 
     member --> primary                 dict, O(1)   (_primary)
     member --> tie clock               dict, O(1)   (_tie, first-to-reach boards;
-                                                     filled lazily after recovery)
+                                                     only members deep in a run
+                                                     of equal scores)
     (primary, tie) in ascending order  skip list or SortedList, O(log N)
 
 -- and the machinery that keeps them in step: ``_commit`` (show the changes
@@ -38,7 +39,7 @@ from typing import Any, Final, Literal, NamedTuple, TypeAlias
 from sortedcontainers import SortedList
 
 from rankengine.changes import DEL, META, PUT, Change
-from rankengine.index import OrderedIndex
+from rankengine.index import RUN_SCAN_LIMIT, OrderedIndex
 from rankengine.scoring import Member, Order, Score, ScoreCodec, check_member
 
 __all__ = [
@@ -125,11 +126,26 @@ class BoardCore:
         self._rank_style: RankStyle = rank_style
         self._backend = backend
         self._index: OrderedIndex = _make_index(backend)
+        if self._first and hasattr(self._index, "oldest_last"):
+            # Tell the index which end of a run of equal scores is the oldest
+            # (ties are -clock on a descending board): its insert and move
+            # then report whether the entry landed near that end.
+            self._index.oldest_last = self._desc
+        # The index's look-ups by member (None when it has none): a member
+        # missing from _tie is moved or ranked in one search, not two.
+        self._move_member: Callable[[Any, Any, Any, Any], bool | None] | None = getattr(
+            self._index, "move_member", None
+        )
+        self._position_of: Callable[[Any, Any], int] | None = getattr(
+            self._index, "position_of", None
+        )
         # member -> primary (for scalar boards the primary *is* the score)
         self._primary: dict[Any, Any] = {}
-        # member -> tie clock (first-to-reach boards only).  After a snapshot
-        # recovery it may lack members that have not been touched since; their
-        # tie is then read from the index (see _find_tie).
+        # member -> tie clock (first-to-reach boards only), and only for
+        # members that lie RUN_SCAN_LIMIT or more entries from the oldest end
+        # of their run of equal scores: any other member's tie is read from
+        # the index, a short scan of its run (see _find_tie).  Entries agree
+        # with the index.
         self._tie: dict[Any, int] = {}
         self._meta: dict[Any, dict[str, Any]] = {}
         self._clock = 0
@@ -229,13 +245,13 @@ class BoardCore:
                 primary = codec.primary(tuple(value) if isinstance(value, list) else value)
                 tie: Any = (-member_clock if desc else member_clock) if first else member
                 primaries[member] = primary
-                if first:
-                    ties[member] = tie
                 if data is not None:
                     metas[member] = data
                 index_rows.append((primary, tie, member))
             if any(_key_of_row(a) >= _key_of_row(b) for a, b in itertools.pairwise(index_rows)):
                 index_rows.sort(key=_key_of_row)
+            if first:
+                ties = _deep_ties(*_row_columns(index_rows), oldest_last=desc)
             self._primary, self._tie, self._meta = primaries, ties, metas
             self._clock = clock
             self._member_type = type(index_rows[0][2]) if index_rows else None
@@ -301,7 +317,9 @@ class BoardCore:
                 self._restore(rows, clock)
                 return
             self._primary = by_member
-            self._tie = _shared_ties(primaries, ties, members) if first else {}
+            self._tie = (
+                _deep_ties(primaries, ties, members, oldest_last=self._desc) if first else {}
+            )
             self._meta = dict(metas)
             self._clock = clock
             self._member_type = type(members[0]) if members else None
@@ -367,8 +385,14 @@ class BoardCore:
             for primary, tie, member in self._index.iter_range(0, len(self._index)):
                 assert self._primary.get(member, _MISSING) == primary, (member, primary)
                 if self._tie_break == "first":
-                    # a member missing from the tie map takes its tie from here
-                    assert self._tie.get(member, tie) == tie, (member, tie)
+                    # the tie map agrees with the index where it holds a member;
+                    # any other member is found in the index by its score
+                    kept = self._tie.get(member, _MISSING)
+                    if kept is _MISSING:
+                        found = self._locate_tie(member, primary)[0]
+                        assert found == tie, ("tie look-up", member, found, tie)
+                    else:
+                        assert kept == tie, ("stale tie", member, kept, tie)
                 else:
                     assert tie == member, (member, tie)
                 seen += 1
@@ -447,25 +471,37 @@ class BoardCore:
             if old is not _MISSING:
                 self._touch_top(old)
         if old is _MISSING:
-            self._index.insert(primary, tie, member)
+            near = self._index.insert(primary, tie, member)
             if not self._primary:  # first member of an empty board fixes the type
                 self._member_type = type(member)
         else:
-            if first:
-                old_tie = self._tie.get(member)
-                if old_tie is None:
-                    old_tie = self._find_tie(member, old)
+            old_tie = self._tie.get(member) if first else member
+            if old_tie is None and old != primary and self._move_member is not None:
+                near = self._move_member(old, member, primary, tie)  # one search
             else:
-                old_tie = member
-            # A batch can bring a member back to the key it started from (tie
-            # by member, score changed and changed back): nothing to move.
-            if old != primary or old_tie != tie:
-                self._index.move(old, old_tie, primary, tie)
+                if old_tie is None:
+                    old_tie = self._locate_tie(member, old)[0]
+                # A batch can bring a member back to the key it started from
+                # (tie by member, score changed and changed back): nothing to
+                # move, unless the score came back as another type (2 -> 0 ->
+                # 2.0), which the index must then hold, as the map does.
+                if old != primary or old_tie != tie:
+                    near = self._index.move(old, old_tie, primary, tie)
+                elif not _same_types(old, primary):
+                    self._index.remove(old, old_tie)
+                    near = self._index.insert(primary, tie, member)
+                else:
+                    near = member not in self._tie  # unchanged: so is the tie map
             if self._counts is not None:
                 self._count_remove(old)
         self._primary[member] = primary
         if first:
-            self._tie[member] = tie
+            # Keep the tie only when the index cannot find the member by a
+            # short scan from the oldest end of its run (see rankengine.index).
+            if near:
+                self._tie.pop(member, None)
+            else:
+                self._tie[member] = tie
         if self._counts is not None:
             self._count_add(primary)
         self._clock = max(self._clock, clock)
@@ -474,11 +510,10 @@ class BoardCore:
         primary = self._primary.pop(member)
         if self._top is not None:
             self._touch_top(primary)
-        if self._tie_break == "first":
+        if self._first:
             tie = self._tie.pop(member, None)
             if tie is None:
-                tie = self._find_tie(member, primary)
-                del self._tie[member]
+                tie = self._locate_tie(member, primary)[0]
         else:
             tie = member
         self._index.remove(primary, tie)
@@ -504,53 +539,80 @@ class BoardCore:
         tie = self._tie.get(member)
         return self._find_tie(member, self._primary[member]) if tie is None else tie
 
-    def _find_tie(self, member: Any, primary: Any) -> int:
-        """Read a member's tie from the index and remember it in ``_tie``.
+    def _find_tie(self, member: Any, primary: Any) -> Any:
+        """Read the tie of a member missing from ``_tie`` from the index.
 
-        Only members restored from a snapshot and untouched since are missing
-        from ``_tie`` (see :func:`_shared_ties`).  Each such member's primary
-        was unique at recovery and no other untouched member can have reached
-        it since, so the search usually finds a run of one entry; a longer
-        run (touched members joined it) is scanned once for this member.
+        The index scans the member's run of equal primaries from its oldest
+        end, where a member missing from the map lies within
+        ``RUN_SCAN_LIMIT`` entries after any history of ordinary writes (see
+        :mod:`rankengine.index`); usually the run is the member alone.  When
+        the scan went further (entries with older clocks arrived after it),
+        the tie is kept in ``_tie``, so the next look-up is a dict read.
 
-        Runtime complexity: O(log N) plus the run of entries sharing ``primary``
+        Runtime complexity: O(log N) plus the entries scanned past
         """
-        index = self._index
-        tie_of = getattr(index, "tie_of", None)
-        if tie_of is not None:  # one search instead of three (SortedListIndex)
-            tie = tie_of(primary, member)
+        tie_of = getattr(self._index, "tie_of", None)
+        if tie_of is not None:  # one search (SortedListIndex, SkipList)
+            tie, distance = tie_of(primary, member)
+        else:
+            tie, distance = self._scan_run(member, primary)
+        if distance >= RUN_SCAN_LIMIT:
             self._tie[member] = tie
-            return tie  # type: ignore[no-any-return]
+        return tie
+
+    def _locate_tie(self, member: Any, primary: Any) -> tuple[Any, int]:
+        """``(tie, distance)`` of a present member from the index, remembering
+        nothing (see :meth:`_find_tie`)."""
+        tie_of = getattr(self._index, "tie_of", None)
+        if tie_of is not None:
+            return tie_of(primary, member)  # type: ignore[no-any-return]
+        return self._scan_run(member, primary)
+
+    def _scan_run(self, member: Any, primary: Any) -> tuple[Any, int]:
+        """:meth:`_locate_tie` for an index without ``tie_of``: three
+        searches, then the run of ``primary`` read from its oldest end."""
+        index = self._index
         lo = index.count_primary(primary, inclusive=False)
         hi = index.count_primary(primary, inclusive=True)
-        for _, tie, other in index.iter_range(lo, hi):
+        run = index.iter_range(lo, hi, reverse=self._desc)
+        for distance, (_, tie, other) in enumerate(run):
             if other == member:
-                self._tie[member] = tie
-                return tie  # type: ignore[no-any-return]
+                return tie, distance
         raise KeyError(member)  # pragma: no cover - the maps are out of step
 
     def _rebuild_with(self, puts: list[Change]) -> None:
         """Apply many PUTs by sorting everything and bulk-loading the index."""
+        written: dict[Any, int] = {}  # member -> its new tie
         for _, member, score, clock in puts:
             if not self._primary:  # first member of an empty board fixes the type
                 self._member_type = type(member)
             self._primary[member] = self._codec.primary(score)
-            if self._tie_break == "first":
-                self._tie[member] = -clock if self._desc else clock
+            if self._first:
+                written[member] = -clock if self._desc else clock
             self._clock = max(self._clock, clock)
-        self._rebuild_index()
+        self._rebuild_index(written)
 
-    def _rebuild_index(self) -> None:
-        tie = self._tie
-        if self._tie_break == "first":
-            if len(tie) < len(self._primary):  # complete a lazily filled map first
-                for _, t, m in self._index.iter_range(0, len(self._index)):
-                    tie.setdefault(m, t)
+    def _rebuild_index(self, written: dict[Any, int]) -> None:
+        """Rebuild the index from ``_primary``; ``written`` holds the new ties
+        of the members whose key changed since the index saw them."""
+        if self._first:
+            # every member's tie: the index's (one C-level dict(zip()) when it
+            # offers columns), then the new ones
+            columns = getattr(self._index, "columns", None)
+            if columns is not None:
+                _, index_ties, index_members = columns()
+                tie = dict(zip(index_members, index_ties, strict=True))
+            else:
+                tie = {m: t for _, t, m in self._index.iter_range(0, len(self._index))}
+            tie.update(written)
             rows = [(p, tie[m], m) for m, p in self._primary.items()]
+            del tie
         else:
             rows = [(p, m, m) for m, p in self._primary.items()]
         rows.sort(key=_key_of_row)
         self._index.build(rows)
+        if self._first:
+            self._tie = _deep_ties(*_row_columns(rows), oldest_last=self._desc)
         self._top = None
         if self._counts is not None:
             self._counts = None
@@ -568,7 +630,18 @@ class BoardCore:
         return (n - hi, n - lo) if self._desc else (lo, hi)
 
     def _unique_offset(self, member: Any, primary: Any) -> int:
-        return self._rank_of_position(self._index.position(primary, self._tie_of(member))) - 1
+        return self._rank_of_position(self._position(member, primary)) - 1
+
+    def _position(self, member: Any, primary: Any) -> int:
+        """0-based index position of a present member with ``primary``."""
+        if not self._first:
+            return self._index.position(primary, member)
+        tie = self._tie.get(member)
+        if tie is None:
+            if self._position_of is not None:  # one search, not two
+                return self._position_of(primary, member)
+            tie = self._find_tie(member, primary)
+        return self._index.position(primary, tie)
 
     def _count_ahead(self, primary: Any, *, include_ties: bool) -> int:
         """Members whose score ranks strictly ahead of ``primary`` (plus, with
@@ -663,25 +736,57 @@ class BoardCore:
             )
 
 
-def _shared_ties(
-    primaries: Sequence[Any], ties: Sequence[Any], members: list[Any]
+def _deep_ties(
+    primaries: Sequence[Any], ties: Sequence[Any], members: Sequence[Any], *, oldest_last: bool
 ) -> dict[Any, Any]:
-    """The tie map a recovered board starts with: only members that share
-    their primary with a neighbour (``primaries`` ascending).
+    """The tie map of a board loaded from whole columns in ascending index
+    order: only the members that lie ``RUN_SCAN_LIMIT`` (K) or more entries
+    from the oldest end of their run of equal primaries (the last entry of
+    the run when ``oldest_last``, else the first; see :mod:`rankengine.index`).
 
-    A member whose primary is unique can be found in the index by its
-    primary alone, so its tie is read from there on first touch
-    (:meth:`BoardCore._find_tie`).  Recovery then builds one hash map, not
-    two: at N = 1,000,000 the second ``dict(zip())`` was a third of the time
-    of ``Leaderboard.open``.  The neighbour test runs in C (``map(eq)`` and
-    ``compress``); only members in runs of equal primaries cost Python work.
+    Row ``i`` is that deep when row ``i + K`` holds the same primary (oldest
+    last), or row ``i - K`` does (oldest first).  Every pass is C-level: the
+    primary column compared with itself shifted by K (``map(eq)``), and
+    ``compress`` picks the members and ties of the deep rows, so ordinary
+    members cost no Python step.  The columns may be lists or arrays.  Any
+    other member's tie is read from the index on demand
+    (:meth:`BoardCore._find_tie`).
+
+    Runtime complexity: O(N)
+
+    >>> primaries = [3] + [5] * 10
+    >>> _deep_ties(primaries, range(11), "xabcdefghij", oldest_last=True)
+    {'a': 1, 'b': 2}
+    >>> _deep_ties(primaries, range(11), "xabcdefghij", oldest_last=False)
+    {'i': 9, 'j': 10}
     """
-    equal = map(operator.eq, primaries, itertools.islice(primaries, 1, None))
-    shared: dict[Any, Any] = {}
-    for i in itertools.compress(itertools.count(), equal):
-        shared[members[i]] = ties[i]
-        shared[members[i + 1]] = ties[i + 1]
-    return shared
+    deep = map(operator.eq, primaries, itertools.islice(primaries, RUN_SCAN_LIMIT, None))
+    for_members, for_ties = itertools.tee(deep)
+    start = 0 if oldest_last else RUN_SCAN_LIMIT
+    return dict(
+        zip(
+            itertools.compress(itertools.islice(members, start, None), for_members),
+            itertools.compress(itertools.islice(ties, start, None), for_ties),
+            strict=True,
+        )
+    )
+
+
+def _row_columns(rows: list[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
+    """``(primaries, ties, members)`` of ``(primary, tie, member)`` rows."""
+    return (
+        list(map(operator.itemgetter(0), rows)),
+        list(map(operator.itemgetter(1), rows)),
+        list(map(operator.itemgetter(2), rows)),
+    )
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    """Do two equal primaries also have the same types (``2`` and ``2.0`` do
+    not), column by column for composite scores?"""
+    if type(a) is not type(b):
+        return False
+    return type(a) is not tuple or all(map(operator.is_, map(type, a), map(type, b)))
 
 
 def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:

@@ -33,14 +33,79 @@ Terms used by every backend:
 Keys are compared with Python's ``<`` on ``(primary, tie)`` tuples; a
 backend may store the two halves apart (for instance in parallel lists) as
 long as it answers as if it compared the tuples.
+
+Runs of equal primaries, and the board's tie map
+------------------------------------------------
+
+A first-to-reach board (ties are logical clocks) keeps ``member -> tie`` only
+for members that sit deep in a *run* of entries sharing their primary; any
+other member's tie is read back from the index by scanning its run from the
+*oldest end*, the end that holds the earliest clock.  Ties are ``-clock`` on
+a descending board, so its runs hold the oldest entry last; they are
+``clock`` on an ascending board, so the oldest entry comes first::
+
+    descending board, one run of primary 7 (newest ... oldest):
+        (7, -9, 'eve')  (7, -6, 'bob')  (7, -4, 'cid')  (7, -2, 'ann')
+        distance:  3              2              1              0
+
+A score change takes a new clock, so the entry lands at the newest end of
+its new run, and later arrivals land beyond it: the entry's distance from
+the oldest end (the number of run entries between them) can only shrink
+while it keeps its score.  So a member that arrived at distance below
+:data:`RUN_SCAN_LIMIT` is found by a scan of at most that many entries.
+
+That is a performance property, not an invariant: entries given explicit
+older clocks (a replay that is not in clock order) may land mid-run, and
+the scan then goes on to the end of the run.  Correctness only needs the
+tie map to agree with the index wherever it holds a member.
+
+To let the board decide cheaply, an index may tell it where a new entry
+landed:
+
+``oldest_last``
+    An attribute the board sets right after it creates the index: True
+    when the oldest entry of a run is its last (descending board), False
+    when it is its first (ascending board), None when the board does not
+    care (ties by member).  An index without it, or left at None, answers
+    None below.
+``insert`` and ``move`` return
+    True when the new entry lies fewer than :data:`RUN_SCAN_LIMIT` entries
+    from the oldest end of its run (the board then forgets its tie), False
+    when it may lie further (the board keeps it), or None when the index
+    cannot tell (the board keeps it).  An index answers from the
+    neighbours it has at hand; when that is not enough (the run crosses a
+    block boundary, say) it answers False.
+``tie_of(primary, member)`` (optional)
+    ``(tie, distance)`` of the entry holding ``member`` among those with
+    ``primary``, found by scanning from the oldest end of the run;
+    ``distance`` is the number of entries scanned past.  Without it the
+    board reads the run with :meth:`~OrderedIndex.count_primary` and
+    :meth:`~OrderedIndex.iter_range`.
+``position_of(primary, member)``, ``move_member(primary, member, new_primary, new_tie)`` (optional)
+    :meth:`~OrderedIndex.position` and :meth:`~OrderedIndex.move` for an
+    entry found as ``tie_of`` finds it, in one search: a member missing from
+    the tie map is ranked and moved as fast as one the map holds.  Without
+    them the board calls ``tie_of`` first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
-__all__ = ["Entry3", "OrderedIndex"]
+__all__ = ["RUN_SCAN_LIMIT", "Entry3", "OrderedIndex"]
+
+#: A first-to-reach board keeps a member's tie only when the member arrived
+#: at least this many entries from the oldest end of its run of equal
+#: scores; any other member is found by a scan of fewer than this many
+#: entries from that end.  Each step of the scan costs ~0.15 us, so at 8 the
+#: longest scan adds about a third to the search that finds the run
+#: (measured at N = 1,000,000, runs of 8: 3.8-5.0 us for the deepest member
+#: against 3.1-3.7 us for the oldest on the sortedlist backend, 13-15 us
+#: against 12-13 us on the skip list).  Runs deeper than 8 are rare unless
+#: many members share a score: with scores drawn from a range as large as N
+#: (Poisson runs of mean 1), about one member in a million is that deep.
+RUN_SCAN_LIMIT: Final = 8
 
 #: One stored entry: ``(primary, tie, member)``.
 Entry3: TypeAlias = tuple[Any, Any, Any]
@@ -56,20 +121,26 @@ class OrderedIndex(Protocol):
         """Number of entries."""
         ...
 
-    def insert(self, primary: Any, tie: Any, member: Any) -> None:
-        """Add an entry.  The key ``(primary, tie)`` must not be present."""
+    def insert(self, primary: Any, tie: Any, member: Any) -> bool | None:
+        """Add an entry.  The key ``(primary, tie)`` must not be present.
+
+        Returns whether the entry lies near the oldest end of its run (see
+        the module documentation): True, False, or None for "cannot tell".
+        """
         ...
 
     def remove(self, primary: Any, tie: Any) -> None:
         """Remove the entry with this key.  It must be present."""
         ...
 
-    def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> None:
+    def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> bool | None:
         """Re-key an entry (a score change), keeping its member.
 
         The old key must be present and the new key absent.  When the new key
         still sorts strictly between the entry's neighbours the entry is
         changed in place (Redis ``zslUpdateScore``); otherwise it is moved.
+        Returns whether the entry now lies near the oldest end of its run,
+        as :meth:`insert` does.
         """
         ...
 

@@ -87,10 +87,13 @@ class BoardReads(BoardCore):
                 return None
             if style == "unique":
                 # inlined _rank_of for the hottest read (saves two calls)
-                tie = self._tie.get(member) if self._tie_break == "first" else member
-                if tie is None:
-                    tie = self._find_tie(member, primary)
-                position = self._index.position(primary, tie)
+                tie = self._tie.get(member) if self._first else member
+                if tie is not None:
+                    position = self._index.position(primary, tie)
+                elif self._position_of is not None:  # not in the tie map: one search
+                    position = self._position_of(primary, member)
+                else:
+                    position = self._position(member, primary)
                 return self._rank_of_position(position)
             return self._rank_of(member, primary, style)
 

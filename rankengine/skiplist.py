@@ -66,6 +66,12 @@ And where it departs from Redis:
    finger search from the old ``update[]`` nodes, and unlinks and relinks in
    one pass.
 8. A node is one flat Python list, not a struct (see ``_Node`` below).
+9. A board keeps a member's tie only when the member sits deep in a run of
+   equal scores (see :mod:`rankengine.index`), so the list also finds a
+   node by primary and member: one search to the oldest end of the run,
+   then a few steps along level 0 (:meth:`SkipList.tie_of`,
+   :meth:`SkipList.position_of`, :meth:`SkipList.move_member`); and
+   ``insert`` and ``move`` report whether the node landed near that end.
 
 Invariant (checked by :meth:`SkipList._check`)::
 
@@ -81,7 +87,7 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from rankengine.index import Entry3
+from rankengine.index import RUN_SCAN_LIMIT, Entry3
 
 __all__ = ["MAX_LEVEL", "P", "SkipList"]
 
@@ -196,6 +202,7 @@ class SkipList:
         "length",
         "level",
         "max_level",
+        "oldest_last",
         "tail",
     )
 
@@ -229,6 +236,11 @@ class SkipList:
         self.length: int = 0
         #: Number of levels in use (at least 1).
         self.level: int = 1
+        #: Which end of a run of equal primaries is the oldest (see
+        #: :mod:`rankengine.index`): True for the last node, False for the
+        #: first, None (the default) when no one asks; ``insert`` and
+        #: ``move`` then return None.
+        self.oldest_last: bool | None = None
         self.clear()
 
     # ------------------------------------------------------------------
@@ -429,6 +441,49 @@ class SkipList:
                 y = x[f]
             new_update[i] = x
             new_rank[i] = r
+
+    def _search_run_end(self, p: Any) -> _Node | None:
+        """Fill ``update[i]`` and ``rank[i]`` for the node at the oldest end
+        of the run of primary ``p`` and return that node: the level-0
+        successor of ``update[0]`` (check that it holds ``p``).
+
+        Oldest first (ascending board), that is the run's first node, and the
+        walk is :meth:`_search_update_rank`'s comparing primaries only.
+        Oldest last (descending board), it is the run's last node: the walk
+        also crosses a node of the run whose level-0 successor is still in
+        the run::
+
+            level 1   H ----------> 7a* ----------------------> 9
+            level 0   H -> 5 -> 7a -> 7b* -> 7c -> 9        (7c: the oldest)
+
+        On level 1, 7a is crossed (its successor 7b has primary 7), 9 is
+        not; on level 0, 7b is crossed, 7c is not (its successor is 9).
+
+        Runtime complexity: O(log N)
+        """
+        update = self._update
+        rank = self._rank
+        x = self.header
+        r = 0
+        last = self.oldest_last
+        for i in range(self.level - 1, -1, -1):
+            f = 4 + 2 * i
+            y = x[f]
+            if last:
+                while y is not None and (
+                    (q := y[0]) < p or (q == p and (z := y[4]) is not None and z[0] == p)
+                ):
+                    r += x[f + 1]
+                    x = y
+                    y = x[f]
+            else:
+                while y is not None and y[0] < p:
+                    r += x[f + 1]
+                    x = y
+                    y = x[f]
+            update[i] = x
+            rank[i] = r
+        return x[4]  # type: ignore[no-any-return]
 
     def _move_ahead(self, x: _Node, p: Any, t: Any) -> None:
         """Move node ``x`` to the larger key ``(p, t)``: :meth:`_unlink` and
@@ -665,6 +720,35 @@ class SkipList:
                 return x
         raise AssertionError("unreachable: rank in range but not found")
 
+    def _near(self, x: _Node) -> bool | None:
+        """Does node ``x`` lie fewer than ``RUN_SCAN_LIMIT`` nodes from the
+        oldest end of its run of equal primaries?
+
+        Walk level 0 towards the oldest end (``forward`` when the oldest
+        node is last, ``backward`` when it is first) until the primary
+        changes; usually the first step does.  None while
+        :attr:`oldest_last` is None.
+
+        Runtime complexity: O(RUN_SCAN_LIMIT)
+
+        >>> sl = SkipList(random.Random(0))
+        >>> sl.oldest_last = True
+        >>> sl.build([(7, -clock, clock) for clock in range(9, -1, -1)])  # oldest last
+        >>> first, second, third = list(sl._nodes())[:3]
+        >>> sl._near(first), sl._near(second), sl._near(third)
+        (False, False, True)
+        """
+        last = self.oldest_last
+        if last is None:
+            return None
+        p = x[0]
+        slot = 4 if last else 3
+        for _ in range(RUN_SCAN_LIMIT):
+            x = x[slot]
+            if x is None or x[0] != p:
+                return True
+        return False
+
     def _nodes(self) -> Iterator[_Node]:
         """Every node on level 0, in order."""
         x = self.header[4]
@@ -676,12 +760,14 @@ class SkipList:
     # OrderedIndex: mutation
     # ------------------------------------------------------------------
 
-    def insert(self, primary: Any, tie: Any, member: Any) -> None:
+    def insert(self, primary: Any, tie: Any, member: Any) -> bool | None:
         """Add the entry ``(primary, tie, member)``.
 
         Search for the insert point while recording ``update[]`` and
         ``rank[]``, draw a height, then link the new node on each of its
-        levels, fixing the spans.
+        levels, fixing the spans.  Returns whether the node lies near the
+        oldest end of its run (see :meth:`_near`), or None while
+        :attr:`oldest_last` is None.
 
         Runtime complexity: O(log N)
 
@@ -699,7 +785,9 @@ class SkipList:
         nxt = self._search_update_rank(primary, tie)[4]
         if nxt is not None and nxt[0] == primary and nxt[1] == tie:
             raise ValueError(f"key {(primary, tie)!r} is already present")
-        self._link(_new_node(primary, tie, member, self._random_level()))
+        x = _new_node(primary, tie, member, self._random_level())
+        self._link(x)
+        return self._near(x)
 
     def remove(self, primary: Any, tie: Any) -> None:
         """Remove the entry with key ``(primary, tie)``.
@@ -719,7 +807,7 @@ class SkipList:
             raise KeyError((primary, tie))
         self._unlink(x)
 
-    def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> None:
+    def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> bool | None:
         """Re-key an entry (a score change), keeping its member.
 
         If the new key still sorts strictly between the entry's level-0
@@ -728,6 +816,8 @@ class SkipList:
         node object and its height.  A move to a larger key finds its new
         place by a finger search from the old one (:meth:`_move_ahead`), so
         a small increment costs one search from the header, not two.
+        Returns whether the node now lies near the oldest end of its run,
+        as :meth:`insert` does.
 
         Runtime complexity: O(log N)
 
@@ -744,15 +834,116 @@ class SkipList:
         x = self._search_update_rank(primary, tie)[4]
         if x is None or x[0] != primary or x[1] != tie:
             raise KeyError((primary, tie))
+        return self._move_node(x, new_primary, new_tie)
+
+    def move_member(self, primary: Any, member: Any, new_primary: Any, new_tie: Any) -> bool | None:
+        """:meth:`move` for an entry known by its primary and member, not its
+        tie (for a board that did not keep the member's tie).
+
+        The search (:meth:`_search_run_end`) stops at the oldest end of the
+        run of ``primary``, recording ``update[]`` and ``rank[]`` as for a
+        key.  When that node does not hold ``member``, level 0 is walked into
+        the run to the member's node and ``update[]`` is corrected for it
+        (:meth:`_seek_member`), a few steps.  Either way the node is then
+        moved as :meth:`move` moves it: this costs what a move by key costs.
+
+        Runtime complexity: O(log N) plus the nodes walked past
+
+        >>> sl = SkipList(random.Random(0))
+        >>> sl.oldest_last = True
+        >>> sl.build([(1, 0, "a"), (2, -7, "b"), (2, -3, "c")])
+        >>> sl.move_member(2, "c", 5, -8), sl.move_member(2, "b", 1, -9)
+        (True, True)
+        >>> list(sl)
+        [(1, -9, 'b'), (1, 0, 'a'), (5, -8, 'c')]
+
+        :raises KeyError: if no node with ``primary`` holds ``member``.
+        :raises ValueError: if the new key is already present (nothing changes).
+        """
+        x = self._search_run_end(primary)
+        if x is None or x[0] != primary:
+            raise KeyError((primary, member))
+        if x[2] != member:
+            x = self._seek_member(x, member)
+        return self._move_node(x, new_primary, new_tie)
+
+    def _seek_member(self, end: _Node, member: Any) -> _Node:
+        """The node holding ``member`` in the run whose oldest end is ``end``,
+        with ``update[]`` and ``rank[]`` (filled for ``end`` by
+        :meth:`_search_run_end`) corrected for it.
+
+        Oldest first (ascending board) the node X lies after ``end``: a
+        finger search (:meth:`_search_ahead`) from the ``update[]`` nodes
+        finds X's predecessors, as a move ahead does.  Oldest last, X lies
+        before ``end``: where ``update[i]`` is already before X it stays (no
+        level-``i`` node lies between it and ``end``); the other levels (those
+        of a tall node between X and ``end``, usually none above level 0)
+        take the first node tall enough found walking back from X::
+
+            level 1   H ---------> 7a ----------------> 7c* ------> 9
+            level 0   H -> 5 -> 7a -> X(7b) -> 7c* -> 7d -> 9     (7d: the end)
+
+            update[0] = update[1] = 7c (*) are not before X: walking back
+            from X, 7a is the first node of height 2, so both become 7a.
+
+        Runtime complexity: O(d) for a node d steps from ``end``, expected
+
+        :raises KeyError: if no node of the run holds ``member``.
+        """
+        primary = end[0]
+        x = end
+        rank = self._rank
+        r = rank[0] + 1  # the rank of ``end``
+        if not self.oldest_last:
+            while x[2] != member:
+                x = x[4]
+                if x is None or x[0] != primary:
+                    raise KeyError((primary, member))
+            self._search_ahead(x[0], x[1])
+            # adopt the finger search's arrays (both pairs are scratch space)
+            self._update, self._new_update = self._new_update, self._update
+            self._rank, self._new_rank = self._new_rank, self._rank
+            return x
+        while x[2] != member:
+            x = x[3]
+            r -= 1
+            if x is None or x[0] != primary:
+                raise KeyError((primary, member))
+        update = self._update
+        y = x
+        ry = r
+        for i in range(self.level):
+            if rank[i] < r:
+                break  # update[i] (and every one above) is before x already
+            while y is x or (len(y) - 4) >> 1 <= i:
+                prev = y[3]
+                if prev is None:
+                    y = self.header  # as tall as any level
+                    ry = 0
+                else:
+                    y = prev
+                    ry -= 1
+            update[i] = y
+            rank[i] = ry
+        return x
+
+    def _move_node(self, x: _Node, new_primary: Any, new_tie: Any) -> bool | None:
+        """The body of :meth:`move` once ``update[]`` and ``rank[]`` hold
+        the search for node ``x``.
+
+        Runtime complexity: O(log N)
+        """
+        primary = x[0]
+        tie = x[1]
         # Fast path (Redis zslUpdateScore): the node stays between its
         # neighbours, so only its key changes; see _rekey_in_place.
         if self._rekey_in_place(x, new_primary, new_tie):
-            return
+            return self._near(x)
         # To a larger key (a score increment on a descending board): a
         # finger search from the old place, then one fused pass.
         if primary < new_primary or (primary == new_primary and tie < new_tie):
             self._move_ahead(x, new_primary, new_tie)
-            return
+            return self._near(x)
         # Otherwise: unlink with the update[] of the search above, search
         # for the new place from the header and relink the same node, which
         # keeps its height (drawn independently of its key).
@@ -766,6 +957,7 @@ class SkipList:
         x[0] = new_primary
         x[1] = new_tie
         self._link(x)
+        return self._near(x)
 
     def build(self, entries: Iterable[Entry3]) -> None:
         """Replace the contents with ``entries``, sorted ascending by unique key.
@@ -943,6 +1135,97 @@ class SkipList:
                 x = y
                 y = x[f]
         return r
+
+    def tie_of(self, primary: Any, member: Any) -> tuple[Any, int]:
+        """``(tie, distance)`` of the node holding ``member`` among those with
+        ``primary``; ``distance`` is the number of nodes of the run between
+        it and the run's oldest end (see :mod:`rankengine.index`).
+
+        For a board that did not keep a member's tie; :meth:`_find` explains
+        the search.
+
+        Runtime complexity: O(log N) plus the nodes walked past
+
+        >>> sl = SkipList(random.Random(0))
+        >>> sl.build([(1, 0, "a"), (2, 4, "b"), (2, 9, "c")])
+        >>> sl.tie_of(2, "c"), sl.tie_of(1, "a")
+        ((9, 1), (0, 0))
+        >>> sl.oldest_last = True
+        >>> sl.tie_of(2, "c")
+        (9, 0)
+
+        :raises KeyError: if no node with ``primary`` holds ``member``.
+        """
+        x, _, distance = self._find(primary, member)
+        return x[1], distance
+
+    def position_of(self, primary: Any, member: Any) -> int:
+        """0-based position of the node holding ``member`` among those with
+        ``primary``: :meth:`tie_of` and :meth:`position` in one search.
+
+        Runtime complexity: O(log N) plus the nodes walked past
+
+        >>> sl = SkipList(random.Random(0))
+        >>> sl.oldest_last = True
+        >>> sl.build([(1, 0, "a"), (2, 4, "b"), (2, 9, "c")])
+        >>> sl.position_of(2, "b")
+        1
+
+        :raises KeyError: if no node with ``primary`` holds ``member``.
+        """
+        x, r, _ = self._find(primary, member)
+        self._finger = (x, r)  # as position() leaves it, for reads around x
+        return r - 1
+
+    def _find(self, primary: Any, member: Any) -> tuple[_Node, int, int]:
+        """``(node, rank, distance)`` of the node holding ``member`` among
+        those with ``primary`` (``rank`` 1-based), found from the oldest end
+        of the run.
+
+        One search, comparing primaries only and summing spans as
+        :meth:`position` does, stops at the run's oldest end: its last node
+        when :attr:`oldest_last` is true (cross links while the next primary
+        is <= ``primary``), else the node before its first (cross while it
+        is <).  Then level 0 is walked into the run (``backward`` or
+        ``forward``) until the member turns up, usually at once: a member
+        that arrived near the oldest end is found within ``RUN_SCAN_LIMIT``
+        steps.
+
+        Runtime complexity: O(log N) plus the nodes walked past
+
+        :raises KeyError: if no node with ``primary`` holds ``member``.
+        """
+        x = self.header
+        r = 0
+        if self.oldest_last:
+            for f in range(2 + 2 * self.level, 3, -2):
+                y = x[f]
+                while y is not None and y[0] <= primary:
+                    r += x[f + 1]
+                    x = y
+                    y = x[f]
+            y = None if x is self.header else x  # the run's last node, rank r
+            slot = 3  # walk backward
+            step = -1
+        else:
+            for f in range(2 + 2 * self.level, 3, -2):
+                y = x[f]
+                while y is not None and y[0] < primary:
+                    r += x[f + 1]
+                    x = y
+                    y = x[f]
+            y = x[4]  # the run's first node
+            r += 1
+            slot = 4  # walk forward
+            step = 1
+        distance = 0
+        while y is not None and y[0] == primary:
+            if y[2] == member:
+                return y, r, distance
+            y = y[slot]
+            r += step
+            distance += 1
+        raise KeyError((primary, member))
 
     def _count_below(self, p: Any, t: Any) -> int:
         """Number of entries whose key is < ``(p, t)``: walk down from the

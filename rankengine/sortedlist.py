@@ -132,7 +132,7 @@ from typing import Any, Final, Protocol, TypeAlias
 
 from sortedcontainers import SortedList  # type: ignore[import-untyped, unused-ignore]
 
-from rankengine.index import Entry3
+from rankengine.index import RUN_SCAN_LIMIT, Entry3
 
 __all__ = ["DEFAULT_LOAD", "MIN_LOAD", "SortedListIndex"]
 
@@ -297,6 +297,7 @@ class SortedListIndex:
         "_ttype",
         "_valid",
         "_walks",
+        "oldest_last",
     )
 
     def __init__(self, *, load: int = DEFAULT_LOAD) -> None:
@@ -323,6 +324,11 @@ class SortedListIndex:
         self._walks = 0
         self._load = load
         self._half = load >> 1
+        #: Which end of a run of equal primaries is the oldest (see
+        #: :mod:`rankengine.index`): True for the last entry, False for the
+        #: first, None (the default) when no one asks; ``insert`` and
+        #: ``move`` then return None.
+        self.oldest_last: bool | None = None
 
     def __len__(self) -> int:
         """Number of entries.
@@ -625,14 +631,68 @@ class SortedListIndex:
         else:
             self.clear()
 
+    def _near(self, i: int, b: int, primary: Any) -> bool | None:
+        """Does the entry at ``(i, b)`` lie fewer than ``RUN_SCAN_LIMIT``
+        entries from the oldest end of its run of ``primary``?
+
+        One look at the entry ``RUN_SCAN_LIMIT`` slots towards the oldest end
+        (K = ``RUN_SCAN_LIMIT``; oldest last, a descending board)::
+
+            ps   ... 7  7  7  9  9 ...        b: the entry, c = b + K
+                     b        c               ps[c] != 7: fewer than K entries
+                                              of the run follow b, so it is near
+
+        When slot ``c`` lies in the next (or, oldest first, the previous)
+        block, that block's slot is read instead, unless the run ends in
+        this block; when it lies beyond that block too, the answer is a
+        conservative False.  None while :attr:`oldest_last` is None.
+
+        Runtime complexity: O(1)
+
+        >>> index = SortedListIndex()
+        >>> index.oldest_last = True
+        >>> index.build([(5, k, str(k)) for k in range(10)] + [(6, 0, "x")])
+        >>> index._near(0, 1, 5), index._near(0, 2, 5), index._near(0, 10, 6)
+        (False, True, True)
+        """
+        last = self.oldest_last
+        if last is None:
+            return None
+        lists = self._lists
+        ps = lists[i]
+        near: bool
+        if last:
+            c = b + RUN_SCAN_LIMIT
+            if c < len(ps):
+                near = ps[c] != primary
+            elif ps[-1] != primary or i + 1 == len(lists):
+                near = True  # the run ends in this block
+            else:
+                c -= len(ps)
+                ps = lists[i + 1]
+                near = c < len(ps) and ps[c] != primary
+            return near
+        c = b - RUN_SCAN_LIMIT
+        if c >= 0:
+            near = ps[c] != primary
+        elif ps[0] != primary or not i:
+            near = True  # the run starts in this block
+        else:
+            ps = lists[i - 1]
+            c += len(ps)
+            near = c >= 0 and ps[c] != primary
+        return near
+
     # ------------------------------------------------------------------
     # Mutation
     # ------------------------------------------------------------------
 
-    def insert(self, primary: Any, tie: Any, member: Any) -> None:
+    def insert(self, primary: Any, tie: Any, member: Any) -> bool | None:
         """Add an entry.
 
-        The key ``(primary, tie)`` must not be present.
+        The key ``(primary, tie)`` must not be present.  Returns whether
+        the entry lies near the oldest end of its run (see :meth:`_near`),
+        or None while :attr:`oldest_last` is None.
 
         Runtime complexity: O(log N)
 
@@ -657,7 +717,7 @@ class SortedListIndex:
             maxes.append(primary)
             self._sl._len = 1
             del self._index[:]
-            return
+            return None if self.oldest_last is None else True
         i = bisect_left(maxes, primary)
         if i == len(maxes):
             i -= 1
@@ -678,10 +738,12 @@ class SortedListIndex:
         self._members[i].insert(a, member)
         self._sl._len += 1
         maxes[i] = ps[-1]
+        near = self._near(i, a, primary)
         if len(ps) > self._load << 1:
             self._split(i)
         else:
             self._resized(i, 1)
+        return near
 
     def remove(self, primary: Any, tie: Any) -> None:
         """Remove the entry with this key.
@@ -699,11 +761,13 @@ class SortedListIndex:
         i, a = self._locate(primary, tie)
         self._delete(i, a)
 
-    def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> None:
+    def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> bool | None:
         """Re-key an entry (a score change), keeping its member.
 
         The old key must be present and the new key absent.  This is the hot
-        path of a leaderboard: ``ZINCRBY``.  Three cases, cheapest first:
+        path of a leaderboard: ``ZINCRBY``.  Returns whether the entry now
+        lies near the oldest end of its run, as :meth:`insert` does.  Three
+        cases, cheapest first:
 
         1. The new key keeps the entry between its neighbours: the two keys
            are overwritten in place (Redis' ``zslUpdateScore``).
@@ -723,18 +787,6 @@ class SortedListIndex:
 
         :raises KeyError: if the old key is absent or the new key is present
         """
-        # The new values must fit the column kinds.  This is _fits() inlined
-        # (two calls would cost more than the tests): a typed column needs
-        # the value's type to be its own, an int64 column the value in range.
-        pkind: Any = self._ptype
-        tkind: Any = self._ttype
-        if (
-            (type(new_primary) is not pkind and pkind is not object)
-            or (pkind is int and not _INT64_MIN <= new_primary <= _INT64_MAX)
-            or (type(new_tie) is not tkind and tkind is not object)
-            or (tkind is int and not _INT64_MIN <= new_tie <= _INT64_MAX)
-        ):
-            self._admit(new_primary, new_tie)
         maxes = self._maxes
         i = bisect_left(maxes, primary)
         try:
@@ -750,6 +802,52 @@ class SortedListIndex:
             a = bisect_left(ts, tie, a, hi)
             if a == hi or ts[a] != tie:
                 raise KeyError((primary, tie))
+        return self._move_at(i, a, new_primary, new_tie)
+
+    def move_member(self, primary: Any, member: Any, new_primary: Any, new_tie: Any) -> bool | None:
+        """:meth:`move` for an entry known by its primary and member, not its
+        tie: the entry is found as :meth:`tie_of` finds it, from the oldest
+        end of its run (for a board that did not keep the member's tie).
+
+        Runtime complexity: O(log N) plus the entries scanned past
+
+        >>> index = SortedListIndex()
+        >>> index.oldest_last = True
+        >>> index.build([(1, 0, "a"), (2, -7, "b"), (2, -3, "c")])
+        >>> index.move_member(2, "c", 5, -8)
+        True
+        >>> list(index.iter_range(0, 3))
+        [(1, 0, 'a'), (2, -7, 'b'), (5, -8, 'c')]
+
+        :raises KeyError: if no entry with ``primary`` holds ``member``, or
+            the new key is present
+        """
+        i, a, _ = self._find(primary, member)
+        return self._move_at(i, a, new_primary, new_tie)
+
+    def _move_at(self, i: int, a: int, new_primary: Any, new_tie: Any) -> bool | None:
+        """The body of :meth:`move` once the entry is found at ``(i, a)``.
+
+        Runtime complexity: O(log N)
+        """
+        # The new values must fit the column kinds.  This is _fits() inlined
+        # (two calls would cost more than the tests): a typed column needs
+        # the value's type to be its own, an int64 column the value in range.
+        # (A column that turns into lists keeps its blocks' shapes, so
+        # ``(i, a)`` still names the entry.)
+        pkind: Any = self._ptype
+        tkind: Any = self._ttype
+        if (
+            (type(new_primary) is not pkind and pkind is not object)
+            or (pkind is int and not _INT64_MIN <= new_primary <= _INT64_MAX)
+            or (type(new_tie) is not tkind and tkind is not object)
+            or (tkind is int and not _INT64_MIN <= new_tie <= _INT64_MAX)
+        ):
+            self._admit(new_primary, new_tie)
+        maxes = self._maxes
+        ps = self._lists[i]
+        ts = self._ties[i]
+        primary = ps[a]
         # Fast test for "same block": primaries strictly inside the block's
         # range.  Two number comparisons instead of a bisect over _maxes;
         # equal primaries (ties) take the general test.
@@ -780,7 +878,7 @@ class SortedListIndex:
                     b = bisect_left(ts, new_tie, b, hi)
                     if ts[b] == new_tie:
                         if b == a:  # the new key is the old key: nothing to do
-                            return
+                            return self._near(i, a, new_primary)
                         raise KeyError((new_primary, new_tie))
             # ``b`` is the slot with the entry still at ``a``.
             if b > a + 1:
@@ -791,7 +889,7 @@ class SortedListIndex:
                 ps[a] = new_primary
                 ts[a] = new_tie
                 maxes[i] = ps[-1]
-                return
+                return self._near(i, a, new_primary)
             # Case 2: one delete and one insert per column (memmove).  Measured
             # against sliding only the run between ``a`` and ``b`` with slice
             # assignment: no slower on the typed columns, and 20% faster on
@@ -804,7 +902,7 @@ class SortedListIndex:
             ms = self._members[i]
             ms.insert(b, ms.pop(a))
             maxes[i] = ps[-1]
-            return
+            return self._near(i, b, new_primary)
         # Case 3: another block.
         qs = self._lists[j]
         qt = self._ties[j]
@@ -821,6 +919,7 @@ class SortedListIndex:
         self._members[j].insert(b, self._members[i].pop(a))
         maxes[i] = ps[-1]  # more than one block, so ``ps`` keeps >= 2 entries
         maxes[j] = qs[-1]
+        near = self._near(j, b, new_primary)  # before a split or merge renumbers blocks
         double = self._load << 1
         if len(qs) > double or len(ps) <= self._half:
             # The blocks between i and j moved by one entry: stale offsets.
@@ -833,6 +932,7 @@ class SortedListIndex:
                 self._merge(i)
         else:
             self._transfer(i, j)
+        return near
 
     def clear(self) -> None:
         """Remove every entry.
@@ -938,34 +1038,98 @@ class SortedListIndex:
         self._set_maxes(_block(pkind, [block[-1] for block in lists]))
         self._sl._len = n
 
-    def tie_of(self, primary: Any, member: Any) -> Any:
-        """The tie of the entry holding ``member`` among those with ``primary``.
+    def tie_of(self, primary: Any, member: Any) -> tuple[Any, int]:
+        """``(tie, distance)`` of the entry holding ``member`` among those with
+        ``primary``; ``distance`` is the number of entries of the run between
+        it and the run's oldest end (see :mod:`rankengine.index`).
 
         For a board that did not keep a member's tie (see
-        ``BoardCore._find_tie``): two bisects find the first entry with
-        ``primary``, which is usually the member; otherwise the run of equal
-        primaries is scanned, block by block.
+        ``BoardCore._find_tie``); :meth:`_find` explains the search.
 
-        Runtime complexity: O(log N) plus the run of entries sharing ``primary``
+        Runtime complexity: O(log N) plus the entries scanned past
 
         >>> index = SortedListIndex()
         >>> index.build([(1, 0, "a"), (2, 4, "b"), (2, 9, "c")])
         >>> index.tie_of(2, "c"), index.tie_of(1, "a")
+        ((9, 1), (0, 0))
+        >>> index.oldest_last = True
+        >>> index.tie_of(2, "c")
         (9, 0)
 
         :raises KeyError: if no entry with ``primary`` holds ``member``
         """
+        i, a, distance = self._find(primary, member)
+        return self._ties[i][a], distance
+
+    def position_of(self, primary: Any, member: Any) -> int:
+        """0-based position of the entry holding ``member`` among those with
+        ``primary``: :meth:`tie_of` and :meth:`position` in one search.
+
+        Runtime complexity: O(log N) plus the entries scanned past
+
+        >>> index = SortedListIndex()
+        >>> index.oldest_last = False
+        >>> index.build([(1, 0, "a"), (2, 4, "b"), (2, 9, "c")])
+        >>> index.position_of(2, "c")
+        2
+
+        :raises KeyError: if no entry with ``primary`` holds ``member``
+        """
+        i, a, _ = self._find(primary, member)
+        if i < self._valid:
+            return self._offsets[i] + a
+        return self._offset_of(i) + a
+
+    def _find(self, primary: Any, member: Any) -> tuple[int, int, int]:
+        """``(block, offset, distance)`` of the entry holding ``member`` among
+        those with ``primary``, found from the oldest end of the run.
+
+        Two bisects find the run's oldest end -- its last entry when
+        :attr:`oldest_last` is true, else its first -- where the member
+        usually is (a run is usually one entry); otherwise the run is
+        scanned from there, block by block.  A member that arrived near the
+        oldest end is found within ``RUN_SCAN_LIMIT`` steps.
+
+        Runtime complexity: O(log N) plus the entries scanned past
+
+        :raises KeyError: if no entry with ``primary`` holds ``member``
+        """
         maxes = self._maxes
-        i = bisect_left(maxes, primary)
         lists = self._lists
+        members = self._members
+        distance = 0
+        if self.oldest_last:
+            # The run's last entry: in the first block whose maximum is above
+            # ``primary``, or at the end of the block before.
+            i = bisect_right(maxes, primary)
+            b = bisect_right(lists[i], primary) if i < len(maxes) else 0
+            if not b:
+                i -= 1
+                b = len(lists[i]) if i >= 0 else 0
+            while i >= 0:
+                ps = lists[i]
+                ms = members[i]
+                a = b - 1
+                while a >= 0 and ps[a] == primary:
+                    if ms[a] == member:
+                        return i, a, distance
+                    a -= 1
+                    distance += 1
+                if a >= 0:
+                    break  # the run started inside this block
+                i -= 1
+                b = len(lists[i]) if i >= 0 else 0
+            raise KeyError((primary, member))
+        i = bisect_left(maxes, primary)
         a = bisect_left(lists[i], primary) if i < len(maxes) else 0
         while i < len(lists):
             ps = lists[i]
-            ms = self._members[i]
+            ms = members[i]
             while a < len(ps) and ps[a] == primary:
                 if ms[a] == member:
-                    return self._ties[i][a]
+                    return i, a, distance
                 a += 1
+                distance += 1
             if a < len(ps):
                 break  # the run ended inside this block
             i += 1

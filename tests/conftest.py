@@ -16,6 +16,8 @@ instead of skipping).
 from __future__ import annotations
 
 import importlib
+import itertools
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +26,7 @@ from listindex import ListIndex
 from redis_service import redis_board
 
 from rankengine import Leaderboard
+from rankengine.index import RUN_SCAN_LIMIT
 
 #: Every backend the behaviour suites run on, in one place.
 BACKENDS: list[str] = ["sortedlist", "skiplist", "reference", "redis"]
@@ -91,6 +94,24 @@ def backend(request: pytest.FixtureRequest) -> str:
 def make_board(backend: str) -> BoardFactory:
     """``make_board(**kwargs)`` builds an empty board on this test's backend."""
     return board_factory(backend)
+
+
+def untied_far_members(board: Any) -> list[Any]:
+    """Members missing from a first-to-reach board's tie map although they lie
+    ``RUN_SCAN_LIMIT`` or more entries from the oldest end of their run of
+    equal scores.  After any history of ordinary writes (clocks that only
+    grow) there are none: the index finds every member it was not given a
+    tie for by a short scan (see ``rankengine.index``)."""
+    if not isinstance(board, Leaderboard) or board.tie_break != "first":
+        return []
+    entries = board._index.iter_range(0, len(board._index))
+    far: list[Any] = []
+    for _, run in itertools.groupby(entries, key=operator.itemgetter(0)):
+        members = [member for _, _, member in run]
+        if board._desc:
+            members.reverse()  # oldest end first
+        far += [m for m in members[RUN_SCAN_LIMIT:] if m not in board._tie]
+    return far
 
 
 def snapshot(board: Any) -> tuple[Any, ...]:

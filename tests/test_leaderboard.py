@@ -13,11 +13,13 @@ import random
 from typing import Any
 
 import pytest
+from conftest import untied_far_members
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from model import Model, combine
 
 from rankengine import Leaderboard
+from rankengine.index import RUN_SCAN_LIMIT
 
 INF = math.inf
 STYLES = ("unique", "dense", "competition")
@@ -417,6 +419,18 @@ def test_set_many_applies_pairs_in_order_for_ties(make_board: Any) -> None:
     by_member.set_many([("a", 1), ("a", 5)])
     by_member._check()
     assert list(by_member) == ["b", "a"]
+
+
+@pytest.mark.parametrize("tie_break", ["member", "first"])
+def test_batch_back_to_an_equal_score_of_another_type(make_board: Any, tie_break: str) -> None:
+    # 2 -> 0 -> 2.0 in one batch: the key compares equal to where it started,
+    # but the board now holds the float, in its reads as in score()
+    board = make_board(tie_break=tie_break)
+    board.set_many([("a", 2), ("b", 7)])
+    board.set_many([("a", 0), ("a", 2.0)])
+    board._check()
+    assert [(m, type(s)) for m, s in board.items()] == [("b", int), ("a", float)]
+    assert type(board.score("a")) is float
 
 
 def test_set_many_with_when_applies_to_the_batch_so_far(make_board: Any) -> None:
@@ -1303,8 +1317,147 @@ def test_set_many_on_an_empty_board_equals_set_calls(
     bulk._check()
     assert changed == len({m for m, _ in pairs})
     assert _bulk_state(bulk) == _bulk_state(loop)
-    # and it goes on like the loop-built board (ties read lazily from the index)
+    # and it goes on like the loop-built board (ties read from the index)
     for member, _ in pairs[:4]:
         assert bulk.incr(member, 1) == loop.incr(member, 1)
         bulk._check()
         assert _bulk_state(bulk) == _bulk_state(loop)
+
+
+# ----------------------------------------------------------------------
+# The tie map: only members deep in a run of equal scores
+# ----------------------------------------------------------------------
+NATIVE = ["sortedlist", "skiplist"]
+
+
+def _deep(board: Leaderboard, score: Any) -> set[Any]:
+    """Members of the run of ``score`` RUN_SCAN_LIMIT or more entries from its
+    oldest end (the member that reached the score first)."""
+    run = [m for m, s in board.items() if s == score]  # best first: oldest first
+    return set(run[RUN_SCAN_LIMIT:])
+
+
+@pytest.mark.parametrize("backend", NATIVE)
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_members_missing_from_the_tie_map_lie_near_the_oldest_end(backend: Any, order: str) -> None:
+    # A history of ordinary writes on few scores: runs grow far deeper than
+    # RUN_SCAN_LIMIT, members join and leave them by sets and increments,
+    # leave the board, come back in batches small (one by one) and large
+    # (a bulk rebuild).
+    rng = random.Random(f"{backend}-{order}")
+    board = Leaderboard(backend=backend, order=order)
+    model = Model(order=order)
+    names = [f"m{k}" for k in range(120)]
+    for step in range(3000):
+        member = rng.choice(names)
+        roll = rng.random()
+        if roll < 0.1:
+            assert board.remove(member) == model.remove(member)
+        elif roll < 0.45:
+            delta = rng.choice([1, -1, 2])
+            assert board.incr(member, delta) == model.incr(member, delta)
+        elif roll < 0.98:
+            score = rng.randint(0, 6)
+            assert board.set(member, score) == model.set(member, score)
+        else:
+            batch = [(rng.choice(names), rng.randint(0, 6)) for _ in range(rng.choice([3, 60]))]
+            assert board.set_many(batch) == model.set_many(batch)
+        if step % 100 == 99:
+            board._check()
+            assert untied_far_members(board) == []
+            assert board.items() == model.items()
+    # deep runs happened: some members are kept, not all
+    assert 0 < len(board._tie) < len(board)
+
+
+@pytest.mark.parametrize("backend", NATIVE)
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_tie_map_stays_empty_while_every_score_is_distinct(backend: Any, order: str) -> None:
+    bulk = Leaderboard(backend=backend, order=order)
+    bulk.set_many({f"m{i}": 10 * i for i in range(2000)})  # the columnar bulk load
+    single = Leaderboard(backend=backend, order=order)
+    for i in range(2000):
+        single.set(f"m{i}", 10 * i)
+    for board in (bulk, single):
+        assert board._tie == {}
+        for i in range(2000):  # one increment of every member: still distinct
+            board.incr(f"m{i}", 1 + i % 9)
+        assert board._tie == {}
+        # reads (and the shard merger's key look-up) leave it alone too
+        for i in range(0, 2000, 7):
+            member = f"m{i}"
+            assert board.rank(member) == (2000 - i if order == "desc" else i + 1)
+            board.around(member, 2)
+            board.entry(member)
+            board._tie_of(member)
+        assert board._tie == {}
+        board._check()
+
+
+@pytest.mark.parametrize("backend", NATIVE)
+@pytest.mark.parametrize("order", ["desc", "asc"])
+@pytest.mark.parametrize("bulk", [False, True])
+def test_tie_map_keeps_the_deep_members_of_a_huge_run(
+    backend: Any, order: str, bulk: bool, tmp_path: Any
+) -> None:
+    members = [f"m{i}" for i in range(100)]
+    board = Leaderboard(backend=backend, order=order)
+    board.set("other", 1)  # a batch of 100 into a board of 1 is a bulk rebuild
+    if bulk:
+        board.set_many([(m, 5) for m in members])
+    else:
+        for m in members:
+            board.set(m, 5)
+    board._check()
+    # m0 reached 5 first: it and the next RUN_SCAN_LIMIT - 1 are found by a scan
+    assert set(board._tie) == set(members[RUN_SCAN_LIMIT:]) == _deep(board, 5)
+    assert [m for m, _ in board.items()][:3] == (
+        ["m0", "m1", "m2"] if order == "desc" else ["other", "m0", "m1"]
+    )
+    # the oldest leave by increments (and land alone on 6: not kept); a
+    # newcomer joins at the newest end, deep
+    for m in members[:RUN_SCAN_LIMIT]:
+        board.incr(m, 1)
+    board.set("late", 5)
+    board._check()
+    assert set(board._tie) == set(members[RUN_SCAN_LIMIT:]) | {"late"}
+    ranks = [board.rank(m) for m in [*members[RUN_SCAN_LIMIT:], "late"]]
+    assert ranks == sorted(ranks)  # first to reach 5 ranks first
+    # recovery keeps exactly the members deep in their runs now
+    with Leaderboard.open(
+        tmp_path / "board", backend=backend, order=order, fsync="never"
+    ) as durable:
+        durable.set_many(board.items())
+        for m, _ in [*board.items()][:50]:
+            durable.incr(m, 0.5)  # leave the run, and come back by a new clock
+            durable.incr(m, -0.5)
+        expected_deep = _deep(durable, 5)
+        durable.compact()
+    with Leaderboard.open(tmp_path / "board") as again:
+        again._check()
+        assert set(again._tie) == expected_deep
+        assert untied_far_members(again) == []
+
+
+@pytest.mark.parametrize("backend", NATIVE)
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_untied_members_are_moved_and_ranked_in_one_search(
+    backend: Any, order: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A member missing from the tie map is moved (move_member) and ranked
+    # (position_of) by its score and name: its tie is never read first.
+    board = Leaderboard(backend=backend, order=order)
+    board.set_many({f"m{i}": 3 * i for i in range(100)})
+    assert board._tie == {}
+
+    def two_searches(*args: Any) -> Any:
+        raise AssertionError("the tie was read before the move or the rank")
+
+    monkeypatch.setattr(type(board._index), "tie_of", two_searches)
+    for i in range(100):
+        board.incr(f"m{i}", 1)  # the increment fast path
+        board.set(f"m{i}", 3 * i + 2)  # _put
+        assert board.rank(f"m{i}") == (100 - i if order == "desc" else i + 1)
+        assert board.entry(f"m{i}") is not None
+    monkeypatch.undo()
+    board._check()

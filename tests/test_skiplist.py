@@ -9,6 +9,7 @@ mutation is followed by ``_check()``, which verifies the internal invariants
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from typing import Any
 
@@ -23,6 +24,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from rankengine.index import RUN_SCAN_LIMIT
 from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _height
 
 Entry = tuple[Any, Any, Any]
@@ -66,6 +68,13 @@ class Reference:
     def __contains__(self, key: tuple[Any, Any]) -> bool:
         i = bisect.bisect_left(self.keys(), key)
         return i < len(self.items) and self.items[i][:2] == key
+
+    def distance(self, primary: Any, tie: Any, *, oldest_last: bool | None) -> int:
+        """Entries of the run of ``primary`` between ``(primary, tie)`` and
+        the run's oldest end (its last entry when ``oldest_last``)."""
+        run = [t for p, t, _ in self.items if p == primary]
+        k = run.index(tie)
+        return len(run) - 1 - k if oldest_last else k
 
 
 def assert_same(sl: SkipList, ref: Reference) -> None:
@@ -453,6 +462,69 @@ def test_small_moves_ahead_keep_invariants(max_level: int) -> None:
         assert list(sl) == sorted((p, t, m) for (p, t), m in ref.items())
 
 
+@pytest.mark.parametrize("oldest_last", [False, True])
+@pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
+def test_search_run_end_stops_before_the_oldest_node(oldest_last: bool, max_level: int) -> None:
+    # Runs of 1 .. 12 nodes: the search fills update[i] with the last node
+    # before the run's oldest node on every level, rank[i] with its rank,
+    # and returns that oldest node (the run's last when oldest_last).
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 13) for t in range(p)]
+    sl = SkipList(random.Random(max_level), max_level=max_level)
+    sl.oldest_last = oldest_last
+    sl.build(entries)
+    nodes = [sl.header, *sl._nodes()]
+    for p in range(14):
+        x = sl._search_run_end(p)
+        run = [n for n in nodes[1:] if n[0] == p]
+        if not run:
+            assert x is None or x[0] != p
+            continue
+        oldest = run[-1] if oldest_last else run[0]
+        assert x is oldest
+        at = next(k for k, n in enumerate(nodes) if n is oldest)
+        for i in range(sl.level):
+            before = [k for k in range(at) if k == 0 or _height(nodes[k]) > i][-1]
+            assert sl._update[i] is nodes[before], (p, i)
+            assert sl._rank[i] == before, (p, i)
+
+
+@pytest.mark.parametrize("oldest_last", [False, True])
+@pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
+def test_move_member_takes_one_search(
+    oldest_last: bool, max_level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Wherever the node sits in its run, move_member searches once (to the
+    # run's oldest end), walks level 0 to the node and corrects update[]
+    # (_seek_member): no search from the header for its key, no tie_of.
+    searches: list[Any] = []
+    for name in ("tie_of", "_search_update_rank", "_search_update"):
+        method = getattr(SkipList, name)
+
+        def counting(self: SkipList, *args: Any, method: Any = method, name: str = name) -> Any:
+            searches.append(name)
+            return method(self, *args)
+
+        monkeypatch.setattr(SkipList, name, counting)
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 13) for t in range(p)]
+    for seed, (p, t, m) in itertools.product(range(6), entries):
+        sl = SkipList(random.Random(seed), max_level=max_level)
+        sl.oldest_last = oldest_last
+        sl.build(entries)
+        near = sl.move_member(p, m, 99, -1)  # a larger key: moved ahead by finger
+        assert searches == []
+        sl._check()
+        assert sl.entry(len(sl) - 1) == (99, -1, m)
+        assert near is True
+        # and back down (a smaller key: relinked after a search, as move does)
+        sl.move_member(99, m, p, t)
+        assert list(sl) == entries
+        searches.clear()
+    with pytest.raises(KeyError):
+        sl.move_member(12, "nobody", 0, 0)
+    with pytest.raises(KeyError):
+        sl.move_member(13, "m12.0", 0, 0)
+
+
 def test_move_absent_raises() -> None:
     sl, ref = filled(40)
     with pytest.raises(KeyError):
@@ -638,20 +710,70 @@ class SkipListMachine(RuleBasedStateMachine):
         super().__init__()
         self.sl = SkipList()
         self.ref = Reference()
+        self.serial = 0  # members are unique: they are looked up by name too
 
-    @initialize(max_level=st.sampled_from([1, 2, 4, MAX_LEVEL]), seed=st.integers(0, 2**16))
-    def setup(self, max_level: int, seed: int) -> None:
+    @initialize(
+        max_level=st.sampled_from([1, 2, 4, MAX_LEVEL]),
+        seed=st.integers(0, 2**16),
+        oldest_last=st.sampled_from([None, False, True]),
+    )
+    def setup(self, max_level: int, seed: int, oldest_last: bool | None) -> None:
         self.sl = SkipList(random.Random(seed), max_level=max_level)
+        self.sl.oldest_last = oldest_last
+
+    def _check_near(self, primary: int, tie: int, near: bool | None) -> None:
+        """insert/move said whether the entry lies near its run's oldest end:
+        exactly right (the skip list walks level 0), or None when not asked."""
+        last = self.sl.oldest_last
+        if last is None:
+            assert near is None
+        else:
+            distance = self.ref.distance(primary, tie, oldest_last=last)
+            assert near == (distance < RUN_SCAN_LIMIT), (primary, tie, distance, near)
 
     @rule(primary=PRIMARIES, tie=TIES)
     def insert(self, primary: int, tie: int) -> None:
-        entry = (primary, tie, f"m{primary}.{tie}")
+        self.serial += 1
+        entry = (primary, tie, f"m{primary}.{tie}#{self.serial}")
         if (primary, tie) in self.ref:
             with pytest.raises(ValueError, match="already present"):
                 self.sl.insert(*entry)
         else:
-            self.sl.insert(*entry)
+            near = self.sl.insert(*entry)
             self.ref.insert(entry)
+            self._check_near(primary, tie, near)
+
+    @rule(primary=PRIMARIES, count=st.integers(1, 13))
+    def insert_run(self, primary: int, count: int) -> None:
+        """Ties 0 .. count - 1 on one primary: runs deeper than RUN_SCAN_LIMIT."""
+        for tie in range(count):
+            if (primary, tie) not in self.ref:
+                self.insert(primary, tie)
+
+    @precondition(lambda self: self.ref.items)
+    @rule(data=st.data())
+    def find_by_member(self, data: st.DataObject) -> None:
+        p, t, m = data.draw(st.sampled_from(self.ref.items))
+        distance = self.ref.distance(p, t, oldest_last=self.sl.oldest_last)
+        assert self.sl.tie_of(p, m) == (t, distance)
+        assert self.sl.position_of(p, m) == self.ref.index(p, t)
+        with pytest.raises(KeyError):
+            self.sl.tie_of(p, "nobody")
+        with pytest.raises(KeyError):
+            self.sl.position_of(p + 1, m)
+
+    @precondition(lambda self: self.ref.items)
+    @rule(data=st.data(), new_primary=PRIMARIES, new_tie=TIES)
+    def move_member(self, data: st.DataObject, new_primary: int, new_tie: int) -> None:
+        p, t, m = data.draw(st.sampled_from(self.ref.items))
+        if (new_primary, new_tie) in self.ref and (new_primary, new_tie) != (p, t):
+            with pytest.raises(ValueError, match="already present"):
+                self.sl.move_member(p, m, new_primary, new_tie)
+            return
+        near = self.sl.move_member(p, m, new_primary, new_tie)
+        self.ref.remove(p, t)
+        self.ref.insert((new_primary, new_tie, m))
+        self._check_near(new_primary, new_tie, near)
 
     @precondition(lambda self: self.ref.items)
     @rule(data=st.data())
@@ -681,14 +803,15 @@ class SkipListMachine(RuleBasedStateMachine):
 
     def _move(self, p: int, t: int, m: str, new_p: int, new_t: int) -> None:
         if (new_p, new_t) == (p, t):
-            self.sl.move(p, t, new_p, new_t)
+            self._check_near(p, t, self.sl.move(p, t, new_p, new_t))
         elif (new_p, new_t) in self.ref:
             with pytest.raises(ValueError, match="already present"):
                 self.sl.move(p, t, new_p, new_t)
         else:
-            self.sl.move(p, t, new_p, new_t)
+            near = self.sl.move(p, t, new_p, new_t)
             self.ref.remove(p, t)
             self.ref.insert((new_p, new_t, m))
+            self._check_near(new_p, new_t, near)
 
     @rule(primary=PRIMARIES, tie=TIES, inclusive=st.booleans())
     def counts(self, primary: int, tie: int, inclusive: bool) -> None:

@@ -26,6 +26,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from rankengine.index import RUN_SCAN_LIMIT
 from rankengine.sortedlist import DEFAULT_LOAD, MIN_LOAD, REBUILD_MIN, SortedListIndex
 
 Entry = tuple[Any, Any, Any]
@@ -72,6 +73,13 @@ class Reference:
         if inclusive:
             return sum(1 for p, _, _ in self.items if p <= primary)
         return sum(1 for p, _, _ in self.items if p < primary)
+
+    def distance(self, primary: Any, tie: Any, *, oldest_last: bool | None) -> int:
+        """Entries of the run of ``primary`` between ``(primary, tie)`` and
+        the run's oldest end (its last entry when ``oldest_last``)."""
+        run = [t for p, t, _ in self.items if p == primary]
+        k = run.index(tie)
+        return len(run) - 1 - k if oldest_last else k
 
 
 def contents(index: SortedListIndex) -> list[Entry]:
@@ -238,17 +246,122 @@ def test_columns_between_all_windows_both_directions() -> None:
         index.columns_between(0, n + 1)
 
 
-def test_tie_of_finds_every_member_in_runs_across_blocks() -> None:
-    # runs of 1, 2, ... 9 equal primaries in blocks of 4-8: runs cross blocks
-    entries = [(p, t, f"m{p}.{t}") for p in range(1, 10) for t in range(p)]
+@pytest.mark.parametrize("oldest_last", [None, False, True])
+def test_tie_of_finds_every_member_in_runs_across_blocks(oldest_last: bool | None) -> None:
+    # runs of 1, 2, ... 12 equal primaries in blocks of 4-8: runs cross blocks;
+    # the distance counts the run's entries from its oldest end (the first
+    # entry unless oldest_last)
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 13) for t in range(p)]
     index = SortedListIndex(load=MIN_LOAD)
+    index.oldest_last = oldest_last
     index.build(entries)
     assert len(index._lists) > 1
     for p, t, m in entries:
-        assert index.tie_of(p, m) == t
-    for p, m in [(0, "m1.0"), (2, "m1.0"), (10, "m9.0"), (5, "nobody")]:
+        assert index.tie_of(p, m) == (t, p - 1 - t if oldest_last else t)
+    for p, m in [(0, "m1.0"), (2, "m1.0"), (13, "m9.0"), (5, "nobody"), (12, "m1.0")]:
         with pytest.raises(KeyError):
             index.tie_of(p, m)
+    index.clear()
+    with pytest.raises(KeyError):
+        index.tie_of(1, "m1.0")
+
+
+@pytest.mark.parametrize("oldest_last", [False, True])
+def test_near_reads_the_slot_run_scan_limit_away(oldest_last: bool) -> None:
+    # Runs of 1 .. 24 entries in blocks of 2-4 and of 8-16: the slot
+    # RUN_SCAN_LIMIT entries towards the oldest end lies in the entry's block,
+    # in the next block towards that end, or beyond.  _near is exact whenever
+    # it can see that slot (or the run's end in the entry's own block), and a
+    # conservative False otherwise.
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 25) for t in range(p)]
+    ref = Reference()
+    ref.items = list(entries)
+    seen = set()
+    for load in (MIN_LOAD, 16):
+        index = SortedListIndex(load=load)
+        index.oldest_last = oldest_last
+        index.build(entries)
+        lists = index._lists
+        for i, ps in enumerate(lists):
+            for b, p in enumerate(ps):
+                t = index._ties[i][b]
+                truth = ref.distance(p, t, oldest_last=oldest_last) < RUN_SCAN_LIMIT
+                if oldest_last:
+                    c = b + RUN_SCAN_LIMIT
+                    visible = (
+                        c < len(ps)
+                        or ps[-1] != p
+                        or i + 1 == len(lists)
+                        or c - len(ps) < len(lists[i + 1])
+                    )
+                else:
+                    c = b - RUN_SCAN_LIMIT
+                    visible = c >= 0 or ps[0] != p or not i or c + len(lists[i - 1]) >= 0
+                assert index._near(i, b, p) is (truth if visible else False), (load, i, b, p, t)
+                seen.add((truth, visible, 0 <= c < len(ps)))
+    # every case occurred: near and far, in the block, next door, out of view
+    assert {(True, True, True), (False, True, True), (True, True, False)} <= seen
+    assert {(False, True, False), (True, False, False), (False, False, False)} <= seen
+    index.oldest_last = None
+    assert index._near(0, 0, 1) is None
+
+
+def _visible_near(index: SortedListIndex, primary: Any, tie: Any, truth: bool) -> bool:
+    """What _near must answer for the entry ``(primary, tie)``: the truth when
+    the slot RUN_SCAN_LIMIT entries towards the oldest end is in view (the
+    entry's block, the run's end in it, or the next block that way), else a
+    conservative False."""
+    i, b = index._locate(primary, tie)
+    lists = index._lists
+    ps = lists[i]
+    if index.oldest_last:
+        c = b + RUN_SCAN_LIMIT
+        visible = (
+            c < len(ps)
+            or ps[-1] != primary
+            or i + 1 == len(lists)
+            or c - len(ps) < len(lists[i + 1])
+        )
+    else:
+        c = b - RUN_SCAN_LIMIT
+        visible = c >= 0 or ps[0] != primary or not i or c + len(lists[i - 1]) >= 0
+    return truth if visible else False
+
+
+@pytest.mark.parametrize("oldest_last", [False, True])
+@pytest.mark.parametrize("how", ["insert", "move_far", "move_near", "move_member"])
+@pytest.mark.parametrize("load", [16, 128])
+def test_writes_report_nearness_at_every_depth(oldest_last: bool, how: str, load: int) -> None:
+    # A run of 2K + 1 entries (even ties) on primary 50 among single entries;
+    # a write puts a new entry (odd tie) at every depth from the run's oldest
+    # end: by insert, by a move from a far entry (case 3 in blocks of 15,
+    # case 2 in one block of 116), by a move from the neighbouring primary
+    # (case 1 or 2), by move_member.  No block splits or merges.
+    k = RUN_SCAN_LIMIT
+    answers = set()
+    for depth in range(2 * k + 2):
+        index = SortedListIndex(load=load)
+        index.oldest_last = oldest_last
+        run = [(50, 2 * n, f"r{n}") for n in range(2 * k + 1)]
+        singles = [(p, 0, f"s{p}") for p in range(100) if p != 50]
+        index.build(sorted(run + singles))
+        tie = 4 * k - 2 * depth + 1 if oldest_last else 2 * depth - 1
+        if how == "insert":
+            near = index.insert(50, tie, "new")
+        elif how == "move_far":
+            near = index.move(3, 0, 50, tie)
+        elif how == "move_near":
+            near = index.move(49, 0, 50, tie)
+        else:
+            near = index.move_member(97, "s97", 50, tie)
+        index._check()
+        ref = Reference()
+        ref.items = contents(index)
+        assert ref.distance(50, tie, oldest_last=oldest_last) == depth
+        expected = _visible_near(index, 50, tie, depth < k)
+        assert near is expected, (depth, near)
+        answers.add(near)
+    assert answers == {True, False}
 
 
 def test_iter_range_large_load_single_block() -> None:
@@ -762,9 +875,12 @@ class IndexMachine(RuleBasedStateMachine):
         self.ref = Reference()
         self.counter = 0
 
-    @initialize(load=st.sampled_from([4, 5, 6]))
-    def setup(self, load: int) -> None:
+    @initialize(
+        load=st.sampled_from([4, 5, 6, 16]), oldest_last=st.sampled_from([None, False, True])
+    )
+    def setup(self, load: int, oldest_last: bool | None) -> None:
         self.index = SortedListIndex(load=load)
+        self.index.oldest_last = oldest_last
 
     def _member(self) -> str:
         self.counter += 1
@@ -774,14 +890,35 @@ class IndexMachine(RuleBasedStateMachine):
         """The k-th tie of a run (ascending in k)."""
         return k
 
+    def _check_near(self, primary: Any, tie: Any, near: bool | None) -> None:
+        """insert/move said whether the entry lies near its run's oldest end:
+        True only when it does, False when it does not or (conservatively)
+        when the slot RUN_SCAN_LIMIT entries away was out of view (see
+        _near); exactly right when that slot lies in the entry's block (it
+        did before any split or merge, or in a block next to it).  None
+        when not asked."""
+        last = self.index.oldest_last
+        if last is None:
+            assert near is None
+            return
+        assert near is True or near is False
+        distance = self.ref.distance(primary, tie, oldest_last=last)
+        if near:
+            assert distance < RUN_SCAN_LIMIT, (primary, tie, distance)
+        i, b = self.index._locate(primary, tie)
+        c = b + RUN_SCAN_LIMIT if last else b - RUN_SCAN_LIMIT
+        if 0 <= c < len(self.index._lists[i]):
+            assert near == (distance < RUN_SCAN_LIMIT), (primary, tie, distance)
+
     def _insert(self, primary: Any, tie: Any) -> None:
         if self.ref.has(primary, tie):
             with pytest.raises(KeyError):
                 self.index.insert(primary, tie, "dup")
             return
         member = self._member()
-        self.index.insert(primary, tie, member)
+        near = self.index.insert(primary, tie, member)
         self.ref.insert((primary, tie, member))
+        self._check_near(primary, tie, near)
 
     @rule(data=st.data())
     def insert(self, data: st.DataObject) -> None:
@@ -806,8 +943,33 @@ class IndexMachine(RuleBasedStateMachine):
             with pytest.raises(KeyError):
                 self.index.move(p, t, *new)
             return
-        self.index.move(p, t, *new)
+        near = self.index.move(p, t, *new)
         self.ref.move(p, t, *new)
+        self._check_near(*new, near)
+
+    @precondition(lambda self: self.ref.items)
+    @rule(data=st.data())
+    def find_by_member(self, data: st.DataObject) -> None:
+        p, t, m = data.draw(st.sampled_from(self.ref.items))
+        distance = self.ref.distance(p, t, oldest_last=self.index.oldest_last)
+        assert self.index.tie_of(p, m) == (t, distance)
+        assert self.index.position_of(p, m) == self.ref.index(p, t)
+        with pytest.raises(KeyError):
+            self.index.tie_of(p, "nobody")
+
+    @precondition(lambda self: self.ref.items)
+    @rule(data=st.data())
+    def move_member(self, data: st.DataObject) -> None:
+        """Move an entry found by its primary and member."""
+        p, t, m = data.draw(st.sampled_from(self.ref.items))
+        new = (data.draw(self.primaries), data.draw(self.tie_values))
+        if self.ref.has(*new) and new != (p, t):
+            with pytest.raises(KeyError):
+                self.index.move_member(p, m, *new)
+            return
+        near = self.index.move_member(p, m, *new)
+        self.ref.move(p, t, *new)
+        self._check_near(*new, near)
 
     @precondition(lambda self: self.ref.items)
     @rule(data=st.data())

@@ -4,9 +4,13 @@
   board and on ``tests/model.py`` side by side; each run draws the order
   (``desc``, ``asc`` or a composite), the tie-break and the default rank
   style, and a member type.  Scores come from a small set so that ties are
-  common, with floats, infinities and ints beyond 2**53 mixed in.  After
-  every step the board passes ``_check()`` and matches the model exactly
-  (items with score types, metadata, logical clock, backward reads).
+  common, with floats, infinities and ints beyond 2**53 mixed in.  A crowd
+  of extra members piles onto one score (one by one or by ``set_many``) and
+  leaves it by increments, so runs of equal scores grow deeper than
+  ``RUN_SCAN_LIMIT`` and the tie map keeps some members.  After every step
+  the board passes ``_check()``, matches the model exactly (items with
+  score types, metadata, logical clock, backward reads), and every member
+  missing from its tie map lies near the oldest end of its run.
 * The Redis stress properties: after thousands of random adds, removals (20%)
   and re-scores, ``rank(at(i)) == i`` for every ``i``, and reading forward
   equals reading backward reversed (``at(-i)`` and a ``pop_worst`` sequence).
@@ -19,7 +23,7 @@ import random
 from typing import Any
 
 import pytest
-from conftest import BACKENDS, board_factory, missing_reason
+from conftest import BACKENDS, board_factory, missing_reason, untied_far_members
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -47,6 +51,16 @@ POOLS = {
     "bytes": [b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h"],
     "mixed": ["a", 1, b"c", "d", 2, b"e", "g", 3],  # only where ties never compare members
 }
+#: The crowd: members beyond the pool (of the pool's type), enough for runs
+#: of equal scores deeper than RUN_SCAN_LIMIT (8).
+CROWD = 20
+CROWDS = {
+    "str": [f"c{k}" for k in range(CROWD)],
+    "int": [100 + k for k in range(CROWD)],
+    "bytes": [b"c%d" % k for k in range(CROWD)],
+    "mixed": [f"c{k}" for k in range(CROWD)],
+}
+KS = st.integers(0, CROWD - 1)
 
 
 def norm(value: Any) -> Any:
@@ -75,6 +89,7 @@ class LeaderboardMachine(RuleBasedStateMachine):
         self.board: Any = None
         self.model: Model = Model()
         self.pool: list[Any] = []
+        self.crowd: list[Any] = []
         self.composite = False
 
     @initialize(data=st.data())
@@ -83,7 +98,9 @@ class LeaderboardMachine(RuleBasedStateMachine):
         tie_break = data.draw(st.sampled_from(["first", "member"]), label="tie_break")
         style = data.draw(st.sampled_from(["unique", "dense", "competition"]), label="style")
         kinds = ["str", "int", "bytes"] + (["mixed"] if tie_break == "first" else [])
-        self.pool = POOLS[data.draw(st.sampled_from(kinds), label="members")]
+        kind = data.draw(st.sampled_from(kinds), label="members")
+        self.pool = POOLS[kind]
+        self.crowd = CROWDS[kind]
         config = {"order": order, "tie_break": tie_break, "rank_style": style}
         self.board = board_factory(self.backend)(**config)
         self.model = Model(**config)
@@ -132,6 +149,50 @@ class LeaderboardMachine(RuleBasedStateMachine):
     def incr_many(self, items: list[Any]) -> None:
         pairs = [(self.member(i), self.score(p)) for i, p in items]
         self.same(lambda x: x.incr_many(pairs))
+
+    @rule(pair=PAIRS, count=st.integers(1, CROWD), bulk=FLAGS)
+    def crowd_onto(self, pair: Any, count: int, bulk: bool) -> None:
+        """The first ``count`` crowd members onto one score: one by one, or by
+        ``set_many`` (a bulk rebuild, or the columnar load into an empty board)."""
+        s = self.score(pair)
+        members = self.crowd[:count]
+        if bulk:
+            self.same(lambda x: x.set_many([(m, s) for m in members]))
+        else:
+            for m in members:
+                self.same(lambda x, m=m: x.set(m, s))
+
+    @rule(pair=PAIRS, count=st.integers(1, CROWD))
+    def crowd_climb(self, pair: Any, count: int) -> None:
+        """The first ``count`` crowd members reach one score by increments,
+        one after another (the increment fast path builds the run)."""
+        below, step = ((pair[0] - 1, pair[1]), (1, 0)) if self.composite else (pair[0] - 1, 1)
+        for m in self.crowd[:count]:
+            self.same(lambda x, m=m: x.set(m, below))
+            self.same(lambda x, m=m: x.incr(m, step))
+
+    @rule(k=KS, pair=DELTA_PAIRS)
+    def crowd_incr(self, k: int, pair: Any) -> None:
+        """A crowd member leaves its run (and may join another)."""
+        m, d = self.crowd[k], self.score(pair)
+        self.same(lambda x: x.incr(m, d))
+
+    @rule(k=KS, pair=PAIRS)
+    def crowd_set(self, k: int, pair: Any) -> None:
+        m, s = self.crowd[k], self.score(pair)
+        self.same(lambda x: x.set(m, s))
+
+    @rule(k=KS)
+    def crowd_remove(self, k: int) -> None:
+        m = self.crowd[k]
+        self.same(lambda x: x.remove(m))
+
+    @rule(k=KS, style=STYLES)
+    def crowd_reads(self, k: int, style: Any) -> None:
+        m = self.crowd[k]
+        self.same(lambda x: x.rank(m, style=style))
+        self.same(lambda x: x.entry(m, style=style))
+        self.same(lambda x: x.around(m, 2))
 
     @rule(i=IDX)
     def remove(self, i: int) -> None:
@@ -281,6 +342,7 @@ class LeaderboardMachine(RuleBasedStateMachine):
         n = len(items)
         backward = [(e.member, e.score) for e in (board.at(-i) for i in range(1, n + 1))]
         assert backward[::-1] == items
+        assert untied_far_members(board) == []
 
 
 STATEFUL_SETTINGS = settings(
