@@ -910,6 +910,13 @@ class SkipList:
             if x is None or x[0] != primary:
                 raise KeyError((primary, member))
         update = self._update
+        if len(x) == 6 and (self.level == 1 or rank[1] < r):
+            # The usual case, kept short: X has height 1 and no tall node lies
+            # between it and ``end``, so only update[0] changes.
+            prev = x[3]
+            update[0] = self.header if prev is None else prev
+            rank[0] = r - 1
+            return x
         y = x
         ry = r
         for i in range(self.level):
@@ -935,28 +942,28 @@ class SkipList:
         """
         primary = x[0]
         tie = x[1]
-        # Fast path (Redis zslUpdateScore): the node stays between its
-        # neighbours, so only its key changes; see _rekey_in_place.
         if self._rekey_in_place(x, new_primary, new_tie):
-            return self._near(x)
-        # To a larger key (a score increment on a descending board): a
-        # finger search from the old place, then one fused pass.
-        if primary < new_primary or (primary == new_primary and tie < new_tie):
+            # Fast path (Redis zslUpdateScore): the node stays between its
+            # neighbours, so only its key changed; see _rekey_in_place.
+            pass
+        elif primary < new_primary or (primary == new_primary and tie < new_tie):
+            # To a larger key (a score increment on a descending board): a
+            # finger search from the old place, then one fused pass.
             self._move_ahead(x, new_primary, new_tie)
-            return self._near(x)
-        # Otherwise: unlink with the update[] of the search above, search
-        # for the new place from the header and relink the same node, which
-        # keeps its height (drawn independently of its key).
-        self._unlink(x)
-        nxt = self._search_update_rank(new_primary, new_tie)[4]
-        if nxt is not None and nxt[0] == new_primary and nxt[1] == new_tie:
-            # Put the node back where it was before reporting the clash.
-            self._search_update_rank(primary, tie)
+        else:
+            # Otherwise: unlink with the update[] of the search above, search
+            # for the new place from the header and relink the same node,
+            # which keeps its height (drawn independently of its key).
+            self._unlink(x)
+            nxt = self._search_update_rank(new_primary, new_tie)[4]
+            if nxt is not None and nxt[0] == new_primary and nxt[1] == new_tie:
+                # Put the node back where it was before reporting the clash.
+                self._search_update_rank(primary, tie)
+                self._link(x)
+                raise ValueError(f"key {(new_primary, new_tie)!r} is already present")
+            x[0] = new_primary
+            x[1] = new_tie
             self._link(x)
-            raise ValueError(f"key {(new_primary, new_tie)!r} is already present")
-        x[0] = new_primary
-        x[1] = new_tie
-        self._link(x)
         return self._near(x)
 
     def build(self, entries: Iterable[Entry3]) -> None:

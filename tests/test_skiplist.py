@@ -490,6 +490,25 @@ def test_search_run_end_stops_before_the_oldest_node(oldest_last: bool, max_leve
 
 @pytest.mark.parametrize("oldest_last", [False, True])
 @pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
+def test_seek_member_leaves_the_search_for_the_member(oldest_last: bool, max_level: int) -> None:
+    # From the run-end search, _seek_member finds any node of the run and
+    # leaves update[] and rank[] exactly as a search for its key does.
+    entries = [(p, t, f"m{p}.{t}") for p in range(1, 13) for t in range(p)]
+    for seed in range(4):
+        sl = SkipList(random.Random(seed), max_level=max_level)
+        sl.oldest_last = oldest_last
+        sl.build(entries)
+        for p, t, m in entries:
+            end = sl._search_run_end(p)
+            x = end if end[2] == m else sl._seek_member(end, m)
+            assert (x[0], x[1], x[2]) == (p, t, m)
+            got = (list(sl._update[: sl.level]), sl._rank[: sl.level])
+            sl._search_update_rank(p, t)
+            assert got == (list(sl._update[: sl.level]), sl._rank[: sl.level]), (seed, m)
+
+
+@pytest.mark.parametrize("oldest_last", [False, True])
+@pytest.mark.parametrize("max_level", [1, 2, 4, MAX_LEVEL])
 def test_move_member_takes_one_search(
     oldest_last: bool, max_level: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
