@@ -310,16 +310,16 @@ class BoardCore:
             # at N = 1,000,000: 0.05 s, against 0.3 s for all(map(le, ...)).
             listed = primaries.tolist() if type(primaries) is array else primaries
             ordered = listed == sorted(listed)
-            del listed
             if len(by_member) != len(members) or not ordered:
                 plain = map(abs, clocks) if negated else clocks
                 rows = zip(members, scores, plain, (metas.get(m) for m in members), strict=True)
                 self._restore(rows, clock)
                 return
             self._primary = by_member
-            self._tie = (
-                _deep_ties(primaries, ties, members, oldest_last=self._desc) if first else {}
-            )
+            # (the list of primaries: iterating an array would make an int
+            # object per entry)
+            self._tie = _deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
+            del listed
             self._meta = dict(metas)
             self._clock = clock
             self._member_type = type(members[0]) if members else None
@@ -747,8 +747,8 @@ def _deep_ties(
     Row ``i`` is that deep when row ``i + K`` holds the same primary (oldest
     last), or row ``i - K`` does (oldest first).  Every pass is C-level: the
     primary column compared with itself shifted by K (``map(eq)``), and
-    ``compress`` picks the members and ties of the deep rows, so ordinary
-    members cost no Python step.  The columns may be lists or arrays.  Any
+    ``compress`` picks the numbers of the deep rows, so ordinary members
+    cost no Python step.  The columns may be lists or arrays.  Any
     other member's tie is read from the index on demand
     (:meth:`BoardCore._find_tie`).
 
@@ -761,15 +761,12 @@ def _deep_ties(
     {'i': 9, 'j': 10}
     """
     deep = map(operator.eq, primaries, itertools.islice(primaries, RUN_SCAN_LIMIT, None))
-    for_members, for_ties = itertools.tee(deep)
     start = 0 if oldest_last else RUN_SCAN_LIMIT
-    return dict(
-        zip(
-            itertools.compress(itertools.islice(members, start, None), for_members),
-            itertools.compress(itertools.islice(ties, start, None), for_ties),
-            strict=True,
-        )
-    )
+    # The row numbers of the deep rows, then a read of each: measured at
+    # N = 1,000,000 with few long runs, 0.03 s against 0.16 s for picking
+    # the members and ties with compress (every tie of an array column
+    # became an int object on the way).
+    return {members[i]: ties[i] for i in itertools.compress(itertools.count(start), deep)}
 
 
 def _row_columns(rows: list[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
