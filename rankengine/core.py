@@ -562,7 +562,10 @@ class BoardCore:
 
     def _locate_tie(self, member: Any, primary: Any) -> tuple[Any, int]:
         """``(tie, distance)`` of a present member from the index, remembering
-        nothing (see :meth:`_find_tie`)."""
+        nothing (see :meth:`_find_tie`).
+
+        Runtime complexity: O(log N) plus the entries scanned past
+        """
         tie_of = getattr(self._index, "tie_of", None)
         if tie_of is not None:
             return tie_of(primary, member)  # type: ignore[no-any-return]
@@ -570,7 +573,10 @@ class BoardCore:
 
     def _scan_run(self, member: Any, primary: Any) -> tuple[Any, int]:
         """:meth:`_locate_tie` for an index without ``tie_of``: three
-        searches, then the run of ``primary`` read from its oldest end."""
+        searches, then the run of ``primary`` read from its oldest end.
+
+        Runtime complexity: O(log N) plus the entries scanned past
+        """
         index = self._index
         lo = index.count_primary(primary, inclusive=False)
         hi = index.count_primary(primary, inclusive=True)
@@ -633,7 +639,11 @@ class BoardCore:
         return self._rank_of_position(self._position(member, primary)) - 1
 
     def _position(self, member: Any, primary: Any) -> int:
-        """0-based index position of a present member with ``primary``."""
+        """0-based index position of a present member with ``primary``: one
+        search by key, or by score and member when ``_tie`` lacks it.
+
+        Runtime complexity: O(log N) plus the entries scanned past
+        """
         if not self._first:
             return self._index.position(primary, member)
         tie = self._tie.get(member)

@@ -1461,3 +1461,21 @@ def test_untied_members_are_moved_and_ranked_in_one_search(
         assert board.entry(f"m{i}") is not None
     monkeypatch.undo()
     board._check()
+
+
+@pytest.mark.parametrize("backend", NATIVE)
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_row_restore_keeps_only_the_deep_ties(backend: Any, order: str) -> None:
+    # The row-by-row restore (rows out of index order, as periodic boards
+    # and unsorted snapshots give them) keeps the same tie map as the
+    # columnar one: the members RUN_SCAN_LIMIT or more deep in their run.
+    rows = [(f"m{clock}", 5, clock, None) for clock in range(1, 31)]
+    rows += [(f"s{clock}", 100 + clock, clock, None) for clock in range(31, 41)]
+    random.Random(order).shuffle(rows)
+    board = Leaderboard(backend=backend, order=order)
+    board._restore(rows, 40)
+    board._check()
+    assert untied_far_members(board) == []
+    # m1 reached 5 first; m9 .. m30 are 8 or more places from it
+    assert set(board._tie) == {f"m{clock}" for clock in range(RUN_SCAN_LIMIT + 1, 31)}
+    assert set(board._tie) == _deep(board, 5)
