@@ -358,8 +358,7 @@ class BoardCore:
         # The index's ties are the clocks (negated on a descending board; the
         # snapshot writer records that, and recovery wants them so); a board
         # that breaks ties by member has all-zero clocks.
-        first = self._tie_break == "first"
-        clocks: Sequence[int] = ties if first else array("q", bytes(8 * len(members)))
+        clocks: Sequence[int] = ties if self._first else array("q", bytes(8 * len(members)))
         if self._codec.columns is None:
             scores = primaries
         else:

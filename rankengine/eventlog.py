@@ -247,15 +247,24 @@ def pack(value: Any) -> bytes:
         ) from exc
 
 
-def unpack(data: bytes | memoryview) -> Any:
+def unpack(data: bytes | memoryview, ext_hook: Callable[[int, bytes], Any] | None = None) -> Any:
     """Decode one msgpack value, refusing trailing bytes.
 
     msgpack bounds every string, array and map by the input size, so a
     forged length cannot make it allocate more than ``len(data)``.
 
+    ``ext_hook`` decodes extension types beyond the big-int one (it gets
+    every extension object; see the snapshot's typed columns).
+
     Runtime complexity: O(len(data))
     """
-    return msgpack.unpackb(data, raw=False, use_list=True, strict_map_key=True, ext_hook=_ext_hook)
+    return msgpack.unpackb(
+        data,
+        raw=False,
+        use_list=True,
+        strict_map_key=True,
+        ext_hook=_ext_hook if ext_hook is None else ext_hook,
+    )
 
 
 # ----------------------------------------------------------------------

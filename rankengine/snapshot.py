@@ -339,13 +339,6 @@ def _column_hook(code: int, data: bytes) -> Any:
     return column
 
 
-def _unpack_v2(data: bytes | memoryview) -> Any:
-    """:func:`~rankengine.eventlog.unpack` plus typed columns (version 2)."""
-    return msgpack.unpackb(
-        data, raw=False, use_list=True, strict_map_key=True, ext_hook=_column_hook
-    )
-
-
 def _signs_agree(clocks: array[int], negated: bool) -> bool:
     """Are the int64 ``clocks`` all <= 0 (``negated``) or all >= 0?
 
@@ -463,7 +456,8 @@ def read_snapshot(path: str, *, columns: int | None = None) -> Snapshot:
         version = check_prefix(
             f.read(PREFIX_BYTES), SNAPSHOT_MAGIC, path, "snapshot", _READABLE_VERSIONS
         )
-        decode = unpack if version == 1 else _unpack_v2
+        # version 2 adds typed columns (extension objects)
+        hook = None if version == 1 else _column_hook
         header: dict[str, Any] | None = None
         chunks: list[list[Any]] = []
         trailer: dict[str, Any] | None = None
@@ -473,7 +467,7 @@ def read_snapshot(path: str, *, columns: int | None = None) -> Snapshot:
                 if trailer is not None:
                     raise CorruptionError(path, at, "data after the snapshot trailer")
                 try:
-                    value = decode(payload)
+                    value = unpack(payload, hook)
                 except Exception as exc:  # msgpack raises several unrelated types
                     raise CorruptionError(
                         path, at, f"snapshot frame does not decode ({exc})"
