@@ -302,13 +302,15 @@ class BoardCore:
                 ties = array(clocks.typecode, map(operator.neg, clocks))
             else:
                 ties = list(map(operator.neg, clocks))
+            # (the list of primaries: iterating an array would make an int
+            # object per entry, and the map and the order check share these)
+            listed = primaries.tolist() if type(primaries) is array else primaries
             if by_member is None:
-                by_member = dict(zip(members, primaries, strict=True))
+                by_member = dict(zip(members, listed, strict=True))
             # Non-decreasing primaries, checked in C: Timsort finds one run in
             # a sorted list (N - 1 comparisons, specialised for ints and
             # floats), and list equality compares pointers first.  Measured
             # at N = 1,000,000: 0.05 s, against 0.3 s for all(map(le, ...)).
-            listed = primaries.tolist() if type(primaries) is array else primaries
             ordered = listed == sorted(listed)
             if len(by_member) != len(members) or not ordered:
                 plain = map(abs, clocks) if negated else clocks
@@ -316,8 +318,6 @@ class BoardCore:
                 self._restore(rows, clock)
                 return
             self._primary = by_member
-            # (the list of primaries: iterating an array would make an int
-            # object per entry)
             self._tie = _deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
             del listed
             self._meta = dict(metas)

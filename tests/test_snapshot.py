@@ -15,6 +15,7 @@ import os
 import struct
 import warnings
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -250,10 +251,13 @@ def test_negated_clocks_are_recorded_and_undone_by_rows(tmp_path: Path) -> None:
     assert not read_snapshot(path).negated_clocks
 
 
-def test_clocks_of_mixed_signs_are_not_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("clocks", [[-1, 2], [2, -1], array("q", [-1, 2]), array("q", [0, -1, 3])])
+def test_clocks_of_mixed_signs_are_not_written(tmp_path: Path, clocks: Sequence[int]) -> None:
     path = tmp_path / "m.snap"
+    members = [f"m{k}" for k in range(len(clocks))]
+    scores = list(range(len(clocks)))
     with pytest.raises(ValueError, match="mix signs"):
-        write_snapshot_columns(str(path), {"seq": 1, "clock": 7}, (["a", "b"], [1, 2], [-1, 2], {}))
+        write_snapshot_columns(str(path), {"seq": 1, "clock": 7}, (members, scores, clocks, {}))
     assert not path.exists() and not list(tmp_path.iterdir())
 
 
