@@ -319,7 +319,6 @@ class BoardCore:
                 return
             self._primary = by_member
             self._tie = _deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
-            del listed
             self._meta = dict(metas)
             self._clock = clock
             self._member_type = type(members[0]) if members else None
@@ -327,7 +326,9 @@ class BoardCore:
             if build_columns is not None:
                 build_columns(primaries, ties, members)
             else:
-                self._index.build(zip(primaries, ties, members, strict=True))
+                # (the list the member map was made from: its nodes and the
+                # map then share one int object per score)
+                self._index.build(zip(listed, ties, members, strict=True))
             self._counts = None
             self._distinct = None
             self._top = None

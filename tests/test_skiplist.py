@@ -295,6 +295,21 @@ def test_iter_range_every_window() -> None:
     assert list(sl.iter_range(5, 3)) == []
 
 
+def transposed(items: list[Entry]) -> tuple[list[Any], list[Any], list[Any]]:
+    return [e[0] for e in items], [e[1] for e in items], [e[2] for e in items]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 57])
+def test_columns_are_the_entries_transposed(n: int) -> None:
+    sl, ref = filled(n, seed=n, max_level=4)
+    assert sl.columns() == transposed(ref.items)
+    for primary, tie, _ in ref.items[::3]:  # still right after removes
+        sl.remove(primary, tie)
+        ref.remove(primary, tie)
+    sl._check()
+    assert sl.columns() == transposed(ref.items)
+
+
 def test_clear() -> None:
     sl, _ = filled(100)
     sl.clear()
