@@ -337,6 +337,23 @@ def test_compact_writes_a_snapshot_and_drops_old_segments(tmp_path: Path, backen
         rebuild(tmp_path, from_log=True)
 
 
+@pytest.mark.parametrize("backend_name", ["sortedlist", "skiplist"])
+def test_restored_scores_are_one_object_each(tmp_path: Path, backend_name: str) -> None:
+    """A board opened from a snapshot holds each score once: the member map
+    and an index of Python objects (the skip list) share it."""
+    with open_board(tmp_path, backend=backend_name) as board:
+        board.set_many([(f"m{k}", 10_000 + 7 * k) for k in range(300)])  # beyond cached ints
+        board.compact()
+    with open_board(tmp_path, backend=backend_name) as again:
+        again._check()
+        index = again._index
+        rows = [index.entry(k) for k in range(len(index))]
+        assert len(rows) == 300
+        assert all(again._primary[member] == primary for primary, _, member in rows)
+        if backend_name == "skiplist":
+            assert all(again._primary[member] is primary for primary, _, member in rows)
+
+
 def test_automatic_compaction_runs_in_the_background(tmp_path: Path) -> None:
     seen: set[int] = set()
     with open_board(tmp_path, compact_min_bytes=2000, compact_ratio=0.5) as board:
