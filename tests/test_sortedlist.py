@@ -286,19 +286,9 @@ def test_near_reads_the_slot_run_scan_limit_away(oldest_last: bool) -> None:
             for b, p in enumerate(ps):
                 t = index._ties[i][b]
                 truth = ref.distance(p, t, oldest_last=oldest_last) < RUN_SCAN_LIMIT
-                if oldest_last:
-                    c = b + RUN_SCAN_LIMIT
-                    visible = (
-                        c < len(ps)
-                        or ps[-1] != p
-                        or i + 1 == len(lists)
-                        or c - len(ps) < len(lists[i + 1])
-                    )
-                else:
-                    c = b - RUN_SCAN_LIMIT
-                    visible = c >= 0 or ps[0] != p or not i or c + len(lists[i - 1]) >= 0
+                visible, in_block = _near_view(index, i, b, p)
                 assert index._near(i, b, p) is (truth if visible else False), (load, i, b, p, t)
-                seen.add((truth, visible, 0 <= c < len(ps)))
+                seen.add((truth, visible, in_block))
     # every case occurred: near and far, in the block, next door, out of view
     assert {(True, True, True), (False, True, True), (True, True, False)} <= seen
     assert {(False, True, False), (True, False, False), (False, False, False)} <= seen
@@ -306,12 +296,11 @@ def test_near_reads_the_slot_run_scan_limit_away(oldest_last: bool) -> None:
     assert index._near(0, 0, 1) is None
 
 
-def _visible_near(index: SortedListIndex, primary: Any, tie: Any, truth: bool) -> bool:
-    """What _near must answer for the entry ``(primary, tie)``: the truth when
-    the slot RUN_SCAN_LIMIT entries towards the oldest end is in view (the
-    entry's block, the run's end in it, or the next block that way), else a
-    conservative False."""
-    i, b = index._locate(primary, tie)
+def _near_view(index: SortedListIndex, i: int, b: int, primary: Any) -> tuple[bool, bool]:
+    """``(visible, in_block)`` for the entry at ``(i, b)``: can _near see the
+    slot RUN_SCAN_LIMIT entries towards the oldest end (in the entry's
+    block, the run's end in it, or the next block that way), and is that
+    slot in the entry's own block."""
     lists = index._lists
     ps = lists[i]
     if index.oldest_last:
@@ -325,6 +314,14 @@ def _visible_near(index: SortedListIndex, primary: Any, tie: Any, truth: bool) -
     else:
         c = b - RUN_SCAN_LIMIT
         visible = c >= 0 or ps[0] != primary or not i or c + len(lists[i - 1]) >= 0
+    return visible, 0 <= c < len(ps)
+
+
+def _visible_near(index: SortedListIndex, primary: Any, tie: Any, truth: bool) -> bool:
+    """What _near must answer for the entry ``(primary, tie)``: the truth when
+    the slot RUN_SCAN_LIMIT entries away is in view, else a conservative False."""
+    i, b = index._locate(primary, tie)
+    visible, _ = _near_view(index, i, b, primary)
     return truth if visible else False
 
 
