@@ -21,16 +21,26 @@ is physically incomplete.  A flipped byte leaves a complete frame whose
 checksum fails.  The reader tells them apart like this (``size`` is the
 file size, ``at`` the offset of the frame being read):
 
-1. ``size - at < 12`` (a partial frame header): torn.
-2. every byte from ``at`` to the end of the file is zero (blocks the file
-   system allocated but never wrote after a power cut): torn.
-3. the length checksum fails, or the length is absurd: damage.
+1. every byte from ``at`` to the end of the file is zero: the clean end.
+   These are bytes reserved ahead of the writer (see
+   :class:`MappedSegmentWriter`), or blocks the file system allocated but
+   never wrote before a power cut; either way they hold no record.
+2. ``size - at < 12`` (a partial frame header): torn.
+3. the length checksum fails, or the length is absurd: damage, unless the
+   frame is an *interrupted copy* (below): torn.
 4. the frame runs past the end of the file: torn.
-5. the payload checksum fails: torn only if this is the last frame and it
-   ends in zero bytes from a 512-byte sector boundary on (sectors that were
-   never written); anything else is damage.
+5. the payload checksum fails: torn if this is the last frame and it ends in
+   zero bytes from a 512-byte sector boundary on (sectors that were never
+   written), or if it is an interrupted copy; anything else is damage.
 6. the payload is not a valid record, or its sequence number is not the
    next one: damage.
+
+An *interrupted copy* is what a process killed while copying a frame into
+a mapped segment leaves: some of the frame's bytes, then zeros to the end
+of the file.  The reader recognises it when the file's trailing zeros start
+at most :data:`MAP_FRAME_LIMIT` bytes after ``at`` and no valid frame starts
+in between.  The price: a damaged *last* record followed by nothing is also
+read as torn (cut with a warning, or refused with ``on_torn_tail="refuse"``).
 
 A torn tail is cut off on open (with a warning, or refused on request);
 damage refuses to open and names the file and offset.
@@ -45,10 +55,13 @@ Event(seq=1, time_ms=1700000000000, changes=[(0, 'ann', 10, 1)])
 
 from __future__ import annotations
 
+import contextlib
 import io
+import mmap
 import os
 import signal
 import struct
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, Final, NamedTuple
@@ -62,11 +75,15 @@ __all__ = [
     "CRASH_ENV",
     "FORMAT_VERSION",
     "FRAME_HEADER_BYTES",
+    "MAPPED_SEGMENTS",
+    "MAP_FRAME_LIMIT",
+    "MAP_GROW_BYTES",
     "MAX_FRAME_BYTES",
     "SEGMENT_MAGIC",
     "CorruptionError",
     "Event",
     "LogError",
+    "MappedSegmentWriter",
     "RecordFramer",
     "RecoveryWarning",
     "SegmentReader",
@@ -102,6 +119,23 @@ SECTOR_BYTES: Final = 512
 #: msgpack extension code for integers beyond 64 bits (Python ints are
 #: unbounded; msgpack's are not): signed big-endian two's complement bytes.
 BIGINT_EXT: Final = 1
+#: A :class:`MappedSegmentWriter` reserves (and maps) this much more of its
+#: file whenever the reserved space runs out: ~20,000 one-change records, so
+#: the reservation and the new map (tens of microseconds together) are paid
+#: once per 20,000 appends; a board's file is at most this much longer than
+#: its records until it is closed.
+MAP_GROW_BYTES: Final = 1 << 20
+#: Largest frame a :class:`MappedSegmentWriter` copies through its map; a
+#: bigger one (a large ``set_many``) is written with ``write()``.  This bounds
+#: what a copy cut short by a kill can leave, which is how a reader tells an
+#: interrupted copy from damage (rule 3 and 5 above).
+MAP_FRAME_LIMIT: Final = 1 << 16
+#: Whether :class:`MappedSegmentWriter` can be used here.  It relies on two
+#: Linux guarantees: ``fdatasync`` writes back pages dirtied through a shared
+#: map (POSIX asks for ``msync`` as well), and ``posix_fallocate`` reserves the
+#: blocks (so a full disk is an error from ``append``, never a SIGBUS while
+#: copying).  Elsewhere durable boards use :class:`SegmentWriter`.
+MAPPED_SEGMENTS: Final = sys.platform == "linux" and hasattr(os, "posix_fallocate")
 #: Fault injection for crash tests: when this environment variable names a
 #: step (see :func:`crash_point`), the process kills itself with SIGKILL there.
 CRASH_ENV: Final = "RANKENGINE_CRASH_AT"
@@ -480,11 +514,59 @@ def _unwritten_sectors(payload: bytes, payload_at: int) -> bool:
     return boundary < payload_at + len(payload)
 
 
+def _zero_suffix(f: BinaryIO, size: int) -> int:
+    """Offset where the file's trailing run of zero bytes starts (``size``
+    when the last byte is not zero)."""
+    at = size
+    while at > 0:
+        step = min(at, len(_ZERO_CHUNK))
+        f.seek(at - step)
+        chunk = f.read(step)
+        stripped = len(chunk.rstrip(b"\0"))
+        if stripped:
+            return at - step + stripped
+        at -= step
+    return 0
+
+
+def _valid_frame_at(data: bytes, at: int) -> bool:
+    """True when a whole, checksum-valid frame starts at ``data[at]``."""
+    if len(data) - at < FRAME_HEADER_BYTES:
+        return False
+    length, length_crc, payload_crc = FRAME.unpack_from(data, at)
+    start = at + FRAME_HEADER_BYTES
+    return bool(
+        zlib.crc32(data[at : at + 4]) == length_crc
+        and start + length <= len(data)
+        and zlib.crc32(data[start : start + length]) == payload_crc
+    )
+
+
+def _interrupted_copy(f: BinaryIO, at: int, size: int) -> bool:
+    """True when the bad frame at ``at`` can be a copy into a mapped segment
+    that a kill cut short: some of one frame's bytes, then only zeros::
+
+        ... good frame | 4a 00 9c 00 00 71 ... 5e | 00 00 00 00 ... 00 |
+                       ^at                         ^zero suffix      ^size
+                       |<-- at most MAP_FRAME_LIMIT -->|
+
+    and no valid frame starts in between (damage to a record followed by
+    more records is still damage).  Only called when a frame fails.
+    """
+    end = _zero_suffix(f, size)
+    if end - at > MAP_FRAME_LIMIT:
+        return False
+    f.seek(at)
+    data = f.read(end - at)
+    return not any(_valid_frame_at(data, i) for i in range(1, len(data)))
+
+
 def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset, payload)`` for each frame from ``start`` to ``size``.
 
-    Raises ``_Damage`` at the first frame that cannot be read (see the rules
-    in the module docstring).  Never allocates more than the file holds.
+    Stops at ``size`` or where only zeros are left (the clean end); raises
+    ``_Damage`` at the first frame that cannot be read (see the rules in the
+    module docstring).  Never allocates more than the file holds.
 
     Runtime complexity: O(bytes read)
     """
@@ -494,13 +576,15 @@ def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes
         left = size - at
         if left < FRAME_HEADER_BYTES:
             if _zeros_to_end(f, at, size):
-                raise _Damage(at, "zero-filled tail", torn=True)
+                return
             raise _Damage(at, f"incomplete frame header ({left} bytes)", torn=True)
         head = f.read(FRAME_HEADER_BYTES)
         length, length_crc, payload_crc = FRAME.unpack(head)
         if zlib.crc32(head[:4]) != length_crc:
             if _zeros_to_end(f, at, size):
-                raise _Damage(at, "zero-filled tail", torn=True)
+                return
+            if _interrupted_copy(f, at, size):
+                raise _Damage(at, "interrupted append", torn=True)
             raise _Damage(at, "frame length checksum mismatch", torn=False)
         if length > MAX_FRAME_BYTES:
             raise _Damage(at, f"frame length {length} over the limit", torn=False)
@@ -511,6 +595,8 @@ def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes
         if zlib.crc32(payload) != payload_crc:
             if end == size and _unwritten_sectors(payload, at + FRAME_HEADER_BYTES):
                 raise _Damage(at, "last record ends in unwritten sectors", torn=True)
+            if _interrupted_copy(f, at, size):
+                raise _Damage(at, "interrupted append", torn=True)
             raise _Damage(at, "record checksum mismatch", torn=False)
         yield at, payload
         at = end
@@ -589,6 +675,14 @@ class SegmentReader:
         """Close the file."""
         self._file.close()
 
+    def blank(self) -> bool:
+        """True when the segment holds no record: nothing, or only zeros
+        (reserved space), after its header.
+
+        Runtime complexity: O(size of the file after the header)
+        """
+        return _zeros_to_end(self._file, self.start, self.size)
+
     def events(self, progress: Callable[[int], None] | None = None) -> Iterator[Event]:
         """Every complete record, in order; checks sequence continuity.
 
@@ -654,7 +748,8 @@ class SegmentWriter:
     def create(cls, path: str, header: dict[str, Any]) -> SegmentWriter:
         """Create a new segment with ``header`` and fsync it (not its directory)."""
         data = write_prefix(SEGMENT_MAGIC) + frame(pack(header))
-        file = open(path, "xb", buffering=0)  # noqa: SIM115 - owned by the writer
+        # read and write: a MappedSegmentWriter maps the file
+        file = open(path, "x+b", buffering=0)  # noqa: SIM115 - owned by the writer
         try:
             file.write(data)
             _default_sync(file.fileno())
@@ -739,3 +834,130 @@ class SegmentWriter:
     def close(self) -> None:
         """Close the file (without syncing)."""
         self.file.close()
+
+
+class MappedSegmentWriter(SegmentWriter):
+    """Appends frames by copying them into a shared memory map of the segment.
+
+    The file is reserved ahead of the records, and a window of it is mapped::
+
+        | prefix | header | frame | frame | frame | 00 00 00 ... 00 00 |
+                         ^start              ^end    reserved zeros  ^allocated
+                   [map window, from a page boundary before end ........]
+
+    An append is one copy into the window.  The copied bytes are in the
+    page cache when the copy ends, exactly as after ``write()``, so a kill
+    loses nothing acknowledged, and ``fdatasync`` (:meth:`sync`) writes them
+    back just the same.  What it buys, measured with one-change records: a
+    copy takes ~0.1 us where a ``write()`` system call takes ~1.1 us (about
+    2 us inside the increment loop of a board of 1,000,000 members).
+
+    The rest is what makes that safe:
+
+    * Space is reserved with ``posix_fallocate`` before it is mapped, so a
+      full disk is an ``OSError`` from :meth:`append` with nothing written,
+      never a SIGBUS in the middle of a copy.
+    * A frame over :data:`MAP_FRAME_LIMIT` bytes is written with ``write()``
+      after giving the reserved space back, so an interrupted copy is never
+      longer than that (readers rely on the bound).
+    * :meth:`close` gives the reserved space back.  After a kill the zeros
+      stay; readers take them for the clean end, and the next open cuts them.
+
+    Linux only (see :data:`MAPPED_SEGMENTS`).  ``allocate_fn`` is
+    ``os.posix_fallocate``; tests replace it to simulate a full disk.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "log.seg")
+    ...     w = MappedSegmentWriter.create(path, {"first_seq": 1})
+    ...     w.append(frame(encode_record(1, 5, [(0, "ann", 3, 1)])))
+    ...     reserved = os.path.getsize(path) > w.end
+    ...     w.close()
+    ...     with SegmentReader(path) as r:
+    ...         print(reserved, os.path.getsize(path) == w.end, [e.seq for e in r.events()])
+    True True [1]
+    """
+
+    def __init__(self, path: str, file: Any, end: int, start: int) -> None:
+        super().__init__(path, file, end, start)
+        self.allocate_fn: Callable[[int, int, int], None] = os.posix_fallocate
+        self._map: mmap.mmap | None = None
+        #: file offset of the map's first byte
+        self._map_start = 0
+        #: bytes of the map after end
+        self._room = 0
+        #: file size: end plus the reserved zeros
+        self._allocated = end
+
+    def append(self, data: bytes) -> None:
+        """Copy ``data`` (whole frames) to the end, or raise with nothing written."""
+        size = len(data)
+        view = self._map
+        if view is not None and size <= self._room:  # all but one append in ~20,000
+            view.write(data)
+            self._room -= size
+            self.end += size
+            return
+        if self.broken is not None:
+            super().append(data)  # raises: the writer is broken
+        if size > MAP_FRAME_LIMIT:
+            self._release()
+            super().append(data)
+            return
+        self._remap()
+        view = self._map
+        assert view is not None
+        view.write(data)
+        self._room -= size
+        self.end += size
+
+    def _remap(self) -> None:
+        """Reserve and map :data:`MAP_GROW_BYTES` past :attr:`end`."""
+        self._unmap()
+        start = self.end - self.end % mmap.ALLOCATIONGRANULARITY
+        stop = self.end + MAP_GROW_BYTES
+        stop += -stop % mmap.PAGESIZE
+        if stop > self._allocated:
+            self.allocate_fn(self.file.fileno(), self._allocated, stop - self._allocated)
+            self._allocated = stop
+        view = mmap.mmap(self.file.fileno(), stop - start, offset=start)
+        view.seek(self.end - start)
+        self._map, self._map_start, self._room = view, start, stop - self.end
+
+    def _unmap(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map, self._room = None, 0
+
+    def _release(self) -> None:
+        """Unmap and give the reserved space back (the file ends at :attr:`end`)."""
+        self._unmap()
+        if self._allocated != self.end:
+            self.file.truncate(self.end)
+            self._allocated = self.end
+        self.file.seek(self.end)
+
+    def rollback(self) -> None:
+        """Cut the file back to :attr:`end` (after a failed ``write()``)."""
+        super().rollback()
+        self._allocated = self.end
+
+    def undo_last(self, size: int) -> None:
+        """Forget the last ``size`` appended bytes (their fsync failed)."""
+        view = self._map
+        if view is None:  # the last append went through write()
+            super().undo_last(size)
+            return
+        self.end -= size
+        at = self.end - self._map_start
+        view[at : at + size] = bytes(size)  # back to reserved zeros
+        view.seek(at)
+        self._room += size
+
+    def close(self) -> None:
+        """Give the reserved space back and close the file (without syncing)."""
+        try:
+            with contextlib.suppress(OSError):  # the zeros left are a clean end anyway
+                self._release()
+        finally:
+            self.file.close()

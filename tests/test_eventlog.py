@@ -196,23 +196,35 @@ def test_cut_at_every_offset_of_the_last_records(tmp_path: Path) -> None:
         got, torn = read_all(cut_path)
         complete = sum(1 for end in ends if end <= cut)
         assert got == events[:complete], cut
-        if cut in ends:
+        if not any(data[ends[complete - 1] : cut]):
+            # a record boundary, or only zeros after one (the first bytes
+            # of a length): the clean end, as reserved zeros would be
             assert torn is None, cut
         else:
             assert torn is not None and torn.offset == ends[complete - 1], cut
             assert torn.cut_bytes == cut - torn.offset
 
 
-def test_zero_filled_tail_is_torn(tmp_path: Path) -> None:
+@pytest.mark.parametrize("zeros", [1, 11, 12, 4096, 3 << 20])
+def test_zeros_after_the_last_record_are_the_clean_end(tmp_path: Path, zeros: int) -> None:
     events = sample_events(5)
     path = tmp_path / "s.seg"
     write_segment(path, events)
     size = path.stat().st_size
     with open(path, "ab") as f:
-        f.write(bytes(4096))
-    got, torn = read_all(path)
-    assert got == events and torn is not None and torn.offset == size
-    assert torn.reason == "zero-filled tail"
+        f.write(bytes(zeros))
+    with SegmentReader(str(path)) as reader:
+        assert list(reader.events()) == events
+        assert reader.torn is None and reader.end == size and not reader.blank()
+
+
+def test_a_segment_of_only_reserved_zeros_is_blank(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    write_segment(path, [])
+    with open(path, "ab") as f:
+        f.write(bytes(5000))
+    with SegmentReader(str(path)) as reader:
+        assert reader.blank() and list(reader.events()) == [] and reader.torn is None
 
 
 def test_last_record_with_unwritten_sectors_is_torn(tmp_path: Path) -> None:
