@@ -893,8 +893,8 @@ class MappedSegmentWriter(SegmentWriter):
         """Copy ``data`` (whole frames) to the end, or raise with nothing written."""
         size = len(data)
         view = self._map
-        if view is not None and size <= self._room:  # all but one append in ~20,000
-            view.write(data)
+        if view is not None and size <= self._room and size <= MAP_FRAME_LIMIT:
+            view.write(data)  # all but one small append in ~20,000
             self._room -= size
             self.end += size
             return

@@ -9,6 +9,7 @@ log alone, from snapshot + tail and at every point in time.
 from __future__ import annotations
 
 import math
+import shutil
 import threading
 import time
 import warnings
@@ -26,6 +27,7 @@ from rankengine import durable as durable_module
 from rankengine.cli_log import main as cli
 from rankengine.durable import DurableLeaderboard, iter_events, rebuild
 from rankengine.eventlog import (
+    MAPPED_SEGMENTS,
     CorruptionError,
     LogError,
     RecoveryWarning,
@@ -283,6 +285,63 @@ def test_disk_full_write_raises_and_changes_nothing(tmp_path: Path, budget: int)
     assert verify(str(tmp_path)).healthy
     with open_board(tmp_path) as again:
         assert state(again) == expected and again.last_seq == 2
+
+
+@pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Linux only")
+@pytest.mark.parametrize("fsync", ["everysec", "never"])
+def test_mapped_log_as_a_kill_leaves_it_opens_cleanly(tmp_path: Path, fsync: str) -> None:
+    board = open_board(tmp_path / "live", fsync=fsync)
+    for i in range(300):
+        board.incr(f"m{i % 37}", i)
+    board.set_many({"a": 1, "b": 2})
+    board.set_meta("a", {"x": 1})
+    segment = seg_files(tmp_path / "live")[-1]
+    assert segment.stat().st_size > 4096  # zeros reserved ahead of the records
+    # a copy taken now is what a kill leaves: records, then reserved zeros
+    shutil.copytree(tmp_path / "live", tmp_path / "copy")
+    expected = state(board)
+    board.close()
+    assert verify(str(tmp_path / "live")).healthy
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no torn tail, no recovery note
+        for name in ("live", "copy"):
+            want = expected
+            for policy in ("always", "everysec"):  # either writer picks up the other's file
+                with open_board(tmp_path / name, fsync=policy) as again:
+                    assert state(again) == want
+                    again.incr("a", 0.5)
+                    again.incr("a", -0.5)
+                    want = state(again)
+    report = verify(str(tmp_path / "copy"))
+    assert report.healthy and not report.findings
+
+
+@pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Linux only")
+def test_full_disk_under_a_mapped_log_raises_and_changes_nothing(tmp_path: Path) -> None:
+    board = open_board(tmp_path, fsync="everysec")
+    board.set_many({"a": 1, "b": 2})
+    writer = board._writer
+    real = writer.allocate_fn
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    segment = seg_files(tmp_path)[-1]
+    while segment.stat().st_size - writer.end > 20:  # use up the reserved space
+        board.incr("b", 1)
+    writer.allocate_fn = full
+    before, seq = state(board), board.last_seq
+    with pytest.raises(OSError, match="No space"):
+        board.set_many({"c": 3, "a": 10})
+    with pytest.raises(OSError, match="No space"):
+        board.incr("a", 5)
+    assert state(board) == before and board.last_seq == seq
+    writer.allocate_fn = real  # space freed: writing works again
+    board.set("d", 4)
+    expected = state(board)
+    board.close()
+    with open_board(tmp_path) as again:
+        assert state(again) == expected and again.last_seq == seq + 1
 
 
 def test_fsync_error_under_always_undoes_the_record(tmp_path: Path) -> None:

@@ -11,13 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rankengine.changes import DEL, META, PUT
 from rankengine.eventlog import (
     FRAME_HEADER_BYTES,
+    MAP_FRAME_LIMIT,
+    MAP_GROW_BYTES,
+    MAPPED_SEGMENTS,
     CorruptionError,
     Event,
     LogError,
+    MappedSegmentWriter,
     RecordFramer,
     SegmentReader,
     SegmentWriter,
@@ -393,3 +399,170 @@ def test_copy_of_a_segment_reads_the_same(tmp_path: Path) -> None:
     write_segment(path, events)
     shutil.copy(path, tmp_path / "b.seg")
     assert read_all(tmp_path / "b.seg") == (events, None)
+
+
+# ----------------------------------------------------------------------
+# Mapped segments: reserved zeros, interrupted copies, errors
+# ----------------------------------------------------------------------
+mapped = pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Linux only")
+
+
+def open_mapped(path: Path, events: list[Event]) -> tuple[MappedSegmentWriter, list[int]]:
+    """A mapped writer left open after appending ``events`` (as a kill leaves it)."""
+    writer = MappedSegmentWriter.create(str(path), {"first_seq": 1})
+    starts = []
+    for event in events:
+        starts.append(writer.end)
+        writer.append(frame(encode_record(*event)))
+    return writer, starts
+
+
+@mapped
+def test_mapped_writer_reads_back_across_remaps_open_and_closed(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    big = Event(2, 0, [(META, "ann", {"blob": "x" * 1000})])
+    events = [Event(1, 0, [(PUT, "ann", 1, 1)])]
+    events += [Event(seq, seq, [(PUT, f"m{seq}", seq, seq)]) for seq in range(2, 3000)]
+    events[1] = big
+    writer, _ = open_mapped(path, events)
+    seq = len(events)
+    while writer.end < 3 * MAP_GROW_BYTES:  # several windows
+        seq += 1
+        event = Event(seq, seq, [(PUT, "x" * (seq % 300), seq, seq)])
+        events.append(event)
+        writer.append(frame(encode_record(*event)))
+    assert os.path.getsize(path) > writer.end  # zeros reserved ahead
+    # as a kill leaves it: records, then reserved zeros
+    assert read_all(path) == (events, None)
+    writer.close()
+    assert os.path.getsize(path) == writer.end  # close gives the zeros back
+    assert read_all(path) == (events, None)
+
+
+@mapped
+def test_mapped_writer_writes_a_large_frame_without_the_map(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    events = sample_events(3)
+    writer, _ = open_mapped(path, events)
+    large = Event(4, 0, [(META, "ann", {"blob": "y" * MAP_FRAME_LIMIT})])
+    writer.append(frame(encode_record(*large)))
+    assert os.path.getsize(path) == writer.end  # no reserved zeros before or after it
+    after = Event(5, 0, [(PUT, "bob", 2, 5)])
+    writer.append(frame(encode_record(*after)))
+    assert os.path.getsize(path) > writer.end
+    assert read_all(path) == ([*events, large, after], None)
+    writer.close()
+
+
+@mapped
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    cut=st.integers(min_value=0, max_value=3),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_a_copy_cut_short_anywhere_is_a_torn_tail(tmp_path: Path, cut: int, seed: int) -> None:
+    # A kill in the middle of a copy leaves any subset of the frame's bytes
+    # (a memcpy does not write front to back), then reserved zeros.
+    rng = random.Random(seed)
+    path = tmp_path / "s.seg"
+    path.unlink(missing_ok=True)  # one file for every example
+    events = sample_events(8, seed=seed)
+    writer, starts = open_mapped(path, events)
+    writer.close()  # the full bytes, then rebuild the file as a kill leaves it
+    data = bytearray(path.read_bytes())
+    at = starts[-1]
+    size = len(data) - at
+    if cut == 0:  # a prefix of the frame
+        keep = set(range(rng.randrange(size)))
+    elif cut == 1:  # a suffix
+        keep = set(range(rng.randrange(1, size), size))
+    elif cut == 2:  # any subset
+        keep = {i for i in range(size) if rng.random() < rng.random()}
+    else:  # all but one byte
+        keep = set(range(size)) - {rng.randrange(size)}
+    whole = bytes(data[at:])
+    for i in range(size):
+        if i not in keep:
+            data[at + i] = 0
+    if data[at:] == whole:  # the bytes left out were zeros anyway: the copy is complete
+        return
+    data += bytes(rng.choice([0, 5, 4096, MAP_GROW_BYTES]))
+    path.write_bytes(bytes(data))
+    got, torn = read_all(path)
+    assert got == events[:-1]
+    if any(data[at:]):
+        assert torn is not None and torn.offset == at
+        assert torn.reason in ("interrupted append", "incomplete frame header") or (
+            "unwritten sectors" in torn.reason
+        )
+    else:
+        assert torn is None  # nothing of it reached the file: the clean end
+
+
+@mapped
+def test_damage_followed_by_records_and_reserved_zeros_is_refused(tmp_path: Path) -> None:
+    events = sample_events(30)
+    path = tmp_path / "s.seg"
+    writer, starts = open_mapped(path, events)
+    data = path.read_bytes()
+    writer.close()
+    ends = [*starts[1:], writer.end]
+    rng = random.Random(11)
+    bad = tmp_path / "bad.seg"
+    for _ in range(200):
+        k = rng.randrange(len(events) - 1)  # never the last record
+        pos = rng.randrange(starts[k], ends[k])
+        damaged = bytearray(data)
+        damaged[pos] ^= 1 << rng.randrange(8)
+        bad.write_bytes(bytes(damaged))
+        with pytest.raises(CorruptionError) as info, SegmentReader(str(bad)) as reader:
+            list(reader.events())
+        assert info.value.offset == starts[k], (pos, info.value)
+
+
+@mapped
+def test_mapped_writer_with_a_full_disk_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    writer, _ = open_mapped(path, [])
+    events: list[Event] = []
+
+    def record(seq: int) -> bytes:
+        return frame(encode_record(seq, 0, [(PUT, "m" * 40, seq, seq)]))
+
+    # fill the reserved space up to the last record that fits
+    while os.path.getsize(path) - writer.end >= len(record(len(events) + 1)):
+        events.append(
+            Event(len(events) + 1, 0, [(PUT, "m" * 40, len(events) + 1, len(events) + 1)])
+        )
+        writer.append(record(len(events)))
+    real = writer.allocate_fn
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    writer.allocate_fn = full
+    end, seq = writer.end, len(events) + 1
+    with pytest.raises(OSError, match="No space"):
+        writer.append(record(seq))
+    assert writer.end == end and read_all(path) == (events, None)
+    writer.allocate_fn = real
+    writer.append(record(seq))
+    writer.close()
+    assert read_all(path) == ([*events, Event(seq, 0, [(PUT, "m" * 40, seq, seq)])], None)
+
+
+@mapped
+def test_mapped_writer_undo_restores_the_reserved_zeros(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    events = sample_events(4)
+    writer, _ = open_mapped(path, events[:3])
+    end = writer.end
+    record = frame(encode_record(*events[3]))
+    writer.append(record)
+    writer.undo_last(len(record))
+    assert writer.end == end and read_all(path) == (events[:3], None)
+    writer.append(record)
+    writer.close()
+    assert read_all(path) == (events, None)
