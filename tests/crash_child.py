@@ -1,6 +1,6 @@
 """Child process for tests/test_crash.py: write to a durable board until killed.
 
-Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY [FSYNC]]``
+Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY [FSYNC [BLOB]]]``
 
 Opens ``DIR`` with ``fsync=FSYNC`` (default ``"always"``) and performs ``OPS`` pseudo-random
 writes (seeded, so the parent can regenerate them).  Before each write it
@@ -8,8 +8,10 @@ prints ``intent I`` and after the write returns ``ack I SEQ``, flushing
 stdout each time: every ``ack`` line is an acknowledged write that must
 survive a SIGKILL.  Every ``COMPACT_EVERY`` writes it compacts (so kills
 land inside compactions too); the ``RANKENGINE_CRASH_AT`` environment
-variable makes it kill itself at a named compaction step.  It prints
-``done`` and exits normally if nobody kills it.
+variable makes it kill itself at a named compaction step.  With ``BLOB``
+> 0, every ``set`` carries metadata of about that many bytes, so that a
+kill often lands in the middle of copying a record into the log.  It
+prints ``done`` and exits normally if nobody kills it.
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ from typing import Any
 from rankengine import Leaderboard
 
 
-def operation(rng: random.Random, i: int) -> tuple[str, Any]:
+def operation(rng: random.Random, i: int, blob: int = 0) -> tuple[str, Any]:
     """The ``i``-th write of a seeded history (rng advanced in order)."""
     member = f"m{rng.randrange(40)}"
     kind = rng.random()
     if kind < 0.45:
         return ("incr", (member, rng.choice([1, 2, 0.5, 0.1, -0.3, 1e-9])))
     if kind < 0.75:
-        return ("set", (member, rng.choice([0, 1, 2.5, 10, rng.random()]), {"i": i}))
+        meta: dict[str, Any] = {"i": i}
+        if blob:
+            meta["blob"] = str(i % 10) * blob
+        return ("set", (member, rng.choice([0, 1, 2.5, 10, rng.random()]), meta))
     if kind < 0.85:
         return ("remove", (member,))
     return ("set_many", ([(f"m{rng.randrange(40)}", rng.randrange(5)) for _ in range(3)],))
@@ -51,11 +56,12 @@ def main(argv: list[str]) -> None:
     directory, seed, ops = argv[0], int(argv[1]), int(argv[2])
     compact_every = int(argv[3]) if len(argv) > 3 else 0
     fsync = argv[4] if len(argv) > 4 else "always"
+    blob = int(argv[5]) if len(argv) > 5 else 0
     rng = random.Random(seed)
     board = Leaderboard.open(directory, fsync=fsync, compact_min_bytes=None)
     out = sys.stdout
     for i in range(ops):
-        op = operation(rng, i)
+        op = operation(rng, i, blob)
         out.write(f"intent {i}\n")
         out.flush()
         apply(board, op)
