@@ -56,6 +56,7 @@ Event(seq=1, time_ms=1700000000000, changes=[(0, 'ann', 10, 1)])
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import mmap
 import os
@@ -836,6 +837,19 @@ class SegmentWriter:
         self.file.close()
 
 
+#: errno values of ``posix_fallocate`` on a file system that cannot reserve
+#: space (C libraries without an emulation report these).
+_NO_RESERVE: Final = frozenset(
+    code
+    for code in (
+        getattr(errno, "EOPNOTSUPP", None),
+        getattr(errno, "ENOTSUP", None),
+        getattr(errno, "ENOSYS", None),
+    )
+    if code is not None
+)
+
+
 class MappedSegmentWriter(SegmentWriter):
     """Appends frames by copying them into a shared memory map of the segment.
 
@@ -863,8 +877,10 @@ class MappedSegmentWriter(SegmentWriter):
     * :meth:`close` gives the reserved space back.  After a kill the zeros
       stay; readers take them for the clean end, and the next open cuts them.
 
-    Linux only (see :data:`MAPPED_SEGMENTS`).  ``allocate_fn`` is
-    ``os.posix_fallocate``; tests replace it to simulate a full disk.
+    Linux only (see :data:`MAPPED_SEGMENTS`); on a file system that cannot
+    reserve space it writes every frame with ``write()`` (:attr:`mapping`
+    turns False).  ``allocate_fn`` is ``os.posix_fallocate``; tests replace
+    it to simulate a full disk.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as tmp:
@@ -888,6 +904,9 @@ class MappedSegmentWriter(SegmentWriter):
         self._room = 0
         #: file size: end plus the reserved zeros
         self._allocated = end
+        #: False once the file system turned out not to reserve space:
+        #: from then on every frame is written with write()
+        self.mapping = True
 
     def append(self, data: bytes) -> None:
         """Copy ``data`` (whole frames) to the end, or raise with nothing written."""
@@ -900,29 +919,36 @@ class MappedSegmentWriter(SegmentWriter):
             return
         if self.broken is not None:
             super().append(data)  # raises: the writer is broken
-        if size > MAP_FRAME_LIMIT:
+        if size > MAP_FRAME_LIMIT or not (self.mapping and self._remap()):
             self._release()
             super().append(data)
             return
-        self._remap()
         view = self._map
         assert view is not None
         view.write(data)
         self._room -= size
         self.end += size
 
-    def _remap(self) -> None:
-        """Reserve and map :data:`MAP_GROW_BYTES` past :attr:`end`."""
+    def _remap(self) -> bool:
+        """Reserve and map :data:`MAP_GROW_BYTES` past :attr:`end`; False
+        (and :attr:`mapping` off) where the file system cannot reserve space."""
         self._unmap()
         start = self.end - self.end % mmap.ALLOCATIONGRANULARITY
         stop = self.end + MAP_GROW_BYTES
         stop += -stop % mmap.PAGESIZE
         if stop > self._allocated:
-            self.allocate_fn(self.file.fileno(), self._allocated, stop - self._allocated)
+            try:
+                self.allocate_fn(self.file.fileno(), self._allocated, stop - self._allocated)
+            except OSError as exc:
+                if exc.errno not in _NO_RESERVE:
+                    raise  # a full disk, an I/O error: this append fails
+                self.mapping = False  # writing without a reservation would risk SIGBUS
+                return False
             self._allocated = stop
         view = mmap.mmap(self.file.fileno(), stop - start, offset=start)
         view.seek(self.end - start)
         self._map, self._map_start, self._room = view, start, stop - self.end
+        return True
 
     def _unmap(self) -> None:
         if self._map is not None:

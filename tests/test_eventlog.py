@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import random
@@ -551,6 +552,26 @@ def test_mapped_writer_with_a_full_disk_writes_nothing(tmp_path: Path) -> None:
     writer.append(record(seq))
     writer.close()
     assert read_all(path) == ([*events, Event(seq, 0, [(PUT, "m" * 40, seq, seq)])], None)
+
+
+@mapped
+def test_mapped_writer_falls_back_to_write_where_space_cannot_be_reserved(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.seg"
+    events = sample_events(40)
+    writer = MappedSegmentWriter.create(str(path), {"first_seq": 1})
+
+    def unsupported(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    writer.allocate_fn = unsupported
+    for event in events:
+        writer.append(frame(encode_record(*event)))
+        assert os.path.getsize(path) == writer.end  # written, never reserved or mapped
+    assert not writer.mapping
+    writer.close()
+    assert read_all(path) == (events, None)
 
 
 @mapped
