@@ -917,9 +917,10 @@ class MappedSegmentWriter(SegmentWriter):
             self._room -= size
             self.end += size
             return
-        if self.broken is not None:
-            super().append(data)  # raises: the writer is broken
-        if size > MAP_FRAME_LIMIT or not (self.mapping and self._remap()):
+        if self.broken is not None or not self.mapping:
+            super().append(data)  # raises if broken; else write() at end, as after a release
+            return
+        if size > MAP_FRAME_LIMIT or not self._remap():
             self._release()
             super().append(data)
             return

@@ -543,19 +543,30 @@ def test_mapped_writer_with_a_full_disk_writes_nothing(tmp_path: Path) -> None:
 
 
 @mapped
+@pytest.mark.parametrize("mapped_first", [False, True])
 def test_mapped_writer_falls_back_to_write_where_space_cannot_be_reserved(
-    tmp_path: Path,
+    tmp_path: Path, mapped_first: bool
 ) -> None:
     path = tmp_path / "s.seg"
-    events = sample_events(40)
     writer = MappedSegmentWriter.create(str(path), {"first_seq": 1})
+    events: list[Event] = []
+
+    def append_next() -> None:
+        seq = len(events) + 1
+        events.append(Event(seq, 0, [(PUT, "m" * 40, seq, seq)]))
+        writer.append(frame(encode_record(*events[-1])))
+
+    if mapped_first:  # use up the space reserved while reserving worked
+        append_next()
+        while os.path.getsize(path) - writer.end >= len(frame(encode_record(*events[-1]))):
+            append_next()
 
     def unsupported(fd: int, offset: int, length: int) -> None:
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
 
     writer.allocate_fn = unsupported
-    for event in events:
-        writer.append(frame(encode_record(*event)))
+    for _ in range(40):
+        append_next()
         assert os.path.getsize(path) == writer.end  # written, never reserved or mapped
     assert not writer.mapping
     writer.close()
