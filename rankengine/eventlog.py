@@ -37,10 +37,13 @@ file size, ``at`` the offset of the frame being read):
 
 An *interrupted copy* is what a process killed while copying a frame into
 a mapped segment leaves: some of the frame's bytes, then zeros to the end
-of the file.  The reader recognises it when the file's trailing zeros start
-at most :data:`MAP_FRAME_LIMIT` bytes after ``at`` and no valid frame starts
-in between.  The price: a damaged *last* record followed by nothing is also
-read as torn (cut with a warning, or refused with ``on_torn_tail="refuse"``).
+of the file (the writer always leaves at least one reserved zero after a
+frame).  The reader recognises it when the file ends in zeros, they start
+at most :data:`MAP_FRAME_LIMIT` bytes after ``at``, and no valid frame
+starts in between.  The price: in a segment that a killed writer left with
+its reserved zeros, a damaged *last* record is also read as torn (cut with a
+warning, or refused with ``on_torn_tail="refuse"``); in a closed segment it
+is still damage.
 
 A torn tail is cut off on open (with a warning, or refused on request);
 damage refuses to open and names the file and offset.
@@ -552,10 +555,12 @@ def _interrupted_copy(f: BinaryIO, at: int, size: int) -> bool:
                        |<-- at most MAP_FRAME_LIMIT -->|
 
     and no valid frame starts in between (damage to a record followed by
-    more records is still damage).  Only called when a frame fails.
+    more records is still damage).  A file that does not end in a zero is
+    not one: a mapped writer keeps a reserved zero after every frame, and a
+    closed segment has none.  Only called when a frame fails.
     """
     end = _zero_suffix(f, size)
-    if end - at > MAP_FRAME_LIMIT:
+    if end == size or end - at > MAP_FRAME_LIMIT:
         return False
     f.seek(at)
     data = f.read(end - at)
@@ -912,7 +917,10 @@ class MappedSegmentWriter(SegmentWriter):
         """Copy ``data`` (whole frames) to the end, or raise with nothing written."""
         size = len(data)
         view = self._map
-        if view is not None and size <= self._room and size <= MAP_FRAME_LIMIT:
+        # ``<`` and not ``<=``: a reserved zero always follows the frame, so
+        # that a copy cut short never reaches the end of the file (see
+        # _interrupted_copy).
+        if view is not None and size < self._room and size <= MAP_FRAME_LIMIT:
             view.write(data)  # all but one small append in ~20,000
             self._room -= size
             self.end += size

@@ -291,6 +291,41 @@ def test_flipped_bytes_in_earlier_records_are_refused_at_their_offset(
         assert str(bad) in str(info.value) and f"offset {starts[k]}" in str(info.value)
 
 
+@pytest.mark.parametrize("reserved", [False, pytest.param(True, marks=mapped)])
+def test_a_flipped_bit_in_the_last_record(tmp_path: Path, reserved: bool) -> None:
+    # A closed segment ends at its last record: a flipped bit there is
+    # damage.  Followed by reserved zeros (a killed mapped writer), it cannot
+    # be told from a copy cut short: a torn tail.
+    events = sample_events(10)
+    path = tmp_path / "s.seg"
+    if reserved:
+        writer, starts = open_mapped(path, events)
+        data, end = path.read_bytes(), writer.end
+        writer.close()
+    else:
+        starts = write_segment(path, events)
+        data = path.read_bytes()
+        end = len(data)
+    rng = random.Random(3)
+    bad = tmp_path / "bad.seg"
+    checked = 0
+    for _ in range(200):
+        damaged = bytearray(data)
+        damaged[rng.randrange(starts[-1], end)] ^= 1 << rng.randrange(8)
+        if not reserved and damaged[-1] == 0:
+            continue  # the file now ends in a zero, as a cut-short copy does
+        bad.write_bytes(bytes(damaged))
+        checked += 1
+        if reserved:
+            got, torn = read_all(bad)
+            assert got == events[:-1] and torn is not None and torn.offset == starts[-1]
+        else:
+            with pytest.raises(CorruptionError) as info, SegmentReader(str(bad)) as reader:
+                list(reader.events())
+            assert info.value.offset == starts[-1]
+    assert checked > 150
+
+
 def test_flipped_byte_in_the_header_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.seg"
     write_segment(path, sample_events(2))
@@ -450,6 +485,31 @@ def test_mapped_writer_reads_back_across_remaps_open_and_closed(tmp_path: Path) 
 
 
 @mapped
+def test_mapped_writer_keeps_a_reserved_zero_after_every_frame(tmp_path: Path) -> None:
+    # A frame that would fill the reserved space to its last byte goes to a
+    # new reservation instead, so that a copy of it cut short still leaves
+    # the file ending in a zero (what tells it from damage).
+    path = tmp_path / "s.seg"
+    events = [Event(1, 0, [(PUT, "a", 1, 1)])]
+    writer, _ = open_mapped(path, events)  # the first append reserves space
+
+    def meta_record(seq: int, n: int) -> bytes:
+        return frame(encode_record(seq, 0, [(META, "a", {"b": "x" * n})]))
+
+    while os.path.getsize(path) - writer.end > 3000:
+        events.append(Event(len(events) + 1, 0, [(META, "a", {"b": "x" * 1000})]))
+        writer.append(meta_record(len(events), 1000))
+    room = os.path.getsize(path) - writer.end
+    seq = len(events) + 1
+    n = next(n for n in range(room) if len(meta_record(seq, n)) == room)
+    events.append(Event(seq, 0, [(META, "a", {"b": "x" * n})]))
+    writer.append(meta_record(seq, n))  # exactly the room left
+    assert os.path.getsize(path) > writer.end
+    assert read_all(path) == (events, None)
+    writer.close()
+
+
+@mapped
 def test_mapped_writer_writes_a_large_frame_without_the_map(tmp_path: Path) -> None:
     path = tmp_path / "s.seg"
     events = sample_events(3)
@@ -498,7 +558,7 @@ def test_a_copy_cut_short_anywhere_is_a_torn_tail(tmp_path: Path, cut: int, seed
             data[at + i] = 0
     if data[at:] == whole:  # the bytes left out were zeros anyway: the copy is complete
         return
-    data += bytes(rng.choice([0, 5, 4096, MAP_GROW_BYTES]))
+    data += bytes(rng.choice([1, 5, 4096, MAP_GROW_BYTES]))  # the writer keeps >= 1
     path.write_bytes(bytes(data))
     got, torn = read_all(path)
     assert got == events[:-1]
