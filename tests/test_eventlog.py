@@ -60,6 +60,20 @@ def open_mapped(path: Path, events: list[Event]) -> tuple[MappedSegmentWriter, l
     return writer, starts
 
 
+def segment_bytes(path: Path, events: list[Event], reserved: bool) -> tuple[bytes, list[int], int]:
+    """A segment of ``events``: its bytes, each record's offset, and where
+    the records end.  ``reserved``: a mapped segment as a kill leaves it
+    (the records, then reserved zeros); else a closed one."""
+    if reserved:
+        writer, starts = open_mapped(path, events)
+        data, end = path.read_bytes(), writer.end
+        writer.close()
+        return data, starts, end
+    starts = write_segment(path, events)
+    data = path.read_bytes()
+    return data, starts, len(data)
+
+
 def sample_events(n: int, seed: int = 1) -> list[Event]:
     rng = random.Random(seed)
     events = []
@@ -267,15 +281,7 @@ def test_flipped_bytes_in_earlier_records_are_refused_at_their_offset(
     tmp_path: Path, reserved: bool
 ) -> None:
     events = sample_events(30)
-    path = tmp_path / "s.seg"
-    if reserved:  # a mapped segment as a kill leaves it: the records, then reserved zeros
-        writer, starts = open_mapped(path, events)
-        data, end = path.read_bytes(), writer.end
-        writer.close()
-    else:
-        starts = write_segment(path, events)
-        data = path.read_bytes()
-        end = len(data)
+    data, starts, end = segment_bytes(tmp_path / "s.seg", events, reserved)
     ends = [*starts[1:], end]
     rng = random.Random(5)
     bad = tmp_path / "bad.seg"
@@ -297,15 +303,7 @@ def test_a_flipped_bit_in_the_last_record(tmp_path: Path, reserved: bool) -> Non
     # damage.  Followed by reserved zeros (a killed mapped writer), it cannot
     # be told from a copy cut short: a torn tail.
     events = sample_events(10)
-    path = tmp_path / "s.seg"
-    if reserved:
-        writer, starts = open_mapped(path, events)
-        data, end = path.read_bytes(), writer.end
-        writer.close()
-    else:
-        starts = write_segment(path, events)
-        data = path.read_bytes()
-        end = len(data)
+    data, starts, end = segment_bytes(tmp_path / "s.seg", events, reserved)
     rng = random.Random(3)
     bad = tmp_path / "bad.seg"
     checked = 0
