@@ -499,17 +499,6 @@ class _Damage(Exception):
         self.torn = torn
 
 
-def _zeros_to_end(f: BinaryIO, start: int, size: int) -> bool:
-    f.seek(start)
-    left = size - start
-    while left > 0:
-        chunk = f.read(min(left, len(_ZERO_CHUNK)))
-        if not chunk or chunk.count(0) != len(chunk):
-            return False
-        left -= len(chunk)
-    return True
-
-
 def _unwritten_sectors(payload: bytes, payload_at: int) -> bool:
     """True when ``payload`` ends in zeros from a sector boundary on."""
     stripped = len(payload.rstrip(b"\0"))
@@ -519,8 +508,9 @@ def _unwritten_sectors(payload: bytes, payload_at: int) -> bool:
 
 
 def _zero_suffix(f: BinaryIO, size: int) -> int:
-    """Offset where the file's trailing run of zero bytes starts (``size``
-    when the last byte is not zero)."""
+    """Offset where the trailing run of zero bytes before ``size`` starts
+    (``size`` when the byte before it is not zero): everything from a frame
+    boundary at or after it on is the clean end."""
     at = size
     while at > 0:
         step = min(at, len(_ZERO_CHUNK))
@@ -546,7 +536,7 @@ def _valid_frame_at(data: bytes, at: int) -> bool:
     )
 
 
-def _interrupted_copy(f: BinaryIO, at: int, size: int) -> bool:
+def _interrupted_copy(f: BinaryIO, at: int, zeros_at: int, size: int) -> bool:
     """True when the bad frame at ``at`` can be a copy into a mapped segment
     that a kill cut short: some of one frame's bytes, then only zeros::
 
@@ -557,13 +547,13 @@ def _interrupted_copy(f: BinaryIO, at: int, size: int) -> bool:
     and no valid frame starts in between (damage to a record followed by
     more records is still damage).  A file that does not end in a zero is
     not one: a mapped writer keeps a reserved zero after every frame, and a
-    closed segment has none.  Only called when a frame fails.
+    closed segment has none.  ``zeros_at`` is :func:`_zero_suffix`'s answer.
+    Only called when a frame fails.
     """
-    end = _zero_suffix(f, size)
-    if end == size or end - at > MAP_FRAME_LIMIT:
+    if zeros_at == size or zeros_at - at > MAP_FRAME_LIMIT:
         return False
     f.seek(at)
-    data = f.read(end - at)
+    data = f.read(zeros_at - at)
     return not any(_valid_frame_at(data, i) for i in range(1, len(data)))
 
 
@@ -581,15 +571,16 @@ def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes
     while at < size:
         left = size - at
         if left < FRAME_HEADER_BYTES:
-            if _zeros_to_end(f, at, size):
+            if _zero_suffix(f, size) <= at:
                 return
             raise _Damage(at, f"incomplete frame header ({left} bytes)", torn=True)
         head = f.read(FRAME_HEADER_BYTES)
         length, length_crc, payload_crc = FRAME.unpack(head)
         if zlib.crc32(head[:4]) != length_crc:
-            if _zeros_to_end(f, at, size):
+            zeros_at = _zero_suffix(f, size)  # one scan for both questions
+            if zeros_at <= at:
                 return
-            if _interrupted_copy(f, at, size):
+            if _interrupted_copy(f, at, zeros_at, size):
                 raise _Damage(at, "interrupted append", torn=True)
             raise _Damage(at, "frame length checksum mismatch", torn=False)
         if length > MAX_FRAME_BYTES:
@@ -601,7 +592,7 @@ def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes
         if zlib.crc32(payload) != payload_crc:
             if end == size and _unwritten_sectors(payload, at + FRAME_HEADER_BYTES):
                 raise _Damage(at, "last record ends in unwritten sectors", torn=True)
-            if _interrupted_copy(f, at, size):
+            if _interrupted_copy(f, at, _zero_suffix(f, size), size):
                 raise _Damage(at, "interrupted append", torn=True)
             raise _Damage(at, "record checksum mismatch", torn=False)
         yield at, payload
@@ -687,7 +678,7 @@ class SegmentReader:
 
         Runtime complexity: O(size of the file after the header)
         """
-        return _zeros_to_end(self._file, self.start, self.size)
+        return _zero_suffix(self._file, self.size) <= self.start
 
     def events(self, progress: Callable[[int], None] | None = None) -> Iterator[Event]:
         """Every complete record, in order; checks sequence continuity.

@@ -36,13 +36,19 @@ from rankengine.eventlog import (
 )
 
 
-def write_segment(path: Path, events: list[Event]) -> list[int]:
-    """Write ``events`` to a new segment; return each record's start offset."""
-    writer = SegmentWriter.create(str(path), {"first_seq": events[0].seq if events else 1})
+def append_all(writer: SegmentWriter, events: list[Event]) -> list[int]:
+    """Append ``events``; return each record's start offset."""
     starts = []
     for event in events:
         starts.append(writer.end)
         writer.append(frame(encode_record(*event)))
+    return starts
+
+
+def write_segment(path: Path, events: list[Event]) -> list[int]:
+    """Write ``events`` to a new segment; return each record's start offset."""
+    writer = SegmentWriter.create(str(path), {"first_seq": events[0].seq if events else 1})
+    starts = append_all(writer, events)
     writer.close()
     return starts
 
@@ -53,11 +59,7 @@ mapped = pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Lin
 def open_mapped(path: Path, events: list[Event]) -> tuple[MappedSegmentWriter, list[int]]:
     """A mapped writer left open after appending ``events`` (as a kill leaves it)."""
     writer = MappedSegmentWriter.create(str(path), {"first_seq": 1})
-    starts = []
-    for event in events:
-        starts.append(writer.end)
-        writer.append(frame(encode_record(*event)))
-    return writer, starts
+    return writer, append_all(writer, events)
 
 
 def segment_bytes(path: Path, events: list[Event], reserved: bool) -> tuple[bytes, list[int], int]:
