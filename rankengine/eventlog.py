@@ -40,10 +40,14 @@ a mapped segment leaves: some of the frame's bytes, then zeros to the end
 of the file (the writer always leaves at least one reserved zero after a
 frame).  The reader recognises it when the file ends in zeros, they start
 at most :data:`MAP_FRAME_LIMIT` bytes after ``at``, and no valid frame
-starts in between.  The price: in a segment that a killed writer left with
-its reserved zeros, a damaged *last* record is also read as torn (cut with a
+starts in between (a record may end in zero bytes, so a frame that ends
+among the zeros counts); when the frame's length is intact (rule 5), the
+zeros must also start no later than the frame's end, and the file go on
+past it.  The price: in a segment that a killed writer left with its
+reserved zeros, a damaged *last* record is also read as torn (cut with a
 warning, or refused with ``on_torn_tail="refuse"``); in a closed segment it
-is still damage.
+is still damage, unless the record ends in a zero byte and its length is
+what was damaged.
 
 A torn tail is cut off on open (with a warning, or refused on request);
 damage refuses to open and names the file and offset.
@@ -523,17 +527,23 @@ def _zero_suffix(f: BinaryIO, size: int) -> int:
     return 0
 
 
-def _valid_frame_at(data: bytes, at: int) -> bool:
-    """True when a whole, checksum-valid frame starts at ``data[at]``."""
+def _valid_frame_at(data: bytes, at: int, zeros: int) -> bool:
+    """True when a whole, checksum-valid frame starts at ``data[at]``, where
+    ``data`` is followed by ``zeros`` zero bytes (a record may end in zero
+    bytes, so its frame may end among them)."""
     if len(data) - at < FRAME_HEADER_BYTES:
         return False
     length, length_crc, payload_crc = FRAME.unpack_from(data, at)
     start = at + FRAME_HEADER_BYTES
-    return bool(
-        zlib.crc32(data[at : at + 4]) == length_crc
-        and start + length <= len(data)
-        and zlib.crc32(data[start : start + length]) == payload_crc
-    )
+    if zlib.crc32(data[at : at + 4]) != length_crc or start + length > len(data) + zeros:
+        return False
+    crc = zlib.crc32(data[start : start + length])
+    pad = start + length - len(data)
+    while pad > 0:
+        step = min(pad, len(_ZERO_CHUNK))
+        crc = zlib.crc32(_ZERO_CHUNK[:step], crc)
+        pad -= step
+    return bool(crc == payload_crc)
 
 
 def _interrupted_copy(f: BinaryIO, at: int, zeros_at: int, size: int) -> bool:
@@ -544,17 +554,18 @@ def _interrupted_copy(f: BinaryIO, at: int, zeros_at: int, size: int) -> bool:
                        ^at                         ^zero suffix      ^size
                        |<-- at most MAP_FRAME_LIMIT -->|
 
-    and no valid frame starts in between (damage to a record followed by
-    more records is still damage).  A file that does not end in a zero is
-    not one: a mapped writer keeps a reserved zero after every frame, and a
-    closed segment has none.  ``zeros_at`` is :func:`_zero_suffix`'s answer.
-    Only called when a frame fails.
+    and no valid frame starts in between, not even one whose last bytes are
+    among the zeros (damage to a record followed by more records is still
+    damage).  A file that does not end in a zero is not one: a mapped writer
+    keeps a reserved zero after every frame.  ``zeros_at`` is
+    :func:`_zero_suffix`'s answer.  Only called when a frame fails.
     """
     if zeros_at == size or zeros_at - at > MAP_FRAME_LIMIT:
         return False
     f.seek(at)
     data = f.read(zeros_at - at)
-    return not any(_valid_frame_at(data, i) for i in range(1, len(data)))
+    zeros = size - zeros_at
+    return not any(_valid_frame_at(data, i, zeros) for i in range(1, len(data)))
 
 
 def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes]]:
@@ -592,7 +603,10 @@ def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes
         if zlib.crc32(payload) != payload_crc:
             if end == size and _unwritten_sectors(payload, at + FRAME_HEADER_BYTES):
                 raise _Damage(at, "last record ends in unwritten sectors", torn=True)
-            if _interrupted_copy(f, at, _zero_suffix(f, size), size):
+            # The length is intact, so a copy cut short left only zeros after
+            # the frame, and at least one (the writer keeps it reserved).
+            zeros_at = _zero_suffix(f, size)
+            if zeros_at <= end < size and _interrupted_copy(f, at, zeros_at, size):
                 raise _Damage(at, "interrupted append", torn=True)
             raise _Damage(at, "record checksum mismatch", torn=False)
         yield at, payload

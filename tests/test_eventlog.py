@@ -326,6 +326,45 @@ def test_a_flipped_bit_in_the_last_record(tmp_path: Path, reserved: bool) -> Non
     assert checked > 150
 
 
+@pytest.mark.parametrize("reserved", [False, pytest.param(True, marks=mapped)])
+@pytest.mark.parametrize("field", ["length", "payload"])
+@pytest.mark.parametrize("last", [(DEL, 0), (META, "ann", {"ratio": 1.5})])
+def test_damage_before_a_last_record_that_ends_in_zeros_is_damage(
+    tmp_path: Path, reserved: bool, field: str, last: Any
+) -> None:
+    # A record may end in zero bytes (int member 0; float 1.5 is cb 3f f8 00
+    # 00 00 00 00 00).  Those bytes are part of the file's trailing zeros,
+    # yet the record is there: the damaged one before it is not the last.
+    events = [*sample_events(5), Event(6, 0, [last])]
+    data, starts, end = segment_bytes(tmp_path / "s.seg", events, reserved)
+    assert data[end - 1] == 0
+    damaged = bytearray(data)
+    damaged[starts[-2] + (1 if field == "length" else FRAME_HEADER_BYTES + 2)] ^= 0x40
+    bad = tmp_path / "bad.seg"
+    bad.write_bytes(bytes(damaged))
+    with pytest.raises(CorruptionError) as info, SegmentReader(str(bad)) as reader:
+        list(reader.events())
+    assert info.value.offset == starts[-2]
+
+
+@pytest.mark.parametrize("last", [(DEL, 0), (META, "ann", {"ratio": 1.5})])
+def test_damaged_last_record_of_a_closed_segment_that_ends_in_zeros_is_damage(
+    tmp_path: Path, last: Any
+) -> None:
+    # The frame's length is intact and the file ends where the frame does: a
+    # copy cut short would have left at least one reserved zero after it.
+    events = [*sample_events(5), Event(6, 0, [last])]
+    path = tmp_path / "s.seg"
+    starts = write_segment(path, events)
+    data = bytearray(path.read_bytes())
+    assert data[-1] == 0 and len(data.rstrip(b"\0")) % 512  # not unwritten sectors
+    data[starts[-1] + FRAME_HEADER_BYTES + 2] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptionError) as info, SegmentReader(str(path)) as reader:
+        list(reader.events())
+    assert info.value.offset == starts[-1]
+
+
 def test_flipped_byte_in_the_header_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.seg"
     write_segment(path, sample_events(2))
