@@ -308,14 +308,10 @@ def test_a_flipped_bit_in_the_last_record(tmp_path: Path, reserved: bool) -> Non
     data, starts, end = segment_bytes(tmp_path / "s.seg", events, reserved)
     rng = random.Random(3)
     bad = tmp_path / "bad.seg"
-    checked = 0
     for _ in range(200):
         damaged = bytearray(data)
         damaged[rng.randrange(starts[-1], end)] ^= 1 << rng.randrange(8)
-        if not reserved and damaged[-1] == 0:
-            continue  # the file now ends in a zero, as a cut-short copy does
         bad.write_bytes(bytes(damaged))
-        checked += 1
         if reserved:
             got, torn = read_all(bad)
             assert got == events[:-1] and torn is not None and torn.offset == starts[-1]
@@ -323,7 +319,6 @@ def test_a_flipped_bit_in_the_last_record(tmp_path: Path, reserved: bool) -> Non
             with pytest.raises(CorruptionError) as info, SegmentReader(str(bad)) as reader:
                 list(reader.events())
             assert info.value.offset == starts[-1]
-    assert checked > 150
 
 
 @pytest.mark.parametrize("reserved", [False, pytest.param(True, marks=mapped)])
