@@ -223,10 +223,12 @@ class DecayedLeaderboard:
         """Make ``member``'s decayed value at time ``t`` (default now) equal ``value``.
 
         Runtime complexity: O(log N)
+
+        :raises OverflowError: the stored score would not be finite.
         """
         with self._lock:
             when = self._now(None) if t is None else _finite(t, "t")
-            return self._board.set(member, self._weighted(value, when))
+            return self._board.set(member, _check_sum(self._weighted(value, when), member))
 
     def remove(self, member: Member) -> bool:
         """Remove ``member``.

@@ -245,3 +245,13 @@ def test_durable_board_replays_decay_exactly(tmp_path: Path) -> None:
     with DecayedLeaderboard.open(path, rebase_after=3.0, **options) as third:
         assert third.board.items() == stored
         assert sorted(p.name for p in path.iterdir()) == [f"epoch-{t0!r}"]
+
+
+def test_set_refuses_a_value_whose_stored_score_would_not_be_finite() -> None:
+    board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=lambda: 50.0)
+    board.set("ann", 1.0)
+    before = board.board.items()
+    with pytest.raises(OverflowError, match="too large"):
+        board.set("ann", 1e300)  # stored: 1e300 * e^50, not a double
+    assert board.board.items() == before
+    board._check()
