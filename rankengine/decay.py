@@ -211,6 +211,8 @@ class DecayedLeaderboard:
             now = self._now(None)
             when = now if t is None else _finite(t, "t")
             pairs = list(items.items() if isinstance(items, Mapping) else items)
+            for _, points in pairs:  # before any re-base: a bad item changes nothing
+                _check_points(points)
             weighted = [(member, self._weighted(points, when)) for member, points in pairs]
             totals: dict[Any, float] = {}
             for member, delta in weighted:
@@ -407,10 +409,7 @@ class DecayedLeaderboard:
     def _weighted(self, points: float, t: float) -> float:
         """``points * e^((t - t0) / tau)``, re-basing first if ``t`` is too far
         past ``t0`` for the weight to stay small."""
-        if isinstance(points, bool) or not isinstance(points, (int, float)):
-            raise TypeError(f"points must be an int or a float, not {type(points).__name__}")
-        if not math.isfinite(points):
-            raise ValueError(f"points must be finite, not {points!r}")
+        _check_points(points)
         if (t - self._t0) / self._tau > self._rebase_after:
             self.rebase(t)
         # below -745 exp underflows to 0.0: an event that old has faded away
@@ -563,6 +562,13 @@ def _finite(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{what} must be a finite number of POSIX seconds, not {value!r}")
     return value
+
+
+def _check_points(points: object) -> None:
+    if isinstance(points, bool) or not isinstance(points, (int, float)):
+        raise TypeError(f"points must be an int or a float, not {type(points).__name__}")
+    if not math.isfinite(points):
+        raise ValueError(f"points must be finite, not {points!r}")
 
 
 def _check_sum(total: float, member: Member) -> float:

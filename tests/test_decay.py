@@ -255,3 +255,19 @@ def test_set_refuses_a_value_whose_stored_score_would_not_be_finite() -> None:
         board.set("ann", 1e300)  # stored: 1e300 * e^50, not a double
     assert board.board.items() == before
     board._check()
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [[("bob", 1), ("cid", math.nan)], [("bob", 1), ("cid", math.inf)], [("bob", 1), ("cid", "2")]],
+)
+def test_a_batch_with_a_bad_item_changes_nothing_even_when_it_is_due_a_rebase(
+    batch: list[tuple[str, Any]],
+) -> None:
+    board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=lambda: 100.0)  # 100 tau: due a re-base
+    board.add("ann", 3, t=1.0)
+    before = (board.t0, board.rebases, board.board, board.board.items())
+    with pytest.raises((TypeError, ValueError)):
+        board.add_many(batch)
+    assert (board.t0, board.rebases, board.board, board.board.items()) == before
+    board._check()
