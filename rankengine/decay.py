@@ -26,9 +26,11 @@ Re-basing
 passes the largest double (about e^709.8) after 42 days.  So when a write
 arrives more than :data:`REBASE_AFTER` time constants after ``t0``, the
 board is *re-based* to ``t0' = t``: every stored score is multiplied by
-``e^(-(t0' - t0) / tau)`` and written to a new board in one ``set_many``,
-best first (a positive uniform scale keeps the order; scores that become
-equal keep their previous order on a first-to-reach board).  The cost,
+``e^(-(t0' - t0) / tau)`` (through logarithms, as a read does, when more
+than 700 time constants have passed and that factor alone would underflow)
+and written to a new board in one ``set_many``, best first (a positive
+uniform scale keeps the order; scores that become equal keep their
+previous order on a first-to-reach board).  The cost,
 O(N log N), is paid once per ``REBASE_AFTER * tau`` seconds.
 
 Exactness
@@ -260,15 +262,15 @@ class DecayedLeaderboard:
                 if new_t0 == self._t0:
                     return
                 raise ValueError(f"t0 only moves forward: {new_t0} < {self._t0}")
-            scale = math.exp(-(new_t0 - self._t0) / self._tau)
-            if not math.isfinite(scale):
-                raise OverflowError(f"cannot re-base {self._t0} -> {new_t0}: the scale overflows")
             old = self._board
             fresh = self._factory(new_t0)
             with old._lock:
                 rows = old.items()  # best first: equal results keep this order
                 metas = {m: old.meta(m) for m in old._meta}
-            fresh.set_many([(member, _number(stored) * scale) for member, stored in rows])
+            # each stored score's decayed value at new_t0: a multiplication by
+            # e^(-(new_t0 - t0) / tau), through logarithms after a silence so
+            # long that the factor alone would underflow (see _decayed)
+            fresh.set_many([(member, self._decayed(stored, new_t0)) for member, stored in rows])
             for member, meta in metas.items():
                 fresh.set_meta(member, meta)
             self._board, self._t0 = fresh, new_t0

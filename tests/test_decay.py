@@ -271,3 +271,22 @@ def test_a_batch_with_a_bad_item_changes_nothing_even_when_it_is_due_a_rebase(
         board.add_many(batch)
     assert (board.t0, board.rebases, board.board, board.board.items()) == before
     board._check()
+
+
+@pytest.mark.parametrize("silence", [680.0, 700.0])
+def test_a_rebase_after_a_long_silence_keeps_old_values_to_the_direct_formula(
+    silence: float,
+) -> None:
+    """The re-base factor e^-(60 + silence) underflows (to a subnormal, or to
+    0 past ~745), but the old members' decayed values are normal doubles."""
+    clock = FakeClock(60.0)
+    board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=clock, tie_break="member")
+    board.add("ann", 2)  # stored 2 * e^60
+    board.add("bob", 1)
+    clock.t += silence
+    board.add("cid", 1)  # re-bases to now
+    assert board.rebases == 1
+    for member, points in (("ann", 2), ("bob", 1)):
+        assert math.isclose(board.score(member), points * math.exp(-silence), rel_tol=1e-12)
+    assert [m for m, _ in board.items()] == ["cid", "ann", "bob"]  # no tie at 0 to reorder
+    board._check()
