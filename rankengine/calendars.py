@@ -20,6 +20,8 @@ calendar            one period               name of a period
 ==================  =======================  ==========================
 
 ISO week 53 belongs to its ISO year: 2027-01-01 (a Friday) is in ``2026-W53``.
+Names are ISO 8601 with four-digit years (``0968-09``), so every name of
+years 1..9999 parses back to its period.
 
 >>> week = calendar("weekly")
 >>> week.period_of(1_798_761_600)           # 2027-01-01T00:00Z
@@ -220,7 +222,7 @@ class Hourly(Calendar):
         return i * _HOUR - self._offset, (i + 1) * _HOUR - self._offset
 
     def _name(self, start: int) -> str:
-        return self._local_datetime(start).strftime("%Y-%m-%dT%H")
+        return self._local_datetime(start).isoformat(timespec="hours")
 
     def _parse_start(self, name: str) -> int:
         local = datetime.strptime(name, "%Y-%m-%dT%H")
@@ -290,7 +292,7 @@ class Monthly(Calendar):
         return self._month_start(year, month), self._month_start(*nxt)
 
     def _name(self, start: int) -> str:
-        return _day_date((start + self._offset) // _DAY).strftime("%Y-%m")
+        return _day_date((start + self._offset) // _DAY).isoformat()[:7]
 
     def _parse_start(self, name: str) -> int:
         match = re.fullmatch(r"(\d{4})-(\d{2})", name)
@@ -329,7 +331,7 @@ class Every(Calendar):
         return self.origin + i * self.length, self.origin + (i + 1) * self.length
 
     def _name(self, start: int) -> str:
-        return self._local_datetime(start).strftime("%Y-%m-%dT%H:%M:%S")
+        return self._local_datetime(start).isoformat(timespec="seconds")
 
     def _parse_start(self, name: str) -> int:
         local = datetime.strptime(name, "%Y-%m-%dT%H:%M:%S")
@@ -465,7 +467,7 @@ class Cron(Calendar):
         return start, end
 
     def _name(self, start: int) -> str:
-        return self._local_datetime(start).strftime("%Y-%m-%dT%H:%M")
+        return self._local_datetime(start).isoformat(timespec="minutes")
 
     def _parse_start(self, name: str) -> int:
         local = datetime.strptime(name, "%Y-%m-%dT%H:%M")

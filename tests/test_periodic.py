@@ -4,6 +4,7 @@ retention, archive files and close callbacks."""
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,14 @@ def test_calendar_laws(cal: Calendar, t: float) -> None:
     assert cal.period_of(p.start) == p
     assert cal.period_of(just_before(p.end)) == p
     assert cal.period_of(p.end) != p
+
+
+@pytest.mark.parametrize("cal", CALENDARS)
+@pytest.mark.parametrize("day", ["0001-03-01", "0068-09-03", "0999-12-31"])
+def test_names_have_four_digit_years_and_parse_back_in_early_years(cal: Calendar, day: str) -> None:
+    p = cal.period_of(ts(day + "T12:34:56"))
+    assert re.match(r"\d{4}-", p.name), p.name  # ISO 8601, as Daily and Weekly name them
+    assert cal.parse(p.name) == p
 
 
 # ----------------------------------------------------------------------
