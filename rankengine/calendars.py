@@ -369,8 +369,10 @@ def _cron_field(text: str, lo: int, hi: int, names: tuple[str, ...], name_base: 
         return int(token)
 
     for item in text.split(","):
-        body, _, step_text = item.partition("/")
-        step = int(step_text) if step_text.isdigit() else (1 if not step_text else 0)
+        body, slash, step_text = item.partition("/")
+        if slash and not step_text.isdigit():  # "5/" and "*/x" are typos, not "5" and "*"
+            raise ValueError(f"bad cron step in {item!r}")
+        step = int(step_text) if slash else 1
         if step < 1:
             raise ValueError(f"bad cron step in {item!r}")
         if body == "*":
@@ -380,7 +382,7 @@ def _cron_field(text: str, lo: int, hi: int, names: tuple[str, ...], name_base: 
             first, last = number(a), number(b)
         else:
             first = number(body)
-            last = hi if step_text else first
+            last = hi if slash else first
         if not lo <= first <= last <= hi:
             raise ValueError(f"cron field {item!r} is outside {lo}..{hi}")
         values.update(range(first, last + 1, step))

@@ -189,8 +189,10 @@ def test_cron_features() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["0 0 31 2 *", "* * *", "61 * * * *", "*/0 * * * *", "x * * * *", "5-1 * * * *"]
-)
+    "bad",
+    ["0 0 31 2 *", "* * *", "61 * * * *", "*/0 * * * *", "x * * * *", "5-1 * * * *",
+     "5/ * * * *", "*/ * * * *", "1-5/ * * * *", "*/x * * * *", "0 0 * * MON/"],
+)  # fmt: skip
 def test_cron_rejects_bad_expressions(bad: str) -> None:
     with pytest.raises(ValueError):
         Cron(bad)
