@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections import Counter
 from collections.abc import Callable, Iterable
 from hashlib import blake2b
-from typing import Any, Final
+from typing import Any, Final, cast
 
 Key = str | bytes | int
 """A key the approximate structures accept."""
@@ -139,6 +140,31 @@ def check_keys(keys: Iterable[object]) -> None:
     for key in keys:
         if type(key) is not str and type(key) is not bytes:
             check_key(key)
+
+
+def count_keys(keys: Iterable[object]) -> Counter[Key]:
+    """Validate every key of ``keys`` as :func:`check_keys` does, then count them.
+
+    The keys are checked *before* counting: :class:`collections.Counter`
+    merges keys that compare equal, so ``[1, 1.0, True]`` would become three
+    occurrences of the ``int`` key ``1`` and the ``float`` and ``bool`` would
+    go unseen.
+
+    Runtime complexity: O(n)
+
+    >>> count_keys(["a", b"a", "a"])
+    Counter({'a': 2, b'a': 1})
+    >>> count_keys([1, True])
+    Traceback (most recent call last):
+    ...
+    TypeError: unsupported key type bool: keys must be str, bytes or int
+
+    :param keys: keys to count (iterated once)
+    :return: key -> number of occurrences
+    """
+    keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+    check_keys(keys)
+    return cast("Counter[Key]", Counter(keys))
 
 
 class KeyHasher:

@@ -56,14 +56,13 @@ Invariants (checked by :meth:`TopK._check`)::
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
 import msgpack
 
-from rankengine.hashing import Key, check_keys, key_nbytes
+from rankengine.hashing import Key, check_keys, count_keys, key_nbytes
 from rankengine.sketch import CountMinSketch, check_positive
 
 DEFAULT_WIDTH: Final = 2048
@@ -325,7 +324,8 @@ class TopK:
         each distinct key updates the tracker once, in first-seen order.  With
         conservative update the sketch can then differ slightly from
         one-by-one adds (both are valid upper bounds).  The whole batch is
-        validated first: on a bad key nothing changes.
+        validated first, before counting (``1.0`` or ``True`` must not pass
+        as the equal ``int`` key ``1``): on a bad key nothing changes.
 
         Runtime complexity: O(n + d * (depth + log k')) for n keys, d distinct
 
@@ -342,8 +342,7 @@ class TopK:
 
         :param keys: iterable of keys
         """
-        counts = Counter(keys)
-        check_keys(counts)
+        counts = count_keys(keys)
         # A Counter built here holds positive ints only: no per-value checks.
         self._add_counts(counts, sum(counts.values()))
 
@@ -551,7 +550,10 @@ class TopK:
 
         :return: the bytes
         """
-        return msgpack.packb(self.to_dict(), use_bin_type=True)  # type: ignore[no-any-return]
+        # str keys are UTF-8 with lone surrogates allowed, as they are hashed.
+        return msgpack.packb(  # type: ignore[no-any-return]
+            self.to_dict(), use_bin_type=True, unicode_errors="surrogatepass"
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TopK:
@@ -608,7 +610,7 @@ class TopK:
         :return: the tracker
         """
         try:
-            data = msgpack.unpackb(blob, raw=False)
+            data = msgpack.unpackb(blob, raw=False, unicode_errors="surrogatepass")
         except Exception:
             raise ValueError("not a serialised TopK") from None
         return cls.from_dict(data)

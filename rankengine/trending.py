@@ -38,13 +38,13 @@ from __future__ import annotations
 import math
 import multiprocessing
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final, Protocol
 
-from rankengine.hashing import Key, check_key, check_keys, make_indexer
+from rankengine.hashing import Key, check_key, check_keys, count_keys, make_indexer
 from rankengine.sketch import check_positive
 from rankengine.topk import TopItem, TopK, merge_topk
 
@@ -317,7 +317,7 @@ class PartitionedTopK:
 
         :param keys: iterable of keys
         """
-        self.add_counts(Counter(keys))
+        self.add_counts(count_keys(keys))
 
     def add_counts(self, counts: Mapping[Key, int]) -> None:
         """Buffer pre-aggregated counts (validated first: on error nothing changes).
@@ -609,9 +609,24 @@ class TumblingWindows:
         2
 
         :param ts: event time
-        :return: ``floor((ts - origin) / length)``
+        :return: the ``i`` with ``start(i) <= ts < start(i + 1)``, where
+            ``start(i) = origin + i * length`` as :class:`Window` reports it
         """
-        return math.floor((self._time(ts) - self.origin) / self.length)
+        ts = self._time(ts)
+        index = math.floor((ts - self.origin) / self.length)
+        # The division rounds (3 * 0.7 / 0.7 < 3): settle the index against
+        # the starts as computed, so that each event lies in its window's
+        # published [start, end).  The rounding is far below one window (for
+        # any window longer than a few ulps of the times), so one step is enough.
+        if ts < self._start(index):
+            index -= 1
+        elif ts >= self._start(index + 1):
+            index += 1
+        return index
+
+    def _start(self, index: int) -> float:
+        """Event time where window ``index`` starts (and window ``index - 1`` ends)."""
+        return self.origin + index * self.length
 
     def _enter(self, ts: float | None) -> bool:
         """Move to the window of ``ts``, publishing as needed; False if ``ts`` is late."""
@@ -659,7 +674,7 @@ class TumblingWindows:
         :param keys: keys (validated before anything changes)
         :param ts: event time of the whole batch
         """
-        self.add_counts(Counter(keys), ts)
+        self.add_counts(count_keys(keys), ts)
 
     def add_counts(self, counts: Mapping[Key, int], ts: float | None = None) -> None:
         """Count pre-aggregated keys, all at event time ``ts``.
@@ -719,12 +734,11 @@ class TumblingWindows:
         return published
 
     def _publish(self, index: int, tracker: TopK | None) -> Window:
-        start = self.origin + index * self.length
         top = tuple(tracker.top(self.k)) if tracker is not None else ()
         window = Window(
             index=index,
-            start=start,
-            end=start + self.length,
+            start=self._start(index),
+            end=self._start(index + 1),
             total=tracker.total if tracker is not None else 0,
             top=top,
             tracker=tracker,
@@ -811,7 +825,7 @@ class TumblingWindows:
                 assert indexes[-1] < self.current
             for w in self._published:
                 # Each window's times, total and top agree with its tracker.
-                assert w.end - w.start == self.length
+                assert (w.start, w.end) == (self._start(w.index), self._start(w.index + 1))
                 if w.tracker is None:
                     assert w.total == 0 and w.top == ()
                 else:

@@ -300,6 +300,25 @@ def test_bad_input_raises_and_changes_nothing(call: object, error: type) -> None
     tracker._check()
 
 
+@pytest.mark.parametrize("other", [1.0, True])
+def test_a_batch_does_not_fold_equal_keys_of_other_types_into_an_int(other: object) -> None:
+    # Counter([1, 1.0, True]) has the single key 1: the keys are checked before counting.
+    tracker = TopK(2, width=16, depth=2)
+    with pytest.raises(TypeError):
+        tracker.add_many([1, other])  # type: ignore[list-item]
+    assert tracker.total == 0 and 1 not in tracker
+
+
+def test_candidate_keys_with_lone_surrogates_round_trip() -> None:
+    # str keys are hashed as UTF-8 with lone surrogates allowed; they serialise the same way.
+    tracker = TopK(2, width=16, depth=2)
+    tracker.add_many(["\udcff", "\udcff", "caf\xe9"])
+    copy = TopK.from_bytes(tracker.to_bytes())
+    copy._check()
+    assert copy.top() == tracker.top() == [TopItem("\udcff", 2, 0), TopItem("caf\xe9", 1, 0)]
+    assert copy.to_bytes() == tracker.to_bytes()
+
+
 def test_candidate_lookup_does_not_accept_equal_keys_of_other_types() -> None:
     tracker = TopK(2, width=16, depth=2)
     tracker.add(1)

@@ -67,6 +67,35 @@ def test_event_time_wins_over_clock_and_origin_shifts_windows() -> None:
     assert [(w.index, w.start, tops(w)) for w in tw.windows()] == [(0, 30.0, [("a", 1)])]
 
 
+def test_an_event_at_a_window_start_belongs_to_that_window() -> None:
+    # 3 * 0.7 / 0.7 rounds to 2.9999999999999996: the index must follow Window.start.
+    tw = TumblingWindows(0.7, k=1, width=16, depth=1, clock=FakeClock())
+    tw.add("a", ts=0.0)
+    tw.add("b", ts=3 * 0.7)
+    assert tw.current == 3 and [w.index for w in tw.windows()] == [0, 1, 2]
+    assert tw.windows()[-1].end == 3 * 0.7
+    assert tw.advance(now=tw.origin + 4 * tw.length)[0].start == 3 * 0.7
+    tw._check()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    length=st.floats(1e-3, 1e4),
+    origin=st.floats(-1e10, 1e10),
+    index=st.integers(-(10**6), 10**6),
+)
+def test_window_of_agrees_with_the_published_bounds(
+    length: float, origin: float, index: int
+) -> None:
+    tw = TumblingWindows(length, origin=origin, width=8, depth=1, clock=FakeClock())
+    tw.add("a", ts=origin + index * length)
+    tw.advance(now=origin + (index + 1) * length)
+    window = tw.latest()
+    assert window is not None and (window.index, window.total) == (index, 1)
+    assert tw.window_of(window.start) == index == tw.window_of(window.end) - 1
+    tw._check()
+
+
 def test_late_events_are_dropped_counted_and_change_no_published_window() -> None:
     tw = TumblingWindows(10.0, k=2, width=64, depth=2, clock=FakeClock())
     tw.add("a", ts=1.0)
@@ -177,6 +206,7 @@ def test_bad_input_to_windows_changes_nothing() -> None:
         (lambda: tw.add("a", ts="soon"), ValueError),
         (lambda: tw.add("a", ts=float("inf")), ValueError),
         (lambda: tw.add_many(["a", None], ts=50.0), TypeError),
+        (lambda: tw.add_many([1, 1.0], ts=2.0), TypeError),
         (lambda: tw.add_counts({"a": -1}, ts=50.0), ValueError),
         (lambda: tw.sliding(0), ValueError),
     ]:
@@ -240,6 +270,7 @@ def test_pipeline_bad_input_and_overflow_change_nothing() -> None:
         (lambda: pipe.add(1.5), TypeError),
         (lambda: pipe.add("a", -1), ValueError),
         (lambda: pipe.add_many(["c", None]), TypeError),
+        (lambda: pipe.add_many([1, True]), TypeError),
         (lambda: pipe.add_counts({"c": 0}), ValueError),
         (lambda: pipe.add("c", 2**32), OverflowError),
         (lambda: pipe.add_counts({"c": 2**32 - 2}), OverflowError),
