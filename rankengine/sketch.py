@@ -536,19 +536,26 @@ class CountMinSketch:
         if data.get("format") != FORMAT_VERSION:
             raise ValueError(f"unsupported sketch format {data.get('format')!r}")
         try:
+            width, depth, bits = data["width"], data["depth"], data["counter_bits"]
+            cells, total = data["cells"], data["total"]
+            # The cells must fill the table, checked before the table is made:
+            # a tampered width must not allocate gigabytes.
+            if not (
+                isinstance(cells, bytes)
+                and all(type(n) is int for n in (width, depth, bits))
+                and len(cells) == width * depth * bits // 8
+            ):
+                raise ValueError("serialised sketch has the wrong number of cell bytes")
             sketch = cls(
-                data["width"],
-                data["depth"],
+                width,
+                depth,
                 seed=data["seed"],
                 conservative=data["conservative"],
-                counter_bits=data["counter_bits"],
+                counter_bits=bits,
             )
-            cells, total = data["cells"], data["total"]
         except KeyError as exc:
             raise ValueError(f"serialised sketch lacks field {exc}") from None
         table = array(sketch._table.typecode)
-        if not isinstance(cells, bytes) or len(cells) != sketch.logical_bytes:
-            raise ValueError("serialised sketch has the wrong number of cell bytes")
         table.frombytes(cells)
         if sys.byteorder != "little":  # pragma: no cover - big-endian hosts only
             table.byteswap()

@@ -589,6 +589,10 @@ class TopK:
             raise ValueError(f"serialised TopK lacks field {exc}") from None
         if type(total) is not int or total != sketch.total:
             raise ValueError("serialised TopK total does not match its sketch")
+        if not isinstance(candidates, list) or not all(
+            isinstance(c, (list, tuple)) and len(c) == 3 for c in candidates
+        ):
+            raise ValueError("serialised TopK candidates must be [key, count, error] triples")
         tracker._sketch = sketch
         tracker.total = total
         tracker._load_candidates([(key, count, error) for key, count, error in candidates])

@@ -156,7 +156,8 @@ def _serve(conn: Connection, config: dict[str, Any]) -> None:
     Messages are ``(op, payload)``: ``counts`` (a dict, no reply),
     ``snapshot`` and ``roll`` (reply: the tracker's bytes; ``roll`` then
     starts an empty tracker) and ``stop``.  An error is sent back as
-    ``("error", text)`` on the next request.
+    ``("error", text)``: at once when a request fails (the parent is
+    waiting for its reply), else on the next request.
     """
     tracker = TopK(**config)
     failure: str | None = None
@@ -178,8 +179,11 @@ def _serve(conn: Connection, config: dict[str, Any]) -> None:
                 tracker = tracker.empty_like()
             else:  # pragma: no cover - protocol error
                 conn.send(("error", f"unknown op {op!r}"))
-        except Exception as exc:  # pragma: no cover - reported to the parent
+        except Exception as exc:  # reported to the parent
             failure = f"{type(exc).__name__}: {exc}"
+            if op != "counts":  # a request: its reply is awaited now
+                conn.send(("error", failure))
+                failure = None
     conn.close()
 
 
@@ -403,12 +407,13 @@ class PartitionedTopK:
         else:
             for conn in self._conns:
                 conn.send((op, None))
-            parts = []
-            for p, conn in enumerate(self._conns):
-                status, payload = conn.recv()
+            # Read every reply before raising: one left in its pipe would be
+            # taken for the answer to the next request.
+            replies = [conn.recv() for conn in self._conns]
+            for p, (status, payload) in enumerate(replies):
                 if status != "ok":
                     raise RuntimeError(f"partition {p} failed: {payload}")
-                parts.append(TopK.from_bytes(payload))
+            parts = [TopK.from_bytes(payload) for _, payload in replies]
         if op == "roll":
             self._totals = [0] * self.partitions
         return parts
@@ -577,7 +582,12 @@ class TumblingWindows:
         :param on_publish: called with each published :class:`Window`
         :param tracker_options: :class:`TopK` options when ``source`` is None
         """
-        if not (isinstance(length, (int, float)) and math.isfinite(length) and length > 0):
+        if not (
+            isinstance(length, (int, float))
+            and not isinstance(length, bool)
+            and math.isfinite(length)
+            and length > 0
+        ):
             raise ValueError(f"length must be a positive finite number, got {length!r}")
         check_positive(k, "k")
         check_positive(keep, "keep")
@@ -798,11 +808,15 @@ class TumblingWindows:
         >>> tw.sliding(3, include_current=True).top()
         [TopItem(key='a', count=4, error=0)]
 
-        :param windows: how many windows, 1 to ``keep``
+        :param windows: how many windows, 1 to ``keep`` (``keep + 1`` with
+            ``include_current``)
         :param include_current: count the open window as the newest one
         :return: a new tracker
         """
         check_positive(windows, "windows")
+        most = self.keep + include_current
+        if windows > most:
+            raise ValueError(f"windows must be 1 to {most} (keep={self.keep}), not {windows}")
         trackers: list[TopK] = []
         if include_current:
             trackers.append(self._source.snapshot())

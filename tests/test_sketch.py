@@ -159,7 +159,9 @@ def test_serialised_sketch_from_another_hash_or_shape_is_refused() -> None:
         ("format", 99, "unsupported sketch format"),
         ("cells", b"\0" * 3, "wrong number of cell bytes"),
         ("total", -1, "bad total"),
-        ("depth", 99, "depth must be"),
+        ("depth", 99, "wrong number of cell bytes"),
+        ("width", 2**32, "wrong number of cell bytes"),  # 32 GB: refused before allocating
+        ("width", "16", "wrong number of cell bytes"),
     ]:
         with pytest.raises(ValueError, match=message):
             CountMinSketch.from_dict({**data, field: value})

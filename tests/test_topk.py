@@ -259,6 +259,9 @@ def test_tampered_serialisation_is_refused() -> None:
         ({"candidates": [["a", 2, 0], ["a", 2, 0]]}, "duplicate candidate"),
         ({"candidates": [[1.5, 2, 0]]}, "unsupported key type"),
         ({"capacity": 2, "k": 1}, "exceed capacity"),
+        ({"candidates": 5}, "triples"),
+        ({"candidates": [5]}, "triples"),
+        ({"candidates": [["a", 2]]}, "triples"),
     ]:
         with pytest.raises((ValueError, TypeError), match=message):
             TopK.from_dict({**data, **change})

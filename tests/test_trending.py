@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 import textwrap
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -209,12 +210,19 @@ def test_bad_input_to_windows_changes_nothing() -> None:
         (lambda: tw.add_many([1, 1.0], ts=2.0), TypeError),
         (lambda: tw.add_counts({"a": -1}, ts=50.0), ValueError),
         (lambda: tw.sliding(0), ValueError),
+        (lambda: tw.sliding(tw.keep + 1), ValueError),
+        (lambda: tw.sliding(tw.keep + 2, include_current=True), ValueError),
     ]:
         with pytest.raises(error):
             call()  # type: ignore[no-untyped-call]
         assert (tw.current, tw.late_events) == state
         assert tw._source.snapshot().to_bytes() == before
-    for kwargs in [{"length": 0.0}, {"length": float("inf")}, {"length": 1.0, "keep": 0}]:
+    for kwargs in [
+        {"length": 0.0},
+        {"length": float("inf")},
+        {"length": True},
+        {"length": 1.0, "keep": 0},
+    ]:
         with pytest.raises(ValueError):
             TumblingWindows(**kwargs)  # type: ignore[arg-type]
 
@@ -316,6 +324,44 @@ def test_worker_processes_give_the_same_bytes_as_in_process() -> None:
             results.append((parts, rolled.to_bytes(), pipe.snapshot().total))
     assert results[0] == results[1]
     assert results[0][2] == 0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_a_worker_that_fails_a_request_answers_it_and_leaves_no_stale_reply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Fault injection through fork: each worker inherits a to_bytes that
+    # fails once, for a tracker holding exactly one event.
+    real = TopK.to_bytes
+    failed = [False]  # per process, after the fork
+
+    def flaky(self: TopK) -> bytes:
+        if self.total == 1 and not failed[0]:
+            failed[0] = True
+            raise OSError("disk on fire")
+        return real(self)
+
+    monkeypatch.setattr(TopK, "to_bytes", flaky)
+    with PartitionedTopK(2, k=3, width=32, depth=2, processes=True, mp_context="fork") as pipe:
+        first = next(f"k{i}" for i in range(100) if pipe.owner(f"k{i}") == 0)
+        second = next(f"k{i}" for i in range(100) if pipe.owner(f"k{i}") == 1)
+        pipe.add(first)  # partition 0 holds 1 event: its reply fails
+        pipe.add(second, 2)
+        result: list[object] = []
+
+        def snapshot() -> None:
+            try:
+                result.append(pipe.snapshot())
+            except RuntimeError as exc:
+                result.append(exc)
+
+        worker = threading.Thread(target=snapshot, daemon=True)
+        worker.start()
+        worker.join(30)
+        assert not worker.is_alive(), "the parent waits for a reply that never comes"
+        assert isinstance(result[0], RuntimeError) and "disk on fire" in str(result[0])
+        pipe.add(second, 5)  # partition 1 changes: a stale reply would show 2
+        assert {t.key: t.count for t in pipe.snapshot().top()} == {first: 1, second: 7}
 
 
 # -- determinism across processes ------------------------------------------------
