@@ -1417,7 +1417,7 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
 
     Runtime complexity: one round trip per server, plus the scripts' work.
     """
-    from redis.exceptions import NoScriptError, RedisError, ResponseError
+    from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError, TryAgainError
 
     out: list[Any] = [None] * len(calls)
     groups: dict[int, tuple[Any, list[int]]] = {}
@@ -1431,9 +1431,9 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
             replies = _pipeline(client, [calls[i] for i in indices])
         except RedisError:
             replies = None
-        if replies is None or any(
-            isinstance(r, ResponseError) and str(r).startswith(("MOVED", "ASK")) for r in replies
-        ):
+        # a slot that moved (MOVED, or ASK while it migrates: redis-py strips
+        # the word from the message and raises MovedError, a kind of AskError)
+        if replies is None or any(isinstance(r, (AskError, TryAgainError)) for r in replies):
             replies = []
             for i in indices:  # slowly but surely, through the cluster client
                 board, name, args, _ = calls[i]

@@ -114,9 +114,21 @@ def shard_of(member: Member, shards: int) -> int:
 
     >>> shard_of("ann", 7) == shard_of("ann", 7), 0 <= shard_of(42, 7) < 7
     (True, True)
+    >>> 0 <= shard_of(2**1100, 7) < 7   # in-process shards take ints of any size
+    True
     """
-    digest = blake2b(encode_member(member), digest_size=8, person=_PERSON).digest()
+    digest = blake2b(_placement_bytes(member), digest_size=8, person=_PERSON).digest()
     return jump_hash(int.from_bytes(digest, "big"), shards)
+
+
+def _placement_bytes(member: Member) -> bytes:
+    """The member's stored form on a Redis board, or for an int too large for
+    one (which in-process shards hold), ``I`` and its signed bytes."""
+    try:
+        return encode_member(member)
+    except ValueError:
+        n = int(member)
+        return b"I" + n.to_bytes(n.bit_length() // 8 + 1, "big", signed=True)
 
 
 # ----------------------------------------------------------------------

@@ -117,6 +117,53 @@ def test_boards_on_the_cluster_answer_as_one_board(cluster_client: Any) -> None:
         sharded.close()
 
 
+def move_slot(cluster: Cluster, slot: int, source: int, target: int) -> None:
+    """Migrate ``slot`` and its keys from master ``source`` to master
+    ``target`` (as ``redis-cli --cluster reshard`` does), behind the back of
+    every cluster client: their slot maps still name the old owner."""
+    import redis
+
+    nodes = {port: redis.Redis(port=port) for port in cluster.masters()}
+    try:
+        ids = {port: c.execute_command("CLUSTER", "MYID").decode() for port, c in nodes.items()}
+        nodes[target].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source])
+        nodes[source].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target])
+        while keys := nodes[source].execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+            nodes[source].execute_command(
+                "MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *keys
+            )
+        for port in (target, source, *nodes):
+            nodes[port].execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[target])
+    finally:
+        for client in nodes.values():
+            client.close()
+
+
+def test_sharded_reads_follow_a_shard_whose_slot_moved(
+    redis_cluster: Cluster, cluster_client: Any
+) -> None:
+    """The pipelined reads go to the node the client believes owns each
+    shard; after a reshard that node answers MOVED, and the reads follow it."""
+    single = Leaderboard()
+    sharded = ShardedLeaderboard.on_redis(cluster_client, unique_name(), 3)
+    scores = {f"p{i}": i % 7 for i in range(60)}
+    single.set_many(scores)
+    sharded.set_many(scores)
+    assert sharded.top(5) == single.top(5)
+    keys = sharded.shards[0].keys
+    slot, source = cluster_client.keyslot(keys[0]), owner_port(cluster_client, keys[0])
+    target = next(port for port in redis_cluster.masters() if port != source)
+    move_slot(redis_cluster, slot, source, target)
+    try:
+        for _ in range(2):  # the redirection, then the refreshed slot map
+            assert sharded.top(5) == single.top(5)
+            assert sharded.page(3, 10, style="dense") == single.page(3, 10, style="dense")
+            assert sharded.around("p30", 3, 3) == single.around("p30", 3, 3)
+        assert owner_port(cluster_client, keys[0]) == target
+    finally:
+        move_slot(redis_cluster, slot, target, source)
+
+
 # ----------------------------------------------------------------------
 # Failures
 # ----------------------------------------------------------------------

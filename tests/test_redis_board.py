@@ -158,6 +158,27 @@ def test_negative_zero_keeps_its_sign(redis_client: Any) -> None:
     b._check()
 
 
+def test_increments_of_negative_zero_add_as_in_process(redis_client: Any) -> None:
+    """-0.0 + -0.0 is -0.0: the increment returns it with its sign, as the
+    in-process board does (the stored double of -0.0 is 0)."""
+    b, single = board(redis_client), Leaderboard()
+    results = []
+    for target in (b, single):
+        target.set_many({"z": -0.0, "p": 0.0})
+        results.append(
+            [
+                target.incr("z", -0.0),
+                target.incr("p", -0.0),
+                target.incr("new", -0.0),
+                *target.incr_many([("z", -0.0), ("p", -0.0)]).values(),
+                target["z"],
+            ]
+        )
+    got, want = ([math.copysign(1.0, x) for x in row] for row in results)
+    assert got == want == [-1.0, 1.0, 1.0, -1.0, 1.0, -1.0]
+    b._check()
+
+
 def test_metadata_equality_ignores_key_order(redis_client: Any) -> None:
     """Equal dicts are equal metadata, whatever order their keys come in:
     re-setting them changes nothing, as on an in-process board."""

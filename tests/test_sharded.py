@@ -163,6 +163,21 @@ def test_placement_is_the_same_in_every_process() -> None:
     assert out.stdout.strip() == str([shard_of(m, 7) for m in members])
 
 
+def test_int_members_of_any_size_are_placed() -> None:
+    """In-process boards hold ints of any size as members (a Redis board
+    refuses those over 1000 bits); a sharded board of them does too."""
+    big = [2**1100, -(2**1100), 2**1008 - 1]
+    single, sharded = Leaderboard(), ShardedLeaderboard.local(3)
+    for board in (single, sharded):
+        assert board.score(big[0]) is None and big[0] not in board
+        board.set_many({member: i for i, member in enumerate(big)})
+    assert sharded.items() == single.items()
+    assert [sharded.rank(m) for m in big] == [single.rank(m) for m in big]
+    assert sharded.around(big[1], 1, 1) == single.around(big[1], 1, 1)
+    assert sharded.remove(big[0]) and big[0] not in sharded
+    sharded._check()
+
+
 def test_shards_must_agree_on_order_and_tie_break() -> None:
     with pytest.raises(ValueError, match="same order"):
         ShardedLeaderboard([Leaderboard(), Leaderboard(order="asc")])

@@ -4,11 +4,16 @@
 -- the client to do it exactly: it reads, adds in Python and commits with a
 -- precondition.
 
+-- -0.0, made at run time (Lua 5.1 may fold a -0.0 literal into the constant 0).
+local NEG_ZERO = tonumber('-0')
+
 local function sum(cur, step, skind)
   local base, bkind = 0, 'i'
   if cur then
     if cur.ok ~= '' then return nil end
     base, bkind = cur.num, cur.kind
+    -- the stored double of -0.0 is 0 (its sign is in the kind): -0.0 + -0.0 is -0.0
+    if bkind == 'z' then base = NEG_ZERO end
   end
   local new = base + tonumber(step)
   if new ~= new then fail('VALUE', 'NaN') end
