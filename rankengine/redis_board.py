@@ -111,7 +111,7 @@ class RedisLeaderboard:
         or a URL (``redis://host:port/db``).
     :param name: the board's name; its keys are ``{prefix}{{name}}:z`` and so
         on, the braces making ``name`` the Redis Cluster hash tag.
-    :param prefix: prepended to every key.
+    :param prefix: prepended to every key (no braces: the name is the hash tag).
     :param order, tie_break, rank_style: as for :class:`~rankengine.Leaderboard`.
         ``order`` and ``tie_break`` are stored with the board: another
         process opening it with different ones gets a ``ValueError``.
@@ -149,6 +149,10 @@ class RedisLeaderboard:
     ) -> None:
         if not isinstance(name, str) or not name or "{" in name or "}" in name:
             raise ValueError(f"name must be a non-empty str without braces, not {name!r}")
+        # Braces before the name would make the prefix the hash tag: every
+        # board in one slot ("{app}:"), or each key in its own ("app{}:").
+        if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
+            raise ValueError(f"prefix must be a str without braces, not {prefix!r}")
         if tie_break not in ("first", "member"):
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
         _check_style(rank_style)

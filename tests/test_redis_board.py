@@ -71,6 +71,10 @@ def test_keys_share_one_hash_tag(redis_client: Any) -> None:
     )
     with pytest.raises(ValueError, match="braces"):
         RedisLeaderboard(redis_client, "a{b}")
+    for prefix in ("{app}:", "app{}:", "app}:"):  # the name must stay the hash tag
+        with pytest.raises(ValueError, match="braces"):
+            RedisLeaderboard(redis_client, "weekly", prefix=prefix)
+    assert redis_client.keys("*app*") == []
 
 
 @pytest.mark.parametrize("order", ["desc", "asc"])
