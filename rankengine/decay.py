@@ -125,7 +125,8 @@ class DecayedLeaderboard:
         self._rebase_after = float(rebase_after)
         self._board_config = board_config
         self._factory = board_factory or (lambda _t0: Leaderboard(**board_config))
-        self._t0 = _finite(clock() if t0 is None else t0, "t0")
+        # a float, so that repr(t0) names a durable epoch that float() reads back
+        self._t0 = float(_finite(clock() if t0 is None else t0, "t0"))
         self._board = self._factory(self._t0)
         self._lock = threading.RLock()
         #: how many re-bases this object has done
@@ -257,7 +258,7 @@ class DecayedLeaderboard:
         (20.0, 1.0, True)
         """
         with self._lock:
-            new_t0 = self._now(None) if t0 is None else _finite(t0, "t0")
+            new_t0 = float(self._now(None) if t0 is None else _finite(t0, "t0"))
             if new_t0 <= self._t0:
                 if new_t0 == self._t0:
                     return
@@ -506,7 +507,7 @@ class DecayedLeaderboard:
             board_factory=factory,
             rebase_after=rebase_after,
         )
-        final = root / f"epoch-{t0!r}"
+        final = root / f"epoch-{board.t0!r}"
         if not final.exists():
             board._board = _promote(board._board, final, reopen)
 

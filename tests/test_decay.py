@@ -290,3 +290,22 @@ def test_a_rebase_after_a_long_silence_keeps_old_values_to_the_direct_formula(
         assert math.isclose(board.score(member), points * math.exp(-silence), rel_tol=1e-12)
     assert [m for m, _ in board.items()] == ["cid", "ann", "bob"]  # no tie at 0 to reorder
     board._check()
+
+
+def test_durable_board_with_an_int_clock_keeps_its_scores_on_reopen(tmp_path: Path) -> None:
+    """A base time that is an int (an int clock, or ``rebase(150)``) names its
+    epoch directory so that reopening finds it again."""
+    path = tmp_path / "hot"
+    options: dict[str, Any] = {"tau": 10.0, "fsync": "never"}
+    with DecayedLeaderboard.open(path, clock=lambda: 100, **options) as board:
+        board.add("ann", 5)
+        stored = board.board.items()
+    for _ in range(2):  # the second reopen used to delete the first base
+        with DecayedLeaderboard.open(path, clock=lambda: 100, **options) as again:
+            assert (again.t0, again.board.items()) == (100.0, stored)
+    with DecayedLeaderboard.open(path, clock=lambda: 160, **options) as board:
+        board.rebase(150)
+        stored = board.board.items()
+    with DecayedLeaderboard.open(path, clock=lambda: 160, **options) as again:
+        assert (again.t0, again.board.items()) == (150.0, stored)
+        assert [p.name for p in path.iterdir()] == ["epoch-150.0"]
