@@ -676,7 +676,8 @@ class DurableLeaderboard(Leaderboard):
                 self._dirty = False
 
     def close(self) -> None:
-        """Flush, stop the background threads and release the directory.
+        """Flush, stop the background threads, let a compaction in progress
+        finish, and release the directory.
 
         Reads keep working on the in-memory board; writes raise.  Closing
         twice is harmless.  Raises if the final fsync fails (after closing).
@@ -691,6 +692,10 @@ class DurableLeaderboard(Leaderboard):
         compactor = self._compactor
         if compactor is not None:
             compactor.join()
+        # A compact() called on another thread may still be writing its
+        # snapshot and manifest: let it finish before the directory is released.
+        with self._compact_lock:
+            pass
         error: BaseException | None = None
         with self._sync_lock:
             try:

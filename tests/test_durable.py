@@ -431,6 +431,43 @@ def test_automatic_compaction_runs_in_the_background(tmp_path: Path) -> None:
         assert state(again) == expected
 
 
+def test_close_waits_for_a_compaction_running_on_another_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """close() releases the directory only when no compaction of the board is
+    still changing it: a board opened next must not see its files vanish."""
+    board = open_board(tmp_path, compact_min_bytes=None)
+    fill(board, 50)
+    seq, expected = board.last_seq, state(board)
+    writing, go = threading.Event(), threading.Event()
+    write_snapshot = durable_module.write_snapshot_columns
+
+    def slow_snapshot(*args: Any, **kwargs: Any) -> int:
+        writing.set()
+        assert go.wait(10)
+        return write_snapshot(*args, **kwargs)
+
+    monkeypatch.setattr(durable_module, "write_snapshot_columns", slow_snapshot)
+    compaction = threading.Thread(target=board.compact)
+    compaction.start()
+    assert writing.wait(10)
+    threading.Timer(0.2, go.set).start()
+    board.close()
+    # the compaction is over: nothing changes the directory after close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "LOCK",
+        "MANIFEST",
+        f"log-{seq + 1:020d}.seg",
+        f"snap-{seq:020d}.snap",
+    ]
+    compaction.join(10)
+    with open_board(tmp_path) as again:
+        assert state(again) == expected
+        again.set("after", 1)
+        assert [e.seq for e in again.events(seq + 1)] == [seq + 1]
+        assert again.compact() == seq + 1
+
+
 def test_retain_log_keeps_history_for_full_replay(tmp_path: Path) -> None:
     with open_board(tmp_path, retain_log=True) as board:
         states = {}
