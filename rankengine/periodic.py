@@ -60,6 +60,7 @@ from rankengine.calendars import (
 )
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.scoring import Member, Score
+from rankengine.snapshot import fsync_dir
 
 __all__ = [
     "Calendar",
@@ -571,7 +572,8 @@ class PeriodicLeaderboard:
         Crash rules: a crash after a callback but before its marker runs the
         callback again on reopen (at-least-once); a crash after archiving
         but before deleting the period's directory archives it again
-        (the same bytes, atomically replaced).
+        (the same bytes, atomically replaced); a crash while deleting it
+        leaves a hidden ``periods/.dropped-<name>`` that reopening removes.
         """
         board = cls(cal, clock=clock, **options)
         board._attach(Path(path), fsync)
@@ -733,6 +735,10 @@ class PeriodicLeaderboard:
         )
 
 
+#: Prefix of a dropped period's directory while it is being deleted.
+_DROPPED: Final = ".dropped-"
+
+
 class _DirectoryStore:
     """Where a durable :class:`PeriodicLeaderboard` keeps its periods."""
 
@@ -743,6 +749,8 @@ class _DirectoryStore:
         self.closed = root / "closed"
         for directory in (self.periods, self.closed):
             directory.mkdir(parents=True, exist_ok=True)
+        for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
+            shutil.rmtree(leftover)
         self.fsync = fsync
         self.clock = clock
         self.config = config
@@ -769,9 +777,18 @@ class _DirectoryStore:
             os.fsync(handle.fileno())
 
     def release(self, period: Period, board: Leaderboard) -> None:
-        """After archiving: close the period's board and delete its files."""
+        """After archiving: close the period's board and delete its files.
+
+        The directory is first renamed to a hidden name (one atomic step), so
+        a crash while deleting it leaves a leftover that the next open
+        removes, never a half-deleted board that would refuse to open.
+        """
         close = getattr(board, "close", None)
         if close is not None:
             close()
-        shutil.rmtree(self.periods / _file_name(period.name))
-        (self.closed / _file_name(period.name)).unlink(missing_ok=True)
+        name = _file_name(period.name)
+        doomed = self.periods / f"{_DROPPED}{name}"
+        os.replace(self.periods / name, doomed)
+        fsync_dir(str(self.periods))
+        shutil.rmtree(doomed)
+        (self.closed / name).unlink(missing_ok=True)

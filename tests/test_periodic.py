@@ -580,6 +580,35 @@ def test_durable_periods_reopen_with_membership_and_closed_state(tmp_path: Path)
         assert closed == ["2026-11-30", "2026-12-01"]
 
 
+class _Killed(BaseException):
+    """Stands for the process dying (nothing after it runs)."""
+
+
+@pytest.mark.parametrize("first", ["MANIFEST", "log-00000000000000000001.seg"])
+def test_a_crash_while_deleting_a_dropped_period_does_not_stop_a_reopen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    options: dict[str, Any] = {"keep": 0, "fsync": "never", "clock": clock}
+    board = PeriodicLeaderboard.open(tmp_path, "daily", **options)
+    board.incr("ann", 5)
+    clock.t += DAY
+
+    def killed_midway(path: Any, *args: Any, **kwargs: Any) -> None:
+        (Path(path) / first).unlink()  # the directory was half deleted
+        raise _Killed
+
+    monkeypatch.setattr("rankengine.periodic.shutil.rmtree", killed_midway)
+    with pytest.raises(_Killed):
+        board.incr("bob", 1)  # drops 2026-11-30: archived, then deleted
+    monkeypatch.undo()
+    board.close()
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
+        assert [p.name for p in again.periods()] == ["2026-12-01"]
+        assert again.load_archived("2026-11-30").items() == [("ann", 5)]
+        assert sorted(p.name for p in (tmp_path / "periods").iterdir()) == ["2026-12-01"]
+
+
 def test_durable_cron_period_names_survive_reopen(tmp_path: Path) -> None:
     clock = FakeClock(ts("2026-11-30T07:10:00"))
     with PeriodicLeaderboard.open(tmp_path, "*/30 * * * *", clock=clock, fsync="never") as b:
