@@ -816,8 +816,9 @@ class DurableLeaderboard(Leaderboard):
         """Logged events with ``start <= seq < stop``, oldest first.
 
         The files are opened at the call, so a later compaction does not cut
-        the iteration short; events compacted away earlier are gone unless
-        the board was opened with ``retain_log=True`` (then this raises).
+        the iteration short.  Events compacted away earlier are gone (asking
+        for them raises ``LogError``) unless the board was opened with
+        ``retain_log=True``.
 
         Runtime complexity: O(size of the segments read)
         """
@@ -829,6 +830,8 @@ class DurableLeaderboard(Leaderboard):
 
 
 def _open_readers(directory: str, manifest: Manifest, start: int) -> list[SegmentReader]:
+    if isinstance(start, bool) or not isinstance(start, int) or start < 1:
+        raise ValueError(f"start must be a seq of 1 or more, not {start!r}")
     segments = manifest.segments
     if not segments:
         return []

@@ -17,7 +17,8 @@ Recovery is the newest readable snapshot plus the segments after it.  The
 manifest is written to ``MANIFEST.tmp``, fsynced, renamed over ``MANIFEST``
 and the directory fsynced, so a crash leaves the old or the new one, never
 a mix.  Files the manifest does not name are leftovers of an interrupted
-compaction and are removed on open.
+compaction and are removed on open (a segment that still holds records is
+renamed to ``.orphan`` instead, and kept).
 
 >>> import tempfile
 >>> with tempfile.TemporaryDirectory() as tmp:
@@ -507,7 +508,10 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 "note",
                 os.path.join(directory, name),
                 None,
-                "not in the manifest (a leftover; removed on open)",
+                "not in the manifest (kept for inspection)"
+                if name.endswith(".orphan")
+                else "not in the manifest (a leftover; open removes it, or renames a "
+                "segment that holds records to .orphan)",
             )
     return report
 

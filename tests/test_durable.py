@@ -531,6 +531,33 @@ def test_leftovers_of_an_interrupted_compaction_are_removed(tmp_path: Path) -> N
     ]
 
 
+def test_a_stray_segment_with_records_is_kept_as_orphan_and_verify_says_so(
+    tmp_path: Path,
+) -> None:
+    with open_board(tmp_path) as board:
+        fill(board, 30)
+        expected = state(board)
+    stray = tmp_path / "log-00000000000000009999.seg"
+    shutil.copy(seg_files(tmp_path)[0], stray)  # records, but not in the manifest
+    with pytest.warns(RecoveryWarning, match="orphan"), open_board(tmp_path) as again:
+        assert state(again) == expected
+    assert not stray.exists() and Path(f"{stray}.orphan").exists()
+    notes = [f.message for f in verify(str(tmp_path)).findings if f.path.endswith(".orphan")]
+    assert notes == ["not in the manifest (kept for inspection)"]
+
+
+def test_events_from_before_seq_1_are_refused_clearly(tmp_path: Path) -> None:
+    with open_board(tmp_path) as board:
+        fill(board, 5)
+        for start in (0, -3, 1.5, True):
+            with pytest.raises(ValueError, match="seq of 1 or more"):
+                board.events(start)  # type: ignore[arg-type]
+        last = board.last_seq
+    with pytest.raises(ValueError, match="seq of 1 or more"):
+        iter_events(tmp_path, 0)
+    assert [e.seq for e in iter_events(tmp_path, 1)] == list(range(1, last + 1))
+
+
 def test_events_iterator_survives_a_compaction(tmp_path: Path) -> None:
     with open_board(tmp_path) as board:
         fill(board, 50)
