@@ -433,6 +433,25 @@ def test_batch_back_to_an_equal_score_of_another_type(make_board: Any, tie_break
     assert type(board.score("a")) is float
 
 
+@pytest.mark.parametrize("tie_break", ["member", "first"])
+def test_batch_back_to_a_zero_of_the_other_sign(make_board: Any, tie_break: str) -> None:
+    # -0.0 -> 1.0 -> 0.0 in one batch: 0.0 == -0.0, but the board now holds
+    # 0.0, in its reads as in score()
+    board = make_board(tie_break=tie_break)
+    board.set_many([("a", -0.0), ("b", 7)])
+    assert board.incr_many([("a", 1), ("a", -1)]) == {"a": 0.0}
+    board._check()
+    assert [math.copysign(1, s) for _, s in board.items()] == [1, 1]
+    assert math.copysign(1, board.score("a")) == 1
+    # the same in one column of a composite score
+    board = make_board(tie_break=tie_break, order=("desc", "asc"))
+    board.set_many([("a", (0.0, 1)), ("b", (7, 1))])
+    board.set_many([("a", (1, 1)), ("a", (-0.0, 1))])
+    board._check()
+    assert [math.copysign(1, s[0]) for _, s in board.items()] == [1, -1]
+    assert math.copysign(1, board.score("a")[0]) == -1
+
+
 def test_set_many_with_when_applies_to_the_batch_so_far(make_board: Any) -> None:
     board = make_board()
     board.set("a", 10)
