@@ -30,6 +30,7 @@ from the index) and ``_ranks_of_positions`` (an index range as ranks).
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 import threading
 from array import array
@@ -483,11 +484,12 @@ class BoardCore:
                     old_tie = self._locate_tie(member, old)[0]
                 # A batch can bring a member back to the key it started from
                 # (tie by member, score changed and changed back): nothing to
-                # move, unless the score came back as another type (2 -> 0 ->
-                # 2.0), which the index must then hold, as the map does.
+                # move, unless the score came back as another value that
+                # compares equal (2 -> 0 -> 2.0, or 0.0 -> 1 -> -0.0), which
+                # the index must then hold, as the map does.
                 if old != primary or old_tie != tie:
                     near = self._index.move(old, old_tie, primary, tie)
-                elif not _same_types(old, primary):
+                elif not _same_value(old, primary):
                     self._index.remove(old, old_tie)
                     near = self._index.insert(primary, tie, member)
                 else:
@@ -788,12 +790,15 @@ def _row_columns(rows: list[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any]
     )
 
 
-def _same_types(a: Any, b: Any) -> bool:
-    """Do two equal primaries also have the same types (``2`` and ``2.0`` do
-    not), column by column for composite scores?"""
+def _same_value(a: Any, b: Any) -> bool:
+    """Are two equal primaries also the same value, column by column for
+    composite scores: the same type (``2`` and ``2.0`` are not) and, for
+    floats, the same sign (``0.0`` and ``-0.0`` are not)?"""
+    if type(a) is tuple:
+        return type(b) is tuple and all(map(_same_value, a, b))
     if type(a) is not type(b):
         return False
-    return type(a) is not tuple or all(map(operator.is_, map(type, a), map(type, b)))
+    return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
 def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:

@@ -42,10 +42,9 @@ in the index; dense keeps a count per distinct score (built on first use).
 from __future__ import annotations
 
 import itertools
-import math
 import os
 from collections.abc import Iterable, Mapping
-from operator import itemgetter
+from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from rankengine.changes import DEL, META, PUT, Change
@@ -600,7 +599,9 @@ class Leaderboard(BoardReads):
         if not set(map(type, members)) <= _PLAIN_MEMBERS:
             return None
         kinds = set(map(type, scores))
-        if not kinds <= _PLAIN_SCORES or (float in kinds and any(map(math.isnan, scores))):
+        # NaN is the one value unequal to itself (math.isnan would convert
+        # every int, and an int beyond the float range raises OverflowError)
+        if not kinds <= _PLAIN_SCORES or (float in kinds and any(map(ne, scores, scores))):
             return None
         n = len(members)
         by_member = dict(zip(members, scores, strict=True))
