@@ -384,7 +384,9 @@ class BoardCore:
             assert len(self._index) == len(self._primary), (len(self._index), len(self._primary))
             seen = 0
             for primary, tie, member in self._index.iter_range(0, len(self._index)):
-                assert self._primary.get(member, _MISSING) == primary, (member, primary)
+                held = self._primary.get(member, _MISSING)
+                # the same value, not just an equal one (2 and 2.0, 0.0 and -0.0)
+                assert held is not _MISSING and _same_value(held, primary), (member, held, primary)
                 if self._tie_break == "first":
                     # the tie map agrees with the index where it holds a member;
                     # any other member is found in the index by its score
