@@ -206,16 +206,21 @@ class SlidingWindowLeaderboard:
                     gone.append(member)
                 else:
                     updates.append((member, total))
-            if updates:
-                self._board.set_many(updates)
-                # metadata: the member's newest bucket that has some (a profile update wins)
-                metas = [held[p.name]._meta for p in reversed(window) if p.name in held]
-                if any(metas) or self._board._meta:
-                    for member, _ in updates:
-                        data = next((m[member] for m in metas if member in m), None)
-                        self._board.set_meta(member, data)
-            if gone:
-                self._board.remove_many(gone)
+            # Reads of the window board (its own methods, called after the
+            # ``board`` property released this lock) take only the board's
+            # lock: hold it across the several writes below, so that they
+            # see the window before or after this refresh, never halfway.
+            with self._board._lock:
+                if updates:
+                    self._board.set_many(updates)
+                    # metadata: the member's newest bucket that has some (a profile update wins)
+                    metas = [held[p.name]._meta for p in reversed(window) if p.name in held]
+                    if any(metas) or self._board._meta:
+                        for member, _ in updates:
+                            data = next((m[member] for m in metas if member in m), None)
+                            self._board.set_meta(member, data)
+                if gone:
+                    self._board.remove_many(gone)
             self._window = window
             self._as_of = now
             self.last_touched = len(touched)

@@ -18,6 +18,8 @@ from typing import Any
 
 from model import Model
 
+from rankengine.window import SlidingWindowLeaderboard
+
 THREADS = 6
 SHARED = [f"s{i}" for i in range(12)]
 
@@ -187,3 +189,41 @@ def test_reads_during_writes_are_consistent_snapshots(make_board: Any) -> None:
     board._check()
     assert checked[0] > 0
     assert sorted(m for m, _ in board.items()) == sorted(SHARED)
+
+
+def test_window_reads_never_see_a_half_done_refresh() -> None:
+    """A refresh makes several writes to the window board (the new sums, the
+    metadata, the removals); a read through the window in another thread
+    sees the window before or after it, never in between."""
+    now = [1_796_032_800.0]
+    window = SlidingWindowLeaderboard("hourly", 1, clock=lambda: now[0])
+    rng = random.Random(7)
+
+    def state() -> list[tuple[Any, Any, Any]]:
+        return [(e.member, e.score, e.meta) for e in window.top(25, with_meta=True)]
+
+    refreshed = [state()]
+    seen: list[list[tuple[Any, Any, Any]]] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            seen.append(state())
+
+    def writer() -> None:
+        try:
+            for hour in range(120):
+                now[0] += 3600  # the last hour slides out, its members leave the window
+                members = [f"h{hour}-{i}" for i in range(30)]
+                window.set_many([(m, rng.randint(1, 50)) for m in members])
+                for m in members:
+                    window.set(m, rng.randint(1, 50), meta={"hour": hour})
+                window.refresh()
+                refreshed.append(state())
+        finally:
+            done.set()
+
+    run_threads([writer] + [reader] * (THREADS - 1))
+    window._check()
+    assert seen
+    assert [s for s in seen if s not in refreshed] == []
