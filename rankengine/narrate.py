@@ -723,6 +723,26 @@ def narrate_delete(
 # ----------------------------------------------------------------------
 
 
+def _relinked(before: Shape, after: Shape, x: int, new: int) -> set[tuple[int, int]]:
+    """The ``(level, node)`` links of ``after`` that are new or lead elsewhere
+    or span differently than in ``before``, when node ``x`` of ``before``
+    became node ``new`` of ``after`` (and every other node kept its order)."""
+
+    def moved(k: int) -> int:  # node k of ``before`` in ``after``
+        if k == x:
+            return new
+        if k > x:
+            k -= 1  # one node fewer before it once x is unlinked
+        return k + 1 if k >= new else k  # one more once x is linked before it
+
+    old = {(link.level, moved(link.src)): (moved(link.dst), link.span) for link in before.links()}
+    return {
+        (link.level, link.src)
+        for link in after.links()
+        if old.get((link.level, link.src)) != (link.dst, link.span)
+    }
+
+
 def narrate_update(
     sl: SkipList,
     primary: Any,
@@ -800,7 +820,10 @@ def narrate_update(
     height = before.heights[x]
     middle, out_changes, _, out_lines = _unlink_changes(before, trace, x)
     relink = trace_key(middle, *new_key, strict=True)
-    predicted, in_changes, marked, in_lines = _link_changes(middle, relink, entry, height)
+    predicted, in_changes, _, in_lines = _link_changes(middle, relink, entry, height)
+    # Both the unlink and the relink changed links, and the relink shifted
+    # the nodes after the new place by one: compare the pictures node by node.
+    marked = _relinked(before, predicted, x, relink.rank + 1)
     sl.move(*old_key, *new_key)
     real = shape_of(sl, before.label_mode)
     _check(predicted, predicted, real, "update")
