@@ -431,6 +431,24 @@ def test_score_change_marks_the_links_the_unlink_changed() -> None:
     assert "HEAD ~~~~~~~~~~~4~~~~~~~~~~> 25" in story.text
 
 
+def test_narrations_compare_keys_not_equal_labels() -> None:
+    # With equal scores the labels are equal too: a comparison written with
+    # them ("HEAD < 2 < 2", "the next key is < 2" before crossing to a 2) is
+    # false.  The narrations write such keys as score/tie, as explain() does.
+    sl = teaching_list([1, 2], rng=7)
+    story = narrate_update(sl, 1, 2)  # (1, 0) -> (2, 0), before (2, 1): in place
+    assert story.in_place
+    assert "HEAD < 2/0 < 2/1, so the node still sorts" in story.text
+    sl = teaching_list([1, 2], rng=7)
+    story = narrate_insert(sl, 2)  # (2, 2), after (2, 1)
+    assert "while the next key is < 2/2." in story.text
+    sl = teaching_list([5, 5, 5], rng=7)
+    story = narrate_delete(sl, 5)
+    assert "while the next key is < 5/0." in story.text
+    sl = teaching_list([10, 20, 30], rng=7)  # distinct scores read as before
+    assert "while the next key is < 20." in narrate_delete(sl, 20).text
+
+
 def test_narration_errors_leave_the_list_alone() -> None:
     sl, rng = lecture()
     before = shape_of(sl)
