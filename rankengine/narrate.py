@@ -355,6 +355,15 @@ def _key_word(shape: Shape, node: int) -> str:
     return str(primary)
 
 
+def _key_text(entries: Sequence[Entry3], primary: Any, tie: Any) -> str:
+    """How the key ``(primary, tie)`` reads in a comparison: its score, or
+    ``score/tie`` when another of ``entries`` has the same score (equal
+    labels would make ``2 < 2`` of two different keys)."""
+    if any(p == primary and t != tie for p, t, _ in entries):
+        return f"{primary}/{tie}"
+    return str(primary)
+
+
 def _target_text(trace: Trace, shape: Shape) -> str:
     key = trace.target
     if len(key) == 1:
@@ -562,7 +571,13 @@ def narrate_insert(
     steps = [
         f"{title} into a skip list of {before.length} entries.",
         _search_step(
-            1, "will point to the new node", name, trace, before, layout=layout, width=width
+            1,
+            "will point to the new node",
+            _key_text(before.entries, primary, tie),
+            trace,
+            before,
+            layout=layout,
+            width=width,
         ),
         _block(
             f"Step 2: height.  The new node gets height {drawn}, levels 0 to {drawn - 1} "
@@ -692,7 +707,15 @@ def narrate_delete(
     height = before.heights[x]
     steps = [
         f"Delete {name} from a skip list of {before.length} entries.",
-        _search_step(1, f"jumps to {name}", name, trace, before, layout=layout, width=width),
+        _search_step(
+            1,
+            f"jumps to {name}",
+            _key_text(before.entries, *key),
+            trace,
+            before,
+            layout=layout,
+            width=width,
+        ),
         _block(
             f"Step 2: unlink {name}, of height {height}.  On each of its levels, update[i] "
             f"takes over its link: update[i]'s span plus {name}'s, minus the one step that "
@@ -721,6 +744,26 @@ def narrate_delete(
 # ----------------------------------------------------------------------
 # Score change
 # ----------------------------------------------------------------------
+
+
+def _relinked(before: Shape, after: Shape, x: int, new: int) -> set[tuple[int, int]]:
+    """The ``(level, node)`` links of ``after`` that are new or lead elsewhere
+    or span differently than in ``before``, when node ``x`` of ``before``
+    became node ``new`` of ``after`` (and every other node kept its order)."""
+
+    def moved(k: int) -> int:  # node k of ``before`` in ``after``
+        if k == x:
+            return new
+        if k > x:
+            k -= 1  # one node fewer before it once x is unlinked
+        return k + 1 if k >= new else k  # one more once x is linked before it
+
+    old = {(link.level, moved(link.src)): (moved(link.dst), link.span) for link in before.links()}
+    return {
+        (link.level, link.src)
+        for link in after.links()
+        if old.get((link.level, link.src)) != (link.dst, link.span)
+    }
 
 
 def narrate_update(
@@ -768,6 +811,12 @@ def narrate_update(
     fits = (prev is None or prev < new_key) and (nxt is None or new_key < nxt)
     left = "HEAD" if prev is None else before.labels[x - 1]
     right = "NIL" if nxt is None else before.labels[x + 1]
+    # The keys as the comparisons below read them (see _key_text).
+    others = [*before.entries[: x - 1], *before.entries[x:], entry]
+    old_word = _key_text(before.entries, *old_key)
+    new_word = _key_text(others, *new_key)
+    low = "HEAD" if prev is None else _key_text(others, *prev)
+    high = "NIL" if nxt is None else _key_text(others, *nxt)
     title = f"Change {old_label} to {new_label}"
     intro = _fill(
         f"{title}.  First find the node, as a delete does, keeping update[i]; then look at "
@@ -782,10 +831,10 @@ def narrate_update(
         steps = [
             intro,
             _search_step(
-                1, f"jumps to {old_label}", old_label, trace, before, layout=layout, width=width
+                1, f"jumps to {old_label}", old_word, trace, before, layout=layout, width=width
             ),
             _block(
-                f"Step 2: {left} < {new_label} < {right}, so the node still sorts between its "
+                f"Step 2: {low} < {new_word} < {high}, so the node still sorts between its "
                 "neighbours.  Every level is a sub-list of level 0, so the order stays right "
                 "on all of them, and spans count nodes, not scores: nothing to relink.  Only "
                 "the key changes, in place (Redis's zslUpdateScore fast path: O(log N) for "
@@ -800,17 +849,20 @@ def narrate_update(
     height = before.heights[x]
     middle, out_changes, _, out_lines = _unlink_changes(before, trace, x)
     relink = trace_key(middle, *new_key, strict=True)
-    predicted, in_changes, marked, in_lines = _link_changes(middle, relink, entry, height)
+    predicted, in_changes, _, in_lines = _link_changes(middle, relink, entry, height)
+    # Both the unlink and the relink changed links, and the relink shifted
+    # the nodes after the new place by one: compare the pictures node by node.
+    marked = _relinked(before, predicted, x, relink.rank + 1)
     sl.move(*old_key, *new_key)
     real = shape_of(sl, before.label_mode)
     _check(predicted, predicted, real, "update")
     steps = [
         intro,
         _search_step(
-            1, f"jumps to {old_label}", old_label, trace, before, layout=layout, width=width
+            1, f"jumps to {old_label}", old_word, trace, before, layout=layout, width=width
         ),
         _block(
-            f"Step 2: {new_label} does not sort between {left} and {right}, so the node must "
+            f"Step 2: {new_word} does not sort between {low} and {high}, so the node must "
             f"move.  Unlink it as a delete does (height {height}):",
             _rows(out_lines),
         ),

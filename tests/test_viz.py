@@ -17,6 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -387,6 +388,65 @@ def test_update_paths() -> None:
         narrate_update(sl, 99, 1)
     with pytest.raises(ValueError, match="already present"):
         narrate_update(sl, 42, 45, new_tie=9)  # (45, 9) is the key of 45
+
+
+def _links_by_member(shape: Shape) -> dict[tuple[int, Any], tuple[Any, int]]:
+    """Each link as ``(level, source member) -> (destination member, span)``:
+    the links of two shapes compared node by node, whatever their ranks."""
+    member = ["HEAD", *(m for _, _, m in shape.entries), "NIL"]
+    return {(ln.level, member[ln.src]): (member[ln.dst], ln.span) for ln in shape.links()}
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists(), st.data())
+def test_narrations_mark_exactly_the_links_that_changed(
+    case: tuple[SkipList, HeightScript, list[int]], data: st.DataObject
+) -> None:
+    sl, rng, _ = case
+    present = [e[0] for e in sl]
+    action = data.draw(st.sampled_from(["insert", "delete", "update"] if present else ["insert"]))
+    if action == "insert":
+        story = narrate_insert(sl, data.draw(st.integers(-60, 60)), rng=rng)
+    elif action == "delete":
+        story = narrate_delete(sl, data.draw(st.sampled_from(present)))
+    else:
+        score = data.draw(st.sampled_from(present))
+        story = narrate_update(sl, score, data.draw(st.integers(-60, 60)))
+    old = _links_by_member(story.before)
+    member = ["HEAD", *(m for _, _, m in story.after.entries)]
+    changed = {
+        (level, member.index(src))
+        for (level, src), link in _links_by_member(story.after).items()
+        if old.get((level, src)) != link
+    }
+    assert story.marked == changed
+
+
+def test_score_change_marks_the_links_the_unlink_changed() -> None:
+    sl, _ = lecture()
+    story = narrate_update(sl, 20, 55)  # the links HEAD -> 25 on L2 and L3 passed over 20
+    for level in (2, 3):
+        assert story.after.link(level, 0).span == story.before.link(level, 0).span - 1
+        assert (level, 0) in story.marked
+    assert "HEAD ~~~~~~~~~~~4~~~~~~~~~~> 25" in story.text
+
+
+def test_narrations_compare_keys_not_equal_labels() -> None:
+    # With equal scores the labels are equal too: a comparison written with
+    # them ("HEAD < 2 < 2", "the next key is < 2" before crossing to a 2) is
+    # false.  The narrations write such keys as score/tie, as explain() does.
+    sl = teaching_list([1, 2], rng=7)
+    story = narrate_update(sl, 1, 2)  # (1, 0) -> (2, 0), before (2, 1): in place
+    assert story.in_place
+    assert "HEAD < 2/0 < 2/1, so the node still sorts" in story.text
+    sl = teaching_list([1, 2], rng=7)
+    story = narrate_insert(sl, 2)  # (2, 2), after (2, 1)
+    assert "while the next key is < 2/2." in story.text
+    sl = teaching_list([5, 5, 5], rng=7)
+    story = narrate_delete(sl, 5)
+    assert "while the next key is < 5/0." in story.text
+    sl = teaching_list([10, 20, 30], rng=7)  # distinct scores read as before
+    assert "while the next key is < 20." in narrate_delete(sl, 20).text
 
 
 def test_narration_errors_leave_the_list_alone() -> None:
