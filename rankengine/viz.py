@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape as _xml_escape
+from xml.sax.saxutils import quoteattr as _xml_quoteattr
 
 from rankengine.index import Entry3
 from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _forwards, _height, _spans
@@ -669,6 +671,26 @@ class Panel:
     caption: tuple[str, ...] = ()
 
 
+#: Characters XML 1.0 cannot hold at all, even escaped: C0 controls but tab,
+#: newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.
+_NOT_XML: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    """``text`` with what XML cannot hold written as ``\\xNN``/``\\uNNNN``."""
+    return _NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+def _escape(text: str) -> str:
+    """``text`` as SVG character data (markup escaped, non-XML characters spelled out)."""
+    return _xml_escape(_xml_safe(text))
+
+
+def _quoteattr(text: str) -> str:
+    """``text`` as a quoted SVG attribute value (see :func:`_escape`)."""
+    return _xml_quoteattr(_xml_safe(text))
+
+
 def render_svg(
     source: SkipList | Shape | Any,
     trace: Trace | None = None,
@@ -729,7 +751,7 @@ def svg_document(panels: Sequence[Panel]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, '
         'monospace" font-size="13">',
-        f"<title>{escape(title)}</title>",
+        f"<title>{_escape(title)}</title>",
         f"<defs>{markers}</defs>",
         f'<rect class="background" x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
     ]
@@ -755,7 +777,7 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
     out: list[str] = []
     if panel.title:
         out.append(f'<text class="title" x="{_LEFT}" y="{top + 14}" font-weight="bold">')
-        out[-1] += f"{escape(panel.title)}</text>"
+        out[-1] += f"{_escape(panel.title)}</text>"
     for i in range(level):
         out.append(f'<text class="level" x="8" y="{row_y(i) + 18}" fill="#777777">L{i}</text>')
     bottom = row_y(0) + _BOX_H
@@ -765,7 +787,7 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
         fill = "#dfe6f3" if k == 0 else "#f6f6f6"
         attrs = f'class="node {kind}" data-rank="{k}" data-height="{shape.heights[k]}"'
         if k:
-            attrs += f" data-label={quoteattr(labels[k])}"
+            attrs += f" data-label={_quoteattr(labels[k])}"
         group = [f"<g {attrs}>"]
         for i in range(shape.heights[k]):
             group.append(
@@ -774,7 +796,7 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
             )
             group.append(
                 f'<text x="{x[k] + box[k] // 2}" y="{row_y(i) + 18}" '
-                f'text-anchor="middle">{escape(labels[k])}</text>'
+                f'text-anchor="middle">{_escape(labels[k])}</text>'
             )
         group.append(
             f'<text class="rank" x="{x[k] + box[k] // 2}" y="{bottom + 18}" text-anchor="middle" '
@@ -830,7 +852,7 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
     for line in [*legend, *panel.caption]:
         y += 18
         out.append(
-            f'<text class="caption" x="{_LEFT}" y="{y}" fill="#444444">{escape(line)}</text>'
+            f'<text class="caption" x="{_LEFT}" y="{y}" fill="#444444">{_escape(line)}</text>'
         )
     text_width = _LEFT + _CHAR_W * max(len(line) for line in [panel.title, *legend, *panel.caption])
     width = max(x[nil] + box[nil], text_width) + 16

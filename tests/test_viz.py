@@ -299,6 +299,11 @@ def test_svg_escapes_labels_and_narration_has_two_panels() -> None:
     root = ET.fromstring(story.svg())
     assert len(_classes(root, "title")) == 2
     assert len(_classes(root, "changed")) == len(story.marked)
+    # characters XML cannot hold at all are spelled out, not written raw
+    odd = teaching_list([1, 2], members=["a\x01b", "c\ud800\x7fd"], rng=2)
+    root = ET.fromstring(render_svg(odd, label="member"))
+    labels = {g.get("data-label") for g in _classes(root, "node")}
+    assert labels >= {"a\\x01b", "c\\ud800\x7fd"}
 
 
 def _doc_commands() -> list[list[str]]:
