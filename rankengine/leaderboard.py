@@ -53,6 +53,7 @@ from rankengine.reads import BoardReads
 from rankengine.scoring import (
     Member,
     Score,
+    _same_meta,
     check_member,
     check_meta,
 )
@@ -368,7 +369,7 @@ class Leaderboard(BoardReads):
             clean = None if meta is None else check_meta(meta)
             if member not in self._primary:
                 raise KeyError(f"no member {member!r}: add a score before its metadata")
-            if self._meta.get(member) == clean:
+            if _same_meta(self._meta.get(member), clean):
                 return
             self._commit([(META, member, clean)])
 
@@ -544,7 +545,7 @@ class Leaderboard(BoardReads):
             # same value keeps the member's place among ties.
             if self._codec.primary(score) != old:
                 changes.append((PUT, member, score, self._clock + 1))
-        if meta is not None and (changes or self._meta.get(member) != meta):
+        if meta is not None and (changes or not _same_meta(self._meta.get(member), meta)):
             changes.append((META, member, meta))
         return changes
 

@@ -155,6 +155,31 @@ def _copy_meta(value: object, path: list[object], depth: int) -> object:
     raise TypeError(f"metadata value at {path} has unsupported type {type(value).__name__}")
 
 
+def _same_meta(a: object, b: object) -> bool:
+    """Are two checked metadata values the same, types included?  ``==``
+    would take ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) for one
+    another, and a write of the new one would then be skipped as a no-op,
+    leaving the old one in memory and out of the log.
+
+    Runtime complexity: O(size of the metadata)
+
+    >>> _same_meta({"k": [1, "a"]}, {"k": [1, "a"]}), _same_meta({"k": 1}, {"k": 1.0})
+    (True, False)
+    """
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        assert isinstance(b, dict)
+        return a.keys() == b.keys() and all(_same_meta(a[k], b[k]) for k in a)
+    if type(a) is list:
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(map(_same_meta, a, b))
+    if type(a) is float:
+        assert isinstance(b, float)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
+
+
 class ScoreCodec:
     """Turns user scores into index primaries and back.
 

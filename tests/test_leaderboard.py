@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -617,6 +618,26 @@ def test_set_many_into_an_empty_board_takes_ints_beyond_the_float_range(backend:
     assert board.set_many({"a": 1.5, "b": 10**400, "c": -(10**400)}) == 3
     board._check()
     assert board.items() == [("b", 10**400), ("a", 1.5), ("c", -(10**400))]
+
+
+def test_metadata_of_another_type_or_sign_replaces_the_equal_old_one(
+    make_board: Any, tmp_path: Path
+) -> None:
+    # 1, 1.0 and True (or 0.0 and -0.0) compare equal, but they are not the same value
+    for board in (make_board(), Leaderboard.open(tmp_path, fsync="never")):
+        board.set("ann", 1, meta={"k": 1, "z": [0.0]})
+        board.set_meta("ann", {"k": 1.0, "z": [0.0]})
+        assert type(board.meta("ann")["k"]) is float
+        board.set("ann", 1, meta={"k": True, "z": [-0.0]})
+        got = board.meta("ann")
+        assert got["k"] is True and math.copysign(1.0, got["z"][0]) == -1.0
+        board._check()
+        close = getattr(board, "close", None)
+        if close is not None:
+            close()
+    with Leaderboard.open(tmp_path) as again:  # the log holds the last write
+        got = again.meta("ann")
+        assert got["k"] is True and math.copysign(1.0, got["z"][0]) == -1.0
 
 
 def test_infinities(make_board: Any) -> None:
