@@ -271,16 +271,7 @@ class BoardReads(BoardCore):
             low_score = self._score_at_worst_index(lo)
             if self._codec.columns is not None or lo == x:
                 return low_score
-            high_score = self._score_at_worst_index(hi)
-            if low_score == high_score:
-                return low_score
-            if math.isinf(low_score) or math.isinf(high_score):  # type: ignore[arg-type]
-                # inf - inf is NaN: between an infinite neighbour and a finite
-                # one the infinite one wins; between -inf and inf, the lower
-                # neighbour is returned.
-                return low_score if math.isinf(low_score) else high_score  # type: ignore[arg-type]
-            frac = x - lo
-            return low_score + (high_score - low_score) * frac  # type: ignore[operator]
+            return _interpolate(low_score, self._score_at_worst_index(hi), x - lo)
 
     def meta(self, member: Member) -> dict[str, Any] | None:
         """A copy of the member's metadata, or None.
@@ -601,3 +592,28 @@ class BoardReads(BoardCore):
         return Entry(
             member, self._codec.score(primary), rank, None if data is None else check_meta(data)
         )
+
+
+def _interpolate(low: Score, high: Score, frac: float) -> Score:
+    """The score ``frac`` of the way from scalar ``low`` to ``high`` (the
+    neighbours read by ``score_at_percentile``, ``0 < frac < 1``).
+
+    Equal neighbours give ``low``.  Infinite ones are not interpolated
+    (``inf - inf`` is NaN): between an infinite neighbour and a finite one
+    the infinite one wins; between ``-inf`` and ``inf``, the lower neighbour
+    is returned.  Finite floats near opposite ends of the float range have a
+    difference that overflows to ``inf``; they are weighed separately
+    instead, so the result stays between them.
+
+    >>> _interpolate(10, 20, 0.25), _interpolate(-1e308, 1e308, 0.75)
+    (12.5, 5e+307)
+    """
+    assert not isinstance(low, tuple) and not isinstance(high, tuple)  # scalar boards only
+    if low == high:
+        return low
+    if math.isinf(low) or math.isinf(high):
+        return low if math.isinf(low) else high
+    span = high - low
+    if type(span) is float and math.isinf(span):
+        return low * (1 - frac) + high * frac
+    return low + span * frac

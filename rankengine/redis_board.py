@@ -46,7 +46,7 @@ from rankengine.core import (
 )
 from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
-from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod
+from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate
 from rankengine.redis_codec import (
     _TAGS,
     MAXCLOCK,
@@ -643,11 +643,7 @@ class RedisLeaderboard:
         if self._codec.columns is not None or lo == x:
             return low_score
         high_score = self._score_of_row(result[4], result[5], result[6])
-        if low_score == high_score:
-            return low_score
-        if math.isinf(low_score) or math.isinf(high_score):  # type: ignore[arg-type]
-            return low_score if math.isinf(low_score) else high_score  # type: ignore[arg-type]
-        return low_score + (high_score - low_score) * (x - lo)  # type: ignore[operator]
+        return _interpolate(low_score, high_score, x - lo)
 
     # ------------------------------------------------------------------
     # Range reads

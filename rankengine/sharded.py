@@ -67,7 +67,7 @@ from rankengine.core import (
     _member_list,
 )
 from rankengine.leaderboard import Leaderboard, When
-from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod
+from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.scoring import Member, Score, ScoreCodec, check_member
 from rankengine.shard_merge import Shard, ShardMerge
@@ -548,11 +548,7 @@ class ShardedLeaderboard(ShardMerge):
             low_score, high_score = rows[-1][3], rows[0][3]
         if self._codec.columns is not None or lo == x:
             return low_score  # type: ignore[no-any-return]
-        if low_score == high_score:
-            return low_score  # type: ignore[no-any-return]
-        if math.isinf(low_score) or math.isinf(high_score):
-            return low_score if math.isinf(low_score) else high_score  # type: ignore[no-any-return]
-        return low_score + (high_score - low_score) * (x - lo)  # type: ignore[no-any-return]
+        return _interpolate(low_score, high_score, x - lo)
 
     # ------------------------------------------------------------------
     # Range reads: merged, verified windows

@@ -364,6 +364,8 @@ class Model:
             return a
         if math.isinf(a) or math.isinf(b):
             return a if math.isinf(a) else b
+        if isinstance(b - a, float) and math.isinf(b - a):  # finite, but the gap overflows
+            return a * (1 - (x - lo)) + b * (x - lo)
         return a + (b - a) * (x - lo)
 
     def top(self, k: int = 10, *, style: str | None = None, with_meta: bool = False) -> list[Row]:

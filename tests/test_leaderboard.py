@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -720,6 +721,24 @@ def test_score_at_percentile_infinite_neighbours(
     board = make_board()
     board.set_many([(f"m{i}", s) for i, s in enumerate(scores)])
     assert board.score_at_percentile(50) == want
+
+
+@pytest.mark.parametrize(
+    ("scores", "p", "want"),
+    [
+        ([-1e308, 1e308], 50, 0.0),
+        ([-1e308, 1e308], 75, 5e307),
+        ([-sys.float_info.max, sys.float_info.max], 50, 0.0),
+    ],
+)
+def test_score_at_percentile_between_huge_opposite_neighbours(
+    make_board: Any, scores: list[Any], p: float, want: Any
+) -> None:
+    # their difference overflows to inf; the interpolated score must still
+    # lie between the two neighbours, not be inf
+    board = make_board()
+    board.set_many([(f"m{i}", s) for i, s in enumerate(scores)])
+    assert board.score_at_percentile(p) == pytest.approx(want)
 
 
 # ----------------------------------------------------------------------
