@@ -394,6 +394,7 @@ class BoardReads(BoardCore):
         with self._lock:
             above = _check_count(above, "above")
             below = _check_count(below, "below")
+            style = self._style(style)  # checked even when the member is absent
             primary = self._primary.get(member, _MISSING)
             if primary is _MISSING:
                 return []
@@ -406,7 +407,7 @@ class BoardReads(BoardCore):
                 elif hi > n:
                     lo, hi = max(0, lo - (hi - n)), n
             lo, hi = max(lo, 0), min(hi, n)
-            return self._entries_between(lo, hi, self._style(style), with_meta)
+            return self._entries_between(lo, hi, style, with_meta)
 
     def by_score(
         self,
@@ -442,6 +443,7 @@ class BoardReads(BoardCore):
             offset = _check_count(offset, "offset")
             if limit is not None:
                 limit = _check_count(limit, "limit")
+            style = self._style(style)  # checked even when the range is empty
             lo, hi = self._score_positions(min, max, min_inclusive, max_inclusive)
             first, last = self._ranks_of_positions(lo, hi)
             first += offset
@@ -449,7 +451,7 @@ class BoardReads(BoardCore):
                 last = builtins_min(last, first + limit)
             if first >= last:
                 return []
-            return self._entries_between(first, last, self._style(style), with_meta)
+            return self._entries_between(first, last, style, with_meta)
 
     def count(
         self,

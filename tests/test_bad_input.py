@@ -147,6 +147,9 @@ BAD_STYLES = [
     case(lambda b: b.by_score(style="x"), ValueError, "by-score-style"),
     case(lambda b: b.rank_for_score(5, style="x"), ValueError, "rank-for-score-style"),
     case(lambda b: b.rank("nobody", style="x"), ValueError, "rank-style-absent-member"),
+    case(lambda b: b.around("nobody", style="x"), ValueError, "around-style-absent-member"),
+    case(lambda b: b.by_score(99, 100, style="x"), ValueError, "by-score-style-empty-range"),
+    case(lambda b: b.by_score(limit=0, style="x"), ValueError, "by-score-style-limit-0"),
 ]
 
 BAD_PERCENTILES = [
