@@ -262,7 +262,8 @@ class RedisLeaderboard:
 
     @property
     def writes(self) -> int:
-        """How many writes changed this board (compared with the log's records)."""
+        """How many writes changed this board (compared with the log's records);
+        -1 while a rebuild from the log runs, or after one was cut short."""
         return int(self._client.hget(self._keys[5], "writes") or 0)
 
     def config(self) -> dict[str, Any]:
@@ -807,15 +808,25 @@ class RedisLeaderboard:
     # ------------------------------------------------------------------
     def _attach_log(self, log: Any, fsync: str, writes: int) -> None:
         if isinstance(log, Leaderboard):
-            durable = log
-        else:
-            durable = Leaderboard.open(
-                log,
-                fsync=fsync,
-                order=self._order,
-                tie_break=self._tie_break,
-                rank_style=self._rank_style,
-            )
+            self._adopt_log(log, writes)
+            return
+        durable = Leaderboard.open(
+            log,
+            fsync=fsync,
+            order=self._order,
+            tie_break=self._tie_break,
+            rank_style=self._rank_style,
+        )
+        try:
+            self._adopt_log(durable, writes)
+        except BaseException:
+            # A board that failed to open leaves its log closed (unlocked),
+            # free to be opened again.
+            self._log = self._listener = None
+            durable.close()
+            raise
+
+    def _adopt_log(self, durable: Leaderboard, writes: int) -> None:
         if durable.config()["order"] != self._order or durable.tie_break != self._tie_break:
             raise ValueError("the log holds a board with another order or tie_break")
         self._log = durable
@@ -922,6 +933,13 @@ class RedisLeaderboard:
         clock: int,
         writes: int | None,
     ) -> None:
+        # Until the last chunk is in, the write counter is -1, which matches
+        # no log: a restore cut short (a crash, a lost connection, Redis out
+        # of memory) is redone by the guard or on open, never taken for a
+        # board in step with its log.
+        unfinished: tuple[Any, ...] = () if writes is None else ("W", -1)
+        if writes is not None:
+            self._client.hset(self._keys[5], "writes", -1)
         self._client.delete(*self._keys[:5])
         self._client.hdel(self._keys[5], "inexact", "clock", "dense")
         ops: list[Any] = []
@@ -931,7 +949,7 @@ class RedisLeaderboard:
             if meta is not None:
                 ops.extend(("M", self._member(member), "1", encode_meta(meta)))
             if len(ops) >= 6 * RESTORE_CHUNK:
-                self._run("COMMIT", 0, *ops)
+                self._run("COMMIT", 0, *ops, *unfinished)
                 ops = []
         ops.extend(("C", clock))
         if writes is not None:

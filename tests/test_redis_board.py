@@ -427,6 +427,46 @@ def test_a_restarted_empty_redis_is_rebuilt_from_the_log(tmp_path: Any) -> None:
     assert server.process is not None and server.process.poll() is not None  # stopped
 
 
+def test_a_rebuild_cut_short_is_redone_not_taken_for_in_step(tmp_path: Any) -> None:
+    import redis
+
+    with standalone_server() as server:
+        client = redis.Redis.from_url(server.url)
+        log = Leaderboard.open(tmp_path)
+        try:
+            b = RedisLeaderboard(client, "season", log=log)
+            # one logged write: 2000 small members (the first restore chunk),
+            # then 500 bulky ones that will not fit
+            rows: dict[str, int] = {f"p{i}": i for i in range(2000)}
+            rows.update({f"big{i}-" + "x" * 20_000: 5000 + i for i in range(500)})
+            b.set_many(rows)
+            expected = b.items()
+            client.flushall()
+            used = int(client.info("memory")["used_memory"])
+            client.config_set("maxmemory", used + 3_000_000)
+            with pytest.raises(redis.exceptions.OutOfMemoryError):
+                RedisLeaderboard(client, "season", log=log)  # the rebuild stops after one chunk
+            client.config_set("maxmemory", 0)
+            again = RedisLeaderboard(client, "season", log=log)
+            assert again.recovered  # the write counter did not pass for the log's
+            assert again.items() == expected
+            assert again.verify() == []
+        finally:
+            log.close()
+            client.close()
+
+
+def test_a_failed_open_leaves_the_log_free_to_open_again(redis_client: Any, tmp_path: Any) -> None:
+    name = unique_name()
+    RedisLeaderboard(redis_client, name).set("ghost", 1)  # a write no log holds
+    with pytest.raises(ValueError, match="1 writes but its log only 0"):
+        RedisLeaderboard(redis_client, name, log=tmp_path)
+    redis_client.delete(*RedisLeaderboard(redis_client, name).keys)
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as b:
+        b.set("ann", 1)
+        assert b.verify() == []
+
+
 def test_rebuild_from_any_board(redis_client: Any, tmp_path: Any) -> None:
     source = Leaderboard(order="asc", tie_break="member")
     source.set_many({"b": 2, "a": 2, "c": 1})
