@@ -51,6 +51,7 @@ EXIT_USAGE: Final = 2
 EXIT_TORN: Final = 3
 #: Seconds between progress lines, so a progress display costs nothing.
 PROGRESS_INTERVAL_S: Final = 0.2
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class _Progress:
@@ -96,7 +97,9 @@ def _until(value: str) -> tuple[str, int]:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return ("time", int(moment.timestamp() * 1000))
+    # exact integer milliseconds (rounded down): timestamp() * 1000 is a
+    # float product that can land just below a whole millisecond
+    return ("time", (moment - _EPOCH) // dt.timedelta(milliseconds=1))
 
 
 def _age(ms: int) -> str:

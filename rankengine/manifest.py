@@ -518,40 +518,35 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
 
 def reconstruct_manifest(directory: str) -> Manifest | None:
     """A manifest rebuilt from the files present (for a lost or damaged
-    MANIFEST): every snapshot and segment whose header reads, and the config
-    from the first readable segment.  None when there is nothing to go on.
+    MANIFEST): every snapshot and segment file, readable or not, so that
+    :func:`verify` checks them and :func:`repair` moves the damaged ones to
+    its backup (left out, they would be taken for leftovers and removed on
+    the next open); the config comes from the first segment whose header
+    reads.  None when there is nothing to go on.
     """
     from rankengine.eventlog import SegmentReader
-    from rankengine.snapshot import read_snapshot
 
     try:
         names = sorted(os.listdir(directory))
     except OSError:
         return None
     segments: list[tuple[str, int]] = []
+    snapshots: list[tuple[str, int]] = []
     config: dict[str, Any] | None = None
     for name in names:
-        match = SEGMENT_RE.fullmatch(name)
-        if match is None:
-            continue
-        try:
-            with SegmentReader(os.path.join(directory, name)) as reader:
-                if config is None and isinstance(reader.header.get("config"), dict):
-                    config = reader.header["config"]
-        except (CorruptionError, OSError):
-            continue
-        segments.append((name, int(match.group(1))))
+        if (match := SNAPSHOT_RE.fullmatch(name)) is not None:
+            snapshots.append((name, int(match.group(1))))
+        elif (match := SEGMENT_RE.fullmatch(name)) is not None:
+            segments.append((name, int(match.group(1))))
+            if config is None:
+                try:
+                    with SegmentReader(os.path.join(directory, name)) as reader:
+                        if isinstance(reader.header.get("config"), dict):
+                            config = reader.header["config"]
+                except (CorruptionError, OSError):
+                    continue
     if config is None:
         return None
-    snapshots: list[tuple[str, int]] = []
-    for name in names:
-        match = SNAPSHOT_RE.fullmatch(name)
-        if match is not None:
-            try:
-                read_snapshot(os.path.join(directory, name))
-            except (CorruptionError, OSError):
-                continue
-            snapshots.append((name, int(match.group(1))))
     return Manifest(config, snapshots, segments)
 
 

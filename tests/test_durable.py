@@ -652,6 +652,44 @@ def test_lost_manifest_is_rebuilt_by_repair(tmp_path: Path) -> None:
         assert state(again) == expected
 
 
+def test_repair_of_a_lost_manifest_keeps_a_composite_boards_snapshot(tmp_path: Path) -> None:
+    # the rebuilt manifest must list the snapshot even though reading it
+    # needs the board's number of score columns
+    with open_board(tmp_path, order=["desc", "asc"]) as board:
+        board.set_many({f"p{i}": (i % 3, -i) for i in range(20)})
+        board.compact()
+        board.set("late", (9, 9))
+        expected = state(board)
+    (tmp_path / "MANIFEST").unlink()
+    result = repair(str(tmp_path))
+    assert result.after is not None and result.after.healthy
+    with open_board(tmp_path) as again:
+        assert state(again) == expected
+
+
+def test_repair_of_a_lost_manifest_backs_up_a_damaged_snapshot(tmp_path: Path) -> None:
+    with open_board(tmp_path, retain_log=True) as board:
+        fill(board, 10)
+        board.compact()
+        fill(board, 10, 10)
+        board.compact()
+        fill(board, 5, 20)
+        expected = state(board)
+    snap = max(tmp_path.glob("snap-*.snap"))  # the newer of the two
+    data = bytearray(snap.read_bytes())
+    data[40] ^= 0xFF
+    snap.write_bytes(bytes(data))
+    (tmp_path / "MANIFEST").write_bytes(b"garbage")
+    result = repair(str(tmp_path))
+    assert any(snap.name in action for action in result.actions)
+    assert result.backup is not None
+    assert (Path(result.backup) / snap.name).read_bytes() == bytes(data)
+    assert result.after is not None and result.after.healthy
+    assert repair(str(tmp_path)).actions == ["nothing to repair"]
+    with open_board(tmp_path) as again:
+        assert state(again) == expected
+
+
 # ----------------------------------------------------------------------
 # The command-line tools
 # ----------------------------------------------------------------------
@@ -682,6 +720,18 @@ def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert cli([]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
+
+
+def test_replay_until_a_time_includes_a_record_stamped_at_that_millisecond(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 2004-07-23T13:44:15.699Z times 1000 as a float is just below its
+    # whole millisecond, which must not drop the record stamped there
+    stamp = 1_090_590_255_699
+    with open_board(tmp_path, now=lambda: stamp) as board:
+        board.set("ann", 1)
+    assert cli(["replay", str(tmp_path), "--until", "2004-07-23T13:44:15.699Z"]) == 0
+    assert capsys.readouterr().out.split() == ["1", "ann", "1"]
 
 
 # ----------------------------------------------------------------------
