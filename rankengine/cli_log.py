@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
+from rankengine.cli_args import non_negative
 from rankengine.eventlog import LogError
 from rankengine.manifest import MANIFEST_NAME, Report, read_manifest, repair, verify
 
@@ -166,7 +167,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--format", choices=("text", "json", "csv"), default="text", help="output format"
     )
-    p.add_argument("--top", type=int, default=None, help="only the best N entries")
+    p.add_argument("--top", type=non_negative, default=None, help="only the best N entries")
     p.add_argument("--output", "-o", help="write to this file instead of stdout")
     p.set_defaults(handler=functools.partial(run, _replay), log_command="replay")
 
@@ -287,8 +288,6 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
         progress=bar,
     )
     bar.done()
-    if args.top is not None and args.top < 0:
-        raise ValueError("--top must not be negative")
     entries = board.top(len(board) if args.top is None else args.top, with_meta=True)
     sink = open(args.output, "w", newline="") if args.output else out  # noqa: SIM115
     try:

@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, TextIO
 
+from rankengine.cli_args import positive
 from rankengine.topk import TopK
 
 __all__ = ["register", "run"]
@@ -62,7 +63,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "file", nargs="?", default="-", metavar="FILE", help="text to read ('-' or absent: stdin)"
     )
-    p.add_argument("--k", type=_positive, default=10, help="how many keys to show (default: 10)")
+    p.add_argument("--k", type=positive, default=10, help="how many keys to show (default: 10)")
     p.add_argument(
         "--words",
         action="store_true",
@@ -71,21 +72,11 @@ def register(sub: Any) -> None:
     p.add_argument("--lower", action="store_true", help="fold keys to lower case first")
     p.add_argument(
         "--every",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="print the top list every N keys (in place on a terminal)",
     )
     p.set_defaults(handler=_handle)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ import sys
 import textwrap
 from typing import Any, Final
 
+from rankengine.cli_args import positive
 from rankengine.narrate import (
     explain,
     narrate_delete,
@@ -97,7 +98,7 @@ def register(sub: Any) -> None:
     )
     board.add_argument(
         "--width",
-        type=_positive,
+        type=positive,
         default=DEFAULT_WIDTH,
         help="widest horizontal picture for --layout auto (default: %(default)s)",
     )
@@ -129,7 +130,7 @@ def register(sub: Any) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--find", type=_number, metavar="SCORE", help="search for a score")
     what.add_argument(
-        "--rank", type=_positive, metavar="R", help="find the entry at rank R (1 = lowest)"
+        "--rank", type=positive, metavar="R", help="find the entry at rank R (1 = lowest)"
     )
     what.add_argument(
         "--insert", type=_entry, metavar="SCORE", help="insert a score (or NAME=SCORE)"
@@ -144,7 +145,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--height",
-        type=_positive,
+        type=positive,
         metavar="H",
         help="with --insert: give the new node this height instead of drawing it",
     )
@@ -179,25 +180,15 @@ def _entry(text: str) -> tuple[str | None, int | float]:
     return (name, _number(score))
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def _count(text: str) -> int:
-    value = _positive(text)
+    value = positive(text)
     if value > MAX_RANDOM:
         raise argparse.ArgumentTypeError(f"at most {MAX_RANDOM} (pictures are for small lists)")
     return value
 
 
 def _max_level(text: str) -> int:
-    value = _positive(text)
+    value = positive(text)
     if value > MAX_LEVEL:
         raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_LEVEL}, got {value}")
     return value

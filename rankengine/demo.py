@@ -47,6 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
+from rankengine.cli_args import non_negative, positive
 from rankengine.durable import DurableLeaderboard
 from rankengine.leaderboard import Leaderboard
 
@@ -82,13 +83,13 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--players",
-        type=_positive,
+        type=positive,
         default=DEFAULT_PLAYERS,
         help="number of players (default: %(default)s)",
     )
     parser.add_argument(
         "--events",
-        type=_non_negative,
+        type=non_negative,
         default=DEFAULT_EVENTS,
         help="score events to play (default: %(default)s)",
     )
@@ -120,27 +121,6 @@ def register(sub: Any) -> None:
         help="refresh the progress bar and top 10 in place (default: when stdout is a terminal)",
     )
     parser.set_defaults(handler=_handle)
-
-
-def _positive(text: str) -> int:
-    value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    value = _integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
-
-
-def _integer(text: str) -> int:
-    try:
-        return int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -344,6 +344,12 @@ def _bad_cases(tmp: Path) -> dict[str, tuple[Case, int, str]]:
             "neither a sequence number nor an ISO 8601 time",
         ),
         "replay format": (Case(["replay", str(empty), "--format", "xml"]), 2, "invalid choice"),
+        "replay top negative": (
+            Case(["replay", str(empty), "--top", "-1"]),
+            2,
+            "must not be negative",
+        ),
+        "trending k grouped": (Case(["trending", "--k", "1_0x"]), 2, "not a whole number"),
     }
 
 

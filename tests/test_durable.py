@@ -483,15 +483,21 @@ def test_retain_log_keeps_history_for_full_replay(tmp_path: Path) -> None:
     assert [e.seq for e in iter_events(tmp_path)] == list(range(1, last + 1))
 
 
-def test_damaged_newest_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
-    with open_board(tmp_path, retain_log=True) as board:
-        fill(board, 40)
+def two_snapshots(path: Path, n: int) -> tuple[tuple[Any, ...], Path]:
+    """A ``retain_log`` board of ``2 * n + 5`` writes compacted after ``n``
+    and ``2 * n``: its state, and its newest snapshot's path."""
+    with open_board(path, retain_log=True) as board:
+        fill(board, n)
         board.compact()
-        fill(board, 40, 40)
+        fill(board, n, n)
         board.compact()
-        fill(board, 5, 80)
+        fill(board, 5, 2 * n)
         expected = state(board)
-    newest = tmp_path / read_manifest(str(tmp_path)).snapshots[-1][0]
+    return expected, path / read_manifest(str(path)).snapshots[-1][0]
+
+
+def test_damaged_newest_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
+    expected, newest = two_snapshots(tmp_path, 40)
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
@@ -668,14 +674,7 @@ def test_repair_of_a_lost_manifest_keeps_a_composite_boards_snapshot(tmp_path: P
 
 
 def test_repair_of_a_lost_manifest_backs_up_a_damaged_snapshot(tmp_path: Path) -> None:
-    with open_board(tmp_path, retain_log=True) as board:
-        fill(board, 10)
-        board.compact()
-        fill(board, 10, 10)
-        board.compact()
-        fill(board, 5, 20)
-        expected = state(board)
-    snap = max(tmp_path.glob("snap-*.snap"))  # the newer of the two
+    expected, snap = two_snapshots(tmp_path, 10)
     data = bytearray(snap.read_bytes())
     data[40] ^= 0xFF
     snap.write_bytes(bytes(data))

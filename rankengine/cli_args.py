@@ -1,0 +1,63 @@
+"""Argument types shared by the command-line tools.
+
+Each turns one command-line word into a value or raises
+:class:`argparse.ArgumentTypeError`, which argparse reports as a one-line
+usage error with exit status 2 (never a traceback).  Whole numbers may be
+written with ``_`` or ``,`` between digit groups (``100_000``, ``100,000``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["non_negative", "positive", "whole_number"]
+
+
+def whole_number(text: str) -> int:
+    """``text`` as an int.
+
+    Runtime complexity: O(len(text))
+
+    >>> whole_number("100_000"), whole_number("1,000")
+    (100000, 1000)
+    >>> whole_number("lots")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 'lots' is not a whole number
+    """
+    try:
+        return int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def positive(text: str) -> int:
+    """``text`` as an int of at least 1.
+
+    Runtime complexity: O(len(text))
+
+    >>> positive("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be at least 1, got 0
+    """
+    value = whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    """``text`` as an int of at least 0.
+
+    Runtime complexity: O(len(text))
+
+    >>> non_negative("0"), non_negative("-5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must not be negative, got -5
+    """
+    value = whole_number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
