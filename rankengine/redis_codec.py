@@ -288,7 +288,7 @@ class ScoreFormat:
         d0 = float(text)
         if self.packing is not None:
             s, t = self.packing.unpack(int(d0))
-            return (s if kinds[0] == "i" else float(s), int(t) if kinds[1] == "i" else t)
+            return (_join(float(s), 0, kinds[0]), _join(t, 0, kinds[1]))
         r0, at = _read_residual(ok, 0, self.composite)
         first = _join(d0, r0, kinds[0])
         if not self.composite:
@@ -340,7 +340,7 @@ class ScoreFormat:
                 f"time {t!r} is not a whole number of {self.packing.resolution} s ticks "
                 f"from the window start: packing would round it to {back[1]!r}"
             )
-        return repr(float(packed)), b"", _kind(points)[0] + ("i" if type(t) is int else "f")
+        return repr(float(packed)), b"", _kind(points) + _kind(t)
 
 
 def _canon(x: float) -> bytes:

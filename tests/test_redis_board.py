@@ -237,6 +237,23 @@ def test_packed_guard_raises_before_precision_is_lost(redis_client: Any) -> None
     b._check()
 
 
+def test_packed_board_keeps_the_sign_of_a_zero_in_either_column(redis_client: Any) -> None:
+    # -0.0 packs as 0 (the double cannot tell them apart): its kind brings it
+    # back, as on the exact encoding and in memory.
+    def signs(score: Any) -> list[float]:
+        return [math.copysign(1.0, column) for column in score]
+
+    b = board(redis_client, order=("desc", "asc"), packing=PackedScore(0, WEEK))
+    b.set_many({"score": (-0.0, 10), "time": (3, -0.0), "both": (-0.0, -0.0)})
+    b.set("plain", (0.0, 0.0))
+    assert signs(b["score"]) == [-1.0, 1.0] and signs(b["time"]) == [1.0, -1.0]
+    assert signs(b["both"]) == [-1.0, -1.0] and signs(b["plain"]) == [1.0, 1.0]
+    assert b.set("score", (0.0, 10)) is False  # an equal score: nothing changes
+    assert b.incr("score", (-0.0, 0)) == (-0.0, 10)
+    assert signs(b["score"]) == [-1.0, 1.0]
+    b._check()
+
+
 def test_packed_board_needs_a_matching_direction(redis_client: Any) -> None:
     with pytest.raises(ValueError, match="descending=False"):
         board(redis_client, order=("desc", "desc"), packing=PackedScore(0, WEEK))
