@@ -193,6 +193,7 @@ class DecayedLeaderboard:
         with self._lock:
             now = self._now(None)
             when = now if t is None else _finite(t, "t")
+            _check_points(points)
             delta = self._weighted(points, when)
             stored = self._board.incr(member, self._finite_sum(member, delta))
             return self._decayed(stored, now)
@@ -233,6 +234,7 @@ class DecayedLeaderboard:
         """
         with self._lock:
             when = self._now(None) if t is None else _finite(t, "t")
+            _check_points(value)
             return self._board.set(member, _check_sum(self._weighted(value, when), member))
 
     def remove(self, member: Member) -> bool:
@@ -411,8 +413,8 @@ class DecayedLeaderboard:
 
     def _weighted(self, points: float, t: float) -> float:
         """``points * e^((t - t0) / tau)``, re-basing first if ``t`` is too far
-        past ``t0`` for the weight to stay small."""
-        _check_points(points)
+        past ``t0`` for the weight to stay small.  The callers check the points
+        first (a batch checks all of its items before any may re-base)."""
         if (t - self._t0) / self._tau > self._rebase_after:
             self.rebase(t)
         # below -745 exp underflows to 0.0: an event that old has faded away
