@@ -391,6 +391,19 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     return manifest
 
 
+def _manifest_may_name(directory: str, name: str) -> bool:
+    """Might the manifest on disk name file ``name``?  True when it does, and
+    when it cannot be read (a file it might name must not be removed).
+
+    Runtime complexity: O(size of the manifest)
+    """
+    try:
+        on_disk = read_manifest(directory)
+    except (CorruptionError, OSError):
+        return True
+    return any(n == name for n, _ in on_disk.snapshots + on_disk.segments)
+
+
 def _remove_leftovers(directory: str, manifest: Manifest) -> list[str]:
     """Remove what an interrupted compaction left behind; return notes."""
     listed = {name for name, _ in manifest.snapshots} | {name for name, _ in manifest.segments}
@@ -777,10 +790,23 @@ class DurableLeaderboard(Leaderboard):
                 manifest.segments.append((name, seq + 1))
                 try:
                     write_manifest(directory, manifest, step="rotate_manifest")
-                except BaseException:
+                except BaseException as exc:
                     manifest.segments.pop()
                     writer.close()
-                    os.remove(writer.path)
+                    if _manifest_may_name(directory, name):
+                        # The rename happened (the directory fsync after it
+                        # failed): the manifest on disk names the new segment,
+                        # so it stays.  Whether the rename survives a power
+                        # cut is unknown, so no write may go to either
+                        # segment: a write to the new one would be orphaned
+                        # by a lost rename, one to the old one would leave a
+                        # gap before the new one.  Refuse writes, as after a
+                        # failed fsync of the log; the next open keeps the
+                        # segment if the manifest names it and removes it
+                        # (it is blank) if not.
+                        self._failure = exc
+                    else:
+                        os.remove(writer.path)
                     raise
                 with self._sync_lock:
                     old, self._writer = self._writer, writer
