@@ -29,6 +29,7 @@ renamed to ``.orphan`` instead, and kept).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -573,8 +574,13 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
     Keeps everything before the first damage and moves everything it cuts
     (the tail bytes of a segment, later segments, damaged snapshots, a
     damaged manifest) into ``backup_dir`` (default ``DIR/repair-<time>``),
-    so nothing is destroyed.  Takes the directory lock.  Raises
-    :class:`~rankengine.eventlog.LogError` when no consistent state is left.
+    so nothing is destroyed.  Takes the directory lock.
+
+    Every step is decided before any file is touched, so a repair that
+    cannot work (:class:`~rankengine.eventlog.LogError` when no consistent
+    state is left) changes nothing.  If a step itself fails (an I/O error),
+    the :class:`~rankengine.eventlog.LogError` lists the steps already done
+    and where the backup is.
 
     Runtime complexity: O(size of the directory)
     """
@@ -583,7 +589,6 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
     lock = DirectoryLock(directory)
     try:
         before = verify(directory)
-        actions: list[str] = []
         manifest = before.manifest
         if manifest is None:
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
@@ -595,15 +600,28 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
             return RepairResult(["nothing to repair"], None, before, None)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         backup = backup_dir or os.path.join(directory, f"repair-{stamp}")
+        # the plan: (action, the step that does it, or None for no file change)
+        plan: list[tuple[str, Callable[[], None] | None]] = []
+
+        def move(name: str) -> None:
+            os.makedirs(backup, exist_ok=True)
+            shutil.move(os.path.join(directory, name), os.path.join(backup, name))
 
         def save(name: str, why: str) -> None:
-            actions.append(f"move {name} to the backup ({why})")
-            if not dry_run:
-                os.makedirs(backup, exist_ok=True)
-                shutil.move(os.path.join(directory, name), os.path.join(backup, name))
+            plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
+
+        def cut_tail(path: str, good: int, saved: str) -> None:
+            os.makedirs(backup, exist_ok=True)
+            with open(path, "r+b") as f, open(os.path.join(backup, saved), "wb") as out:
+                f.seek(good)
+                shutil.copyfileobj(f, out)
+                out.flush()
+                os.fsync(out.fileno())
+                f.truncate(good)
+                os.fsync(f.fileno())
 
         if any(f.path.endswith(MANIFEST_NAME) for f in before.findings if f.severity == "damage"):
-            actions.append("rebuild MANIFEST from the files present")
+            plan.append(("rebuild MANIFEST from the files present", None))
             if os.path.exists(os.path.join(directory, MANIFEST_NAME)):
                 save(MANIFEST_NAME, "damaged")
         for info in before.snapshots:
@@ -639,28 +657,20 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
                 if os.path.exists(path):
                     save(info.name, "unreadable header")
                 else:
-                    actions.append(f"forget {info.name} (missing)")
+                    plan.append((f"forget {info.name} (missing)", None))
                 cut = cut or in_chain
                 previous = None
                 continue
             good = int(info.good_end or 0)
             size = os.path.getsize(path)
-            actions.append(
-                f"cut {info.name} at offset {good}: {size - good} bytes after seq {info.last_seq} "
-                f"saved as {info.name}.cut-at-{good}"
+            saved = f"{info.name}.cut-at-{good}"
+            plan.append(
+                (
+                    f"cut {info.name} at offset {good}: {size - good} bytes after seq "
+                    f"{info.last_seq} saved as {saved}",
+                    functools.partial(cut_tail, path, good, saved),
+                )
             )
-            if not dry_run:
-                os.makedirs(backup, exist_ok=True)
-                with (
-                    open(path, "r+b") as f,
-                    open(os.path.join(backup, f"{info.name}.cut-at-{good}"), "wb") as out,
-                ):
-                    f.seek(good)
-                    shutil.copyfileobj(f, out)
-                    out.flush()
-                    os.fsync(out.fileno())
-                    f.truncate(good)
-                    os.fsync(f.fileno())
             keep.append(entry)
             cut = cut or in_chain
         last_of = {info.name: info.last_seq for info in before.segments}
@@ -669,26 +679,46 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
             if not manifest.snapshots:
                 raise LogError(
                     f"{directory}: nothing consistent is left to keep "
-                    "(no snapshot, and the log does not start at seq 1)"
+                    "(no snapshot, and the log does not start at seq 1); nothing was changed"
                 )
             for name, first in keep:
                 if first > base:
                     save(name, "cannot follow the snapshot")
             keep = [s for s in keep if s[1] <= base]
             name = segment_name(base + 1)
-            actions.append(f"start an empty segment {name} after the snapshot (seq {base})")
-            if not dry_run:
+
+            def start_segment(name: str = name, first: int = base + 1) -> None:
                 from rankengine.eventlog import SegmentWriter
 
-                header: dict[str, Any] = {"first_seq": base + 1, "config": manifest.config}
+                header: dict[str, Any] = {"first_seq": first, "config": manifest.config}
                 header["created_ms"] = time.time_ns() // 1_000_000
                 SegmentWriter.create(os.path.join(directory, name), header).close()
+
+            plan.append(
+                (f"start an empty segment {name} after the snapshot (seq {base})", start_segment)
+            )
             keep.append((name, base + 1))
         manifest.segments = keep
-        actions.append("write the new MANIFEST")
-        if not dry_run:
+
+        def new_manifest() -> None:
             write_manifest(directory, manifest, step="repair_manifest")
-        after = None if dry_run else verify(directory)
-        return RepairResult(actions, None if dry_run else backup, before, after)
+
+        plan.append(("write the new MANIFEST", new_manifest))
+        actions = [action for action, _ in plan]
+        if dry_run:
+            return RepairResult(actions, None, before, None)
+        done: list[str] = []
+        for action, step in plan:
+            try:
+                if step is not None:
+                    step()
+            except OSError as exc:
+                did = "; ".join(done) or "nothing"
+                raise LogError(
+                    f"{directory}: repair failed at {action!r} ({exc}); done before it: {did}; "
+                    f"what it moved or cut is in {backup}"
+                ) from exc
+            done.append(action)
+        return RepairResult(actions, backup, before, verify(directory))
     finally:
         lock.release()

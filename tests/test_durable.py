@@ -9,6 +9,7 @@ log alone, from snapshot + tail and at every point in time.
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import threading
 import time
@@ -733,6 +734,59 @@ def test_repair_of_a_lost_manifest_backs_up_a_damaged_snapshot(tmp_path: Path) -
     assert repair(str(tmp_path)).actions == ["nothing to repair"]
     with open_board(tmp_path) as again:
         assert state(again) == expected
+
+
+def listing(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` (but the lock) and its bytes."""
+    return {
+        str(p.relative_to(path)): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != "LOCK"
+    }
+
+
+def test_a_failed_repair_leaves_the_directory_as_it_found_it(tmp_path: Path) -> None:
+    # the only snapshot is damaged and the log no longer starts at seq 1:
+    # nothing consistent is left, so repair must fail without moving anything
+    with open_board(tmp_path) as board:
+        fill(board, 40)
+        board.compact()
+        fill(board, 5, 40)
+    snap = next(tmp_path.glob("snap-*.snap"))
+    data = bytearray(snap.read_bytes())
+    data[40] ^= 0xFF
+    snap.write_bytes(bytes(data))
+    before = listing(tmp_path)
+    with pytest.raises(LogError, match="nothing consistent is left"):
+        repair(str(tmp_path))
+    assert listing(tmp_path) == before
+    assert not list(tmp_path.glob("repair-*"))
+    assert verify(str(tmp_path)).damaged
+
+
+def test_a_repair_step_that_fails_says_what_was_done_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_board(tmp_path) as board:
+        fill(board, 40)
+    seg = seg_files(tmp_path)[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(manifest_module, "write_manifest", broken)
+    backup = tmp_path.parent / "saved"
+    with pytest.raises(LogError) as info:
+        repair(str(tmp_path), backup_dir=str(backup))
+    message = str(info.value)
+    assert "write the new MANIFEST" in message and "No space left" in message
+    match = re.search(rf"cut {seg.name} at offset (\d+)", message)
+    assert match is not None and str(backup) in message
+    at = int(match.group(1))
+    assert (backup / f"{seg.name}.cut-at-{at}").read_bytes() == bytes(data[at:])
 
 
 # ----------------------------------------------------------------------
