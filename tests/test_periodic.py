@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
+from rankengine import periodic as periodic_module
 from rankengine.changes import Change
 from rankengine.periodic import (
     Calendar,
@@ -616,3 +617,27 @@ def test_durable_cron_period_names_survive_reopen(tmp_path: Path) -> None:
     with PeriodicLeaderboard.open(tmp_path, "*/30 * * * *", clock=clock, fsync="never") as b:
         assert [p.name for p in b.periods()] == ["2026-11-30T07:00"]
         assert b.score("ann") == 1
+
+
+def test_closed_markers_are_made_durable_with_a_directory_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A marker's directory entry reaches the disk only with an fsync of its
+    directory; without it a power cut could run ``on_close`` twice."""
+    calls: list[tuple[str, list[str]]] = []
+    real = periodic_module.fsync_dir
+
+    def recording(path: str) -> None:
+        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
+        real(path)
+
+    monkeypatch.setattr(periodic_module, "fsync_dir", recording)
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    with PeriodicLeaderboard.open(tmp_path, "daily", keep=1, fsync="never", clock=clock) as board:
+        board.incr("ann", 5)
+        clock.t += DAY
+        board.tick()
+        assert not board.is_open("2026-11-30")
+    assert (str(tmp_path / "closed"), ["2026-11-30"]) in calls
+    # and the new closed/ directory's own entry, before any marker is in it
+    assert any(path == str(tmp_path) and "closed" in names for path, names in calls)
