@@ -121,7 +121,8 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
     Format: ``magic (8 bytes) | length (u32 LE) | crc32 (u32 LE) | msgpack``,
     the payload a map with the period, the board's settings, its logical
     clock and its rows in index order.  The file is written next to its
-    final name, flushed to disk, then renamed over it.
+    final name, flushed to disk, then renamed over it, and the directory is
+    fsynced.
 
     Runtime complexity: O(N)
     """
@@ -145,6 +146,9 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    # the rename is durable only with its directory: a periodic board deletes
+    # the period's own files right after archiving it
+    fsync_dir(str(target.parent))
 
 
 def read_archive(path: str | os.PathLike[str], **config: Any) -> tuple[Period, Leaderboard]:

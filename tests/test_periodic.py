@@ -641,3 +641,26 @@ def test_closed_markers_are_made_durable_with_a_directory_fsync(
     assert (str(tmp_path / "closed"), ["2026-11-30"]) in calls
     # and the new closed/ directory's own entry, before any marker is in it
     assert any(path == str(tmp_path) and "closed" in names for path, names in calls)
+
+
+def test_an_archive_is_durable_before_its_period_is_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The period's directory is deleted after archiving; the archive's
+    directory entry must be on disk first, or a power cut loses the period."""
+    calls: list[tuple[str, list[str]]] = []
+    real = periodic_module.fsync_dir
+
+    def recording(path: str) -> None:
+        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
+        real(path)
+
+    monkeypatch.setattr(periodic_module, "fsync_dir", recording)
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    with PeriodicLeaderboard.open(tmp_path, "daily", keep=0, fsync="never", clock=clock) as board:
+        board.incr("ann", 5)
+        clock.t += DAY
+        board.incr("bob", 1)  # drops 2026-11-30: archived, then deleted
+    archived = (str(tmp_path / "archive"), ["2026-11-30.rkarchive"])
+    dropped = next(i for i, (path, _) in enumerate(calls) if path == str(tmp_path / "periods"))
+    assert archived in calls[:dropped]
