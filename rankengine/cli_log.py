@@ -13,9 +13,11 @@ Exit codes (all commands):
 
 ====  ==========================================================
 0     success; for ``verify``: healthy
-1     ``verify``: damaged (the board refuses to open; run repair);
+1     ``verify``: damaged (the board refuses to open; run repair),
+      including a board whose ``MANIFEST`` was lost (repair rebuilds it);
       other commands: the operation failed (message on stderr)
-2     bad arguments, or DIR is not a board directory
+2     bad arguments, or DIR is not a board directory (for ``verify``:
+      it holds no ``MANIFEST`` and no snapshot or segment file)
 3     ``verify``: only a torn tail (cut on the next open)
 ====  ==========================================================
 
@@ -42,7 +44,14 @@ from typing import Any, Final, TextIO
 
 from rankengine.cli_args import non_negative
 from rankengine.eventlog import LogError
-from rankengine.manifest import MANIFEST_NAME, Report, read_manifest, repair, verify
+from rankengine.manifest import (
+    MANIFEST_NAME,
+    Report,
+    board_files,
+    read_manifest,
+    repair,
+    verify,
+)
 
 __all__ = ["main", "register"]
 
@@ -335,7 +344,10 @@ def run(
     a message on stderr and an exit code (never a traceback)."""
     name = args.log_command
     try:
-        if command is not _repair and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
+        # verify reports a lost manifest as damage when the files of a board
+        # are there (repair rebuilds it); repair itself says what it finds
+        lost_manifest_ok = command is _repair or (command is _verify and board_files(args.dir))
+        if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
             read_manifest(args.dir)  # raises FileNotFoundError with the path
         return command(args, out or sys.stdout)
     except FileNotFoundError as exc:

@@ -417,8 +417,19 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
     try:
         manifest = read_manifest(directory)
     except FileNotFoundError:
-        report.add("damage", mpath, None, "no MANIFEST: not a board, or its manifest was lost")
         manifest = reconstruct_manifest(directory)
+        if manifest is not None:
+            message = (
+                "MANIFEST is missing, but the snapshots and segments of a board are here: "
+                "`rankengine repair DIR` rebuilds it from them"
+            )
+        elif board_files(directory):
+            message = (
+                "MANIFEST is missing and no segment header here reads, so repair cannot rebuild it"
+            )
+        else:
+            message = "no MANIFEST: not a board, or its manifest was lost"
+        report.add("damage", mpath, None, message)
     except (CorruptionError, OSError) as exc:
         report.add("damage", mpath, getattr(exc, "offset", None), getattr(exc, "reason", str(exc)))
         manifest = reconstruct_manifest(directory)
@@ -515,6 +526,19 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 "segment that holds records to .orphan)",
             )
     return report
+
+
+def board_files(directory: str) -> list[str]:
+    """The names in ``directory`` that are snapshots or segments of a board
+    (empty when there are none, or the directory cannot be listed).
+
+    Runtime complexity: O(files in the directory)
+    """
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [n for n in names if SEGMENT_RE.fullmatch(n) or SNAPSHOT_RE.fullmatch(n)]
 
 
 def reconstruct_manifest(directory: str) -> Manifest | None:

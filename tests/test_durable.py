@@ -821,6 +821,40 @@ def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "Traceback" not in err
 
 
+def test_verify_of_a_board_that_lost_only_its_manifest_says_repair_rebuilds_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board_dir = tmp_path / "board"
+    with open_board(board_dir) as board:
+        fill(board, 30)
+        board.compact()
+        fill(board, 5, 30)
+        expected = state(board)
+    (board_dir / "MANIFEST").unlink()
+    capsys.readouterr()
+    assert cli(["verify", str(board_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "MANIFEST is missing" in out and "`rankengine repair DIR` rebuilds it" in out
+    assert cli(["verify", "--json", str(board_dir)]) == 1
+    assert '"damaged": true' in capsys.readouterr().out
+    # segment files whose headers do not read: still the remains of a board
+    ruin = tmp_path / "ruin"
+    ruin.mkdir()
+    (ruin / "log-00000000000000000001.seg").write_bytes(b"garbage")
+    assert cli(["verify", str(ruin)]) == 1
+    assert "cannot rebuild" in capsys.readouterr().out
+    # nothing of a board: not a board directory
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("hello")
+    assert cli(["verify", str(other)]) == 2
+    assert "not a board directory" in capsys.readouterr().err
+    assert cli(["repair", str(board_dir)]) == 0
+    assert cli(["verify", str(board_dir)]) == 0
+    with open_board(board_dir) as again:
+        assert state(again) == expected
+
+
 def test_replay_until_a_time_includes_a_record_stamped_at_that_millisecond(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
