@@ -35,7 +35,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 from rankengine.eventlog import (
     PREFIX_BYTES,
@@ -278,18 +278,24 @@ class DirectoryLock:
 RESYNC_LIMIT_BYTES: Final = 4 << 20
 
 
+#: How bad a :class:`Finding` is.
+Severity: TypeAlias = Literal["damage", "history", "torn", "note"]
+
+
 class Finding(NamedTuple):
     """One thing :func:`verify` found: ``damage`` (the board will not open),
+    ``history`` (damage in retained history before the records the board
+    replays: it opens, but a replay from the log through it fails),
     ``torn`` (an interrupted last write, cut on open) or ``note``."""
 
-    severity: Literal["damage", "torn", "note"]
+    severity: Severity
     path: str
     offset: int | None
     message: str
 
     def __str__(self) -> str:
         where = self.path if self.offset is None else f"{self.path} @ {self.offset}"
-        return f"{self.severity.upper():6} {where}: {self.message}"
+        return f"{self.severity.upper():7} {where}: {self.message}"
 
 
 @dataclass
@@ -324,19 +330,29 @@ class Report:
         return any(f.severity == "damage" for f in self.findings)
 
     @property
+    def history_damaged(self) -> bool:
+        """True when retained history before the current replay chain is
+        damaged: the board opens, but ``rebuild(from_log=True)`` (or a replay
+        through the damage) fails."""
+        return any(f.severity == "history" for f in self.findings)
+
+    @property
     def torn(self) -> bool:
         """True when the log ends in an interrupted write (cut on open)."""
         return any(f.severity == "torn" for f in self.findings)
 
     @property
     def healthy(self) -> bool:
-        """No damage and no torn tail."""
-        return not self.damaged and not self.torn
+        """No damage (current or in the history) and no torn tail."""
+        return not self.damaged and not self.history_damaged and not self.torn
 
     @property
     def exit_code(self) -> int:
-        """0 healthy, 1 damaged, 3 torn tail only (see ``docs/durability.md``)."""
-        return 1 if self.damaged else 3 if self.torn else 0
+        """0 healthy, 1 damaged, 4 only the retained history damaged, 3 torn
+        tail only; the first that applies (see ``docs/durability.md``)."""
+        if self.damaged:
+            return 1
+        return 4 if self.history_damaged else 3 if self.torn else 0
 
     @property
     def last_seq(self) -> int:
@@ -346,7 +362,7 @@ class Report:
 
     def add(
         self,
-        severity: Literal["damage", "torn", "note"],
+        severity: Severity,
         path: str,
         offset: int | None,
         message: str,
@@ -464,7 +480,8 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
         path = os.path.join(directory, name)
         info = FileInfo(name, first, last_seq=first - 1)
         report.segments.append(info)
-        severity: Literal["damage", "note"] = "damage" if i >= chain else "note"
+        # before the chain the board replays, damage is only the history's
+        severity: Severity = "damage" if i >= chain else "history"
         if previous is not None and first != previous + 1:
             report.add(severity, path, None, f"records {previous + 1}..{first - 1} are missing")
         previous = None
@@ -489,7 +506,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                     info.good_end = reader.torn.offset
                     torn = i == len(manifest.segments) - 1
                     report.add(
-                        "torn" if torn else "damage",
+                        "torn" if torn else severity,
                         path,
                         reader.torn.offset,
                         f"{reader.torn.reason}: {reader.torn.cut_bytes} bytes after the last "
@@ -617,11 +634,18 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
         if manifest is None:
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
         if (
-            before.healthy
+            not before.damaged
+            and not before.torn
             and os.path.exists(os.path.join(directory, MANIFEST_NAME))
             and not any(f.path.endswith(MANIFEST_NAME) for f in before.findings)
         ):
-            return RepairResult(["nothing to repair"], None, before, None)
+            actions = ["nothing to repair"]
+            if before.history_damaged:
+                actions.append(
+                    "the retained history before the records the board replays is damaged "
+                    "(see the HISTORY findings): repair leaves history as it is"
+                )
+            return RepairResult(actions, None, before, None)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         backup = backup_dir or os.path.join(directory, f"repair-{stamp}")
         # the plan: (action, the step that does it, or None for no file change)

@@ -789,6 +789,38 @@ def test_a_repair_step_that_fails_says_what_was_done_and_where(
     assert (backup / f"{seg.name}.cut-at-{at}").read_bytes() == bytes(data[at:])
 
 
+def test_damage_in_retained_history_is_reported_as_history_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Damage before the current replay chain does not stop the board from
+    opening, but replaying the log through it fails: verify says so (exit 4)."""
+    expected, _ = two_snapshots(tmp_path, 30)
+    oldest = seg_files(tmp_path)[0]
+    data = bytearray(oldest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    oldest.write_bytes(bytes(data))
+    report = verify(str(tmp_path))
+    assert report.history_damaged and not report.damaged and not report.healthy
+    assert report.exit_code == 4
+    assert [f.path for f in report.findings if f.severity == "history"] == [str(oldest)]
+    with open_board(tmp_path) as board:
+        board._check()
+        assert state(board) == expected
+    with pytest.raises(CorruptionError):
+        rebuild(tmp_path, from_log=True)
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path)]) == 4
+    out = capsys.readouterr().out
+    assert "HISTORY DAMAGED" in out and "healthy" not in out
+    assert cli(["verify", "--json", str(tmp_path)]) == 4
+    assert '"history_damaged": true' in capsys.readouterr().out
+    # repair cuts back the current board only; it leaves the history alone
+    before = listing(tmp_path)
+    result = repair(str(tmp_path))
+    assert result.actions[0] == "nothing to repair" and "history" in result.actions[1]
+    assert listing(tmp_path) == before
+
+
 # ----------------------------------------------------------------------
 # The command-line tools
 # ----------------------------------------------------------------------
