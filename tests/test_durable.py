@@ -515,6 +515,53 @@ def test_failed_directory_fsync_after_the_rotate_rename_keeps_the_new_segment(
         assert again.last_seq == seq + 1
 
 
+@pytest.mark.parametrize("policy", ["everysec", "never"])
+def test_writes_proceed_while_compaction_fsyncs_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    """Compaction writes most of the segment back before it takes the board
+    lock: a write made while that fsync is in progress completes."""
+    # however slow this machine, the write must not count the blocked fsync
+    # as a stall (writes wait for stalled everysec fsyncs, by design)
+    monkeypatch.setattr(durable_module, "FSYNC_STALL_S", 3600.0)
+    board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
+    fill(board, 40)
+    real = board._writer.sync_fn
+    syncing, release, wrote = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking_sync(fd: int) -> None:
+        if not release.is_set():
+            syncing.set()
+            assert release.wait(30)
+        real(fd)
+
+    board._writer.sync_fn = blocking_sync
+    compaction = threading.Thread(target=board.compact)
+    writer = threading.Thread(target=lambda: (board.set("during", 1), wrote.set()))
+    try:
+        compaction.start()
+        assert syncing.wait(10)
+        writer.start()
+        # the compaction's fsync is still blocked: the write finished without it
+        assert wrote.wait(10)
+        assert not release.is_set()
+    finally:
+        release.set()
+        compaction.join(30)
+        writer.join(30)
+    assert not compaction.is_alive()
+    seq, expected = board.last_seq, state(board)
+    assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
+    board.set("after", 2)
+    board.close()
+    with open_board(tmp_path) as again:
+        again._check()
+        assert again["during"] == 1 and again["after"] == 2
+        assert again.last_seq == seq + 1
+        again.remove("after")
+        assert state(again)[0] == expected[0]
+
+
 def test_retain_log_keeps_history_for_full_replay(tmp_path: Path) -> None:
     with open_board(tmp_path, retain_log=True) as board:
         states = {}
