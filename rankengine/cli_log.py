@@ -13,11 +13,18 @@ Exit codes (all commands):
 
 ====  ==========================================================
 0     success; for ``verify``: healthy
-1     ``verify``: damaged (the board refuses to open; run repair);
+1     ``verify``: damaged (the board refuses to open; run repair),
+      including a board whose ``MANIFEST`` was lost (repair rebuilds it);
       other commands: the operation failed (message on stderr)
-2     bad arguments, or DIR is not a board directory
+2     bad arguments, or DIR is not a board directory (for ``verify``:
+      it holds no ``MANIFEST`` and no snapshot or segment file)
 3     ``verify``: only a torn tail (cut on the next open)
+4     ``verify``: the board opens, but its retained history (kept with
+      ``retain_log=True``, before the records it replays) is damaged, so a
+      replay from the log through it fails; ``repair`` leaves history as it is
 ====  ==========================================================
+
+When several apply, ``verify`` exits with the first of 1, 4, 3.
 
 :func:`register` adds the commands to an ``argparse`` sub-parser set; each
 sets ``handler``, a callable taking the parsed namespace and returning the
@@ -42,7 +49,14 @@ from typing import Any, Final, TextIO
 
 from rankengine.cli_args import non_negative
 from rankengine.eventlog import LogError
-from rankengine.manifest import MANIFEST_NAME, Report, read_manifest, repair, verify
+from rankengine.manifest import (
+    MANIFEST_NAME,
+    Report,
+    board_files,
+    read_manifest,
+    repair,
+    verify,
+)
 
 __all__ = ["main", "register"]
 
@@ -50,6 +64,7 @@ EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_TORN: Final = 3
+EXIT_HISTORY: Final = 4
 #: Seconds between progress lines, so a progress display costs nothing.
 PROGRESS_INTERVAL_S: Final = 0.2
 _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -136,8 +151,9 @@ def register(subparsers: Any) -> None:
         parents=[progress],
         help="check every record and snapshot",
         description="Check every frame, record and snapshot.  Exit 0: healthy; 1: damaged "
-        "(the board refuses to open, see `repair`); 3: only a torn tail, which the next "
-        "open cuts.",
+        "(the board refuses to open, see `repair`); 4: the board opens but its retained "
+        "history is damaged (a replay from the log through it fails); 3: only a torn "
+        "tail, which the next open cuts.",
     )
     p.add_argument("dir", type=_board_dir, help="the board directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -177,6 +193,7 @@ def _report_json(report: Report) -> dict[str, Any]:
         "directory": report.directory,
         "healthy": report.healthy,
         "damaged": report.damaged,
+        "history_damaged": report.history_damaged,
         "torn": report.torn,
         "last_seq": report.last_seq,
         "findings": [f._asdict() for f in report.findings],
@@ -208,7 +225,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         if snap is None
         else {"name": snap.name, "seq": snap.seq, "members": snap.count},
         "snapshot_written": _age(snap.created_ms) if snap else "-",
-        "status": "damaged" if report.damaged else "torn tail" if report.torn else "healthy",
+        "status": _status(report),
     }
     if args.json:
         json.dump(info, out, indent=2, default=str)
@@ -253,11 +270,25 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
             "DAMAGED: the board will refuse to open; "
             "`rankengine repair DIR` keeps everything before the damage\n"
         )
-    elif report.torn:
+    if report.history_damaged and not report.damaged:
+        out.write(
+            "HISTORY DAMAGED: the board opens, but its retained history is damaged: "
+            "a replay from the log through it (`replay --from-log`) fails\n"
+        )
+    if report.torn and not report.damaged:
         out.write("TORN TAIL: an interrupted last write; the next open cuts it (with a warning)\n")
-    else:
+    if report.healthy:
         out.write("healthy\n")
     return report.exit_code
+
+
+def _status(report: Report) -> str:
+    """One phrase for the state of a board directory."""
+    if report.damaged:
+        return "damaged"
+    parts = ["history damaged"] if report.history_damaged else []
+    parts += ["torn tail"] if report.torn else []
+    return ", ".join(parts) or "healthy"
 
 
 def _repair(args: argparse.Namespace, out: TextIO) -> int:
@@ -269,7 +300,7 @@ def _repair(args: argparse.Namespace, out: TextIO) -> int:
     if result.backup is not None:
         out.write(f"backup of everything cut: {result.backup}\n")
     if result.after is not None:
-        state = "damaged" if result.after.damaged else "healthy"
+        state = _status(result.after)
         out.write(f"after repair: {state}, last seq {result.after.last_seq}\n")
         return EXIT_FAILED if result.after.damaged else EXIT_OK
     return EXIT_OK
@@ -335,7 +366,10 @@ def run(
     a message on stderr and an exit code (never a traceback)."""
     name = args.log_command
     try:
-        if command is not _repair and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
+        # verify reports a lost manifest as damage when the files of a board
+        # are there (repair rebuilds it); repair itself says what it finds
+        lost_manifest_ok = command is _repair or (command is _verify and board_files(args.dir))
+        if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
             read_manifest(args.dir)  # raises FileNotFoundError with the path
         return command(args, out or sys.stdout)
     except FileNotFoundError as exc:

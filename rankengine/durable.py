@@ -391,6 +391,19 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     return manifest
 
 
+def _manifest_may_name(directory: str, name: str) -> bool:
+    """Might the manifest on disk name file ``name``?  True when it does, and
+    when it cannot be read (a file it might name must not be removed).
+
+    Runtime complexity: O(size of the manifest)
+    """
+    try:
+        on_disk = read_manifest(directory)
+    except (CorruptionError, OSError):
+        return True
+    return any(n == name for n, _ in on_disk.snapshots + on_disk.segments)
+
+
 def _remove_leftovers(directory: str, manifest: Manifest) -> list[str]:
     """Remove what an interrupted compaction left behind; return notes."""
     listed = {name for name, _ in manifest.snapshots} | {name for name, _ in manifest.segments}
@@ -715,12 +728,13 @@ class DurableLeaderboard(Leaderboard):
     def compact(self) -> int:
         """Write a snapshot, start a new segment, and drop what it replaces.
 
-        Steps, each crash-safe: fsync the log; start segment ``seq+1`` and
-        list it in the manifest; write the snapshot (temp file, fsync,
-        rename, directory fsync); replace the manifest with one naming the
-        snapshot; only then remove the older segments and snapshots (kept
-        with ``retain_log=True``).  Writes continue while the snapshot is
-        written.
+        Steps, each crash-safe: fsync the log (first without the board
+        lock, then what arrived meanwhile under it); start segment
+        ``seq+1`` and list it in the manifest; write the snapshot (temp
+        file, fsync, rename, directory fsync); replace the manifest with one
+        naming the snapshot; only then remove the older segments and
+        snapshots (kept with ``retain_log=True``).  Writes continue while
+        the snapshot is written.
 
         Runtime complexity: O(N)
 
@@ -748,14 +762,51 @@ class DurableLeaderboard(Leaderboard):
         finally:
             self._compactor = None
 
+    def _presync(self) -> None:
+        """Write the active segment back without the board lock, so that the
+        fsync compaction must make under the lock has little left to do.
+
+        Writes go on meanwhile (as with the everysec flusher, the sync lock
+        is enough: only compaction swaps the writer, and the caller holds
+        the compaction lock).  Under "everysec" it stands in for the
+        flusher's fsync (which waits for the sync lock), so it is timed like
+        one: writes wait for it once it stalls past :data:`FSYNC_STALL_S`.
+        A failed fsync fails the board, as any does.
+
+        Runtime complexity: one fsync
+        """
+        with self._sync_lock:
+            self._check_writable()
+            self._dirty = False
+            if self._flusher is not None:
+                self._sync_started = time.monotonic()
+            try:
+                self._writer.sync()
+            except OSError as exc:
+                self._failure = exc
+                raise
+            finally:
+                if self._flusher is not None:
+                    with self._sync_cond:
+                        self._sync_started = None
+                        self._sync_cond.notify_all()
+
     def _compact(self) -> int:
         directory = self.path
         manifest = self._manifest
+        if not self._sync_each:
+            self._presync()
         with self._lock:
             self._check_writable()
             seq = self._seq
             if manifest.snapshots and manifest.snapshots[-1][1] == seq:
                 return seq
+            # The segment must be on disk up to ``seq`` before the manifest
+            # names a segment starting at ``seq + 1`` (a power cut would
+            # otherwise leave a gap that refuses to open), and no write may
+            # land in it between this fsync and the switch below: so this
+            # fsync stays under the lock.  After _presync it only writes back
+            # what arrived meanwhile; under "always" nothing is dirty.
             with self._sync_lock:
                 self._writer.sync()
             columns = self._export_columns()
@@ -777,10 +828,23 @@ class DurableLeaderboard(Leaderboard):
                 manifest.segments.append((name, seq + 1))
                 try:
                     write_manifest(directory, manifest, step="rotate_manifest")
-                except BaseException:
+                except BaseException as exc:
                     manifest.segments.pop()
                     writer.close()
-                    os.remove(writer.path)
+                    if _manifest_may_name(directory, name):
+                        # The rename happened (the directory fsync after it
+                        # failed): the manifest on disk names the new segment,
+                        # so it stays.  Whether the rename survives a power
+                        # cut is unknown, so no write may go to either
+                        # segment: a write to the new one would be orphaned
+                        # by a lost rename, one to the old one would leave a
+                        # gap before the new one.  Refuse writes, as after a
+                        # failed fsync of the log; the next open keeps the
+                        # segment if the manifest names it and removes it
+                        # (it is blank) if not.
+                        self._failure = exc
+                    else:
+                        os.remove(writer.path)
                     raise
                 with self._sync_lock:
                     old, self._writer = self._writer, writer

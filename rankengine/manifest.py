@@ -29,12 +29,13 @@ renamed to ``.orphan`` instead, and kept).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 from rankengine.eventlog import (
     PREFIX_BYTES,
@@ -277,18 +278,24 @@ class DirectoryLock:
 RESYNC_LIMIT_BYTES: Final = 4 << 20
 
 
+#: How bad a :class:`Finding` is.
+Severity: TypeAlias = Literal["damage", "history", "torn", "note"]
+
+
 class Finding(NamedTuple):
     """One thing :func:`verify` found: ``damage`` (the board will not open),
+    ``history`` (damage in retained history before the records the board
+    replays: it opens, but a replay from the log through it fails),
     ``torn`` (an interrupted last write, cut on open) or ``note``."""
 
-    severity: Literal["damage", "torn", "note"]
+    severity: Severity
     path: str
     offset: int | None
     message: str
 
     def __str__(self) -> str:
         where = self.path if self.offset is None else f"{self.path} @ {self.offset}"
-        return f"{self.severity.upper():6} {where}: {self.message}"
+        return f"{self.severity.upper():7} {where}: {self.message}"
 
 
 @dataclass
@@ -323,19 +330,29 @@ class Report:
         return any(f.severity == "damage" for f in self.findings)
 
     @property
+    def history_damaged(self) -> bool:
+        """True when retained history before the current replay chain is
+        damaged: the board opens, but ``rebuild(from_log=True)`` (or a replay
+        through the damage) fails."""
+        return any(f.severity == "history" for f in self.findings)
+
+    @property
     def torn(self) -> bool:
         """True when the log ends in an interrupted write (cut on open)."""
         return any(f.severity == "torn" for f in self.findings)
 
     @property
     def healthy(self) -> bool:
-        """No damage and no torn tail."""
-        return not self.damaged and not self.torn
+        """No damage (current or in the history) and no torn tail."""
+        return not self.damaged and not self.history_damaged and not self.torn
 
     @property
     def exit_code(self) -> int:
-        """0 healthy, 1 damaged, 3 torn tail only (see ``docs/durability.md``)."""
-        return 1 if self.damaged else 3 if self.torn else 0
+        """0 healthy, 1 damaged, 4 only the retained history damaged, 3 torn
+        tail only; the first that applies (see ``docs/durability.md``)."""
+        if self.damaged:
+            return 1
+        return 4 if self.history_damaged else 3 if self.torn else 0
 
     @property
     def last_seq(self) -> int:
@@ -345,7 +362,7 @@ class Report:
 
     def add(
         self,
-        severity: Literal["damage", "torn", "note"],
+        severity: Severity,
         path: str,
         offset: int | None,
         message: str,
@@ -416,8 +433,19 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
     try:
         manifest = read_manifest(directory)
     except FileNotFoundError:
-        report.add("damage", mpath, None, "no MANIFEST: not a board, or its manifest was lost")
         manifest = reconstruct_manifest(directory)
+        if manifest is not None:
+            message = (
+                "MANIFEST is missing, but the snapshots and segments of a board are here: "
+                "`rankengine repair DIR` rebuilds it from them"
+            )
+        elif board_files(directory):
+            message = (
+                "MANIFEST is missing and no segment header here reads, so repair cannot rebuild it"
+            )
+        else:
+            message = "no MANIFEST: not a board, or its manifest was lost"
+        report.add("damage", mpath, None, message)
     except (CorruptionError, OSError) as exc:
         report.add("damage", mpath, getattr(exc, "offset", None), getattr(exc, "reason", str(exc)))
         manifest = reconstruct_manifest(directory)
@@ -452,7 +480,8 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
         path = os.path.join(directory, name)
         info = FileInfo(name, first, last_seq=first - 1)
         report.segments.append(info)
-        severity: Literal["damage", "note"] = "damage" if i >= chain else "note"
+        # before the chain the board replays, damage is only the history's
+        severity: Severity = "damage" if i >= chain else "history"
         if previous is not None and first != previous + 1:
             report.add(severity, path, None, f"records {previous + 1}..{first - 1} are missing")
         previous = None
@@ -477,7 +506,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                     info.good_end = reader.torn.offset
                     torn = i == len(manifest.segments) - 1
                     report.add(
-                        "torn" if torn else "damage",
+                        "torn" if torn else severity,
                         path,
                         reader.torn.offset,
                         f"{reader.torn.reason}: {reader.torn.cut_bytes} bytes after the last "
@@ -514,6 +543,19 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 "segment that holds records to .orphan)",
             )
     return report
+
+
+def board_files(directory: str) -> list[str]:
+    """The names in ``directory`` that are snapshots or segments of a board
+    (empty when there are none, or the directory cannot be listed).
+
+    Runtime complexity: O(files in the directory)
+    """
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    return [n for n in names if SEGMENT_RE.fullmatch(n) or SNAPSHOT_RE.fullmatch(n)]
 
 
 def reconstruct_manifest(directory: str) -> Manifest | None:
@@ -573,8 +615,13 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
     Keeps everything before the first damage and moves everything it cuts
     (the tail bytes of a segment, later segments, damaged snapshots, a
     damaged manifest) into ``backup_dir`` (default ``DIR/repair-<time>``),
-    so nothing is destroyed.  Takes the directory lock.  Raises
-    :class:`~rankengine.eventlog.LogError` when no consistent state is left.
+    so nothing is destroyed.  Takes the directory lock.
+
+    Every step is decided before any file is touched, so a repair that
+    cannot work (:class:`~rankengine.eventlog.LogError` when no consistent
+    state is left) changes nothing.  If a step itself fails (an I/O error),
+    the :class:`~rankengine.eventlog.LogError` lists the steps already done
+    and where the backup is.
 
     Runtime complexity: O(size of the directory)
     """
@@ -583,27 +630,46 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
     lock = DirectoryLock(directory)
     try:
         before = verify(directory)
-        actions: list[str] = []
         manifest = before.manifest
         if manifest is None:
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
         if (
-            before.healthy
+            not before.damaged
+            and not before.torn
             and os.path.exists(os.path.join(directory, MANIFEST_NAME))
             and not any(f.path.endswith(MANIFEST_NAME) for f in before.findings)
         ):
-            return RepairResult(["nothing to repair"], None, before, None)
+            actions = ["nothing to repair"]
+            if before.history_damaged:
+                actions.append(
+                    "the retained history before the records the board replays is damaged "
+                    "(see the HISTORY findings): repair leaves history as it is"
+                )
+            return RepairResult(actions, None, before, None)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         backup = backup_dir or os.path.join(directory, f"repair-{stamp}")
+        # the plan: (action, the step that does it, or None for no file change)
+        plan: list[tuple[str, Callable[[], None] | None]] = []
+
+        def move(name: str) -> None:
+            os.makedirs(backup, exist_ok=True)
+            shutil.move(os.path.join(directory, name), os.path.join(backup, name))
 
         def save(name: str, why: str) -> None:
-            actions.append(f"move {name} to the backup ({why})")
-            if not dry_run:
-                os.makedirs(backup, exist_ok=True)
-                shutil.move(os.path.join(directory, name), os.path.join(backup, name))
+            plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
+
+        def cut_tail(path: str, good: int, saved: str) -> None:
+            os.makedirs(backup, exist_ok=True)
+            with open(path, "r+b") as f, open(os.path.join(backup, saved), "wb") as out:
+                f.seek(good)
+                shutil.copyfileobj(f, out)
+                out.flush()
+                os.fsync(out.fileno())
+                f.truncate(good)
+                os.fsync(f.fileno())
 
         if any(f.path.endswith(MANIFEST_NAME) for f in before.findings if f.severity == "damage"):
-            actions.append("rebuild MANIFEST from the files present")
+            plan.append(("rebuild MANIFEST from the files present", None))
             if os.path.exists(os.path.join(directory, MANIFEST_NAME)):
                 save(MANIFEST_NAME, "damaged")
         for info in before.snapshots:
@@ -639,28 +705,20 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
                 if os.path.exists(path):
                     save(info.name, "unreadable header")
                 else:
-                    actions.append(f"forget {info.name} (missing)")
+                    plan.append((f"forget {info.name} (missing)", None))
                 cut = cut or in_chain
                 previous = None
                 continue
             good = int(info.good_end or 0)
             size = os.path.getsize(path)
-            actions.append(
-                f"cut {info.name} at offset {good}: {size - good} bytes after seq {info.last_seq} "
-                f"saved as {info.name}.cut-at-{good}"
+            saved = f"{info.name}.cut-at-{good}"
+            plan.append(
+                (
+                    f"cut {info.name} at offset {good}: {size - good} bytes after seq "
+                    f"{info.last_seq} saved as {saved}",
+                    functools.partial(cut_tail, path, good, saved),
+                )
             )
-            if not dry_run:
-                os.makedirs(backup, exist_ok=True)
-                with (
-                    open(path, "r+b") as f,
-                    open(os.path.join(backup, f"{info.name}.cut-at-{good}"), "wb") as out,
-                ):
-                    f.seek(good)
-                    shutil.copyfileobj(f, out)
-                    out.flush()
-                    os.fsync(out.fileno())
-                    f.truncate(good)
-                    os.fsync(f.fileno())
             keep.append(entry)
             cut = cut or in_chain
         last_of = {info.name: info.last_seq for info in before.segments}
@@ -669,26 +727,46 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
             if not manifest.snapshots:
                 raise LogError(
                     f"{directory}: nothing consistent is left to keep "
-                    "(no snapshot, and the log does not start at seq 1)"
+                    "(no snapshot, and the log does not start at seq 1); nothing was changed"
                 )
             for name, first in keep:
                 if first > base:
                     save(name, "cannot follow the snapshot")
             keep = [s for s in keep if s[1] <= base]
             name = segment_name(base + 1)
-            actions.append(f"start an empty segment {name} after the snapshot (seq {base})")
-            if not dry_run:
+
+            def start_segment(name: str = name, first: int = base + 1) -> None:
                 from rankengine.eventlog import SegmentWriter
 
-                header: dict[str, Any] = {"first_seq": base + 1, "config": manifest.config}
+                header: dict[str, Any] = {"first_seq": first, "config": manifest.config}
                 header["created_ms"] = time.time_ns() // 1_000_000
                 SegmentWriter.create(os.path.join(directory, name), header).close()
+
+            plan.append(
+                (f"start an empty segment {name} after the snapshot (seq {base})", start_segment)
+            )
             keep.append((name, base + 1))
         manifest.segments = keep
-        actions.append("write the new MANIFEST")
-        if not dry_run:
+
+        def new_manifest() -> None:
             write_manifest(directory, manifest, step="repair_manifest")
-        after = None if dry_run else verify(directory)
-        return RepairResult(actions, None if dry_run else backup, before, after)
+
+        plan.append(("write the new MANIFEST", new_manifest))
+        actions = [action for action, _ in plan]
+        if dry_run:
+            return RepairResult(actions, None, before, None)
+        done: list[str] = []
+        for action, step in plan:
+            try:
+                if step is not None:
+                    step()
+            except OSError as exc:
+                did = "; ".join(done) or "nothing"
+                raise LogError(
+                    f"{directory}: repair failed at {action!r} ({exc}); done before it: {did}; "
+                    f"what it moved or cut is in {backup}"
+                ) from exc
+            done.append(action)
+        return RepairResult(actions, backup, before, verify(directory))
     finally:
         lock.release()

@@ -121,7 +121,8 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
     Format: ``magic (8 bytes) | length (u32 LE) | crc32 (u32 LE) | msgpack``,
     the payload a map with the period, the board's settings, its logical
     clock and its rows in index order.  The file is written next to its
-    final name, flushed to disk, then renamed over it.
+    final name, flushed to disk, then renamed over it, and the directory is
+    fsynced.
 
     Runtime complexity: O(N)
     """
@@ -145,6 +146,9 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    # the rename is durable only with its directory: a periodic board deletes
+    # the period's own files right after archiving it
+    fsync_dir(str(target.parent))
 
 
 def read_archive(path: str | os.PathLike[str], **config: Any) -> tuple[Period, Leaderboard]:
@@ -747,8 +751,13 @@ class _DirectoryStore:
     ) -> None:
         self.periods = root / "periods"
         self.closed = root / "closed"
+        created = False
         for directory in (self.periods, self.closed):
-            directory.mkdir(parents=True, exist_ok=True)
+            if not directory.is_dir():
+                directory.mkdir(parents=True, exist_ok=True)
+                created = True
+        if created:  # the new directories' entries, so markers have a durable home
+            fsync_dir(str(root))
         for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
             shutil.rmtree(leftover)
         self.fsync = fsync
@@ -772,9 +781,16 @@ class _DirectoryStore:
         )
 
     def mark_closed(self, period: Period) -> None:
+        """Record that ``period``'s ``on_close`` ran: an empty marker file,
+        durable once its directory is fsynced (without that, a power cut
+        can lose the new entry and the callback would run again).
+
+        Runtime complexity: two fsyncs
+        """
         marker = self.closed / _file_name(period.name)
         with open(marker, "wb") as handle:
             os.fsync(handle.fileno())
+        fsync_dir(str(self.closed))
 
     def release(self, period: Period, board: Leaderboard) -> None:
         """After archiving: close the period's board and delete its files.

@@ -9,6 +9,7 @@ log alone, from snapshot + tail and at every point in time.
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import threading
 import time
@@ -24,6 +25,7 @@ from listindex import ListIndex
 
 from rankengine import Leaderboard
 from rankengine import durable as durable_module
+from rankengine import manifest as manifest_module
 from rankengine.cli_log import main as cli
 from rankengine.durable import DurableLeaderboard, iter_events, rebuild
 from rankengine.eventlog import (
@@ -34,7 +36,7 @@ from rankengine.eventlog import (
     TornTailError,
     TornTailWarning,
 )
-from rankengine.manifest import read_manifest, repair, verify
+from rankengine.manifest import read_manifest, repair, segment_name, verify
 
 BACKENDS: list[Any] = ["sortedlist", "skiplist", ListIndex]
 
@@ -468,6 +470,98 @@ def test_close_waits_for_a_compaction_running_on_another_thread(
         assert again.compact() == seq + 1
 
 
+@pytest.mark.parametrize("power_cut", [False, True], ids=["renamed", "rename-lost"])
+def test_failed_directory_fsync_after_the_rotate_rename_keeps_the_new_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, power_cut: bool
+) -> None:
+    """The rotate manifest was renamed into place and names the new segment,
+    but the directory fsync after the rename failed: the segment must stay
+    (the manifest on disk needs it), and whichever manifest a power cut
+    leaves, the directory opens with every acknowledged write."""
+    board = open_board(tmp_path, fsync="always", compact_min_bytes=None)
+    fill(board, 40)
+    seq, expected = board.last_seq, state(board)
+    old_manifest = (tmp_path / "MANIFEST").read_bytes()
+    real_fsync_dir = manifest_module.fsync_dir
+    failed: list[str] = []
+
+    def fsync_dir_failing_once(path: str) -> None:
+        if not failed:
+            failed.append(path)
+            raise OSError(5, "Input/output error")
+        real_fsync_dir(path)
+
+    monkeypatch.setattr(manifest_module, "fsync_dir", fsync_dir_failing_once)
+    with pytest.raises(OSError, match="Input/output"):
+        board.compact()
+    assert failed == [str(tmp_path)]
+    new_segment = segment_name(seq + 1)
+    assert new_segment in [name for name, _ in read_manifest(str(tmp_path)).segments]
+    assert (tmp_path / new_segment).exists()
+    # whether the rename survives a power cut is unknown: the board takes no
+    # write that a lost rename could orphan
+    with pytest.raises(LogError, match="close and reopen"):
+        board.set("late", 1)
+    assert state(board) == expected
+    board.close()
+    if power_cut:  # the rename did not reach the disk
+        (tmp_path / "MANIFEST").write_bytes(old_manifest)
+    with open_board(tmp_path) as again:
+        again._check()
+        assert state(again) == expected and again.last_seq == seq
+        again.set("after", 1)
+        assert again.compact() == seq + 1
+    with open_board(tmp_path) as again:
+        assert again.last_seq == seq + 1
+
+
+@pytest.mark.parametrize("policy", ["everysec", "never"])
+def test_writes_proceed_while_compaction_fsyncs_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    """Compaction writes most of the segment back before it takes the board
+    lock: a write made while that fsync is in progress completes."""
+    # however slow this machine, the write must not count the blocked fsync
+    # as a stall (writes wait for stalled everysec fsyncs, by design)
+    monkeypatch.setattr(durable_module, "FSYNC_STALL_S", 3600.0)
+    board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
+    fill(board, 40)
+    real = board._writer.sync_fn
+    syncing, release, wrote = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking_sync(fd: int) -> None:
+        if not release.is_set():
+            syncing.set()
+            assert release.wait(30)
+        real(fd)
+
+    board._writer.sync_fn = blocking_sync
+    compaction = threading.Thread(target=board.compact)
+    writer = threading.Thread(target=lambda: (board.set("during", 1), wrote.set()))
+    try:
+        compaction.start()
+        assert syncing.wait(10)
+        writer.start()
+        # the compaction's fsync is still blocked: the write finished without it
+        assert wrote.wait(10)
+        assert not release.is_set()
+    finally:
+        release.set()
+        compaction.join(30)
+        writer.join(30)
+    assert not compaction.is_alive()
+    seq, expected = board.last_seq, state(board)
+    assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
+    board.set("after", 2)
+    board.close()
+    with open_board(tmp_path) as again:
+        again._check()
+        assert again["during"] == 1 and again["after"] == 2
+        assert again.last_seq == seq + 1
+        again.remove("after")
+        assert state(again)[0] == expected[0]
+
+
 def test_retain_log_keeps_history_for_full_replay(tmp_path: Path) -> None:
     with open_board(tmp_path, retain_log=True) as board:
         states = {}
@@ -689,6 +783,91 @@ def test_repair_of_a_lost_manifest_backs_up_a_damaged_snapshot(tmp_path: Path) -
         assert state(again) == expected
 
 
+def listing(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` (but the lock) and its bytes."""
+    return {
+        str(p.relative_to(path)): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != "LOCK"
+    }
+
+
+def test_a_failed_repair_leaves_the_directory_as_it_found_it(tmp_path: Path) -> None:
+    # the only snapshot is damaged and the log no longer starts at seq 1:
+    # nothing consistent is left, so repair must fail without moving anything
+    with open_board(tmp_path) as board:
+        fill(board, 40)
+        board.compact()
+        fill(board, 5, 40)
+    snap = next(tmp_path.glob("snap-*.snap"))
+    data = bytearray(snap.read_bytes())
+    data[40] ^= 0xFF
+    snap.write_bytes(bytes(data))
+    before = listing(tmp_path)
+    with pytest.raises(LogError, match="nothing consistent is left"):
+        repair(str(tmp_path))
+    assert listing(tmp_path) == before
+    assert not list(tmp_path.glob("repair-*"))
+    assert verify(str(tmp_path)).damaged
+
+
+def test_a_repair_step_that_fails_says_what_was_done_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_board(tmp_path) as board:
+        fill(board, 40)
+    seg = seg_files(tmp_path)[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(manifest_module, "write_manifest", broken)
+    backup = tmp_path.parent / "saved"
+    with pytest.raises(LogError) as info:
+        repair(str(tmp_path), backup_dir=str(backup))
+    message = str(info.value)
+    assert "write the new MANIFEST" in message and "No space left" in message
+    match = re.search(rf"cut {seg.name} at offset (\d+)", message)
+    assert match is not None and str(backup) in message
+    at = int(match.group(1))
+    assert (backup / f"{seg.name}.cut-at-{at}").read_bytes() == bytes(data[at:])
+
+
+def test_damage_in_retained_history_is_reported_as_history_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Damage before the current replay chain does not stop the board from
+    opening, but replaying the log through it fails: verify says so (exit 4)."""
+    expected, _ = two_snapshots(tmp_path, 30)
+    oldest = seg_files(tmp_path)[0]
+    data = bytearray(oldest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    oldest.write_bytes(bytes(data))
+    report = verify(str(tmp_path))
+    assert report.history_damaged and not report.damaged and not report.healthy
+    assert report.exit_code == 4
+    assert [f.path for f in report.findings if f.severity == "history"] == [str(oldest)]
+    with open_board(tmp_path) as board:
+        board._check()
+        assert state(board) == expected
+    with pytest.raises(CorruptionError):
+        rebuild(tmp_path, from_log=True)
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path)]) == 4
+    out = capsys.readouterr().out
+    assert "HISTORY DAMAGED" in out and "healthy" not in out
+    assert cli(["verify", "--json", str(tmp_path)]) == 4
+    assert '"history_damaged": true' in capsys.readouterr().out
+    # repair cuts back the current board only; it leaves the history alone
+    before = listing(tmp_path)
+    result = repair(str(tmp_path))
+    assert result.actions[0] == "nothing to repair" and "history" in result.actions[1]
+    assert listing(tmp_path) == before
+
+
 # ----------------------------------------------------------------------
 # The command-line tools
 # ----------------------------------------------------------------------
@@ -719,6 +898,40 @@ def test_cli_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert cli([]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
+
+
+def test_verify_of_a_board_that_lost_only_its_manifest_says_repair_rebuilds_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    board_dir = tmp_path / "board"
+    with open_board(board_dir) as board:
+        fill(board, 30)
+        board.compact()
+        fill(board, 5, 30)
+        expected = state(board)
+    (board_dir / "MANIFEST").unlink()
+    capsys.readouterr()
+    assert cli(["verify", str(board_dir)]) == 1
+    out = capsys.readouterr().out
+    assert "MANIFEST is missing" in out and "`rankengine repair DIR` rebuilds it" in out
+    assert cli(["verify", "--json", str(board_dir)]) == 1
+    assert '"damaged": true' in capsys.readouterr().out
+    # segment files whose headers do not read: still the remains of a board
+    ruin = tmp_path / "ruin"
+    ruin.mkdir()
+    (ruin / "log-00000000000000000001.seg").write_bytes(b"garbage")
+    assert cli(["verify", str(ruin)]) == 1
+    assert "cannot rebuild" in capsys.readouterr().out
+    # nothing of a board: not a board directory
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("hello")
+    assert cli(["verify", str(other)]) == 2
+    assert "not a board directory" in capsys.readouterr().err
+    assert cli(["repair", str(board_dir)]) == 0
+    assert cli(["verify", str(board_dir)]) == 0
+    with open_board(board_dir) as again:
+        assert state(again) == expected
 
 
 def test_replay_until_a_time_includes_a_record_stamped_at_that_millisecond(

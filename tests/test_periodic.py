@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
+from rankengine import periodic as periodic_module
 from rankengine.changes import Change
 from rankengine.periodic import (
     Calendar,
@@ -616,3 +617,50 @@ def test_durable_cron_period_names_survive_reopen(tmp_path: Path) -> None:
     with PeriodicLeaderboard.open(tmp_path, "*/30 * * * *", clock=clock, fsync="never") as b:
         assert [p.name for p in b.periods()] == ["2026-11-30T07:00"]
         assert b.score("ann") == 1
+
+
+def test_closed_markers_are_made_durable_with_a_directory_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A marker's directory entry reaches the disk only with an fsync of its
+    directory; without it a power cut could run ``on_close`` twice."""
+    calls: list[tuple[str, list[str]]] = []
+    real = periodic_module.fsync_dir
+
+    def recording(path: str) -> None:
+        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
+        real(path)
+
+    monkeypatch.setattr(periodic_module, "fsync_dir", recording)
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    with PeriodicLeaderboard.open(tmp_path, "daily", keep=1, fsync="never", clock=clock) as board:
+        board.incr("ann", 5)
+        clock.t += DAY
+        board.tick()
+        assert not board.is_open("2026-11-30")
+    assert (str(tmp_path / "closed"), ["2026-11-30"]) in calls
+    # and the new closed/ directory's own entry, before any marker is in it
+    assert any(path == str(tmp_path) and "closed" in names for path, names in calls)
+
+
+def test_an_archive_is_durable_before_its_period_is_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The period's directory is deleted after archiving; the archive's
+    directory entry must be on disk first, or a power cut loses the period."""
+    calls: list[tuple[str, list[str]]] = []
+    real = periodic_module.fsync_dir
+
+    def recording(path: str) -> None:
+        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
+        real(path)
+
+    monkeypatch.setattr(periodic_module, "fsync_dir", recording)
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    with PeriodicLeaderboard.open(tmp_path, "daily", keep=0, fsync="never", clock=clock) as board:
+        board.incr("ann", 5)
+        clock.t += DAY
+        board.incr("bob", 1)  # drops 2026-11-30: archived, then deleted
+    archived = (str(tmp_path / "archive"), ["2026-11-30.rkarchive"])
+    dropped = next(i for i, (path, _) in enumerate(calls) if path == str(tmp_path / "periods"))
+    assert archived in calls[:dropped]
