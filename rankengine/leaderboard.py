@@ -153,7 +153,10 @@ class Leaderboard(BoardReads):
 
         ``when`` works as in :meth:`set` and is checked against the resulting
         score.  An increment that would give NaN (``inf + -inf``) raises and
-        changes nothing.  An increment of 0 changes nothing.
+        changes nothing.  An increment of 0 changes nothing: when the sum
+        equals the old score (``5 + 0.0``, ``0 + -0.0``), the board keeps the
+        score it holds, as :meth:`set` of an equal score does, and returns it
+        (``5``, not ``5.0``), so the result is always the stored score.
 
         Runtime complexity: O(log N)
 
@@ -185,7 +188,7 @@ class Leaderboard(BoardReads):
                         f"increment would make the score NaN ({primary!r} + {delta!r})"
                     )
                 if value == primary:
-                    return value  # type: ignore[no-any-return]
+                    return primary  # type: ignore[no-any-return]  # kept: see above
                 if self._listener is not None:
                     self._listener([(PUT, member, value, clock)])
                 if self._counts is not None:
@@ -250,7 +253,7 @@ class Leaderboard(BoardReads):
             # nor worse, as Redis' GT/LT see it), or the increment kept the score.
             if when in ("better", "worse") or self._codec.primary(new) != primary:
                 return None
-            return new
+            return base  # an equal score: the board keeps (and returns) the one it holds
 
     def set_many(
         self,
@@ -661,9 +664,12 @@ class Leaderboard(BoardReads):
                     or (when == "worse" and not codec.better(old, new))
                 ):
                     continue
-            results[member] = new
             if old is not _MISSING and codec.primary(new) == codec.primary(old):
-                continue  # same score: no change, the member keeps its place
+                # same score: no change, the member keeps its place and its
+                # score (5 stays 5 after + 0.0), which is what it reports
+                results[member] = old
+                continue
+            results[member] = new
             clock += 1
             current[member] = new
             stamps.pop(member, None)  # re-insert so that `stamps` stays in clock order

@@ -1366,7 +1366,7 @@ class RedisLeaderboard:
                 if when == "worse" and not codec.better(old, new):
                     return None
                 if codec.primary(new) == codec.primary(old):
-                    return new
+                    return old  # type: ignore[no-any-return]  # equal: the stored score
             with self._writing():
                 ops = ("X", key, *self._expected(old), "R", key, *self._format.encode(new), 1)
                 result = self._run("COMMIT", self._clock_floor, *ops, "T", 1)
@@ -1387,9 +1387,10 @@ class RedisLeaderboard:
             for member, step in pairs:
                 old = current.get(member, before[member])
                 new = codec.add(zero if old is _MISSING else old, step)
-                results[member] = new
                 if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                    results[member] = old  # an equal sum (5 + 0.0) keeps the stored score
                     continue
+                results[member] = new
                 step_no += 1
                 current[member] = new
                 stamps.pop(member, None)

@@ -816,9 +816,10 @@ class ShardedLeaderboard(ShardMerge):
                         or (when == "worse" and not codec.better(old, new))
                     ):
                         continue
-                results[member] = new
                 if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                    results[member] = old  # an equal score: the shard keeps the one it holds
                     continue
+                results[member] = new
                 clock += 1
                 current[member] = new
                 stamps.pop(member, None)

@@ -391,6 +391,39 @@ def test_incr_defaults_and_float_steps(make_board: Any) -> None:
     assert board.items() == [("b", -1), ("a", -5.5)]
 
 
+#: (stored score, delta): increments whose result equals the stored score
+#: although ``stored + delta`` has another type or sign in Python.
+EQUAL_INCREMENTS = [(5, 0.0), (5, -0.0), (5.0, 0), (0, -0.0), (-0.0, 0), (-0.0, 0.0), (7, 0)]
+
+
+def agreed_scores(board: Any, results: dict[Any, Any]) -> None:
+    """Each increment's result is what the board holds, value and type (and
+    sign): in score() and in items()."""
+    held = dict(board.items())
+    for member, result in results.items():
+        assert exact(result) == exact(board.score(member)) == exact(held[member]), member
+        if isinstance(result, float):
+            assert math.copysign(1.0, result) == math.copysign(1.0, board.score(member)), member
+
+
+@pytest.mark.parametrize(("stored", "delta"), EQUAL_INCREMENTS)
+def test_an_increment_that_keeps_the_score_returns_the_stored_score(
+    make_board: Any, stored: Any, delta: Any
+) -> None:
+    # An increment of 0 changes nothing: the board keeps its score (5 stays
+    # the int 5 after + 0.0, as set(5.0) keeps it), and incr returns it.
+    board = make_board()
+    board.set_many({"m": stored, "other": stored, "batch": stored})
+    clock = board.clock
+    results = {"m": board.incr("m", delta), "other": board.incr("other", delta, when="present")}
+    results.update(board.incr_many([("batch", delta), ("batch", delta)]))
+    board._check()
+    agreed_scores(board, results)
+    assert exact(results["m"]) == exact(stored)
+    assert board.clock == clock  # nothing was written
+    assert [m for m, _ in board.items()] == ["m", "other", "batch"]  # ties keep their places
+
+
 def test_set_many_counts_and_order(make_board: Any) -> None:
     board = make_board()
     assert board.set_many([("ann", 3), ("bob", 5), ("ann", 4)]) == 2
