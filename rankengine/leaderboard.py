@@ -56,6 +56,7 @@ from rankengine.scoring import (
     _same_meta,
     check_member,
     check_meta,
+    out_of_float_range,
 )
 
 if TYPE_CHECKING:
@@ -182,7 +183,12 @@ class Leaderboard(BoardReads):
                     value: Any = 0 + delta  # type: ignore[operator]
                     self._commit([(PUT, member, value, clock)])
                     return value  # type: ignore[no-any-return]
-                value = primary + delta
+                try:
+                    value = primary + delta
+                except OverflowError:
+                    raise out_of_float_range(
+                        f"increment of {member!r}", primary, "+", delta
+                    ) from None
                 if value != value:
                     raise ValueError(
                         f"increment would make the score NaN ({primary!r} + {delta!r})"
@@ -244,7 +250,7 @@ class Leaderboard(BoardReads):
                 if when == "new":
                     return None
                 base = self._codec.score(primary)
-            new = self._codec.add(base, step)
+            new = self._codec.add(base, step, member)
             changes = self._plan_set(member, new, when, None)
             if changes:
                 self._commit(changes)
@@ -652,7 +658,7 @@ class Leaderboard(BoardReads):
                 primary = self._primary.get(member, _MISSING)
                 old = _MISSING if primary is _MISSING else codec.score(primary)
             if increment:
-                new = codec.add(self._zero() if old is _MISSING else old, value)
+                new = codec.add(self._zero() if old is _MISSING else old, value, member)
             else:
                 new = value
                 if old is _MISSING:

@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from rankengine.combine import _aggregate
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.periodic import Calendar, LatePolicy, Period, PeriodicLeaderboard
 from rankengine.scoring import Member, Score
@@ -187,7 +188,9 @@ class SlidingWindowLeaderboard:
             # primary *is* the score (see rankengine.scoring), so the board's
             # own dict is read directly: this loop is the whole cost of a refresh.
             scores = [held[p.name]._primary for p in window if p.name in held]
-            touched, self._dirty = self._dirty, set()
+            # Every sum is taken before the window changes: one that cannot be
+            # taken raises, and the touched members stay due for the next refresh.
+            touched = self._dirty
             updates: list[tuple[Any, Score]] = []
             gone: list[Any] = []
             for member in touched:
@@ -196,12 +199,8 @@ class SlidingWindowLeaderboard:
                     value = bucket.get(member, _MISSING)
                     if value is _MISSING:
                         continue
-                    if total is _MISSING:
-                        total = value
-                    else:
-                        total = total + value
-                        if total != total:  # +inf + -inf counts as 0, as in union()
-                            total = 0.0
+                    # the first value, then added as union() adds
+                    total = value if total is _MISSING else _aggregate("sum", total, value, member)
                 if total is _MISSING:
                     gone.append(member)
                 else:
@@ -221,6 +220,7 @@ class SlidingWindowLeaderboard:
                             self._board.set_meta(member, data)
                 if gone:
                     self._board.remove_many(gone)
+            self._dirty = set()
             self._window = window
             self._as_of = now
             self.last_touched = len(touched)
