@@ -136,16 +136,25 @@ class SlidingWindowLeaderboard:
         self._window: list[Period] = []
         self._as_of = -math.inf
         self._lock = threading.RLock()
-        #: members recomputed by the last refresh (a cost figure)
-        self.last_touched = 0
+        self._last_touched = 0
 
     # ------------------------------------------------------------------
     # Refresh
     # ------------------------------------------------------------------
+    # as_of, window() and last_touched describe the window board as the last
+    # refresh left it: they are read under the lock refresh() holds, so that
+    # a reader in another thread never pairs the new totals with the old time.
     @property
     def as_of(self) -> float:
         """The time of the last refresh (``-inf`` before the first)."""
-        return self._as_of
+        with self._lock:
+            return self._as_of
+
+    @property
+    def last_touched(self) -> int:
+        """How many members the last refresh recomputed (a cost figure)."""
+        with self._lock:
+            return self._last_touched
 
     def staleness(self) -> float:
         """Seconds since the last refresh (``inf`` before the first).
@@ -163,7 +172,8 @@ class SlidingWindowLeaderboard:
 
     def window(self) -> list[Period]:
         """The buckets the window board sums, oldest first, as of the last refresh."""
-        return list(self._window)
+        with self._lock:
+            return list(self._window)
 
     def refresh(self) -> int:
         """Bring the window up to "now"; return how many members were recomputed.
@@ -223,7 +233,7 @@ class SlidingWindowLeaderboard:
             self._dirty = set()
             self._window = window
             self._as_of = now
-            self.last_touched = len(touched)
+            self._last_touched = len(touched)
             return len(touched)
 
     def _maybe_refresh(self) -> None:
