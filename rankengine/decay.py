@@ -223,11 +223,11 @@ class DecayedLeaderboard:
             pairs = list(items.items() if isinstance(items, Mapping) else items)
             # Every item and every sum is checked before a re-base, which
             # cannot be undone: a bad item changes nothing.
-            for pair in pairs:
-                if not isinstance(pair, tuple) or len(pair) != 2:
-                    raise TypeError(f"expected (member, points) pairs, got {pair!r}")
-                self._board._check_member(pair[0])
-                _check_points(pair[1], pair[0])
+            # pairs and members (of one type on a board with ties by member)
+            # as the board checks them, then the points
+            self._board._check_pairs(pairs, "points")
+            for member, points in pairs:
+                _check_points(points, member)
             new_t0, weight = self._plan(when)
             weighted = [(member, points * weight) for member, points in pairs]
             totals: dict[Any, float] = {}

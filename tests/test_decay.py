@@ -287,6 +287,7 @@ def tree(path: Path) -> list[tuple[str, int]]:
         pytest.param(lambda b: b.add("bob", 10**400), id="add-big-int"),
         pytest.param(lambda b: b.set("bob", -(10**400)), id="set-big-int"),
         pytest.param(lambda b: b.add(["bob"], 1), id="add-bad-member"),
+        pytest.param(lambda b: b.add_many([("bob", 1), (["bob"], 1)]), id="batch-bad-member"),
     ],
 )
 def test_a_write_that_fails_changes_nothing_even_when_it_is_due_a_rebase(
