@@ -46,6 +46,11 @@ BATCH: Final = 4096
 REFRESH_S: Final = 0.25
 #: Longest key shown; longer ones are cut with an ellipsis.
 KEY_WIDTH: Final = 60
+#: Sketch counter width.  32-bit counters stop at 2**32 - 1 keys, which a
+#: busy log passes in days; 64-bit ones double the sketch's memory (64 KiB at
+#: 2048 x 4) and stop at 2**64 - 1, centuries of lines at any rate a pipe
+#: delivers.
+COUNTER_BITS: Final = 64
 
 
 def register(sub: Any) -> None:
@@ -150,10 +155,10 @@ def run(
     :param every: also print the list every ``every`` keys.
     :param live: redraw the list in place (a terminal) instead of printing
         it again; without ``every``, redraw about four times a second.
-    :return: the exit code: 0, or 130 when interrupted (the list so far is
-        printed first).
+    :return: the exit code: 0, 130 when interrupted, or 1 past the counter
+        limit (either way the list so far is printed first).
     """
-    tracker = TopK(k=k)
+    tracker = TopK(k=k, counter_bits=COUNTER_BITS)
     unit = "words" if words else "lines"
     batch: list[str] = []
     shown = 0  # lines of the live block on screen
@@ -174,21 +179,26 @@ def run(
 
     code = 0
     try:
-        for key in _keys(stream, words, lower):
-            batch.append(key)
-            seen += 1
-            if len(batch) >= BATCH or (every and seen >= next_print):
-                tracker.add_many(batch)
-                batch.clear()
-                if every and seen >= next_print:
-                    next_print += every
-                    draw()
-                elif live and not every and time.monotonic() >= next_redraw:
-                    next_redraw = time.monotonic() + REFRESH_S
-                    draw()
-    except KeyboardInterrupt:
-        code = 130
-    tracker.add_many(batch)
+        try:
+            for key in _keys(stream, words, lower):
+                batch.append(key)
+                seen += 1
+                if len(batch) >= BATCH or (every and seen >= next_print):
+                    tracker.add_many(batch)
+                    batch.clear()
+                    if every and seen >= next_print:
+                        next_print += every
+                        draw()
+                    elif live and not every and time.monotonic() >= next_redraw:
+                        next_redraw = time.monotonic() + REFRESH_S
+                        draw()
+        except KeyboardInterrupt:
+            code = 130
+        tracker.add_many(batch)
+    except OverflowError as exc:  # past the counter limit: the batch was not added
+        code = 1
+        counted = seen - len(batch)
+        print(f"rankengine trending: stopped after {counted:,} {unit}: {exc}", file=sys.stderr)
     if live and shown:
         draw()  # the final list replaces the live one
     else:

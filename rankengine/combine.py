@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from rankengine.scoring import check_score
+from rankengine.scoring import check_score, out_of_float_range
 
 if TYPE_CHECKING:
     from rankengine.leaderboard import Leaderboard
@@ -80,11 +80,9 @@ def combine(
             rows: list[tuple[Any, Any]] = board.items()  # scalar scores: checked above
             board_meta = dict(board._meta)
         for member, score in rows:
-            value = weight * score
-            if value != value:  # 0 * inf
-                value = 0.0
+            value = _weigh(weight, score, member)
             if member in totals:
-                totals[member] = _aggregate(aggregate, totals[member], value)
+                totals[member] = _aggregate(aggregate, totals[member], value, member)
                 seen[member] += 1
             else:
                 totals[member] = value
@@ -100,12 +98,28 @@ def combine(
     return result
 
 
-def _aggregate(kind: str, old: Any, new: Any) -> Any:
+def _weigh(weight: Any, score: Any, member: Any) -> Any:
+    """``weight * score``, with 0 for NaN (``0 * inf``), as in Redis; an
+    ``OverflowError`` naming ``member`` when an int beyond the float range
+    meets a float.  All of it runs before the result board is written."""
+    try:
+        value = weight * score
+    except OverflowError:
+        raise out_of_float_range(f"weighted score of {member!r}", weight, "*", score) from None
+    if value != value:  # 0 * inf
+        return 0.0
+    return value
+
+
+def _aggregate(kind: str, old: Any, new: Any, member: Any) -> Any:
     if kind == "min":
-        return min(old, new)
+        return min(old, new)  # int and float compare exactly, whatever their size
     if kind == "max":
         return max(old, new)
-    total = old + new
+    try:
+        total = old + new
+    except OverflowError:
+        raise out_of_float_range(f"sum of the scores of {member!r}", old, "+", new) from None
     if total != total:  # +inf + -inf counts as 0, as in Redis
         return 0.0
     return total

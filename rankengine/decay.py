@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
-from rankengine.scoring import Member
+from rankengine.scoring import Member, describe
 
 __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
 
@@ -193,9 +193,15 @@ class DecayedLeaderboard:
         with self._lock:
             now = self._now(None)
             when = now if t is None else _finite(t, "t")
-            _check_points(points)
-            delta = self._weighted(points, when)
-            stored = self._board.incr(member, self._finite_sum(member, delta))
+            # everything is checked before a re-base, which cannot be undone
+            self._board._check_member(member)
+            _check_points(points, member)
+            new_t0, weight = self._plan(when)
+            delta = points * weight
+            _check_sum(self._stored_at(member, new_t0) + delta, member)
+            if new_t0 is not None:
+                self.rebase(new_t0)
+            stored = self._board.incr(member, delta)
             return self._decayed(stored, now)
 
     def add_many(
@@ -215,13 +221,21 @@ class DecayedLeaderboard:
             now = self._now(None)
             when = now if t is None else _finite(t, "t")
             pairs = list(items.items() if isinstance(items, Mapping) else items)
-            for _, points in pairs:  # before any re-base: a bad item changes nothing
-                _check_points(points)
-            weighted = [(member, self._weighted(points, when)) for member, points in pairs]
+            # Every item and every sum is checked before a re-base, which
+            # cannot be undone: a bad item changes nothing.
+            # pairs and members (of one type on a board with ties by member)
+            # as the board checks them, then the points
+            self._board._check_pairs(pairs, "points")
+            for member, points in pairs:
+                _check_points(points, member)
+            new_t0, weight = self._plan(when)
+            weighted = [(member, points * weight) for member, points in pairs]
             totals: dict[Any, float] = {}
             for member, delta in weighted:
-                base = totals.get(member, self._board.score(member, 0.0))
+                base = totals[member] if member in totals else self._stored_at(member, new_t0)
                 totals[member] = _check_sum(base + delta, member)
+            if new_t0 is not None:
+                self.rebase(new_t0)
             stored = self._board.incr_many(weighted)
             return {m: self._decayed(s, now) for m, s in stored.items()}
 
@@ -234,8 +248,13 @@ class DecayedLeaderboard:
         """
         with self._lock:
             when = self._now(None) if t is None else _finite(t, "t")
-            _check_points(value)
-            return self._board.set(member, _check_sum(self._weighted(value, when), member))
+            self._board._check_member(member)  # before a re-base, which cannot be undone
+            _check_points(value, member)
+            new_t0, weight = self._plan(when)
+            stored = _check_sum(value * weight, member)
+            if new_t0 is not None:
+                self.rebase(new_t0)
+            return self._board.set(member, stored)
 
     def remove(self, member: Member) -> bool:
         """Remove ``member``.
@@ -411,18 +430,32 @@ class DecayedLeaderboard:
     def _now(self, at: float | None) -> float:
         return _finite(self._clock() if at is None else at, "time")
 
-    def _weighted(self, points: float, t: float) -> float:
-        """``points * e^((t - t0) / tau)``, re-basing first if ``t`` is too far
-        past ``t0`` for the weight to stay small.  The callers check the points
-        first (a batch checks all of its items before any may re-base)."""
-        if (t - self._t0) / self._tau > self._rebase_after:
-            self.rebase(t)
-        # below -745 exp underflows to 0.0: an event that old has faded away
-        return points * math.exp((t - self._t0) / self._tau)
+    def _plan(self, t: float) -> tuple[float | None, float]:
+        """The base a write at ``t`` needs and the weight ``e^((t - base) / tau)``
+        of its points there.  The base is None (keep :attr:`t0`) unless ``t``
+        is too far past ``t0`` for the weight to stay small; then it is ``t``,
+        and the caller re-bases to it, *after* checking everything (so a
+        write that fails changes nothing), *before* writing.
 
-    def _finite_sum(self, member: Member, delta: float) -> float:
-        _check_sum(self._board.score(member, 0.0) + delta, member)
-        return delta
+        Runtime complexity: O(1)
+        """
+        if (t - self._t0) / self._tau > self._rebase_after:
+            base = float(t)  # what rebase(t) makes t0
+            return base, math.exp((t - base) / self._tau)
+        # below -745 exp underflows to 0.0: an event that old has faded away
+        return None, math.exp((t - self._t0) / self._tau)
+
+    def _stored_at(self, member: Member, new_t0: float | None) -> float:
+        """``member``'s stored score (0.0 if absent) as the board will hold
+        it after a re-base to ``new_t0`` (None: no re-base), computed as
+        :meth:`rebase` computes it.
+
+        Runtime complexity: O(1)
+        """
+        stored = self._board.score(member)
+        if stored is None:
+            return 0.0
+        return _number(stored) if new_t0 is None else self._decayed(stored, new_t0)
 
     def _decayed(self, stored: object, now: float) -> float:
         stored = _number(stored)
@@ -569,10 +602,18 @@ def _finite(value: object, what: str) -> float:
     return value
 
 
-def _check_points(points: object) -> None:
+def _check_points(points: object, member: object) -> None:
     if isinstance(points, bool) or not isinstance(points, (int, float)):
         raise TypeError(f"points must be an int or a float, not {type(points).__name__}")
-    if not math.isfinite(points):
+    if isinstance(points, int):
+        try:
+            float(points)  # math.isfinite would convert it, and overflow, without a word
+        except OverflowError:
+            raise OverflowError(
+                f"points of {member!r} ({describe(points)}) are beyond the float range "
+                "(about 1.8e308): a decayed score is a float"
+            ) from None
+    elif not math.isfinite(points):
         raise ValueError(f"points must be finite, not {points!r}")
 
 

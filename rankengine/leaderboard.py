@@ -56,6 +56,7 @@ from rankengine.scoring import (
     _same_meta,
     check_member,
     check_meta,
+    out_of_float_range,
 )
 
 if TYPE_CHECKING:
@@ -153,7 +154,10 @@ class Leaderboard(BoardReads):
 
         ``when`` works as in :meth:`set` and is checked against the resulting
         score.  An increment that would give NaN (``inf + -inf``) raises and
-        changes nothing.  An increment of 0 changes nothing.
+        changes nothing.  An increment of 0 changes nothing: when the sum
+        equals the old score (``5 + 0.0``, ``0 + -0.0``), the board keeps the
+        score it holds, as :meth:`set` of an equal score does, and returns it
+        (``5``, not ``5.0``), so the result is always the stored score.
 
         Runtime complexity: O(log N)
 
@@ -179,13 +183,18 @@ class Leaderboard(BoardReads):
                     value: Any = 0 + delta  # type: ignore[operator]
                     self._commit([(PUT, member, value, clock)])
                     return value  # type: ignore[no-any-return]
-                value = primary + delta
+                try:
+                    value = primary + delta
+                except OverflowError:
+                    raise out_of_float_range(
+                        f"increment of {member!r}", primary, "+", delta
+                    ) from None
                 if value != value:
                     raise ValueError(
                         f"increment would make the score NaN ({primary!r} + {delta!r})"
                     )
                 if value == primary:
-                    return value  # type: ignore[no-any-return]
+                    return primary  # type: ignore[no-any-return]  # kept: see above
                 if self._listener is not None:
                     self._listener([(PUT, member, value, clock)])
                 if self._counts is not None:
@@ -241,7 +250,7 @@ class Leaderboard(BoardReads):
                 if when == "new":
                     return None
                 base = self._codec.score(primary)
-            new = self._codec.add(base, step)
+            new = self._codec.add(base, step, member)
             changes = self._plan_set(member, new, when, None)
             if changes:
                 self._commit(changes)
@@ -250,7 +259,7 @@ class Leaderboard(BoardReads):
             # nor worse, as Redis' GT/LT see it), or the increment kept the score.
             if when in ("better", "worse") or self._codec.primary(new) != primary:
                 return None
-            return new
+            return base  # an equal score: the board keeps (and returns) the one it holds
 
     def set_many(
         self,
@@ -649,7 +658,7 @@ class Leaderboard(BoardReads):
                 primary = self._primary.get(member, _MISSING)
                 old = _MISSING if primary is _MISSING else codec.score(primary)
             if increment:
-                new = codec.add(self._zero() if old is _MISSING else old, value)
+                new = codec.add(self._zero() if old is _MISSING else old, value, member)
             else:
                 new = value
                 if old is _MISSING:
@@ -661,9 +670,12 @@ class Leaderboard(BoardReads):
                     or (when == "worse" and not codec.better(old, new))
                 ):
                     continue
-            results[member] = new
             if old is not _MISSING and codec.primary(new) == codec.primary(old):
-                continue  # same score: no change, the member keeps its place
+                # same score: no change, the member keeps its place and its
+                # score (5 stays 5 after + 0.0), which is what it reports
+                results[member] = old
+                continue
+            results[member] = new
             clock += 1
             current[member] = new
             stamps.pop(member, None)  # re-insert so that `stamps` stays in clock order

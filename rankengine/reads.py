@@ -26,7 +26,7 @@ from rankengine.core import (
     _check_style,
     _member_list,
 )
-from rankengine.scoring import Member, Score, check_meta
+from rankengine.scoring import Member, Score, check_meta, describe
 
 __all__ = ["DEFAULT_PAGE_SIZE", "BoardReads", "PercentileMethod"]
 
@@ -271,7 +271,7 @@ class BoardReads(BoardCore):
             low_score = self._score_at_worst_index(lo)
             if self._codec.columns is not None or lo == x:
                 return low_score
-            return _interpolate(low_score, self._score_at_worst_index(hi), x - lo)
+            return _interpolate(low_score, self._score_at_worst_index(hi), x - lo, p)
 
     def meta(self, member: Member) -> dict[str, Any] | None:
         """A copy of the member's metadata, or None.
@@ -596,26 +596,37 @@ class BoardReads(BoardCore):
         )
 
 
-def _interpolate(low: Score, high: Score, frac: float) -> Score:
+def _interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
     """The score ``frac`` of the way from scalar ``low`` to ``high`` (the
-    neighbours read by ``score_at_percentile``, ``0 < frac < 1``).
+    neighbours read by ``score_at_percentile(p)``, ``0 < frac < 1``).
 
     Equal neighbours give ``low``.  Infinite ones are not interpolated
     (``inf - inf`` is NaN): between an infinite neighbour and a finite one
     the infinite one wins; between ``-inf`` and ``inf``, the lower neighbour
     is returned.  Finite floats near opposite ends of the float range have a
     difference that overflows to ``inf``; they are weighed separately
-    instead, so the result stays between them.
+    instead, so the result stays between them.  A neighbour that is an int
+    beyond the float range has no float to interpolate to (the result is a
+    float): an ``OverflowError`` says so.
 
-    >>> _interpolate(10, 20, 0.25), _interpolate(-1e308, 1e308, 0.75)
+    >>> _interpolate(10, 20, 0.25, 50), _interpolate(-1e308, 1e308, 0.75, 50)
     (12.5, 5e+307)
     """
     assert not isinstance(low, tuple) and not isinstance(high, tuple)  # scalar boards only
     if low == high:
         return low
-    if math.isinf(low) or math.isinf(high):
-        return low if math.isinf(low) else high
-    span = high - low
-    if type(span) is float and math.isinf(span):
-        return low * (1 - frac) + high * frac
-    return low + span * frac
+    # (an int is never infinite; math.isinf would convert it, and overflow)
+    if type(low) is float and math.isinf(low):
+        return low
+    if type(high) is float and math.isinf(high):
+        return high
+    try:
+        span = high - low
+        if type(span) is float and math.isinf(span):
+            return low * (1 - frac) + high * frac
+        return low + span * frac
+    except OverflowError:
+        raise OverflowError(
+            f"score at percentile {p!r}: no float lies between {describe(low)} and "
+            f"{describe(high)} to interpolate (an int beyond the float range, about 1.8e308)"
+        ) from None

@@ -644,7 +644,7 @@ class RedisLeaderboard:
         if self._codec.columns is not None or lo == x:
             return low_score
         high_score = self._score_of_row(result[4], result[5], result[6])
-        return _interpolate(low_score, high_score, x - lo)
+        return _interpolate(low_score, high_score, x - lo, p)
 
     # ------------------------------------------------------------------
     # Range reads
@@ -1358,7 +1358,7 @@ class RedisLeaderboard:
                 if when == "new":
                     return None
                 base = old
-            new = codec.add(base, step)
+            new = codec.add(base, step, member)
             self._format.encode(new)  # refuse what cannot be stored before writing
             if old is not _MISSING:
                 if when == "better" and not codec.better(new, old):
@@ -1366,7 +1366,7 @@ class RedisLeaderboard:
                 if when == "worse" and not codec.better(old, new):
                     return None
                 if codec.primary(new) == codec.primary(old):
-                    return new
+                    return old  # type: ignore[no-any-return]  # equal: the stored score
             with self._writing():
                 ops = ("X", key, *self._expected(old), "R", key, *self._format.encode(new), 1)
                 result = self._run("COMMIT", self._clock_floor, *ops, "T", 1)
@@ -1386,10 +1386,11 @@ class RedisLeaderboard:
             step_no = 0
             for member, step in pairs:
                 old = current.get(member, before[member])
-                new = codec.add(zero if old is _MISSING else old, step)
-                results[member] = new
+                new = codec.add(zero if old is _MISSING else old, step, member)
                 if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                    results[member] = old  # an equal sum (5 + 0.0) keeps the stored score
                     continue
+                results[member] = new
                 step_no += 1
                 current[member] = new
                 stamps.pop(member, None)
@@ -1529,7 +1530,7 @@ def _combine(
     config: dict[str, Any],
 ) -> RedisLeaderboard:
     """Union/intersection over any boards with the public API (Redis rules)."""
-    from rankengine.combine import _aggregate
+    from rankengine.combine import _aggregate, _weigh
     from rankengine.scoring import check_score
 
     if not inputs:
@@ -1556,11 +1557,11 @@ def _combine(
     metas: dict[Any, dict[str, Any]] = {}
     for board, weight in zip(inputs, factors, strict=True):
         for entry in board.by_rank(1, -1, with_meta=True):
-            value = weight * entry.score
-            if value != value:  # 0 * inf
-                value = 0.0
+            value = _weigh(weight, entry.score, entry.member)
             if entry.member in totals:
-                totals[entry.member] = _aggregate(aggregate, totals[entry.member], value)
+                totals[entry.member] = _aggregate(
+                    aggregate, totals[entry.member], value, entry.member
+                )
                 seen[entry.member] += 1
             else:
                 totals[entry.member] = value

@@ -64,6 +64,45 @@ MAX_META_DEPTH: Final = 16
 
 _ORDERS: Final = ("desc", "asc")
 
+#: Digits up to which an int is shown in full in an error message; a longer
+#: one (10**400 has 401 digits) is described by its length, so the message
+#: stays readable.
+MAX_SHOWN_DIGITS: Final = 30
+
+
+def describe(value: object) -> str:
+    """``repr(value)``, with an int too long to print usefully given by its
+    size instead (column by column for a composite score).
+
+    Runtime complexity: O(digits)
+
+    >>> describe(0.5), describe(-(10**400)), describe((10**400, 3))
+    ('0.5', 'a negative int of 401 digits', '(an int of 401 digits, 3)')
+    """
+    if type(value) is tuple:
+        return "(" + ", ".join(map(describe, value)) + ")"
+    if type(value) is int:
+        digits = len(str(abs(value)))
+        if digits > MAX_SHOWN_DIGITS:
+            return f"{'a negative' if value < 0 else 'an'} int of {digits} digits"
+    return repr(value)
+
+
+def out_of_float_range(subject: str, a: object, op: str, b: object) -> OverflowError:
+    """The error for arithmetic that mixes an int beyond the float range
+    with a float (Python's own, "int too large to convert to float", names
+    neither the member nor the values).
+
+    Runtime complexity: O(digits)
+
+    >>> out_of_float_range("increment of 'ann'", 10**400, "+", 0.5).args[0][:60]
+    "increment of 'ann': an int of 401 digits + 0.5 has no float "
+    """
+    return OverflowError(
+        f"{subject}: {describe(a)} {op} {describe(b)} has no float value "
+        "(an int beyond the float range, about 1.8e308, mixed with a float)"
+    )
+
 
 def check_score(score: object, what: str = "score") -> Number:
     """Return ``score`` as an ``int`` or ``float``, or raise.
@@ -237,17 +276,25 @@ class ScoreCodec:
     # The mapping is its own inverse: negating twice gives the column back.
     score = primary
 
-    def add(self, score: Score, delta: Score) -> Score:
-        """``score + delta`` column by column; raise before a NaN appears."""
+    def add(self, score: Score, delta: Score, member: object = None) -> Score:
+        """``score + delta`` column by column; raise before a NaN appears, or
+        an ``OverflowError`` naming ``member`` when an int beyond the float
+        range meets a float (``10**400 + 0.5``)."""
         if self.columns is None:
-            result = score + delta  # type: ignore[operator]
+            try:
+                result = score + delta  # type: ignore[operator]
+            except OverflowError:
+                raise out_of_float_range(f"increment of {member!r}", score, "+", delta) from None
             if result != result:
                 raise ValueError(f"increment would make the score NaN ({score!r} + {delta!r})")
             return result
         assert isinstance(score, tuple) and isinstance(delta, tuple)
         out = []
         for old, step in zip(score, delta, strict=True):
-            value = old + step
+            try:
+                value = old + step
+            except OverflowError:
+                raise out_of_float_range(f"increment of {member!r}", score, "+", delta) from None
             if value != value:
                 raise ValueError(f"increment would make the score NaN ({score!r} + {delta!r})")
             out.append(value)

@@ -548,7 +548,7 @@ class ShardedLeaderboard(ShardMerge):
             low_score, high_score = rows[-1][3], rows[0][3]
         if self._codec.columns is not None or lo == x:
             return low_score  # type: ignore[no-any-return]
-        return _interpolate(low_score, high_score, x - lo)
+        return _interpolate(low_score, high_score, x - lo, p)
 
     # ------------------------------------------------------------------
     # Range reads: merged, verified windows
@@ -804,7 +804,7 @@ class ShardedLeaderboard(ShardMerge):
             for member, value in pairs:
                 old = current.get(member, states[member])
                 if increment:
-                    new = codec.add(zero if old is _MISSING else old, value)
+                    new = codec.add(zero if old is _MISSING else old, value, member)
                 else:
                     new = value
                     if old is _MISSING:
@@ -816,9 +816,10 @@ class ShardedLeaderboard(ShardMerge):
                         or (when == "worse" and not codec.better(old, new))
                     ):
                         continue
-                results[member] = new
                 if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                    results[member] = old  # an equal score: the shard keeps the one it holds
                     continue
+                results[member] = new
                 clock += 1
                 current[member] = new
                 stamps.pop(member, None)

@@ -60,6 +60,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from rankengine.combine import _aggregate
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.periodic import Calendar, LatePolicy, Period, PeriodicLeaderboard
 from rankengine.scoring import Member, Score
@@ -135,16 +136,25 @@ class SlidingWindowLeaderboard:
         self._window: list[Period] = []
         self._as_of = -math.inf
         self._lock = threading.RLock()
-        #: members recomputed by the last refresh (a cost figure)
-        self.last_touched = 0
+        self._last_touched = 0
 
     # ------------------------------------------------------------------
     # Refresh
     # ------------------------------------------------------------------
+    # as_of, window() and last_touched describe the window board as the last
+    # refresh left it: they are read under the lock refresh() holds, so that
+    # a reader in another thread never pairs the new totals with the old time.
     @property
     def as_of(self) -> float:
         """The time of the last refresh (``-inf`` before the first)."""
-        return self._as_of
+        with self._lock:
+            return self._as_of
+
+    @property
+    def last_touched(self) -> int:
+        """How many members the last refresh recomputed (a cost figure)."""
+        with self._lock:
+            return self._last_touched
 
     def staleness(self) -> float:
         """Seconds since the last refresh (``inf`` before the first).
@@ -162,7 +172,8 @@ class SlidingWindowLeaderboard:
 
     def window(self) -> list[Period]:
         """The buckets the window board sums, oldest first, as of the last refresh."""
-        return list(self._window)
+        with self._lock:
+            return list(self._window)
 
     def refresh(self) -> int:
         """Bring the window up to "now"; return how many members were recomputed.
@@ -187,7 +198,9 @@ class SlidingWindowLeaderboard:
             # primary *is* the score (see rankengine.scoring), so the board's
             # own dict is read directly: this loop is the whole cost of a refresh.
             scores = [held[p.name]._primary for p in window if p.name in held]
-            touched, self._dirty = self._dirty, set()
+            # Every sum is taken before the window changes: one that cannot be
+            # taken raises, and the touched members stay due for the next refresh.
+            touched = self._dirty
             updates: list[tuple[Any, Score]] = []
             gone: list[Any] = []
             for member in touched:
@@ -196,12 +209,8 @@ class SlidingWindowLeaderboard:
                     value = bucket.get(member, _MISSING)
                     if value is _MISSING:
                         continue
-                    if total is _MISSING:
-                        total = value
-                    else:
-                        total = total + value
-                        if total != total:  # +inf + -inf counts as 0, as in union()
-                            total = 0.0
+                    # the first value, then added as union() adds
+                    total = value if total is _MISSING else _aggregate("sum", total, value, member)
                 if total is _MISSING:
                     gone.append(member)
                 else:
@@ -221,9 +230,10 @@ class SlidingWindowLeaderboard:
                             self._board.set_meta(member, data)
                 if gone:
                     self._board.remove_many(gone)
+            self._dirty = set()
             self._window = window
             self._as_of = now
-            self.last_touched = len(touched)
+            self._last_touched = len(touched)
             return len(touched)
 
     def _maybe_refresh(self) -> None:

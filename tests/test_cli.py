@@ -17,12 +17,13 @@ import sys
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
-from rankengine import Leaderboard
+from rankengine import Leaderboard, cli_trending
 from rankengine.cli import main
+from rankengine.topk import TopK
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 240
@@ -208,6 +209,46 @@ def test_trending(good: dict[str, Run]) -> None:
     # Printed every 100 words, then once more at the end.
     assert file.out.count("Top 2 of") == 1 + 351 // 100
     assert file.out.splitlines()[-2].split() == ["1", "150", "0", "the"]
+
+
+class SeededTopK(TopK):
+    """A tracker that starts with ``SEEDED`` events already counted for one
+    key, so that a short stream crosses a counter limit."""
+
+    SEEDED = 0
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.add("seed", self.SEEDED)
+
+
+def test_trending_counts_past_four_billion_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 32-bit sketch counters stop at 2**32 - 1 events; a long log passes that
+    # (the last add raised OverflowError out of the command, a traceback)
+    monkeypatch.setattr(SeededTopK, "SEEDED", 2**32 - 10)
+    monkeypatch.setattr(cli_trending, "TopK", SeededTopK)
+    out = io.StringIO()
+    assert cli_trending.run(io.StringIO("a\nb\na\n" * 10), out, k=2) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"Top 2 of {2**32 + 20:,} lines")
+    assert [line.split()[1:] for line in lines[2:4]] == [
+        [f"{2**32 - 10:,}", "0", "seed"],
+        ["20", "0", "a"],
+    ]
+
+
+def test_trending_past_the_counter_limit_stops_with_a_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the limit of 64-bit counters is out of reach (centuries of lines), but
+    # should it come, the count so far is printed and the command says why
+    monkeypatch.setattr(SeededTopK, "SEEDED", 2**64 - 10)
+    monkeypatch.setattr(cli_trending, "TopK", SeededTopK)
+    out = io.StringIO()
+    assert cli_trending.run(io.StringIO("a\n" * 30), out, k=2, every=5) == 1
+    assert out.getvalue().splitlines()[0].startswith(f"Top 2 of {2**64 - 10 + 5:,} lines")
+    err = capsys.readouterr().err
+    assert "stopped after 5 lines" in err and "counter limit" in err and "Traceback" not in err
 
 
 def test_demo_on_the_skiplist_backend(good: dict[str, Run]) -> None:

@@ -273,6 +273,52 @@ def test_a_batch_with_a_bad_item_changes_nothing_even_when_it_is_due_a_rebase(
     board._check()
 
 
+def tree(path: Path) -> list[tuple[str, int]]:
+    """Every file under ``path`` with its size."""
+    return sorted((str(p.relative_to(path)), p.stat().st_size) for p in path.rglob("*"))
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param(lambda b: b.add_many([("bob", 1e308), ("bob", 1e308)]), id="batch-sum"),
+        pytest.param(lambda b: b.add_many([("bob", 1), ("cid", 10**400)]), id="batch-big-int"),
+        pytest.param(lambda b: b.add("bob", 10**400), id="add-big-int"),
+        pytest.param(lambda b: b.set("bob", -(10**400)), id="set-big-int"),
+        pytest.param(lambda b: b.add(["bob"], 1), id="add-bad-member"),
+        pytest.param(lambda b: b.add_many([("bob", 1), (["bob"], 1)]), id="batch-bad-member"),
+    ],
+)
+def test_a_write_that_fails_changes_nothing_even_when_it_is_due_a_rebase(
+    write: Any, durable: bool, tmp_path: Path
+) -> None:
+    # Two 1e308 points for one member at the new base add up to inf: the
+    # error used to come after the re-base, which had already moved t0 and
+    # (on a durable board) replaced the epoch directory.
+    clock = FakeClock(1.0)
+    path = tmp_path / "hot"
+    if durable:
+        board = DecayedLeaderboard.open(path, tau=1.0, clock=clock, fsync="never")
+    else:
+        board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=clock)
+    board.add("ann", 3)
+    clock.t = 100.0  # 99 tau later: a write now is due a re-base
+    if durable:
+        board.board.flush()  # type: ignore[attr-defined]
+    before = (board.t0, board.rebases, board.board, board.board.items())
+    files = tree(path) if durable else []
+    with pytest.raises((OverflowError, TypeError), match=r"'bob'|'cid'|member must be"):
+        write(board)
+    assert (board.t0, board.rebases, board.board, board.board.items()) == before
+    if durable:
+        assert tree(path) == files
+    board._check()
+    board.add("bob", 1)  # a good write re-bases as before
+    assert board.rebases == 1 and board.t0 == 100.0
+    board.close()
+
+
 @pytest.mark.parametrize("silence", [680.0, 700.0])
 def test_a_rebase_after_a_long_silence_keeps_old_values_to_the_direct_formula(
     silence: float,

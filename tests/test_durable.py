@@ -106,6 +106,23 @@ def test_rejected_writes_append_nothing(tmp_path: Path) -> None:
         assert seg_files(tmp_path)[0].stat().st_size == size
 
 
+def test_an_increment_that_keeps_the_score_is_not_a_write(tmp_path: Path) -> None:
+    # 5 + 0.0 equals 5: the board keeps the int 5 (and -0.0 its sign), returns
+    # it, logs nothing, and a replay gives back the same values and types
+    board = open_board(tmp_path)
+    board.set_many({"a": 5, "b": -0.0})
+    results = [board.incr("a", 0.0), *board.incr_many([("b", 0), ("b", 0.0)]).values()]
+    assert [repr(x) for x in results] == ["5", "-0.0"]
+    assert [repr(s) for _, s in board.items()] == ["5", "-0.0"]
+    expected = state(board)
+    board.close()
+    again = open_board(tmp_path)
+    assert state(again) == expected
+    assert [repr(s) for _, s in again.items()] == ["5", "-0.0"]
+    again._check()
+    again.close()
+
+
 def test_composite_scores_and_member_ties_survive(tmp_path: Path) -> None:
     with open_board(tmp_path, order=("desc", "asc"), tie_break="member") as board:
         board.set_many({"a": (10, 3.5), "b": (10, 2), "c": (9, 1), "d": (10, 2)})

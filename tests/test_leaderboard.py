@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import untied_far_members
+from conftest import snapshot, untied_far_members
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from model import Model, combine
@@ -391,6 +391,39 @@ def test_incr_defaults_and_float_steps(make_board: Any) -> None:
     assert board.items() == [("b", -1), ("a", -5.5)]
 
 
+#: (stored score, delta): increments whose result equals the stored score
+#: although ``stored + delta`` has another type or sign in Python.
+EQUAL_INCREMENTS = [(5, 0.0), (5, -0.0), (5.0, 0), (0, -0.0), (-0.0, 0), (-0.0, 0.0), (7, 0)]
+
+
+def agreed_scores(board: Any, results: dict[Any, Any]) -> None:
+    """Each increment's result is what the board holds, value and type (and
+    sign): in score() and in items()."""
+    held = dict(board.items())
+    for member, result in results.items():
+        assert exact(result) == exact(board.score(member)) == exact(held[member]), member
+        if isinstance(result, float):
+            assert math.copysign(1.0, result) == math.copysign(1.0, board.score(member)), member
+
+
+@pytest.mark.parametrize(("stored", "delta"), EQUAL_INCREMENTS)
+def test_an_increment_that_keeps_the_score_returns_the_stored_score(
+    make_board: Any, stored: Any, delta: Any
+) -> None:
+    # An increment of 0 changes nothing: the board keeps its score (5 stays
+    # the int 5 after + 0.0, as set(5.0) keeps it), and incr returns it.
+    board = make_board()
+    board.set_many({"m": stored, "other": stored, "batch": stored})
+    clock = board.clock
+    results = {"m": board.incr("m", delta), "other": board.incr("other", delta, when="present")}
+    results.update(board.incr_many([("batch", delta), ("batch", delta)]))
+    board._check()
+    agreed_scores(board, results)
+    assert exact(results["m"]) == exact(stored)
+    assert board.clock == clock  # nothing was written
+    assert [m for m, _ in board.items()] == ["m", "other", "batch"]  # ties keep their places
+
+
 def test_set_many_counts_and_order(make_board: Any) -> None:
     board = make_board()
     assert board.set_many([("ann", 3), ("bob", 5), ("ann", 4)]) == 2
@@ -619,6 +652,49 @@ def test_set_many_into_an_empty_board_takes_ints_beyond_the_float_range(backend:
     assert board.set_many({"a": 1.5, "b": 10**400, "c": -(10**400)}) == 3
     board._check()
     assert board.items() == [("b", 10**400), ("a", 1.5), ("c", -(10**400))]
+
+
+BIG = 10**400  # an int beyond the float range (about 1.8e308)
+
+
+@pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])  # (Redis: a double's range)
+def test_ints_beyond_the_float_range_mixed_with_floats_raise_a_clear_error(backend: str) -> None:
+    # BIG + 0.5 has no float value: Python raises a bare "int too large to
+    # convert to float"; the board names the member and changes nothing
+    board = Leaderboard(backend=backend)  # type: ignore[arg-type]
+    board.set_many({"big": BIG, "half": 0.5, "next": BIG + 2})
+    before = snapshot(board)
+    writes = [
+        lambda: board.incr("big", 0.5),
+        lambda: board.incr("big", 0.5, when="better"),
+        lambda: board.incr("half", BIG),
+        lambda: board.incr_many([("half", 1), ("new", 2), ("big", 0.5)]),
+    ]
+    for write in writes:
+        with pytest.raises(OverflowError, match=r"of '(big|half)'.*float range"):
+            write()
+        board._check()
+        assert snapshot(board) == before
+    small = Leaderboard()
+    small.set_many({"big": 0.5, "half": 1})
+    for combined in (
+        lambda: Leaderboard.union([board], weights=[0.5]),
+        lambda: Leaderboard.union([board, small]),
+        lambda: Leaderboard.intersection([small, board], weights=[1, BIG]),
+    ):
+        with pytest.raises(OverflowError, match=r"of '(big|next)'.*float range"):
+            combined()
+    assert snapshot(board) == before
+    # between BIG and BIG + 2 there is no float to interpolate; at a score
+    # itself, or next to an infinite one, there is nothing to compute
+    with pytest.raises(OverflowError, match=r"percentile 75: no float .*float range"):
+        board.score_at_percentile(75)
+    assert board.score_at_percentile(100) == BIG + 2
+    board.set("top", math.inf)
+    assert board.score_at_percentile(90) == math.inf
+    # ints alone stay exact
+    assert board.incr("big", 1) == BIG + 1
+    assert Leaderboard.union([board], weights=[2]).score("next") == 2 * BIG + 4
 
 
 def test_metadata_of_another_type_or_sign_replaces_the_equal_old_one(

@@ -154,6 +154,26 @@ def test_scores_beyond_the_double_range(redis_client: Any) -> None:
     b._check()
 
 
+def test_a_float_and_an_int_beyond_the_double_range_raise_a_clear_error(
+    redis_client: Any,
+) -> None:
+    # 0.5 + 10**400 has no float value: the error names the member, as in
+    # process, and nothing is written (in Redis or in a union's new board)
+    b = board(redis_client)
+    b.set_many({"half": 0.5, "one": 1})
+    before = (b.items(), b.clock, b.writes)
+    for write in (
+        lambda: b.incr("half", 10**400),
+        lambda: b.incr_many([("one", 1), ("half", 10**400)]),
+    ):
+        with pytest.raises(OverflowError, match=r"increment of 'half'.*float range"):
+            write()
+    with pytest.raises(OverflowError, match=r"weighted score of 'half'.*float range"):
+        RedisLeaderboard.union([b], weights=[10**400])
+    assert (b.items(), b.clock, b.writes) == before
+    b._check()
+
+
 def test_negative_zero_keeps_its_sign(redis_client: Any) -> None:
     b = board(redis_client)
     b.set("z", -0.0)

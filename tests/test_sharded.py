@@ -204,6 +204,38 @@ def test_sharded_on_redis_writes_one_shard_and_reads_in_parallel(redis_client: A
         sharded.close()
 
 
+def test_an_increment_that_keeps_the_score_returns_the_stored_score() -> None:
+    # as on one board: 5 + 0.0 equals 5, so the shard keeps the int 5, and
+    # both the increment and the batch return what the shard holds
+    sharded = ShardedLeaderboard.local(3)
+    sharded.set_many({"a": 5, "b": 0, "c": -0.0})
+    results = {"a": sharded.incr("a", 0.0), "b": sharded.incr("b", -0.0)}
+    results.update(sharded.incr_many([("c", 0), ("c", 0.0)]))
+    held = dict(sharded.items())
+    for member, result in results.items():
+        assert repr(result) == repr(sharded.score(member)) == repr(held[member]), member
+    assert [repr(results[m]) for m in "abc"] == ["5", "0", "-0.0"]
+    assert sharded.clock == 3
+    sharded._check()
+
+
+def test_ints_beyond_the_float_range_mixed_with_floats_raise_a_clear_error() -> None:
+    big = 10**400
+    sharded = ShardedLeaderboard.local(3)
+    sharded.set_many({"big": big, "half": 0.5, "next": big + 2})
+    before = (sharded.items(), sharded.clock)
+    for write in (
+        lambda: sharded.incr("big", 0.5),
+        lambda: sharded.incr_many([("half", 1), ("new", 2), ("big", 0.5)]),
+    ):
+        with pytest.raises(OverflowError, match=r"increment of 'big'.*float range"):
+            write()
+    assert (sharded.items(), sharded.clock) == before
+    with pytest.raises(OverflowError, match=r"percentile 75: no float .*float range"):
+        sharded.score_at_percentile(75)
+    sharded._check()
+
+
 def test_durable_shards_survive_a_restart(tmp_path: Any) -> None:
     paths = [tmp_path / f"shard{i}" for i in range(3)]
     sharded = ShardedLeaderboard([Leaderboard.open(p, fsync="never") for p in paths])

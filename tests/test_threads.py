@@ -8,6 +8,7 @@ model after applying every thread's writes serially.
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 import threading
@@ -227,3 +228,43 @@ def test_window_reads_never_see_a_half_done_refresh() -> None:
     window._check()
     assert seen
     assert [s for s in seen if s not in refreshed] == []
+
+
+def test_window_as_of_agrees_with_the_totals_a_reader_sees() -> None:
+    """``as_of``, ``window()`` and ``last_touched`` describe the window board
+    a reader sees: read in another thread while a refresh runs, they are
+    those of the refresh before it or after it, together with the totals.
+    (They were read without the lock that refresh() holds, so a reader could
+    see the new totals with the old ``as_of``.)"""
+    start = 1_796_032_800.0
+    now = [start]
+    window = SlidingWindowLeaderboard("hourly", 1, clock=lambda: now[0])
+    board = window.board  # read directly, as the window's own reads do
+    samples: list[tuple[float, Any, list[Any], int]] = []
+    expected: dict[float, tuple[int, list[Any], int]] = {}  # as_of -> what goes with it
+    done = threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            before = window.as_of
+            sample = (before, board.score("m"), window.window(), window.last_touched)
+            if window.as_of == before and before != -math.inf:
+                samples.append(sample)
+
+    def writer() -> None:
+        try:
+            for hour in range(300):
+                now[0] = start + 3600 * hour
+                # the total of "m" over the one-hour window is the hour's number
+                window.set_many([("m", hour), *((f"x{hour}-{i}", 1) for i in range(hour % 7))])
+                window.refresh()
+                expected[window.as_of] = (hour, window.window(), window.last_touched)
+        finally:
+            done.set()
+
+    run_threads([writer] + [reader] * (THREADS - 1))
+    window._check()
+    assert samples
+    # (as_of, what the reader saw with it, what goes with it) where they differ
+    wrong = [(s[0], s[1:], expected[s[0]]) for s in samples if s[1:] != expected[s[0]]]
+    assert wrong == []

@@ -178,6 +178,28 @@ def test_infinities_follow_the_union_rule() -> None:
     )
 
 
+def test_a_sum_beyond_the_float_range_raises_and_keeps_the_window() -> None:
+    # 10**400 in one bucket and 0.5 in the next have no float sum: the
+    # refresh names the member and changes nothing, and the members it could
+    # not sum are still due, so a later refresh recomputes them
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 1)
+    window.refresh()
+    window.set("ann", 10**400)
+    window.set("bob", 2)
+    clock.t += HOUR
+    window.set("ann", 0.5)
+    as_of, items = window.as_of, window.board.items()
+    with pytest.raises(OverflowError, match=r"sum of the scores of 'ann'.*float range"):
+        window.refresh()
+    assert (window.as_of, window.board.items()) == (as_of, items)
+    window.set("ann", 1)  # the bucket holds an int again: the sum exists
+    window.refresh()
+    assert dict(window.board.items()) == {"ann": 10**400 + 1, "bob": 2}
+    window._check()
+
+
 def test_old_buckets_are_archived(tmp_path: Path) -> None:
     clock = FakeClock(START)
     window = SlidingWindowLeaderboard(Every(HOUR), 2, clock=clock, archive=tmp_path)

@@ -20,12 +20,12 @@ for i = 4, #ARGV, 3 do
   local new = sum(cur or nil, ARGV[i + 1], ARGV[i + 2])
   if not new then return {-1} end
   if not result[member] then order[#order + 1] = member end
-  result[member] = new
   if not cur or not same(new, cur) then
     steps = steps + 1
     cur = new
     last[member] = steps
   end
+  result[member] = cur  -- an equal sum (5 + 0.0) keeps the stored score
   state[member] = cur
 end
 local base = clock_base(tonumber(ARGV[2]))
