@@ -600,7 +600,7 @@ class RedisLeaderboard:
         Runtime complexity: O(log N), one round trip.
         """
         style = self._style(style)
-        text, ok = self._format.bound(self._codec.check(score))
+        text, ok = self._hypothetical(score, style)
         return int(self._run("RANK_FOR", "rank", text, ok, _STYLE_CODE[style]))
 
     def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
@@ -1033,8 +1033,9 @@ class RedisLeaderboard:
         return decode
 
     def _shard_distinct(self, primary: Any) -> Pending:
-        """The distinct primaries strictly better than ``primary``."""
-        text, ok = self._format.bound(self._codec.score(primary))
+        """The distinct primaries strictly better than ``primary`` (which may
+        be a score no member here can hold: a hypothetical dense rank)."""
+        text, ok = self._hypothetical(self._codec.score(primary), "dense")
 
         def decode(result: Any) -> list[Any]:
             return [
@@ -1050,7 +1051,7 @@ class RedisLeaderboard:
 
     def _shard_rank_for(self, score: Score, style: RankStyle) -> Pending:
         """As :meth:`rank_for_score`."""
-        text, ok = self._format.bound(self._codec.check(score))
+        text, ok = self._hypothetical(score, style)
         return Pending(self, "RANK_FOR", ("rank", text, ok, _STYLE_CODE[style]), int)
 
     def _shard_count(
@@ -1238,13 +1239,33 @@ class RedisLeaderboard:
         if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
             raise TypeError("inclusive flags must be bools")
         out: list[Any] = []
-        for value, inclusive, what in ((low, low_inclusive, "min"), (high, high_inclusive, "max")):
+        # A bound that no stored score can equal (on a packed board: a
+        # fraction of a point, a time between ticks) becomes the nearest
+        # storable score inside the range, counted in: the low end rounds up,
+        # the high end down, whether the bound was inclusive or not.
+        for value, inclusive, what, up in (
+            (low, low_inclusive, "min", True),
+            (high, high_inclusive, "max", False),
+        ):
             if value is None:
                 out.extend(("", "", ""))
             else:
-                text, ok = self._format.bound(self._codec.check(value, what))
-                out.extend((text, ok, _flag(inclusive)))
+                text, ok, exact = self._format.rounded_bound(self._codec.check(value, what), up=up)
+                out.extend((text, ok, _flag(inclusive or not exact)))
         return out
+
+    def _hypothetical(self, score: Score, style: RankStyle) -> tuple[str, bytes]:
+        """``score`` for a hypothetical rank, as ``(double text, ordkey)``.
+
+        A score no member can hold (see :meth:`_span`) ranks as its storable
+        neighbour on the side that gives the same count: a unique rank counts
+        the members at or ahead of the score (the better neighbour), the
+        others those strictly ahead (the worse one).
+        """
+        better_is_up = self._desc  # the index ascends; a descending board reads it down
+        up = better_is_up if style == "unique" else not better_is_up
+        text, ok, _ = self._format.rounded_bound(self._codec.check(score), up=up)
+        return text, ok
 
     def _entries(self, members: list[Any], style: str, with_meta: bool) -> list[Entry | None]:
         keys = [self._key_or_none(member) for member in members]

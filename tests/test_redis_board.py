@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis_service import (  # noqa: F401 - fixtures
+    redis_board,
     redis_client_fixture,
     redis_server_fixture,
     redis_url_fixture,
@@ -34,6 +35,7 @@ from rankengine.redis_board import (
     encode_member,
 )
 from rankengine.scoring import ScoreCodec
+from rankengine.sharded import ShardedLeaderboard
 
 pytestmark = pytest.mark.redis
 
@@ -262,6 +264,91 @@ def test_packed_board_needs_a_matching_direction(redis_client: Any) -> None:
     b = board(redis_client, order=("desc", "desc"), packing=PackedScore(0, WEEK, descending=False))
     b.set_many({"a": (1, 10), "b": (1, 20)})
     assert list(b) == ["b", "a"]  # later time first, as asked
+
+
+# A packed window small enough for random bounds to hit its edges: ticks of
+# half a second from t = 1000, 64 ticks (6 bits), so time bounds land on
+# ticks, between them, and outside the window.
+SMALL_WINDOW = PackedScore(1000.0, 32.0, resolution=0.5)
+PACKED_ORDERS = [("desc", "asc"), ("asc", "desc"), ("desc", "desc"), ("asc", "asc")]
+packed_ticks = st.integers(0, SMALL_WINDOW.max_tick)
+packed_rows = st.dictionaries(
+    st.sampled_from([f"m{i}" for i in range(12)]),
+    st.tuples(st.integers(-3, 3), packed_ticks),
+    max_size=12,
+)
+bound_scores = st.one_of(
+    st.integers(-4, 4),
+    st.sampled_from([-0.0, 0.5, -1.5, 2.25, math.inf, -math.inf]),
+    st.sampled_from([SMALL_WINDOW.max_score, SMALL_WINDOW.min_score, 2**80, -(2**80)]),
+    st.floats(-5, 5, allow_nan=False),
+)
+bound_times = st.one_of(
+    packed_ticks.map(lambda tick: 1000.0 + tick * 0.5),
+    packed_ticks.map(lambda tick: 1000.0 + tick * 0.5 + 0.25),  # between two ticks
+    st.sampled_from([999.0, 999.75, 1032.0, 1100.0, -0.0, math.inf, -math.inf]),
+    st.floats(990, 1040, allow_nan=False),
+)
+bounds = st.one_of(st.none(), st.tuples(bound_scores, bound_times))
+
+
+@pytest.mark.parametrize("order", PACKED_ORDERS, ids="-".join)
+def test_packed_board_reads_any_bound_as_in_memory(order: tuple[str, str]) -> None:
+    # Writes refuse a score that packing cannot hold; reads take any bound,
+    # rounded to the packed values that keep the range's meaning, and answer
+    # exactly as an in-memory board does.
+    descending = order[0] != order[1]
+    packing = PackedScore(1000.0, 32.0, resolution=0.5, descending=descending)
+
+    @given(
+        rows=packed_rows,
+        low=bounds,
+        high=bounds,
+        low_inclusive=st.booleans(),
+        high_inclusive=st.booleans(),
+        probe=st.tuples(bound_scores, bound_times),
+    )
+    @settings(max_examples=80, deadline=None)
+    def run(
+        *,
+        rows: dict[str, tuple[int, int]],
+        low: Any,
+        high: Any,
+        low_inclusive: bool,
+        high_inclusive: bool,
+        probe: Any,
+    ) -> None:
+        scores = {member: (points, 1000.0 + tick * 0.5) for member, (points, tick) in rows.items()}
+        memory = Leaderboard(order=order)
+        memory.set_many(scores)
+        redis_side = redis_board(order=order, packing=packing)
+        redis_side.set_many(scores)
+        # the sharded board merges the counts of packed shards
+        shards = [redis_board(order=order, packing=packing) for _ in range(3)]
+        sharded = ShardedLeaderboard(shards)
+        sharded.set_many(scores)
+        flags = {"min_inclusive": low_inclusive, "max_inclusive": high_inclusive}
+        for packed in (redis_side, sharded):
+            assert packed.count(low, high, **flags) == memory.count(low, high, **flags)
+            for style in ("unique", "competition", "dense"):
+                assert packed.by_score(low, high, style=style, **flags) == memory.by_score(
+                    low, high, style=style, **flags
+                ), style
+                assert packed.rank_for_score(probe, style=style) == memory.rank_for_score(
+                    probe, style=style
+                ), (style, probe)
+            assert packed.by_score(low, high, offset=1, limit=2, **flags) == memory.by_score(
+                low, high, offset=1, limit=2, **flags
+            )
+        removed = memory.remove_by_score(low, high, **flags)
+        for packed in (redis_side, sharded):
+            assert packed.remove_by_score(low, high, **flags) == removed
+            assert packed.items() == memory.items()
+        redis_side._check()
+        for shard in shards:
+            shard._check()
+
+    run()
 
 
 # ----------------------------------------------------------------------
