@@ -60,7 +60,7 @@ from rankengine.redis_codec import (
     encode_meta,
 )
 from rankengine.redis_scripts import ScriptError, ScriptRunner
-from rankengine.scoring import Member, Order, Score, ScoreCodec, check_meta
+from rankengine.scoring import Member, Order, Score, ScoreCodec, _same_meta, check_meta
 
 __all__ = [
     "Pending",
@@ -884,6 +884,14 @@ class RedisLeaderboard:
         persistence, or a failover that lost the last replicated writes).
         Readers may see a partial board while it runs.
 
+        On a board with an event log, the log is the board's truth: a
+        ``source`` other than the log is first written to the log, as one
+        write of the changes that turn the log's board into ``source``'s
+        (every row is checked before anything is written), and Redis is then
+        rebuilt from the log.  So the write counter stays in step with the
+        log, and the rebuilt contents survive the next write and a reopen.
+        The logical clock stays the log's, which never goes below a member's.
+
         Runtime complexity: O(N log N), about N / 2000 round trips.
         """
         source = self._log if source is None else source
@@ -891,8 +899,35 @@ class RedisLeaderboard:
             raise ValueError("rebuild() needs a log (or a board to copy)")
         with self._lock, source._lock:
             rows = list(source._export())
-            self._restore(rows, source.clock, writes=getattr(source, "last_seq", None))
+            if source is not self._log:
+                rows = self._checked_rows(rows)  # before Redis (or the log) changes
+            if self._log is None or source is self._log:
+                self._restore(rows, source.clock, writes=getattr(source, "last_seq", None))
+                return len(rows)
+            log = self._log
+            with self._writing(), log._lock:
+                self._notify(_changes_between(list(log._export()), rows))
+                self._restore(list(log._export()), log.clock, writes=log.last_seq)
         return len(rows)
+
+    def _checked_rows(
+        self, rows: list[tuple[Member, Score, int, dict[str, Any] | None]]
+    ) -> list[tuple[Member, Score, int, dict[str, Any] | None]]:
+        """Rows of another board, each checked as a write to this board would
+        be (member, score, metadata); raises on the first bad one."""
+        out = []
+        tags: set[bytes] = set()
+        for member, score, clock, meta in rows:
+            tags.add(self._member(member)[:1])
+            value = self._codec.check(tuple(score) if isinstance(score, list) else score)
+            self._format.encode(value)  # refuse what cannot be stored
+            out.append((member, value, clock, None if meta is None else check_meta(meta)))
+        if not self._first and len(tags) > 1:
+            raise TypeError(
+                "this board breaks ties by member: the source's members are of "
+                f"{len(tags)} types, which would not compare"
+            )
+        return out
 
     def _export(self) -> Iterator[tuple[Member, Score, int, dict[str, Any] | None]]:
         """Every member as ``(member, score, clock, meta)`` in ascending index
@@ -1538,6 +1573,51 @@ def _pairs(flat: list[Any]) -> Iterator[tuple[Any, Any]]:
 def _quads(flat: list[Any]) -> Iterator[tuple[Any, Any, Any, Any]]:
     it = iter(flat)
     return zip(it, it, it, it, strict=True)
+
+
+def _same_score(a: Any, b: Any) -> bool:
+    """Are two scores the same, types and the sign of zero included?"""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (
+            isinstance(a, tuple)
+            and isinstance(b, tuple)
+            and len(a) == len(b)
+            and all(map(_same_score, a, b))
+        )
+    if type(a) is not type(b) or a != b:
+        return False
+    return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+def _changes_between(
+    have: list[tuple[Member, Score, int, dict[str, Any] | None]],
+    want: list[tuple[Member, Score, int, dict[str, Any] | None]],
+) -> list[Change]:
+    """Changes that turn a board holding the rows ``have`` into one holding
+    ``want`` (rows as ``_export`` yields them): a member whose score or clock
+    differs is removed and put again (so two members never share a clock on
+    the way), and metadata follows.
+
+    Runtime complexity: O(N) for N rows in all.
+    """
+    current = {row[0]: row for row in have}
+    target = {row[0]: row for row in want}
+    removed: list[Change] = []
+    put: list[Change] = []
+    metas: list[Change] = []
+    for member, (_, score, clock, _) in current.items():
+        row = target.get(member)
+        if row is None or row[2] != clock or not _same_score(row[1], score):
+            removed.append((DEL, member))
+    gone = {change[1] for change in removed}
+    for member, (_, score, clock, meta) in target.items():
+        if member not in current or member in gone:
+            put.append((PUT, member, score, clock))
+            if meta is not None:
+                metas.append((META, member, meta))
+        elif not _same_meta(current[member][3], meta):
+            metas.append((META, member, meta))
+    return removed + put + metas
 
 
 def _combine(

@@ -586,6 +586,84 @@ def test_rebuild_from_any_board(redis_client: Any, tmp_path: Any) -> None:
     ]
 
 
+def test_rebuild_of_a_logged_board_from_another_board_is_logged(
+    redis_client: Any, tmp_path: Any
+) -> None:
+    # The log is the logged board's truth: a rebuild from any other board
+    # (one without a log, here) is logged as one write, so Redis, its write
+    # counter and the log stay in step, the next write finds nothing to
+    # repair, and the board reopens (and recovers) with the new contents.
+    name = unique_name()
+    with RedisLeaderboard(redis_client, name, log=tmp_path, fsync="always") as b:
+        b.set_many({"ann": 10, "bob": 7, "cid": 3})
+        b.set_meta("bob", {"n": 1})
+        b.set_meta("cid", {"n": 2})
+        source = Leaderboard()
+        source.set_many({"bob": 8, "dan": 5, "cid": 3})
+        source.set_meta("dan", {"k": "v"})
+        source.set_meta("cid", {"n": 2})
+        seq = b.log.last_seq
+        assert b.rebuild(source) == 3
+        assert b.log.last_seq == seq + 1  # one logged write
+        assert b.writes == b.log.last_seq
+        assert b.items() == source.items() == b.log.items()
+        assert [b.meta(m) for m in ("bob", "cid", "dan")] == [None, {"n": 2}, {"k": "v"}]
+        assert b.verify() == []
+        b._check()
+        b.set("eve", 1)  # the write guard finds Redis in step with the log
+        assert b.repairs == 0
+        assert b.items() == [("bob", 8), ("dan", 5), ("cid", 3), ("eve", 1)]
+        expected = b.items()
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as again:
+        assert not again.recovered
+        assert again.items() == expected and again.meta("dan") == {"k": "v"}
+        assert again.verify() == []
+        keys = again.keys
+    redis_client.delete(*keys)  # Redis forgets: the log brings the rebuilt board back
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as again:
+        assert again.recovered
+        assert again.items() == expected and again.meta("dan") == {"k": "v"}
+        assert again.verify() == []
+        again._check()
+
+
+def test_a_logged_board_rolls_back_to_a_point_in_its_own_log(
+    redis_client: Any, tmp_path: Any
+) -> None:
+    name = unique_name()
+    with RedisLeaderboard(redis_client, name, log=tmp_path, fsync="always") as b:
+        b.set_many({"ann": 1, "bob": 2})
+        b.set("bad", 99)  # the write to undo
+        b.rebuild(rebuild_from_directory(tmp_path, until_seq=1))
+        assert b.items() == [("bob", 2), ("ann", 1)]
+        assert b.writes == b.log.last_seq == 3 and b.verify() == []
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as again:
+        assert not again.recovered and again.items() == [("bob", 2), ("ann", 1)]
+        again._check()
+
+
+def test_a_rebuild_from_a_bad_source_changes_nothing(redis_client: Any, tmp_path: Any) -> None:
+    # every row is checked before Redis or the log is touched
+    packing = PackedScore(0, WEEK)
+    with board(redis_client, order=("desc", "asc"), packing=packing, log=tmp_path / "a") as b:
+        b.set_many({"ann": (5, 60), "bob": (3, 0)})
+        before = (b.items(), b.writes, b.log.last_seq)
+        source = Leaderboard(order=("desc", "asc"))
+        source.set_many({"ann": (1, 0), "half": (2, 0.5)})  # between two ticks
+        with pytest.raises(ValueError, match="whole number"):
+            b.rebuild(source)
+        assert (b.items(), b.writes, b.log.last_seq) == before
+        assert b.verify() == []
+    plain = board(redis_client, tie_break="member")
+    plain.set_many({"a": 1, "b": 2})
+    mixed = Leaderboard()
+    mixed.set_many({"a": 3, 7: 4})
+    with pytest.raises(TypeError, match="breaks ties by member"):
+        plain.rebuild(mixed)
+    assert plain.items() == [("b", 2), ("a", 1)]
+    plain._check()
+
+
 def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path: Any) -> None:
     with board(redis_client, log=tmp_path) as b:
         b.set("ann", 1)
