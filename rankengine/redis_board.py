@@ -900,7 +900,7 @@ class RedisLeaderboard:
         with self._lock, source._lock:
             rows = list(source._export())
             if source is not self._log:
-                rows = self._checked_rows(rows)  # before Redis (or the log) changes
+                rows = self._checked_rows(rows, source.clock)  # before Redis (or the log) changes
             if self._log is None or source is self._log:
                 self._restore(rows, source.clock, writes=getattr(source, "last_seq", None))
                 return len(rows)
@@ -911,17 +911,22 @@ class RedisLeaderboard:
         return len(rows)
 
     def _checked_rows(
-        self, rows: list[tuple[Member, Score, int, dict[str, Any] | None]]
+        self, rows: list[tuple[Member, Score, int, dict[str, Any] | None]], clock: int
     ) -> list[tuple[Member, Score, int, dict[str, Any] | None]]:
-        """Rows of another board, each checked as a write to this board would
-        be (member, score, metadata); raises on the first bad one."""
+        """Rows of another board (whose clock is ``clock``), each checked as a
+        write to this board would be (member, score, metadata, a tie clock
+        Redis can hold); raises on the first bad one."""
         out = []
         tags: set[bytes] = set()
-        for member, score, clock, meta in rows:
+        if clock > MAXCLOCK:  # every member's clock is at most the board's
+            raise ValueError(
+                f"the source's tie clock {clock} is past 2**53 - 1, the largest a Redis board holds"
+            )
+        for member, score, member_clock, meta in rows:
             tags.add(self._member(member)[:1])
             value = self._codec.check(tuple(score) if isinstance(score, list) else score)
             self._format.encode(value)  # refuse what cannot be stored
-            out.append((member, value, clock, None if meta is None else check_meta(meta)))
+            out.append((member, value, member_clock, None if meta is None else check_meta(meta)))
         if not self._first and len(tags) > 1:
             raise TypeError(
                 "this board breaks ties by member: the source's members are of "

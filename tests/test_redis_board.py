@@ -352,6 +352,52 @@ def test_packed_board_reads_any_bound_as_in_memory(order: tuple[str, str]) -> No
 
 
 # ----------------------------------------------------------------------
+# The tie clock's limit
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_a_batch_that_would_pass_the_clock_limit_is_refused_whole(
+    redis_client: Any, order: str
+) -> None:
+    # The tie clock is a Lua number (a double): past 2**53 - 1 clocks collide.
+    # A batch whose writes would take it past the limit is refused before
+    # its first write, whichever script runs it.
+    b = board(redis_client, order=order)
+    b.set_many({"ann": 5, "bob": 3})
+    redis_client.hset(b.keys[5], "clock", MAXCLOCK - 2)  # room for two more changes
+    before = (b.items(), b.clock, b.writes)
+    batches = {
+        "set_many": lambda: b.set_many({"cid": 1, "dan": 2, "eve": 3}),
+        "incr_many": lambda: b.incr_many({"cid": 1, "ann": 1, "eve": 1}),
+        "exact incr_many": lambda: b.incr_many({"cid": 2**60, "ann": 1, "eve": 1}),
+    }
+    for name, batch in batches.items():
+        with pytest.raises(ValueError, match=r"tie clock would pass 2\*\*53 - 1"):
+            batch()
+        assert (b.items(), b.clock, b.writes) == before, name
+        b._check()
+    assert b.set_many({"cid": 1, "dan": 2}) == 2  # two changes still fit
+    assert b.clock == MAXCLOCK
+    for name, write in {
+        "set": lambda: b.set("eve", 9),
+        "incr": lambda: b.incr("ann", 1),
+        "exact incr": lambda: b.incr("ann", 2**60),
+        "set_many": lambda: b.set_many({"eve": 9}),
+    }.items():
+        with pytest.raises(ValueError, match=r"tie clock would pass 2\*\*53 - 1"):
+            write()
+        assert b.clock == MAXCLOCK and "eve" not in b and b["ann"] == 5, name
+    assert b.set("ann", 5) is False  # an unchanged score needs no clock
+    b._check()
+    # nor does a rebuild copy a board whose clock is past the limit
+    source = Leaderboard(order=order)
+    source._restore([("zed", 1, MAXCLOCK + 1, None)], MAXCLOCK + 1)
+    state = (b.items(), b.clock, b.writes)
+    with pytest.raises(ValueError, match=r"past 2\*\*53 - 1"):
+        b.rebuild(source)
+    assert (b.items(), b.clock, b.writes) == state
+
+
+# ----------------------------------------------------------------------
 # Sharing, round trips, atomicity
 # ----------------------------------------------------------------------
 def test_two_clients_share_one_board(redis_url: str) -> None:
