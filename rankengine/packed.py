@@ -153,6 +153,48 @@ class PackedScore:
         rest = self.max_tick - tick if self.descending else tick
         return (score << self.bits) + rest
 
+    def floor(self, score: int | float, t: int | float) -> int | None:
+        """The largest packed value whose ``(score, time)`` sorts at or before
+        ``(score, t)`` in packed order, or None when every one sorts after.
+
+        Packed order is the order of the packed values: by score, then by
+        time (later times first when ``descending``).  ``score`` and ``t``
+        may be any numbers, fractions and infinities included: this is how a
+        range bound that no packed value equals is rounded to its packed
+        neighbours (the next one up is ``floor + 1``).  Times are compared
+        as :meth:`unpack` gives them back, so the answer agrees with
+        comparing the original pairs.
+
+        Runtime complexity: O(bits + log(max_score - min_score)): a binary
+        search over the packed range.
+
+        >>> week = PackedScore(0, 7 * 86400)
+        >>> week.floor(100, 3600) == week.pack(100, 3600)
+        True
+        >>> week.floor(100, 3600.5) == week.pack(100, 3601)   # later is lower
+        True
+        >>> week.floor(99.5, 0) == week.pack(99, 0)       # the last of 99 points
+        True
+        >>> week.floor(week.min_score - 1, 0) is None
+        True
+        """
+        target = self._order_key(score, t)
+        lo = self.min_score << self.bits  # every int in [lo, hi] is a packed value
+        hi = (self.max_score << self.bits) + self.max_tick
+        if self._order_key(*self.unpack(lo)) > target:
+            return None
+        while lo < hi:  # invariant: the value at lo sorts at or before the target
+            mid = (lo + hi + 1) // 2
+            if self._order_key(*self.unpack(mid)) <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _order_key(self, score: int | float, t: int | float) -> tuple[int | float, int | float]:
+        """A pair's place in packed order, as a tuple that compares exactly."""
+        return (score, -t) if self.descending else (score, t)
+
     def unpack(self, packed: int | float) -> tuple[int, float]:
         """``(score, time)`` back from a packed value (time at tick resolution)."""
         if isinstance(packed, float):

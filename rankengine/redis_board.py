@@ -60,7 +60,7 @@ from rankengine.redis_codec import (
     encode_meta,
 )
 from rankengine.redis_scripts import ScriptError, ScriptRunner
-from rankengine.scoring import Member, Order, Score, ScoreCodec, check_meta
+from rankengine.scoring import Member, Order, Score, ScoreCodec, _same_meta, check_meta
 
 __all__ = [
     "Pending",
@@ -600,7 +600,7 @@ class RedisLeaderboard:
         Runtime complexity: O(log N), one round trip.
         """
         style = self._style(style)
-        text, ok = self._format.bound(self._codec.check(score))
+        text, ok = self._hypothetical(score, style)
         return int(self._run("RANK_FOR", "rank", text, ok, _STYLE_CODE[style]))
 
     def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
@@ -884,6 +884,14 @@ class RedisLeaderboard:
         persistence, or a failover that lost the last replicated writes).
         Readers may see a partial board while it runs.
 
+        On a board with an event log, the log is the board's truth: a
+        ``source`` other than the log is first written to the log, as one
+        write of the changes that turn the log's board into ``source``'s
+        (every row is checked before anything is written), and Redis is then
+        rebuilt from the log.  So the write counter stays in step with the
+        log, and the rebuilt contents survive the next write and a reopen.
+        The logical clock stays the log's, which never goes below a member's.
+
         Runtime complexity: O(N log N), about N / 2000 round trips.
         """
         source = self._log if source is None else source
@@ -891,8 +899,40 @@ class RedisLeaderboard:
             raise ValueError("rebuild() needs a log (or a board to copy)")
         with self._lock, source._lock:
             rows = list(source._export())
-            self._restore(rows, source.clock, writes=getattr(source, "last_seq", None))
+            if source is not self._log:
+                rows = self._checked_rows(rows, source.clock)  # before Redis (or the log) changes
+            if self._log is None or source is self._log:
+                self._restore(rows, source.clock, writes=getattr(source, "last_seq", None))
+                return len(rows)
+            log = self._log
+            with self._writing(), log._lock:
+                self._notify(_changes_between(list(log._export()), rows))
+                self._restore(list(log._export()), log.clock, writes=log.last_seq)
         return len(rows)
+
+    def _checked_rows(
+        self, rows: list[tuple[Member, Score, int, dict[str, Any] | None]], clock: int
+    ) -> list[tuple[Member, Score, int, dict[str, Any] | None]]:
+        """Rows of another board (whose clock is ``clock``), each checked as a
+        write to this board would be (member, score, metadata, a tie clock
+        Redis can hold); raises on the first bad one."""
+        out = []
+        tags: set[bytes] = set()
+        if clock > MAXCLOCK:  # every member's clock is at most the board's
+            raise ValueError(
+                f"the source's tie clock {clock} is past 2**53 - 1, the largest a Redis board holds"
+            )
+        for member, score, member_clock, meta in rows:
+            tags.add(self._member(member)[:1])
+            value = self._codec.check(tuple(score) if isinstance(score, list) else score)
+            self._format.encode(value)  # refuse what cannot be stored
+            out.append((member, value, member_clock, None if meta is None else check_meta(meta)))
+        if not self._first and len(tags) > 1:
+            raise TypeError(
+                "this board breaks ties by member: the source's members are of "
+                f"{len(tags)} types, which would not compare"
+            )
+        return out
 
     def _export(self) -> Iterator[tuple[Member, Score, int, dict[str, Any] | None]]:
         """Every member as ``(member, score, clock, meta)`` in ascending index
@@ -1033,8 +1073,9 @@ class RedisLeaderboard:
         return decode
 
     def _shard_distinct(self, primary: Any) -> Pending:
-        """The distinct primaries strictly better than ``primary``."""
-        text, ok = self._format.bound(self._codec.score(primary))
+        """The distinct primaries strictly better than ``primary`` (which may
+        be a score no member here can hold: a hypothetical dense rank)."""
+        text, ok = self._hypothetical(self._codec.score(primary), "dense")
 
         def decode(result: Any) -> list[Any]:
             return [
@@ -1050,7 +1091,7 @@ class RedisLeaderboard:
 
     def _shard_rank_for(self, score: Score, style: RankStyle) -> Pending:
         """As :meth:`rank_for_score`."""
-        text, ok = self._format.bound(self._codec.check(score))
+        text, ok = self._hypothetical(score, style)
         return Pending(self, "RANK_FOR", ("rank", text, ok, _STYLE_CODE[style]), int)
 
     def _shard_count(
@@ -1238,13 +1279,33 @@ class RedisLeaderboard:
         if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
             raise TypeError("inclusive flags must be bools")
         out: list[Any] = []
-        for value, inclusive, what in ((low, low_inclusive, "min"), (high, high_inclusive, "max")):
+        # A bound that no stored score can equal (on a packed board: a
+        # fraction of a point, a time between ticks) becomes the nearest
+        # storable score inside the range, counted in: the low end rounds up,
+        # the high end down, whether the bound was inclusive or not.
+        for value, inclusive, what, up in (
+            (low, low_inclusive, "min", True),
+            (high, high_inclusive, "max", False),
+        ):
             if value is None:
                 out.extend(("", "", ""))
             else:
-                text, ok = self._format.bound(self._codec.check(value, what))
-                out.extend((text, ok, _flag(inclusive)))
+                text, ok, exact = self._format.rounded_bound(self._codec.check(value, what), up=up)
+                out.extend((text, ok, _flag(inclusive or not exact)))
         return out
+
+    def _hypothetical(self, score: Score, style: RankStyle) -> tuple[str, bytes]:
+        """``score`` for a hypothetical rank, as ``(double text, ordkey)``.
+
+        A score no member can hold (see :meth:`_span`) ranks as its storable
+        neighbour on the side that gives the same count: a unique rank counts
+        the members at or ahead of the score (the better neighbour), the
+        others those strictly ahead (the worse one).
+        """
+        better_is_up = self._desc  # the index ascends; a descending board reads it down
+        up = better_is_up if style == "unique" else not better_is_up
+        text, ok, _ = self._format.rounded_bound(self._codec.check(score), up=up)
+        return text, ok
 
     def _entries(self, members: list[Any], style: str, with_meta: bool) -> list[Entry | None]:
         keys = [self._key_or_none(member) for member in members]
@@ -1518,6 +1579,51 @@ def _pairs(flat: list[Any]) -> Iterator[tuple[Any, Any]]:
 def _quads(flat: list[Any]) -> Iterator[tuple[Any, Any, Any, Any]]:
     it = iter(flat)
     return zip(it, it, it, it, strict=True)
+
+
+def _same_score(a: Any, b: Any) -> bool:
+    """Are two scores the same, types and the sign of zero included?"""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return (
+            isinstance(a, tuple)
+            and isinstance(b, tuple)
+            and len(a) == len(b)
+            and all(map(_same_score, a, b))
+        )
+    if type(a) is not type(b) or a != b:
+        return False
+    return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+def _changes_between(
+    have: list[tuple[Member, Score, int, dict[str, Any] | None]],
+    want: list[tuple[Member, Score, int, dict[str, Any] | None]],
+) -> list[Change]:
+    """Changes that turn a board holding the rows ``have`` into one holding
+    ``want`` (rows as ``_export`` yields them): a member whose score or clock
+    differs is removed and put again (so two members never share a clock on
+    the way), and metadata follows.
+
+    Runtime complexity: O(N) for N rows in all.
+    """
+    current = {row[0]: row for row in have}
+    target = {row[0]: row for row in want}
+    removed: list[Change] = []
+    put: list[Change] = []
+    metas: list[Change] = []
+    for member, (_, score, clock, _) in current.items():
+        row = target.get(member)
+        if row is None or row[2] != clock or not _same_score(row[1], score):
+            removed.append((DEL, member))
+    gone = {change[1] for change in removed}
+    for member, (_, score, clock, meta) in target.items():
+        if member not in current or member in gone:
+            put.append((PUT, member, score, clock))
+            if meta is not None:
+                metas.append((META, member, meta))
+        elif not _same_meta(current[member][3], meta):
+            metas.append((META, member, meta))
+    return removed + put + metas
 
 
 def _combine(

@@ -282,6 +282,39 @@ class ScoreFormat:
             parts.append(_enc_double(d) + _residual(r, True))
         return repr(d0), b"".join(parts)
 
+    def rounded_bound(self, score: Score, *, up: bool) -> tuple[str, bytes, bool]:
+        """A range bound on any score: ``(double text, ordkey, exact)``.
+
+        The exact encoding holds every score (``exact`` is True).  A packed
+        board holds only whole points on whole ticks of its window; a bound
+        between two packed values (a fraction of a point, a time between
+        ticks or outside the window) becomes its neighbour in index order:
+        the next packed value above it when ``up``, below it otherwise, or
+        an infinity when there is none.  ``exact`` is False then: no member
+        holds the bound itself, so the caller counts its neighbour in.
+
+        >>> day = PackedScore(0, 86400)
+        >>> fmt = ScoreFormat(ScoreCodec(("desc", "asc")), day)
+        >>> day.pack(10, 7), day.pack(10, 8)              # the earlier time is higher
+        (1441784, 1441783)
+        >>> fmt.rounded_bound((10, 7.5), up=True), fmt.rounded_bound((10, 7.5), up=False)
+        (('1441784.0', b'', False), ('1441783.0', b'', False))
+        >>> fmt.rounded_bound((10, 7), up=True), fmt.rounded_bound((2**60, 0), up=True)
+        (('1441784.0', b'', True), ('inf', b'', False))
+        """
+        if self.packing is None:
+            return (*self.bound(score), True)
+        assert isinstance(score, tuple)
+        points, t = score
+        below = self.packing.floor(points, t)
+        if below is not None and self.packing.unpack(below) == (points, t):
+            return repr(float(below)), b"", True
+        top = (self.packing.max_score << self.packing.bits) + self.packing.max_tick
+        if up:
+            above = self.packing.min_score << self.packing.bits if below is None else below + 1
+            return ("inf" if above > top else repr(float(above))), b"", False
+        return ("-inf" if below is None else repr(float(below))), b"", False
+
     def decode(self, text: str | bytes, ok: bytes, kind: str | bytes) -> Score:
         """The score back from its stored form, exactly and with its type."""
         kinds = kind.decode() if isinstance(kind, bytes) else kind

@@ -65,3 +65,32 @@ def test_epoch_scale_times_land_on_the_right_millisecond() -> None:
     packer = PackedScore(start, 86_400, resolution=0.001)
     for ms in (1, 7, 999, 86_399_999):
         assert packer.ticks(start + ms / 1000) == ms
+
+
+@given(
+    score=st.one_of(
+        st.integers(-(2**40), 2**40),
+        st.floats(allow_nan=False),
+        st.sampled_from([2**33, -(2**33) - 1]),
+    ),
+    t=st.one_of(st.integers(-10, 70), st.floats(allow_nan=False)),
+    descending=st.booleans(),
+)
+def test_floor_is_the_last_packed_value_at_or_before_any_pair(
+    score: int | float, t: int | float, descending: bool
+) -> None:
+    # 64 ticks of half a second from t = 3: scores 2**46 apart at most
+    packer = PackedScore(3.0, 32.0, resolution=0.5, descending=descending)
+
+    def key(s: int | float, time: int | float) -> tuple[int | float, int | float]:
+        return (s, -time) if descending else (s, time)
+
+    lowest = packer.min_score << packer.bits
+    highest = (packer.max_score << packer.bits) + packer.max_tick
+    below = packer.floor(score, t)
+    if below is None:
+        assert key(*packer.unpack(lowest)) > key(score, t)
+        return
+    assert lowest <= below <= highest
+    assert key(*packer.unpack(below)) <= key(score, t)
+    assert below == highest or key(*packer.unpack(below + 1)) > key(score, t)

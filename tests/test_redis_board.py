@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis_service import (  # noqa: F401 - fixtures
+    redis_board,
     redis_client_fixture,
     redis_server_fixture,
     redis_url_fixture,
@@ -34,6 +35,7 @@ from rankengine.redis_board import (
     encode_member,
 )
 from rankengine.scoring import ScoreCodec
+from rankengine.sharded import ShardedLeaderboard
 
 pytestmark = pytest.mark.redis
 
@@ -284,6 +286,137 @@ def test_packed_board_needs_a_matching_direction(redis_client: Any) -> None:
     assert list(b) == ["b", "a"]  # later time first, as asked
 
 
+# A packed window small enough for random bounds to hit its edges: ticks of
+# half a second from t = 1000, 64 ticks (6 bits), so time bounds land on
+# ticks, between them, and outside the window.
+SMALL_WINDOW = PackedScore(1000.0, 32.0, resolution=0.5)
+PACKED_ORDERS = [("desc", "asc"), ("asc", "desc"), ("desc", "desc"), ("asc", "asc")]
+packed_ticks = st.integers(0, SMALL_WINDOW.max_tick)
+packed_rows = st.dictionaries(
+    st.sampled_from([f"m{i}" for i in range(12)]),
+    st.tuples(st.integers(-3, 3), packed_ticks),
+    max_size=12,
+)
+bound_scores = st.one_of(
+    st.integers(-4, 4),
+    st.sampled_from([-0.0, 0.5, -1.5, 2.25, math.inf, -math.inf]),
+    st.sampled_from([SMALL_WINDOW.max_score, SMALL_WINDOW.min_score, 2**80, -(2**80)]),
+    st.floats(-5, 5, allow_nan=False),
+)
+bound_times = st.one_of(
+    packed_ticks.map(lambda tick: 1000.0 + tick * 0.5),
+    packed_ticks.map(lambda tick: 1000.0 + tick * 0.5 + 0.25),  # between two ticks
+    st.sampled_from([999.0, 999.75, 1032.0, 1100.0, -0.0, math.inf, -math.inf]),
+    st.floats(990, 1040, allow_nan=False),
+)
+bounds = st.one_of(st.none(), st.tuples(bound_scores, bound_times))
+
+
+@pytest.mark.parametrize("order", PACKED_ORDERS, ids="-".join)
+def test_packed_board_reads_any_bound_as_in_memory(order: tuple[str, str]) -> None:
+    # Writes refuse a score that packing cannot hold; reads take any bound,
+    # rounded to the packed values that keep the range's meaning, and answer
+    # exactly as an in-memory board does.
+    descending = order[0] != order[1]
+    packing = PackedScore(1000.0, 32.0, resolution=0.5, descending=descending)
+
+    @given(
+        rows=packed_rows,
+        low=bounds,
+        high=bounds,
+        low_inclusive=st.booleans(),
+        high_inclusive=st.booleans(),
+        probe=st.tuples(bound_scores, bound_times),
+    )
+    @settings(max_examples=80, deadline=None)
+    def run(
+        *,
+        rows: dict[str, tuple[int, int]],
+        low: Any,
+        high: Any,
+        low_inclusive: bool,
+        high_inclusive: bool,
+        probe: Any,
+    ) -> None:
+        scores = {member: (points, 1000.0 + tick * 0.5) for member, (points, tick) in rows.items()}
+        memory = Leaderboard(order=order)
+        memory.set_many(scores)
+        redis_side = redis_board(order=order, packing=packing)
+        redis_side.set_many(scores)
+        # the sharded board merges the counts of packed shards
+        shards = [redis_board(order=order, packing=packing) for _ in range(3)]
+        sharded = ShardedLeaderboard(shards)
+        sharded.set_many(scores)
+        flags = {"min_inclusive": low_inclusive, "max_inclusive": high_inclusive}
+        for packed in (redis_side, sharded):
+            assert packed.count(low, high, **flags) == memory.count(low, high, **flags)
+            for style in ("unique", "competition", "dense"):
+                assert packed.by_score(low, high, style=style, **flags) == memory.by_score(
+                    low, high, style=style, **flags
+                ), style
+                assert packed.rank_for_score(probe, style=style) == memory.rank_for_score(
+                    probe, style=style
+                ), (style, probe)
+            assert packed.by_score(low, high, offset=1, limit=2, **flags) == memory.by_score(
+                low, high, offset=1, limit=2, **flags
+            )
+        removed = memory.remove_by_score(low, high, **flags)
+        for packed in (redis_side, sharded):
+            assert packed.remove_by_score(low, high, **flags) == removed
+            assert packed.items() == memory.items()
+        redis_side._check()
+        for shard in shards:
+            shard._check()
+
+    run()
+
+
+# ----------------------------------------------------------------------
+# The tie clock's limit
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("order", ["desc", "asc"])
+def test_a_batch_that_would_pass_the_clock_limit_is_refused_whole(
+    redis_client: Any, order: str
+) -> None:
+    # The tie clock is a Lua number (a double): past 2**53 - 1 clocks collide.
+    # A batch whose writes would take it past the limit is refused before
+    # its first write, whichever script runs it.
+    b = board(redis_client, order=order)
+    b.set_many({"ann": 5, "bob": 3})
+    redis_client.hset(b.keys[5], "clock", MAXCLOCK - 2)  # room for two more changes
+    before = (b.items(), b.clock, b.writes)
+    batches = {
+        "set_many": lambda: b.set_many({"cid": 1, "dan": 2, "eve": 3}),
+        "incr_many": lambda: b.incr_many({"cid": 1, "ann": 1, "eve": 1}),
+        "exact incr_many": lambda: b.incr_many({"cid": 2**60, "ann": 1, "eve": 1}),
+    }
+    for name, batch in batches.items():
+        with pytest.raises(ValueError, match=r"tie clock would pass 2\*\*53 - 1"):
+            batch()
+        assert (b.items(), b.clock, b.writes) == before, name
+        b._check()
+    assert b.set_many({"cid": 1, "dan": 2}) == 2  # two changes still fit
+    assert b.clock == MAXCLOCK
+    for name, write in {
+        "set": lambda: b.set("eve", 9),
+        "incr": lambda: b.incr("ann", 1),
+        "exact incr": lambda: b.incr("ann", 2**60),
+        "set_many": lambda: b.set_many({"eve": 9}),
+    }.items():
+        with pytest.raises(ValueError, match=r"tie clock would pass 2\*\*53 - 1"):
+            write()
+        assert b.clock == MAXCLOCK and "eve" not in b and b["ann"] == 5, name
+    assert b.set("ann", 5) is False  # an unchanged score needs no clock
+    b._check()
+    # nor does a rebuild copy a board whose clock is past the limit
+    source = Leaderboard(order=order)
+    source._restore([("zed", 1, MAXCLOCK + 1, None)], MAXCLOCK + 1)
+    state = (b.items(), b.clock, b.writes)
+    with pytest.raises(ValueError, match=r"past 2\*\*53 - 1"):
+        b.rebuild(source)
+    assert (b.items(), b.clock, b.writes) == state
+
+
 # ----------------------------------------------------------------------
 # Sharing, round trips, atomicity
 # ----------------------------------------------------------------------
@@ -517,6 +650,84 @@ def test_rebuild_from_any_board(redis_client: Any, tmp_path: Any) -> None:
         "'a': Redis has ('a', 3, 0, {'k': 'v'}), log ('a', 2, 0, {'k': 'v'})",
         "clock: Redis 4, log 3",
     ]
+
+
+def test_rebuild_of_a_logged_board_from_another_board_is_logged(
+    redis_client: Any, tmp_path: Any
+) -> None:
+    # The log is the logged board's truth: a rebuild from any other board
+    # (one without a log, here) is logged as one write, so Redis, its write
+    # counter and the log stay in step, the next write finds nothing to
+    # repair, and the board reopens (and recovers) with the new contents.
+    name = unique_name()
+    with RedisLeaderboard(redis_client, name, log=tmp_path, fsync="always") as b:
+        b.set_many({"ann": 10, "bob": 7, "cid": 3})
+        b.set_meta("bob", {"n": 1})
+        b.set_meta("cid", {"n": 2})
+        source = Leaderboard()
+        source.set_many({"bob": 8, "dan": 5, "cid": 3})
+        source.set_meta("dan", {"k": "v"})
+        source.set_meta("cid", {"n": 2})
+        seq = b.log.last_seq
+        assert b.rebuild(source) == 3
+        assert b.log.last_seq == seq + 1  # one logged write
+        assert b.writes == b.log.last_seq
+        assert b.items() == source.items() == b.log.items()
+        assert [b.meta(m) for m in ("bob", "cid", "dan")] == [None, {"n": 2}, {"k": "v"}]
+        assert b.verify() == []
+        b._check()
+        b.set("eve", 1)  # the write guard finds Redis in step with the log
+        assert b.repairs == 0
+        assert b.items() == [("bob", 8), ("dan", 5), ("cid", 3), ("eve", 1)]
+        expected = b.items()
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as again:
+        assert not again.recovered
+        assert again.items() == expected and again.meta("dan") == {"k": "v"}
+        assert again.verify() == []
+        keys = again.keys
+    redis_client.delete(*keys)  # Redis forgets: the log brings the rebuilt board back
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as again:
+        assert again.recovered
+        assert again.items() == expected and again.meta("dan") == {"k": "v"}
+        assert again.verify() == []
+        again._check()
+
+
+def test_a_logged_board_rolls_back_to_a_point_in_its_own_log(
+    redis_client: Any, tmp_path: Any
+) -> None:
+    name = unique_name()
+    with RedisLeaderboard(redis_client, name, log=tmp_path, fsync="always") as b:
+        b.set_many({"ann": 1, "bob": 2})
+        b.set("bad", 99)  # the write to undo
+        b.rebuild(rebuild_from_directory(tmp_path, until_seq=1))
+        assert b.items() == [("bob", 2), ("ann", 1)]
+        assert b.writes == b.log.last_seq == 3 and b.verify() == []
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as again:
+        assert not again.recovered and again.items() == [("bob", 2), ("ann", 1)]
+        again._check()
+
+
+def test_a_rebuild_from_a_bad_source_changes_nothing(redis_client: Any, tmp_path: Any) -> None:
+    # every row is checked before Redis or the log is touched
+    packing = PackedScore(0, WEEK)
+    with board(redis_client, order=("desc", "asc"), packing=packing, log=tmp_path / "a") as b:
+        b.set_many({"ann": (5, 60), "bob": (3, 0)})
+        before = (b.items(), b.writes, b.log.last_seq)
+        source = Leaderboard(order=("desc", "asc"))
+        source.set_many({"ann": (1, 0), "half": (2, 0.5)})  # between two ticks
+        with pytest.raises(ValueError, match="whole number"):
+            b.rebuild(source)
+        assert (b.items(), b.writes, b.log.last_seq) == before
+        assert b.verify() == []
+    plain = board(redis_client, tie_break="member")
+    plain.set_many({"a": 1, "b": 2})
+    mixed = Leaderboard()
+    mixed.set_many({"a": 3, 7: 4})
+    with pytest.raises(TypeError, match="breaks ties by member"):
+        plain.rebuild(mixed)
+    assert plain.items() == [("b", 2), ("a", 1)]
+    plain._check()
 
 
 def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path: Any) -> None:

@@ -14,10 +14,22 @@
 guard()
 local WIDTH = {X = 5, P = 6, R = 6, T = 2, D = 2, M = 4, C = 2, W = 2}
 local tag = board_tag()
+local base = clock_base(tonumber(ARGV[2]))
+-- the highest clock the ops need, checked before the first write
+local highest = 0
 local i = 3
 while i <= #ARGV do
   local op = ARGV[i]
   if not WIDTH[op] then fail('VALUE', 'unknown op ' .. op) end
+  if op == 'P' then
+    highest = math.max(highest, tonumber(ARGV[i + 5]))
+  elseif op == 'R' then
+    highest = math.max(highest, base + tonumber(ARGV[i + 5]))
+  elseif op == 'T' then
+    highest = math.max(highest, base + tonumber(ARGV[i + 1]))
+  elseif op == 'C' then
+    highest = math.max(highest, tonumber(ARGV[i + 1]))
+  end
   if op == 'X' then
     local old = lookup(ARGV[i + 1])
     if ARGV[i + 2] == '' then
@@ -31,7 +43,7 @@ while i <= #ARGV do
   end
   i = i + WIDTH[op]
 end
-local base = clock_base(tonumber(ARGV[2]))
+clock_check(highest)
 local changed, writes = false, nil
 i = 3
 while i <= #ARGV do

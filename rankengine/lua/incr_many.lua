@@ -29,6 +29,7 @@ for i = 4, #ARGV, 3 do
   state[member] = cur
 end
 local base = clock_base(tonumber(ARGV[2]))
+clock_check(base + steps)
 local out = {base}
 for _, member in ipairs(order) do
   local r, step = result[member], last[member]

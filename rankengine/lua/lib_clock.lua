@@ -7,10 +7,19 @@ local function inexact(delta)
   if COLS == 1 then inexact_now, dirty = inexact_now + delta, true end
 end
 
--- The logical clock.
+-- The logical clock.  Past MAXCLOCK a Lua number (a double) can no longer
+-- tell neighbouring clocks apart, so a script that writes checks the
+-- highest clock its changes need before its first write (clock_check);
+-- clock_raise checks again as a last resort.
+local function clock_check(c)
+  if c > MAXCLOCK then
+    fail('RANGE', fmt('the tie clock would pass 2**53 - 1 (it is at %.0f): ', clock_now)
+      .. 'the write is refused whole, nothing was written')
+  end
+end
 local function clock_raise(c)
   if c > clock_now then
-    if c > MAXCLOCK then fail('RANGE', 'the tie clock reached 2**53') end
+    clock_check(c)
     clock_now, dirty = c, true
   end
 end

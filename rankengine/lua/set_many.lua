@@ -34,6 +34,7 @@ for i = 5, #ARGV, 4 do
   state[member] = cur
 end
 local base = clock_base(tonumber(ARGV[3]))
+clock_check(base + steps)
 local out, changed = {0, base}, 0
 for member, mark in pairs(last) do
   put(member, before[member] or nil, state[member], base + mark[2])
