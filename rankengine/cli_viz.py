@@ -9,7 +9,9 @@ same picture.
     The levels, links and spans.
 ``rankengine trace [SCORE ...] --find S | --rank R | --insert S | --delete S | --update OLD NEW``
     A search (its path, drops, and the rank summed from spans, step by
-    step), or the narration of an insert, a delete or a score change.
+    step), or the narration of an insert, a delete or a score change (for
+    an increase that moves the node, the finger search from the old
+    ``update[]`` nodes that ``SkipList.move`` runs).
 
 ``--svg FILE`` also writes the picture as a self-contained SVG file.
 """
@@ -123,7 +125,8 @@ def register(sub: Any) -> None:
         description="Build the same list as `show`, then draw the path of a search (the "
         "links crossed, where it drops a level, the rank summed from spans) or narrate an "
         "insert, a delete or a score change: update[] and rank[] on each level and every "
-        "span that changes, and why.",
+        "span that changes, and why (a score increase that moves the node: the finger search "
+        "for its new place from the old update[]).",
         epilog="examples:  rankengine trace 30 10 50 20 40 --find 40   |   rankengine trace "
         "--insert 35 --height 3   |   rankengine trace --update 20 45",
     )

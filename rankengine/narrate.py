@@ -4,13 +4,18 @@ a score change.
 :func:`trace_key` and :func:`trace_rank` follow a search and record every
 link it crosses, where it drops a level and the rank summed from spans;
 :func:`explain` tells it in numbered sentences and
-:func:`rankengine.viz.render_text` draws it.
+:func:`rankengine.viz.render_text` draws it.  :func:`trace_finger` follows
+the finger search a score increase runs (``SkipList._move_ahead``): from the
+old ``update[i]`` nodes, not from the header.
 
 :func:`narrate_insert`, :func:`narrate_delete` and :func:`narrate_update`
 perform the operation on a real :class:`SkipList` and return a
 :class:`Narration`: the search that finds ``update[i]`` and ``rank[i]`` on
 every level, the new node's height, every span that changes and why, and
-pictures before and after.
+pictures before and after.  A score change that moves the node tells the
+searches the code runs: for an increase, the finger search from the old
+``update[i]`` with the node still linked, then the unlink and the relink;
+for a decrease, the unlink, a search from the header, and the relink.
 
 A narration cannot describe something the code does not do.  It works out
 the new shape twice from the old one: with the span arithmetic it prints
@@ -65,6 +70,7 @@ __all__ = [
     "narrate_delete",
     "narrate_insert",
     "narrate_update",
+    "trace_finger",
     "trace_key",
     "trace_rank",
 ]
@@ -102,7 +108,10 @@ class Narration:
     ``before`` and ``after`` are the shapes around the operation, ``trace``
     the search on ``before``, ``changes`` every span that changed, and
     ``marked`` the ``(level, node)`` links of ``after`` that are new or
-    changed.
+    changed.  For a score change that moves the node, ``relink`` is the
+    search for its new place: a finger search on ``before`` for a larger
+    key (:func:`trace_finger`), a search from the header in the list
+    without the node for a smaller one; otherwise None.
     """
 
     operation: Literal["insert", "delete", "update"]
@@ -114,18 +123,25 @@ class Narration:
     changes: tuple[SpanChange, ...]
     marked: frozenset[tuple[int, int]]
     in_place: bool = False
+    relink: Trace | None = None
 
     def __str__(self) -> str:
         return self.text
 
     def svg(self) -> str:
-        """Two pictures as one SVG file: the search before, the list after."""
-        return svg_document(
-            [
-                Panel(self.before, self.trace, title=f"{self.title}: the search (before)"),
-                Panel(self.after, None, self.marked, title=f"{self.title}: after"),
-            ]
-        )
+        """The pictures as one SVG file: the search before, the finger
+        search of a score increase (also before), the list after."""
+        panels = [Panel(self.before, self.trace, title=f"{self.title}: the search (before)")]
+        if self.relink is not None and self.relink.starts:
+            panels.append(
+                Panel(
+                    self.before,
+                    self.relink,
+                    title=f"{self.title}: the finger search for the new place (before)",
+                )
+            )
+        panels.append(Panel(self.after, None, self.marked, title=f"{self.title}: after"))
+        return svg_document(panels)
 
 
 # ----------------------------------------------------------------------
@@ -153,6 +169,10 @@ class Trace:
     the node where the search left that level and its rank.  For a strict
     key search these are exactly the ``update[i]`` and ``rank[i]`` of an
     insert or delete.  ``found`` is the node searched for, or None.
+
+    ``starts`` is empty for a search from the header.  For a finger search
+    (:func:`trace_finger`) it has one ``(level, node, rank)`` per level, top
+    down: the node the walk on that level started from.
     """
 
     kind: Literal["key", "rank"]
@@ -162,6 +182,7 @@ class Trace:
     stops: tuple[tuple[int, int, int], ...]
     found: int | None
     rank: int
+    starts: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def end(self) -> int:
@@ -175,6 +196,20 @@ class Trace:
     def update(self) -> list[int]:
         """``update[i]`` per level ``i`` (level 0 first), for strict searches."""
         return [node for _, node, _ in reversed(self.stops)]
+
+    def restarts(self) -> list[tuple[int, int]]:
+        """``(level, node)`` of every level a finger search started afresh
+        from an old ``update[i]``: the top level, and each level where that
+        node was ahead of where the level above stopped.  Empty for a
+        search from the header."""
+        if not self.starts:
+            return []
+        top, first, _ = self.starts[0]
+        out = [(top, first)]
+        for (_, stop, _), (level, start, _) in zip(self.stops, self.starts[1:], strict=False):
+            if start != stop:
+                out.append((level, start))
+        return out
 
 
 def _resolve_key(shape: Shape, primary: Any, tie: Any) -> tuple[Any, ...]:
@@ -238,6 +273,60 @@ def trace_key(
     return Trace("key", key, strict, tuple(steps), tuple(stops), found, r)
 
 
+def trace_finger(source: SkipList | Shape | Any, primary: Any, tie: Any, start: Trace) -> Trace:
+    """Follow the finger search of a move to the larger key ``(primary, tie)``
+    (``SkipList._search_ahead``, run by ``SkipList._move_ahead``).
+
+    ``start`` is the strict search for the old key (:func:`trace_key` with
+    ``strict=True``): its stops are the old ``update[i]`` and ``rank[i]``.
+    Each ``update[i]`` is before the old key, so before the new one too.
+    The walk starts on the top level from ``update[top]``; on every level
+    it starts from ``update[i]`` when that node is ahead of where the level
+    above stopped (a higher rank), else from where it stopped, then crosses
+    links while the next key is ``<`` the new one.  The node being moved is
+    still linked: the walk may cross it and stop on it, and ranks past it
+    count it.  The stops are the new ``update[i]`` and ``rank[i]``.
+
+    Runtime complexity: O(log N) expected, less for a small move
+
+    >>> from rankengine.viz import teaching_list
+    >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
+    >>> old = trace_key(sl, 20, 0, strict=True)  # update[i]: 15, 15, 15
+    >>> t = trace_finger(sl, 22, 0, old)
+    >>> t.starts[0][1], [(s.level, s.src, s.dst) for s in t.steps], t.update()
+    (3, [(1, 3, 4)], [4, 4, 3])
+
+    :raises ValueError: unless ``start`` is a strict key search on the same
+        list for a key smaller than ``(primary, tie)``.
+    """
+    shape = shape_of(source)
+    key = (primary, tie)
+    if start.kind != "key" or not start.strict or len(start.stops) != shape.level:
+        raise ValueError("the finger search needs the strict search for the old key")
+    if not start.target < key:
+        raise ValueError(f"the finger search is for a larger key than {start.target!r}")
+    update = {level: (node, rank) for level, node, rank in start.stops}
+    nil = shape.nil
+    steps: list[Step] = []
+    starts: list[tuple[int, int, int]] = []
+    stops: list[tuple[int, int, int]] = []
+    x, r = update[shape.level - 1]
+    for i in range(shape.level - 1, -1, -1):
+        u, ru = update[i]
+        if ru > r:
+            # The old predecessor on this level is ahead: start there.
+            x, r = u, ru
+        starts.append((i, x, r))
+        while (dst := shape.forward[x][i]) != nil and shape.key(dst) < key:
+            r += shape.spans[x][i]
+            steps.append(Step(i, x, dst, shape.spans[x][i], r))
+            x = dst
+        stops.append((i, x, r))
+    nxt = shape.forward[x][0]
+    found = nxt if nxt != nil and shape.key(nxt) == key else None
+    return Trace("key", key, True, tuple(steps), tuple(stops), found, r, tuple(starts))
+
+
 def trace_rank(source: SkipList | Shape | Any, rank: int) -> Trace:
     """Follow the search for the node at 1-based ``rank`` (Redis
     ``zslGetElementByRank``): cross a link whenever its span does not
@@ -288,7 +377,20 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     labels = shape.labels
     width = max(len(labels[node]) for _, node, _ in trace.stops)
     width = max([width, *(len(labels[s.src]) for s in trace.steps)])
-    if trace.kind == "key":
+    width = max([width, *(len(labels[node]) for _, node, _ in trace.starts)])
+    restarts = dict(trace.restarts())
+    starts = {level: rank for level, _, rank in trace.starts}
+    if trace.starts:
+        target = _target_text(trace, shape)
+        test = "<"
+        lines = [
+            _fill(
+                f"Finger search for {target} from the old update[i]: on each level, start "
+                "from update[i] if it is ahead of where the level above stopped, then cross "
+                f"links while the next key is < {target}, adding up their spans."
+            )
+        ]
+    elif trace.kind == "key":
         target = _target_text(trace, shape)
         test = "<" if trace.strict else "<="
         lines = [
@@ -300,7 +402,19 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         target = str(trace.target)
         lines = [f"Find rank {target}: on each level, cross a link while rank + span <= {target}."]
     n = 0
+    above: tuple[int, int] | None = None  # (node, rank) where the level above stopped
     for level, stop, rank in trace.stops:
+        if level in restarts:
+            n += 1
+            node = restarts[level]
+            start = f"{n:>2}. L{level:<2} at {labels[node]:<{width}}  "
+            start += f"start at update[{level}], rank {starts[level]}"
+            if above is not None:
+                start += (
+                    f": ahead of {labels[above[0]]} (rank {above[1]}), where L{level + 1} stopped"
+                )
+            lines.append(start)
+        above = (stop, rank)
         for step in trace.steps:
             if step.level != level:
                 continue
@@ -330,7 +444,12 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         )
     crossed = len(trace.steps)
     links = f"{crossed} link{'' if crossed == 1 else 's'} (of {shape.length} nodes)"
-    if trace.kind == "rank":
+    if trace.starts:
+        lines.append(
+            f"The walk crossed {links} and ended on {labels[trace.end]} (the new update[0], "
+            f"rank {trace.rank})."
+        )
+    elif trace.kind == "rank":
         lines.append(f"Rank {target} is {labels[trace.end]}, reached after crossing {links}.")
     elif trace.found is not None and not trace.strict:
         lines.append(f"Found {target} at rank {trace.rank} after crossing {links}.")
@@ -849,6 +968,10 @@ def narrate_update(
     height = before.heights[x]
     middle, out_changes, _, out_lines = _unlink_changes(before, trace, x)
     relink = trace_key(middle, *new_key, strict=True)
+    ahead = old_key < new_key
+    if ahead:
+        finger = trace_finger(before, *new_key, trace)
+        _check_finger(finger, trace, relink, x)
     predicted, in_changes, _, in_lines = _link_changes(middle, relink, entry, height)
     # Both the unlink and the relink changed links, and the relink shifted
     # the nodes after the new place by one: compare the pictures node by node.
@@ -856,32 +979,71 @@ def narrate_update(
     sl.move(*old_key, *new_key)
     real = shape_of(sl, before.label_mode)
     _check(predicted, predicted, real, "update")
-    steps = [
-        intro,
-        _search_step(
-            1, f"jumps to {old_label}", old_word, trace, before, layout=layout, width=width
-        ),
-        _block(
-            f"Step 2: {new_word} does not sort between {low} and {high}, so the node must "
-            f"move.  Unlink it as a delete does (height {height}):",
-            _rows(out_lines),
-        ),
-        _block(
-            f"Step 3: search again, for {new_label}, in the list without the node:",
-            _picture(middle, relink, (), layout, width),
-            _update_table(relink, middle.labels),
-        ),
-        _block(
-            f"Step 4: link the same node (same height {height}, no new level draw) after "
-            f"update[i], as an insert does; it lands at rank {relink.rank + 1}:",
-            _rows(in_lines),
-        ),
-        _block(
-            "Step 5: after.  Changed links are marked ~N~>.",
-            _picture(real, None, marked, layout, width),
-        ),
-        "Checked: the spans above are those of the real skip list after move().",
-    ]
+    search = _search_step(
+        1, f"jumps to {old_label}", old_word, trace, before, layout=layout, width=width
+    )
+    link = (
+        f"link the same node (same height {height}, no new level draw) after update[i], "
+        "as an insert does"
+    )
+    lands = f"lands at rank {relink.rank + 1}:"
+    after = _block(
+        "Step 5: after.  Changed links are marked ~N~>.",
+        _picture(real, None, marked, layout, width),
+    )
+    checked = "Checked: the spans above are those of the real skip list after move()."
+    if ahead:
+        steps = [
+            intro,
+            search,
+            _block(
+                f"Step 2: {new_word} does not sort between {low} and {high}, so the node "
+                f"must move.  The key grows, so the new place is found first, with the node "
+                f"still in the list, by a finger search from the update[i] of step 1 (not "
+                f"from the header): each of them is before {old_word}, so before "
+                f"{new_word} too.  The walk starts on the top level from update[top]; on "
+                f"each level below it starts from update[i] if that node is ahead of where "
+                f"the level above stopped (+), else from where it stopped (v).  A small "
+                f"increase crosses few links.",
+                _picture(before, finger, (), layout, width),
+                _rows(explain(finger, before).splitlines()),
+                _update_table(finger, before.labels),
+            ),
+            _block(
+                f"Step 3: unlink the node as a delete does (height {height}), with the "
+                "update[i] of step 1:",
+                _rows(out_lines),
+            ),
+            _block(
+                f"Step 4: {link}, with the update[i] and rank[i] of step 2 taken into the "
+                f"list without the node: where the walk stopped on {old_label} itself, "
+                f"update[i] is the one of step 1 (the node stays after it on that level); "
+                f"past {old_label}, rank[i] is one lower.  (SkipList._move_ahead does steps "
+                f"3 and 4 in one pass, level by level.)  The node {lands}",
+                _rows(in_lines),
+            ),
+            after,
+            checked,
+        ]
+    else:
+        steps = [
+            intro,
+            search,
+            _block(
+                f"Step 2: {new_word} does not sort between {low} and {high}, so the node must "
+                f"move.  Unlink it as a delete does (height {height}):",
+                _rows(out_lines),
+            ),
+            _block(
+                f"Step 3: search again, for {new_label}, from the header, in the list "
+                "without the node:",
+                _picture(middle, relink, (), layout, width),
+                _update_table(relink, middle.labels),
+            ),
+            _block(f"Step 4: {link}; it {lands}", _rows(in_lines)),
+            after,
+            checked,
+        ]
     return Narration(
         "update",
         title,
@@ -892,4 +1054,28 @@ def narrate_update(
         (*out_changes, *in_changes),
         frozenset(marked),
         False,
+        finger if ahead else relink,
+    )
+
+
+def _check_finger(finger: Trace, old: Trace, relink: Trace, x: int) -> None:
+    """The finger search for the new place must find the update[i] and
+    rank[i] that a search from the header finds once node ``x`` is unlinked
+    (as ``SkipList._move_ahead`` relies on): where it stopped on ``x``, the
+    old update[i]; past ``x``, the same node one number and one rank lower."""
+    update = {level: (node, rank) for level, node, rank in old.stops}
+    derived = []
+    for level, w, rank in finger.stops:
+        if w == x:
+            derived.append((level, *update[level]))
+        elif w > x:
+            derived.append((level, w - 1, rank - 1))
+        else:
+            derived.append((level, w, rank))
+    # Levels x alone reached are gone from the list without it: there the
+    # header is update[i], at rank 0.
+    expected = [(lvl, 0, 0) for lvl in range(len(derived) - 1, len(relink.stops) - 1, -1)]
+    expected += list(relink.stops)
+    assert derived == expected, (
+        f"the finger search found update[i] {derived}, the search from the header {expected}"
     )

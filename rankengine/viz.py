@@ -14,7 +14,10 @@ rank   0       1     2      3      4      5
 
 A search from :func:`rankengine.narrate.trace_key` is drawn on top:
 ``=N=>`` for the links it crossed, ``v`` where it dropped a level, ``^``
-where it ended; the spans it crossed add up to the rank it ends on.  Lists
+where it ended; the spans it crossed add up to the rank it ends on.  A
+finger search (:func:`rankengine.narrate.trace_finger`, the search for the
+new place of a score increase) also marks with ``+`` each node it started a
+level from: an old ``update[i]``, not the header.  Lists
 too wide for the screen are drawn sideways (``layout="vertical"``): a line
 per node, a column per level.  :func:`render_svg` draws the same picture as
 a self-contained SVG file.
@@ -541,8 +544,17 @@ def _horizontal(
     total = x[nil] + len(NIL)
     followed = {(s.level, s.src) for s in trace.steps} if trace else set()
     drops = trace.drops() if trace else []
+    # A finger search starts levels from old update[i] nodes: '+' above the
+    # level's row, under the level above (or over the top level).
+    restarts = trace.restarts() if trace else []
     rows: list[str] = []
     for i in range(shape.level - 1, -1, -1):
+        if i == shape.level - 1 and restarts:
+            spacer = [" "] * total
+            for level, node in restarts:
+                if level == i:
+                    spacer[_center(labels, x, node)] = "+"
+            rows.append("".join(spacer).rstrip())
         row = list(f"L{i}".ljust(prefix)) + [" "] * (total - prefix)
         k = 0
         while k != nil:
@@ -555,10 +567,13 @@ def _horizontal(
         row[x[nil] :] = NIL
         rows.append("".join(row).rstrip())
         below = [node for level, node in drops if level == i]
-        if below:
+        starts = [node for level, node in restarts if level == i - 1]
+        if below or starts:
             spacer = [" "] * total
             for node in below:
                 spacer[_center(labels, x, node)] = "v"
+            for node in starts:
+                spacer[_center(labels, x, node)] = "+"
             rows.append("".join(spacer).rstrip())
     if trace is not None:
         marker = [" "] * total
@@ -582,6 +597,7 @@ def _vertical(
     level = shape.level
     followed = {(s.level, s.src) for s in trace.steps} if trace else set()
     drops = set(trace.drops()) if trace else set()
+    restarts = set(trace.restarts()) if trace else set()
     stood: set[tuple[int, int]] = set()
     if trace is not None:
         for s in trace.steps:
@@ -595,7 +611,15 @@ def _vertical(
             if k == nil:
                 row.append(" o")
             elif shape.heights[k] > i:
-                glyph = "@" if (i, k) in stood else "*" if (i, k) in changed else "o"
+                glyph = (
+                    "+"
+                    if (i, k) in restarts
+                    else "@"
+                    if (i, k) in stood
+                    else "*"
+                    if (i, k) in changed
+                    else "o"
+                )
                 row.append(("<" if (i, k) in drops else " ") + glyph + str(shape.spans[k][i]))
                 current[i] = k
             else:
@@ -631,6 +655,8 @@ def _legend(
         lines = [f"-N->  a link jumping N level-0 steps (its span); {total}"]
         if trace is not None:
             lines.append("=N=>  a link the search crossed   v  it dropped a level   ^  it ended")
+            if trace.starts:
+                lines.append("+     it started the level below from an old update[i]")
         if changed:
             lines.append("~N~>  a link whose span changed")
         return lines
@@ -640,6 +666,8 @@ def _legend(
     ]
     if trace is not None:
         lines.append("@N  where the search stood   #  a link it crossed   <  it dropped a level")
+        if trace.starts:
+            lines.append("+N  where it started a level from an old update[i]")
     if changed:
         lines.append("*N  a link whose span changed (:  where it passes)")
     return lines
@@ -838,6 +866,11 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
                 f'stroke="{color}" stroke-width="2.6" fill="none" '
                 f'marker-end="url(#arrow-followed)"/>'
             )
+        for lvl, node in trace.restarts():
+            out.append(
+                f'<circle class="start" cx="{x[node] + 6}" cy="{row_y(lvl) + 6}" r="4" '
+                f'fill="{color}"/>'
+            )
         end = trace.end
         out.append(
             f'<rect class="end" x="{x[end] - 4}" y="{row_y(0) - 4}" width="{box[end] + 8}" '
@@ -847,6 +880,8 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
     legend = [f"the number on a link is its span; each level's spans add up to {shape.length}"]
     if trace is not None:
         legend.append("red: the links the search crossed and where it dropped; framed: its end")
+        if trace.starts:
+            legend.append("red dot: where it started a level from an old update[i]")
     if changed:
         legend.append("orange: links whose span changed")
     for line in [*legend, *panel.caption]:

@@ -194,6 +194,7 @@ def test_trace_narrations(good: dict[str, Run], svg_dir: Path) -> None:
     assert good["update"].code == 0 and "zslUpdateScore" in good["update"].out
     move = good["update move"]
     assert move.code == 0 and "must move" in move.out and "Step 5: after" in move.out
+    assert "Finger search for 55 from the old update[i]" in move.out  # as move() searches
 
 
 def test_trending(good: dict[str, Run]) -> None:

@@ -467,3 +467,183 @@ def test_narration_errors_leave_the_list_alone() -> None:
         narrate_insert(sl, 31, height=99, rng=rng)
     assert shape_of(sl) == before
     assert isinstance(before, Shape)
+
+
+# ----------------------------------------------------------------------
+# The finger search of a score increase, checked against the real code
+# ----------------------------------------------------------------------
+
+
+class _Recorded(list):  # type: ignore[type-arg]
+    """A skip-list node that logs the links a walk reads while ``log`` is set:
+    ``("stand", level, node)`` when it reads a forward link (the walk stands
+    on ``node`` at ``level``) and ``("cross", level, src, dst)`` when it reads
+    a span (the walk crosses that link: a search reads a span only to add it)."""
+
+    log: list[tuple[Any, ...]] | None = None
+
+    def __getitem__(self, i: Any) -> Any:
+        log = _Recorded.log
+        if log is not None and isinstance(i, int) and i >= 4:
+            level = (i - 4) >> 1
+            if i % 2 == 0:
+                log.append(("stand", level, _name(self)))
+            else:
+                log.append(("cross", level, _name(self), _name(list.__getitem__(self, i - 1))))
+        return list.__getitem__(self, i)
+
+
+def _name(node: Any) -> str:
+    """A node as the narration's labels name it, member first: HEAD for the header."""
+    return (
+        "NIL"
+        if node is None
+        else "HEAD"
+        if list.__getitem__(node, 2) is None
+        else str(list.__getitem__(node, 2))
+    )
+
+
+def _record_nodes(sl: SkipList, node: type[list[Any]] = _Recorded) -> None:
+    """Replace every node of ``sl`` by a copy of type ``node`` (a
+    :class:`_Recorded` one, or back to a plain list), links and all."""
+    nodes = [sl.header]
+    x = list.__getitem__(sl.header, 4)
+    while x is not None:
+        nodes.append(x)
+        x = list.__getitem__(x, 4)
+    copies = {id(x): node(x) for x in nodes}
+    for x in copies.values():
+        for slot in [3, *range(4, len(x), 2)]:
+            ref = list.__getitem__(x, slot)
+            if ref is not None:
+                x[slot] = copies[id(ref)]
+    sl.header = copies[id(nodes[0])]
+    sl.tail = None if sl.tail is None else copies[id(sl.tail)]
+    sl._update = [sl.header] * sl.max_level
+    sl._new_update = [sl.header] * sl.max_level
+    sl._finger = None
+
+
+def _narrate_recorded(
+    sl: SkipList, old: int, new: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, list[tuple[Any, ...]]]:
+    """Narrate a score change on ``sl`` while recording what the real
+    ``SkipList._search_ahead`` (the finger search of ``_move_ahead``) reads."""
+    _record_nodes(sl)
+    real = SkipList._search_ahead
+    seen: list[tuple[Any, ...]] = []
+
+    def recorded(self: SkipList, p: Any, t: Any) -> None:
+        _Recorded.log = seen
+        try:
+            real(self, p, t)
+        finally:
+            _Recorded.log = None
+
+    monkeypatch.setattr(SkipList, "_search_ahead", recorded)
+    story = narrate_update(sl, old, new, label="member")
+    _record_nodes(sl, list)  # plain nodes again, as _check expects
+    return story, seen
+
+
+def _narrated_walk(story: Any) -> list[tuple[Any, ...]]:
+    """The finger search as the narration tells it, in the recorder's terms:
+    per level, stand on the start node, then cross each link and stand on
+    the node it reaches."""
+    trace = story.relink
+    labels = story.before.labels
+    walk: list[tuple[Any, ...]] = []
+    for level, start, _ in trace.starts:
+        walk.append(("stand", level, labels[start]))
+        for s in trace.steps:
+            if s.level == level:
+                walk.append(("cross", level, labels[s.src], labels[s.dst]))
+                walk.append(("stand", level, labels[s.dst]))
+    return walk
+
+
+def test_increase_narrates_the_finger_search_within_reach(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 15 -> 22: update[1] = 10 is ahead of HEAD, where L2 stopped, so the
+    # walk on L1 starts there; L3 and L2 cross no link.
+    sl, _ = lecture()
+    story, seen = _narrate_recorded(sl, 15, 22, monkeypatch)
+    assert seen, "the move did not run the finger search"
+    assert _narrated_walk(story) == seen
+    labels = story.before.labels
+    assert [(lvl, labels[node]) for lvl, node in story.relink.restarts()] == [
+        (3, "HEAD"),
+        (1, "s1"),  # 10
+    ]
+    assert {s.level for s in story.relink.steps} == {1}
+    assert "start at update[1], rank 2: ahead of HEAD (rank 0), where L2 stopped" in story.text
+    sl._check()
+
+
+def test_finger_search_pictures_mark_where_levels_start() -> None:
+    sl, _ = lecture()
+    story = narrate_update(sl, 15, 22)
+    finger = story.relink
+    assert finger is not None and finger.restarts() == [(3, 0), (1, 2)]  # HEAD, 10
+    lines = render_text(story.before, finger, layout="horizontal").splitlines()
+    # '+' over the top level under HEAD, and under 10 above L1 (where L2 dropped: v).
+    assert lines[0].strip() == "+" and lines[1].startswith("L3")
+    above_l1 = lines[lines.index(next(ln for ln in lines if ln.startswith("L1"))) - 1]
+    assert sorted(above_l1.split()) == ["+", "v"]
+    assert "+     it started the level below from an old update[i]" in lines
+    vertical = render_text(story.before, finger, layout="vertical")
+    assert "<+5" in vertical and " +1" in vertical  # HEAD on L3, 10 on L1
+    root = ET.fromstring(story.svg())
+    assert len(root.findall(f".//{SVG}text[@class='title']")) == 3
+    assert len(root.findall(f".//{SVG}circle[@class='start']")) == 2
+    down = narrate_update(sl, 45, 12)  # a decrease searches from the header
+    assert down.relink is not None and down.relink.starts == () and "from the header" in down.text
+    assert len(ET.fromstring(down.svg()).findall(f".//{SVG}text[@class='title']")) == 2
+
+
+def test_increase_narrates_the_finger_search_from_the_top(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 20 -> 55: update[3] = HEAD, so the walk for the far new place crosses
+    # links from the top level down, as a search from the header would.
+    sl, _ = lecture()
+    story, seen = _narrate_recorded(sl, 20, 55, monkeypatch)
+    assert _narrated_walk(story) == seen
+    assert max(s.level for s in story.relink.steps) == story.before.level - 1
+    sl._check()
+
+
+def test_increase_narration_steps_walk_over_the_node_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 30 -> 42: the node is still linked during the finger search; on L1 the
+    # walk crosses onto it and stops there (it stays after update[1]).
+    sl, _ = lecture()
+    story, seen = _narrate_recorded(sl, 30, 42, monkeypatch)
+    assert _narrated_walk(story) == seen
+    labels = story.before.labels
+    assert ("cross", 1, "s8", "s0") in seen  # 25 -> 30 on L1
+    assert [labels[n] for n in story.relink.update()][:2] == ["s6", "s0"]  # 40, 30
+    sl._check()
+
+
+@settings(max_examples=100, deadline=None)
+@given(lists(), st.data())
+def test_every_increase_narrates_what_move_visits(
+    case: tuple[SkipList, HeightScript, list[int]], data: st.DataObject
+) -> None:
+    sl, _, _ = case
+    present = sorted({e[0] for e in sl})
+    if not present:
+        return
+    old = data.draw(st.sampled_from(present))
+    new = data.draw(st.integers(old + 1, 60))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        story, seen = _narrate_recorded(sl, old, new, monkeypatch)
+    if story.in_place:
+        assert story.relink is None and not seen
+    else:
+        assert _narrated_walk(story) == seen
+    sl._check()
