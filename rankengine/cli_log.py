@@ -20,8 +20,9 @@ Exit codes (all commands):
       it holds no ``MANIFEST`` and no snapshot or segment file)
 3     ``verify``: only a torn tail (cut on the next open)
 4     ``verify``: the board opens, but its retained history (kept with
-      ``retain_log=True``, before the records it replays) is damaged, so a
-      replay from the log through it fails; ``repair`` leaves history as it is
+      ``retain_log=True``: segments before the records it replays,
+      snapshots older than the newest good one) is damaged, so a replay
+      through it fails; ``repair`` leaves history as it is
 ====  ==========================================================
 
 When several apply, ``verify`` exits with the first of 1, 4, 3.
@@ -273,7 +274,8 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     if report.history_damaged and not report.damaged:
         out.write(
             "HISTORY DAMAGED: the board opens, but its retained history is damaged: "
-            "a replay from the log through it (`replay --from-log`) fails\n"
+            "a replay through it (`replay --from-log`, or `replay --until` from a damaged "
+            "older snapshot) fails or falls back\n"
         )
     if report.torn and not report.damaged:
         out.write("TORN TAIL: an interrupted last write; the next open cuts it (with a warning)\n")

@@ -284,8 +284,10 @@ Severity: TypeAlias = Literal["damage", "history", "torn", "note"]
 
 class Finding(NamedTuple):
     """One thing :func:`verify` found: ``damage`` (the board will not open),
-    ``history`` (damage in retained history before the records the board
-    replays: it opens, but a replay from the log through it fails),
+    ``history`` (damage in retained history, which the board does not read
+    when it opens: a snapshot older than the newest good one, or a segment
+    before the records the board replays; it opens, but a replay through
+    the damage fails or has to fall back),
     ``torn`` (an interrupted last write, cut on open) or ``note``."""
 
     severity: Severity
@@ -331,9 +333,12 @@ class Report:
 
     @property
     def history_damaged(self) -> bool:
-        """True when retained history before the current replay chain is
-        damaged: the board opens, but ``rebuild(from_log=True)`` (or a replay
-        through the damage) fails."""
+        """True when retained history is damaged: a segment before the
+        current replay chain, or a snapshot older than the newest good one.
+        The board opens, but ``rebuild(from_log=True)`` (or a replay through
+        the damage) fails, and a point-in-time ``rebuild`` that needs the
+        damaged snapshot falls back to an older one or to the log from seq 1
+        (and fails when neither is kept)."""
         return any(f.severity == "history" for f in self.findings)
 
     @property
@@ -454,6 +459,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
     report.manifest = manifest
     order = manifest.config.get("order")
     columns = len(order) if isinstance(order, list) else None
+    damaged: list[tuple[int, str, Exception]] = []
     for name, seq in manifest.snapshots:
         path = os.path.join(directory, name)
         info = FileInfo(name, seq)
@@ -468,12 +474,18 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 raise CorruptionError(path, 0, f"snapshot header says seq {snap.seq}")
         except (CorruptionError, OSError) as exc:
             info.ok = False
-            report.add(
-                "damage", path, getattr(exc, "offset", None), getattr(exc, "reason", str(exc))
-            )
+            damaged.append((seq, path, exc))
         if progress is not None:
             progress(name, info.size, info.size)
     base = max((s.seq for s in report.snapshots if s.ok), default=0)
+    for seq, path, error in damaged:
+        # Open loads the newest snapshot that reads and reaches an older one
+        # only when every newer one is damaged: a snapshot older than a good
+        # one is history, as the segments before the replay chain are.
+        severity: Severity = "history" if seq < base else "damage"
+        report.add(
+            severity, path, getattr(error, "offset", None), getattr(error, "reason", str(error))
+        )
     chain = manifest.chain_start(base)
     previous: int | None = None
     for i, (name, first) in enumerate(manifest.segments):
@@ -481,7 +493,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
         info = FileInfo(name, first, last_seq=first - 1)
         report.segments.append(info)
         # before the chain the board replays, damage is only the history's
-        severity: Severity = "damage" if i >= chain else "history"
+        severity = "damage" if i >= chain else "history"
         if previous is not None and first != previous + 1:
             report.add(severity, path, None, f"records {previous + 1}..{first - 1} are missing")
         previous = None

@@ -868,6 +868,50 @@ def test_damage_in_retained_history_is_reported_as_history_damage(
     assert listing(tmp_path) == before
 
 
+def test_damage_to_an_older_snapshot_is_history_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Open reads the newest snapshot and falls back to an older one only
+    when the newest is damaged.  With the newest intact, an older snapshot
+    is retained history, like the segments before the replay chain: the
+    board opens without reading it, and only a point-in-time replay from it
+    notices (here it falls back to the log kept from seq 1)."""
+    expected, _ = two_snapshots(tmp_path, 30)
+    (name, seq), (newest_name, _) = read_manifest(str(tmp_path)).snapshots
+    older = tmp_path / name
+    data = bytearray(older.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    older.write_bytes(bytes(data))
+    report = verify(str(tmp_path))
+    assert [(f.severity, f.path) for f in report.findings] == [("history", str(older))]
+    assert report.history_damaged and not report.damaged and report.exit_code == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # open never reads the older snapshot
+        with open_board(tmp_path) as board:
+            board._check()
+            assert state(board) == expected
+    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
+        rebuild(tmp_path, until_seq=seq + 1)
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path)]) == 4
+    assert "HISTORY DAMAGED" in capsys.readouterr().out
+    before = listing(tmp_path)
+    result = repair(str(tmp_path))
+    assert result.after is None and result.backup is None
+    assert listing(tmp_path) == before
+    # once the newest snapshot is damaged too, open needs the older one:
+    # then both are damage
+    newest = tmp_path / newest_name
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    newest.write_bytes(bytes(data))
+    report = verify(str(tmp_path))
+    assert [(f.severity, f.path) for f in report.findings] == [
+        ("damage", str(older)),
+        ("damage", str(newest)),
+    ]
+
+
 # ----------------------------------------------------------------------
 # The command-line tools
 # ----------------------------------------------------------------------
