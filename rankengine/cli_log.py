@@ -16,8 +16,9 @@ Exit codes (all commands):
 1     ``verify``: damaged (the board refuses to open; run repair),
       including a board whose ``MANIFEST`` was lost (repair rebuilds it);
       other commands: the operation failed (message on stderr)
-2     bad arguments, or DIR is not a board directory (for ``verify``:
-      it holds no ``MANIFEST`` and no snapshot or segment file)
+2     bad arguments, or DIR is not a board directory (for ``verify`` and
+      ``inspect``: it holds no ``MANIFEST`` and no snapshot or segment file;
+      ``inspect`` describes a board whose ``MANIFEST`` was lost, as damaged)
 3     ``verify``: only a torn tail (cut on the next open)
 4     ``verify``: the board opens, but its retained history (kept with
       ``retain_log=True``: segments before the records it replays,
@@ -227,6 +228,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         else {"name": snap.name, "seq": snap.seq, "members": snap.count},
         "snapshot_written": _age(snap.created_ms) if snap else "-",
         "status": _status(report),
+        "findings": [str(finding) for finding in report.findings],
     }
     if args.json:
         json.dump(info, out, indent=2, default=str)
@@ -368,9 +370,11 @@ def run(
     a message on stderr and an exit code (never a traceback)."""
     name = args.log_command
     try:
-        # verify reports a lost manifest as damage when the files of a board
-        # are there (repair rebuilds it); repair itself says what it finds
-        lost_manifest_ok = command is _repair or (command is _verify and board_files(args.dir))
+        # verify and inspect report a lost manifest as damage when the files
+        # of a board are there (repair rebuilds it); repair says what it finds
+        lost_manifest_ok = command is _repair or (
+            command in (_verify, _inspect) and bool(board_files(args.dir))
+        )
         if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
             read_manifest(args.dir)  # raises FileNotFoundError with the path
         return command(args, out or sys.stdout)

@@ -8,6 +8,7 @@ log alone, from snapshot + tail and at every point in time.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -976,6 +977,34 @@ def test_verify_of_a_board_that_lost_only_its_manifest_says_repair_rebuilds_it(
     assert cli(["verify", str(board_dir)]) == 0
     with open_board(board_dir) as again:
         assert state(again) == expected
+
+
+def test_inspect_of_a_board_that_lost_only_its_manifest_describes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # as verify does: the files of a board are there, so inspect describes
+    # them and says repair rebuilds the manifest, instead of "not a board"
+    with open_board(tmp_path) as board:
+        fill(board, 30)
+        board.compact()
+        fill(board, 5, 30)
+        last = board.last_seq
+    (tmp_path / "MANIFEST").unlink()
+    capsys.readouterr()
+    assert cli(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"last seq    {last}" in out and "'order': 'desc'" in out
+    assert "status      damaged" in out
+    assert "MANIFEST is missing" in out and "`rankengine repair DIR` rebuilds it" in out
+    assert cli(["inspect", "--json", str(tmp_path)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["status"] == "damaged" and info["last_seq"] == last
+    assert any("MANIFEST is missing" in f for f in info["findings"])
+    assert not (tmp_path / "MANIFEST").exists()  # inspect only reads
+    assert cli(["repair", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert cli(["inspect", str(tmp_path)]) == 0
+    assert "status      healthy" in capsys.readouterr().out
 
 
 def test_replay_until_a_time_includes_a_record_stamped_at_that_millisecond(
