@@ -299,8 +299,18 @@ def _repair(args: argparse.Namespace, out: TextIO) -> int:
     result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run)
     for finding in result.before.findings:
         out.write(f"found: {finding}\n")
+    for note in result.notes:
+        out.write(f"{note}\n")
+    if args.dry_run:
+        for action in result.actions:
+            out.write(f"would {action}\n")
+        if result.backup is not None:
+            out.write(f"would save what it moves or cuts in {result.backup}\n")
+        if result.actions:
+            out.write("dry run: nothing was changed\n")
+        return EXIT_OK
     for action in result.actions:
-        out.write(f"{'would ' if args.dry_run else ''}{action}\n")
+        out.write(f"{action}\n")
     if result.backup is not None:
         out.write(f"backup of everything cut: {result.backup}\n")
     if result.after is not None:

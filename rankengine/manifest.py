@@ -609,12 +609,21 @@ def reconstruct_manifest(directory: str) -> Manifest | None:
 # ----------------------------------------------------------------------
 @dataclass
 class RepairResult:
-    """What :func:`repair` did (or, with ``dry_run``, would do)."""
+    """What :func:`repair` did (or, with ``dry_run``, would do).
+
+    ``actions`` are its steps, each an imperative phrase ("cut ...", "move
+    ...", "write the new MANIFEST"); ``notes`` say why there is nothing to
+    do, when there is not.  ``backup`` is the directory that holds (or
+    would hold) what it moves or cuts, None when it saves nothing.
+    ``after`` is :func:`verify`'s report after the repair (None for a dry
+    run, or when nothing was done).
+    """
 
     actions: list[str]
     backup: str | None
     before: Report
     after: Report | None
+    notes: list[str] = field(default_factory=list)
 
 
 def _chain_of(segments: list[tuple[str, int]], seq: int) -> int:
@@ -651,23 +660,26 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
             and os.path.exists(os.path.join(directory, MANIFEST_NAME))
             and not any(f.path.endswith(MANIFEST_NAME) for f in before.findings)
         ):
-            actions = ["nothing to repair"]
+            note = "nothing to repair"
             if before.history_damaged:
-                actions.append(
-                    "the retained history before the records the board replays is damaged "
-                    "(see the HISTORY findings): repair leaves history as it is"
+                note += (
+                    ": only the retained history is damaged (see the HISTORY findings), "
+                    "and repair leaves history as it is"
                 )
-            return RepairResult(actions, None, before, None)
+            return RepairResult([], None, before, None, [note])
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         backup = backup_dir or os.path.join(directory, f"repair-{stamp}")
         # the plan: (action, the step that does it, or None for no file change)
         plan: list[tuple[str, Callable[[], None] | None]] = []
+        saves = False  # whether a step puts anything in the backup
 
         def move(name: str) -> None:
             os.makedirs(backup, exist_ok=True)
             shutil.move(os.path.join(directory, name), os.path.join(backup, name))
 
         def save(name: str, why: str) -> None:
+            nonlocal saves
+            saves = True
             plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
 
         def cut_tail(path: str, good: int, saved: str) -> None:
@@ -717,7 +729,7 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
                 if os.path.exists(path):
                     save(info.name, "unreadable header")
                 else:
-                    plan.append((f"forget {info.name} (missing)", None))
+                    plan.append((f"drop {info.name} from the manifest (the file is missing)", None))
                 cut = cut or in_chain
                 previous = None
                 continue
@@ -726,11 +738,12 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
             saved = f"{info.name}.cut-at-{good}"
             plan.append(
                 (
-                    f"cut {info.name} at offset {good}: {size - good} bytes after seq "
-                    f"{info.last_seq} saved as {saved}",
+                    f"cut {info.name} at offset {good}, saving the {size - good} bytes after "
+                    f"seq {info.last_seq} as {saved}",
                     functools.partial(cut_tail, path, good, saved),
                 )
             )
+            saves = True
             keep.append(entry)
             cut = cut or in_chain
         last_of = {info.name: info.last_seq for info in before.segments}
@@ -766,7 +779,7 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
         plan.append(("write the new MANIFEST", new_manifest))
         actions = [action for action, _ in plan]
         if dry_run:
-            return RepairResult(actions, None, before, None)
+            return RepairResult(actions, backup if saves else None, before, None)
         done: list[str] = []
         for action, step in plan:
             try:
@@ -779,6 +792,6 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
                     f"what it moved or cut is in {backup}"
                 ) from exc
             done.append(action)
-        return RepairResult(actions, backup, before, verify(directory))
+        return RepairResult(actions, backup if saves else None, before, verify(directory))
     finally:
         lock.release()

@@ -779,7 +779,7 @@ def test_repair_of_a_lost_manifest_backs_up_a_damaged_snapshot(tmp_path: Path) -
     assert result.backup is not None
     assert (Path(result.backup) / snap.name).read_bytes() == bytes(data)
     assert result.after is not None and result.after.healthy
-    assert repair(str(tmp_path)).actions == ["nothing to repair"]
+    assert repair(str(tmp_path)).notes == ["nothing to repair"]
     with open_board(tmp_path) as again:
         assert state(again) == expected
 
@@ -865,7 +865,7 @@ def test_damage_in_retained_history_is_reported_as_history_damage(
     # repair cuts back the current board only; it leaves the history alone
     before = listing(tmp_path)
     result = repair(str(tmp_path))
-    assert result.actions[0] == "nothing to repair" and "history" in result.actions[1]
+    assert not result.actions and result.notes[0].startswith("nothing to repair: only the")
     assert listing(tmp_path) == before
 
 
@@ -1005,6 +1005,82 @@ def test_inspect_of_a_board_that_lost_only_its_manifest_describes_it(
     capsys.readouterr()
     assert cli(["inspect", str(tmp_path)]) == 0
     assert "status      healthy" in capsys.readouterr().out
+
+
+def dry_run(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> list[str]:
+    """The output lines of ``rankengine repair --dry-run``, which must change nothing."""
+    before = listing(path)
+    capsys.readouterr()
+    assert cli(["repair", "--dry-run", *extra, str(path)]) == 0
+    assert listing(path) == before
+    return capsys.readouterr().out.splitlines()
+
+
+def test_repair_dry_run_says_what_it_would_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    healthy = tmp_path / "healthy"
+    with open_board(healthy) as board:
+        fill(board, 40)
+    assert dry_run(healthy, capsys) == ["nothing to repair"]
+    # damaged: a flipped byte in the only segment
+    seg = seg_files(healthy)[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    report = verify(str(healthy))
+    (info,) = report.segments
+    good = info.good_end
+    assert good is not None
+    backup = tmp_path / "saved"
+    assert dry_run(healthy, capsys, "--backup-dir", str(backup)) == [
+        *(f"found: {finding}" for finding in report.findings),
+        f"would cut {seg.name} at offset {good}, saving the {len(data) - good} bytes after "
+        f"seq {info.last_seq} as {seg.name}.cut-at-{good}",
+        "would write the new MANIFEST",
+        f"would save what it moves or cuts in {backup}",
+        "dry run: nothing was changed",
+    ]
+    assert not backup.exists()
+    # and a lost manifest; the backup goes to DIR/repair-<time> by default
+    (healthy / "MANIFEST").unlink()
+    report = verify(str(healthy))
+    lines = dry_run(healthy, capsys)
+    assert re.fullmatch(
+        rf"would save what it moves or cuts in {re.escape(str(healthy))}/repair-\d{{8}}T\d{{6}}",
+        lines[-2],
+    )
+    assert lines[:-2] + lines[-1:] == [
+        *(f"found: {finding}" for finding in report.findings),
+        "would rebuild MANIFEST from the files present",
+        f"would cut {seg.name} at offset {good}, saving the {len(data) - good} bytes after "
+        f"seq {info.last_seq} as {seg.name}.cut-at-{good}",
+        "would write the new MANIFEST",
+        "dry run: nothing was changed",
+    ]
+    # a manifest rebuilt from intact files: nothing to save
+    assert cli(["repair", str(healthy)]) == 0
+    (healthy / "MANIFEST").unlink()
+    report = verify(str(healthy))
+    assert dry_run(healthy, capsys) == [
+        *(f"found: {finding}" for finding in report.findings),
+        "would rebuild MANIFEST from the files present",
+        "would write the new MANIFEST",
+        "dry run: nothing was changed",
+    ]
+    # only the retained history damaged: nothing to do, and why
+    history = tmp_path / "history"
+    two_snapshots(history, 30)
+    oldest = seg_files(history)[0]
+    data = bytearray(oldest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    oldest.write_bytes(bytes(data))
+    report = verify(str(history))
+    assert dry_run(history, capsys) == [
+        *(f"found: {finding}" for finding in report.findings),
+        "nothing to repair: only the retained history is damaged (see the HISTORY "
+        "findings), and repair leaves history as it is",
+    ]
 
 
 def test_replay_until_a_time_includes_a_record_stamped_at_that_millisecond(
