@@ -563,6 +563,53 @@ def test_writes_proceed_while_compaction_fsyncs_the_log(
         assert state(again)[0] == expected[0]
 
 
+def test_everysec_writes_wait_when_compactions_first_fsync_stalls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under "everysec" the fsync compaction makes before it takes the board
+    lock stands in for the flusher's, so a write waits for it once it has run
+    past FSYNC_STALL_S (the loss window stays bounded on a stalling disk)."""
+    monkeypatch.setattr(durable_module, "FSYNC_STALL_S", 0.0)  # any fsync in progress stalls
+    monkeypatch.setattr(durable_module, "FLUSH_INTERVAL_S", 3600.0)  # the flusher stays idle
+    board = open_board(tmp_path, fsync="everysec", compact_min_bytes=None)
+    fill(board, 40)
+    real = board._writer.sync_fn
+    syncing, release, wrote = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking_sync(fd: int) -> None:
+        if threading.current_thread() is compaction and not release.is_set():
+            syncing.set()
+            assert release.wait(30)
+        real(fd)
+
+    board._writer.sync_fn = blocking_sync
+    compaction = threading.Thread(target=board.compact)
+    writer = threading.Thread(target=lambda: (board.set("during", 1), wrote.set()))
+    try:
+        compaction.start()
+        assert syncing.wait(10)
+        writer.start()
+        # held while the compaction's fsync is blocked (a write that does not
+        # wait returns at once; this one must still be waiting)
+        assert not wrote.wait(0.5)
+        assert writer.is_alive()
+        release.set()
+        assert wrote.wait(30)  # released with the fsync
+    finally:
+        release.set()
+        compaction.join(30)
+        writer.join(30)
+    assert not compaction.is_alive() and not writer.is_alive()
+    board._check()
+    seq, expected = board.last_seq, state(board)
+    assert board["during"] == 1
+    assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
+    board.close()
+    with open_board(tmp_path) as again:
+        again._check()
+        assert state(again) == expected and again.last_seq == seq
+
+
 def test_retain_log_keeps_history_for_full_replay(tmp_path: Path) -> None:
     with open_board(tmp_path, retain_log=True) as board:
         states = {}
