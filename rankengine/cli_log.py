@@ -16,12 +16,14 @@ Exit codes (all commands):
 1     ``verify``: damaged (the board refuses to open; run repair),
       including a board whose ``MANIFEST`` was lost (repair rebuilds it);
       other commands: the operation failed (message on stderr)
-2     bad arguments, or DIR is not a board directory (for ``verify``:
-      it holds no ``MANIFEST`` and no snapshot or segment file)
+2     bad arguments, or DIR is not a board directory (for ``verify`` and
+      ``inspect``: it holds no ``MANIFEST`` and no snapshot or segment file;
+      ``inspect`` describes a board whose ``MANIFEST`` was lost, as damaged)
 3     ``verify``: only a torn tail (cut on the next open)
 4     ``verify``: the board opens, but its retained history (kept with
-      ``retain_log=True``, before the records it replays) is damaged, so a
-      replay from the log through it fails; ``repair`` leaves history as it is
+      ``retain_log=True``: segments before the records it replays,
+      snapshots older than the newest good one) is damaged, so a replay
+      through it fails; ``repair`` leaves history as it is
 ====  ==========================================================
 
 When several apply, ``verify`` exits with the first of 1, 4, 3.
@@ -226,6 +228,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
         else {"name": snap.name, "seq": snap.seq, "members": snap.count},
         "snapshot_written": _age(snap.created_ms) if snap else "-",
         "status": _status(report),
+        "findings": [str(finding) for finding in report.findings],
     }
     if args.json:
         json.dump(info, out, indent=2, default=str)
@@ -273,7 +276,8 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     if report.history_damaged and not report.damaged:
         out.write(
             "HISTORY DAMAGED: the board opens, but its retained history is damaged: "
-            "a replay from the log through it (`replay --from-log`) fails\n"
+            "a replay through it (`replay --from-log`, or `replay --until` from a damaged "
+            "older snapshot) fails or falls back\n"
         )
     if report.torn and not report.damaged:
         out.write("TORN TAIL: an interrupted last write; the next open cuts it (with a warning)\n")
@@ -295,8 +299,18 @@ def _repair(args: argparse.Namespace, out: TextIO) -> int:
     result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run)
     for finding in result.before.findings:
         out.write(f"found: {finding}\n")
+    for note in result.notes:
+        out.write(f"{note}\n")
+    if args.dry_run:
+        for action in result.actions:
+            out.write(f"would {action}\n")
+        if result.backup is not None:
+            out.write(f"would save what it moves or cuts in {result.backup}\n")
+        if result.actions:
+            out.write("dry run: nothing was changed\n")
+        return EXIT_OK
     for action in result.actions:
-        out.write(f"{'would ' if args.dry_run else ''}{action}\n")
+        out.write(f"{action}\n")
     if result.backup is not None:
         out.write(f"backup of everything cut: {result.backup}\n")
     if result.after is not None:
@@ -366,9 +380,11 @@ def run(
     a message on stderr and an exit code (never a traceback)."""
     name = args.log_command
     try:
-        # verify reports a lost manifest as damage when the files of a board
-        # are there (repair rebuilds it); repair itself says what it finds
-        lost_manifest_ok = command is _repair or (command is _verify and board_files(args.dir))
+        # verify and inspect report a lost manifest as damage when the files
+        # of a board are there (repair rebuilds it); repair says what it finds
+        lost_manifest_ok = command is _repair or (
+            command in (_verify, _inspect) and bool(board_files(args.dir))
+        )
         if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
             read_manifest(args.dir)  # raises FileNotFoundError with the path
         return command(args, out or sys.stdout)

@@ -825,6 +825,11 @@ class DurableLeaderboard(Leaderboard):
                 )
                 fsync_dir(directory)
                 crash_point("after_segment_create")
+                # Once the manifest lists a segment after this one, an open
+                # no longer cuts this one's reserved zeros: give them back
+                # first, or a kill before the switch below leaves them there.
+                with self._sync_lock:
+                    self._writer.trim()
                 manifest.segments.append((name, seq + 1))
                 try:
                     write_manifest(directory, manifest, step="rotate_manifest")

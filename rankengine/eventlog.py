@@ -842,6 +842,11 @@ class SegmentWriter:
         """Force the appended bytes to stable storage."""
         self.sync_fn(self.file.fileno())
 
+    def trim(self) -> None:
+        """Make the file end at :attr:`end` now (a :class:`MappedSegmentWriter`
+        gives its reserved space back); appending still works.  Nothing to
+        do here: this writer reserves nothing."""
+
     def close(self) -> None:
         """Close the file (without syncing)."""
         self.file.close()
@@ -994,10 +999,19 @@ class MappedSegmentWriter(SegmentWriter):
         view.seek(at)
         self._room += size
 
+    def trim(self) -> None:
+        """Give the reserved space back now (the next append reserves again).
+
+        Compaction calls it before the manifest lists a segment after this
+        one: an open cuts reserved zeros only from the last segment, so
+        zeros left here by a kill would otherwise stay for good.
+        """
+        with contextlib.suppress(OSError):  # the zeros left are a clean end anyway
+            self._release()
+
     def close(self) -> None:
         """Give the reserved space back and close the file (without syncing)."""
         try:
-            with contextlib.suppress(OSError):  # the zeros left are a clean end anyway
-                self._release()
+            self.trim()
         finally:
             self.file.close()

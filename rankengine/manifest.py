@@ -284,8 +284,10 @@ Severity: TypeAlias = Literal["damage", "history", "torn", "note"]
 
 class Finding(NamedTuple):
     """One thing :func:`verify` found: ``damage`` (the board will not open),
-    ``history`` (damage in retained history before the records the board
-    replays: it opens, but a replay from the log through it fails),
+    ``history`` (damage in retained history, which the board does not read
+    when it opens: a snapshot older than the newest good one, or a segment
+    before the records the board replays; it opens, but a replay through
+    the damage fails or has to fall back),
     ``torn`` (an interrupted last write, cut on open) or ``note``."""
 
     severity: Severity
@@ -331,9 +333,12 @@ class Report:
 
     @property
     def history_damaged(self) -> bool:
-        """True when retained history before the current replay chain is
-        damaged: the board opens, but ``rebuild(from_log=True)`` (or a replay
-        through the damage) fails."""
+        """True when retained history is damaged: a segment before the
+        current replay chain, or a snapshot older than the newest good one.
+        The board opens, but ``rebuild(from_log=True)`` (or a replay through
+        the damage) fails, and a point-in-time ``rebuild`` that needs the
+        damaged snapshot falls back to an older one or to the log from seq 1
+        (and fails when neither is kept)."""
         return any(f.severity == "history" for f in self.findings)
 
     @property
@@ -454,6 +459,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
     report.manifest = manifest
     order = manifest.config.get("order")
     columns = len(order) if isinstance(order, list) else None
+    damaged: list[tuple[int, str, Exception]] = []
     for name, seq in manifest.snapshots:
         path = os.path.join(directory, name)
         info = FileInfo(name, seq)
@@ -468,12 +474,18 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 raise CorruptionError(path, 0, f"snapshot header says seq {snap.seq}")
         except (CorruptionError, OSError) as exc:
             info.ok = False
-            report.add(
-                "damage", path, getattr(exc, "offset", None), getattr(exc, "reason", str(exc))
-            )
+            damaged.append((seq, path, exc))
         if progress is not None:
             progress(name, info.size, info.size)
     base = max((s.seq for s in report.snapshots if s.ok), default=0)
+    for seq, path, error in damaged:
+        # Open loads the newest snapshot that reads and reaches an older one
+        # only when every newer one is damaged: a snapshot older than a good
+        # one is history, as the segments before the replay chain are.
+        severity: Severity = "history" if seq < base else "damage"
+        report.add(
+            severity, path, getattr(error, "offset", None), getattr(error, "reason", str(error))
+        )
     chain = manifest.chain_start(base)
     previous: int | None = None
     for i, (name, first) in enumerate(manifest.segments):
@@ -481,7 +493,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
         info = FileInfo(name, first, last_seq=first - 1)
         report.segments.append(info)
         # before the chain the board replays, damage is only the history's
-        severity: Severity = "damage" if i >= chain else "history"
+        severity = "damage" if i >= chain else "history"
         if previous is not None and first != previous + 1:
             report.add(severity, path, None, f"records {previous + 1}..{first - 1} are missing")
         previous = None
@@ -597,12 +609,21 @@ def reconstruct_manifest(directory: str) -> Manifest | None:
 # ----------------------------------------------------------------------
 @dataclass
 class RepairResult:
-    """What :func:`repair` did (or, with ``dry_run``, would do)."""
+    """What :func:`repair` did (or, with ``dry_run``, would do).
+
+    ``actions`` are its steps, each an imperative phrase ("cut ...", "move
+    ...", "write the new MANIFEST"); ``notes`` say why there is nothing to
+    do, when there is not.  ``backup`` is the directory that holds (or
+    would hold) what it moves or cuts, None when it saves nothing.
+    ``after`` is :func:`verify`'s report after the repair (None for a dry
+    run, or when nothing was done).
+    """
 
     actions: list[str]
     backup: str | None
     before: Report
     after: Report | None
+    notes: list[str] = field(default_factory=list)
 
 
 def _chain_of(segments: list[tuple[str, int]], seq: int) -> int:
@@ -639,23 +660,26 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
             and os.path.exists(os.path.join(directory, MANIFEST_NAME))
             and not any(f.path.endswith(MANIFEST_NAME) for f in before.findings)
         ):
-            actions = ["nothing to repair"]
+            note = "nothing to repair"
             if before.history_damaged:
-                actions.append(
-                    "the retained history before the records the board replays is damaged "
-                    "(see the HISTORY findings): repair leaves history as it is"
+                note += (
+                    ": only the retained history is damaged (see the HISTORY findings), "
+                    "and repair leaves history as it is"
                 )
-            return RepairResult(actions, None, before, None)
+            return RepairResult([], None, before, None, [note])
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
         backup = backup_dir or os.path.join(directory, f"repair-{stamp}")
         # the plan: (action, the step that does it, or None for no file change)
         plan: list[tuple[str, Callable[[], None] | None]] = []
+        saves = False  # whether a step puts anything in the backup
 
         def move(name: str) -> None:
             os.makedirs(backup, exist_ok=True)
             shutil.move(os.path.join(directory, name), os.path.join(backup, name))
 
         def save(name: str, why: str) -> None:
+            nonlocal saves
+            saves = True
             plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
 
         def cut_tail(path: str, good: int, saved: str) -> None:
@@ -705,7 +729,7 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
                 if os.path.exists(path):
                     save(info.name, "unreadable header")
                 else:
-                    plan.append((f"forget {info.name} (missing)", None))
+                    plan.append((f"drop {info.name} from the manifest (the file is missing)", None))
                 cut = cut or in_chain
                 previous = None
                 continue
@@ -714,11 +738,12 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
             saved = f"{info.name}.cut-at-{good}"
             plan.append(
                 (
-                    f"cut {info.name} at offset {good}: {size - good} bytes after seq "
-                    f"{info.last_seq} saved as {saved}",
+                    f"cut {info.name} at offset {good}, saving the {size - good} bytes after "
+                    f"seq {info.last_seq} as {saved}",
                     functools.partial(cut_tail, path, good, saved),
                 )
             )
+            saves = True
             keep.append(entry)
             cut = cut or in_chain
         last_of = {info.name: info.last_seq for info in before.segments}
@@ -754,7 +779,7 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
         plan.append(("write the new MANIFEST", new_manifest))
         actions = [action for action, _ in plan]
         if dry_run:
-            return RepairResult(actions, None, before, None)
+            return RepairResult(actions, backup if saves else None, before, None)
         done: list[str] = []
         for action, step in plan:
             try:
@@ -767,6 +792,6 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
                     f"what it moved or cut is in {backup}"
                 ) from exc
             done.append(action)
-        return RepairResult(actions, backup, before, verify(directory))
+        return RepairResult(actions, backup if saves else None, before, verify(directory))
     finally:
         lock.release()

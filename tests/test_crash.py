@@ -237,6 +237,53 @@ def test_kill_during_compaction_recovers(tmp_path: Path, step: str) -> None:
     assert rebuild(directory).score("after") == 1
 
 
+def records_end(segment: Path) -> int:
+    """Offset just past the last record of ``segment`` (which must read cleanly)."""
+    with SegmentReader(str(segment)) as reader:
+        list(reader.events())
+        assert reader.torn is None
+        return reader.end
+
+
+@pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Linux only")
+@pytest.mark.parametrize("step", ["after_segment_create", "after_rotate_manifest"])
+def test_reserved_zeros_a_kill_leaves_read_as_the_clean_end(tmp_path: Path, step: str) -> None:
+    """An everysec writer reserves its segment ahead of the records; a kill
+    leaves those zeros.  Killed as compaction starts its new segment, before
+    or after the manifest lists it: the zeros are no torn tail and no damage
+    to any reader, the next open and close cut them from the last segment,
+    and a segment that a listed new one follows never keeps them."""
+    directory = tmp_path / "board"
+    child = Child(directory, 11, ops=40, compact_every=30, crash_at=step, fsync="everysec")
+    assert child.finish() == -signal.SIGKILL, child.lines[-2:]
+    first = directory / "log-00000000000000000001.seg"
+    end = records_end(first)
+    if step == "after_segment_create":  # still the last segment: the zeros are there
+        size = first.stat().st_size
+        assert size > end
+        with open(first, "rb") as f:
+            f.seek(end)
+            assert f.read() == bytes(size - end)
+    else:  # the manifest lists a segment after it: given back before that
+        assert first.stat().st_size == end
+    report = verify(str(directory))
+    assert report.healthy and all(f.severity == "note" for f in report.findings)
+    assert not any(f.path == str(first) for f in report.findings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no torn tail, no recovery warning
+        Leaderboard.open(directory, fsync="everysec").close()  # type: ignore[attr-defined]
+    assert first.stat().st_size == end  # the open and close cut what the kill left
+    check_recovery(directory, Leaderboard(), 11, child)
+    with Leaderboard.open(directory, fsync="everysec", compact_min_bytes=None) as board:
+        board.set("after", 1)
+        last = sorted(directory.glob("log-*.seg"))[-1]
+        assert last.stat().st_size > records_end(last)  # reserved again while open
+    assert last.stat().st_size == records_end(last)  # close gives it back
+    report = verify(str(directory))
+    assert report.healthy and not report.findings, [str(f) for f in report.findings]
+    assert rebuild(directory).score("after") == 1
+
+
 def test_child_runs_to_completion_without_a_kill(tmp_path: Path) -> None:
     directory = tmp_path / "board"
     child = Child(directory, 3, ops=50, compact_every=20)

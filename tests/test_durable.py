@@ -8,6 +8,7 @@ log alone, from snapshot + tail and at every point in time.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -579,6 +580,53 @@ def test_writes_proceed_while_compaction_fsyncs_the_log(
         assert state(again)[0] == expected[0]
 
 
+def test_everysec_writes_wait_when_compactions_first_fsync_stalls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under "everysec" the fsync compaction makes before it takes the board
+    lock stands in for the flusher's, so a write waits for it once it has run
+    past FSYNC_STALL_S (the loss window stays bounded on a stalling disk)."""
+    monkeypatch.setattr(durable_module, "FSYNC_STALL_S", 0.0)  # any fsync in progress stalls
+    monkeypatch.setattr(durable_module, "FLUSH_INTERVAL_S", 3600.0)  # the flusher stays idle
+    board = open_board(tmp_path, fsync="everysec", compact_min_bytes=None)
+    fill(board, 40)
+    real = board._writer.sync_fn
+    syncing, release, wrote = threading.Event(), threading.Event(), threading.Event()
+
+    def blocking_sync(fd: int) -> None:
+        if threading.current_thread() is compaction and not release.is_set():
+            syncing.set()
+            assert release.wait(30)
+        real(fd)
+
+    board._writer.sync_fn = blocking_sync
+    compaction = threading.Thread(target=board.compact)
+    writer = threading.Thread(target=lambda: (board.set("during", 1), wrote.set()))
+    try:
+        compaction.start()
+        assert syncing.wait(10)
+        writer.start()
+        # held while the compaction's fsync is blocked (a write that does not
+        # wait returns at once; this one must still be waiting)
+        assert not wrote.wait(0.5)
+        assert writer.is_alive()
+        release.set()
+        assert wrote.wait(30)  # released with the fsync
+    finally:
+        release.set()
+        compaction.join(30)
+        writer.join(30)
+    assert not compaction.is_alive() and not writer.is_alive()
+    board._check()
+    seq, expected = board.last_seq, state(board)
+    assert board["during"] == 1
+    assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
+    board.close()
+    with open_board(tmp_path) as again:
+        again._check()
+        assert state(again) == expected and again.last_seq == seq
+
+
 def test_retain_log_keeps_history_for_full_replay(tmp_path: Path) -> None:
     with open_board(tmp_path, retain_log=True) as board:
         states = {}
@@ -795,7 +843,7 @@ def test_repair_of_a_lost_manifest_backs_up_a_damaged_snapshot(tmp_path: Path) -
     assert result.backup is not None
     assert (Path(result.backup) / snap.name).read_bytes() == bytes(data)
     assert result.after is not None and result.after.healthy
-    assert repair(str(tmp_path)).actions == ["nothing to repair"]
+    assert repair(str(tmp_path)).notes == ["nothing to repair"]
     with open_board(tmp_path) as again:
         assert state(again) == expected
 
@@ -881,8 +929,52 @@ def test_damage_in_retained_history_is_reported_as_history_damage(
     # repair cuts back the current board only; it leaves the history alone
     before = listing(tmp_path)
     result = repair(str(tmp_path))
-    assert result.actions[0] == "nothing to repair" and "history" in result.actions[1]
+    assert not result.actions and result.notes[0].startswith("nothing to repair: only the")
     assert listing(tmp_path) == before
+
+
+def test_damage_to_an_older_snapshot_is_history_damage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Open reads the newest snapshot and falls back to an older one only
+    when the newest is damaged.  With the newest intact, an older snapshot
+    is retained history, like the segments before the replay chain: the
+    board opens without reading it, and only a point-in-time replay from it
+    notices (here it falls back to the log kept from seq 1)."""
+    expected, _ = two_snapshots(tmp_path, 30)
+    (name, seq), (newest_name, _) = read_manifest(str(tmp_path)).snapshots
+    older = tmp_path / name
+    data = bytearray(older.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    older.write_bytes(bytes(data))
+    report = verify(str(tmp_path))
+    assert [(f.severity, f.path) for f in report.findings] == [("history", str(older))]
+    assert report.history_damaged and not report.damaged and report.exit_code == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # open never reads the older snapshot
+        with open_board(tmp_path) as board:
+            board._check()
+            assert state(board) == expected
+    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
+        rebuild(tmp_path, until_seq=seq + 1)
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path)]) == 4
+    assert "HISTORY DAMAGED" in capsys.readouterr().out
+    before = listing(tmp_path)
+    result = repair(str(tmp_path))
+    assert result.after is None and result.backup is None
+    assert listing(tmp_path) == before
+    # once the newest snapshot is damaged too, open needs the older one:
+    # then both are damage
+    newest = tmp_path / newest_name
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    newest.write_bytes(bytes(data))
+    report = verify(str(tmp_path))
+    assert [(f.severity, f.path) for f in report.findings] == [
+        ("damage", str(older)),
+        ("damage", str(newest)),
+    ]
 
 
 # ----------------------------------------------------------------------
@@ -949,6 +1041,110 @@ def test_verify_of_a_board_that_lost_only_its_manifest_says_repair_rebuilds_it(
     assert cli(["verify", str(board_dir)]) == 0
     with open_board(board_dir) as again:
         assert state(again) == expected
+
+
+def test_inspect_of_a_board_that_lost_only_its_manifest_describes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # as verify does: the files of a board are there, so inspect describes
+    # them and says repair rebuilds the manifest, instead of "not a board"
+    with open_board(tmp_path) as board:
+        fill(board, 30)
+        board.compact()
+        fill(board, 5, 30)
+        last = board.last_seq
+    (tmp_path / "MANIFEST").unlink()
+    capsys.readouterr()
+    assert cli(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"last seq    {last}" in out and "'order': 'desc'" in out
+    assert "status      damaged" in out
+    assert "MANIFEST is missing" in out and "`rankengine repair DIR` rebuilds it" in out
+    assert cli(["inspect", "--json", str(tmp_path)]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["status"] == "damaged" and info["last_seq"] == last
+    assert any("MANIFEST is missing" in f for f in info["findings"])
+    assert not (tmp_path / "MANIFEST").exists()  # inspect only reads
+    assert cli(["repair", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert cli(["inspect", str(tmp_path)]) == 0
+    assert "status      healthy" in capsys.readouterr().out
+
+
+def dry_run(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> list[str]:
+    """The output lines of ``rankengine repair --dry-run``, which must change nothing."""
+    before = listing(path)
+    capsys.readouterr()
+    assert cli(["repair", "--dry-run", *extra, str(path)]) == 0
+    assert listing(path) == before
+    return capsys.readouterr().out.splitlines()
+
+
+def test_repair_dry_run_says_what_it_would_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    healthy = tmp_path / "healthy"
+    with open_board(healthy) as board:
+        fill(board, 40)
+    assert dry_run(healthy, capsys) == ["nothing to repair"]
+    # damaged: a flipped byte in the only segment
+    seg = seg_files(healthy)[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    report = verify(str(healthy))
+    (info,) = report.segments
+    good = info.good_end
+    assert good is not None
+    backup = tmp_path / "saved"
+    assert dry_run(healthy, capsys, "--backup-dir", str(backup)) == [
+        *(f"found: {finding}" for finding in report.findings),
+        f"would cut {seg.name} at offset {good}, saving the {len(data) - good} bytes after "
+        f"seq {info.last_seq} as {seg.name}.cut-at-{good}",
+        "would write the new MANIFEST",
+        f"would save what it moves or cuts in {backup}",
+        "dry run: nothing was changed",
+    ]
+    assert not backup.exists()
+    # and a lost manifest; the backup goes to DIR/repair-<time> by default
+    (healthy / "MANIFEST").unlink()
+    report = verify(str(healthy))
+    lines = dry_run(healthy, capsys)
+    assert re.fullmatch(
+        rf"would save what it moves or cuts in {re.escape(str(healthy))}/repair-\d{{8}}T\d{{6}}",
+        lines[-2],
+    )
+    assert lines[:-2] + lines[-1:] == [
+        *(f"found: {finding}" for finding in report.findings),
+        "would rebuild MANIFEST from the files present",
+        f"would cut {seg.name} at offset {good}, saving the {len(data) - good} bytes after "
+        f"seq {info.last_seq} as {seg.name}.cut-at-{good}",
+        "would write the new MANIFEST",
+        "dry run: nothing was changed",
+    ]
+    # a manifest rebuilt from intact files: nothing to save
+    assert cli(["repair", str(healthy)]) == 0
+    (healthy / "MANIFEST").unlink()
+    report = verify(str(healthy))
+    assert dry_run(healthy, capsys) == [
+        *(f"found: {finding}" for finding in report.findings),
+        "would rebuild MANIFEST from the files present",
+        "would write the new MANIFEST",
+        "dry run: nothing was changed",
+    ]
+    # only the retained history damaged: nothing to do, and why
+    history = tmp_path / "history"
+    two_snapshots(history, 30)
+    oldest = seg_files(history)[0]
+    data = bytearray(oldest.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    oldest.write_bytes(bytes(data))
+    report = verify(str(history))
+    assert dry_run(history, capsys) == [
+        *(f"found: {finding}" for finding in report.findings),
+        "nothing to repair: only the retained history is damaged (see the HISTORY "
+        "findings), and repair leaves history as it is",
+    ]
 
 
 def test_replay_until_a_time_includes_a_record_stamped_at_that_millisecond(
