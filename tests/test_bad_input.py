@@ -390,3 +390,25 @@ def test_a_bare_string_is_not_a_list_of_members(make_board: Any, call: str) -> N
     with pytest.raises(TypeError, match="iterable of members"):
         getattr(board, call)("abc")
     assert board.items() == before
+
+
+@pytest.mark.parametrize("kind", ["sortedlist", "skiplist", "sharded"])
+@pytest.mark.parametrize("rank", [0, 6, -6, -10])
+def test_at_names_the_rank_it_was_given(kind: str, rank: int) -> None:
+    """The error repeats the caller's rank (not the position a negative one
+    was turned into) and says which ranks the board has."""
+    from rankengine import Leaderboard
+    from rankengine.sharded import ShardedLeaderboard
+
+    if kind == "sharded":
+        board: Any = ShardedLeaderboard([Leaderboard(), Leaderboard()])
+    else:
+        board = Leaderboard(backend=kind)
+    board.set_many({"ann": 50, "bob": 30, "cid": 30, "dee": 10, "eve": 5})
+    with pytest.raises(IndexError) as caught:
+        board.at(rank)
+    message = str(caught.value)
+    assert message.startswith(f"rank {rank} ")
+    assert "1..5" in message and "-5..-1" in message
+    with pytest.raises(IndexError, match="empty"):
+        (ShardedLeaderboard([Leaderboard()]) if kind == "sharded" else Leaderboard()).at(1)
