@@ -412,3 +412,18 @@ def test_at_names_the_rank_it_was_given(kind: str, rank: int) -> None:
     assert "1..5" in message and "-5..-1" in message
     with pytest.raises(IndexError, match="empty"):
         (ShardedLeaderboard([Leaderboard()]) if kind == "sharded" else Leaderboard()).at(1)
+
+
+def test_union_of_a_composite_board_says_why_without_blaming_weights() -> None:
+    """No weights were given: the error names what is refused (composite
+    scores) and that union and intersection take scalar boards only."""
+    from rankengine import Leaderboard
+
+    composite_board = Leaderboard(order=("desc", "asc"))
+    composite_board.set("ann", (1, 2))
+    for combine in (Leaderboard.union, Leaderboard.intersection):
+        with pytest.raises(TypeError) as caught:
+            combine([Leaderboard(), composite_board])
+        message = str(caught.value)
+        assert "weights" not in message
+        assert "composite" in message and "scalar" in message
