@@ -188,7 +188,9 @@ class BoardReads(BoardCore):
 
         A newcomer arrives after the members already on that score, so its
         unique rank is one past them; its competition and dense ranks are
-        those of the score.
+        those of the score.  On a ``tie_break="member"`` board the unique
+        rank is also one past them, but a real newcomer lands among them by
+        its name, so it may rank ahead of that.
 
         Runtime complexity: O(log N)
 

@@ -1581,3 +1581,17 @@ def test_clear_empties_the_index_without_a_search_per_member(backend: str) -> No
     board.set_many({"a": 1, "b": 1})
     board._check()
     assert list(board) == ["a", "b"] and board.clock == 202
+
+
+def test_rank_for_score_on_a_board_that_breaks_ties_by_member(make_board: Any) -> None:
+    """As documented: on a ``tie_break="member"`` board the unique rank of a
+    score is one past every member already on it (a newcomer's own place
+    among them depends on its name); competition and dense ranks are those
+    of the score."""
+    board = make_board(tie_break="member")
+    board.set_many({"b": 5, "d": 5, "x": 3})
+    assert board.rank_for_score(5) == 3
+    assert board.rank_for_score(5, style="competition") == 1
+    assert board.rank_for_score(5, style="dense") == 1
+    board.set("c", 5)  # lands between d and b, not at 3
+    assert board.rank("c") == 2
