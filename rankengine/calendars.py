@@ -498,7 +498,15 @@ def calendar(spec: str | Calendar, *, utc_offset: int | timedelta = 0) -> Calend
         return spec
     if not isinstance(spec, str):
         raise TypeError(f"calendar must be a name, a cron expression or a Calendar, not {spec!r}")
-    kind = _NAMED_CALENDARS.get(spec.strip().lower())
+    word = spec.strip().lower()
+    kind = _NAMED_CALENDARS.get(word)
     if kind is not None:
         return kind(utc_offset)
+    if len(spec.split()) == 1 and word not in _CRON_MACROS:
+        names = ", ".join(map(repr, _NAMED_CALENDARS))
+        raise ValueError(
+            f"unknown calendar {spec!r}: use one of {names}, a cron macro "
+            f"({', '.join(_CRON_MACROS)}), a five-field cron expression, "
+            "or a calendar object such as Every(seconds, origin=...)"
+        )
     return Cron(spec, utc_offset=utc_offset)

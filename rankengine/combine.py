@@ -7,7 +7,9 @@ Rules, as in Redis:
 * ``aggregate="sum"`` adds the weighted scores, and ``+inf + -inf`` counts
   as 0; ``"min"``/``"max"`` keep the lowest/highest;
 * a union holds every member of any input, an intersection only members
-  present in all inputs.
+  present in all inputs;
+* the inputs must have scalar scores: a composite-score board is refused
+  with ``TypeError``.
 
 The result is a new board with the first input's settings (override any
 with keyword arguments).  Its first-to-reach tie order follows first
@@ -63,7 +65,10 @@ def combine(
         if not isinstance(board, Leaderboard):
             raise TypeError(f"can only combine Leaderboards, not {type(board).__name__}")
         if board._codec.columns is not None:
-            raise TypeError("composite-score boards cannot be combined with weights")
+            raise TypeError(
+                "union and intersection combine scalar scores only: a composite-score "
+                f"board (order={board.order!r}) cannot be summed or weighted"
+            )
     factors = [1] * len(inputs) if weights is None else [check_score(w, "weight") for w in weights]
     if len(factors) != len(inputs):
         raise ValueError(f"{len(factors)} weights for {len(inputs)} boards")

@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from hashlib import blake2b
 from typing import Any, Final, cast
 
@@ -140,6 +140,27 @@ def check_keys(keys: Iterable[object]) -> None:
     for key in keys:
         if type(key) is not str and type(key) is not bytes:
             check_key(key)
+
+
+def check_count_map(counts: object) -> None:
+    """Raise ``TypeError`` unless ``counts`` is a mapping (key -> count), then
+    check its keys as :func:`check_keys` does.
+
+    Runtime complexity: O(n)
+
+    >>> check_count_map([("a", 2)])
+    Traceback (most recent call last):
+    ...
+    TypeError: counts must be a mapping key -> count (a dict or a Counter), not list; ...
+
+    :param counts: the batch given to an ``add_counts``
+    """
+    if not isinstance(counts, Mapping):
+        raise TypeError(
+            "counts must be a mapping key -> count (a dict or a Counter), not "
+            f"{type(counts).__name__}; add_many counts an iterable of keys"
+        )
+    check_keys(counts)
 
 
 def count_keys(keys: Iterable[object]) -> Counter[Key]:

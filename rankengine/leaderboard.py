@@ -354,13 +354,20 @@ class Leaderboard(BoardReads):
             return len(present)
 
     def clear(self) -> None:
-        """Remove every member.
+        """Remove every member (and all metadata).
+
+        The log (if any) records one removal per member, but the board drops
+        its state at once: the index is emptied, not searched for each member.
+        The logical clock keeps its value.
 
         Runtime complexity: O(N)
         """
         with self._lock:
-            if self._primary:
-                self._commit([(DEL, m) for m in list(self._primary)])
+            if not self._primary:
+                return
+            if self._listener is not None:
+                self._listener([(DEL, m) for m in self._primary])
+            self._restore((), self._clock)
 
     def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
         """Replace (or with ``None`` remove) a present member's metadata.

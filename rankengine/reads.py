@@ -28,7 +28,7 @@ from rankengine.core import (
 )
 from rankengine.scoring import Member, Score, check_meta, describe
 
-__all__ = ["DEFAULT_PAGE_SIZE", "BoardReads", "PercentileMethod"]
+__all__ = ["DEFAULT_PAGE_SIZE", "BoardReads", "PercentileMethod", "rank_outside"]
 
 PercentileMethod: TypeAlias = Literal["below", "at_or_below", "midpoint"]
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
@@ -41,6 +41,18 @@ _new = tuple.__new__
 #: Endless arguments for building rows with ``map`` (see _unique_rows).
 _ENTRIES: Final = itertools.repeat(Entry)
 _NONES: Final = itertools.repeat(None)
+
+
+def rank_outside(rank: int, n: int) -> IndexError:
+    """The error for a position ``rank`` (as the caller gave it) that a board
+    of ``n`` members does not have.
+
+    >>> rank_outside(-7, 5)
+    IndexError('rank -7 is outside 1..5 (or -5..-1 counting from the bottom)')
+    """
+    if n == 0:
+        return IndexError(f"rank {rank} is outside the board: it is empty")
+    return IndexError(f"rank {rank} is outside 1..{n} (or -{n}..-1 counting from the bottom)")
 
 
 class BoardReads(BoardCore):
@@ -164,11 +176,10 @@ class BoardReads(BoardCore):
         with self._lock:
             style = self._style(style)
             n = len(self)
-            rank = _check_int(rank, "rank")
-            if rank < 0:
-                rank += n + 1
+            given = _check_int(rank, "rank")
+            rank = given + n + 1 if given < 0 else given
             if not 1 <= rank <= n:
-                raise IndexError(f"rank {rank} is outside 1..{n}")
+                raise rank_outside(given, n)
             return self._entries_between(rank - 1, rank, style, with_meta)[0]
 
     def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
@@ -177,7 +188,9 @@ class BoardReads(BoardCore):
 
         A newcomer arrives after the members already on that score, so its
         unique rank is one past them; its competition and dense ranks are
-        those of the score.
+        those of the score.  On a ``tie_break="member"`` board the unique
+        rank is also one past them, but a real newcomer lands among them by
+        its name, so it may rank ahead of that.
 
         Runtime complexity: O(log N)
 

@@ -67,7 +67,7 @@ from rankengine.core import (
     _member_list,
 )
 from rankengine.leaderboard import Leaderboard, When
-from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate
+from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.scoring import Member, Score, ScoreCodec, check_member
 from rankengine.shard_merge import Shard, ShardMerge
@@ -479,14 +479,13 @@ class ShardedLeaderboard(ShardMerge):
         Runtime complexity: O(S log N)
         """
         style = self._style(style)
-        rank = _check_int(rank, "rank")
+        given = _check_int(rank, "rank")
         with self._lock:
             sizes = self._sizes()
             n = sum(sizes)
-            if rank < 0:
-                rank += n + 1
+            rank = given + n + 1 if given < 0 else given
             if not 1 <= rank <= n:
-                raise IndexError(f"rank {rank} is outside 1..{n}")
+                raise rank_outside(given, n)
             rows = self._window(rank - 1, rank, with_meta, sizes=sizes)
             return self._entries(rows, rank - 1, style)[0]
 

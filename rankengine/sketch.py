@@ -325,10 +325,14 @@ class CountMinSketch:
     def _reserve(self, n: int) -> None:
         """Raise OverflowError unless ``n`` more events fit; nothing changes."""
         if self.total + n > self._limit:
+            advice = (
+                "shorter windows"
+                if self.counter_bits == 64
+                else "counter_bits=64 or shorter windows"
+            )
             raise OverflowError(
                 f"count-min sketch total would reach {self.total + n}, past the "
-                f"{self.counter_bits}-bit counter limit {self._limit}: use "
-                "counter_bits=64 or shorter windows"
+                f"{self.counter_bits}-bit counter limit {self._limit}: use {advice}"
             )
 
     def _add_at(self, idx: tuple[int, ...], n: int) -> int:

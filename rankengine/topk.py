@@ -62,7 +62,7 @@ from typing import Any, Final, cast
 
 import msgpack
 
-from rankengine.hashing import Key, check_keys, count_keys, key_nbytes
+from rankengine.hashing import Key, check_count_map, check_keys, count_keys, key_nbytes
 from rankengine.sketch import CountMinSketch, check_positive
 
 DEFAULT_WIDTH: Final = 2048
@@ -362,7 +362,7 @@ class TopK:
 
         :param counts: mapping key -> positive int
         """
-        check_keys(counts)
+        check_count_map(counts)
         if {type(n) for n in counts.values()} - {int} or (counts and min(counts.values()) < 1):
             for key, n in counts.items():
                 if type(n) is not int or n < 1:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final, Protocol
 
-from rankengine.hashing import Key, check_key, check_keys, count_keys, make_indexer
+from rankengine.hashing import Key, check_count_map, check_key, check_keys, count_keys, make_indexer
 from rankengine.sketch import check_positive
 from rankengine.topk import TopItem, TopK, merge_topk
 
@@ -336,7 +336,7 @@ class PartitionedTopK:
 
         :param counts: mapping key -> positive int
         """
-        check_keys(counts)
+        check_count_map(counts)
         for key, n in counts.items():
             if type(n) is not int or n < 1:
                 raise ValueError(f"count of {key!r} must be a positive int, got {n!r}")

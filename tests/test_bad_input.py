@@ -390,3 +390,40 @@ def test_a_bare_string_is_not_a_list_of_members(make_board: Any, call: str) -> N
     with pytest.raises(TypeError, match="iterable of members"):
         getattr(board, call)("abc")
     assert board.items() == before
+
+
+@pytest.mark.parametrize("kind", ["sortedlist", "skiplist", "sharded"])
+@pytest.mark.parametrize("rank", [0, 6, -6, -10])
+def test_at_names_the_rank_it_was_given(kind: str, rank: int) -> None:
+    """The error repeats the caller's rank (not the position a negative one
+    was turned into) and says which ranks the board has."""
+    from rankengine import Leaderboard
+    from rankengine.sharded import ShardedLeaderboard
+
+    if kind == "sharded":
+        board: Any = ShardedLeaderboard([Leaderboard(), Leaderboard()])
+    else:
+        board = Leaderboard(backend=kind)
+    board.set_many({"ann": 50, "bob": 30, "cid": 30, "dee": 10, "eve": 5})
+    with pytest.raises(IndexError) as caught:
+        board.at(rank)
+    message = str(caught.value)
+    assert message.startswith(f"rank {rank} ")
+    assert "1..5" in message and "-5..-1" in message
+    with pytest.raises(IndexError, match="empty"):
+        (ShardedLeaderboard([Leaderboard()]) if kind == "sharded" else Leaderboard()).at(1)
+
+
+def test_union_of_a_composite_board_says_why_without_blaming_weights() -> None:
+    """No weights were given: the error names what is refused (composite
+    scores) and that union and intersection take scalar boards only."""
+    from rankengine import Leaderboard
+
+    composite_board = Leaderboard(order=("desc", "asc"))
+    composite_board.set("ann", (1, 2))
+    for combine in (Leaderboard.union, Leaderboard.intersection):
+        with pytest.raises(TypeError) as caught:
+            combine([Leaderboard(), composite_board])
+        message = str(caught.value)
+        assert "weights" not in message
+        assert "composite" in message and "scalar" in message

@@ -1623,3 +1623,51 @@ def test_row_restore_keeps_only_the_deep_ties(backend: Any, order: str) -> None:
     # m1 reached 5 first; m9 .. m30 are 8 or more places from it
     assert set(board._tie) == {f"m{clock}" for clock in range(RUN_SCAN_LIMIT + 1, 31)}
     assert set(board._tie) == _deep(board, 5)
+
+
+@pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])
+def test_clear_empties_the_index_without_a_search_per_member(backend: str) -> None:
+    """``clear()`` is documented O(N): it drops the index in one step instead
+    of removing (and so first searching for) each member, O(N log N)."""
+    from rankengine.skiplist import SkipList
+    from rankengine.sortedlist import SortedListIndex
+
+    removed: list[Any] = []
+    base: Any = SkipList if backend == "skiplist" else SortedListIndex
+
+    class CountingIndex(base):  # type: ignore[misc,valid-type]
+        def remove(self, primary: Any, tie: Any) -> Any:
+            removed.append(tie)
+            return super().remove(primary, tie)
+
+    def counting_index() -> Any:
+        return CountingIndex()
+
+    board = Leaderboard(backend=counting_index)
+    board.set_many({f"p{i}": i % 7 for i in range(200)})
+    board.set_meta("p3", {"name": "x"})
+    board.rank("p3", style="dense")  # build the dense counts too
+    board.top()  # and the cached top rows
+    board.clear()
+    board._check()
+    assert removed == []
+    assert len(board) == 0 and board.items() == [] and board.meta("p3") is None
+    assert board.rank("p3", style="dense") is None and board.top() == []
+    # the board is usable again, clock and all
+    board.set_many({"a": 1, "b": 1})
+    board._check()
+    assert list(board) == ["a", "b"] and board.clock == 202
+
+
+def test_rank_for_score_on_a_board_that_breaks_ties_by_member(make_board: Any) -> None:
+    """As documented: on a ``tie_break="member"`` board the unique rank of a
+    score is one past every member already on it (a newcomer's own place
+    among them depends on its name); competition and dense ranks are those
+    of the score."""
+    board = make_board(tie_break="member")
+    board.set_many({"b": 5, "d": 5, "x": 3})
+    assert board.rank_for_score(5) == 3
+    assert board.rank_for_score(5, style="competition") == 1
+    assert board.rank_for_score(5, style="dense") == 1
+    board.set("c", 5)  # lands between d and b, not at 3
+    assert board.rank("c") == 2

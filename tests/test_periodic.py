@@ -151,6 +151,19 @@ def test_bad_offsets_and_specs() -> None:
         Daily().parse("2026-11")
 
 
+@pytest.mark.parametrize("name", ["fortnightly", "Weekley", "@fortnightly", "yearly"])
+def test_an_unknown_calendar_name_lists_the_names(name: str) -> None:
+    """A one-word spec that is no calendar name is reported as an unknown
+    name, with the names there are, not as a cron expression short of fields."""
+    with pytest.raises(ValueError, match="unknown calendar") as caught:
+        calendar(name)
+    message = str(caught.value)
+    assert repr(name) in message and "'weekly'" in message and "@yearly" in message
+    assert "5 fields" not in message
+    with pytest.raises(ValueError, match="unknown calendar"):
+        PeriodicLeaderboard(name, clock=lambda: 0.0)
+
+
 @pytest.mark.parametrize(
     ("cron", "twin"),
     [("0 * * * *", Hourly()), ("0 0 * * *", Daily()), ("0 0 * * 1", Weekly()),

@@ -214,6 +214,19 @@ def test_64_bit_counters_take_large_counts() -> None:
     sketch._check()
 
 
+def test_64_bit_overflow_does_not_advise_64_bit_counters() -> None:
+    """At the 64-bit limit the advice is shorter windows, not the setting
+    the sketch already has."""
+    sketch = CountMinSketch(8, 2, counter_bits=64)
+    sketch.add("a", 2**64 - 2)
+    before = sketch.to_bytes()
+    with pytest.raises(OverflowError, match="64-bit counter limit") as caught:
+        sketch.add("b", 2)
+    assert "counter_bits=64" not in str(caught.value)
+    assert "shorter windows" in str(caught.value)
+    assert sketch.to_bytes() == before
+
+
 # -- bad input ---------------------------------------------------------------------
 
 

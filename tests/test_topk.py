@@ -303,6 +303,26 @@ def test_bad_input_raises_and_changes_nothing(call: object, error: type) -> None
     tracker._check()
 
 
+@pytest.mark.parametrize("counts", [[("a", 2), ("b", 1)], ["a", "b"], "ab"])
+def test_add_counts_of_pairs_or_keys_says_it_takes_a_mapping(counts: object) -> None:
+    """add_counts takes a mapping key -> count; pairs or bare keys are refused
+    with an error that says so (not 'unsupported key type tuple'), and the
+    tracker and a pipeline are left as they were."""
+    from rankengine.trending import PartitionedTopK
+
+    tracker = TopK(2, width=16, depth=2)
+    tracker.add("a")
+    before = tracker.to_bytes()
+    with pytest.raises(TypeError, match="mapping") as caught:
+        tracker.add_counts(counts)  # type: ignore[arg-type]
+    assert "add_many" in str(caught.value)
+    assert tracker.to_bytes() == before
+    with PartitionedTopK(2, k=1, width=16, depth=1) as pipe:
+        with pytest.raises(TypeError, match="mapping"):
+            pipe.add_counts(counts)  # type: ignore[arg-type]
+        assert pipe.snapshot().total == 0
+
+
 @pytest.mark.parametrize("other", [1.0, True])
 def test_a_batch_does_not_fold_equal_keys_of_other_types_into_an_int(other: object) -> None:
     # Counter([1, 1.0, True]) has the single key 1: the keys are checked before counting.
