@@ -892,11 +892,22 @@ class RedisLeaderboard:
         log, and the rebuilt contents survive the next write and a reopen.
         The logical clock stays the log's, which never goes below a member's.
 
+        ``source`` must have this board's ``order`` and ``tie_break`` (a
+        ``ValueError`` otherwise, before anything changes): its rows are
+        copied as they are, tie clocks included, never converted.
+
         Runtime complexity: O(N log N), about N / 2000 round trips.
         """
         source = self._log if source is None else source
         if source is None:
             raise ValueError("rebuild() needs a log (or a board to copy)")
+        for setting, mine in (("order", self._order), ("tie_break", self._tie_break)):
+            theirs = getattr(source, setting)
+            if theirs != mine:
+                raise ValueError(
+                    f"rebuild() needs a source with this board's {setting} ({mine!r}), "
+                    f"not {theirs!r}: its rows would not rank as this board ranks them"
+                )
         with self._lock, source._lock:
             rows = list(source._export())
             if source is not self._log:

@@ -722,12 +722,48 @@ def test_a_rebuild_from_a_bad_source_changes_nothing(redis_client: Any, tmp_path
         assert b.verify() == []
     plain = board(redis_client, tie_break="member")
     plain.set_many({"a": 1, "b": 2})
-    mixed = Leaderboard()
-    mixed.set_many({"a": 3, 7: 4})
+    mixed = Leaderboard(tie_break="member")  # a board of mixed members (only by restoring)
+    mixed._restore([("a", 3, 0, None), (7, 4, 0, None)], 0)
     with pytest.raises(TypeError, match="breaks ties by member"):
         plain.rebuild(mixed)
     assert plain.items() == [("b", 2), ("a", 1)]
     plain._check()
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["unlogged", "logged"])
+def test_a_rebuild_from_a_board_that_ranks_otherwise_is_refused(
+    redis_client: Any, tmp_path: Any, logged: bool
+) -> None:
+    # rebuild(source) copies rows (member, score, tie clock, metadata); a
+    # source sorted the other way, or breaking ties otherwise (every clock 0
+    # under tie_break="member"), would not rank as the board does
+    log = tmp_path / "log" if logged else None
+    with board(redis_client, order=("desc", "asc"), log=log) as b:
+        b.set_many({"ann": (5, 1), "bob": (3, 2), "cid": (3, 1)})
+        b.set_meta("bob", {"n": 1})
+        twin = Leaderboard(order=("desc", "asc"))
+        twin._restore(list(b._export()), b.clock)
+
+        def state() -> Any:
+            seq = b.log.last_seq if logged else None
+            return b.items(), b.clock, b.writes, b.meta("bob"), seq
+
+        before = state()
+        for setting, other in {
+            "order": {"order": ("asc", "asc")},
+            "tie_break": {"order": ("desc", "asc"), "tie_break": "member"},
+        }.items():
+            source = Leaderboard(**other)
+            source.set_many({"dan": (4, 0), "eve": (4, 0)})
+            with pytest.raises(
+                ValueError, match=rf"rebuild\(\) needs a source with this board's {setting}"
+            ):
+                b.rebuild(source)
+            assert state() == before, setting
+            assert b.verify(twin) == []
+            if logged:
+                assert b.verify() == []
+        b._check()
 
 
 def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path: Any) -> None:
