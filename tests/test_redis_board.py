@@ -766,6 +766,68 @@ def test_a_rebuild_from_a_board_that_ranks_otherwise_is_refused(
         b._check()
 
 
+def clocks(b: Any) -> dict[Any, int]:
+    """member -> tie clock."""
+    return {row[0]: row[2] for row in b._export()}
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["unlogged", "logged"])
+def test_a_rebuild_leaves_the_clock_at_least_the_sources(
+    redis_client: Any, tmp_path: Any, logged: bool
+) -> None:
+    # A source whose clock is past every member's (it saw writes since
+    # removed) hands that clock on, so later writes order after everything
+    # the source had seen, and verify(source) finds the two in step; a log
+    # records it, so it survives a reopen and a Redis that lost everything.
+    # An unlogged board takes the source's clock (it is a copy); a logged
+    # board's clock is the log's, which never goes back.
+    name = unique_name()
+    log = tmp_path if logged else None
+    source = Leaderboard()
+    source.set_many({"ann": 5, "bob": 3})
+    source.set_meta("ann", {"k": 1})
+    source.set_meta("bob", {"k": 2})
+    source.set("gone", 9)
+    source.remove("gone")
+    assert source.clock == 3 and max(clocks(source).values()) == 2
+    with RedisLeaderboard(redis_client, name, log=log, fsync="always") as b:
+        b.set_many({"ann": 1, "cid": 2})
+        assert b.rebuild(source) == 2
+        assert b.clock == source.clock == 3
+        assert b.verify(source) == []
+        assert [b.meta(m) for m in ("ann", "bob")] == [{"k": 1}, {"k": 2}]
+        if logged:
+            assert b.verify() == [] and b.writes == b.log.last_seq
+            assert rebuild_from_directory(tmp_path).clock == 3
+        b._check()
+    if logged:
+        redis_client.delete(*b.keys)  # Redis forgets: the log brings the clock back
+    with RedisLeaderboard(redis_client, name, log=log) as again:
+        assert again.recovered == logged
+        assert again.verify(source) == []
+        again.set("dan", 1)
+        assert clocks(again)["dan"] == 4
+        again._check()
+        # a source behind the board
+        assert again.rebuild(source) == 2
+        assert again.clock == (4 if logged else 3) and again.items() == source.items()
+        if logged:
+            assert again.verify() == []
+        else:
+            assert again.verify(source) == []
+        # an empty source: the clock still reaches the source's
+        empty = Leaderboard()
+        empty.set("x", 1)
+        empty._restore([], 10)
+        assert again.rebuild(empty) == 0
+        assert len(again) == 0 and again.clock == 10 and again.verify(empty) == []
+        again._check()
+    if logged:
+        assert rebuild_from_directory(tmp_path).clock == 10
+        with RedisLeaderboard(redis_client, name, log=log) as again:
+            assert again.verify() == [] and again.clock == 10
+
+
 def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path: Any) -> None:
     with board(redis_client, log=tmp_path) as b:
         b.set("ann", 1)
