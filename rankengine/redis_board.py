@@ -262,8 +262,9 @@ class RedisLeaderboard:
 
     @property
     def writes(self) -> int:
-        """How many writes changed this board (compared with the log's records);
-        -1 while a rebuild from the log runs, or after one was cut short."""
+        """How many writes changed this board (compared with the log's records;
+        a rebuild counts as one); -1 while a rebuild runs, or after one was
+        cut short."""
         return int(self._client.hget(self._keys[5], "writes") or 0)
 
     def config(self) -> dict[str, Any]:
@@ -893,14 +894,15 @@ class RedisLeaderboard:
 
         The logical clock becomes at least the source's, so later writes
         order after everything the source had seen, even writes of members
-        it has since removed.  An unlogged board takes the source's clock
-        (and a durable source's ``last_seq`` as its write counter): it is a
-        copy.  A logged board's clock is the log's, which never goes back:
-        the larger of the log's and the source's.  The rebuild's logged write
-        records it (the log holds no clock of its own, only its changes':
-        one member is put with the clock and put back as the source has it),
-        so it survives a reopen; only an empty source copied onto an empty
-        logged board has no member to carry it, and keeps the log's clock.
+        it has since removed.  An unlogged board takes the source's clock:
+        it is a copy (its write counter counts the rebuild as one write; a
+        durable source's ``last_seq`` is not copied).  A logged board's
+        clock is the log's, which never goes back: the larger of the log's
+        and the source's.  The rebuild's logged write records it (the log
+        holds no clock of its own, only its changes': one member is put with
+        the clock and put back as the source has it), so it survives a
+        reopen; only an empty source copied onto an empty logged board has
+        no member to carry it, and keeps the log's clock.
 
         ``source`` must have this board's ``order`` and ``tie_break`` (a
         ``ValueError`` otherwise, before anything changes): its rows are
@@ -926,8 +928,13 @@ class RedisLeaderboard:
                 return len(rows)
             rows = self._checked_rows(rows, clock)  # before Redis (or the log) changes
             if self._log is None:
-                # An unlogged board becomes a copy of the source, clock included.
-                self._restore(rows, clock, writes=getattr(source, "last_seq", None))
+                # An unlogged board becomes a copy of the source, clock
+                # included, but not its place in a log: the write counter
+                # (read only when a log is attached) counts this board's own
+                # writes, the rebuild as one.  A durable source's last_seq
+                # would let a later attach of that source's log take Redis
+                # for in step after both went on by as many writes.
+                self._restore(rows, clock, writes=max(self.writes, 0) + 1)
                 return len(rows)
             log = self._log
             with self._writing(), log._lock:

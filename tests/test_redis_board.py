@@ -828,6 +828,39 @@ def test_a_rebuild_leaves_the_clock_at_least_the_sources(
             assert again.verify() == [] and again.clock == 10
 
 
+def test_an_unlogged_rebuild_counts_as_one_write_of_the_board(
+    redis_client: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    # The write counter of an unlogged board counts its own writes; a
+    # rebuild is one of them, whatever the source.  Copying a durable
+    # source's last_seq instead would let a later attach of that source's
+    # log take Redis for in step after both went on by as many writes: the
+    # attach would keep a write the log never had and miss one it has.
+    durable = Leaderboard.open(tmp_path / "d", fsync="always")
+    durable.set_many({"ann": 5, "bob": 3})
+    durable.set("gone", 9)
+    durable.remove("gone")
+    monkeypatch.setattr("rankengine.redis_board.RESTORE_CHUNK", 1)  # one script per member
+    copies = [board(redis_client) for _ in range(2)]
+    for copy in copies:
+        copy.set_many({"old": 1, "older": 2, "oldest": 3})
+        assert copy.rebuild(durable) == 2
+        assert copy.verify(durable) == []
+        assert copy.writes == 2, "the earlier write and the rebuild"
+    copies[0].set("ghost", 7)  # Redis goes on alone, by one write ...
+    durable.set("cid", 1)  # ... and so does the log
+    durable.close()
+    with RedisLeaderboard(redis_client, copies[0].name, log=tmp_path / "d") as b:
+        assert b.recovered  # 3 writes in Redis, 4 in the log: Redis is rebuilt
+        assert b.items() == [("ann", 5), ("bob", 3), ("cid", 1)] and b.verify() == []
+        b._check()
+    copies[1].set_many({"x": 1})
+    copies[1].set_many({"y": 1})
+    copies[1].set_many({"z": 1})
+    with pytest.raises(ValueError, match="5 writes but its log only 4"):
+        RedisLeaderboard(redis_client, copies[1].name, log=tmp_path / "d")
+
+
 def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path: Any) -> None:
     with board(redis_client, log=tmp_path) as b:
         b.set("ann", 1)
