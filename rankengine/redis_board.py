@@ -262,8 +262,9 @@ class RedisLeaderboard:
 
     @property
     def writes(self) -> int:
-        """How many writes changed this board (compared with the log's records);
-        -1 while a rebuild from the log runs, or after one was cut short."""
+        """How many writes changed this board (compared with the log's records;
+        a rebuild counts as one); -1 while a rebuild runs, or after one was
+        cut short."""
         return int(self._client.hget(self._keys[5], "writes") or 0)
 
     def config(self) -> dict[str, Any]:
@@ -890,23 +891,57 @@ class RedisLeaderboard:
         (every row is checked before anything is written), and Redis is then
         rebuilt from the log.  So the write counter stays in step with the
         log, and the rebuilt contents survive the next write and a reopen.
-        The logical clock stays the log's, which never goes below a member's.
+
+        The logical clock becomes at least the source's, so later writes
+        order after everything the source had seen, even writes of members
+        it has since removed.  An unlogged board takes the source's clock:
+        it is a copy (its write counter counts the rebuild as one write; a
+        durable source's ``last_seq`` is not copied).  A logged board's
+        clock is the log's, which never goes back: the larger of the log's
+        and the source's.  The rebuild's logged write records it (the log
+        holds no clock of its own, only its changes': one member is put with
+        the clock and put back as the source has it), so it survives a
+        reopen; only an empty source copied onto an empty logged board has
+        no member to carry it, and keeps the log's clock.
+
+        ``source`` must have this board's ``order`` and ``tie_break`` (a
+        ``ValueError`` otherwise, before anything changes): its rows are
+        copied as they are, tie clocks included, never converted.
 
         Runtime complexity: O(N log N), about N / 2000 round trips.
         """
         source = self._log if source is None else source
         if source is None:
             raise ValueError("rebuild() needs a log (or a board to copy)")
+        for setting, mine in (("order", self._order), ("tie_break", self._tie_break)):
+            theirs = getattr(source, setting)
+            if theirs != mine:
+                raise ValueError(
+                    f"rebuild() needs a source with this board's {setting} ({mine!r}), "
+                    f"not {theirs!r}: its rows would not rank as this board ranks them"
+                )
         with self._lock, source._lock:
             rows = list(source._export())
-            if source is not self._log:
-                rows = self._checked_rows(rows, source.clock)  # before Redis (or the log) changes
-            if self._log is None or source is self._log:
-                self._restore(rows, source.clock, writes=getattr(source, "last_seq", None))
+            clock = int(source.clock)
+            if source is self._log:
+                self._restore(rows, clock, writes=self._log.last_seq)
+                return len(rows)
+            rows = self._checked_rows(rows, clock)  # before Redis (or the log) changes
+            if self._log is None:
+                # An unlogged board becomes a copy of the source, clock
+                # included, but not its place in a log: the write counter
+                # (read only when a log is attached) counts this board's own
+                # writes, the rebuild as one.  A durable source's last_seq
+                # would let a later attach of that source's log take Redis
+                # for in step after both went on by as many writes.
+                self._restore(rows, clock, writes=max(self.writes, 0) + 1)
                 return len(rows)
             log = self._log
             with self._writing(), log._lock:
-                self._notify(_changes_between(list(log._export()), rows))
+                have = list(log._export())
+                self._notify(
+                    _clock_mark(have, rows, clock, log.clock) or _changes_between(have, rows)
+                )
                 self._restore(list(log._export()), log.clock, writes=log.last_seq)
         return len(rows)
 
@@ -1624,6 +1659,31 @@ def _changes_between(
         elif not _same_meta(current[member][3], meta):
             metas.append((META, member, meta))
     return removed + put + metas
+
+
+def _clock_mark(
+    have: list[tuple[Member, Score, int, dict[str, Any] | None]],
+    want: list[tuple[Member, Score, int, dict[str, Any] | None]],
+    clock: int,
+    logged: int,
+) -> list[Change]:
+    """The changes of :func:`_changes_between` that also bring a log's clock
+    (now ``logged``) up to ``clock``; empty when there is no need, or no
+    member to carry it.
+
+    A log's clock is the largest tie clock it holds (see the log format):
+    there is no change for the clock alone.  So one member is put with
+    ``clock`` and removed again, then put back as ``want`` has it (with its
+    metadata), all in the one logged write.  ``clock`` is past every clock
+    of ``want`` and of the log's board, so no two members share it on the way.
+
+    Runtime complexity: O(N) for N rows in all.
+    """
+    if clock <= logged or not (want or have):
+        return []
+    member, score, _, _ = want[0] if want else have[0]
+    rest = [row for row in have if row[0] != member]
+    return [(PUT, member, score, clock), (DEL, member), *_changes_between(rest, want)]
 
 
 def _combine(

@@ -67,6 +67,7 @@ from rankengine.core import (
     _member_list,
 )
 from rankengine.leaderboard import Leaderboard, When
+from rankengine.packed import PackedScore
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.scoring import Member, Score, ScoreCodec, check_member
@@ -141,7 +142,9 @@ class ShardedLeaderboard(ShardMerge):
         board with the same number of shards (the placement depends on it):
         in-process :class:`~rankengine.Leaderboard` boards,
         :class:`~rankengine.redis_board.RedisLeaderboard` boards, or a mix.
-        They must share ``order`` and ``tie_break``.
+        They must share ``order``, ``tie_break``, ``rank_style`` and (Redis
+        shards) ``packing``: a packed shard with an exact one (in-process, or
+        Redis without packing) is refused, as is any other mismatch.
     :param rank_style: the default rank style (default: the first shard's).
 
     The API is :class:`~rankengine.Leaderboard`'s; see the module docstring
@@ -152,12 +155,11 @@ class ShardedLeaderboard(ShardMerge):
         boards = list(shards)
         if not boards:
             raise ValueError("a sharded board needs at least one shard")
-        first = boards[0]
         for board in boards:
             if not isinstance(board, (Leaderboard, RedisLeaderboard)):
                 raise TypeError(f"shards must be Leaderboard or RedisLeaderboard, not {board!r}")
-            if board.order != first.order or board.tie_break != first.tie_break:
-                raise ValueError("every shard must have the same order and tie_break")
+        first = boards[0]
+        _check_agreement(boards)
         style = first.rank_style if rank_style is None else rank_style
         _check_style(style)
         self._boards = boards
@@ -865,6 +867,52 @@ class ShardedLeaderboard(ShardMerge):
 
 
 builtins_min = min
+
+
+def _settings(board: Any) -> dict[str, Any]:
+    """The settings every shard of one board must share, as comparable values.
+
+    Merged reads compare keys of one shard with scores and keys of another,
+    so shards must sort alike (``order``, ``tie_break``) and hold the same
+    values: a packed Redis shard holds only whole ticks inside its window,
+    which an exact shard (in-process, or Redis without packing) does not
+    limit.  ``rank_style`` is shared so that a shard read on its own ranks
+    as the sharded board does by default.
+    """
+    packing = board.packing if isinstance(board, RedisLeaderboard) else None
+    return {
+        "order": board.order,
+        "tie_break": board.tie_break,
+        "rank_style": board.rank_style,
+        "packing": _describe_packing(packing),
+    }
+
+
+def _describe_packing(packing: PackedScore | None) -> str:
+    if packing is None:
+        return "none (exact scores)"
+    return (
+        f"PackedScore(window_start={packing.window_start}, bits={packing.bits}, "
+        f"resolution={packing.resolution}, descending={packing.descending})"
+    )
+
+
+def _check_agreement(boards: list[Any]) -> None:
+    """Raise ``ValueError`` naming the first shard whose settings differ from
+    shard 0's, and the setting.
+
+    Runtime complexity: O(S)
+    """
+    want = _settings(boards[0])
+    for i, board in enumerate(boards[1:], start=1):
+        have = _settings(board)
+        for setting, value in want.items():
+            if have[setting] != value:
+                shown = str if setting == "packing" else repr
+                raise ValueError(
+                    f"shard {i} has {setting} {shown(have[setting])}, shard 0 has "
+                    f"{setting} {shown(value)}: every shard must have the same {setting}"
+                )
 
 
 def _rank_window(start: int, stop: int, n: int) -> tuple[int, int]:

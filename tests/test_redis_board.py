@@ -722,12 +722,143 @@ def test_a_rebuild_from_a_bad_source_changes_nothing(redis_client: Any, tmp_path
         assert b.verify() == []
     plain = board(redis_client, tie_break="member")
     plain.set_many({"a": 1, "b": 2})
-    mixed = Leaderboard()
-    mixed.set_many({"a": 3, 7: 4})
+    mixed = Leaderboard(tie_break="member")  # a board of mixed members (only by restoring)
+    mixed._restore([("a", 3, 0, None), (7, 4, 0, None)], 0)
     with pytest.raises(TypeError, match="breaks ties by member"):
         plain.rebuild(mixed)
     assert plain.items() == [("b", 2), ("a", 1)]
     plain._check()
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["unlogged", "logged"])
+def test_a_rebuild_from_a_board_that_ranks_otherwise_is_refused(
+    redis_client: Any, tmp_path: Any, logged: bool
+) -> None:
+    # rebuild(source) copies rows (member, score, tie clock, metadata); a
+    # source sorted the other way, or breaking ties otherwise (every clock 0
+    # under tie_break="member"), would not rank as the board does
+    log = tmp_path / "log" if logged else None
+    with board(redis_client, order=("desc", "asc"), log=log) as b:
+        b.set_many({"ann": (5, 1), "bob": (3, 2), "cid": (3, 1)})
+        b.set_meta("bob", {"n": 1})
+        twin = Leaderboard(order=("desc", "asc"))
+        twin._restore(list(b._export()), b.clock)
+
+        def state() -> Any:
+            seq = b.log.last_seq if logged else None
+            return b.items(), b.clock, b.writes, b.meta("bob"), seq
+
+        before = state()
+        for setting, other in {
+            "order": {"order": ("asc", "asc")},
+            "tie_break": {"order": ("desc", "asc"), "tie_break": "member"},
+        }.items():
+            source = Leaderboard(**other)
+            source.set_many({"dan": (4, 0), "eve": (4, 0)})
+            with pytest.raises(
+                ValueError, match=rf"rebuild\(\) needs a source with this board's {setting}"
+            ):
+                b.rebuild(source)
+            assert state() == before, setting
+            assert b.verify(twin) == []
+            if logged:
+                assert b.verify() == []
+        b._check()
+
+
+def clocks(b: Any) -> dict[Any, int]:
+    """member -> tie clock."""
+    return {row[0]: row[2] for row in b._export()}
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["unlogged", "logged"])
+def test_a_rebuild_leaves_the_clock_at_least_the_sources(
+    redis_client: Any, tmp_path: Any, logged: bool
+) -> None:
+    # A source whose clock is past every member's (it saw writes since
+    # removed) hands that clock on, so later writes order after everything
+    # the source had seen, and verify(source) finds the two in step; a log
+    # records it, so it survives a reopen and a Redis that lost everything.
+    # An unlogged board takes the source's clock (it is a copy); a logged
+    # board's clock is the log's, which never goes back.
+    name = unique_name()
+    log = tmp_path if logged else None
+    source = Leaderboard()
+    source.set_many({"ann": 5, "bob": 3})
+    source.set_meta("ann", {"k": 1})
+    source.set_meta("bob", {"k": 2})
+    source.set("gone", 9)
+    source.remove("gone")
+    assert source.clock == 3 and max(clocks(source).values()) == 2
+    with RedisLeaderboard(redis_client, name, log=log, fsync="always") as b:
+        b.set_many({"ann": 1, "cid": 2})
+        assert b.rebuild(source) == 2
+        assert b.clock == source.clock == 3
+        assert b.verify(source) == []
+        assert [b.meta(m) for m in ("ann", "bob")] == [{"k": 1}, {"k": 2}]
+        if logged:
+            assert b.verify() == [] and b.writes == b.log.last_seq
+            assert rebuild_from_directory(tmp_path).clock == 3
+        b._check()
+    if logged:
+        redis_client.delete(*b.keys)  # Redis forgets: the log brings the clock back
+    with RedisLeaderboard(redis_client, name, log=log) as again:
+        assert again.recovered == logged
+        assert again.verify(source) == []
+        again.set("dan", 1)
+        assert clocks(again)["dan"] == 4
+        again._check()
+        # a source behind the board
+        assert again.rebuild(source) == 2
+        assert again.clock == (4 if logged else 3) and again.items() == source.items()
+        if logged:
+            assert again.verify() == []
+        else:
+            assert again.verify(source) == []
+        # an empty source: the clock still reaches the source's
+        empty = Leaderboard()
+        empty.set("x", 1)
+        empty._restore([], 10)
+        assert again.rebuild(empty) == 0
+        assert len(again) == 0 and again.clock == 10 and again.verify(empty) == []
+        again._check()
+    if logged:
+        assert rebuild_from_directory(tmp_path).clock == 10
+        with RedisLeaderboard(redis_client, name, log=log) as again:
+            assert again.verify() == [] and again.clock == 10
+
+
+def test_an_unlogged_rebuild_counts_as_one_write_of_the_board(
+    redis_client: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    # The write counter of an unlogged board counts its own writes; a
+    # rebuild is one of them, whatever the source.  Copying a durable
+    # source's last_seq instead would let a later attach of that source's
+    # log take Redis for in step after both went on by as many writes: the
+    # attach would keep a write the log never had and miss one it has.
+    durable = Leaderboard.open(tmp_path / "d", fsync="always")
+    durable.set_many({"ann": 5, "bob": 3})
+    durable.set("gone", 9)
+    durable.remove("gone")
+    monkeypatch.setattr("rankengine.redis_board.RESTORE_CHUNK", 1)  # one script per member
+    copies = [board(redis_client) for _ in range(2)]
+    for copy in copies:
+        copy.set_many({"old": 1, "older": 2, "oldest": 3})
+        assert copy.rebuild(durable) == 2
+        assert copy.verify(durable) == []
+        assert copy.writes == 2, "the earlier write and the rebuild"
+    copies[0].set("ghost", 7)  # Redis goes on alone, by one write ...
+    durable.set("cid", 1)  # ... and so does the log
+    durable.close()
+    with RedisLeaderboard(redis_client, copies[0].name, log=tmp_path / "d") as b:
+        assert b.recovered  # 3 writes in Redis, 4 in the log: Redis is rebuilt
+        assert b.items() == [("ann", 5), ("bob", 3), ("cid", 1)] and b.verify() == []
+        b._check()
+    copies[1].set_many({"x": 1})
+    copies[1].set_many({"y": 1})
+    copies[1].set_many({"z": 1})
+    with pytest.raises(ValueError, match="5 writes but its log only 4"):
+        RedisLeaderboard(redis_client, copies[1].name, log=tmp_path / "d")
 
 
 def test_a_board_whose_log_is_closed_refuses_writes(redis_client: Any, tmp_path: Any) -> None:

@@ -25,8 +25,11 @@ from redis_service import (  # noqa: F401 - fixtures
 from test_redis_differential import CONFIGS, apply, exact, operations, reads
 
 from rankengine import Leaderboard
+from rankengine.packed import PackedScore
 from rankengine.redis_board import RedisLeaderboard
 from rankengine.sharded import ShardedLeaderboard, jump_hash, shard_of
+
+WEEK = 7 * 86400
 
 
 def check_same(
@@ -181,10 +184,44 @@ def test_int_members_of_any_size_are_placed() -> None:
 def test_shards_must_agree_on_order_and_tie_break() -> None:
     with pytest.raises(ValueError, match="same order"):
         ShardedLeaderboard([Leaderboard(), Leaderboard(order="asc")])
+    for setting, other in {
+        "order": {"order": "asc"},
+        "tie_break": {"tie_break": "member"},
+        "rank_style": {"rank_style": "dense"},
+    }.items():
+        with pytest.raises(ValueError, match=rf"shard 2 has {setting} .*shard 0 has"):
+            ShardedLeaderboard([Leaderboard(), Leaderboard(), Leaderboard(**other)])
     with pytest.raises(ValueError, match="at least one"):
         ShardedLeaderboard([])
     with pytest.raises(TypeError):
         ShardedLeaderboard([object()])
+
+
+@pytest.mark.redis
+def test_shards_must_agree_on_packing() -> None:
+    # A packed shard cannot hold (or be asked about) a time between its
+    # ticks that an exact shard holds: merged reads would fail or be wrong.
+    config: dict[str, Any] = {"order": ("desc", "asc")}
+    week = PackedScore(0, WEEK)
+    exact_shard = Leaderboard(**config)
+    shards = [
+        [redis_board(packing=week, **config), exact_shard],
+        [redis_board(packing=week, **config), redis_board(**config)],
+        [
+            redis_board(packing=week, **config),
+            redis_board(packing=PackedScore(0, 2 * WEEK), **config),
+        ],
+    ]
+    for boards in shards:
+        with pytest.raises(ValueError, match=r"shard 1 has packing .*shard 0 has packing"):
+            ShardedLeaderboard(boards)
+    exact_shard.set("half", (1, 0.5))  # nothing was written by a refused board
+    same = ShardedLeaderboard(
+        [redis_board(packing=PackedScore(0, WEEK), **config) for _ in range(2)]
+    )
+    same.set_many({"ann": (3, 60), "bob": (3, 0)})
+    assert same.items() == [("bob", (3, 0)), ("ann", (3, 60))]
+    same._check()
 
 
 @pytest.mark.redis
