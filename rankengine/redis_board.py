@@ -46,7 +46,7 @@ from rankengine.core import (
 )
 from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
-from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate
+from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
 from rankengine.redis_codec import (
     _TAGS,
     MAXCLOCK,
@@ -592,7 +592,7 @@ class RedisLeaderboard:
         style = self._style(style)
         result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), "at", rank)
         if int(result[0]) == -2:
-            raise IndexError(f"rank {int(result[2])} is outside 1..{int(result[1])}")
+            raise rank_outside(rank, int(result[1]))
         return self._rows(result, style, with_meta)[0]
 
     def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:

@@ -392,18 +392,22 @@ def test_a_bare_string_is_not_a_list_of_members(make_board: Any, call: str) -> N
     assert board.items() == before
 
 
-@pytest.mark.parametrize("kind", ["sortedlist", "skiplist", "sharded"])
+@pytest.mark.parametrize("kind", ["sortedlist", "skiplist", "redis", "sharded"])
 @pytest.mark.parametrize("rank", [0, 6, -6, -10])
 def test_at_names_the_rank_it_was_given(kind: str, rank: int) -> None:
     """The error repeats the caller's rank (not the position a negative one
     was turned into) and says which ranks the board has."""
+    from conftest import board_factory
+
     from rankengine import Leaderboard
     from rankengine.sharded import ShardedLeaderboard
 
-    if kind == "sharded":
-        board: Any = ShardedLeaderboard([Leaderboard(), Leaderboard()])
-    else:
-        board = Leaderboard(backend=kind)
+    def make() -> Any:
+        if kind == "sharded":
+            return ShardedLeaderboard([Leaderboard(), Leaderboard()])
+        return board_factory(kind)()
+
+    board = make()
     board.set_many({"ann": 50, "bob": 30, "cid": 30, "dee": 10, "eve": 5})
     with pytest.raises(IndexError) as caught:
         board.at(rank)
@@ -411,7 +415,7 @@ def test_at_names_the_rank_it_was_given(kind: str, rank: int) -> None:
     assert message.startswith(f"rank {rank} ")
     assert "1..5" in message and "-5..-1" in message
     with pytest.raises(IndexError, match="empty"):
-        (ShardedLeaderboard([Leaderboard()]) if kind == "sharded" else Leaderboard()).at(1)
+        make().at(1)
 
 
 def test_union_of_a_composite_board_says_why_without_blaming_weights() -> None:
