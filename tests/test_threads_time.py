@@ -1,0 +1,285 @@
+"""Time-based boards shared by threads: periodic rollovers, window refreshes,
+decayed re-bases, and ``close()`` racing writes on their durable forms.
+
+Writers own their members, so a writer's last acknowledged write to a
+member (in a period) is that member's state whatever the interleaving.
+Where a race needs a precise interleaving, a hook inside the board waits
+on an ``Event`` (with a bounded wait: the fixed code blocks the other
+thread, which is what the test checks, so the hook must give up waiting).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from collections.abc import Callable
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Final
+
+from threaded import run_all
+
+from rankengine import Leaderboard
+from rankengine.decay import DecayedLeaderboard
+from rankengine.periodic import LateEventError, Period, PeriodicLeaderboard
+from rankengine.window import SlidingWindowLeaderboard
+
+HOUR: Final = 3600.0
+START: Final = 1_796_032_800.0  # an hour boundary
+WRITERS: Final = 3
+#: How long a hook waits for another thread that the fixed code keeps
+#: blocked.  Only ever a bound on waiting, never a measurement.
+BLOCKED_S: Final = 0.3
+
+
+# ----------------------------------------------------------------------
+# Periodic boards
+# ----------------------------------------------------------------------
+def _periodic_run(
+    board: PeriodicLeaderboard, now: list[float], finals: dict[str, Any]
+) -> list[dict[tuple[str, str], Any]]:
+    """Writers (explicit times, some late), readers and a clock across six
+    rollovers; returns each writer's acknowledged (period, member) -> score."""
+    acked: list[dict[tuple[str, str], Any]] = [{} for _ in range(WRITERS)]
+    done = threading.Event()
+    steps = 36
+
+    def writer(i: int) -> Callable[[], None]:
+        rng = random.Random(i)
+        mine = [f"w{i}-{j}" for j in range(6)]
+
+        def work() -> None:
+            while not done.is_set():
+                t = now[0] - rng.choice([0, 0, 0, 120, 900])  # some late
+                member = rng.choice(mine)
+                name = board.period_of(t).name
+                try:
+                    if rng.random() < 0.5:
+                        score = rng.randint(0, 999)
+                        board.set(member, score, t=t)
+                        acked[i][name, member] = score
+                    else:
+                        acked[i][name, member] = board.incr(member, 1, t=t)
+                except LateEventError:
+                    pass
+
+        return work
+
+    def reader() -> None:
+        while not done.is_set():
+            top = board.top(20)
+            assert [e.rank for e in top] == list(range(1, len(top) + 1))
+            assert all(a.score >= b.score for a, b in pairwise(top))
+            periods = board.periods()
+            assert all(a.end <= b.start for a, b in pairwise(periods))
+            assert board.current.start >= periods[-1].start  # the clock moves on
+
+    def clock() -> None:
+        try:
+            for _ in range(steps):
+                now[0] += HOUR / 6
+                board.tick()
+        finally:
+            done.set()
+
+    run_all([writer(i) for i in range(WRITERS)] + [reader, reader, clock])
+    board._check()
+    return acked
+
+
+def _per_period(acked: list[dict[tuple[str, str], Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for writes in acked:
+        for (name, member), score in writes.items():
+            out.setdefault(name, {})[member] = score
+    return out
+
+
+def test_periodic_rollover_keeps_every_acknowledged_write() -> None:
+    """Every acknowledged write is in its period's final standings (as the
+    close callback saw them) or in its still-open board."""
+    now = [START]
+    finals: dict[str, Any] = {}
+
+    def on_close(period: Period, board: Leaderboard) -> None:
+        assert period.name not in finals, f"{period.name} closed twice"
+        finals[period.name] = dict(board.items())
+
+    board = PeriodicLeaderboard(
+        "hourly", keep=1, grace=600, clock=lambda: now[0], on_close=on_close
+    )
+    acked = _per_period(_periodic_run(board, now, finals))
+    assert len(finals) >= 5
+    for name, scores in acked.items():
+        seen = finals[name] if name in finals else dict(board.board(name).items())
+        assert seen == scores, name
+
+
+def test_durable_periodic_close_racing_writes(tmp_path: Path) -> None:
+    """close() from another thread while writers write across rollovers: each
+    write is acknowledged and in the reopened board, or raises."""
+    now = [START]
+    board = PeriodicLeaderboard.open(
+        tmp_path, "hourly", keep=3, clock=lambda: now[0], fsync="never"
+    )
+    acked: list[dict[tuple[str, str], Any]] = [{} for _ in range(WRITERS)]
+    going = [threading.Event() for _ in range(WRITERS)]
+
+    def writer(i: int) -> Callable[[], None]:
+        rng = random.Random(i)
+
+        def work() -> None:
+            for n in range(100_000):
+                if n == 30:
+                    going[i].set()
+                if i == 0 and n % 10 == 0:
+                    now[0] += HOUR / 4  # rollovers while the others write
+                t = now[0]
+                member = f"w{i}-{rng.randrange(5)}"
+                try:
+                    score = rng.randint(0, 99)
+                    board.set(member, score, t=t)
+                except ValueError as exc:  # LateEventError is one
+                    if "is closed" in str(exc):
+                        break
+                    assert isinstance(exc, LateEventError), exc
+                    continue
+                acked[i][board.period_of(t).name, member] = score
+            going[i].set()
+
+        return work
+
+    def closer() -> None:
+        for event in going:
+            assert event.wait(60)
+        board.close()
+
+    run_all([writer(i) for i in range(WRITERS)] + [closer])
+    expected = _per_period(acked)
+    held = {p.name for p in board.periods()}
+    with PeriodicLeaderboard.open(tmp_path, "hourly", keep=3, clock=lambda: now[0]) as again:
+        for name, scores in expected.items():
+            if name in held:
+                assert dict(again.board(name).items()) == scores, name
+
+
+# ----------------------------------------------------------------------
+# Sliding windows
+# ----------------------------------------------------------------------
+def test_window_refresh_with_concurrent_writers_and_readers() -> None:
+    now = [START]
+    window = SlidingWindowLeaderboard("hourly", 3, clock=lambda: now[0])
+    done = threading.Event()
+
+    def writer(i: int) -> Callable[[], None]:
+        rng = random.Random(i)
+
+        def work() -> None:
+            while not done.is_set():
+                window.incr(f"w{i}-{rng.randrange(8)}", rng.randint(1, 5))
+
+        return work
+
+    def reader() -> None:
+        while not done.is_set():
+            top = window.top(10)
+            assert all(a.score >= b.score for a, b in pairwise(top))
+            window.bucket()  # rolls the buckets over as the clock moves
+            window.staleness()
+
+    def refresher() -> None:
+        try:
+            for _ in range(60):
+                now[0] += HOUR / 5
+                window.refresh()
+        finally:
+            done.set()
+
+    run_all([writer(i) for i in range(WRITERS)] + [reader, reader, refresher])
+    window.refresh()
+    window._check()
+
+
+# ----------------------------------------------------------------------
+# Decayed boards
+# ----------------------------------------------------------------------
+TAU: Final = 100.0
+
+
+def _decay_run(
+    board: DecayedLeaderboard, now: list[float]
+) -> list[dict[str, list[tuple[float, float]]]]:
+    """Writers adding points to their own members while the clock moves past
+    several re-base points; returns each writer's acknowledged events."""
+    events: list[dict[str, list[tuple[float, float]]]] = [{} for _ in range(WRITERS)]
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def writer(i: int) -> Callable[[], None]:
+        rng = random.Random(i)
+
+        def work() -> None:
+            while not done.is_set():
+                member = f"w{i}-{rng.randrange(6)}"
+                points = float(rng.randint(1, 9))
+                with lock:  # the time this write is stamped with
+                    t = now[0]
+                board.add(member, points, t=t)
+                events[i].setdefault(member, []).append((t, points))
+
+        return work
+
+    def reader() -> None:
+        while not done.is_set():
+            top = board.top(10)
+            assert all(a.score >= b.score for a, b in pairwise(top))
+            assert [e.rank for e in top] == list(range(1, len(top) + 1))
+
+    def clock() -> None:
+        try:
+            for step in range(40):
+                with lock:
+                    now[0] += TAU / 2
+                if step % 10 == 5:
+                    board.rebase(now[0])  # an explicit re-base too
+        finally:
+            done.set()
+
+    run_all([writer(i) for i in range(WRITERS)] + [reader, clock])
+    board._check()
+    return events
+
+
+def _check_decayed(
+    board: DecayedLeaderboard, events: list[dict[str, list[tuple[float, float]]]], at: float
+) -> None:
+    merged: dict[str, list[tuple[float, float]]] = {}
+    for writes in events:
+        merged.update(writes)
+    direct = {m: sum(p * math.exp(-(at - t) / TAU) for t, p in evs) for m, evs in merged.items()}
+    got = dict(board.items(at=at))
+    assert got.keys() == direct.keys()
+    for member, value in direct.items():
+        assert math.isclose(got[member], value, rel_tol=1e-9), (member, got[member], value)
+
+
+def test_decayed_rebase_with_concurrent_writers_in_memory() -> None:
+    now = [START]
+    board = DecayedLeaderboard(tau=TAU, t0=START, clock=lambda: now[0], rebase_after=4.0)
+    events = _decay_run(board, now)
+    assert board.rebases >= 3
+    _check_decayed(board, events, now[0])
+
+
+def test_decayed_rebase_with_concurrent_writers_durable(tmp_path: Path) -> None:
+    now = [START]
+    board = DecayedLeaderboard.open(
+        tmp_path, tau=TAU, clock=lambda: now[0], rebase_after=4.0, fsync="never"
+    )
+    events = _decay_run(board, now)
+    assert board.rebases >= 3
+    _check_decayed(board, events, now[0])
+    board.close()
+    with DecayedLeaderboard.open(tmp_path, tau=TAU, clock=lambda: now[0]) as again:
+        _check_decayed(again, events, now[0])
