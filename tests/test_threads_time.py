@@ -201,6 +201,61 @@ def test_window_refresh_with_concurrent_writers_and_readers() -> None:
     window._check()
 
 
+class _PausingDict(dict[Any, Any]):
+    """A member map whose ``get`` can pause once (armed by the test)."""
+
+    pause: Callable[[], None] | None = None
+
+    def get(self, *args: Any) -> Any:
+        pause, type(self).pause = type(self).pause, None
+        if pause is not None:
+            pause()
+        return super().get(*args)
+
+
+def test_window_bucket_read_during_refresh_does_not_break_it() -> None:
+    """``bucket()`` advances the buckets; when that drops a bucket, the drop
+    marks its members for the next refresh.  It ran without the window's
+    lock, so a refresh in another thread, iterating the members it marks,
+    failed with "Set changed size during iteration"."""
+    now = [START]
+
+    def factory(_period: Period) -> Leaderboard:
+        board = Leaderboard()
+        board._primary = _PausingDict()
+        return board
+
+    window = SlidingWindowLeaderboard("hourly", 1, clock=lambda: now[0], board_factory=factory)
+    now[0] += HOUR
+    window.set("ann", 1)
+    window.refresh()  # ann is clean now
+    window.set("bob", 2)  # bob is due for the next refresh
+    in_refresh = threading.Event()
+    read = threading.Event()
+
+    def pause() -> None:
+        in_refresh.set()
+        read.wait(BLOCKED_S)  # the fixed bucket() waits for this refresh
+
+    def refresher() -> None:
+        _PausingDict.pause = pause
+        window.refresh()
+
+    def reader() -> None:
+        assert in_refresh.wait(60)
+        now[0] += HOUR  # the bucket holding ann and bob slides out
+        window.bucket()
+        read.set()
+
+    try:
+        run_all([refresher, reader])
+    finally:
+        _PausingDict.pause = None
+    window.refresh()
+    window._check()
+    assert window.items() == []
+
+
 # ----------------------------------------------------------------------
 # Decayed boards
 # ----------------------------------------------------------------------
