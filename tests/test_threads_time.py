@@ -18,6 +18,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Final
 
+import pytest
 from threaded import run_all
 
 from rankengine import Leaderboard
@@ -338,3 +339,69 @@ def test_decayed_rebase_with_concurrent_writers_durable(tmp_path: Path) -> None:
     board.close()
     with DecayedLeaderboard.open(tmp_path, tau=TAU, clock=lambda: now[0]) as again:
         _check_decayed(again, events, now[0])
+
+
+def test_decayed_write_after_close_that_needs_a_rebase_raises(tmp_path: Path) -> None:
+    """A write after close() far enough ahead to re-base opened a new
+    durable board, deleted the closed one's directory, acknowledged the
+    write and left the new board open (so a reopen in this process failed).
+    It now raises the "closed" error and changes nothing."""
+    now = [START]
+    board = DecayedLeaderboard.open(tmp_path, tau=TAU, clock=lambda: now[0], fsync="always")
+    board.add("ann", 5)
+    board.close()
+    now[0] += 100 * TAU
+    with pytest.raises(ValueError, match="is closed"):
+        board.add("bob", 1)
+    with pytest.raises(ValueError, match="is closed"):
+        board.rebase()
+    assert board.rebases == 0
+    with DecayedLeaderboard.open(tmp_path, tau=TAU, clock=lambda: now[0]) as again:
+        assert [m for m, _ in again.items()] == ["ann"]
+
+
+def test_decayed_close_racing_a_rebase_closes_the_new_board(tmp_path: Path) -> None:
+    """close() did not take the board's lock: run during a re-base, it closed
+    the old board while the re-base went on to install an open new one, so
+    the board stayed open (and writable) after close() returned."""
+    now = [START]
+    pausing = [0]  # clock reads by the re-basing thread until the pause
+    in_rebase = threading.Event()
+    closed = threading.Event()
+
+    def clock() -> float:
+        if pausing[0] and threading.current_thread().name == "worker-0":
+            pausing[0] -= 1
+            if pausing[0]:
+                return now[0]
+            in_rebase.set()
+            closed.wait(BLOCKED_S)  # the fixed close() waits for the re-base
+        return now[0]
+
+    board = DecayedLeaderboard.open(tmp_path, tau=TAU, clock=clock, fsync="always")
+    board.add("ann", 5)
+    now[0] += 100 * TAU
+    outcome: list[Any] = []
+
+    def rebaser() -> None:
+        # the first clock read is add()'s "now"; the second stamps the new
+        # board's first record, in the middle of the re-base
+        pausing[0] = 2
+        try:
+            outcome.append(board.add("bob", 1))
+        except ValueError as exc:
+            assert "is closed" in str(exc), exc
+            outcome.append(None)
+
+    def closer() -> None:
+        assert in_rebase.wait(60)
+        board.close()
+        closed.set()
+
+    run_all([rebaser, closer])
+    assert getattr(board.board, "closed", None) is True
+    with pytest.raises(ValueError, match="is closed"):
+        board.add("cat", 1)
+    with DecayedLeaderboard.open(tmp_path, tau=TAU, clock=lambda: now[0]) as again:
+        want = ["ann", "bob"] if outcome[0] is not None else ["ann"]
+        assert sorted(m for m, _ in again.items()) == want
