@@ -117,6 +117,28 @@ def test_periodic_rollover_keeps_every_acknowledged_write() -> None:
         assert seen == scores, name
 
 
+def test_durable_periodic_refuses_a_write_after_close_in_a_new_period(tmp_path: Path) -> None:
+    """After close(), a write for a period that has no board yet raised
+    nothing: it opened a new durable board, acknowledged the write and left
+    the board open (its directory locked, so a reopen in this process
+    failed).  It now raises the "closed" error and opens nothing."""
+    now = [START]
+    board = PeriodicLeaderboard.open(tmp_path, "hourly", clock=lambda: now[0], fsync="never")
+    board.set("ann", 5)
+    board.close()
+    with pytest.raises(ValueError, match="is closed"):
+        board.incr("bob", 1)  # this hour: its board is closed
+    now[0] += HOUR
+    with pytest.raises(ValueError, match="is closed"):
+        board.set("bob", 1)  # the next hour: no board may be opened
+    assert board.top() == []  # reads still work: the new hour is empty
+    assert [p.name for p in board.periods()] == [board.period_of(START).name]
+    board._check()
+    with PeriodicLeaderboard.open(tmp_path, "hourly", clock=lambda: now[0]) as again:
+        assert again.top(period=board.period_of(START)) == board.top(period=board.period_of(START))
+        assert again.top() == []
+
+
 def test_durable_periodic_close_racing_writes(tmp_path: Path) -> None:
     """close() from another thread while writers write across rollovers: each
     write is acknowledged and in the reopened board, or raises."""
