@@ -538,6 +538,13 @@ class DurableLeaderboard(Leaderboard):
         self._retain = retain_log
         self._failure: BaseException | None = None
         self._dirty = False
+        # Lock order (a thread holding one of these takes only those after
+        # it): _compact_lock, the board's _lock, _sync_lock, _sync_cond.
+        # Writes take _lock (and _sync_cond to wait out a stalled fsync);
+        # flush() _lock then _sync_lock; the everysec flusher _sync_lock then
+        # _sync_cond; compaction _compact_lock, then _sync_lock alone
+        # (_presync) or _lock then _sync_lock; close() takes them one at a
+        # time and joins the background threads holding none.
         self._sync_lock = threading.Lock()
         self._sync_cond = threading.Condition()
         self._sync_started: float | None = None
