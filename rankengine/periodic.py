@@ -479,7 +479,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N + k)
         """
-        return self.board(period).top(k, style=style, with_meta=with_meta)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).top(k, style=style, with_meta=with_meta)
 
     def rank(
         self, member: Member, *, period: Period | str | None = None, style: RankStyle | None = None
@@ -488,7 +489,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N)
         """
-        return self.board(period).rank(member, style=style)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).rank(member, style=style)
 
     def score(
         self, member: Member, default: Any = None, *, period: Period | str | None = None
@@ -497,7 +499,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(1)
         """
-        return self.board(period).score(member, default)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).score(member, default)
 
     def entry(
         self,
@@ -511,7 +514,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N)
         """
-        return self.board(period).entry(member, style=style, with_meta=with_meta)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).entry(member, style=style, with_meta=with_meta)
 
     def around(
         self,
@@ -527,7 +531,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N + above + below)
         """
-        return self.board(period).around(member, above, below, fill=fill, style=style)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).around(member, above, below, fill=fill, style=style)
 
     def archived(self) -> list[str]:
         """Names of the periods in the archive directory, oldest first."""

@@ -427,3 +427,55 @@ def test_decayed_close_racing_a_rebase_closes_the_new_board(tmp_path: Path) -> N
     with DecayedLeaderboard.open(tmp_path, tau=TAU, clock=lambda: now[0]) as again:
         want = ["ann", "bob"] if outcome[0] is not None else ["ann"]
         assert sorted(m for m, _ in again.items()) == want
+
+
+class _PausingBoard(Leaderboard):
+    """A period board whose ``score`` can pause once (armed by the test)."""
+
+    pause: Callable[[], None] | None = None
+
+    def score(self, member: Any, default: Any = None) -> Any:
+        pause, type(self).pause = type(self).pause, None
+        if pause is not None:
+            pause()
+        return super().score(member, default)
+
+
+def test_periodic_read_is_not_split_by_a_rollover() -> None:
+    """``score()`` (and ``top``, ``rank``, ``entry``, ``around``) found the
+    current period's board under the lock but read it after releasing it.
+    A rollover plus a late write in between made the read return a score
+    the board never showed as current: the late write's, in a period that
+    was no longer current."""
+    now = [START + HOUR - 1]
+    board = PeriodicLeaderboard(
+        "hourly", grace=600, clock=lambda: now[0], board_factory=lambda _p: _PausingBoard()
+    )
+    board.set("ann", 1)
+    reading = threading.Event()
+    written = threading.Event()
+    seen: list[Any] = []
+
+    def pause() -> None:
+        reading.set()
+        written.wait(BLOCKED_S)  # the fixed write waits for this read
+
+    def reader() -> None:
+        _PausingBoard.pause = pause
+        seen.append(board.score("ann"))
+
+    def writer() -> None:
+        assert reading.wait(60)
+        now[0] = START + HOUR + 1  # the next hour; the last one is open for 600 s more
+        board.set("ann", 5, t=START + 100)  # late, but within grace
+        written.set()
+
+    try:
+        run_all([reader, writer])
+    finally:
+        _PausingBoard.pause = None
+    # before the write: 1 in the hour that was current; after it: absent
+    # from the new current hour.  Never 5.
+    assert seen[0] in (1, None)
+    assert board.score("ann", period=board.period_of(START)) == 5
+    board._check()
