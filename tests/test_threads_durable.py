@@ -161,3 +161,40 @@ def test_close_racing_writes_keeps_every_acknowledged_write(
         again._check()
         assert state(again) == expected
         assert again.last_seq == board.last_seq
+
+
+#: How long a hook waits for another thread that the fixed code keeps
+#: blocked.  Only ever a bound on waiting, never a measurement.
+BLOCKED_S = 0.3
+
+
+def test_a_second_close_returns_only_once_the_board_is_closed(tmp_path: Path) -> None:
+    """A close() racing another close() returned at once while the first was
+    still flushing, before the directory was released: reopening it right
+    after the second close() returned failed with "already open"."""
+    board = Leaderboard.open(tmp_path, fsync="never")
+    board.set("ann", 1)
+    in_close = threading.Event()
+    second_done = threading.Event()
+    real_sync = board._writer.sync_fn
+
+    def sync(fd: int) -> None:  # the first close()'s final fsync
+        in_close.set()
+        second_done.wait(BLOCKED_S)  # the fixed second close() waits for this one
+        real_sync(fd)
+
+    board._writer.sync_fn = sync
+    reopened: list[Any] = []
+
+    def first() -> None:
+        board.close()
+
+    def second() -> None:
+        assert in_close.wait(60)
+        board.close()
+        second_done.set()
+        with Leaderboard.open(tmp_path) as again:
+            reopened.append(again.items())
+
+    run_all([first, second])
+    assert reopened == [[("ann", 1)]]
