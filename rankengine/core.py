@@ -160,6 +160,11 @@ class BoardCore:
         # or None when the board had fewer members (then any change clears it).
         self._top: list[Entry] | None = None
         self._top_floor: Any = None
+        # Lock order: boards built on boards (periodic, window, decayed,
+        # sharded, a Redis board with a log) take their own lock first and
+        # this one inside it, never the other way round; a durable board
+        # takes its own locks inside this one (see durable.py).  No code
+        # holds two boards' locks otherwise (combine() takes one at a time).
         self._lock = threading.RLock()
         #: Called with each list of changes *before* it is applied; raising
         #: aborts the write.  The event log hooks in here.

@@ -128,6 +128,8 @@ class DecayedLeaderboard:
         # a float, so that repr(t0) names a durable epoch that float() reads back
         self._t0 = float(_finite(clock() if t0 is None else t0, "t0"))
         self._board = self._factory(self._t0)
+        # Lock order: this lock, then the board's (rebase() reads the old
+        # board under its lock; every call goes through this one first).
         self._lock = threading.RLock()
         #: how many re-bases this object has done
         self.rebases = 0
@@ -279,12 +281,16 @@ class DecayedLeaderboard:
         (20.0, 1.0, True)
         """
         with self._lock:
+            old = self._board
+            if getattr(old, "closed", False):
+                # a re-base would open a new durable board (and delete this
+                # one's files) behind a close(): refuse, as a write would
+                raise ValueError(f"the durable board at {getattr(old, 'path', '?')} is closed")
             new_t0 = float(self._now(None) if t0 is None else _finite(t0, "t0"))
             if new_t0 <= self._t0:
                 if new_t0 == self._t0:
                     return
                 raise ValueError(f"t0 only moves forward: {new_t0} < {self._t0}")
-            old = self._board
             fresh = self._factory(new_t0)
             with old._lock:
                 rows = old.items()  # best first: equal results keep this order
@@ -555,10 +561,16 @@ class DecayedLeaderboard:
         return board
 
     def close(self) -> None:
-        """Close the underlying board if it is durable (flushes its log)."""
-        close = getattr(self._board, "close", None)
-        if close is not None:
-            close()
+        """Close the underlying board if it is durable (flushes its log).
+
+        Under the lock, so that it waits for a re-base in progress and closes
+        the board that re-base installs.  After it, writes raise (a write
+        that would re-base too).
+        """
+        with self._lock:
+            close = getattr(self._board, "close", None)
+            if close is not None:
+                close()
 
     def __enter__(self) -> DecayedLeaderboard:
         return self

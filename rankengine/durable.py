@@ -538,10 +538,21 @@ class DurableLeaderboard(Leaderboard):
         self._retain = retain_log
         self._failure: BaseException | None = None
         self._dirty = False
+        # Lock order (a thread holding one of these takes only those after
+        # it): _close_lock, _compact_lock, the board's _lock, _sync_lock,
+        # _sync_cond.
+        # Writes take _lock (and _sync_cond to wait out a stalled fsync);
+        # flush() _lock then _sync_lock; the everysec flusher _sync_lock then
+        # _sync_cond; compaction _compact_lock, then _sync_lock alone
+        # (_presync) or _lock then _sync_lock; close() holds _close_lock and
+        # takes the others one at a time (it joins the background threads
+        # holding no other, and they never take _close_lock).
         self._sync_lock = threading.Lock()
         self._sync_cond = threading.Condition()
         self._sync_started: float | None = None
         self._compact_lock = threading.Lock()
+        #: held for the whole of close(), so that a second close() waits for it
+        self._close_lock = threading.Lock()
         self._compactor: threading.Thread | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -693,12 +704,18 @@ class DurableLeaderboard(Leaderboard):
         finish, and release the directory.
 
         Reads keep working on the in-memory board; writes raise.  Closing
-        twice is harmless.  Raises if the final fsync fails (after closing).
+        twice is harmless; a close() racing another returns once the board
+        is closed.  Raises if the final fsync fails (after closing).
         """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        with self._close_lock:
+            with self._lock:
+                if self._closed:
+                    return
+                self._closed = True
+            self._close()
+
+    def _close(self) -> None:
+        """What close() does once it has marked the board closed (under its lock)."""
         self._stop.set()
         if self._flusher is not None:
             self._flusher.join()

@@ -269,7 +269,13 @@ class PeriodicLeaderboard:
         #: before this time, advancing has nothing to do (see _advance)
         self._horizon = -math.inf
         self._late_dropped = 0
+        # Lock order: this lock, then a period board's lock.  A window over
+        # these buckets takes its own lock before this one (see window.py);
+        # the hooks below run under this lock and take none.
         self._lock = threading.RLock()
+        #: True after close() closed durable period boards: the board then
+        #: stays as it was (no new period boards, no closing or dropping).
+        self._shut = False
         #: Called as ``hook(period, members)`` after each write (the sliding
         #: window marks those members for its next refresh).
         self._write_hook: Callable[[Period, Iterable[Member]], None] | None = None
@@ -473,7 +479,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N + k)
         """
-        return self.board(period).top(k, style=style, with_meta=with_meta)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).top(k, style=style, with_meta=with_meta)
 
     def rank(
         self, member: Member, *, period: Period | str | None = None, style: RankStyle | None = None
@@ -482,7 +489,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N)
         """
-        return self.board(period).rank(member, style=style)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).rank(member, style=style)
 
     def score(
         self, member: Member, default: Any = None, *, period: Period | str | None = None
@@ -491,7 +499,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(1)
         """
-        return self.board(period).score(member, default)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).score(member, default)
 
     def entry(
         self,
@@ -505,7 +514,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N)
         """
-        return self.board(period).entry(member, style=style, with_meta=with_meta)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).entry(member, style=style, with_meta=with_meta)
 
     def around(
         self,
@@ -521,7 +531,8 @@ class PeriodicLeaderboard:
 
         Runtime complexity: O(log N + above + below)
         """
-        return self.board(period).around(member, above, below, fill=fill, style=style)
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).around(member, above, below, fill=fill, style=style)
 
     def archived(self) -> list[str]:
         """Names of the periods in the archive directory, oldest first."""
@@ -584,12 +595,21 @@ class PeriodicLeaderboard:
         return board
 
     def close(self) -> None:
-        """Close every durable period board (flushing its log); no-op in memory."""
+        """Close every durable period board (flushing its log); no-op in memory.
+
+        After it, reads keep working on the periods held, and every write
+        raises, a write for a period with no board yet too (it would open a
+        new durable board behind the close).  Time still moves for reads,
+        but no period is closed, archived or dropped any more.
+        """
         with self._lock:
+            durable = self._store is not None
             for board in self._boards.values():
                 close = getattr(board, "close", None)
                 if close is not None:
                     close()
+                    durable = True
+            self._shut = self._shut or durable
 
     def __enter__(self) -> PeriodicLeaderboard:
         return self
@@ -633,7 +653,7 @@ class PeriodicLeaderboard:
         now = _check_time(self._clock(), "clock()")
         self._now = max(self._now, now)
         now = self._now
-        if now < self._horizon:
+        if now < self._horizon or self._shut:
             return now
         current = self._calendar.period_of(now)
         self._ensure(current)
@@ -658,6 +678,12 @@ class PeriodicLeaderboard:
     def _ensure(self, period: Period) -> Leaderboard:
         board = self._boards.get(period.name)
         if board is None:
+            if self._shut:
+                where = "" if self._store is None else f" at {self._store.periods.parent}"
+                raise ValueError(
+                    f"the durable periodic board{where} is closed: no board for period "
+                    f"{period.name} may be opened"
+                )
             board = self._factory(period)
             self._boards[period.name] = board
             self._periods[period.name] = period
@@ -680,7 +706,9 @@ class PeriodicLeaderboard:
         """The open period a write at ``t`` goes to, or None (dropped late write)."""
         now = self._advance()
         if t is None:
-            return self._calendar.period_of(now)
+            period = self._calendar.period_of(now)
+            self._ensure(period)  # held already, unless close() stopped advancing
+            return period
         t = _check_time(t)
         period = self._calendar.period_of(t)
         if period.start > now:
@@ -695,7 +723,9 @@ class PeriodicLeaderboard:
         if self._late == "drop":
             self._late_dropped += 1
             return None
-        return self._calendar.period_of(now)
+        current = self._calendar.period_of(now)
+        self._ensure(current)
+        return current
 
     def _wrote(self, period: Period, members: Iterable[Member]) -> None:
         if self._write_hook is not None:
@@ -720,7 +750,7 @@ class PeriodicLeaderboard:
             assert all(e <= s for e, s in zip(ends, starts[1:], strict=False)), (
                 "overlapping periods"
             )
-            if self._now > -math.inf:
+            if self._now > -math.inf and not self._shut:  # close() stops advancing
                 current = self._calendar.period_of(self._now)
                 assert current.name in self._periods, "current period not held"
                 oldest = self._calendar.shift(current, -self._keep).start

@@ -177,6 +177,10 @@ class RedisLeaderboard:
         self._mode += f"{self._format.columns}{self._klen}"
         self._keys = [f"{prefix}{{{name}}}:{suffix}" for suffix in KEY_SUFFIXES]
         self._scripts = ScriptRunner(redis)
+        # Lock order: this board's lock, then its log's (a logged write and
+        # rebuild() from the log).  No other board's lock is taken under it:
+        # rebuild(source) and verify(source) copy the source under its own
+        # lock first.
         self._lock = threading.RLock()
         #: Called with each list of changes *after* Redis applied it (the log).
         self._listener: Callable[[list[Change]], None] | None = None
@@ -920,12 +924,20 @@ class RedisLeaderboard:
                     f"rebuild() needs a source with this board's {setting} ({mine!r}), "
                     f"not {theirs!r}: its rows would not rank as this board ranks them"
                 )
-        with self._lock, source._lock:
+        if source is self._log:
+            # A logged write holds this board's lock, then the log's: the same here.
+            with self._lock, source._lock:
+                rows = list(source._export())
+                self._restore(rows, int(source.clock), writes=self._log.last_seq)
+                return len(rows)
+        # Any other source is copied under its own lock alone, released before
+        # this board's is taken: holding both would take them in the opposite
+        # order to a rebuild the other way (a.rebuild(b) on one thread while
+        # b.rebuild(a) runs on another), and the two would wait for each other.
+        with source._lock:
             rows = list(source._export())
             clock = int(source.clock)
-            if source is self._log:
-                self._restore(rows, clock, writes=self._log.last_seq)
-                return len(rows)
+        with self._lock:
             rows = self._checked_rows(rows, clock)  # before Redis (or the log) changes
             if self._log is None:
                 # An unlogged board becomes a copy of the source, clock

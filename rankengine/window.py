@@ -135,6 +135,11 @@ class SlidingWindowLeaderboard:
         self._dirty: set[Any] = set()
         self._window: list[Period] = []
         self._as_of = -math.inf
+        # Lock order (nested acquisitions only ever go this way, so no two
+        # threads can wait on each other): this window's lock, then the
+        # buckets' lock (PeriodicLeaderboard), then a bucket board's lock or
+        # the window board's lock.  The buckets call _mark and _dropped with
+        # their lock held; those take no lock.
         self._lock = threading.RLock()
         self._last_touched = 0
 
@@ -181,7 +186,11 @@ class SlidingWindowLeaderboard:
         Runtime complexity: O(T * B + T log N) for T touched members, B
         buckets and N members in the window; a read after it is O(log N).
         """
-        with self._lock:
+        # The buckets' lock too, for the whole refresh: the buckets call the
+        # hooks that mark members (_mark, _dropped) under it, and any call on
+        # them (bucket(), a read of ``buckets``) can roll them over and drop
+        # one, which must not change the members this loop is summing.
+        with self._lock, self._buckets._lock:
             now = self._buckets.now()  # rolls buckets over; dropped ones mark their members
             cal = self._buckets.calendar
             newest = cal.period_of(now)
