@@ -201,7 +201,12 @@ class PeriodicLeaderboard:
     :param on_close: called as ``on_close(period, board)`` once per period,
         in period order, when it closes; ``board`` holds the final standings
         (read it, don't write it).  If it raises, the error reaches the caller
-        and the call is retried at the next call (at-least-once).
+        and the call is retried at the next call (at-least-once).  It runs
+        on the thread whose call closed the period, holding the periodic
+        board's lock: it may read ``board`` and the periodic board, but
+        must not wait for another thread that uses the periodic board
+        (that thread waits for the lock, so both would wait forever); hand
+        slow work (prizes over the network) to a queue instead.
     :param archive: a directory: a dropped period is written there as
         ``<name>.rkarchive`` (see :func:`write_archive`) before leaving memory.
     :param board_factory: builds the board of a new period, e.g. a durable
