@@ -578,6 +578,10 @@ class PeriodicLeaderboard:
         but before deleting the period's directory archives it again
         (the same bytes, atomically replaced); a crash while deleting it
         leaves a hidden ``periods/.dropped-<name>`` that reopening removes.
+        Reopening never moves "now" back: it starts from the latest time
+        the files prove was reached (a held period's start, a closed or
+        archived period's ``end + grace``), so a closed period stays closed
+        even if the new process's clock reads earlier.
         """
         board = cls(cal, clock=clock, **options)
         board._attach(Path(path), fsync)
@@ -603,12 +607,22 @@ class PeriodicLeaderboard:
         self._archive = root / "archive"
         self._archive.mkdir(parents=True, exist_ok=True)
         self._factory = store.open_board
+        # "now" never moves backwards, across a reopen too: what is on disk
+        # says how far the last process got (a held period had started, a
+        # closed or archived one was past its grace), and a clock reading
+        # less than that must not reopen a closed period to writes.
+        seen = -math.inf
         for name, closed in store.existing():
             period = self._calendar.parse(name)
             self._boards[name] = store.open_board(period)
             self._periods[name] = period
+            seen = max(seen, period.start)
             if closed:
                 self._closed.add(name)
+                seen = max(seen, period.end + self._grace)
+        for name in self.archived():
+            seen = max(seen, self._calendar.parse(name).end + self._grace)
+        self._now = max(self._now, seen)
         self._store = store
         self._horizon = -math.inf
 
@@ -720,7 +734,8 @@ class PeriodicLeaderboard:
             assert all(e <= s for e, s in zip(ends, starts[1:], strict=False)), (
                 "overlapping periods"
             )
-            if self._now > -math.inf:
+            # (-inf horizon: just reopened, the first call advances)
+            if self._now > -math.inf and self._horizon > -math.inf:
                 current = self._calendar.period_of(self._now)
                 assert current.name in self._periods, "current period not held"
                 oldest = self._calendar.shift(current, -self._keep).start

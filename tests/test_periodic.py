@@ -677,3 +677,32 @@ def test_an_archive_is_durable_before_its_period_is_deleted(
     archived = (str(tmp_path / "archive"), ["2026-11-30.rkarchive"])
     dropped = next(i for i, (path, _) in enumerate(calls) if path == str(tmp_path / "periods"))
     assert archived in calls[:dropped]
+
+
+def test_a_reopened_board_never_writes_to_a_period_it_closed(tmp_path: Path) -> None:
+    """Reopening must not forget how far time went: a closed period (its
+    callback ran, its marker is on disk) stays closed even when the next
+    process's clock reads a little earlier, and nothing is written to it."""
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    closed: list[str] = []
+    options: dict[str, Any] = {
+        "keep": 1,
+        "fsync": "never",
+        "clock": clock,
+        "on_close": lambda p, b: closed.append(p.name),
+    }
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as board:
+        board.incr("ann", 5)
+        clock.t = ts("2026-12-01T00:00:10")
+        board.tick()
+    assert closed == ["2026-11-30"]
+    clock.t = ts("2026-11-30T23:59:00")  # this process's clock is a minute behind
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
+        again._check()
+        assert not again.is_open("2026-11-30")
+        assert again.now() >= ts("2026-12-01T00:00:00")
+        again.incr("bob", 1)
+        assert again.board("2026-11-30").items() == [("ann", 5)]  # final standings kept
+        assert again.board("2026-12-01").items() == [("bob", 1)]
+        again._check()
+    assert closed == ["2026-11-30"]
