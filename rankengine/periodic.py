@@ -103,6 +103,9 @@ class LateEventError(ValueError):
 ARCHIVE_MAGIC: Final = b"RKARCH01"
 _HEADER: Final = struct.Struct("<8sII")
 ARCHIVE_SUFFIX: Final = ".rkarchive"
+#: Prefix of an archive while it is written (hidden: :meth:`PeriodicLeaderboard.archived`
+#: skips it; a durable board's reopen removes one a crash left).
+_ARCHIVE_TMP: Final = ".tmp-"
 
 
 def _board_settings(board: Leaderboard) -> dict[str, Any]:
@@ -136,7 +139,7 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
     body = msgpack.packb(payload, use_bin_type=True)
     data = _HEADER.pack(ARCHIVE_MAGIC, len(body), zlib.crc32(body)) + body
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=ARCHIVE_SUFFIX)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_ARCHIVE_TMP, suffix=ARCHIVE_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -577,7 +580,9 @@ class PeriodicLeaderboard:
         callback again on reopen (at-least-once); a crash after archiving
         but before deleting the period's directory archives it again
         (the same bytes, atomically replaced); a crash while deleting it
-        leaves a hidden ``periods/.dropped-<name>`` that reopening removes.
+        leaves a hidden ``periods/.dropped-<name>`` that reopening removes,
+        as it removes the closed marker of a period whose directory is gone
+        and an archive's temporary file (a crash while writing it).
         Reopening never moves "now" back: it starts from the latest time
         the files prove was reached (a held period's start, a closed or
         archived period's ``end + grace``), so a closed period stays closed
@@ -775,6 +780,14 @@ class _DirectoryStore:
             fsync_dir(str(root))
         for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
             shutil.rmtree(leftover)
+        # a crash after a dropped period's files went but before its marker did
+        held = {p.name for p in self.periods.iterdir() if p.is_dir()}
+        for marker in self.closed.iterdir():
+            if marker.name not in held:
+                marker.unlink()
+        # a crash while writing an archive (write_archive's temporary file)
+        for leftover in (root / "archive").glob(f"{_ARCHIVE_TMP}*{ARCHIVE_SUFFIX}"):
+            leftover.unlink()
         self.fsync = fsync
         self.clock = clock
         self.config = config
