@@ -71,6 +71,7 @@ from rankengine.manifest import (
     SNAPSHOT_RE,
     DirectoryLock,
     Manifest,
+    creation_leftovers,
     read_manifest,
     segment_name,
     snapshot_name,
@@ -359,23 +360,10 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
         raise FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
     # A crash while creating leaves only a header-only first segment and
     # temporary files; anything else means this is not a fresh directory.
-    stale = []
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if name == "LOCK" or name.endswith(".tmp"):
-            stale.append(path)
-            continue
-        if SEGMENT_RE.fullmatch(name):
-            try:
-                with SegmentReader(path) as reader:
-                    empty = reader.blank()
-            except (CorruptionError, OSError):
-                empty = os.path.getsize(path) < 4096
-            if empty:
-                stale.append(path)
-                continue
+    stale, other = creation_leftovers(directory)
+    if other is not None:
         raise LogError(
-            f"{directory} has no {MANIFEST_NAME} but holds {name!r}: refusing to create a "
+            f"{directory} has no {MANIFEST_NAME} but holds {other!r}: refusing to create a "
             "new board over it (run `rankengine verify` / `rankengine repair` on it)"
         )
     for path in stale:

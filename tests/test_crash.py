@@ -290,3 +290,28 @@ def test_child_runs_to_completion_without_a_kill(tmp_path: Path) -> None:
     assert child.finish() == 0
     assert child.lines[-1] == "done\n"
     check_recovery(directory, Leaderboard(), 3, child)
+
+
+@pytest.mark.parametrize("step", ["after_create_segment", "create_manifest_rename"])
+def test_verify_calls_an_interrupted_creation_no_damage(tmp_path: Path, step: str) -> None:
+    """Killed while a new board is created (nothing written yet): open
+    silently creates it afresh, so verify must not call the directory
+    damaged and send the user to repair; it says what is there, as a note."""
+    directory = tmp_path / "board"
+    child = Child(directory, 5, ops=10, crash_at=step)
+    assert child.finish() == -signal.SIGKILL, child.lines[-2:]
+    assert child.acked()[0] == -1
+    report = verify(str(directory))
+    assert report.healthy and not report.damaged, [str(f) for f in report.findings]
+    assert [f.severity for f in report.findings] == ["note"]
+    assert "interrupted" in report.findings[0].message
+    assert report.exit_code == 0
+    check_recovery(directory, Leaderboard(), 5, child)
+    report = verify(str(directory))
+    assert report.healthy and not report.findings, [str(f) for f in report.findings]
+
+
+def test_verify_still_calls_a_directory_without_a_board_damaged(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a board")
+    report = verify(str(tmp_path))
+    assert report.damaged
