@@ -587,8 +587,9 @@ def creation_leftovers(directory: str, *, unreadable: bool = True) -> tuple[list
     of a header-only first segment, temporary files and the lock, and the
     first name that is none of those (None when there is none: the
     directory holds no write, and creating the board afresh loses nothing).
-    With ``unreadable``, a segment whose header does not read counts as a
-    leftover when it is smaller than a page (a header cut short).
+    An empty segment is one (killed before its header was written); with
+    ``unreadable``, so is any segment smaller than a page whose header does
+    not read (a header cut short).
 
     Runtime complexity: O(files in the directory)
     """
@@ -605,7 +606,8 @@ def creation_leftovers(directory: str, *, unreadable: bool = True) -> tuple[list
                 with SegmentReader(path) as reader:
                     empty = reader.blank()
             except (CorruptionError, OSError):
-                empty = unreadable and os.path.getsize(path) < 4096
+                size = os.path.getsize(path)
+                empty = size == 0 or (unreadable and size < 4096)
             if empty:
                 stale.append(path)
                 continue

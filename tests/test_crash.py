@@ -315,3 +315,17 @@ def test_verify_still_calls_a_directory_without_a_board_damaged(tmp_path: Path) 
     (tmp_path / "notes.txt").write_text("not a board")
     report = verify(str(tmp_path))
     assert report.damaged
+
+
+def test_verify_calls_a_kill_before_the_first_segment_header_no_damage(tmp_path: Path) -> None:
+    """Killed between creating the first segment and writing its header
+    (one write): an empty segment file, which open removes before creating
+    the board; verify says so as a note."""
+    (tmp_path / "LOCK").write_text("123\n")
+    (tmp_path / "log-00000000000000000001.seg").write_bytes(b"")
+    report = verify(str(tmp_path))
+    assert report.healthy and [f.severity for f in report.findings] == ["note"]
+    with Leaderboard.open(tmp_path, fsync="always") as board:
+        board.set("ann", 1)
+    report = verify(str(tmp_path))
+    assert report.healthy and not report.findings, [str(f) for f in report.findings]
