@@ -441,7 +441,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
     except FileNotFoundError:
         # only what reads as an interrupted creation (a damaged header is damage)
         stale, other = creation_leftovers(directory, unreadable=False)
-        if other is None and any(not path.endswith(LOCK_NAME) for path in stale):
+        if other is None and stale:  # (a directory with nothing at all is no board)
             report.add(
                 "note",
                 mpath,

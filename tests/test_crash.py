@@ -329,3 +329,14 @@ def test_verify_calls_a_kill_before_the_first_segment_header_no_damage(tmp_path:
         board.set("ann", 1)
     report = verify(str(tmp_path))
     assert report.healthy and not report.findings, [str(f) for f in report.findings]
+
+
+def test_verify_calls_a_kill_right_after_taking_the_lock_no_damage(tmp_path: Path) -> None:
+    """Killed after a new board took its directory lock but before its
+    first segment: only ``LOCK``, which open creates the board over."""
+    (tmp_path / "LOCK").write_text("123\n")
+    report = verify(str(tmp_path))
+    assert report.healthy and [f.severity for f in report.findings] == ["note"]
+    with Leaderboard.open(tmp_path, fsync="always") as board:
+        board.set("ann", 1)
+    assert verify(str(tmp_path)).healthy
