@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.scoring import Member, describe
 
@@ -564,6 +565,7 @@ class DecayedLeaderboard:
             # epoch-* directory that looks like a damaged board
             doomed = root / f"{_DOOMED}{Path(old.path).name}"  # type: ignore[attr-defined]
             os.replace(old.path, doomed)  # type: ignore[attr-defined]
+            crash_point("old_epoch_removal")
             shutil.rmtree(doomed)
 
         board._rebase_hook = switch
@@ -589,12 +591,14 @@ def _promote(
     ``final`` (the atomic step of a re-base), make the rename durable, and
     reopen it."""
     staged.close()  # type: ignore[attr-defined]
+    crash_point("epoch_rename")
     os.replace(staged.path, final)  # type: ignore[attr-defined]
     fd = os.open(final.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+    crash_point("after_epoch_rename")
     return reopen(final)
 
 

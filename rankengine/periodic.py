@@ -58,6 +58,7 @@ from rankengine.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.scoring import Member, Score
 from rankengine.snapshot import fsync_dir
@@ -145,6 +146,7 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        crash_point("archive_rename")
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -660,9 +662,11 @@ class PeriodicLeaderboard:
             if period.name not in self._closed and now >= period.end + self._grace:
                 if self._on_close is not None:
                     self._on_close(period, self._boards[period.name])
+                crash_point("after_close_callback")
                 self._closed.add(period.name)
                 if self._store is not None:
                     self._store.mark_closed(period)
+                    crash_point("after_close_marker")
                 if closed is not None:
                     closed.append(period)
         oldest = self._calendar.shift(current, -self._keep).start
@@ -689,6 +693,7 @@ class PeriodicLeaderboard:
             self._drop_hook(period, board)
         if self._archive is not None:
             write_archive(self._archive / (_file_name(period.name) + ARCHIVE_SUFFIX), period, board)
+            crash_point("after_archive")
         del self._boards[period.name]
         del self._periods[period.name]
         self._closed.discard(period.name)
@@ -834,5 +839,7 @@ class _DirectoryStore:
         doomed = self.periods / f"{_DROPPED}{name}"
         os.replace(self.periods / name, doomed)
         fsync_dir(str(self.periods))
+        crash_point("after_drop_rename")
         shutil.rmtree(doomed)
+        crash_point("after_period_removal")
         (self.closed / name).unlink(missing_ok=True)
