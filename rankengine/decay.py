@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.scoring import Member, describe
 
@@ -79,6 +80,13 @@ __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
 #: with room for sums; and the O(N log N) re-base runs only once per 64 tau
 #: (with a one-day half-life: every 61 days).
 REBASE_AFTER: Final = 64.0
+
+#: Directory name prefixes of a durable board: a re-base builds the next
+#: base under ``_STAGING`` and renames the old one to ``_DOOMED`` before
+#: deleting it; reopening removes both kinds of leftover (hidden names, so
+#: no ``epoch-*`` directory is ever half built or half deleted).
+_STAGING: Final = ".tmp-epoch-"
+_DOOMED: Final = ".dropped-"
 
 #: ``exp`` overflows past ~709.78 and underflows to 0 below ~-745; reads
 #: whose decay exponent is larger than this go through logarithms instead.
@@ -513,15 +521,18 @@ class DecayedLeaderboard:
         ``t0`` written out exactly (``repr`` of the float), so reopening
         replays the very same stored scores under the very same base.  A
         re-base builds the next board under a temporary name, closes it,
-        renames it into place (atomic), then deletes the old one; a crash at
-        any point leaves either the old or the new base, never a mix.  The
+        renames it into place (atomic), then renames the old one to a hidden
+        ``.dropped-epoch-<t0>`` and deletes it; a crash at any point leaves
+        either the old or the new base, never a mix, and never a
+        half-deleted ``epoch-*`` directory (reopening removes the hidden
+        leftovers).  The
         decay settings are the caller's to repeat on reopen.
 
         Runtime complexity: O(replay) to open
         """
         root = Path(path)
         root.mkdir(parents=True, exist_ok=True)
-        for leftover in root.glob(".tmp-epoch-*"):
+        for leftover in [*root.glob(f"{_STAGING}*"), *root.glob(f"{_DOOMED}*")]:
             shutil.rmtree(leftover)
         epochs = sorted(
             (float(p.name[len("epoch-") :]), p) for p in root.glob("epoch-*") if p.is_dir()
@@ -538,7 +549,7 @@ class DecayedLeaderboard:
 
         def factory(base: float) -> Leaderboard:
             final = root / f"epoch-{base!r}"
-            return reopen(final if final.exists() else root / f".tmp-epoch-{base!r}")
+            return reopen(final if final.exists() else root / f"{_STAGING}{base!r}")
 
         board = cls(
             half_life=half_life,
@@ -555,7 +566,13 @@ class DecayedLeaderboard:
         def switch(old: Leaderboard, fresh: Leaderboard) -> None:
             board._board = _promote(fresh, root / f"epoch-{board._t0!r}", reopen)
             old.close()  # type: ignore[attr-defined]
-            shutil.rmtree(old.path)  # type: ignore[attr-defined]
+            # hidden first (one atomic step), so that a crash while deleting
+            # leaves a leftover the next open removes, never a half-deleted
+            # epoch-* directory that looks like a damaged board
+            doomed = root / f"{_DOOMED}{Path(old.path).name}"  # type: ignore[attr-defined]
+            os.replace(old.path, doomed)  # type: ignore[attr-defined]
+            crash_point("old_epoch_removal")
+            shutil.rmtree(doomed)
 
         board._rebase_hook = switch
         return board
@@ -586,12 +603,14 @@ def _promote(
     ``final`` (the atomic step of a re-base), make the rename durable, and
     reopen it."""
     staged.close()  # type: ignore[attr-defined]
+    crash_point("epoch_rename")
     os.replace(staged.path, final)  # type: ignore[attr-defined]
     fd = os.open(final.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+    crash_point("after_epoch_rename")
     return reopen(final)
 
 

@@ -71,6 +71,7 @@ from rankengine.manifest import (
     SNAPSHOT_RE,
     DirectoryLock,
     Manifest,
+    creation_leftovers,
     read_manifest,
     segment_name,
     snapshot_name,
@@ -359,23 +360,10 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
         raise FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
     # A crash while creating leaves only a header-only first segment and
     # temporary files; anything else means this is not a fresh directory.
-    stale = []
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if name == "LOCK" or name.endswith(".tmp"):
-            stale.append(path)
-            continue
-        if SEGMENT_RE.fullmatch(name):
-            try:
-                with SegmentReader(path) as reader:
-                    empty = reader.blank()
-            except (CorruptionError, OSError):
-                empty = os.path.getsize(path) < 4096
-            if empty:
-                stale.append(path)
-                continue
+    stale, other = creation_leftovers(directory)
+    if other is not None:
         raise LogError(
-            f"{directory} has no {MANIFEST_NAME} but holds {name!r}: refusing to create a "
+            f"{directory} has no {MANIFEST_NAME} but holds {other!r}: refusing to create a "
             "new board over it (run `rankengine verify` / `rankengine repair` on it)"
         )
     for path in stale:
@@ -389,6 +377,23 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     manifest = Manifest(config, [], [(name, 1)])
     write_manifest(directory, manifest, step="create_manifest")
     return manifest
+
+
+def _make_directory(path: str) -> None:
+    """Create directory ``path`` and its missing parents, making each new
+    entry durable with an fsync of the directory holding it (without that,
+    a power cut can lose a new board with every write acknowledged in it).
+
+    Runtime complexity: one fsync per directory created
+    """
+    missing = []
+    head = os.path.abspath(path)
+    while not os.path.isdir(head) and os.path.dirname(head) != head:
+        missing.append(head)
+        head = os.path.dirname(head)
+    os.makedirs(path, exist_ok=True)
+    for created in reversed(missing):
+        fsync_dir(os.path.dirname(created))
 
 
 def _manifest_may_name(directory: str, name: str) -> bool:
@@ -483,7 +488,7 @@ class DurableLeaderboard(Leaderboard):
         self.path = os.fspath(path)
         self._closed = True  # until fully open
         if create:
-            os.makedirs(self.path, exist_ok=True)
+            _make_directory(self.path)
         elif not os.path.isdir(self.path):
             raise FileNotFoundError(f"{self.path} is not a directory")
         self._dirlock = DirectoryLock(self.path)

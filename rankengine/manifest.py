@@ -58,6 +58,7 @@ __all__ = [
     "MANIFEST_NAME",
     "DirectoryLock",
     "Manifest",
+    "creation_leftovers",
     "read_manifest",
     "segment_name",
     "snapshot_name",
@@ -438,6 +439,17 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
     try:
         manifest = read_manifest(directory)
     except FileNotFoundError:
+        # only what reads as an interrupted creation (a damaged header is damage)
+        stale, other = creation_leftovers(directory, unreadable=False)
+        if other is None and stale:  # (a directory with nothing at all is no board)
+            report.add(
+                "note",
+                mpath,
+                None,
+                "no MANIFEST: the board's creation was interrupted before its first write "
+                f"({len(stale)} leftover files); opening creates it afresh",
+            )
+            return report
         manifest = reconstruct_manifest(directory)
         if manifest is not None:
             message = (
@@ -568,6 +580,39 @@ def board_files(directory: str) -> list[str]:
     except OSError:
         return []
     return [n for n in names if SEGMENT_RE.fullmatch(n) or SNAPSHOT_RE.fullmatch(n)]
+
+
+def creation_leftovers(directory: str, *, unreadable: bool = True) -> tuple[list[str], str | None]:
+    """What a crash while creating a board in ``directory`` left: the paths
+    of a header-only first segment, temporary files and the lock, and the
+    first name that is none of those (None when there is none: the
+    directory holds no write, and creating the board afresh loses nothing).
+    An empty segment is one (killed before its header was written); with
+    ``unreadable``, so is any segment smaller than a page whose header does
+    not read (a header cut short).
+
+    Runtime complexity: O(files in the directory)
+    """
+    from rankengine.eventlog import SegmentReader
+
+    stale: list[str] = []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name == LOCK_NAME or name.endswith(".tmp"):
+            stale.append(path)
+            continue
+        if SEGMENT_RE.fullmatch(name):
+            try:
+                with SegmentReader(path) as reader:
+                    empty = reader.blank()
+            except (CorruptionError, OSError):
+                size = os.path.getsize(path)
+                empty = size == 0 or (unreadable and size < 4096)
+            if empty:
+                stale.append(path)
+                continue
+        return stale, name
+    return stale, None
 
 
 def reconstruct_manifest(directory: str) -> Manifest | None:

@@ -58,6 +58,7 @@ from rankengine.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.scoring import Member, Score
 from rankengine.snapshot import fsync_dir
@@ -103,6 +104,9 @@ class LateEventError(ValueError):
 ARCHIVE_MAGIC: Final = b"RKARCH01"
 _HEADER: Final = struct.Struct("<8sII")
 ARCHIVE_SUFFIX: Final = ".rkarchive"
+#: Prefix of an archive while it is written (hidden: :meth:`PeriodicLeaderboard.archived`
+#: skips it; a durable board's reopen removes one a crash left).
+_ARCHIVE_TMP: Final = ".tmp-"
 
 
 def _board_settings(board: Leaderboard) -> dict[str, Any]:
@@ -136,12 +140,13 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
     body = msgpack.packb(payload, use_bin_type=True)
     data = _HEADER.pack(ARCHIVE_MAGIC, len(body), zlib.crc32(body)) + body
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=ARCHIVE_SUFFIX)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_ARCHIVE_TMP, suffix=ARCHIVE_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        crash_point("archive_rename")
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -593,7 +598,13 @@ class PeriodicLeaderboard:
         callback again on reopen (at-least-once); a crash after archiving
         but before deleting the period's directory archives it again
         (the same bytes, atomically replaced); a crash while deleting it
-        leaves a hidden ``periods/.dropped-<name>`` that reopening removes.
+        leaves a hidden ``periods/.dropped-<name>`` that reopening removes,
+        as it removes the closed marker of a period whose directory is gone
+        and an archive's temporary file (a crash while writing it).
+        Reopening never moves "now" back: it starts from the latest time
+        the files prove was reached (a held period's start, a closed or
+        archived period's ``end + grace``), so a closed period stays closed
+        even if the new process's clock reads earlier.
         """
         board = cls(cal, clock=clock, **options)
         board._attach(Path(path), fsync)
@@ -628,12 +639,22 @@ class PeriodicLeaderboard:
         self._archive = root / "archive"
         self._archive.mkdir(parents=True, exist_ok=True)
         self._factory = store.open_board
+        # "now" never moves backwards, across a reopen too: what is on disk
+        # says how far the last process got (a held period had started, a
+        # closed or archived one was past its grace), and a clock reading
+        # less than that must not reopen a closed period to writes.
+        seen = -math.inf
         for name, closed in store.existing():
             period = self._calendar.parse(name)
             self._boards[name] = store.open_board(period)
             self._periods[name] = period
+            seen = max(seen, period.start)
             if closed:
                 self._closed.add(name)
+                seen = max(seen, period.end + self._grace)
+        for name in self.archived():
+            seen = max(seen, self._calendar.parse(name).end + self._grace)
+        self._now = max(self._now, seen)
         self._store = store
         self._horizon = -math.inf
 
@@ -666,9 +687,11 @@ class PeriodicLeaderboard:
             if period.name not in self._closed and now >= period.end + self._grace:
                 if self._on_close is not None:
                     self._on_close(period, self._boards[period.name])
+                crash_point("after_close_callback")
                 self._closed.add(period.name)
                 if self._store is not None:
                     self._store.mark_closed(period)
+                    crash_point("after_close_marker")
                 if closed is not None:
                     closed.append(period)
         oldest = self._calendar.shift(current, -self._keep).start
@@ -701,6 +724,7 @@ class PeriodicLeaderboard:
             self._drop_hook(period, board)
         if self._archive is not None:
             write_archive(self._archive / (_file_name(period.name) + ARCHIVE_SUFFIX), period, board)
+            crash_point("after_archive")
         del self._boards[period.name]
         del self._periods[period.name]
         self._closed.discard(period.name)
@@ -755,7 +779,8 @@ class PeriodicLeaderboard:
             assert all(e <= s for e, s in zip(ends, starts[1:], strict=False)), (
                 "overlapping periods"
             )
-            if self._now > -math.inf and not self._shut:  # close() stops advancing
+            # (-inf horizon: just reopened, the first call advances; close() stops advancing)
+            if self._now > -math.inf and self._horizon > -math.inf and not self._shut:
                 current = self._calendar.period_of(self._now)
                 assert current.name in self._periods, "current period not held"
                 oldest = self._calendar.shift(current, -self._keep).start
@@ -795,6 +820,14 @@ class _DirectoryStore:
             fsync_dir(str(root))
         for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
             shutil.rmtree(leftover)
+        # a crash after a dropped period's files went but before its marker did
+        held = {p.name for p in self.periods.iterdir() if p.is_dir()}
+        for marker in self.closed.iterdir():
+            if marker.name not in held:
+                marker.unlink()
+        # a crash while writing an archive (write_archive's temporary file)
+        for leftover in (root / "archive").glob(f"{_ARCHIVE_TMP}*{ARCHIVE_SUFFIX}"):
+            leftover.unlink()
         self.fsync = fsync
         self.clock = clock
         self.config = config
@@ -841,5 +874,7 @@ class _DirectoryStore:
         doomed = self.periods / f"{_DROPPED}{name}"
         os.replace(self.periods / name, doomed)
         fsync_dir(str(self.periods))
+        crash_point("after_drop_rename")
         shutil.rmtree(doomed)
+        crash_point("after_period_removal")
         (self.closed / name).unlink(missing_ok=True)

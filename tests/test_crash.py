@@ -290,3 +290,53 @@ def test_child_runs_to_completion_without_a_kill(tmp_path: Path) -> None:
     assert child.finish() == 0
     assert child.lines[-1] == "done\n"
     check_recovery(directory, Leaderboard(), 3, child)
+
+
+@pytest.mark.parametrize("step", ["after_create_segment", "create_manifest_rename"])
+def test_verify_calls_an_interrupted_creation_no_damage(tmp_path: Path, step: str) -> None:
+    """Killed while a new board is created (nothing written yet): open
+    silently creates it afresh, so verify must not call the directory
+    damaged and send the user to repair; it says what is there, as a note."""
+    directory = tmp_path / "board"
+    child = Child(directory, 5, ops=10, crash_at=step)
+    assert child.finish() == -signal.SIGKILL, child.lines[-2:]
+    assert child.acked()[0] == -1
+    report = verify(str(directory))
+    assert report.healthy and not report.damaged, [str(f) for f in report.findings]
+    assert [f.severity for f in report.findings] == ["note"]
+    assert "interrupted" in report.findings[0].message
+    assert report.exit_code == 0
+    check_recovery(directory, Leaderboard(), 5, child)
+    report = verify(str(directory))
+    assert report.healthy and not report.findings, [str(f) for f in report.findings]
+
+
+def test_verify_still_calls_a_directory_without_a_board_damaged(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a board")
+    report = verify(str(tmp_path))
+    assert report.damaged
+
+
+def test_verify_calls_a_kill_before_the_first_segment_header_no_damage(tmp_path: Path) -> None:
+    """Killed between creating the first segment and writing its header
+    (one write): an empty segment file, which open removes before creating
+    the board; verify says so as a note."""
+    (tmp_path / "LOCK").write_text("123\n")
+    (tmp_path / "log-00000000000000000001.seg").write_bytes(b"")
+    report = verify(str(tmp_path))
+    assert report.healthy and [f.severity for f in report.findings] == ["note"]
+    with Leaderboard.open(tmp_path, fsync="always") as board:
+        board.set("ann", 1)
+    report = verify(str(tmp_path))
+    assert report.healthy and not report.findings, [str(f) for f in report.findings]
+
+
+def test_verify_calls_a_kill_right_after_taking_the_lock_no_damage(tmp_path: Path) -> None:
+    """Killed after a new board took its directory lock but before its
+    first segment: only ``LOCK``, which open creates the board over."""
+    (tmp_path / "LOCK").write_text("123\n")
+    report = verify(str(tmp_path))
+    assert report.healthy and [f.severity for f in report.findings] == ["note"]
+    with Leaderboard.open(tmp_path, fsync="always") as board:
+        board.set("ann", 1)
+    assert verify(str(tmp_path)).healthy

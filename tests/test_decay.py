@@ -355,3 +355,41 @@ def test_durable_board_with_an_int_clock_keeps_its_scores_on_reopen(tmp_path: Pa
     with DecayedLeaderboard.open(path, clock=lambda: 160, **options) as again:
         assert (again.t0, again.board.items()) == (150.0, stored)
         assert [p.name for p in path.iterdir()] == ["epoch-150.0"]
+
+
+class _Killed(BaseException):
+    """Stands for the process dying (nothing after it runs)."""
+
+
+def test_a_crash_while_deleting_the_old_base_leaves_no_half_deleted_epoch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed while a re-base deletes the old base: no ``epoch-*`` directory
+    is left half deleted (one that ``rankengine verify`` calls damaged), and
+    the reopen keeps the new base."""
+    from rankengine.manifest import verify
+
+    clock = FakeClock(1_796_000_000.0)
+    path = tmp_path / "hot"
+    options: dict[str, Any] = {"tau": 10.0, "clock": clock, "fsync": "never", "rebase_after": 2.0}
+    board = DecayedLeaderboard.open(path, **options)
+    board.add("ann", 5)
+
+    def killed_midway(doomed: Any, *args: Any, **kwargs: Any) -> None:
+        (Path(doomed) / "log-00000000000000000001.seg").unlink()  # half deleted
+        raise _Killed
+
+    monkeypatch.setattr("rankengine.decay.shutil.rmtree", killed_midway)
+    clock.t += 100.0
+    with pytest.raises(_Killed):
+        board.add("bob", 1)  # re-bases: the new base is in place, the old one goes
+    monkeypatch.undo()
+    board.close()
+    for epoch in path.glob("epoch-*"):
+        report = verify(str(epoch))
+        assert report.healthy, [str(f) for f in report.findings]
+    with DecayedLeaderboard.open(path, **options) as again:
+        assert again.t0 == clock.t
+        assert [m for m, _ in again.items()] == ["ann"]
+        again._check()
+    assert [p.name for p in path.iterdir()] == [f"epoch-{clock.t!r}"]

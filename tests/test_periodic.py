@@ -677,3 +677,80 @@ def test_an_archive_is_durable_before_its_period_is_deleted(
     archived = (str(tmp_path / "archive"), ["2026-11-30.rkarchive"])
     dropped = next(i for i, (path, _) in enumerate(calls) if path == str(tmp_path / "periods"))
     assert archived in calls[:dropped]
+
+
+def test_a_reopened_board_never_writes_to_a_period_it_closed(tmp_path: Path) -> None:
+    """Reopening must not forget how far time went: a closed period (its
+    callback ran, its marker is on disk) stays closed even when the next
+    process's clock reads a little earlier, and nothing is written to it."""
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    closed: list[str] = []
+    options: dict[str, Any] = {
+        "keep": 1,
+        "fsync": "never",
+        "clock": clock,
+        "on_close": lambda p, b: closed.append(p.name),
+    }
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as board:
+        board.incr("ann", 5)
+        clock.t = ts("2026-12-01T00:00:10")
+        board.tick()
+    assert closed == ["2026-11-30"]
+    clock.t = ts("2026-11-30T23:59:00")  # this process's clock is a minute behind
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
+        again._check()
+        assert not again.is_open("2026-11-30")
+        assert again.now() >= ts("2026-12-01T00:00:00")
+        again.incr("bob", 1)
+        assert again.board("2026-11-30").items() == [("ann", 5)]  # final standings kept
+        assert again.board("2026-12-01").items() == [("bob", 1)]
+        again._check()
+    assert closed == ["2026-11-30"]
+
+
+def test_a_crash_after_deleting_a_dropped_period_leaves_no_closed_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after a dropped period's directory is gone but before its
+    closed marker is: the reopen removes the marker of a period it no longer
+    holds (it would otherwise stay in ``closed/`` for ever)."""
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    options: dict[str, Any] = {"keep": 0, "fsync": "never", "clock": clock}
+    board = PeriodicLeaderboard.open(tmp_path, "daily", **options)
+    board.incr("ann", 5)
+    clock.t += DAY
+    real = periodic_module.shutil.rmtree
+
+    def killed_after(path: Any, *args: Any, **kwargs: Any) -> None:
+        real(path)
+        raise _Killed
+
+    monkeypatch.setattr("rankengine.periodic.shutil.rmtree", killed_after)
+    with pytest.raises(_Killed):
+        board.incr("bob", 1)  # drops 2026-11-30: archived, deleted, then the marker
+    monkeypatch.undo()
+    board.close()
+    assert (tmp_path / "closed" / "2026-11-30").exists()
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
+        assert [p.name for p in again.periods()] == ["2026-12-01"]
+        assert again.load_archived("2026-11-30").items() == [("ann", 5)]
+        again._check()
+    assert not list((tmp_path / "closed").iterdir())
+
+
+def test_a_crash_while_archiving_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """A kill while an archive is written under its temporary name (the
+    cleanup of :func:`write_archive` never runs) leaves
+    ``archive/.tmp-*.rkarchive``: the reopen removes it."""
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    options: dict[str, Any] = {"keep": 0, "fsync": "never", "clock": clock}
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as board:
+        board.incr("ann", 5)
+    stray = tmp_path / "archive" / ".tmp-k1ll3d.rkarchive"
+    stray.write_bytes(periodic_module.ARCHIVE_MAGIC)  # cut short by the kill
+    clock.t += DAY
+    with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
+        assert not stray.exists()
+        again.incr("bob", 1)  # drops 2026-11-30: archived for real
+        assert again.load_archived("2026-11-30").items() == [("ann", 5)]
+    assert [p.name for p in (tmp_path / "archive").iterdir()] == ["2026-11-30.rkarchive"]
