@@ -49,6 +49,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
+from rankengine.cli import reader_gone
 from rankengine.cli_args import non_negative
 from rankengine.eventlog import LogError
 from rankengine.manifest import (
@@ -388,6 +389,8 @@ def run(
         if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
             read_manifest(args.dir)  # raises FileNotFoundError with the path
         return command(args, out or sys.stdout)
+    except BrokenPipeError:
+        raise  # the reader of stdout left: not a failure (the caller exits quietly)
     except FileNotFoundError as exc:
         sys.stderr.write(f"rankengine {name}: {args.dir} is not a board directory ({exc})\n")
         return EXIT_USAGE
@@ -404,7 +407,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage message
         return int(exc.code or 0)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:
+        return reader_gone()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,103 @@
+"""The ``rankengine`` command line in ordinary Unix situations.
+
+Output into a closed pipe (``rankengine replay DIR | head -1``), Ctrl-C
+during a long run, and output files that must not be left half-written.
+Each behaviour depends on the process (its standard streams, its
+signals), so every command runs in a subprocess, as users run it.  A
+closed pipe is made deterministic: the command's stdout is a pipe whose
+read end is closed before the command starts, so its first real write
+fails, as it would a moment after ``head`` exits.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rankengine import Leaderboard
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT_S = 120
+#: Members of the test board: its text output is larger than a pipe buffer.
+MEMBERS = 5_000
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.pop("TERM", None)
+    return env
+
+
+def _command(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "rankengine", *args]
+
+
+def _into_closed_pipe(args: list[str]) -> tuple[int, str]:
+    """Run the command with stdout a pipe nobody reads; return (exit code, stderr)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            _command(args),
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=_env(),
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    return result.returncode, result.stderr
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("unix") / "board"
+    with Leaderboard.open(path) as durable:
+        durable.set_many([(f"player:{i:05d}", i) for i in range(MEMBERS)])
+    return path
+
+
+@pytest.fixture(scope="module")
+def text(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("unix") / "lines.txt"
+    path.write_text("".join(f"/page/{i % 97}\n" for i in range(20_000)), encoding="utf-8")
+    return path
+
+
+# ----------------------------------------------------------------------
+# Output into a closed pipe: exit quietly
+# ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["inspect", "{board}"],
+        ["inspect", "{board}", "--json"],
+        ["verify", "{board}"],
+        ["verify", "{board}", "--json"],
+        ["repair", "{board}", "--dry-run"],
+        ["replay", "{board}"],
+        ["replay", "{board}", "--format", "csv"],
+        ["replay", "{board}", "--format", "json"],
+        ["show", "--random", "1000"],
+        ["trace", "--random", "300", "--insert", "5"],
+        ["trending", "{text}", "--every", "100"],
+        ["--help"],
+    ],
+    ids=" ".join,
+)
+def test_output_into_a_closed_pipe_exits_quietly(args: list[str], board: Path, text: Path) -> None:
+    words = [word.format(board=board, text=text) for word in args]
+    code, err = _into_closed_pipe(words)
+    assert err == "", err
+    assert code == 0
