@@ -387,13 +387,18 @@ def run(
             command in (_verify, _inspect) and bool(board_files(args.dir))
         )
         if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
-            read_manifest(args.dir)  # raises FileNotFoundError with the path
+            try:
+                read_manifest(args.dir)  # raises FileNotFoundError with the path
+            except FileNotFoundError as exc:
+                sys.stderr.write(
+                    f"rankengine {name}: {args.dir} is not a board directory ({exc})\n"
+                )
+                return EXIT_USAGE
+        # a file missing from here on (an output folder, a segment removed
+        # while reading) is a failure of the command, not a wrong DIR
         return command(args, out or sys.stdout)
     except BrokenPipeError:
         raise  # the reader of stdout left: not a failure (the caller exits quietly)
-    except FileNotFoundError as exc:
-        sys.stderr.write(f"rankengine {name}: {args.dir} is not a board directory ({exc})\n")
-        return EXIT_USAGE
     except (LogError, OSError, ValueError) as exc:
         sys.stderr.write(f"rankengine {name}: {exc}\n")
         return EXIT_FAILED

@@ -11,6 +11,8 @@ fails, as it would a moment after ``head`` exits.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from rankengine import Leaderboard
+from rankengine.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 120
@@ -101,3 +104,27 @@ def test_output_into_a_closed_pipe_exits_quietly(args: list[str], board: Path, t
     code, err = _into_closed_pipe(words)
     assert err == "", err
     assert code == 0
+
+
+# ----------------------------------------------------------------------
+# Output files
+# ----------------------------------------------------------------------
+
+
+def _invoke(args: list[str]) -> tuple[int, str, str]:
+    """Run the CLI in this process; return (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_replay_into_a_missing_directory_names_the_output(board: Path, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "out.csv"
+    code, _, err = _invoke(["replay", str(board), "-o", str(target)])
+    assert code == 1
+    assert "not a board directory" not in err
+    assert str(target) in err and len(err.strip().splitlines()) == 1
