@@ -51,6 +51,7 @@ from typing import Any, Final, TextIO
 
 from rankengine.cli import reader_gone
 from rankengine.cli_args import non_negative
+from rankengine.cli_files import output_file
 from rankengine.eventlog import LogError
 from rankengine.manifest import (
     MANIFEST_NAME,
@@ -187,7 +188,12 @@ def register(subparsers: Any) -> None:
         "--format", choices=("text", "json", "csv"), default="text", help="output format"
     )
     p.add_argument("--top", type=non_negative, default=None, help="only the best N entries")
-    p.add_argument("--output", "-o", help="write to this file instead of stdout")
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write to FILE instead of stdout (replaced only once complete)",
+    )
     p.set_defaults(handler=functools.partial(run, _replay), log_command="replay")
 
 
@@ -335,12 +341,11 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     )
     bar.done()
     entries = board.top(len(board) if args.top is None else args.top, with_meta=True)
-    sink = open(args.output, "w", newline="") if args.output else out  # noqa: SIM115
-    try:
-        _write_entries(entries, args.format, sink)
-    finally:
-        if sink is not out:
-            sink.close()
+    if args.output:  # written whole or not at all: see rankengine.cli_files
+        with output_file(args.output, newline="") as sink:
+            _write_entries(entries, args.format, sink)
+    else:
+        _write_entries(entries, args.format, out)
     return EXIT_OK
 
 

@@ -17,10 +17,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, TextIO
 
 import pytest
 
-from rankengine import Leaderboard
+from rankengine import Leaderboard, cli_log
 from rankengine.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +108,7 @@ def test_output_into_a_closed_pipe_exits_quietly(args: list[str], board: Path, t
 
 
 # ----------------------------------------------------------------------
-# Output files
+# Output files: written whole or not at all
 # ----------------------------------------------------------------------
 
 
@@ -128,3 +129,69 @@ def test_replay_into_a_missing_directory_names_the_output(board: Path, tmp_path:
     assert code == 1
     assert "not a board directory" not in err
     assert str(target) in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("existed", [True, False], ids=["over a file", "new file"])
+def test_interrupted_replay_leaves_no_half_written_output(
+    board: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, existed: bool
+) -> None:
+    target = tmp_path / "out.csv"
+    if existed:
+        target.write_text("the previous export\n", encoding="utf-8")
+
+    def interrupted(entries: list[Any], fmt: str, out: TextIO) -> None:
+        out.write("rank,member,score\n1,player:04999,4999\n")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_log, "_write_entries", interrupted)
+    code, _, err = _invoke(["replay", str(board), "--format", "csv", "-o", str(target)])
+    assert code == 130 and "interrupted" in err
+    if existed:
+        assert target.read_text(encoding="utf-8") == "the previous export\n"
+    else:
+        assert not target.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["out.csv"] if existed else [])
+
+
+def test_replay_output_is_complete(board: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out.csv"
+    target.write_text("the previous export\n", encoding="utf-8")
+    code, out, err = _invoke(["replay", str(board), "--format", "csv", "-o", str(target)])
+    assert (code, out, err) == (0, "", "")
+    rows = target.read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "rank,member,score" and len(rows) == MEMBERS + 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+@pytest.mark.parametrize("command", [["show", "1", "2"], ["trace", "1", "2", "--find", "2"]])
+def test_a_bad_svg_path_fails_before_anything_is_printed(
+    command: list[str], tmp_path: Path
+) -> None:
+    code, out, err = _invoke([*command, "--svg", str(tmp_path / "missing" / "x.svg")])
+    assert code == 1 and "No such file or directory" in err
+    assert out == ""
+
+
+def test_replay_writes_through_a_symbolic_link(board: Path, tmp_path: Path) -> None:
+    real = tmp_path / "real.csv"
+    real.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    code, _, err = _invoke(["replay", str(board), "--top", "1", "--format", "csv", "-o", str(link)])
+    assert (code, err) == (0, "")
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text(encoding="utf-8") == "rank,member,score\n1,player:04999,4999\n"
+
+
+def test_replay_to_dev_stdout_writes_into_the_pipe(board: Path) -> None:
+    result = subprocess.run(
+        _command(["replay", str(board), "--top", "1", "--format", "csv", "-o", "/dev/stdout"]),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == "rank,member,score\n1,player:04999,4999\n"
