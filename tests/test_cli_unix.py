@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +196,35 @@ def test_replay_to_dev_stdout_writes_into_the_pipe(board: Path) -> None:
     )
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout == "rank,member,score\n1,player:04999,4999\n"
+
+
+# ----------------------------------------------------------------------
+# Ctrl-C: a short message, exit 130, no traceback
+# ----------------------------------------------------------------------
+
+
+def test_trending_interrupted_on_a_slow_stdin_prints_the_list_and_says_so() -> None:
+    proc = subprocess.Popen(
+        _command(["trending", "--every", "1"]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("a\n")
+        proc.stdin.flush()
+        # the first list is printed: the command is reading, waiting for more
+        assert proc.stdout.readline().startswith("Top 10 of 1 lines")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130
+    assert err == "rankengine trending: interrupted\n"
+    assert out.rstrip().endswith("1      1      0  a")
