@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-__all__ = ["main", "reader_gone"]
+__all__ = ["EXIT_INTERRUPTED", "interrupted", "main", "reader_gone"]
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
 COMMAND_MODULES: Final = (
@@ -56,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit code after Ctrl-C: the shell's 128 + SIGINT.
+EXIT_INTERRUPTED: Final = 130
+
+
+def interrupted() -> int:
+    """Say that Ctrl-C stopped the command (one line on stderr); return 130."""
+    print("rankengine: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def reader_gone() -> int:
     """End quietly after the reader of stdout went away (``... | head -1``).
 
@@ -83,8 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except KeyboardInterrupt:
-        print("rankengine: interrupted", file=sys.stderr)
-        return 130
+        return interrupted()
     except BrokenPipeError:
         return reader_gone()
     except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:

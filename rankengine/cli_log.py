@@ -24,6 +24,7 @@ Exit codes (all commands):
       ``retain_log=True``: segments before the records it replays,
       snapshots older than the newest good one) is damaged, so a replay
       through it fails; ``repair`` leaves history as it is
+130   interrupted (Ctrl-C): ``rankengine: interrupted`` on stderr
 ====  ==========================================================
 
 When several apply, ``verify`` exits with the first of 1, 4, 3.
@@ -49,7 +50,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
-from rankengine.cli import reader_gone
+from rankengine.cli import interrupted, reader_gone
 from rankengine.cli_args import non_negative
 from rankengine.cli_files import output_file
 from rankengine.eventlog import LogError
@@ -421,6 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except BrokenPipeError:
         return reader_gone()
+    except KeyboardInterrupt:
+        return interrupted()
 
 
 if __name__ == "__main__":

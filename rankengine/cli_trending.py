@@ -38,6 +38,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, TextIO
 
+from rankengine.cli import EXIT_INTERRUPTED
 from rankengine.cli_args import positive
 from rankengine.topk import TopK
 
@@ -56,8 +57,6 @@ KEY_WIDTH: Final = 60
 #: 2048 x 4) and stop at 2**64 - 1, centuries of lines at any rate a pipe
 #: delivers.
 COUNTER_BITS: Final = 64
-#: Exit code after Ctrl-C, the shell's 128 + SIGINT (as every command uses).
-EXIT_INTERRUPTED: Final = 130
 
 
 def register(sub: Any) -> None:

@@ -228,3 +228,17 @@ def test_trending_interrupted_on_a_slow_stdin_prints_the_list_and_says_so() -> N
     assert proc.returncode == 130
     assert err == "rankengine trending: interrupted\n"
     assert out.rstrip().endswith("1      1      0  a")
+
+
+def test_log_tools_run_on_their_own_report_ctrl_c(
+    board: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # python -m rankengine.cli_log: the same rule as the rankengine command
+    def interrupted(args: Any, out: TextIO) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_log, "_verify", interrupted)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli_log.main(["verify", str(board)])
+    assert (code, err.getvalue()) == (130, "rankengine: interrupted\n")
