@@ -452,3 +452,18 @@ def test_bad_arguments_print_one_short_message(bad: dict[str, tuple[Run, int, st
             assert len(lines) == 1 and lines[0].startswith("rankengine "), name
         else:  # argparse: usage, then one error line
             assert run.err.strip().splitlines()[-1].startswith("rankengine"), name
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--players", "99999999999999999999999"), ("--events", "1_000_000_000_000")],
+)
+def test_demo_refuses_sizes_that_would_exhaust_the_machine(option: str, value: str) -> None:
+    # parsed only: a demo of that size must never start, even in a failing test
+    from rankengine.cli import build_parser
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["demo", option, value])
+    assert exit_info.value.code == 2
+    assert "at most 10,000,000" in err.getvalue()
