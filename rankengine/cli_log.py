@@ -304,7 +304,9 @@ def _status(report: Report) -> str:
 
 
 def _repair(args: argparse.Namespace, out: TextIO) -> int:
-    result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run)
+    bar = _Progress("repair", args.progress)
+    result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run, progress=bar)
+    bar.done()
     for finding in result.before.findings:
         out.write(f"found: {finding}\n")
     for note in result.notes:

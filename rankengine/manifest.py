@@ -630,7 +630,13 @@ def _chain_of(segments: list[tuple[str, int]], seq: int) -> int:
     return Manifest({}, [], segments).chain_start(seq)
 
 
-def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = False) -> RepairResult:
+def repair(
+    directory: str,
+    *,
+    backup_dir: str | None = None,
+    dry_run: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> RepairResult:
     """Cut a damaged board directory back to its last good record.
 
     Keeps everything before the first damage and moves everything it cuts
@@ -644,13 +650,17 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
     the :class:`~rankengine.eventlog.LogError` lists the steps already done
     and where the backup is.
 
+    ``progress(name, done, total)``, if given, follows the reading of each
+    file, as for :func:`verify` (the check before the repair and the one
+    after it).
+
     Runtime complexity: O(size of the directory)
     """
     import shutil
 
     lock = DirectoryLock(directory)
     try:
-        before = verify(directory)
+        before = verify(directory, progress=progress)
         manifest = before.manifest
         if manifest is None:
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
@@ -792,6 +802,7 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
                     f"what it moved or cut is in {backup}"
                 ) from exc
             done.append(action)
-        return RepairResult(actions, backup if saves else None, before, verify(directory))
+        after = verify(directory, progress=progress)
+        return RepairResult(actions, backup if saves else None, before, after)
     finally:
         lock.release()

@@ -24,6 +24,7 @@ import pytest
 
 from rankengine import Leaderboard, cli_log
 from rankengine.cli import main
+from rankengine.eventlog import PROGRESS_EVERY
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 120
@@ -242,3 +243,28 @@ def test_log_tools_run_on_their_own_report_ctrl_c(
     with contextlib.redirect_stderr(err):
         code = cli_log.main(["verify", str(board)])
     assert (code, err.getvalue()) == (130, "rankengine: interrupted\n")
+
+
+# ----------------------------------------------------------------------
+# --help: every option does what it says
+# ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A board whose log is long enough for a reader to report progress."""
+    path = tmp_path_factory.mktemp("unix") / "long"
+    with Leaderboard.open(path) as durable:
+        for i in range(PROGRESS_EVERY + 1):
+            durable.set(f"m{i % 10}", i)
+    return path
+
+
+@pytest.mark.parametrize("command", ["inspect", "verify", "repair", "replay"])
+def test_progress_shows_progress_on_every_log_command(command: str, long_log: Path) -> None:
+    dry = ["--dry-run"] if command == "repair" else []
+    args = [command, str(long_log), "--progress", "--from-log" if command == "replay" else ""]
+    args = [word for word in [*args, *dry] if word]
+    code, _, err = _invoke(args)
+    assert code == 0
+    assert f"{command}: " in err and err.endswith("\n")
