@@ -148,7 +148,7 @@ def register(subparsers: Any) -> None:
         description="Summarise a durable board directory: members, events, segments, "
         "snapshots and their age, last sequence number.  Reads every record.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=functools.partial(run, _inspect), log_command="inspect")
     p = subparsers.add_parser(
@@ -158,9 +158,9 @@ def register(subparsers: Any) -> None:
         description="Check every frame, record and snapshot.  Exit 0: healthy; 1: damaged "
         "(the board refuses to open, see `repair`); 4: the board opens but its retained "
         "history is damaged (a replay from the log through it fails); 3: only a torn "
-        "tail, which the next open cuts.",
+        "tail, which the next open cuts; 2: DIR is not a board.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=functools.partial(run, _verify), log_command="verify")
     p = subparsers.add_parser(
@@ -171,8 +171,12 @@ def register(subparsers: Any) -> None:
         "tails, later segments, damaged snapshots, a damaged manifest) into a backup "
         "directory.  Stop every process using the board first.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
-    p.add_argument("--backup-dir", help="where to save what is cut (default: DIR/repair-TIME)")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
+    p.add_argument(
+        "--backup-dir",
+        metavar="BACKUP",
+        help="where to save what is cut (default: DIR/repair-TIME)",
+    )
     p.add_argument("--dry-run", action="store_true", help="only say what would be done")
     p.set_defaults(handler=functools.partial(run, _repair), log_command="repair")
     p = subparsers.add_parser(
@@ -182,13 +186,27 @@ def register(subparsers: Any) -> None:
         description="Rebuild the board as of --until (a sequence number, or an ISO 8601 "
         "time, UTC when no zone is given) and print or export it.  Read only.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
-    p.add_argument("--until", type=_until, help="SEQ or TIME (default: the end of the log)")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
+    p.add_argument(
+        "--until",
+        type=_until,
+        metavar="SEQ|TIME",
+        help="a sequence number, or an ISO 8601 time (default: the end of the log)",
+    )
     p.add_argument("--from-log", action="store_true", help="ignore snapshots: replay from seq 1")
     p.add_argument(
-        "--format", choices=("text", "json", "csv"), default="text", help="output format"
+        "--format",
+        choices=("text", "json", "csv"),
+        default="text",
+        help="output format (default: %(default)s)",
     )
-    p.add_argument("--top", type=non_negative, default=None, help="only the best N entries")
+    p.add_argument(
+        "--top",
+        type=non_negative,
+        default=None,
+        metavar="N",
+        help="only the N best entries (default: all)",
+    )
     p.add_argument(
         "--output",
         "-o",

@@ -97,7 +97,7 @@ def register(sub: Any) -> None:
         choices=("auto", "horizontal", "vertical"),
         default="auto",
         help="levels as lines (horizontal) or columns (vertical); auto: horizontal "
-        "when it fits in --width",
+        "when it fits in --width (default: %(default)s)",
     )
     board.add_argument(
         "--width",

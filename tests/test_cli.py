@@ -467,3 +467,23 @@ def test_demo_refuses_sizes_that_would_exhaust_the_machine(option: str, value: s
         build_parser().parse_args(["demo", option, value])
     assert exit_info.value.code == 2
     assert "at most 10,000,000" in err.getvalue()
+
+
+def _subcommands() -> dict[str, Any]:
+    import argparse
+
+    from rankengine.cli import build_parser
+
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no subcommands")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_shows_every_default(command: str) -> None:
+    for action in _subcommands()[command]._actions:
+        if action.default in (None, False, "==SUPPRESS==") or not action.option_strings:
+            continue
+        assert action.help and "default" in action.help, (command, action.option_strings)
