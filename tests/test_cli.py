@@ -320,6 +320,8 @@ def test_replay_before_the_snapshot_is_refused_clearly(demo: tuple[Run, Path]) -
     # The demo snapshots halfway (seq 2,001) and drops the log before it.
     run = _invoke(["replay", str(demo[1]), "--until", "1"])
     assert run.code == 1 and "compacted away" in run.err
+    # it says where the kept log begins: after the snapshot, at seq 2,002
+    assert "begins at seq 2002" in run.err and "nowhere" not in run.err
 
 
 # ----------------------------------------------------------------------
