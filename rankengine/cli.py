@@ -90,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
+    if sys.stdout is None:  # started with stdout closed (cmd >&-): nowhere to write
+        print(f"rankengine {args.command}: error: standard output is closed", file=sys.stderr)
+        return 1
     try:
         return handler(args)
     except KeyboardInterrupt:

@@ -101,6 +101,8 @@ def _handle(args: argparse.Namespace) -> int:
         "live": live,
     }
     if args.file == "-":
+        if sys.stdin is None:  # started with stdin closed (cmd <&-)
+            raise ValueError("standard input is closed: give FILE, or pipe text in")
         if isinstance(sys.stdin, io.TextIOWrapper):
             sys.stdin.reconfigure(errors="replace")
         return run(sys.stdin, out, **options)

@@ -268,3 +268,40 @@ def test_progress_shows_progress_on_every_log_command(command: str, long_log: Pa
     code, _, err = _invoke(args)
     assert code == 0
     assert f"{command}: " in err and err.endswith("\n")
+
+
+# ----------------------------------------------------------------------
+# Closed standard streams (cmd >&- or cmd <&-)
+# ----------------------------------------------------------------------
+
+
+def _with_closed(fd: int, args: list[str]) -> tuple[int, str]:
+    result = subprocess.run(
+        _command(args),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=TIMEOUT_S,
+        check=False,
+        preexec_fn=lambda: os.close(fd),  # runs in the child, before exec
+    )
+    return result.returncode, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [["replay", "{board}"], ["inspect", "{board}"], ["show", "1", "2"]], ids=" ".join
+)
+def test_a_closed_stdout_is_one_line_and_exit_1(args: list[str], board: Path) -> None:
+    code, err = _with_closed(1, [word.format(board=board) for word in args])
+    assert code == 1
+    assert err == f"rankengine {args[0]}: error: standard output is closed\n"
+
+
+def test_trending_on_a_closed_stdin_says_so() -> None:
+    code, err = _with_closed(0, ["trending"])
+    assert code == 1
+    assert err.startswith("rankengine trending: error: standard input is closed")
+    assert len(err.splitlines()) == 1
