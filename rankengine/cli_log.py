@@ -105,6 +105,13 @@ def _board_dir(value: str) -> str:
     return value
 
 
+def _backup_dir(value: str) -> str:
+    """``--backup-dir``: a directory, or a path that does not exist yet."""
+    if os.path.lexists(value) and not os.path.isdir(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is a file, not a directory")
+    return value
+
+
 def _until(value: str) -> tuple[str, int]:
     """``--until``: a sequence number (digits) or an ISO 8601 time (UTC if naive)."""
     if value.isdigit():
@@ -174,6 +181,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
     p.add_argument(
         "--backup-dir",
+        type=_backup_dir,
         metavar="BACKUP",
         help="where to save what is cut (default: DIR/repair-TIME)",
     )

@@ -394,6 +394,11 @@ def _bad_cases(tmp: Path) -> dict[str, tuple[Case, int, str]]:
             "must not be negative",
         ),
         "trending k grouped": (Case(["trending", "--k", "1_0x"]), 2, "not a whole number"),
+        "repair backup is a file": (
+            Case(["repair", str(full), "--backup-dir", str(full / "something")]),
+            2,
+            "is a file, not a directory",
+        ),
     }
 
 
