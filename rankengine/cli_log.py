@@ -76,7 +76,11 @@ _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class _Progress:
-    """Prints ``name: 42%`` on stderr (only when it is a terminal, or forced)."""
+    """Prints ``name: 42%`` on stderr (only when it is a terminal, or forced).
+
+    Used as a context manager, it ends its line however the block ends, so
+    an error or ``interrupted`` that follows starts on a line of its own.
+    """
 
     def __init__(self, label: str, enabled: bool | None) -> None:
         self.label = label
@@ -97,6 +101,13 @@ class _Progress:
     def done(self) -> None:
         if self.shown:
             sys.stderr.write("\n")
+            self.shown = False
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.done()
 
 
 def _board_dir(value: str) -> str:
@@ -239,9 +250,8 @@ def _report_json(report: Report) -> dict[str, Any]:
 
 
 def _inspect(args: argparse.Namespace, out: TextIO) -> int:
-    bar = _Progress("inspect", args.progress)
-    report = verify(args.dir, progress=bar)
-    bar.done()
+    with _Progress("inspect", args.progress) as bar:
+        report = verify(args.dir, progress=bar)
     manifest = report.manifest
     snap = next((s for s in reversed(report.snapshots) if s.ok), None)
     events = sum(s.records for s in report.segments)
@@ -287,9 +297,8 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
-    bar = _Progress("verify", args.progress)
-    report = verify(args.dir, progress=bar)
-    bar.done()
+    with _Progress("verify", args.progress) as bar:
+        report = verify(args.dir, progress=bar)
     if args.json:
         json.dump(_report_json(report), out, indent=2)
         out.write("\n")
@@ -330,9 +339,8 @@ def _status(report: Report) -> str:
 
 
 def _repair(args: argparse.Namespace, out: TextIO) -> int:
-    bar = _Progress("repair", args.progress)
-    result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run, progress=bar)
-    bar.done()
+    with _Progress("repair", args.progress) as bar:
+        result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run, progress=bar)
     for finding in result.before.findings:
         out.write(f"found: {finding}\n")
     for note in result.notes:
@@ -360,15 +368,14 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     from rankengine.durable import rebuild
 
     kind, value = args.until if args.until else ("seq", None)
-    bar = _Progress("replay", args.progress)
-    board = rebuild(
-        args.dir,
-        until_seq=value if kind == "seq" else None,
-        until_ms=value if kind == "time" else None,
-        from_log=args.from_log,
-        progress=bar,
-    )
-    bar.done()
+    with _Progress("replay", args.progress) as bar:
+        board = rebuild(
+            args.dir,
+            until_seq=value if kind == "seq" else None,
+            until_ms=value if kind == "time" else None,
+            from_log=args.from_log,
+            progress=bar,
+        )
     entries = board.top(len(board) if args.top is None else args.top, with_meta=True)
     if args.output:  # written whole or not at all: see rankengine.cli_files
         with output_file(args.output, newline="") as sink:

@@ -305,3 +305,16 @@ def test_trending_on_a_closed_stdin_says_so() -> None:
     assert code == 1
     assert err.startswith("rankengine trending: error: standard input is closed")
     assert len(err.splitlines()) == 1
+
+
+def test_a_progress_line_is_ended_before_an_interruption_is_reported(
+    board: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def halfway(directory: str, *, progress: Any = None) -> Any:
+        progress("log-1.seg", 1, 2)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_log, "verify", halfway)
+    code, _, err = _invoke(["verify", str(board), "--progress"])
+    assert code == 130
+    assert err.endswith("50% \nrankengine: interrupted\n"), repr(err)
