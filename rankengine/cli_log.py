@@ -24,6 +24,7 @@ Exit codes (all commands):
       ``retain_log=True``: segments before the records it replays,
       snapshots older than the newest good one) is damaged, so a replay
       through it fails; ``repair`` leaves history as it is
+130   interrupted (Ctrl-C): ``rankengine: interrupted`` on stderr
 ====  ==========================================================
 
 When several apply, ``verify`` exits with the first of 1, 4, 3.
@@ -49,7 +50,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
+from rankengine.cli import interrupted, reader_gone
 from rankengine.cli_args import non_negative
+from rankengine.cli_files import output_file
 from rankengine.eventlog import LogError
 from rankengine.manifest import (
     MANIFEST_NAME,
@@ -73,7 +76,11 @@ _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class _Progress:
-    """Prints ``name: 42%`` on stderr (only when it is a terminal, or forced)."""
+    """Prints ``name: 42%`` on stderr (only when it is a terminal, or forced).
+
+    Used as a context manager, it ends its line however the block ends, so
+    an error or ``interrupted`` that follows starts on a line of its own.
+    """
 
     def __init__(self, label: str, enabled: bool | None) -> None:
         self.label = label
@@ -94,11 +101,25 @@ class _Progress:
     def done(self) -> None:
         if self.shown:
             sys.stderr.write("\n")
+            self.shown = False
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.done()
 
 
 def _board_dir(value: str) -> str:
     if not os.path.isdir(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
+    return value
+
+
+def _backup_dir(value: str) -> str:
+    """``--backup-dir``: a directory, or a path that does not exist yet."""
+    if os.path.lexists(value) and not os.path.isdir(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is a file, not a directory")
     return value
 
 
@@ -145,7 +166,7 @@ def register(subparsers: Any) -> None:
         description="Summarise a durable board directory: members, events, segments, "
         "snapshots and their age, last sequence number.  Reads every record.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=functools.partial(run, _inspect), log_command="inspect")
     p = subparsers.add_parser(
@@ -155,9 +176,9 @@ def register(subparsers: Any) -> None:
         description="Check every frame, record and snapshot.  Exit 0: healthy; 1: damaged "
         "(the board refuses to open, see `repair`); 4: the board opens but its retained "
         "history is damaged (a replay from the log through it fails); 3: only a torn "
-        "tail, which the next open cuts.",
+        "tail, which the next open cuts; 2: DIR is not a board.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(handler=functools.partial(run, _verify), log_command="verify")
     p = subparsers.add_parser(
@@ -168,8 +189,13 @@ def register(subparsers: Any) -> None:
         "tails, later segments, damaged snapshots, a damaged manifest) into a backup "
         "directory.  Stop every process using the board first.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
-    p.add_argument("--backup-dir", help="where to save what is cut (default: DIR/repair-TIME)")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
+    p.add_argument(
+        "--backup-dir",
+        type=_backup_dir,
+        metavar="BACKUP",
+        help="where to save what is cut (default: DIR/repair-TIME)",
+    )
     p.add_argument("--dry-run", action="store_true", help="only say what would be done")
     p.set_defaults(handler=functools.partial(run, _repair), log_command="repair")
     p = subparsers.add_parser(
@@ -179,14 +205,33 @@ def register(subparsers: Any) -> None:
         description="Rebuild the board as of --until (a sequence number, or an ISO 8601 "
         "time, UTC when no zone is given) and print or export it.  Read only.",
     )
-    p.add_argument("dir", type=_board_dir, help="the board directory")
-    p.add_argument("--until", type=_until, help="SEQ or TIME (default: the end of the log)")
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
+    p.add_argument(
+        "--until",
+        type=_until,
+        metavar="SEQ|TIME",
+        help="a sequence number, or an ISO 8601 time (default: the end of the log)",
+    )
     p.add_argument("--from-log", action="store_true", help="ignore snapshots: replay from seq 1")
     p.add_argument(
-        "--format", choices=("text", "json", "csv"), default="text", help="output format"
+        "--format",
+        choices=("text", "json", "csv"),
+        default="text",
+        help="output format (default: %(default)s)",
     )
-    p.add_argument("--top", type=non_negative, default=None, help="only the best N entries")
-    p.add_argument("--output", "-o", help="write to this file instead of stdout")
+    p.add_argument(
+        "--top",
+        type=non_negative,
+        default=None,
+        metavar="N",
+        help="only the N best entries (default: all)",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write to FILE instead of stdout (replaced only once complete)",
+    )
     p.set_defaults(handler=functools.partial(run, _replay), log_command="replay")
 
 
@@ -205,9 +250,8 @@ def _report_json(report: Report) -> dict[str, Any]:
 
 
 def _inspect(args: argparse.Namespace, out: TextIO) -> int:
-    bar = _Progress("inspect", args.progress)
-    report = verify(args.dir, progress=bar)
-    bar.done()
+    with _Progress("inspect", args.progress) as bar:
+        report = verify(args.dir, progress=bar)
     manifest = report.manifest
     snap = next((s for s in reversed(report.snapshots) if s.ok), None)
     events = sum(s.records for s in report.segments)
@@ -253,9 +297,8 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
-    bar = _Progress("verify", args.progress)
-    report = verify(args.dir, progress=bar)
-    bar.done()
+    with _Progress("verify", args.progress) as bar:
+        report = verify(args.dir, progress=bar)
     if args.json:
         json.dump(_report_json(report), out, indent=2)
         out.write("\n")
@@ -296,7 +339,8 @@ def _status(report: Report) -> str:
 
 
 def _repair(args: argparse.Namespace, out: TextIO) -> int:
-    result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run)
+    with _Progress("repair", args.progress) as bar:
+        result = repair(args.dir, backup_dir=args.backup_dir, dry_run=args.dry_run, progress=bar)
     for finding in result.before.findings:
         out.write(f"found: {finding}\n")
     for note in result.notes:
@@ -324,22 +368,20 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     from rankengine.durable import rebuild
 
     kind, value = args.until if args.until else ("seq", None)
-    bar = _Progress("replay", args.progress)
-    board = rebuild(
-        args.dir,
-        until_seq=value if kind == "seq" else None,
-        until_ms=value if kind == "time" else None,
-        from_log=args.from_log,
-        progress=bar,
-    )
-    bar.done()
+    with _Progress("replay", args.progress) as bar:
+        board = rebuild(
+            args.dir,
+            until_seq=value if kind == "seq" else None,
+            until_ms=value if kind == "time" else None,
+            from_log=args.from_log,
+            progress=bar,
+        )
     entries = board.top(len(board) if args.top is None else args.top, with_meta=True)
-    sink = open(args.output, "w", newline="") if args.output else out  # noqa: SIM115
-    try:
-        _write_entries(entries, args.format, sink)
-    finally:
-        if sink is not out:
-            sink.close()
+    if args.output:  # written whole or not at all: see rankengine.cli_files
+        with output_file(args.output, newline="") as sink:
+            _write_entries(entries, args.format, sink)
+    else:
+        _write_entries(entries, args.format, out)
     return EXIT_OK
 
 
@@ -386,11 +428,18 @@ def run(
             command in (_verify, _inspect) and bool(board_files(args.dir))
         )
         if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
-            read_manifest(args.dir)  # raises FileNotFoundError with the path
+            try:
+                read_manifest(args.dir)  # raises FileNotFoundError with the path
+            except FileNotFoundError as exc:
+                sys.stderr.write(
+                    f"rankengine {name}: {args.dir} is not a board directory ({exc})\n"
+                )
+                return EXIT_USAGE
+        # a file missing from here on (an output folder, a segment removed
+        # while reading) is a failure of the command, not a wrong DIR
         return command(args, out or sys.stdout)
-    except FileNotFoundError as exc:
-        sys.stderr.write(f"rankengine {name}: {args.dir} is not a board directory ({exc})\n")
-        return EXIT_USAGE
+    except BrokenPipeError:
+        raise  # the reader of stdout left: not a failure (the caller exits quietly)
     except (LogError, OSError, ValueError) as exc:
         sys.stderr.write(f"rankengine {name}: {exc}\n")
         return EXIT_FAILED
@@ -404,7 +453,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed the usage message
         return int(exc.code or 0)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:
+        return reader_gone()
+    except KeyboardInterrupt:
+        return interrupted()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,11 @@ Each count is an upper bound: the true count is between ``count - error``
 and ``count`` (``error`` is what the key may have inherited from the
 sketch when it became a candidate; 0 means exact).
 
+Exit codes: 0 success; 1 FILE cannot be read, or the stream passed the
+counters' limit; 2 bad arguments; 130 interrupted (Ctrl-C).  After 1 (at
+the limit) or 130 the list so far is still printed, and stderr says why
+the count stopped.  Undecodable bytes are read as U+FFFD, never an error.
+
 >>> import io
 >>> out = io.StringIO()
 >>> run(io.StringIO("a b a\\nc a b\\n"), out, k=2, words=True)
@@ -33,6 +38,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, TextIO
 
+from rankengine.cli import EXIT_INTERRUPTED
 from rankengine.cli_args import positive
 from rankengine.topk import TopK
 
@@ -95,6 +101,8 @@ def _handle(args: argparse.Namespace) -> int:
         "live": live,
     }
     if args.file == "-":
+        if sys.stdin is None:  # started with stdin closed (cmd <&-)
+            raise ValueError("standard input is closed: give FILE, or pipe text in")
         if isinstance(sys.stdin, io.TextIOWrapper):
             sys.stdin.reconfigure(errors="replace")
         return run(sys.stdin, out, **options)
@@ -155,8 +163,9 @@ def run(
     :param every: also print the list every ``every`` keys.
     :param live: redraw the list in place (a terminal) instead of printing
         it again; without ``every``, redraw about four times a second.
-    :return: the exit code: 0, 130 when interrupted, or 1 past the counter
-        limit (either way the list so far is printed first).
+    :return: the exit code: 0, 130 when interrupted (Ctrl-C), or 1 past
+        the counter limit; either way the list so far is printed, and a
+        one-line message on stderr says why it stopped.
     """
     tracker = TopK(k=k, counter_bits=COUNTER_BITS)
     unit = "words" if words else "lines"
@@ -193,7 +202,7 @@ def run(
                         next_redraw = time.monotonic() + REFRESH_S
                         draw()
         except KeyboardInterrupt:
-            code = 130
+            code = EXIT_INTERRUPTED
         tracker.add_many(batch)
     except OverflowError as exc:  # past the counter limit: the batch was not added
         code = 1
@@ -204,6 +213,8 @@ def run(
     else:
         out.write("\n".join(table(tracker, k, unit)) + "\n")
     out.flush()
+    if code == EXIT_INTERRUPTED:
+        print("rankengine trending: interrupted", file=sys.stderr)
     return code
 
 

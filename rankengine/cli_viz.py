@@ -26,6 +26,7 @@ import textwrap
 from typing import Any, Final
 
 from rankengine.cli_args import positive
+from rankengine.cli_files import output_file
 from rankengine.narrate import (
     explain,
     narrate_delete,
@@ -96,7 +97,7 @@ def register(sub: Any) -> None:
         choices=("auto", "horizontal", "vertical"),
         default="auto",
         help="levels as lines (horizontal) or columns (vertical); auto: horizontal "
-        "when it fits in --width",
+        "when it fits in --width (default: %(default)s)",
     )
     board.add_argument(
         "--width",
@@ -105,7 +106,11 @@ def register(sub: Any) -> None:
         help="widest horizontal picture for --layout auto (default: %(default)s)",
     )
     board.add_argument("--no-legend", action="store_true", help="leave out the legend")
-    board.add_argument("--svg", metavar="FILE", help="also write the picture as an SVG file")
+    board.add_argument(
+        "--svg",
+        metavar="FILE",
+        help="also write the picture as an SVG file (replaced only once complete)",
+    )
 
     p = sub.add_parser(
         "show",
@@ -226,20 +231,25 @@ def _summary(sl: SkipList, args: argparse.Namespace) -> str:
 
 
 def _write_svg(path: str | None, svg: str) -> None:
-    if path is None:
-        return
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(svg)
-    print(f"\nSVG written to {path}")
+    """Write the SVG before anything is printed: a bad path fails alone."""
+    if path is not None:
+        with output_file(path) as f:
+            f.write(svg)
+
+
+def _svg_written(path: str | None) -> None:
+    if path is not None:
+        print(f"\nSVG written to {path}")
 
 
 def _show(args: argparse.Namespace) -> int:
     sl = _build(args, HeightScript(args.seed, max_level=args.max_level))
     shape = shape_of(sl, args.label)
+    _write_svg(args.svg, render_svg(shape))
     print(_summary(sl, args))
     print()
     print(render_text(shape, layout=args.layout, width=args.width, legend=not args.no_legend))
-    _write_svg(args.svg, render_svg(shape))
+    _svg_written(args.svg)
     return 0
 
 
@@ -259,12 +269,13 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             trace = trace_rank(shape, args.rank)
         else:
             trace = trace_key(shape, args.find)
+        _write_svg(args.svg, render_svg(shape, trace))
         print(_summary(sl, args))
         print()
         print(render_text(shape, trace, layout=layout, width=width, legend=not args.no_legend))
         print()
         print(explain(trace, shape))
-        _write_svg(args.svg, render_svg(shape, trace))
+        _svg_written(args.svg)
         return 0
     style: dict[str, Any] = {"label": args.label, "layout": layout, "width": width}
     if args.insert is not None:
@@ -275,10 +286,11 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     else:
         old, new = args.update
         story = narrate_update(sl, old, new, **style)
+    _write_svg(args.svg, story.svg())
     print(_summary(sl, args))
     print()
     print(story.text)
-    _write_svg(args.svg, story.svg())
+    _svg_written(args.svg)
     return 0
 
 

@@ -57,6 +57,11 @@ __all__ = ["DemoResult", "register", "run_demo"]
 DEFAULT_PLAYERS: Final = 100_000
 #: Default number of score events after the players joined.
 DEFAULT_EVENTS: Final = 200_000
+#: Most players and most events the command accepts.  The server keeps a
+#: few hundred bytes per player in memory (gigabytes at this many) and the
+#: log grows by some 70 bytes per event (under 1 GB); a larger number is a
+#: typo that would exhaust the machine's memory or disk, not a demo.
+MAX_SIZE: Final = 10_000_000
 #: Default seed: the same command plays the same game.
 DEFAULT_SEED: Final = 2026
 #: Rows of the live table.
@@ -83,15 +88,17 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--players",
-        type=positive,
+        type=_players,
+        metavar="N",
         default=DEFAULT_PLAYERS,
-        help="number of players (default: %(default)s)",
+        help=f"number of players, 1 to {MAX_SIZE:,} (default: %(default)s)",
     )
     parser.add_argument(
         "--events",
-        type=non_negative,
+        type=_events,
+        metavar="N",
         default=DEFAULT_EVENTS,
-        help="score events to play (default: %(default)s)",
+        help=f"score events to play, 0 to {MAX_SIZE:,} (default: %(default)s)",
     )
     parser.add_argument(
         "--backend",
@@ -121,6 +128,20 @@ def register(sub: Any) -> None:
         help="refresh the progress bar and top 10 in place (default: when stdout is a terminal)",
     )
     parser.set_defaults(handler=_handle)
+
+
+def _at_most_max_size(value: int) -> int:
+    if value > MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"at most {MAX_SIZE:,} (got {value:,})")
+    return value
+
+
+def _players(text: str) -> int:
+    return _at_most_max_size(positive(text))
+
+
+def _events(text: str) -> int:
+    return _at_most_max_size(non_negative(text))
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -304,9 +304,12 @@ def load_board(
     start = manifest.chain_start(base)
     chain = segments[start:]
     if not chain or chain[0][1] > base + 1:
-        where = chain[0][1] if chain else "nowhere"
+        # the first segment kept after the one needed (chain_start found none
+        # starting early enough when the chain is empty)
+        kept = chain or [s for s in segments if s[1] > base + 1]
+        where = f"begins at seq {kept[0][1]}" if kept else "is gone"
         raise LogError(
-            f"{directory}: the log needed from seq {base + 1} begins at seq {where}; older "
+            f"{directory}: the log needed from seq {base + 1} {where}; older "
             "records were compacted away (open with retain_log=True to keep history)"
         )
     for i, (name, first) in enumerate(chain):

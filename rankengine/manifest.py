@@ -29,11 +29,14 @@ renamed to ``.orphan`` instead, and kept).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
@@ -675,7 +678,38 @@ def _chain_of(segments: list[tuple[str, int]], seq: int) -> int:
     return Manifest({}, [], segments).chain_start(seq)
 
 
-def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = False) -> RepairResult:
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) while the block runs; raise KeyboardInterrupt after it.
+
+    Repair's file steps (move, cut a tail, write the manifest) are short,
+    and a directory left between two of them is neither the old state nor
+    the repaired one.  Only the main thread of a process that has Python's
+    default SIGINT handler is changed; elsewhere the block runs as it is.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
+
+
+def repair(
+    directory: str,
+    *,
+    backup_dir: str | None = None,
+    dry_run: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> RepairResult:
     """Cut a damaged board directory back to its last good record.
 
     Keeps everything before the first damage and moves everything it cuts
@@ -689,13 +723,21 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
     the :class:`~rankengine.eventlog.LogError` lists the steps already done
     and where the backup is.
 
+    Ctrl-C while the file steps run is held until the last one is done
+    (the directory is repaired), then raised as :class:`KeyboardInterrupt`;
+    during the checks before and after, it stops the repair at once.
+
+    ``progress(name, done, total)``, if given, follows the reading of each
+    file, as for :func:`verify` (the check before the repair and the one
+    after it).
+
     Runtime complexity: O(size of the directory)
     """
     import shutil
 
     lock = DirectoryLock(directory)
     try:
-        before = verify(directory)
+        before = verify(directory, progress=progress)
         manifest = before.manifest
         if manifest is None:
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
@@ -826,17 +868,19 @@ def repair(directory: str, *, backup_dir: str | None = None, dry_run: bool = Fal
         if dry_run:
             return RepairResult(actions, backup if saves else None, before, None)
         done: list[str] = []
-        for action, step in plan:
-            try:
-                if step is not None:
-                    step()
-            except OSError as exc:
-                did = "; ".join(done) or "nothing"
-                raise LogError(
-                    f"{directory}: repair failed at {action!r} ({exc}); done before it: {did}; "
-                    f"what it moved or cut is in {backup}"
-                ) from exc
-            done.append(action)
-        return RepairResult(actions, backup if saves else None, before, verify(directory))
+        with _ctrl_c_held():
+            for action, step in plan:
+                try:
+                    if step is not None:
+                        step()
+                except OSError as exc:
+                    did = "; ".join(done) or "nothing"
+                    raise LogError(
+                        f"{directory}: repair failed at {action!r} ({exc}); done before it: "
+                        f"{did}; what it moved or cut is in {backup}"
+                    ) from exc
+                done.append(action)
+        after = verify(directory, progress=progress)
+        return RepairResult(actions, backup if saves else None, before, after)
     finally:
         lock.release()

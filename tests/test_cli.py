@@ -320,6 +320,8 @@ def test_replay_before_the_snapshot_is_refused_clearly(demo: tuple[Run, Path]) -
     # The demo snapshots halfway (seq 2,001) and drops the log before it.
     run = _invoke(["replay", str(demo[1]), "--until", "1"])
     assert run.code == 1 and "compacted away" in run.err
+    # it says where the kept log begins: after the snapshot, at seq 2,002
+    assert "begins at seq 2002" in run.err and "nowhere" not in run.err
 
 
 # ----------------------------------------------------------------------
@@ -392,6 +394,11 @@ def _bad_cases(tmp: Path) -> dict[str, tuple[Case, int, str]]:
             "must not be negative",
         ),
         "trending k grouped": (Case(["trending", "--k", "1_0x"]), 2, "not a whole number"),
+        "repair backup is a file": (
+            Case(["repair", str(full), "--backup-dir", str(full / "something")]),
+            2,
+            "is a file, not a directory",
+        ),
     }
 
 
@@ -452,3 +459,38 @@ def test_bad_arguments_print_one_short_message(bad: dict[str, tuple[Run, int, st
             assert len(lines) == 1 and lines[0].startswith("rankengine "), name
         else:  # argparse: usage, then one error line
             assert run.err.strip().splitlines()[-1].startswith("rankengine"), name
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--players", "99999999999999999999999"), ("--events", "1_000_000_000_000")],
+)
+def test_demo_refuses_sizes_that_would_exhaust_the_machine(option: str, value: str) -> None:
+    # parsed only: a demo of that size must never start, even in a failing test
+    from rankengine.cli import build_parser
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["demo", option, value])
+    assert exit_info.value.code == 2
+    assert "at most 10,000,000" in err.getvalue()
+
+
+def _subcommands() -> dict[str, Any]:
+    import argparse
+
+    from rankengine.cli import build_parser
+
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("no subcommands")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_shows_every_default(command: str) -> None:
+    for action in _subcommands()[command]._actions:
+        if action.default in (None, False, "==SUPPRESS==") or not action.option_strings:
+            continue
+        assert action.help and "default" in action.help, (command, action.option_strings)

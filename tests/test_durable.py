@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
+import signal
 import threading
 import time
 import warnings
@@ -770,6 +772,35 @@ def test_torn_tail_is_cut_with_a_warning_or_refused(tmp_path: Path) -> None:
         assert "last" not in board
         board.set("again", 1)
     assert verify(str(tmp_path)).healthy
+
+
+def test_ctrl_c_during_repair_waits_for_its_file_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_board(tmp_path) as board:
+        fill(board, 10)
+        board.set("last", 99)
+    seg = seg_files(tmp_path)[0]
+    with open(seg, "ab") as f:
+        f.write(b"\x00garbage after the last record")
+    assert verify(str(tmp_path)).damaged or verify(str(tmp_path)).torn
+    copy = shutil.copyfileobj
+
+    def interrupted_copy(source: Any, target: Any) -> None:
+        # Ctrl-C arrives while the first step (cutting the tail) runs
+        os.kill(os.getpid(), signal.SIGINT)
+        copy(source, target)
+
+    monkeypatch.setattr(shutil, "copyfileobj", interrupted_copy)
+    with pytest.raises(KeyboardInterrupt):
+        repair(str(tmp_path))
+    monkeypatch.undo()
+    # the repair finished every step before it stopped: nothing half-done
+    assert verify(str(tmp_path)).healthy
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with open_board(tmp_path) as again:
+        again._check()
+        assert again.score("last") == 99
 
 
 def test_damage_refuses_to_open_and_repair_keeps_what_was_before(tmp_path: Path) -> None:

@@ -1,0 +1,91 @@
+"""Output files of the command-line tools, written whole or not at all.
+
+``rankengine replay -o FILE`` and ``--svg FILE`` write through
+:func:`output_file`: the text goes to a temporary file beside ``FILE``,
+which replaces ``FILE`` only when everything is written.  An error or a
+Ctrl-C on the way leaves ``FILE`` as it was (absent, or the previous
+version) and removes the temporary file, so no half-written export is
+ever mistaken for a whole one.
+
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> path = os.path.join(folder, "out.txt")
+>>> with output_file(path) as out:
+...     _ = out.write("whole\\n")
+>>> open(path).read(), os.listdir(folder)
+('whole\\n', ['out.txt'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from typing import TextIO
+
+__all__ = ["OutputError", "output_file"]
+
+
+class OutputError(OSError):
+    """An output file cannot be created or put in place; the message names it."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"cannot write {path}: {reason}")
+        self.path = path
+
+
+@contextlib.contextmanager
+def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
+    """A UTF-8 text file at ``path`` that appears only once it is complete.
+
+    Only a new file or a plain regular file (one name, no symbolic link)
+    is replaced; anything else is written through, in place, as ``open``
+    would: a symbolic link (``/dev/stdout``, or a link the user keeps
+    pointing where it points), a named pipe or a device, a file with other
+    hard links.  A new file gets the permissions ``open`` would give it
+    (``0o666`` less the umask); a replaced one keeps its own.
+
+    Runtime complexity: O(size of what is written)
+
+    :raises OutputError: if the file cannot be created (its folder is
+        missing or not writable, ``path`` is a directory); ``path`` is
+        unchanged.  An error while writing propagates as it is.
+    """
+    if os.path.isdir(path):
+        raise OutputError(path, "it is a directory")
+    try:
+        info: os.stat_result | None = os.lstat(path)  # a link itself, not its target
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise OutputError(path, exc.strerror or str(exc)) from exc
+    mode = None if info is None else info.st_mode
+    if info is not None and (not stat.S_ISREG(info.st_mode) or info.st_nlink > 1):
+        try:
+            direct = open(path, "w", encoding="utf-8", newline=newline)  # noqa: SIM115
+        except OSError as exc:
+            raise OutputError(path, exc.strerror or str(exc)) from exc
+        with direct:
+            yield direct
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(path, exc.strerror or str(exc)) from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as out:
+            yield out
+        if mode is None:  # a new file: what open() would give it
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp, 0o666 & ~umask)
+        else:  # replacing a file: keep its permissions
+            os.chmod(temp, stat.S_IMODE(mode))
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temp)
+        raise
