@@ -71,6 +71,7 @@ from typing import Any, Final
 
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
+from rankengine.manifest import DirectoryLock
 from rankengine.scoring import Member, describe
 
 __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
@@ -143,6 +144,8 @@ class DecayedLeaderboard:
         self.rebases = 0
         #: called as ``hook(old_board, new_board)`` after a re-base (durable cleanup)
         self._rebase_hook: Callable[[Leaderboard, Leaderboard], None] | None = None
+        #: a durable board's lock on its root directory, held until close()
+        self._root_lock: DirectoryLock | None = None
 
     # ------------------------------------------------------------------
     # Settings and state
@@ -528,10 +531,58 @@ class DecayedLeaderboard:
         leftovers).  The
         decay settings are the caller's to repeat on reopen.
 
+        One process at a time: opening takes ``path/LOCK`` (as a board
+        directory does) before it reads or cleans up anything, and holds it
+        until :meth:`close`, so a second writer gets
+        :class:`~rankengine.eventlog.LogError` ("already open for writing")
+        and never removes a base this one is building.  A failed open
+        closes what it opened and releases the lock.
+
         Runtime complexity: O(replay) to open
         """
         root = Path(path)
         root.mkdir(parents=True, exist_ok=True)
+        # before any cleanup or read of the root: a second process must not
+        # remove the next base the one writing here is building
+        lock = DirectoryLock(str(root))
+        opened: list[DecayedLeaderboard] = []
+        try:
+            board = cls._open_locked(
+                root,
+                opened,
+                half_life=half_life,
+                tau=tau,
+                clock=clock,
+                fsync=fsync,
+                rebase_after=rebase_after,
+                board_config=board_config,
+            )
+        except BaseException:
+            try:
+                for partial in opened:
+                    partial.close()
+            finally:
+                lock.release()
+            raise
+        board._root_lock = lock
+        return board
+
+    @classmethod
+    def _open_locked(
+        cls,
+        root: Path,
+        opened: list[DecayedLeaderboard],
+        *,
+        half_life: float | None,
+        tau: float | None,
+        clock: Callable[[], float],
+        fsync: str,
+        rebase_after: float,
+        board_config: dict[str, Any],
+    ) -> DecayedLeaderboard:
+        """The part of :meth:`open` done under the root's lock (the board it
+        builds is appended to ``opened`` as soon as it exists, so that a
+        failure after that can close it)."""
         for leftover in [*root.glob(f"{_STAGING}*"), *root.glob(f"{_DOOMED}*")]:
             shutil.rmtree(leftover)
         epochs = sorted(
@@ -559,6 +610,7 @@ class DecayedLeaderboard:
             board_factory=factory,
             rebase_after=rebase_after,
         )
+        opened.append(board)
         final = root / f"epoch-{board.t0!r}"
         if not final.exists():
             board._board = _promote(board._board, final, reopen)
@@ -582,12 +634,19 @@ class DecayedLeaderboard:
 
         Under the lock, so that it waits for a re-base in progress and closes
         the board that re-base installs.  After it, writes raise (a write
-        that would re-base too).
+        that would re-base too).  It releases the root directory of a
+        durable board, even if closing the board raises (nothing here
+        touches the root after a close).
         """
         with self._lock:
-            close = getattr(self._board, "close", None)
-            if close is not None:
-                close()
+            try:
+                close = getattr(self._board, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                if self._root_lock is not None:
+                    self._root_lock.release()
+                    self._root_lock = None
 
     def __enter__(self) -> DecayedLeaderboard:
         return self

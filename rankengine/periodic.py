@@ -60,6 +60,7 @@ from rankengine.calendars import (
 )
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
+from rankengine.manifest import DirectoryLock
 from rankengine.scoring import Member, Score
 from rankengine.snapshot import fsync_dir
 
@@ -293,6 +294,8 @@ class PeriodicLeaderboard:
         self._drop_hook: Callable[[Period, Leaderboard], None] | None = None
         #: The directory store of a durable board (see :meth:`open`), or None.
         self._store: _DirectoryStore | None = None
+        #: The durable board's lock on its root directory, held until close().
+        self._root_lock: DirectoryLock | None = None
 
     # ------------------------------------------------------------------
     # Time and periods
@@ -601,6 +604,11 @@ class PeriodicLeaderboard:
         leaves a hidden ``periods/.dropped-<name>`` that reopening removes,
         as it removes the closed marker of a period whose directory is gone
         and an archive's temporary file (a crash while writing it).
+        One process at a time: opening takes ``path/LOCK`` (as a board
+        directory does) before it reads or cleans up anything, and holds it
+        until :meth:`close`, so a second writer gets
+        :class:`~rankengine.eventlog.LogError` ("already open for writing")
+        and never removes a file this one is writing.
         Reopening never moves "now" back: it starts from the latest time
         the files prove was reached (a held period's start, a closed or
         archived period's ``end + grace``), so a closed period stays closed
@@ -611,21 +619,28 @@ class PeriodicLeaderboard:
         return board
 
     def close(self) -> None:
-        """Close every durable period board (flushing its log); no-op in memory.
+        """Close every durable period board (flushing its log) and release
+        the root directory; no-op in memory.
 
         After it, reads keep working on the periods held, and every write
         raises, a write for a period with no board yet too (it would open a
         new durable board behind the close).  Time still moves for reads,
-        but no period is closed, archived or dropped any more.
+        but no period is closed, archived or dropped any more.  The root is
+        released even if a board's close raises: this board touches the
+        root no more, and a board not closed keeps its own directory's lock.
         """
         with self._lock:
-            durable = self._store is not None
-            for board in self._boards.values():
-                close = getattr(board, "close", None)
-                if close is not None:
-                    close()
-                    durable = True
-            self._shut = self._shut or durable
+            self._shut = self._shut or self._store is not None
+            try:
+                for board in self._boards.values():
+                    close = getattr(board, "close", None)
+                    if close is not None:
+                        close()
+                        self._shut = True
+            finally:
+                if self._root_lock is not None:
+                    self._root_lock.release()
+                    self._root_lock = None
 
     def __enter__(self) -> PeriodicLeaderboard:
         return self
@@ -634,7 +649,28 @@ class PeriodicLeaderboard:
         self.close()
 
     def _attach(self, root: Path, fsync: str) -> None:
-        """Store periods under ``root`` and load the ones already there."""
+        """Lock ``root``, store periods under it and load the ones already
+        there.  If that fails, the boards it opened are closed and the root
+        is released (a failed open leaves nothing locked)."""
+        root.mkdir(parents=True, exist_ok=True)
+        # before any cleanup or read of the root: a second process must not
+        # remove the temporary files of the one writing here
+        lock = DirectoryLock(str(root))
+        try:
+            self._load(root, fsync)
+        except BaseException:
+            try:
+                for board in self._boards.values():
+                    close = getattr(board, "close", None)
+                    if close is not None:
+                        close()
+            finally:
+                lock.release()
+            raise
+        self._root_lock = lock
+
+    def _load(self, root: Path, fsync: str) -> None:
+        """The part of :meth:`_attach` done under the root's lock."""
         store = _DirectoryStore(root, fsync, self._clock, self._board_config)
         self._archive = root / "archive"
         self._archive.mkdir(parents=True, exist_ok=True)

@@ -426,20 +426,27 @@ class SlidingWindowLeaderboard:
         """Open (or create) a window whose buckets are durable boards in
         directory ``path`` (see :meth:`PeriodicLeaderboard.open`).  The
         window board itself is derived data: opening rebuilds it with one
-        full refresh over the buckets found.
+        full refresh over the buckets found.  Like the periodic board, it
+        holds the lock of ``path`` until :meth:`close` (one writer per
+        directory), and a failed open closes what it opened and releases it.
 
         Runtime complexity: O(replay of the buckets + one full refresh)
         """
         window = cls(cal, buckets, clock=clock, **options)
         with window._lock:
             window._buckets._attach(Path(path), fsync)
-            for board in window._buckets._boards.values():
-                window._dirty.update(board)
-            window.refresh()
+            try:
+                for board in window._buckets._boards.values():
+                    window._dirty.update(board)
+                window.refresh()
+            except BaseException:
+                window._buckets.close()
+                raise
         return window
 
     def close(self) -> None:
-        """Close the durable bucket boards; no-op in memory."""
+        """Close the durable bucket boards and release the directory;
+        no-op in memory."""
         self._buckets.close()
 
     def __enter__(self) -> SlidingWindowLeaderboard:

@@ -1,0 +1,223 @@
+"""One writer per root of a durable periodic, decayed or sliding-window board.
+
+These boards keep several board directories under one root and clean up
+the root when they open (leftovers of a killed drop, archive or re-base).
+A second process opening a root in use must be refused *before* that
+cleanup: otherwise it deletes a temporary archive or epoch that the first
+process is still writing.  The refusal is the same as for a board
+directory (``LogError``: "... is already open for writing"), the lock goes
+with ``close()``, and a failed open does not leave the root locked.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rankengine.decay import DecayedLeaderboard
+from rankengine.eventlog import LogError
+from rankengine.manifest import LOCK_NAME, verify
+from rankengine.periodic import PeriodicLeaderboard
+from rankengine.window import SlidingWindowLeaderboard
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: 2026-11-30T12:00:00Z: every board below runs at this fixed time.
+NOON: float = 1_796_040_000.0
+
+#: A child process that opens the root given as argv[1] with the board
+#: kind of argv[2], and prints what happened (it must not get in).
+OPENER = """
+import sys
+from rankengine.decay import DecayedLeaderboard
+from rankengine.periodic import PeriodicLeaderboard
+from rankengine.window import SlidingWindowLeaderboard
+
+root, kind = sys.argv[1], sys.argv[2]
+clock = lambda: 1_796_040_000.0
+try:
+    if kind == "periodic":
+        board = PeriodicLeaderboard.open(root, "daily", clock=clock, fsync="never")
+    elif kind == "window":
+        board = SlidingWindowLeaderboard.open(root, "hourly", 3, clock=clock, fsync="never")
+    else:
+        board = DecayedLeaderboard.open(root, half_life=3600, clock=clock, fsync="never")
+except Exception as exc:
+    print(type(exc).__name__, exc)
+    sys.exit(1)
+board.close()
+print("opened")
+"""
+
+
+def open_elsewhere(root: Path, kind: str) -> subprocess.CompletedProcess[str]:
+    """Open ``root`` in another process (a real second writer)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("RANKENGINE_CRASH_AT", None)
+    return subprocess.run(
+        [sys.executable, "-c", OPENER, str(root), kind],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def refused(result: subprocess.CompletedProcess[str], root: Path) -> bool:
+    """Did the child fail on the root's own lock (not a period's or epoch's)?"""
+    return result.returncode == 1 and result.stdout.startswith(
+        f"LogError {root} is already open for writing"
+    )
+
+
+def open_periodic(root: Path) -> PeriodicLeaderboard:
+    return PeriodicLeaderboard.open(root, "daily", clock=lambda: NOON, fsync="never")
+
+
+def open_decayed(root: Path) -> DecayedLeaderboard:
+    return DecayedLeaderboard.open(root, half_life=3600, clock=lambda: NOON, fsync="never")
+
+
+def open_window(root: Path) -> SlidingWindowLeaderboard:
+    return SlidingWindowLeaderboard.open(root, "hourly", 3, clock=lambda: NOON, fsync="never")
+
+
+@pytest.mark.parametrize("kind", ["periodic", "window"])
+def test_a_second_process_cannot_open_a_periodic_root_or_clean_it_up(
+    tmp_path: Path, kind: str
+) -> None:
+    root = tmp_path / "board"
+    board = open_periodic(root) if kind == "periodic" else open_window(root)
+    try:
+        board.incr("ann", 3)
+        # what this process may be in the middle of: writing an archive,
+        # deleting a dropped period (the other's open would remove both)
+        writing = root / "archive" / ".tmp-abc-2026-11-29.rkarchive"
+        writing.write_bytes(b"half an archive")
+        dropping = root / "periods" / ".dropped-2026-11-28"
+        dropping.mkdir()
+        result = open_elsewhere(root, kind)
+        assert refused(result, root), (result.stdout, result.stderr)
+        assert writing.read_bytes() == b"half an archive"
+        assert dropping.is_dir()
+        assert board.incr("ann", 1) == 4  # the first process carries on
+    finally:
+        board.close()
+    assert open_elsewhere(root, kind).stdout.strip() == "opened"  # released by close()
+
+
+def test_a_second_process_cannot_open_a_decayed_root_or_clean_it_up(tmp_path: Path) -> None:
+    root = tmp_path / "hot"
+    board = open_decayed(root)
+    try:
+        board.add("ann", 3)
+        # what this process may be in the middle of: building the next base
+        # (and an old base a finished re-base has not deleted yet)
+        staging = root / ".tmp-epoch-1796043600.0"
+        staging.mkdir()
+        (staging / "log-00000000000000000001.seg").write_bytes(b"being written")
+        older = root / "epoch-1.0"
+        older.mkdir()
+        result = open_elsewhere(root, "decayed")
+        assert refused(result, root), (result.stdout, result.stderr)
+        assert (staging / "log-00000000000000000001.seg").read_bytes() == b"being written"
+        assert older.is_dir()
+        assert board.add("ann", 1) == pytest.approx(4.0)
+    finally:
+        board.close()
+    staging_gone = open_elsewhere(root, "decayed")  # released by close(): cleans up
+    assert staging_gone.stdout.strip() == "opened", staging_gone
+    assert not staging.exists() and not older.exists()
+
+
+@pytest.mark.parametrize(
+    ("opener", "name"),
+    [(open_periodic, "periodic"), (open_window, "window"), (open_decayed, "decayed")],
+)
+def test_one_writer_per_root_in_one_process_too(tmp_path: Path, opener: object, name: str) -> None:
+    root = tmp_path / name
+    assert callable(opener)
+    with opener(root), pytest.raises(LogError, match=f"{root} is already open for writing"):
+        opener(root)
+    opener(root).close()  # released by close(), and by the refused open
+
+
+def test_a_failed_periodic_open_releases_the_root_and_the_periods_it_opened(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "board"
+    with open_periodic(root) as board:
+        board.incr("ann", 3)
+    # a period directory that is not a board: the open fails after it has
+    # locked the root and opened the period before it
+    broken = root / "periods" / "2026-12-01"
+    broken.mkdir()
+    (broken / "notes.txt").write_text("not a board")
+    with pytest.raises(LogError, match="refusing to create"):
+        open_periodic(root)
+    shutil.rmtree(broken)
+    with open_periodic(root) as again:  # neither the root nor 2026-11-30 stayed locked
+        assert again.score("ann") == 3
+        with pytest.raises(LogError, match=f"{root} is already open for writing"):
+            open_periodic(root)
+
+
+def test_a_failed_window_open_releases_the_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "window"
+    with open_window(root) as window:
+        window.incr("ann", 3)
+
+    def broken_refresh(self: SlidingWindowLeaderboard) -> None:
+        raise OSError("the refresh failed")
+
+    monkeypatch.setattr(SlidingWindowLeaderboard, "refresh", broken_refresh)
+    with pytest.raises(OSError, match="the refresh failed"):
+        open_window(root)
+    monkeypatch.undo()
+    with open_window(root) as again:
+        assert again.score("ann") == 3
+        with pytest.raises(LogError, match=f"{root} is already open for writing"):
+            open_window(root)
+
+
+def test_a_failed_decayed_open_releases_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "hot"
+    with open_decayed(root) as board:
+        board.add("ann", 3)
+        t0 = board.t0
+    epoch = root / f"epoch-{t0!r}"
+    (epoch / "notes.txt").write_text("not a board")  # the base refuses to open
+    (epoch / "MANIFEST").rename(root / "MANIFEST.saved")
+    with pytest.raises(LogError):
+        open_decayed(root)
+    (epoch / "notes.txt").unlink()
+    (root / "MANIFEST.saved").rename(epoch / "MANIFEST")
+    with open_decayed(root) as again:
+        assert again.score("ann") == pytest.approx(3.0)
+        with pytest.raises(LogError, match=f"{root} is already open for writing"):
+            open_decayed(root)
+
+
+def test_the_root_lock_is_not_a_board_and_board_tools_ignore_it(tmp_path: Path) -> None:
+    """The root's lock file sits beside the board directories, not in one:
+    reopening keeps it (and everything else), and each period's and epoch's
+    directory still verifies healthy, with no note about a stray file."""
+    periodic, decayed = tmp_path / "periodic", tmp_path / "decayed"
+    for _ in range(2):
+        with open_periodic(periodic) as board:
+            board.incr("ann", 1)
+        with open_decayed(decayed) as hot:
+            hot.add("ann", 1)
+    assert sorted(p.name for p in periodic.iterdir()) == [LOCK_NAME, "archive", "closed", "periods"]
+    assert sorted(p.name for p in decayed.iterdir()) == [LOCK_NAME, f"epoch-{NOON!r}"]
+    for directory in [*(periodic / "periods").iterdir(), *decayed.glob("epoch-*")]:
+        report = verify(str(directory))
+        assert report.healthy and not report.findings, [str(f) for f in report.findings]
