@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from rankengine.durable import _make_directory
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.manifest import DirectoryLock
@@ -541,7 +542,7 @@ class DecayedLeaderboard:
         Runtime complexity: O(replay) to open
         """
         root = Path(path)
-        root.mkdir(parents=True, exist_ok=True)
+        _make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not
         # remove the next base the one writing here is building
         lock = DirectoryLock(str(root))

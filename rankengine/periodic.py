@@ -58,6 +58,7 @@ from rankengine.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.durable import _make_directory
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.manifest import DirectoryLock
@@ -652,7 +653,7 @@ class PeriodicLeaderboard:
         """Lock ``root``, store periods under it and load the ones already
         there.  If that fails, the boards it opened are closed and the root
         is released (a failed open leaves nothing locked)."""
-        root.mkdir(parents=True, exist_ok=True)
+        _make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not
         # remove the temporary files of the one writing here
         lock = DirectoryLock(str(root))
