@@ -16,13 +16,24 @@ from __future__ import annotations
 import copy
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from redis_service import (  # noqa: F401 - fixtures
+    redis_board,
+    redis_client_fixture,
+    redis_server_fixture,
+    redis_url_fixture,
+)
 from test_redis_differential import apply, exact, operations
 
 from rankengine import Leaderboard
+from rankengine.decay import DecayedLeaderboard
+from rankengine.periodic import PeriodicLeaderboard
+from rankengine.sharded import ShardedLeaderboard
+from rankengine.window import SlidingWindowLeaderboard
 
 STYLES = ("unique", "dense", "competition")
 
@@ -148,3 +159,125 @@ def test_copy_survives_large_bulk_loaded_boards() -> None:
     for copier in COPIERS.values():
         clone = copier(board)
         assert view(clone) == view(board)
+
+
+# ----------------------------------------------------------------------
+# Durable boards: copy() is an in-memory snapshot; the rest is refused
+# ----------------------------------------------------------------------
+def test_durable_copy_is_an_in_memory_snapshot(tmp_path: Path) -> None:
+    with Leaderboard.open(tmp_path / "board", fsync="never", order="asc") as board:
+        board.set_many({"a": 3, "b": 3, "c": 1})
+        board.set("b", 2, meta={"n": 1})
+        snap = board.copy()
+        assert type(snap) is Leaderboard
+        assert view(snap) == view(board)
+        snap.set("z", 9)
+        board.set("y", 0)
+        assert "z" not in board and "y" not in snap
+    with Leaderboard.open(tmp_path / "board", fsync="never") as reopened:
+        assert "z" not in reopened and "y" in reopened
+
+
+@pytest.mark.parametrize("copier", ["copy.copy", "copy.deepcopy", "pickle", "pickle-protocol-2"])
+def test_durable_refuses_shallow_copy_and_pickle(tmp_path: Path, copier: str) -> None:
+    with Leaderboard.open(tmp_path / "board", fsync="never") as board:
+        board.set("a", 1)
+        with pytest.raises(TypeError, match=r"DurableLeaderboard.*copy\(\)"):
+            COPIERS[copier](board)
+
+
+# ----------------------------------------------------------------------
+# Sharded boards: copied shard by shard when every shard is in memory
+# ----------------------------------------------------------------------
+@pytest.mark.parametrize("copier", list(COPIERS), ids=list(COPIERS))
+def test_sharded_copies_are_independent(copier: str) -> None:
+    board = ShardedLeaderboard.local(3, order="desc", rank_style="dense")
+    board.set_many({"a": 3, "b": 3, "c": 1, "d": 3, "e": 2})
+    board.set("c", 3, meta={"n": 1})
+    clone = COPIERS[copier](board)
+    assert type(clone) is ShardedLeaderboard
+    assert view(clone) == view(board)
+    assert all(a is not b for a, b in zip(clone.shards, board.shards, strict=True))
+    clone.set("z", 9)
+    assert "z" not in board and len(board) == 5
+    clone.remove("z")
+    board.set("y", 1)
+    assert "y" not in clone
+    clone.set("y", 1)
+    # the same contents and order (the copy's clock ticked once more, for z)
+    assert view(clone)[:4] == view(board)[:4]
+    assert clone.clock == board.clock + 1
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("copier", list(COPIERS), ids=list(COPIERS))
+def test_sharded_with_redis_shards_refuses(copier: str) -> None:
+    board = ShardedLeaderboard([redis_board(), Leaderboard()])
+    try:
+        with pytest.raises(TypeError, match="RedisLeaderboard"):
+            COPIERS[copier](board)
+    finally:
+        board.close()
+
+
+# ----------------------------------------------------------------------
+# Redis boards: a handle on server state
+# ----------------------------------------------------------------------
+@pytest.mark.redis
+@pytest.mark.parametrize("copier", ["copy.copy", "copy.deepcopy", "pickle", "pickle-protocol-2"])
+def test_redis_board_refuses_copy_and_pickle(copier: str) -> None:
+    board = redis_board()
+    try:
+        board.set("a", 1)
+        with pytest.raises(TypeError, match=r"RedisLeaderboard.*Leaderboard\.connect"):
+            COPIERS[copier](board)
+        assert board.items() == [("a", 1)]
+    finally:
+        board.close()
+
+
+# ----------------------------------------------------------------------
+# Time-driven boards: refused, naming the board to copy instead
+# ----------------------------------------------------------------------
+def _periodic(root: Path | None) -> Any:
+    if root is None:
+        return PeriodicLeaderboard("daily", clock=lambda: 1000.0)
+    return PeriodicLeaderboard.open(root, "daily", clock=lambda: 1000.0, fsync="never")
+
+
+def _window(root: Path | None) -> Any:
+    if root is None:
+        return SlidingWindowLeaderboard("daily", 3, clock=lambda: 1000.0)
+    return SlidingWindowLeaderboard.open(root, "daily", 3, clock=lambda: 1000.0, fsync="never")
+
+
+def _decayed(root: Path | None) -> Any:
+    if root is None:
+        return DecayedLeaderboard(half_life=60, clock=lambda: 1000.0)
+    return DecayedLeaderboard.open(root, half_life=60, clock=lambda: 1000.0, fsync="never")
+
+
+TIMED = {
+    "periodic": (_periodic, r"PeriodicLeaderboard.*\.board\(\)\.copy\(\)"),
+    "window": (_window, r"SlidingWindowLeaderboard.*\.board\.copy\(\)"),
+    "decayed": (_decayed, r"DecayedLeaderboard.*\.board\.copy\(\)"),
+}
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize("kind", list(TIMED))
+@pytest.mark.parametrize("copier", ["copy.copy", "copy.deepcopy", "pickle", "pickle-protocol-2"])
+def test_time_driven_boards_refuse_with_advice(
+    tmp_path: Path, copier: str, kind: str, durable: bool
+) -> None:
+    make, advice = TIMED[kind]
+    board = make(tmp_path / "root" if durable else None)
+    try:
+        if kind == "decayed":
+            board.add("a", 1)
+        else:
+            board.set("a", 1)
+        with pytest.raises(TypeError, match=advice):
+            COPIERS[copier](board)
+    finally:
+        board.close()
