@@ -69,6 +69,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from rankengine.copying import Uncopyable
 from rankengine.durable import _make_directory
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
@@ -95,7 +96,7 @@ _DOOMED: Final = ".dropped-"
 _EXP_SAFE: Final = 700.0
 
 
-class DecayedLeaderboard:
+class DecayedLeaderboard(Uncopyable):
     """A board of exponentially decayed scores ("hot", "trending").
 
     :param half_life: seconds for a point to fade to half (or give ``tau``).
@@ -109,8 +110,19 @@ class DecayedLeaderboard:
     :param board_config: ``tie_break``, ``rank_style``, ``backend``; the
         order is always "highest decayed value first".
 
+    Copying: ``copy.copy``, ``copy.deepcopy`` and pickling raise
+    :class:`TypeError` (the board runs on a clock function and a board
+    factory, and a durable one owns its root directory);
+    ``board.board.copy()`` is an independent :class:`Leaderboard` of the
+    stored scores (relative to :attr:`t0`).
+
     Thread safety: one lock serialises every call.
     """
+
+    _copy_advice = (
+        "it runs on a clock and a board factory and may own a directory; copy the "
+        "stored scores (relative to board.t0) instead: board.board.copy()"
+    )
 
     def __init__(
         self,

@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
 from rankengine.changes import DEL, META, PUT
+from rankengine.copying import Uncopyable
 from rankengine.eventlog import (
     MAPPED_SEGMENTS,
     CorruptionError,
@@ -446,7 +447,7 @@ def _remove_leftovers(directory: str, manifest: Manifest) -> list[str]:
     return notes
 
 
-class DurableLeaderboard(Leaderboard):
+class DurableLeaderboard(Uncopyable, Leaderboard):
     """A :class:`Leaderboard` stored in a directory; the same API plus
     :meth:`flush`, :meth:`close`, :meth:`compact`, :meth:`events`.
 
@@ -466,7 +467,17 @@ class DurableLeaderboard(Leaderboard):
         that :func:`rebuild` can replay from the first record.
     :param now: a zero-argument function returning wall-clock milliseconds
         (record timestamps; for tests).
+
+    Copying: :meth:`copy` returns an in-memory :class:`Leaderboard` snapshot
+    of the contents (not durable, owning no directory).  ``copy.copy``,
+    ``copy.deepcopy`` and pickling raise :class:`TypeError`: the board owns
+    its directory and a lock on it, which no second object may share.
     """
+
+    _copy_advice = (
+        "it owns its directory and a lock on it; use board.copy() for an in-memory "
+        "Leaderboard snapshot of its contents (pickle that), or open the directory again"
+    )
 
     def __init__(
         self,
@@ -575,6 +586,16 @@ class DurableLeaderboard(Leaderboard):
     # ------------------------------------------------------------------
     # State
     # ------------------------------------------------------------------
+    def copy(self) -> Leaderboard:
+        """An in-memory :class:`Leaderboard` snapshot of this board's contents:
+        the same settings, members, scores, metadata, tie order and clock,
+        but not durable -- its writes go to no directory, and this board's
+        later writes do not reach it.  Works on a closed board too.
+
+        Runtime complexity: O(N + size of metadata)
+        """
+        return self._copy_as(Leaderboard)
+
     @property
     def closed(self) -> bool:
         """True after :meth:`close`: reads still work, writes raise."""

@@ -48,6 +48,7 @@ from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from rankengine.changes import DEL, META, PUT, Change
+from rankengine.copying import board_from_state
 from rankengine.core import _MISSING, Entry, RankStyle, TieBreak, _check_count, _member_list
 from rankengine.reads import BoardReads
 from rankengine.scoring import (
@@ -499,6 +500,60 @@ class Leaderboard(BoardReads):
         from rankengine.combine import combine
 
         return combine(cls, boards, weights, aggregate, intersect=True, config=config)
+
+    # ------------------------------------------------------------------
+    # Copying and pickling (see rankengine.copying)
+    # ------------------------------------------------------------------
+    def copy(self) -> Leaderboard:
+        """An independent in-memory copy: the same settings, members, scores,
+        metadata (deep-copied, as reads copy it), tie order and logical
+        clock, so every read answers alike and later writes behave alike;
+        a write to one never shows in the other.
+
+        The state moves as whole columns (the bulk export and restore that
+        snapshots use), not by replaying writes.  ``copy.copy`` and
+        ``copy.deepcopy`` return the same thing: a board holds immutable
+        scores and its own copies of metadata, so a shallow copy that shared
+        them would only be a way to corrupt the original.
+
+        Runtime complexity: O(N + size of metadata)
+
+        >>> board = Leaderboard(order="asc")
+        >>> board.set_many({"ann": 5, "bob": 5})
+        2
+        >>> twin = board.copy()
+        >>> twin.set("cid", 1)
+        True
+        >>> twin.items(), board.items(), twin.clock, board.clock
+        ([('cid', 1), ('ann', 5), ('bob', 5)], [('ann', 5), ('bob', 5)], 3, 2)
+        """
+        return self._copy_as(type(self))
+
+    def _copy_as(self, cls: type[Leaderboard]) -> Leaderboard:
+        """:meth:`copy` into a new ``cls`` board with this board's settings."""
+        with self._lock:
+            config = self.config()
+            state = self._copy_state(copy_meta=True)
+        board = cls(**config)
+        board._load_state(state)
+        return board
+
+    def __copy__(self) -> Leaderboard:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Leaderboard:
+        twin = self.copy()
+        memo[id(self)] = twin
+        return twin
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the settings and the state's columns (not the lock, not the
+        caches); unpickling bulk-loads them as :meth:`copy` does."""
+        with self._lock:
+            return (
+                board_from_state,
+                (type(self), self.config(), self._copy_state(copy_meta=False)),
+            )
 
     # ------------------------------------------------------------------
     # Durability seams: export / restore the whole state

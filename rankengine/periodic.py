@@ -58,6 +58,7 @@ from rankengine.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.copying import Uncopyable
 from rankengine.durable import _make_directory
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
@@ -194,7 +195,7 @@ def _file_name(name: str) -> str:
 # ----------------------------------------------------------------------
 # The periodic board
 # ----------------------------------------------------------------------
-class PeriodicLeaderboard:
+class PeriodicLeaderboard(Uncopyable):
     """A leaderboard per period of a calendar, with retention, archive and
     close callbacks.  See the module docstring for the time and late rules.
 
@@ -226,6 +227,12 @@ class PeriodicLeaderboard:
     archives/drops closed periods that fell out of ``keep``.  :meth:`tick`
     does only that, for a scheduler.
 
+    Copying: ``copy.copy``, ``copy.deepcopy`` and pickling raise
+    :class:`TypeError`.  The board runs on a clock function and callbacks
+    (``on_close`` would fire twice for one period) and may own an archive or
+    root directory; copy a period's standings instead:
+    ``board.board(period).copy()`` is an independent :class:`Leaderboard`.
+
     >>> now = [1_798_416_000.0]                  # Monday 2026-12-28 00:00Z
     >>> closed = []
     >>> weekly = PeriodicLeaderboard("weekly", clock=lambda: now[0],
@@ -242,6 +249,11 @@ class PeriodicLeaderboard:
     >>> weekly.top(period="2026-W53")[0].member, weekly.current.name
     ('ann', '2027-W01')
     """
+
+    _copy_advice = (
+        "it runs on a clock and callbacks and may own a directory; copy a period's "
+        "standings instead: board.board().copy() (or board.board(period).copy())"
+    )
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Literal, NamedTuple
 
 from rankengine.changes import DEL, META, PUT, Change
+from rankengine.copying import Uncopyable
 from rankengine.core import (
     Entry,
     RankStyle,
@@ -104,7 +105,7 @@ _MISSING: Final = object()
 # ----------------------------------------------------------------------
 # The board
 # ----------------------------------------------------------------------
-class RedisLeaderboard:
+class RedisLeaderboard(Uncopyable):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
     :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client,
@@ -128,11 +129,22 @@ class RedisLeaderboard:
     A logged board must have one writer process (the log records this
     process's writes).
 
+    Copying: a Redis board is a handle on state kept by the server, not a
+    container, so ``copy.copy``, ``copy.deepcopy`` and pickling raise
+    :class:`TypeError` (a "copy" would share the server's sorted set, and a
+    client connection does not pickle).  Another handle on the same board is
+    ``Leaderboard.connect(client, name, **board.config())``.
+
     >>> import redis                                      # doctest: +SKIP
     >>> board = RedisLeaderboard(redis.Redis(), "weekly")  # doctest: +SKIP
     >>> board.set_many({"ann": 120, "bob": 80})           # doctest: +SKIP
     2
     """
+
+    _copy_advice = (
+        "it is a handle on keys in Redis, not a container of its own; connect another "
+        "handle with Leaderboard.connect(client, name, **board.config())"
+    )
 
     def __init__(
         self,

@@ -149,6 +149,13 @@ class ShardedLeaderboard(ShardMerge):
 
     The API is :class:`~rankengine.Leaderboard`'s; see the module docstring
     for what each read costs.
+
+    Copying: when every shard is in process, :meth:`copy`, ``copy.copy``,
+    ``copy.deepcopy`` and pickling give an independent sharded board of
+    shard copies (see :meth:`Leaderboard.copy`; a durable shard copies to an
+    in-memory board, and pickling one is refused as for a durable board).
+    With a :class:`~rankengine.redis_board.RedisLeaderboard` shard they
+    raise :class:`TypeError`: such a shard is a handle on Redis state.
     """
 
     def __init__(self, shards: Sequence[Any], *, rank_style: RankStyle | None = None) -> None:
@@ -191,6 +198,55 @@ class ShardedLeaderboard(ShardMerge):
             RedisLeaderboard(redis, f"{name}:{i}", prefix=prefix, **config) for i in range(shards)
         ]
         return cls(boards)
+
+    # ------------------------------------------------------------------
+    # Copying and pickling
+    # ------------------------------------------------------------------
+    def copy(self) -> ShardedLeaderboard:
+        """An independent sharded board of copies of the in-process shards,
+        with this board's rank style and global clock.
+
+        Runtime complexity: O(N + size of metadata)
+
+        :raises TypeError: a shard is a Redis board.
+
+        >>> board = ShardedLeaderboard.local(2)
+        >>> board.set_many({"ann": 3, "bob": 3})
+        2
+        >>> twin = board.copy()
+        >>> twin.remove("ann"), len(board), twin.clock == board.clock
+        (True, 2, True)
+        """
+        with self._lock:
+            self._refuse_remote_copy()
+            twin = ShardedLeaderboard(
+                [board.copy() for board in self._boards], rank_style=self._rank_style
+            )
+            twin._clock = max(twin._clock, self._clock)
+            return twin
+
+    def __copy__(self) -> ShardedLeaderboard:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ShardedLeaderboard:
+        twin = self.copy()
+        memo[id(self)] = twin
+        return twin
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the shard boards (each pickles its own state), the rank
+        style and the global clock; not the lock."""
+        with self._lock:
+            self._refuse_remote_copy()
+            return (_sharded_from_shards, (list(self._boards), self._rank_style, self._clock))
+
+    def _refuse_remote_copy(self) -> None:
+        if any(shard.remote for shard in self._shards):
+            raise TypeError(
+                "ShardedLeaderboard with RedisLeaderboard shards cannot be copied or "
+                "pickled: those shards are handles on keys in Redis, not containers; "
+                "build another sharded board on the same shards instead"
+            )
 
     # ------------------------------------------------------------------
     # Configuration and sizes
@@ -928,3 +984,15 @@ def _rank_window(start: int, stop: int, n: int) -> tuple[int, int]:
     lo = max(start, 1) - 1
     hi = builtins_min(stop, n)
     return (lo, hi) if lo < hi else (0, 0)
+
+
+def _sharded_from_shards(
+    boards: list[Leaderboard], rank_style: RankStyle, clock: int
+) -> ShardedLeaderboard:
+    """Rebuild a pickled :class:`ShardedLeaderboard` from its unpickled shards.
+
+    Runtime complexity: O(S)
+    """
+    board = ShardedLeaderboard(boards, rank_style=rank_style)
+    board._clock = max(board._clock, clock)
+    return board

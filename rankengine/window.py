@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rankengine.combine import _aggregate
+from rankengine.copying import Uncopyable
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.periodic import Calendar, LatePolicy, Period, PeriodicLeaderboard
 from rankengine.scoring import Member, Score
@@ -70,7 +71,7 @@ __all__ = ["SlidingWindowLeaderboard"]
 _MISSING: Final = object()
 
 
-class SlidingWindowLeaderboard:
+class SlidingWindowLeaderboard(Uncopyable):
     """The sum of each member's scores over the last ``buckets`` buckets,
     refreshed incrementally and read like one board.
 
@@ -91,8 +92,18 @@ class SlidingWindowLeaderboard:
     A member's metadata in the window is the one in its newest bucket that
     has any (set with ``set(..., meta=...)``), copied at refresh.
 
+    Copying: ``copy.copy``, ``copy.deepcopy`` and pickling raise
+    :class:`TypeError` (the window runs on a clock over bucket boards that
+    may be durable); ``board.board.copy()`` is an independent
+    :class:`Leaderboard` of the window's sums.
+
     Thread safety: one lock serialises every call.
     """
+
+    _copy_advice = (
+        "it runs on a clock over bucket boards that may own a directory; copy the "
+        "window's sums instead: board.board.copy()"
+    )
 
     def __init__(
         self,
