@@ -14,9 +14,7 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
 import sys
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -30,6 +28,7 @@ from rankengine.eventlog import MAP_FRAME_LIMIT, MAPPED_SEGMENTS, SegmentReader
 from rankengine.manifest import verify
 
 sys.path.insert(0, str(Path(__file__).parent))
+from acked_child import AckedChild
 from crash_child import apply, operation
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
@@ -51,7 +50,7 @@ COMPACTION_STEPS = [
 ]
 
 
-class Child:
+class Child(AckedChild):
     """A running crash_child.py whose stdout is drained by a thread."""
 
     def __init__(
@@ -69,7 +68,7 @@ class Child:
         env.pop("RANKENGINE_CRASH_AT", None)
         if crash_at:
             env["RANKENGINE_CRASH_AT"] = crash_at
-        self.proc = subprocess.Popen(
+        super().__init__(
             [
                 sys.executable,
                 str(CHILD),
@@ -80,28 +79,9 @@ class Child:
                 fsync,
                 str(blob),
             ],
-            stdout=subprocess.PIPE,
-            env=env,
-            text=True,
+            env,
         )
         self.blob = blob
-        self.lines: list[str] = []
-        self.first_ack = threading.Event()
-        self.reader = threading.Thread(target=self._drain, daemon=True)
-        self.reader.start()
-
-    def _drain(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if line.startswith("ack"):
-                self.first_ack.set()
-        self.first_ack.set()
-
-    def finish(self) -> int:
-        code = self.proc.wait(timeout=60)
-        self.reader.join(timeout=10)
-        return code
 
     def acked(self) -> tuple[int, int]:
         """(index of the last acknowledged op, its seq); (-1, None) if none."""

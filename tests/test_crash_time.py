@@ -20,9 +20,7 @@ import ast
 import os
 import random
 import signal
-import subprocess
 import sys
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +31,7 @@ import pytest
 from rankengine.manifest import verify
 
 sys.path.insert(0, str(Path(__file__).parent))
+from acked_child import AckedChild
 from crash_time_child import apply, memory_board, moment, open_board, operation
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
@@ -64,7 +63,7 @@ CASES = (
 ARM_AT = 20
 
 
-class Child:
+class Child(AckedChild):
     """A running crash_time_child.py whose stdout is drained by a thread."""
 
     def __init__(
@@ -75,24 +74,7 @@ class Child:
         argv = [sys.executable, str(CHILD), kind, str(directory), str(seed), str(ops)]
         if step is not None:
             argv += [str(ARM_AT), step]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env, text=True)
-        self.lines: list[str] = []
-        self.first_ack = threading.Event()
-        self.reader = threading.Thread(target=self._drain, daemon=True)
-        self.reader.start()
-
-    def _drain(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if line.startswith("ack"):
-                self.first_ack.set()
-        self.first_ack.set()
-
-    def finish(self) -> int:
-        code = self.proc.wait(timeout=60)
-        self.reader.join(timeout=10)
-        return code
+        super().__init__(argv, env)
 
     def acked(self) -> int:
         """Index of the last acknowledged write (-1 if none)."""

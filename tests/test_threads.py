@@ -10,30 +10,18 @@ from __future__ import annotations
 
 import math
 import random
-import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
 from model import Model
+from threaded import busy_switching
 
 from rankengine.window import SlidingWindowLeaderboard
 
 THREADS = 6
 SHARED = [f"s{i}" for i in range(12)]
-
-
-@contextmanager
-def busy_switching() -> Iterator[None]:
-    """Switch threads as often as CPython allows, to interleave calls finely."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
 
 
 def run_threads(workers: list[Callable[[], None]]) -> None:
