@@ -121,6 +121,25 @@ def snapshot(board: Any) -> tuple[Any, ...]:
     return items, metas, board.clock, len(board)
 
 
+@pytest.fixture
+def dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """The directory fsyncs that creating durable directories makes, each as
+    ``(directory, its entries at that moment)``; the fsyncs still happen."""
+    from pathlib import Path
+
+    import rankengine.durable as durable_module
+
+    calls: list[tuple[str, list[str]]] = []
+    real = durable_module.fsync_dir
+
+    def recording(path: str) -> None:
+        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
+        real(path)
+
+    monkeypatch.setattr(durable_module, "fsync_dir", recording)
+    return calls
+
+
 # ----------------------------------------------------------------------
 # Redis-backed boards: fixtures for them go below this line.
 # ----------------------------------------------------------------------

@@ -1319,20 +1319,13 @@ def test_recovered_board_goes_on_like_the_original(
 
 
 def test_a_new_board_directory_is_made_durable_in_its_parent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, dir_fsyncs: list[tuple[str, list[str]]]
 ) -> None:
     """open() creates a missing directory; its entry in the parent reaches
     the disk only with an fsync of the parent, or a power cut can lose the
     whole new board, acknowledged writes and all (a new period of a
     periodic board, a new window bucket)."""
-    calls: list[tuple[str, list[str]]] = []
-    real = durable_module.fsync_dir
-
-    def recording(path: str) -> None:
-        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
-        real(path)
-
-    monkeypatch.setattr(durable_module, "fsync_dir", recording)
+    calls = dir_fsyncs
     with Leaderboard.open(tmp_path / "a" / "new", fsync="always") as board:
         board.set("ann", 1)
     assert (str(tmp_path / "a"), ["new"]) in calls

@@ -226,24 +226,16 @@ def test_the_root_lock_is_not_a_board_and_board_tools_ignore_it(tmp_path: Path) 
 
 @pytest.mark.parametrize("kind", ["periodic", "window", "decayed"])
 def test_a_new_root_is_made_durable_in_its_parent(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+    tmp_path: Path, dir_fsyncs: list[tuple[str, list[str]]], kind: str
 ) -> None:
     """open() creates a missing root (and its missing parents); each new
     entry reaches the disk only with an fsync of the directory holding it,
     as for a board directory, or a power cut can lose the whole root with
     every period (or base) acknowledged in it."""
-    import rankengine.durable as durable_module
     from rankengine.periodic import PeriodicLeaderboard
     from rankengine.window import SlidingWindowLeaderboard
 
-    calls: list[tuple[str, list[str]]] = []
-    real = durable_module.fsync_dir
-
-    def recording(path: str) -> None:
-        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
-        real(path)
-
-    monkeypatch.setattr(durable_module, "fsync_dir", recording)
+    calls = dir_fsyncs
     root = tmp_path / "a" / "root"
     board: Any
     if kind == "periodic":
