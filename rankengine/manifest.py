@@ -739,6 +739,11 @@ def repair(
     try:
         before = verify(directory, progress=progress)
         manifest = before.manifest
+        if manifest is None and not before.damaged and not before.torn:
+            # only what a kill while creating the board leaves (verify's note):
+            # no write is lost, and opening creates the board afresh
+            note = "nothing to repair: " + "; ".join(f.message for f in before.findings)
+            return RepairResult([], None, before, None, [note])
         if manifest is None:
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
         if (

@@ -36,6 +36,7 @@ from rankengine.eventlog import (
     CorruptionError,
     LogError,
     RecoveryWarning,
+    SegmentWriter,
     TornTailError,
     TornTailWarning,
 )
@@ -1334,3 +1335,26 @@ def test_a_new_board_directory_is_made_durable_in_its_parent(
     with Leaderboard.open(tmp_path / "a" / "new", fsync="always") as board:  # exists: no fsync
         board.set("bob", 1)
     assert not [path for path, _ in calls if path in (str(tmp_path), str(tmp_path / "a"))]
+
+
+def test_repair_of_an_interrupted_creation_has_nothing_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kill while a board was created leaves a header-only first segment
+    and the lock: verify calls it healthy (open creates the board afresh),
+    so repair must not fail on it either."""
+    (tmp_path / "LOCK").write_text("123\n")
+    SegmentWriter.create(str(tmp_path / segment_name(1)), {"first_seq": 1}).close()
+    assert verify(str(tmp_path)).exit_code == 0
+    before = listing(tmp_path)
+    result = repair(str(tmp_path))
+    assert result.actions == [] and result.backup is None
+    assert "interrupted" in result.notes[0]
+    assert listing(tmp_path) == before
+    capsys.readouterr()
+    assert cli(["repair", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "nothing to repair" in out
+    with Leaderboard.open(tmp_path) as board:
+        board.set("ann", 1)
+    assert verify(str(tmp_path)).healthy
