@@ -45,12 +45,14 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
     would: a symbolic link (``/dev/stdout``, or a link the user keeps
     pointing where it points), a named pipe or a device, a file with other
     hard links.  A new file gets the permissions ``open`` would give it
-    (``0o666`` less the umask); a replaced one keeps its own.
+    (``0o666`` less the umask); a replaced one keeps its own, and one that
+    ``open`` could not write (read-only to this user) is refused, not replaced.
 
     Runtime complexity: O(size of what is written)
 
     :raises OutputError: if the file cannot be created (its folder is
-        missing or not writable, ``path`` is a directory); ``path`` is
+        missing or not writable, ``path`` is a directory or a file this user
+        may not write); ``path`` is
         unchanged.  An error while writing propagates as it is.
     """
     if os.path.isdir(path):
@@ -70,6 +72,13 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
         with direct:
             yield direct
         return
+    if info is not None:
+        # Renaming needs only the folder's permission: check that the file
+        # itself may be written, as open() would (a read-only export stays).
+        try:
+            os.close(os.open(path, os.O_WRONLY))
+        except OSError as exc:
+            raise OutputError(path, exc.strerror or str(exc)) from exc
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")

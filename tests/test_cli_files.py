@@ -1,0 +1,68 @@
+"""Output files written whole or not at all (:mod:`rankengine.cli_files`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from rankengine.cli_files import OutputError, output_file
+
+#: uid and gid the permission tests run as when the suite runs as root
+#: (root may write any file, so a refusal could not show).
+NOBODY: int = 65534
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A folder the test's unprivileged user may write (not under tmp_path,
+    whose parents only root may enter)."""
+    folder = Path(tempfile.mkdtemp())
+    if os.geteuid() == 0:
+        os.chown(folder, NOBODY, NOBODY)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def _unprivileged(body: Callable[[], int]) -> int:
+    """Run ``body`` as an ordinary user; return what it returns (0..255).
+    As root it runs in a forked child that drops to :data:`NOBODY`."""
+    if os.geteuid() != 0:
+        return body()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the test runner
+        code = 255
+        try:
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            code = body()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_a_read_only_file_is_not_replaced(shared_dir: Path) -> None:
+    """``open(path, "w")`` refuses a file its user may not write; writing
+    beside it and renaming must not get round that."""
+    target = shared_dir / "export.csv"
+
+    def attempt() -> int:
+        target.write_text("keep me\n", encoding="utf-8")
+        target.chmod(0o444)
+        try:
+            with output_file(str(target)) as out:
+                out.write("replaced\n")
+        except OutputError as exc:
+            return 3 if "Permission denied" in str(exc) and str(target) in str(exc) else 2
+        return 1
+
+    assert _unprivileged(attempt) == 3
+    assert target.read_text(encoding="utf-8") == "keep me\n"
+    assert [p.name for p in shared_dir.iterdir()] == ["export.csv"]
