@@ -23,9 +23,16 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Final, TextIO
 
 __all__ = ["OutputError", "output_file"]
+
+#: Characters of FILE's name kept in the temporary file's name.  The
+#: temporary name adds 14 (a dot, a dot, 8 random, ".tmp"), and a name
+#: open() accepts may already be the longest the folder allows (255 bytes
+#: on most file systems; 4 bytes a character at worst): 50 keeps it short
+#: enough anywhere, and still says whose temporary file it is.
+TEMP_NAME_CHARS: Final = 50
 
 
 class OutputError(OSError):
@@ -81,7 +88,9 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
             raise OutputError(path, exc.strerror or str(exc)) from exc
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        fd, temp = tempfile.mkstemp(
+            dir=folder, prefix=f".{os.path.basename(path)[:TEMP_NAME_CHARS]}.", suffix=".tmp"
+        )
     except OSError as exc:
         raise OutputError(path, exc.strerror or str(exc)) from exc
     try:

@@ -66,3 +66,14 @@ def test_a_read_only_file_is_not_replaced(shared_dir: Path) -> None:
     assert _unprivileged(attempt) == 3
     assert target.read_text(encoding="utf-8") == "keep me\n"
     assert [p.name for p in shared_dir.iterdir()] == ["export.csv"]
+
+
+def test_a_file_with_the_longest_name_the_folder_allows_is_written(tmp_path: Path) -> None:
+    """The temporary file beside FILE is named after it; a name open()
+    accepts must not become one the file system refuses."""
+    longest = os.pathconf(tmp_path, "PC_NAME_MAX")
+    target = tmp_path / ("x" * longest)
+    with output_file(str(target)) as out:
+        out.write("whole\n")
+    assert target.read_text(encoding="utf-8") == "whole\n"
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
