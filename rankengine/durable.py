@@ -852,9 +852,15 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             # otherwise leave a gap that refuses to open), and no write may
             # land in it between this fsync and the switch below: so this
             # fsync stays under the lock.  After _presync it only writes back
-            # what arrived meanwhile; under "always" nothing is dirty.
+            # what arrived meanwhile; under "always" nothing is dirty.  A
+            # failure fails the board, as any fsync's does.
             with self._sync_lock:
-                self._writer.sync()
+                try:
+                    self._writer.sync()
+                except OSError as exc:
+                    self._failure = exc
+                    raise
+                self._dirty = False
             columns = self._export_columns()
             header = {
                 "seq": seq,

@@ -1358,3 +1358,33 @@ def test_repair_of_an_interrupted_creation_has_nothing_to_do(
     with Leaderboard.open(tmp_path) as board:
         board.set("ann", 1)
     assert verify(str(tmp_path)).healthy
+
+
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_a_failed_fsync_in_compaction_makes_the_board_refuse_writes(
+    tmp_path: Path, policy: str
+) -> None:
+    """The fsync compaction makes under the board lock (the last before the
+    manifest names a new segment) fails the board like any other: after a
+    failed fsync the kernel may have dropped the pages it could not write,
+    and a later fsync that succeeds would not bring them back."""
+    board = open_board(tmp_path, fsync=policy)
+    fill(board, 30)
+    calls: list[int] = []
+    failing_call = 1 if policy == "always" else 2  # after _presync's, under "never"
+
+    def sync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == failing_call:
+            raise OSError(5, "Input/output error")
+
+    board._writer.sync_fn = sync
+    with pytest.raises(OSError, match="Input/output"):
+        board.compact()
+    assert len(calls) == failing_call
+    with pytest.raises(LogError, match="fsync failed"):
+        board.set("after", 1)
+    board._writer.sync_fn = lambda fd: None
+    board.close()
+    with open_board(tmp_path) as again:
+        assert again.last_seq == board.last_seq and "after" not in again
