@@ -715,7 +715,9 @@ def repair(
     Keeps everything before the first damage and moves everything it cuts
     (the tail bytes of a segment, later segments, damaged snapshots, a
     damaged manifest) into ``backup_dir`` (default ``DIR/repair-<time>``),
-    so nothing is destroyed.  Takes the directory lock.
+    so nothing is destroyed (it refuses, changing nothing, when
+    ``backup_dir`` already holds a file of a name it would save under).
+    Takes the directory lock.
 
     Every step is decided before any file is touched, so a repair that
     cannot work (:class:`~rankengine.eventlog.LogError` when no consistent
@@ -769,8 +771,19 @@ def repair(
             os.makedirs(backup, exist_ok=True)
             shutil.move(os.path.join(directory, name), os.path.join(backup, name))
 
+        def claim(name: str) -> None:
+            # decided before any file moves: a copy an earlier repair saved
+            # under this name must not be replaced (shutil.move would)
+            if os.path.lexists(os.path.join(backup, name)):
+                raise LogError(
+                    f"{directory}: the backup directory {backup} already holds {name} "
+                    "(from an earlier repair?); give another --backup-dir / backup_dir; "
+                    "nothing was changed"
+                )
+
         def save(name: str, why: str) -> None:
             nonlocal saves
+            claim(name)
             saves = True
             plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
 
@@ -828,6 +841,7 @@ def repair(
             good = int(info.good_end or 0)
             size = os.path.getsize(path)
             saved = f"{info.name}.cut-at-{good}"
+            claim(saved)
             plan.append(
                 (
                     f"cut {info.name} at offset {good}, saving the {size - good} bytes after "

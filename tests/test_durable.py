@@ -1388,3 +1388,22 @@ def test_a_failed_fsync_in_compaction_makes_the_board_refuse_writes(
     board.close()
     with open_board(tmp_path) as again:
         assert again.last_seq == board.last_seq and "after" not in again
+
+
+def test_repair_never_overwrites_what_an_earlier_repair_saved(tmp_path: Path) -> None:
+    """Two repairs given the same --backup-dir, each moving a damaged
+    MANIFEST aside: the second must not replace the first one's copy (the
+    backup is the promise that repair destroys nothing); it refuses before
+    it changes anything."""
+    board_dir, backup = tmp_path / "board", tmp_path / "backup"
+    with open_board(board_dir) as board:
+        fill(board, 30)
+    (board_dir / "MANIFEST").write_bytes(b"first damage")
+    repair(str(board_dir), backup_dir=str(backup))
+    assert (backup / "MANIFEST").read_bytes() == b"first damage"
+    (board_dir / "MANIFEST").write_bytes(b"second damage")
+    before = listing(board_dir)
+    with pytest.raises(LogError, match="already holds MANIFEST"):
+        repair(str(board_dir), backup_dir=str(backup))
+    assert (backup / "MANIFEST").read_bytes() == b"first damage"
+    assert listing(board_dir) == before
