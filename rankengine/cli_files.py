@@ -55,7 +55,10 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
     (``0o666`` less the umask); a replaced one keeps its own, and one that
     ``open`` could not write (read-only to this user) is refused, not replaced.
 
-    Runtime complexity: O(size of what is written)
+    The text is fsynced before the rename, so a power cut too leaves
+    either the previous ``FILE`` or the whole new one.
+
+    Runtime complexity: O(size of what is written) plus one fsync
 
     :raises OutputError: if the file cannot be created (its folder is
         missing or not writable, ``path`` is a directory or a file this user
@@ -96,6 +99,10 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as out:
             yield out
+            # on disk before the rename: else a power cut can keep the
+            # rename and lose the text (FILE empty, the previous one gone)
+            out.flush()
+            os.fsync(out.fileno())
         if mode is None:  # a new file: what open() would give it
             umask = os.umask(0)
             os.umask(umask)

@@ -77,3 +77,31 @@ def test_a_file_with_the_longest_name_the_folder_allows_is_written(tmp_path: Pat
         out.write("whole\n")
     assert target.read_text(encoding="utf-8") == "whole\n"
     assert [p.name for p in tmp_path.iterdir()] == [target.name]
+
+
+def test_the_new_text_is_on_disk_before_it_replaces_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an fsync before the rename, a power cut can keep the rename
+    and lose the text: FILE empty or cut short, the previous export gone."""
+    target = tmp_path / "export.csv"
+    target.write_text("the previous export\n", encoding="utf-8")
+    steps: list[tuple[str, int]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        steps.append(("fsync", os.fstat(fd).st_ino))
+        real_fsync(fd)
+
+    def replace(src: str, dst: str) -> None:
+        steps.append(("replace", os.lstat(src).st_ino))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    with output_file(str(target)) as out:
+        out.write("whole\n")
+    assert target.read_text(encoding="utf-8") == "whole\n"
+    new = target.stat().st_ino
+    assert ("replace", new) in steps
+    assert ("fsync", new) in steps[: steps.index(("replace", new))]
