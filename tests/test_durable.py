@@ -1407,3 +1407,35 @@ def test_repair_never_overwrites_what_an_earlier_repair_saved(tmp_path: Path) ->
         repair(str(board_dir), backup_dir=str(backup))
     assert (backup / "MANIFEST").read_bytes() == b"first damage"
     assert listing(board_dir) == before
+
+
+class _InterruptedJoin:
+    """Stands in for the everysec flusher thread: its first join() is cut
+    short by Ctrl-C, as a join waiting for a slow fsync can be."""
+
+    def __init__(self, thread: threading.Thread) -> None:
+        self.thread = thread
+        self.joins = 0
+
+    def join(self) -> None:
+        self.joins += 1
+        if self.joins == 1:
+            raise KeyboardInterrupt
+        self.thread.join()
+
+
+def test_close_after_an_interrupted_close_releases_the_directory(tmp_path: Path) -> None:
+    """Ctrl-C inside close() leaves the board closed to writes but still
+    holding its log and the directory lock; calling close() again must
+    finish the job (it returned at once, so the directory stayed locked
+    until the process ended)."""
+    board = open_board(tmp_path, fsync="everysec")
+    board.set("ann", 1)
+    assert board._flusher is not None
+    board._flusher = _InterruptedJoin(board._flusher)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        board.close()
+    assert board.closed
+    board.close()
+    with open_board(tmp_path) as again:
+        assert again.items() == [("ann", 1)]
