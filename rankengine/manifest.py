@@ -741,7 +741,12 @@ def repair(
     try:
         before = verify(directory, progress=progress)
         manifest = before.manifest
-        if manifest is None and not before.damaged and not before.torn:
+        if (
+            manifest is None
+            and not before.damaged
+            and not before.torn
+            and board_files(directory)  # more than the LOCK repair just took
+        ):
             # only what a kill while creating the board leaves (verify's note):
             # no write is lost, and opening creates the board afresh
             note = "nothing to repair: " + "; ".join(f.message for f in before.findings)

@@ -1439,3 +1439,11 @@ def test_close_after_an_interrupted_close_releases_the_directory(tmp_path: Path)
     board.close()
     with open_board(tmp_path) as again:
         assert again.items() == [("ann", 1)]
+
+
+def test_repair_of_an_empty_directory_is_no_interrupted_creation(tmp_path: Path) -> None:
+    """repair takes the directory lock before it looks, creating LOCK in a
+    directory that had nothing: that lock is its own, not a leftover of an
+    interrupted creation, so the directory is still no board."""
+    with pytest.raises(LogError, match="nothing to repair from"):
+        repair(str(tmp_path))
