@@ -23,9 +23,16 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Final, TextIO
 
 __all__ = ["OutputError", "output_file"]
+
+#: Characters of FILE's name kept in the temporary file's name.  The
+#: temporary name adds 14 (a dot, a dot, 8 random, ".tmp"), and a name
+#: open() accepts may already be the longest the folder allows (255 bytes
+#: on most file systems; 4 bytes a character at worst): 50 keeps it short
+#: enough anywhere, and still says whose temporary file it is.
+TEMP_NAME_CHARS: Final = 50
 
 
 class OutputError(OSError):
@@ -45,12 +52,17 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
     would: a symbolic link (``/dev/stdout``, or a link the user keeps
     pointing where it points), a named pipe or a device, a file with other
     hard links.  A new file gets the permissions ``open`` would give it
-    (``0o666`` less the umask); a replaced one keeps its own.
+    (``0o666`` less the umask); a replaced one keeps its own, and one that
+    ``open`` could not write (read-only to this user) is refused, not replaced.
 
-    Runtime complexity: O(size of what is written)
+    The text is fsynced before the rename, so a power cut too leaves
+    either the previous ``FILE`` or the whole new one.
+
+    Runtime complexity: O(size of what is written) plus one fsync
 
     :raises OutputError: if the file cannot be created (its folder is
-        missing or not writable, ``path`` is a directory); ``path`` is
+        missing or not writable, ``path`` is a directory or a file this user
+        may not write); ``path`` is
         unchanged.  An error while writing propagates as it is.
     """
     if os.path.isdir(path):
@@ -70,14 +82,27 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
         with direct:
             yield direct
         return
+    if info is not None:
+        # Renaming needs only the folder's permission: check that the file
+        # itself may be written, as open() would (a read-only export stays).
+        try:
+            os.close(os.open(path, os.O_WRONLY))
+        except OSError as exc:
+            raise OutputError(path, exc.strerror or str(exc)) from exc
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+        fd, temp = tempfile.mkstemp(
+            dir=folder, prefix=f".{os.path.basename(path)[:TEMP_NAME_CHARS]}.", suffix=".tmp"
+        )
     except OSError as exc:
         raise OutputError(path, exc.strerror or str(exc)) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as out:
             yield out
+            # on disk before the rename: else a power cut can keep the
+            # rename and lose the text (FILE empty, the previous one gone)
+            out.flush()
+            os.fsync(out.fileno())
         if mode is None:  # a new file: what open() would give it
             umask = os.umask(0)
             os.umask(umask)

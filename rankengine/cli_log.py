@@ -18,7 +18,8 @@ Exit codes (all commands):
       other commands: the operation failed (message on stderr)
 2     bad arguments, or DIR is not a board directory (for ``verify`` and
       ``inspect``: it holds no ``MANIFEST`` and no snapshot or segment file;
-      ``inspect`` describes a board whose ``MANIFEST`` was lost, as damaged)
+      ``inspect`` describes a board whose ``MANIFEST`` was lost, as damaged;
+      ``repair`` on a directory holding no board exits 1: nothing to repair from)
 3     ``verify``: only a torn tail (cut on the next open)
 4     ``verify``: the board opens, but its retained history (kept with
       ``retain_log=True``: segments before the records it replays,

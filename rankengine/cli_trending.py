@@ -40,6 +40,7 @@ from typing import Any, Final, TextIO
 
 from rankengine.cli import EXIT_INTERRUPTED
 from rankengine.cli_args import positive
+from rankengine.manifest import _ctrl_c_held
 from rankengine.topk import TopK
 
 __all__ = ["register", "run"]
@@ -193,8 +194,11 @@ def run(
                 batch.append(key)
                 seen += 1
                 if len(batch) >= BATCH or (every and seen >= next_print):
-                    tracker.add_many(batch)
-                    batch.clear()
+                    # Ctrl-C waits for the batch: one cut short would be
+                    # counted again after the loop (in part twice)
+                    with _ctrl_c_held():
+                        tracker.add_many(batch)
+                        batch.clear()
                     if every and seen >= next_print:
                         next_print += every
                         draw()

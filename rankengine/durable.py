@@ -572,6 +572,9 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         self._compact_lock = threading.Lock()
         #: held for the whole of close(), so that a second close() waits for it
         self._close_lock = threading.Lock()
+        #: True once close() has released the log and the directory; until
+        #: then another close() finishes what an interrupted one left
+        self._released = False
         self._compactor: threading.Thread | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -734,11 +737,13 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
 
         Reads keep working on the in-memory board; writes raise.  Closing
         twice is harmless; a close() racing another returns once the board
-        is closed.  Raises if the final fsync fails (after closing).
+        is closed, and one after a close() cut short (Ctrl-C while it waits
+        for a background thread) finishes it.  Raises if the final fsync
+        fails (after closing).
         """
         with self._close_lock:
             with self._lock:
-                if self._closed:
+                if self._released:
                     return
                 self._closed = True
             self._close()
@@ -765,6 +770,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             finally:
                 self._writer.close()
                 self._dirlock.release()
+                self._released = True
         if error is not None:
             raise error
 
@@ -852,9 +858,15 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             # otherwise leave a gap that refuses to open), and no write may
             # land in it between this fsync and the switch below: so this
             # fsync stays under the lock.  After _presync it only writes back
-            # what arrived meanwhile; under "always" nothing is dirty.
+            # what arrived meanwhile; under "always" nothing is dirty.  A
+            # failure fails the board, as any fsync's does.
             with self._sync_lock:
-                self._writer.sync()
+                try:
+                    self._writer.sync()
+                except OSError as exc:
+                    self._failure = exc
+                    raise
+                self._dirty = False
             columns = self._export_columns()
             header = {
                 "seq": seq,

@@ -715,7 +715,9 @@ def repair(
     Keeps everything before the first damage and moves everything it cuts
     (the tail bytes of a segment, later segments, damaged snapshots, a
     damaged manifest) into ``backup_dir`` (default ``DIR/repair-<time>``),
-    so nothing is destroyed.  Takes the directory lock.
+    so nothing is destroyed (it refuses, changing nothing, when
+    ``backup_dir`` already holds a file of a name it would save under).
+    Takes the directory lock.
 
     Every step is decided before any file is touched, so a repair that
     cannot work (:class:`~rankengine.eventlog.LogError` when no consistent
@@ -739,6 +741,16 @@ def repair(
     try:
         before = verify(directory, progress=progress)
         manifest = before.manifest
+        if (
+            manifest is None
+            and not before.damaged
+            and not before.torn
+            and board_files(directory)  # more than the LOCK repair just took
+        ):
+            # only what a kill while creating the board leaves (verify's note):
+            # no write is lost, and opening creates the board afresh
+            note = "nothing to repair: " + "; ".join(f.message for f in before.findings)
+            return RepairResult([], None, before, None, [note])
         if manifest is None:
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
         if (
@@ -764,8 +776,19 @@ def repair(
             os.makedirs(backup, exist_ok=True)
             shutil.move(os.path.join(directory, name), os.path.join(backup, name))
 
+        def claim(name: str) -> None:
+            # decided before any file moves: a copy an earlier repair saved
+            # under this name must not be replaced (shutil.move would)
+            if os.path.lexists(os.path.join(backup, name)):
+                raise LogError(
+                    f"{directory}: the backup directory {backup} already holds {name} "
+                    "(from an earlier repair?); give another --backup-dir / backup_dir; "
+                    "nothing was changed"
+                )
+
         def save(name: str, why: str) -> None:
             nonlocal saves
+            claim(name)
             saves = True
             plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
 
@@ -823,6 +846,7 @@ def repair(
             good = int(info.good_end or 0)
             size = os.path.getsize(path)
             saved = f"{info.name}.cut-at-{good}"
+            claim(saved)
             plan.append(
                 (
                     f"cut {info.name} at offset {good}, saving the {size - good} bytes after "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -250,6 +251,42 @@ def test_trending_past_the_counter_limit_stops_with_a_message(
     assert out.getvalue().splitlines()[0].startswith(f"Top 2 of {2**64 - 10 + 5:,} lines")
     err = capsys.readouterr().err
     assert "stopped after 5 lines" in err and "counter limit" in err and "Traceback" not in err
+
+
+class InterruptedTopK(TopK):
+    """A tracker whose first batch is interrupted by Ctrl-C half-way through
+    counting (the signal arrives, as it does, while a batch is counted)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.batches = 0
+
+    def add_many(self, keys: Any) -> None:
+        keys = list(keys)
+        self.batches += 1
+        if self.batches > 1:
+            super().add_many(keys)
+            return
+        half = len(keys) // 2
+        super().add_many(keys[:half])
+        os.kill(os.getpid(), signal.SIGINT)
+        super().add_many(keys[half:])
+
+
+def test_trending_ctrl_c_while_a_batch_is_counted_counts_it_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the interrupted batch was added again after the loop: part of it was
+    # counted twice, and the printed counts were no longer upper bounds
+    # with the stated error
+    monkeypatch.setattr(cli_trending, "TopK", InterruptedTopK)
+    out = io.StringIO()
+    lines = cli_trending.BATCH * 3
+    assert cli_trending.run(io.StringIO("a\n" * lines), out, k=1) == 130
+    table = out.getvalue().splitlines()
+    assert table[0].startswith(f"Top 1 of {cli_trending.BATCH:,} lines")
+    assert table[2].split()[1:] == [f"{cli_trending.BATCH:,}", "0", "a"]
+    assert "interrupted" in capsys.readouterr().err
 
 
 def test_demo_on_the_skiplist_backend(good: dict[str, Run]) -> None:

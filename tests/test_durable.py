@@ -36,6 +36,7 @@ from rankengine.eventlog import (
     CorruptionError,
     LogError,
     RecoveryWarning,
+    SegmentWriter,
     TornTailError,
     TornTailWarning,
 )
@@ -1334,3 +1335,115 @@ def test_a_new_board_directory_is_made_durable_in_its_parent(
     with Leaderboard.open(tmp_path / "a" / "new", fsync="always") as board:  # exists: no fsync
         board.set("bob", 1)
     assert not [path for path, _ in calls if path in (str(tmp_path), str(tmp_path / "a"))]
+
+
+def test_repair_of_an_interrupted_creation_has_nothing_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A kill while a board was created leaves a header-only first segment
+    and the lock: verify calls it healthy (open creates the board afresh),
+    so repair must not fail on it either."""
+    (tmp_path / "LOCK").write_text("123\n")
+    SegmentWriter.create(str(tmp_path / segment_name(1)), {"first_seq": 1}).close()
+    assert verify(str(tmp_path)).exit_code == 0
+    before = listing(tmp_path)
+    result = repair(str(tmp_path))
+    assert result.actions == [] and result.backup is None
+    assert "interrupted" in result.notes[0]
+    assert listing(tmp_path) == before
+    capsys.readouterr()
+    assert cli(["repair", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "nothing to repair" in out
+    with Leaderboard.open(tmp_path) as board:
+        board.set("ann", 1)
+    assert verify(str(tmp_path)).healthy
+
+
+@pytest.mark.parametrize("policy", ["never", "always"])
+def test_a_failed_fsync_in_compaction_makes_the_board_refuse_writes(
+    tmp_path: Path, policy: str
+) -> None:
+    """The fsync compaction makes under the board lock (the last before the
+    manifest names a new segment) fails the board like any other: after a
+    failed fsync the kernel may have dropped the pages it could not write,
+    and a later fsync that succeeds would not bring them back."""
+    board = open_board(tmp_path, fsync=policy)
+    fill(board, 30)
+    calls: list[int] = []
+    failing_call = 1 if policy == "always" else 2  # after _presync's, under "never"
+
+    def sync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == failing_call:
+            raise OSError(5, "Input/output error")
+
+    board._writer.sync_fn = sync
+    with pytest.raises(OSError, match="Input/output"):
+        board.compact()
+    assert len(calls) == failing_call
+    with pytest.raises(LogError, match="fsync failed"):
+        board.set("after", 1)
+    board._writer.sync_fn = lambda fd: None
+    board.close()
+    with open_board(tmp_path) as again:
+        assert again.last_seq == board.last_seq and "after" not in again
+
+
+def test_repair_never_overwrites_what_an_earlier_repair_saved(tmp_path: Path) -> None:
+    """Two repairs given the same --backup-dir, each moving a damaged
+    MANIFEST aside: the second must not replace the first one's copy (the
+    backup is the promise that repair destroys nothing); it refuses before
+    it changes anything."""
+    board_dir, backup = tmp_path / "board", tmp_path / "backup"
+    with open_board(board_dir) as board:
+        fill(board, 30)
+    (board_dir / "MANIFEST").write_bytes(b"first damage")
+    repair(str(board_dir), backup_dir=str(backup))
+    assert (backup / "MANIFEST").read_bytes() == b"first damage"
+    (board_dir / "MANIFEST").write_bytes(b"second damage")
+    before = listing(board_dir)
+    with pytest.raises(LogError, match="already holds MANIFEST"):
+        repair(str(board_dir), backup_dir=str(backup))
+    assert (backup / "MANIFEST").read_bytes() == b"first damage"
+    assert listing(board_dir) == before
+
+
+class _InterruptedJoin:
+    """Stands in for the everysec flusher thread: its first join() is cut
+    short by Ctrl-C, as a join waiting for a slow fsync can be."""
+
+    def __init__(self, thread: threading.Thread) -> None:
+        self.thread = thread
+        self.joins = 0
+
+    def join(self) -> None:
+        self.joins += 1
+        if self.joins == 1:
+            raise KeyboardInterrupt
+        self.thread.join()
+
+
+def test_close_after_an_interrupted_close_releases_the_directory(tmp_path: Path) -> None:
+    """Ctrl-C inside close() leaves the board closed to writes but still
+    holding its log and the directory lock; calling close() again must
+    finish the job (it returned at once, so the directory stayed locked
+    until the process ended)."""
+    board = open_board(tmp_path, fsync="everysec")
+    board.set("ann", 1)
+    assert board._flusher is not None
+    board._flusher = _InterruptedJoin(board._flusher)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        board.close()
+    assert board.closed
+    board.close()
+    with open_board(tmp_path) as again:
+        assert again.items() == [("ann", 1)]
+
+
+def test_repair_of_an_empty_directory_is_no_interrupted_creation(tmp_path: Path) -> None:
+    """repair takes the directory lock before it looks, creating LOCK in a
+    directory that had nothing: that lock is its own, not a leftover of an
+    interrupted creation, so the directory is still no board."""
+    with pytest.raises(LogError, match="nothing to repair from"):
+        repair(str(tmp_path))
