@@ -161,6 +161,39 @@ def test_copy_survives_large_bulk_loaded_boards() -> None:
         assert view(clone) == view(board)
 
 
+class _SeasonBoard(Leaderboard):
+    """A subclass with a required argument and state of its own."""
+
+    def __init__(self, season: int, **config: Any) -> None:
+        super().__init__(**config)
+        self.season = season
+        self.notes: list[str] = []
+
+
+@pytest.mark.parametrize("copier", list(COPIERS), ids=list(COPIERS))
+def test_copy_of_a_subclass_keeps_its_class_and_attributes(copier: str) -> None:
+    board = _SeasonBoard(7, order="asc", rank_style="dense")
+    board.notes.append("opened")
+    board.set_many({"a": 2, "b": 1})
+    board.set("a", 1, meta={"k": [1]})
+    clone = COPIERS[copier](board)
+    clone._check()
+    assert type(clone) is _SeasonBoard
+    assert clone.season == 7 and clone.notes == ["opened"]
+    assert clone.config() == board.config() and clone.clock == board.clock
+    assert clone.items() == board.items() == [("b", 1), ("a", 1)]
+    assert clone.meta("a") == {"k": [1]}
+    clone.set("c", 0)
+    assert "c" not in board
+
+
+def test_deepcopy_of_a_subclass_copies_its_attributes() -> None:
+    board = _SeasonBoard(1)
+    clone = copy.deepcopy(board)
+    clone.notes.append("only in the copy")
+    assert board.notes == []
+
+
 # ----------------------------------------------------------------------
 # Durable boards: copy() is an in-memory snapshot; the rest is refused
 # ----------------------------------------------------------------------
