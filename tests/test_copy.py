@@ -262,9 +262,38 @@ def test_redis_board_refuses_copy_and_pickle(copier: str) -> None:
     board = redis_board()
     try:
         board.set("a", 1)
-        with pytest.raises(TypeError, match=r"RedisLeaderboard.*Leaderboard\.connect"):
+        with pytest.raises(
+            TypeError, match=r"RedisLeaderboard.*RedisLeaderboard\(client, board\.name, prefix="
+        ):
             COPIERS[copier](board)
         assert board.items() == [("a", 1)]
+    finally:
+        board.close()
+
+
+@pytest.mark.redis
+def test_redis_copy_advice_reaches_a_packed_board_with_a_prefix() -> None:
+    # the advice must name every setting a handle needs: board.config() is
+    # the in-process settings only, so prefix and packing must be given too
+    from rankengine.packed import PackedScore
+    from rankengine.redis_board import RedisLeaderboard
+
+    packing = PackedScore(0, 86400)
+    board = redis_board(prefix="other:", order=("desc", "asc"), packing=packing)
+    try:
+        board.set("a", (3, 10))
+        with pytest.raises(TypeError) as refused:
+            copy.copy(board)
+        advice = str(refused.value)
+        assert "prefix=" in advice and "packing=board.packing" in advice
+        handle = RedisLeaderboard(
+            board._client,
+            board.name,
+            prefix="other:",
+            packing=board.packing,
+            **board.config(),
+        )
+        assert handle.items() == board.items() == [("a", (3, 10.0))]
     finally:
         board.close()
 
