@@ -61,12 +61,28 @@ class Uncopyable:
         self._refuse_copy()
 
 
-def board_from_state(cls: type[_B], config: dict[str, Any], state: dict[str, Any]) -> _B:
-    """A new ``cls(**config)`` holding ``state`` (as ``_copy_state`` returns
-    it): how a pickled in-memory board is rebuilt.
+def board_from_state(
+    cls: type[_B],
+    config: dict[str, Any],
+    state: dict[str, Any],
+    extras: dict[str, Any] | None = None,
+) -> _B:
+    """A new ``cls`` board with the settings ``config``, holding ``state``
+    (as ``_copy_state`` returns it) and the attributes ``extras`` (those a
+    subclass added): how a copied or pickled in-memory board is rebuilt.
+
+    As pickle builds objects, ``cls.__init__`` is not called (a subclass's
+    may take arguments of its own): the board is initialised as a plain
+    :class:`~rankengine.Leaderboard` and the subclass's attributes are set
+    on it.
 
     Runtime complexity: O(N)
     """
-    board = cls(**config)
+    from rankengine.leaderboard import Leaderboard
+
+    board = cls.__new__(cls)
+    Leaderboard.__init__(board, **config)
     board._load_state(state)
+    if extras:
+        vars(board).update(extras)
     return board

@@ -41,6 +41,7 @@ in the index; dense keeps a count per distinct score (built on first use).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import os
 from collections.abc import Iterable, Mapping
@@ -516,6 +517,13 @@ class Leaderboard(BoardReads):
         scores and its own copies of metadata, so a shallow copy that shared
         them would only be a way to corrupt the original.
 
+        A subclass's copy is of its class, built as pickle builds objects:
+        without calling its ``__init__`` (which may take arguments of its
+        own), the board's state loaded as above and the attributes the
+        subclass added copied over (shared by ``copy()``, ``copy.copy`` and
+        pickling as ``copy.copy`` shares them, deep-copied by
+        ``copy.deepcopy``).
+
         Runtime complexity: O(N + size of metadata)
 
         >>> board = Leaderboard(order="asc")
@@ -529,30 +537,48 @@ class Leaderboard(BoardReads):
         """
         return self._copy_as(type(self))
 
-    def _copy_as(self, cls: type[Leaderboard]) -> Leaderboard:
-        """:meth:`copy` into a new ``cls`` board with this board's settings."""
+    def _copy_as(self, cls: type[Leaderboard], memo: dict[int, Any] | None = None) -> Leaderboard:
+        """:meth:`copy` into a new ``cls`` board with this board's settings;
+        the attributes a subclass added come along when ``cls`` is this
+        board's class (deep-copied with ``memo`` when given)."""
         with self._lock:
-            config = self.config()
+            config = Leaderboard.config(self)
             state = self._copy_state(copy_meta=True)
-        board = cls(**config)
-        board._load_state(state)
-        return board
+            extras = self._extra_attributes() if cls is type(self) else {}
+        if memo is not None:
+            extras = copy.deepcopy(extras, memo)
+        return board_from_state(cls, config, state, extras)
+
+    def _extra_attributes(self) -> dict[str, Any]:
+        """The instance attributes a subclass added: everything but the
+        board's own (its lock, index, state and caches), which a copy
+        rebuilds.
+
+        Runtime complexity: O(number of attributes)
+        """
+        return {k: v for k, v in vars(self).items() if k not in _BOARD_ATTRIBUTES}
 
     def __copy__(self) -> Leaderboard:
         return self.copy()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Leaderboard:
-        twin = self.copy()
+        twin = self._copy_as(type(self), memo)
         memo[id(self)] = twin
         return twin
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle the settings and the state's columns (not the lock, not the
-        caches); unpickling bulk-loads them as :meth:`copy` does."""
+        """Pickle the settings, the state's columns and a subclass's own
+        attributes (not the lock, not the caches); unpickling bulk-loads
+        them as :meth:`copy` does, without calling a subclass's ``__init__``."""
         with self._lock:
             return (
                 board_from_state,
-                (type(self), self.config(), self._copy_state(copy_meta=False)),
+                (
+                    type(self),
+                    Leaderboard.config(self),
+                    self._copy_state(copy_meta=False),
+                    self._extra_attributes(),
+                ),
             )
 
     # ------------------------------------------------------------------
@@ -772,3 +798,9 @@ class Leaderboard(BoardReads):
                 rows = self._entries_between(n - count, n, "unique", with_meta)[::-1]
             self._commit([(DEL, e.member) for e in rows])
             return rows
+
+
+#: The instance attributes every board has (its settings, state, lock and
+#: caches): a copy rebuilds these, and copies any others, which a subclass
+#: added, as they are.
+_BOARD_ATTRIBUTES: Final = frozenset(vars(Leaderboard()))

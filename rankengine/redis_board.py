@@ -133,7 +133,10 @@ class RedisLeaderboard(Uncopyable):
     container, so ``copy.copy``, ``copy.deepcopy`` and pickling raise
     :class:`TypeError` (a "copy" would share the server's sorted set, and a
     client connection does not pickle).  Another handle on the same board is
-    ``Leaderboard.connect(client, name, **board.config())``.
+    ``RedisLeaderboard(client, board.name, prefix=..., packing=board.packing,
+    **board.config())`` with the prefix it was created with:
+    :meth:`config` holds only the settings an in-process twin takes, and
+    without the prefix the handle would open another (empty) board.
 
     >>> import redis                                      # doctest: +SKIP
     >>> board = RedisLeaderboard(redis.Redis(), "weekly")  # doctest: +SKIP
@@ -143,7 +146,8 @@ class RedisLeaderboard(Uncopyable):
 
     _copy_advice = (
         "it is a handle on keys in Redis, not a container of its own; connect another "
-        "handle with Leaderboard.connect(client, name, **board.config())"
+        "handle with RedisLeaderboard(client, board.name, prefix=<the prefix it was "
+        "created with>, packing=board.packing, **board.config())"
     )
 
     def __init__(

@@ -70,6 +70,7 @@ from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
+from rankengine.redis_codec import MAXCLOCK
 from rankengine.scoring import Member, Score, ScoreCodec, check_member
 from rankengine.shard_merge import Shard, ShardMerge
 
@@ -881,8 +882,17 @@ class ShardedLeaderboard(ShardMerge):
                 current[member] = new
                 stamps.pop(member, None)
                 stamps[member] = clock
-            for member in stamps:
-                self._shards[placed[member]].validate(current[member])
+            for member, stamp in stamps.items():
+                shard = self._shards[placed[member]]
+                shard.validate(current[member])
+                if shard.remote and stamp > MAXCLOCK:
+                    # A Redis shard refuses it in its own script, but only
+                    # after the shards before it took their part of the batch.
+                    raise ValueError(
+                        f"the tie clock would pass 2**53 - 1 (it is at {self._clock}), the "
+                        "largest a Redis shard holds: the batch is refused whole, nothing "
+                        "was written"
+                    )
             for i, members in groups.items():
                 changes: list[Change] = [
                     (PUT, m, current[m], c) for m, c in stamps.items() if placed[m] == i

@@ -161,6 +161,39 @@ def test_copy_survives_large_bulk_loaded_boards() -> None:
         assert view(clone) == view(board)
 
 
+class _SeasonBoard(Leaderboard):
+    """A subclass with a required argument and state of its own."""
+
+    def __init__(self, season: int, **config: Any) -> None:
+        super().__init__(**config)
+        self.season = season
+        self.notes: list[str] = []
+
+
+@pytest.mark.parametrize("copier", list(COPIERS), ids=list(COPIERS))
+def test_copy_of_a_subclass_keeps_its_class_and_attributes(copier: str) -> None:
+    board = _SeasonBoard(7, order="asc", rank_style="dense")
+    board.notes.append("opened")
+    board.set_many({"a": 2, "b": 1})
+    board.set("a", 1, meta={"k": [1]})
+    clone = COPIERS[copier](board)
+    clone._check()
+    assert type(clone) is _SeasonBoard
+    assert clone.season == 7 and clone.notes == ["opened"]
+    assert clone.config() == board.config() and clone.clock == board.clock
+    assert clone.items() == board.items() == [("b", 1), ("a", 1)]
+    assert clone.meta("a") == {"k": [1]}
+    clone.set("c", 0)
+    assert "c" not in board
+
+
+def test_deepcopy_of_a_subclass_copies_its_attributes() -> None:
+    board = _SeasonBoard(1)
+    clone = copy.deepcopy(board)
+    clone.notes.append("only in the copy")
+    assert board.notes == []
+
+
 # ----------------------------------------------------------------------
 # Durable boards: copy() is an in-memory snapshot; the rest is refused
 # ----------------------------------------------------------------------
@@ -229,9 +262,38 @@ def test_redis_board_refuses_copy_and_pickle(copier: str) -> None:
     board = redis_board()
     try:
         board.set("a", 1)
-        with pytest.raises(TypeError, match=r"RedisLeaderboard.*Leaderboard\.connect"):
+        with pytest.raises(
+            TypeError, match=r"RedisLeaderboard.*RedisLeaderboard\(client, board\.name, prefix="
+        ):
             COPIERS[copier](board)
         assert board.items() == [("a", 1)]
+    finally:
+        board.close()
+
+
+@pytest.mark.redis
+def test_redis_copy_advice_reaches_a_packed_board_with_a_prefix() -> None:
+    # the advice must name every setting a handle needs: board.config() is
+    # the in-process settings only, so prefix and packing must be given too
+    from rankengine.packed import PackedScore
+    from rankengine.redis_board import RedisLeaderboard
+
+    packing = PackedScore(0, 86400)
+    board = redis_board(prefix="other:", order=("desc", "asc"), packing=packing)
+    try:
+        board.set("a", (3, 10))
+        with pytest.raises(TypeError) as refused:
+            copy.copy(board)
+        advice = str(refused.value)
+        assert "prefix=" in advice and "packing=board.packing" in advice
+        handle = RedisLeaderboard(
+            board._client,
+            board.name,
+            prefix="other:",
+            packing=board.packing,
+            **board.config(),
+        )
+        assert handle.items() == board.items() == [("a", (3, 10.0))]
     finally:
         board.close()
 

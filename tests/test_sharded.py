@@ -225,6 +225,39 @@ def test_shards_must_agree_on_packing() -> None:
 
 
 @pytest.mark.redis
+@pytest.mark.parametrize("batch", ["set_many", "incr_many"])
+def test_a_batch_past_the_clock_limit_of_a_redis_shard_writes_no_shard(
+    redis_client: Any, batch: str
+) -> None:
+    # A Redis shard refuses a tie clock past 2**53 - 1; a batch over several
+    # shards must be refused before any shard's part is written, not after
+    # the first shards took theirs.
+    from rankengine.redis_codec import MAXCLOCK
+
+    sharded = ShardedLeaderboard.on_redis(redis_client, unique_name(), 2)
+    try:
+        sharded.set_many({f"p{i}": i for i in range(8)})
+        for board in sharded.shards:  # room for two more changes
+            redis_client.hset(board.keys[5], "clock", MAXCLOCK - 2)
+        sharded = ShardedLeaderboard(sharded.shards)
+        assert sharded.clock == MAXCLOCK - 2
+        names = [f"n{i}" for i in range(20)]
+        first = [m for m in names if sharded.shard_of(m) == 0][:2]
+        second = [m for m in names if sharded.shard_of(m) == 1][:1]
+        before = (sharded.items(), [board.writes for board in sharded.shards])
+        pairs = [(m, 1) for m in first + second]  # clocks MAX - 1, MAX, MAX + 1
+        with pytest.raises(ValueError, match=r"tie clock would pass 2\*\*53 - 1"):
+            getattr(sharded, batch)(pairs)
+        assert (sharded.items(), [board.writes for board in sharded.shards]) == before
+        sharded._check()
+        assert getattr(sharded, batch)(pairs[:2])  # two changes still fit
+        sharded._check()
+    finally:
+        for board in sharded.shards:
+            board.clear()
+
+
+@pytest.mark.redis
 def test_sharded_on_redis_writes_one_shard_and_reads_in_parallel(redis_client: Any) -> None:
     sharded = ShardedLeaderboard.on_redis(redis_client, unique_name(), 4)
     try:
