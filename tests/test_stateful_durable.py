@@ -36,21 +36,14 @@ import pytest
 from conftest import untied_far_members
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import initialize, invariant, rule
 from model import Model
 from test_stateful import (
-    BOUNDS,
-    CROWD,
     CROWDS,
-    DELTA_PAIRS,
     FLAGS,
-    IDX,
-    METAS,
     ORDERS,
-    PAIRS,
     POOLS,
-    RANKS,
-    WHENS,
+    LeaderboardMachine,
     exact,
     norm,
 )
@@ -96,9 +89,13 @@ def assert_healthy(path: str) -> None:
     assert not [f for f in report.findings if f.severity != "note"]
 
 
-class DurableLeaderboardMachine(RuleBasedStateMachine):
+class DurableLeaderboardMachine(LeaderboardMachine):
     """A durable board and the model, through writes, compactions, reopens
-    and point-in-time rebuilds."""
+    and point-in-time rebuilds.
+
+    The writes and reads are :class:`LeaderboardMachine`'s rules, run
+    through this machine's :meth:`same`, which also checks the log: one
+    record for a write that changes the board, none otherwise."""
 
     fsync = "never"
 
@@ -158,13 +155,7 @@ class DurableLeaderboardMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------
     # helpers
     # ------------------------------------------------------------------
-    def score(self, pair: tuple[Any, Any]) -> Any:
-        return pair if self.composite else pair[0]
-
-    def member(self, i: int) -> Any:
-        return self.pool[i]
-
-    def same(self, call: Any) -> None:
+    def same(self, call: Any) -> Any:
         """Run ``call`` on the model and on the board: the same result or the
         same error; then one record if the model's state changed, else none."""
         assert self.board is not None
@@ -175,103 +166,16 @@ class DurableLeaderboardMachine(RuleBasedStateMachine):
             with pytest.raises(type(exc)):
                 call(self.board)
             assert self.board.last_seq == before_seq, "a refused write was logged"
-            return
-        assert norm(call(self.board)) == want
+            return None
+        got = norm(call(self.board))
+        assert got == want
         after = self.model._save()
         if after == before:
             assert self.board.last_seq == before_seq, "a write that changed nothing was logged"
         else:
             assert self.board.last_seq == before_seq + 1, "not one record for one write"
             self.history[self.board.last_seq] = after
-
-    # ------------------------------------------------------------------
-    # writes
-    # ------------------------------------------------------------------
-    @rule(i=IDX, pair=PAIRS, when=WHENS, meta=METAS)
-    def set(self, i: int, pair: Any, when: Any, meta: Any) -> None:
-        """``set`` with a condition and metadata."""
-        m, s = self.member(i), self.score(pair)
-        self.same(lambda x: x.set(m, s, when=when, meta=meta))
-
-    @rule(i=IDX, pair=DELTA_PAIRS, when=WHENS)
-    def incr(self, i: int, pair: Any, when: Any) -> None:
-        """``incr`` with a condition (inf + -inf is refused and logs nothing)."""
-        m, d = self.member(i), self.score(pair)
-        self.same(lambda x: x.incr(m, d, when=when))
-
-    @rule(items=st.lists(st.tuples(IDX, PAIRS), max_size=8), when=WHENS)
-    def set_many(self, items: list[Any], when: Any) -> None:
-        """A batch of sets: one record for the whole batch."""
-        pairs = [(self.member(i), self.score(p)) for i, p in items]
-        self.same(lambda x: x.set_many(pairs, when=when))
-
-    @rule(items=st.lists(st.tuples(IDX, DELTA_PAIRS), max_size=8))
-    def incr_many(self, items: list[Any]) -> None:
-        """A batch of increments, all or nothing."""
-        pairs = [(self.member(i), self.score(p)) for i, p in items]
-        self.same(lambda x: x.incr_many(pairs))
-
-    @rule(pair=PAIRS, count=st.integers(1, CROWD), bulk=FLAGS)
-    def crowd_onto(self, pair: Any, count: int, bulk: bool) -> None:
-        """Many members onto one score (a run deeper than the tie map's scan
-        limit, which a snapshot and a replay must rebuild)."""
-        s = self.score(pair)
-        members = self.crowd[:count]
-        if bulk:
-            self.same(lambda x: x.set_many([(m, s) for m in members]))
-        else:
-            for m in members:
-                self.same(lambda x, m=m: x.set(m, s))
-
-    @rule(i=IDX)
-    def remove(self, i: int) -> None:
-        """``remove`` of a member that may be absent."""
-        m = self.member(i)
-        self.same(lambda x: x.remove(m))
-
-    @rule(ids=st.lists(IDX, max_size=4))
-    def remove_many(self, ids: list[int]) -> None:
-        """``remove_many``, repeats and absent members included."""
-        ms = [self.member(i) for i in ids]
-        self.same(lambda x: x.remove_many(ms))
-
-    @rule(i=IDX, meta=METAS)
-    def set_meta(self, i: int, meta: Any) -> None:
-        """``set_meta`` (KeyError for an absent member; None deletes)."""
-        m = self.member(i)
-        self.same(lambda x: x.set_meta(m, meta))
-
-    @rule(count=st.integers(0, 3), with_meta=FLAGS, best=FLAGS)
-    def pop(self, count: int, with_meta: bool, best: bool) -> None:
-        """``pop_best`` / ``pop_worst``."""
-        if best:
-            self.same(lambda x: x.pop_best(count, with_meta=with_meta))
-        else:
-            self.same(lambda x: x.pop_worst(count, with_meta=with_meta))
-
-    @rule(start=RANKS, stop=RANKS)
-    def remove_by_rank(self, start: int, stop: int) -> None:
-        """``remove_by_rank``, negative ranks included."""
-        self.same(lambda x: x.remove_by_rank(start, stop))
-
-    @rule(low=BOUNDS, high=BOUNDS, low_inc=FLAGS, high_inc=FLAGS)
-    def remove_by_score(self, low: Any, high: Any, low_inc: bool, high_inc: bool) -> None:
-        """``remove_by_score`` with open or closed, present or missing bounds."""
-        lo = None if low is None else self.score(low)
-        hi = None if high is None else self.score(high)
-        self.same(
-            lambda x: x.remove_by_score(lo, hi, min_inclusive=low_inc, max_inclusive=high_inc)
-        )
-
-    @rule(n=st.integers(0, 8))
-    def keep_top(self, n: int) -> None:
-        """``keep_top``."""
-        self.same(lambda x: x.keep_top(n))
-
-    @rule()
-    def clear(self) -> None:
-        """``clear``."""
-        self.same(lambda x: x.clear())
+        return got
 
     # ------------------------------------------------------------------
     # durability
