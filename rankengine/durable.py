@@ -723,13 +723,22 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         """
         with self._lock:
             self._check_writable()
-            with self._sync_lock:
-                try:
-                    self._writer.sync()
-                except OSError as exc:
-                    self._failure = exc
-                    raise
-                self._dirty = False
+            self._sync_log()
+
+    def _sync_log(self) -> None:
+        """fsync the log under the sync lock (the caller holds the board
+        lock, so no write lands meanwhile); a failure fails the board, as
+        any fsync's does.
+
+        Runtime complexity: one fsync
+        """
+        with self._sync_lock:
+            try:
+                self._writer.sync()
+            except OSError as exc:
+                self._failure = exc
+                raise
+            self._dirty = False
 
     def close(self) -> None:
         """Flush, stop the background threads, let a compaction in progress
@@ -860,13 +869,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             # fsync stays under the lock.  After _presync it only writes back
             # what arrived meanwhile; under "always" nothing is dirty.  A
             # failure fails the board, as any fsync's does.
-            with self._sync_lock:
-                try:
-                    self._writer.sync()
-                except OSError as exc:
-                    self._failure = exc
-                    raise
-                self._dirty = False
+            self._sync_log()
             columns = self._export_columns()
             header = {
                 "seq": seq,
