@@ -18,7 +18,9 @@ from __future__ import annotations
 import importlib
 import itertools
 import operator
-from collections.abc import Callable
+import signal
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -119,6 +121,33 @@ def snapshot(board: Any) -> tuple[Any, ...]:
     items = board.items()
     metas = {member: board.meta(member) for member, _ in items}
     return items, metas, board.clock, len(board)
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Python's own Ctrl-C handler for the test's duration: a test runner
+    started in the background (``cmd &`` without job control) inherits
+    SIGINT ignored, Python then leaves it ignored, and a test of what
+    Ctrl-C does would see nothing happen."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+#: Runs its arguments as a command with SIGINT's default action: an ignored
+#: signal stays ignored across exec, a default one stays default.
+_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def with_default_sigint(argv: list[str]) -> list[str]:
+    """``argv`` for a child that a test interrupts with SIGINT: it gets the
+    default action whatever the test runner inherited (see ``ctrl_c``)."""
+    return [sys.executable, "-c", _DEFAULT_SIGINT, *argv]
 
 
 @pytest.fixture

@@ -274,7 +274,7 @@ class InterruptedTopK(TopK):
 
 
 def test_trending_ctrl_c_while_a_batch_is_counted_counts_it_once(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], ctrl_c: None
 ) -> None:
     # the interrupted batch was added again after the loop: part of it was
     # counted twice, and the printed counts were no longer upper bounds

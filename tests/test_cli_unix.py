@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+from conftest import with_default_sigint
 
 from rankengine import Leaderboard, cli_log
 from rankengine.cli import main
@@ -206,7 +207,7 @@ def test_replay_to_dev_stdout_writes_into_the_pipe(board: Path) -> None:
 
 def test_trending_interrupted_on_a_slow_stdin_prints_the_list_and_says_so() -> None:
     proc = subprocess.Popen(
-        _command(["trending", "--every", "1"]),
+        with_default_sigint(_command(["trending", "--every", "1"])),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

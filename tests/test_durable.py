@@ -776,7 +776,7 @@ def test_torn_tail_is_cut_with_a_warning_or_refused(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_during_repair_waits_for_its_file_steps(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ctrl_c: None
 ) -> None:
     with open_board(tmp_path) as board:
         fill(board, 10)
