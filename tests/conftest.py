@@ -150,23 +150,37 @@ def with_default_sigint(argv: list[str]) -> list[str]:
     return [sys.executable, "-c", _DEFAULT_SIGINT, *argv]
 
 
-@pytest.fixture
-def dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
-    """The directory fsyncs that creating durable directories makes, each as
-    ``(directory, its entries at that moment)``; the fsyncs still happen."""
+def _record_fsyncs(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[tuple[str, list[str]]]:
+    """Record ``module``'s directory fsyncs, each as ``(directory, its
+    entries at that moment)``; the fsyncs still happen."""
     from pathlib import Path
 
-    import rankengine.durable as durable_module
-
     calls: list[tuple[str, list[str]]] = []
-    real = durable_module.fsync_dir
+    real = module.fsync_dir
 
     def recording(path: str) -> None:
         calls.append((path, sorted(p.name for p in Path(path).iterdir())))
         real(path)
 
-    monkeypatch.setattr(durable_module, "fsync_dir", recording)
+    monkeypatch.setattr(module, "fsync_dir", recording)
     return calls
+
+
+@pytest.fixture
+def dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """The directory fsyncs that creating durable directories makes."""
+    import rankengine.durable as durable_module
+
+    return _record_fsyncs(monkeypatch, durable_module)
+
+
+@pytest.fixture
+def periodic_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """The directory fsyncs a periodic board makes itself (closed markers,
+    archives, dropped periods), not those of its period boards."""
+    import rankengine.periodic as periodic_module
+
+    return _record_fsyncs(monkeypatch, periodic_module)
 
 
 # ----------------------------------------------------------------------

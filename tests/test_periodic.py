@@ -633,18 +633,11 @@ def test_durable_cron_period_names_survive_reopen(tmp_path: Path) -> None:
 
 
 def test_closed_markers_are_made_durable_with_a_directory_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, periodic_fsyncs: list[tuple[str, list[str]]]
 ) -> None:
     """A marker's directory entry reaches the disk only with an fsync of its
     directory; without it a power cut could run ``on_close`` twice."""
-    calls: list[tuple[str, list[str]]] = []
-    real = periodic_module.fsync_dir
-
-    def recording(path: str) -> None:
-        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
-        real(path)
-
-    monkeypatch.setattr(periodic_module, "fsync_dir", recording)
+    calls = periodic_fsyncs
     clock = FakeClock(ts("2026-11-30T12:00:00"))
     with PeriodicLeaderboard.open(tmp_path, "daily", keep=1, fsync="never", clock=clock) as board:
         board.incr("ann", 5)
@@ -657,18 +650,11 @@ def test_closed_markers_are_made_durable_with_a_directory_fsync(
 
 
 def test_an_archive_is_durable_before_its_period_is_deleted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, periodic_fsyncs: list[tuple[str, list[str]]]
 ) -> None:
     """The period's directory is deleted after archiving; the archive's
     directory entry must be on disk first, or a power cut loses the period."""
-    calls: list[tuple[str, list[str]]] = []
-    real = periodic_module.fsync_dir
-
-    def recording(path: str) -> None:
-        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
-        real(path)
-
-    monkeypatch.setattr(periodic_module, "fsync_dir", recording)
+    calls = periodic_fsyncs
     clock = FakeClock(ts("2026-11-30T12:00:00"))
     with PeriodicLeaderboard.open(tmp_path, "daily", keep=0, fsync="never", clock=clock) as board:
         board.incr("ann", 5)

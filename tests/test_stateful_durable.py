@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 from conftest import untied_far_members
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 from model import Model
@@ -43,6 +43,7 @@ from test_stateful import (
     FLAGS,
     ORDERS,
     POOLS,
+    STATEFUL_SETTINGS,
     LeaderboardMachine,
     exact,
     norm,
@@ -258,12 +259,7 @@ class DurableLeaderboardMachine(LeaderboardMachine):
         assert untied_far_members(board) == []
 
 
-DURABLE_SETTINGS = settings(
-    max_examples=250,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+DURABLE_SETTINGS = settings(STATEFUL_SETTINGS, max_examples=250)
 
 TestDurableStateful = DurableLeaderboardMachine.TestCase
 TestDurableStateful.settings = DURABLE_SETTINGS
