@@ -658,16 +658,44 @@ def two_snapshots(path: Path, n: int) -> tuple[tuple[Any, ...], Path]:
     return expected, path / read_manifest(str(path)).snapshots[-1][0]
 
 
-def test_damaged_newest_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
+def test_damaged_newest_snapshot_falls_back_to_an_older_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Open skips a damaged newest snapshot for an older one, with a
+    RecoveryWarning.  verify must say what open does: the board opens, with
+    a warning (exit 3, as for a torn tail), not that it refuses to (exit 1);
+    repair moves the snapshot to its backup."""
     expected, newest = two_snapshots(tmp_path, 40)
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
     with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
-        board = open_board(tmp_path)
+        board = open_board(tmp_path, retain_log=True)
     with board:
         assert state(board) == expected
-    assert verify(str(tmp_path)).damaged
+    report = verify(str(tmp_path))
+    assert [(f.severity, f.path) for f in report.findings] == [("fallback", str(newest))]
+    assert report.fallback and not report.damaged and not report.healthy
+    assert report.exit_code == 3
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path)]) == 3
+    out = capsys.readouterr().out
+    assert "refuse" not in out and "healthy" not in out
+    assert "SNAPSHOT FALLBACK: the board opens" in out and "rankengine repair DIR" in out
+    assert cli(["verify", "--json", str(tmp_path)]) == 3
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["fallback"] is True and verdict["damaged"] is False
+    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
+        assert cli(["inspect", str(tmp_path)]) == 0  # counts members as open does
+    assert "damaged snapshot skipped on open" in capsys.readouterr().out
+    result = repair(str(tmp_path))
+    assert result.backup is not None
+    assert (Path(result.backup) / newest.name).read_bytes() == bytes(data)
+    assert result.after is not None and result.after.healthy
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing left to skip
+        with open_board(tmp_path, retain_log=True) as again:
+            assert state(again) == expected
 
 
 def test_only_snapshot_damaged_without_history_refuses(tmp_path: Path) -> None:
@@ -996,17 +1024,22 @@ def test_damage_to_an_older_snapshot_is_history_damage(
     result = repair(str(tmp_path))
     assert result.after is None and result.backup is None
     assert listing(tmp_path) == before
-    # once the newest snapshot is damaged too, open needs the older one:
-    # then both are damage
+    # once the newest snapshot is damaged too, open skips both and replays
+    # the log kept from seq 1: both are skipped on open, not history
     newest = tmp_path / newest_name
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
     report = verify(str(tmp_path))
     assert [(f.severity, f.path) for f in report.findings] == [
-        ("damage", str(older)),
-        ("damage", str(newest)),
+        ("fallback", str(older)),
+        ("fallback", str(newest)),
     ]
+    assert not report.damaged and report.exit_code == 3
+    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
+        board = open_board(tmp_path, retain_log=True)
+    with board:
+        assert state(board) == expected
 
 
 # ----------------------------------------------------------------------
