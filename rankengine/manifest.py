@@ -732,7 +732,10 @@ def repair(
     damaged manifest) into ``backup_dir`` (default ``DIR/repair-<time>``),
     so nothing is destroyed (it refuses, changing nothing, when
     ``backup_dir`` already holds a file of a name it would save under).
-    Takes the directory lock.
+    The backup directory is fsynced after each file it receives, before
+    the cut it saves is made and before the new manifest, and a backup
+    directory it creates is fsynced into its parent, so a power cut cannot
+    lose what was saved.  Takes the directory lock.
 
     Every step is decided before any file is touched, so a repair that
     cannot work (:class:`~rankengine.eventlog.LogError` when no consistent
@@ -788,9 +791,17 @@ def repair(
         plan: list[tuple[str, Callable[[], None] | None]] = []
         saves = False  # whether a step puts anything in the backup
 
+        def make_backup() -> None:
+            # a directory it creates is fsynced into its parent (and each
+            # missing parent into its own), as a new board directory is
+            from rankengine.durable import _make_directory
+
+            _make_directory(backup)
+
         def move(name: str) -> None:
-            os.makedirs(backup, exist_ok=True)
+            make_backup()
             shutil.move(os.path.join(directory, name), os.path.join(backup, name))
+            fsync_dir(backup)  # the file's new entry: else a power cut can lose it
 
         def claim(name: str) -> None:
             # decided before any file moves: a copy an earlier repair saved
@@ -809,12 +820,13 @@ def repair(
             plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
 
         def cut_tail(path: str, good: int, saved: str) -> None:
-            os.makedirs(backup, exist_ok=True)
+            make_backup()
             with open(path, "r+b") as f, open(os.path.join(backup, saved), "wb") as out:
                 f.seek(good)
                 shutil.copyfileobj(f, out)
                 out.flush()
                 os.fsync(out.fileno())
+                fsync_dir(backup)  # the copy is durable before the tail is cut
                 f.truncate(good)
                 os.fsync(f.fileno())
 

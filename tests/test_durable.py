@@ -961,6 +961,45 @@ def test_a_repair_step_that_fails_says_what_was_done_and_where(
     assert (backup / f"{seg.name}.cut-at-{at}").read_bytes() == bytes(data[at:])
 
 
+@pytest.mark.parametrize("where", ["default", "new", "existing"])
+def test_repair_makes_its_backup_durable(
+    tmp_path: Path, repair_fsyncs: list[tuple[str, list[str]]], where: str
+) -> None:
+    """What repair moves or cuts into its backup is the only copy left: the
+    backup directory is fsynced once everything is in it, before the new
+    manifest is written (else a power cut can lose the moved files), and a
+    directory repair creates for it is fsynced into its parent."""
+    board_dir = tmp_path / "board"
+    with open_board(board_dir) as board:
+        fill(board, 40)
+    seg = seg_files(board_dir)[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    (board_dir / "MANIFEST").write_bytes(b"damaged")  # moved, and the tail copied
+    given = {"default": None, "new": tmp_path / "saved" / "here", "existing": tmp_path}
+    backup_dir = given[where]
+    repair_fsyncs.clear()  # those of creating the board
+    result = repair(str(board_dir), backup_dir=None if backup_dir is None else str(backup_dir))
+    assert result.after is not None and result.after.healthy
+    assert result.backup is not None
+    backup = Path(result.backup)
+    saved = sorted(p.name for p in backup.iterdir() if p.name.startswith(("MANIFEST", "log-")))
+    assert len(saved) == 2
+    paths = [path for path, _ in repair_fsyncs]
+    # the last fsync of the backup holds everything saved, and comes before
+    # the board directory's fsync that makes the new manifest durable
+    backup_fsyncs = [i for i, path in enumerate(paths) if path == str(backup)]
+    assert backup_fsyncs, "the backup directory is never fsynced"
+    last = backup_fsyncs[-1]
+    assert set(saved) <= set(repair_fsyncs[last][1])
+    assert last < max(i for i, path in enumerate(paths) if path == str(board_dir))
+    created = {"default": [backup], "new": [tmp_path / "saved", backup], "existing": []}
+    for directory in created[where]:
+        parent = str(directory.parent)
+        assert any(p == parent and directory.name in names for p, names in repair_fsyncs)
+
+
 def test_damage_in_retained_history_is_reported_as_history_damage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
