@@ -735,7 +735,10 @@ def repair(
     The backup directory is fsynced after each file it receives, before
     the cut it saves is made and before the new manifest, and a backup
     directory it creates is fsynced into its parent, so a power cut cannot
-    lose what was saved.  Takes the directory lock.
+    lose what was saved.  Takes the directory lock, but not in a directory
+    that holds no ``MANIFEST`` and no snapshot or segment: that is no
+    board, and repair raises :class:`~rankengine.eventlog.LogError`,
+    leaving it as it was.
 
     Every step is decided before any file is touched, so a repair that
     cannot work (:class:`~rankengine.eventlog.LogError` when no consistent
@@ -755,6 +758,13 @@ def repair(
     """
     import shutil
 
+    if not os.path.lexists(os.path.join(directory, MANIFEST_NAME)) and not board_files(directory):
+        # checked before taking the lock, which would leave a LOCK file in
+        # a directory that is no board (nothing here to repair from)
+        raise LogError(
+            f"{directory} is not a board directory (no {MANIFEST_NAME}, no snapshot or "
+            "segment): nothing to repair from; nothing was changed"
+        )
     lock = DirectoryLock(directory)
     try:
         before = verify(directory, progress=progress)

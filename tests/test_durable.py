@@ -1513,9 +1513,24 @@ def test_close_after_an_interrupted_close_releases_the_directory(tmp_path: Path)
         assert again.items() == [("ann", 1)]
 
 
-def test_repair_of_an_empty_directory_is_no_interrupted_creation(tmp_path: Path) -> None:
-    """repair takes the directory lock before it looks, creating LOCK in a
-    directory that had nothing: that lock is its own, not a leftover of an
-    interrupted creation, so the directory is still no board."""
-    with pytest.raises(LogError, match="nothing to repair from"):
+@pytest.mark.parametrize("contents", [{}, {"notes.txt": b"mine"}, {"LOCK": b"123\n"}])
+def test_repair_of_a_directory_that_is_no_board_leaves_it_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], contents: dict[str, bytes]
+) -> None:
+    """A directory with no MANIFEST and no snapshot or segment is no board:
+    repair says so and leaves it exactly as it was (it used to take the
+    board's directory lock first, leaving a LOCK file behind)."""
+    for name, data in contents.items():
+        (tmp_path / name).write_bytes(data)
+
+    def files() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    with pytest.raises(LogError, match=r"is not a board directory.*nothing to repair from"):
         repair(str(tmp_path))
+    assert files() == contents
+    capsys.readouterr()
+    assert cli(["repair", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "is not a board directory" in err
+    assert files() == contents
