@@ -20,7 +20,10 @@ Exit codes (all commands):
       ``inspect``: it holds no ``MANIFEST`` and no snapshot or segment file;
       ``inspect`` describes a board whose ``MANIFEST`` was lost, as damaged;
       ``repair`` on a directory holding no board exits 1: nothing to repair from)
-3     ``verify``: only a torn tail (cut on the next open)
+3     ``verify``: the board opens, with a warning: a torn tail (cut on
+      the next open), or a damaged snapshot newer than every good one
+      (open skips it for an older snapshot or the log from seq 1;
+      ``repair`` moves it aside)
 4     ``verify``: the board opens, but its retained history (kept with
       ``retain_log=True``: segments before the records it replays,
       snapshots older than the newest good one) is damaged, so a replay
@@ -176,8 +179,10 @@ def register(subparsers: Any) -> None:
         help="check every record and snapshot",
         description="Check every frame, record and snapshot.  Exit 0: healthy; 1: damaged "
         "(the board refuses to open, see `repair`); 4: the board opens but its retained "
-        "history is damaged (a replay from the log through it fails); 3: only a torn "
-        "tail, which the next open cuts; 2: DIR is not a board.",
+        "history is damaged (a replay from the log through it fails); 3: the board opens "
+        "with a warning (a torn tail, which the next open cuts, or a damaged newest "
+        "snapshot, which open skips for an older one; `repair` moves it aside); "
+        "2: DIR is not a board.",
     )
     p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -242,6 +247,7 @@ def _report_json(report: Report) -> dict[str, Any]:
         "healthy": report.healthy,
         "damaged": report.damaged,
         "history_damaged": report.history_damaged,
+        "fallback": report.fallback,
         "torn": report.torn,
         "last_seq": report.last_seq,
         "findings": [f._asdict() for f in report.findings],
@@ -323,6 +329,12 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
             "a replay through it (`replay --from-log`, or `replay --until` from a damaged "
             "older snapshot) fails or falls back\n"
         )
+    if report.fallback and not report.damaged:
+        out.write(
+            "SNAPSHOT FALLBACK: the board opens, but skips its damaged newest snapshot(s) "
+            "(with a RecoveryWarning) and replays more of the log from an older snapshot "
+            "or from seq 1; `rankengine repair DIR` moves the damaged snapshot(s) aside\n"
+        )
     if report.torn and not report.damaged:
         out.write("TORN TAIL: an interrupted last write; the next open cuts it (with a warning)\n")
     if report.healthy:
@@ -335,6 +347,7 @@ def _status(report: Report) -> str:
     if report.damaged:
         return "damaged"
     parts = ["history damaged"] if report.history_damaged else []
+    parts += ["damaged snapshot skipped on open"] if report.fallback else []
     parts += ["torn tail"] if report.torn else []
     return ", ".join(parts) or "healthy"
 

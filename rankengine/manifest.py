@@ -283,7 +283,7 @@ RESYNC_LIMIT_BYTES: Final = 4 << 20
 
 
 #: How bad a :class:`Finding` is.
-Severity: TypeAlias = Literal["damage", "history", "torn", "note"]
+Severity: TypeAlias = Literal["damage", "history", "fallback", "torn", "note"]
 
 
 class Finding(NamedTuple):
@@ -292,6 +292,9 @@ class Finding(NamedTuple):
     when it opens: a snapshot older than the newest good one, or a segment
     before the records the board replays; it opens, but a replay through
     the damage fails or has to fall back),
+    ``fallback`` (a damaged snapshot newer than every good one, which open
+    skips with a ``RecoveryWarning`` for an older snapshot or the log from
+    seq 1, and :func:`repair` moves aside),
     ``torn`` (an interrupted last write, cut on open) or ``note``."""
 
     severity: Severity
@@ -346,22 +349,31 @@ class Report:
         return any(f.severity == "history" for f in self.findings)
 
     @property
+    def fallback(self) -> bool:
+        """True when the board opens only by skipping a damaged snapshot
+        (newer than every good one) for an older snapshot or the log from
+        seq 1, with a ``RecoveryWarning``; :func:`repair` moves it aside."""
+        return any(f.severity == "fallback" for f in self.findings)
+
+    @property
     def torn(self) -> bool:
         """True when the log ends in an interrupted write (cut on open)."""
         return any(f.severity == "torn" for f in self.findings)
 
     @property
     def healthy(self) -> bool:
-        """No damage (current or in the history) and no torn tail."""
-        return not self.damaged and not self.history_damaged and not self.torn
+        """No damage (current or in the history), no damaged snapshot that
+        open skips and no torn tail."""
+        return not (self.damaged or self.history_damaged or self.fallback or self.torn)
 
     @property
     def exit_code(self) -> int:
-        """0 healthy, 1 damaged, 4 only the retained history damaged, 3 torn
-        tail only; the first that applies (see ``docs/durability.md``)."""
+        """0 healthy, 1 damaged, 4 the retained history damaged, 3 the board
+        opens with a warning (a torn tail it cuts, a damaged snapshot it
+        skips); the first that applies (see ``docs/durability.md``)."""
         if self.damaged:
             return 1
-        return 4 if self.history_damaged else 3 if self.torn else 0
+        return 4 if self.history_damaged else 3 if self.torn or self.fallback else 0
 
     @property
     def last_seq(self) -> int:
@@ -493,15 +505,19 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
         if progress is not None:
             progress(name, info.size, info.size)
     base = max((s.seq for s in report.snapshots if s.ok), default=0)
+    chain = manifest.chain_start(base)
+    # the log continues from the newest good snapshot (or from seq 1)
+    continues = chain < len(manifest.segments) and manifest.segments[chain][1] <= base + 1
     for seq, path, error in damaged:
         # Open loads the newest snapshot that reads and reaches an older one
         # only when every newer one is damaged: a snapshot older than a good
-        # one is history, as the segments before the replay chain are.
-        severity: Severity = "history" if seq < base else "damage"
+        # one is history, as the segments before the replay chain are.  A
+        # newer one open skips, with a warning, when the log continues from
+        # the good one it falls back to; otherwise it refuses to open.
+        severity: Severity = "history" if seq < base else "fallback" if continues else "damage"
         report.add(
             severity, path, getattr(error, "offset", None), getattr(error, "reason", str(error))
         )
-    chain = manifest.chain_start(base)
     previous: int | None = None
     for i, (name, first) in enumerate(manifest.segments):
         path = os.path.join(directory, name)
@@ -548,8 +564,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 severity, path, getattr(exc, "offset", None), getattr(exc, "reason", str(exc))
             )
     if manifest.segments:
-        first_needed = manifest.segments[min(chain, len(manifest.segments) - 1)][1]
-        if chain == len(manifest.segments) or first_needed > base + 1:
+        if not continues:
             report.add("damage", directory, None, f"no segment continues the log after seq {base}")
     else:
         report.add("damage", mpath, None, "the manifest lists no segment")
@@ -717,7 +732,13 @@ def repair(
     damaged manifest) into ``backup_dir`` (default ``DIR/repair-<time>``),
     so nothing is destroyed (it refuses, changing nothing, when
     ``backup_dir`` already holds a file of a name it would save under).
-    Takes the directory lock.
+    The backup directory is fsynced after each file it receives, before
+    the cut it saves is made and before the new manifest, and a backup
+    directory it creates is fsynced into its parent, so a power cut cannot
+    lose what was saved.  Takes the directory lock, but not in a directory
+    that holds no ``MANIFEST`` and no snapshot or segment: that is no
+    board, and repair raises :class:`~rankengine.eventlog.LogError`,
+    leaving it as it was.
 
     Every step is decided before any file is touched, so a repair that
     cannot work (:class:`~rankengine.eventlog.LogError` when no consistent
@@ -737,6 +758,13 @@ def repair(
     """
     import shutil
 
+    if not os.path.lexists(os.path.join(directory, MANIFEST_NAME)) and not board_files(directory):
+        # checked before taking the lock, which would leave a LOCK file in
+        # a directory that is no board (nothing here to repair from)
+        raise LogError(
+            f"{directory} is not a board directory (no {MANIFEST_NAME}, no snapshot or "
+            "segment): nothing to repair from; nothing was changed"
+        )
     lock = DirectoryLock(directory)
     try:
         before = verify(directory, progress=progress)
@@ -755,6 +783,7 @@ def repair(
             raise LogError(f"{directory}: no readable segment: nothing to repair from")
         if (
             not before.damaged
+            and not before.fallback
             and not before.torn
             and os.path.exists(os.path.join(directory, MANIFEST_NAME))
             and not any(f.path.endswith(MANIFEST_NAME) for f in before.findings)
@@ -772,9 +801,17 @@ def repair(
         plan: list[tuple[str, Callable[[], None] | None]] = []
         saves = False  # whether a step puts anything in the backup
 
+        def make_backup() -> None:
+            # a directory it creates is fsynced into its parent (and each
+            # missing parent into its own), as a new board directory is
+            from rankengine.durable import _make_directory
+
+            _make_directory(backup)
+
         def move(name: str) -> None:
-            os.makedirs(backup, exist_ok=True)
+            make_backup()
             shutil.move(os.path.join(directory, name), os.path.join(backup, name))
+            fsync_dir(backup)  # the file's new entry: else a power cut can lose it
 
         def claim(name: str) -> None:
             # decided before any file moves: a copy an earlier repair saved
@@ -793,12 +830,13 @@ def repair(
             plan.append((f"move {name} to the backup ({why})", lambda: move(name)))
 
         def cut_tail(path: str, good: int, saved: str) -> None:
-            os.makedirs(backup, exist_ok=True)
+            make_backup()
             with open(path, "r+b") as f, open(os.path.join(backup, saved), "wb") as out:
                 f.seek(good)
                 shutil.copyfileobj(f, out)
                 out.flush()
                 os.fsync(out.fileno())
+                fsync_dir(backup)  # the copy is durable before the tail is cut
                 f.truncate(good)
                 os.fsync(f.fileno())
 

@@ -150,19 +150,21 @@ def with_default_sigint(argv: list[str]) -> list[str]:
     return [sys.executable, "-c", _DEFAULT_SIGINT, *argv]
 
 
-def _record_fsyncs(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[tuple[str, list[str]]]:
-    """Record ``module``'s directory fsyncs, each as ``(directory, its
-    entries at that moment)``; the fsyncs still happen."""
+def _record_fsyncs(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[tuple[str, list[str]]]:
+    """Record the directory fsyncs of ``modules``, in one list in the order
+    they happen, each as ``(directory, its entries at that moment)``; the
+    fsyncs still happen."""
     from pathlib import Path
 
     calls: list[tuple[str, list[str]]] = []
-    real = module.fsync_dir
+    for module in modules:
+        real = module.fsync_dir
 
-    def recording(path: str) -> None:
-        calls.append((path, sorted(p.name for p in Path(path).iterdir())))
-        real(path)
+        def recording(path: str, real: Any = real) -> None:
+            calls.append((path, sorted(p.name for p in Path(path).iterdir())))
+            real(path)
 
-    monkeypatch.setattr(module, "fsync_dir", recording)
+        monkeypatch.setattr(module, "fsync_dir", recording)
     return calls
 
 
@@ -172,6 +174,17 @@ def dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
     import rankengine.durable as durable_module
 
     return _record_fsyncs(monkeypatch, durable_module)
+
+
+@pytest.fixture
+def repair_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """The directory fsyncs a repair makes, in order: its own (the backup
+    directory, the board directory after the new manifest) and those of the
+    durable code it uses (the parents of a backup directory it creates)."""
+    import rankengine.durable as durable_module
+    import rankengine.manifest as manifest_module
+
+    return _record_fsyncs(monkeypatch, manifest_module, durable_module)
 
 
 @pytest.fixture

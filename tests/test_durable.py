@@ -658,16 +658,44 @@ def two_snapshots(path: Path, n: int) -> tuple[tuple[Any, ...], Path]:
     return expected, path / read_manifest(str(path)).snapshots[-1][0]
 
 
-def test_damaged_newest_snapshot_falls_back_to_an_older_one(tmp_path: Path) -> None:
+def test_damaged_newest_snapshot_falls_back_to_an_older_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Open skips a damaged newest snapshot for an older one, with a
+    RecoveryWarning.  verify must say what open does: the board opens, with
+    a warning (exit 3, as for a torn tail), not that it refuses to (exit 1);
+    repair moves the snapshot to its backup."""
     expected, newest = two_snapshots(tmp_path, 40)
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
     with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
-        board = open_board(tmp_path)
+        board = open_board(tmp_path, retain_log=True)
     with board:
         assert state(board) == expected
-    assert verify(str(tmp_path)).damaged
+    report = verify(str(tmp_path))
+    assert [(f.severity, f.path) for f in report.findings] == [("fallback", str(newest))]
+    assert report.fallback and not report.damaged and not report.healthy
+    assert report.exit_code == 3
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path)]) == 3
+    out = capsys.readouterr().out
+    assert "refuse" not in out and "healthy" not in out
+    assert "SNAPSHOT FALLBACK: the board opens" in out and "rankengine repair DIR" in out
+    assert cli(["verify", "--json", str(tmp_path)]) == 3
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["fallback"] is True and verdict["damaged"] is False
+    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
+        assert cli(["inspect", str(tmp_path)]) == 0  # counts members as open does
+    assert "damaged snapshot skipped on open" in capsys.readouterr().out
+    result = repair(str(tmp_path))
+    assert result.backup is not None
+    assert (Path(result.backup) / newest.name).read_bytes() == bytes(data)
+    assert result.after is not None and result.after.healthy
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing left to skip
+        with open_board(tmp_path, retain_log=True) as again:
+            assert state(again) == expected
 
 
 def test_only_snapshot_damaged_without_history_refuses(tmp_path: Path) -> None:
@@ -933,6 +961,45 @@ def test_a_repair_step_that_fails_says_what_was_done_and_where(
     assert (backup / f"{seg.name}.cut-at-{at}").read_bytes() == bytes(data[at:])
 
 
+@pytest.mark.parametrize("where", ["default", "new", "existing"])
+def test_repair_makes_its_backup_durable(
+    tmp_path: Path, repair_fsyncs: list[tuple[str, list[str]]], where: str
+) -> None:
+    """What repair moves or cuts into its backup is the only copy left: the
+    backup directory is fsynced once everything is in it, before the new
+    manifest is written (else a power cut can lose the moved files), and a
+    directory repair creates for it is fsynced into its parent."""
+    board_dir = tmp_path / "board"
+    with open_board(board_dir) as board:
+        fill(board, 40)
+    seg = seg_files(board_dir)[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    (board_dir / "MANIFEST").write_bytes(b"damaged")  # moved, and the tail copied
+    given = {"default": None, "new": tmp_path / "saved" / "here", "existing": tmp_path}
+    backup_dir = given[where]
+    repair_fsyncs.clear()  # those of creating the board
+    result = repair(str(board_dir), backup_dir=None if backup_dir is None else str(backup_dir))
+    assert result.after is not None and result.after.healthy
+    assert result.backup is not None
+    backup = Path(result.backup)
+    saved = sorted(p.name for p in backup.iterdir() if p.name.startswith(("MANIFEST", "log-")))
+    assert len(saved) == 2
+    paths = [path for path, _ in repair_fsyncs]
+    # the last fsync of the backup holds everything saved, and comes before
+    # the board directory's fsync that makes the new manifest durable
+    backup_fsyncs = [i for i, path in enumerate(paths) if path == str(backup)]
+    assert backup_fsyncs, "the backup directory is never fsynced"
+    last = backup_fsyncs[-1]
+    assert set(saved) <= set(repair_fsyncs[last][1])
+    assert last < max(i for i, path in enumerate(paths) if path == str(board_dir))
+    created = {"default": [backup], "new": [tmp_path / "saved", backup], "existing": []}
+    for directory in created[where]:
+        parent = str(directory.parent)
+        assert any(p == parent and directory.name in names for p, names in repair_fsyncs)
+
+
 def test_damage_in_retained_history_is_reported_as_history_damage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -996,17 +1063,22 @@ def test_damage_to_an_older_snapshot_is_history_damage(
     result = repair(str(tmp_path))
     assert result.after is None and result.backup is None
     assert listing(tmp_path) == before
-    # once the newest snapshot is damaged too, open needs the older one:
-    # then both are damage
+    # once the newest snapshot is damaged too, open skips both and replays
+    # the log kept from seq 1: both are skipped on open, not history
     newest = tmp_path / newest_name
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
     report = verify(str(tmp_path))
     assert [(f.severity, f.path) for f in report.findings] == [
-        ("damage", str(older)),
-        ("damage", str(newest)),
+        ("fallback", str(older)),
+        ("fallback", str(newest)),
     ]
+    assert not report.damaged and report.exit_code == 3
+    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
+        board = open_board(tmp_path, retain_log=True)
+    with board:
+        assert state(board) == expected
 
 
 # ----------------------------------------------------------------------
@@ -1441,9 +1513,24 @@ def test_close_after_an_interrupted_close_releases_the_directory(tmp_path: Path)
         assert again.items() == [("ann", 1)]
 
 
-def test_repair_of_an_empty_directory_is_no_interrupted_creation(tmp_path: Path) -> None:
-    """repair takes the directory lock before it looks, creating LOCK in a
-    directory that had nothing: that lock is its own, not a leftover of an
-    interrupted creation, so the directory is still no board."""
-    with pytest.raises(LogError, match="nothing to repair from"):
+@pytest.mark.parametrize("contents", [{}, {"notes.txt": b"mine"}, {"LOCK": b"123\n"}])
+def test_repair_of_a_directory_that_is_no_board_leaves_it_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], contents: dict[str, bytes]
+) -> None:
+    """A directory with no MANIFEST and no snapshot or segment is no board:
+    repair says so and leaves it exactly as it was (it used to take the
+    board's directory lock first, leaving a LOCK file behind)."""
+    for name, data in contents.items():
+        (tmp_path / name).write_bytes(data)
+
+    def files() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    with pytest.raises(LogError, match=r"is not a board directory.*nothing to repair from"):
         repair(str(tmp_path))
+    assert files() == contents
+    capsys.readouterr()
+    assert cli(["repair", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "is not a board directory" in err
+    assert files() == contents
