@@ -298,7 +298,16 @@ def load_board(
         if out.snapshot_seq == 0 and not (segments and segments[0][1] == 1):
             raise errors[0]
         for error in errors:
-            note = f"skipped a damaged snapshot, replaying more of the log instead: {error}"
+            # (a CorruptionError's own message says the board refuses to
+            # open, which is not so here: it opens from an older state)
+            if isinstance(error, CorruptionError):
+                what = f"{error.path}: {error.reason} at offset {error.offset}"
+            else:
+                what = str(error)
+            note = (
+                f"skipped a damaged snapshot, replaying more of the log instead: {what}; "
+                "`rankengine repair DIR` moves it aside"
+            )
             out.notes.append(note)
             warnings.warn(note, RecoveryWarning, stacklevel=3)
     base = out.snapshot_seq

@@ -669,10 +669,14 @@ def test_damaged_newest_snapshot_falls_back_to_an_older_one(
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF
     newest.write_bytes(bytes(data))
-    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot"):
+    with pytest.warns(RecoveryWarning, match="skipped a damaged snapshot") as caught:
         board = open_board(tmp_path, retain_log=True)
     with board:
         assert state(board) == expected
+    # the warning names the file and what is wrong, and does not say the
+    # board refuses to open (it has just opened)
+    (note,) = [str(w.message) for w in caught]
+    assert str(newest) in note and "refuses" not in note and "rankengine repair" in note
     report = verify(str(tmp_path))
     assert [(f.severity, f.path) for f in report.findings] == [("fallback", str(newest))]
     assert report.fallback and not report.damaged and not report.healthy
