@@ -30,6 +30,7 @@ renamed to ``.orphan`` instead, and kept).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import re
@@ -810,8 +811,22 @@ def repair(
 
         def move(name: str) -> None:
             make_backup()
-            shutil.move(os.path.join(directory, name), os.path.join(backup, name))
-            fsync_dir(backup)  # the file's new entry: else a power cut can lose it
+            source, target = os.path.join(directory, name), os.path.join(backup, name)
+            try:
+                os.rename(source, target)
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                # The backup is on another filesystem: copy.  Once the
+                # original is deleted the copy is all there is, so it is
+                # made durable first (its data, then its directory entry).
+                shutil.copy2(source, target)
+                with open(target, "rb") as f:
+                    os.fsync(f.fileno())
+                fsync_dir(backup)
+                os.remove(source)
+            else:
+                fsync_dir(backup)  # the file's new entry: else a power cut can lose it
 
         def claim(name: str) -> None:
             # decided before any file moves: a copy an earlier repair saved

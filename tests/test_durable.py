@@ -1004,6 +1004,67 @@ def test_repair_makes_its_backup_durable(
         assert any(p == parent and directory.name in names for p, names in repair_fsyncs)
 
 
+@pytest.fixture
+def other_filesystem(tmp_path: Path) -> Any:
+    """A fresh directory on another filesystem than ``tmp_path`` (tmpfs in
+    ``/dev/shm``), or a skip where there is none."""
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("no second filesystem to move files across")
+    directory = Path(tempfile.mkdtemp(prefix="rankengine-test-", dir=shm))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_repair_to_another_filesystem_makes_the_copies_durable_before_deleting(
+    tmp_path: Path,
+    other_filesystem: Path,
+    repair_fsyncs: list[tuple[str, list[str]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A backup on another filesystem cannot take a rename: the file is
+    copied.  The copy is the only one left once the original is deleted, so
+    it is fsynced, and the backup directory with it, before the original
+    goes (a copy that a power cut can lose would otherwise be all there is)."""
+    with open_board(tmp_path) as board:
+        fill(board, 40)
+    (tmp_path / "MANIFEST").write_bytes(b"damaged")  # moved to the backup
+    events: list[tuple[str, str]] = []
+    real_fsync, real_remove, real_unlink = os.fsync, os.remove, os.unlink
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def remove(path: Any, *args: Any, **kwargs: Any) -> None:
+        events.append(("remove", os.fspath(path)))
+        real_remove(path, *args, **kwargs)
+
+    def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        events.append(("remove", os.fspath(path)))
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "remove", remove)
+    monkeypatch.setattr(os, "unlink", unlink)
+    backup = other_filesystem / "saved"
+    repair_fsyncs.clear()
+    result = repair(str(tmp_path), backup_dir=str(backup))
+    monkeypatch.undo()
+    assert result.after is not None and result.after.healthy
+    assert (backup / "MANIFEST").read_bytes() == b"damaged"
+    copy = str(backup / "MANIFEST")
+    gone = events.index(("remove", str(tmp_path / "MANIFEST")))
+    assert ("fsync", copy) in events[:gone], "the copy is not fsynced before the original goes"
+    assert any(path == str(backup) and "MANIFEST" in names for path, names in repair_fsyncs), (
+        "the backup directory is not fsynced with the copy in it"
+    )
+
+
 def test_damage_in_retained_history_is_reported_as_history_damage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
