@@ -71,7 +71,7 @@ from rankengine.packed import PackedScore
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.redis_codec import MAXCLOCK
-from rankengine.scoring import Member, Score, ScoreCodec, check_member
+from rankengine.scoring import Member, Score, ScoreCodec, check_lookup, check_member
 from rankengine.shard_merge import Shard, ShardMerge
 
 __all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
@@ -790,8 +790,7 @@ class ShardedLeaderboard(ShardMerge):
         kind = type(member)
         if kind is str or kind is bytes or kind is int:
             return self._shards[self.shard_of(member)]  # type: ignore[arg-type]
-        if isinstance(member, (list, dict, set)):
-            raise TypeError(f"unhashable type: '{kind.__name__}'")
+        check_lookup(member)  # a hashable value of another type is just absent
         return None
 
     def _member_type(self) -> type | None:
