@@ -19,7 +19,9 @@ ever mistaken for a whole one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -89,11 +91,12 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
             os.close(os.open(path, os.O_WRONLY))
         except OSError as exc:
             raise OutputError(path, exc.strerror or str(exc)) from exc
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, temp = tempfile.mkstemp(
-            dir=folder, prefix=f".{os.path.basename(path)[:TEMP_NAME_CHARS]}.", suffix=".tmp"
-        )
+        # A new file is created 0o666 and the kernel takes the umask off, as
+        # for open(); a replacement is created owner-only and gets the mode
+        # of the file it replaces once written, so no other user reads it
+        # meanwhile.
+        fd, temp = _create_beside(path, 0o666 if mode is None else 0o600)
     except OSError as exc:
         raise OutputError(path, exc.strerror or str(exc)) from exc
     try:
@@ -103,14 +106,36 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
             # rename and lose the text (FILE empty, the previous one gone)
             out.flush()
             os.fsync(out.fileno())
-        if mode is None:  # a new file: what open() would give it
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temp, 0o666 & ~umask)
-        else:  # replacing a file: keep its permissions
+        if mode is not None:  # replacing a file: keep its permissions
             os.chmod(temp, stat.S_IMODE(mode))
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temp)
         raise
+
+
+def _create_beside(path: str, mode: int) -> tuple[int, str]:
+    """Create a new temporary file in ``path``'s folder, named after it, with
+    permissions ``mode`` less the umask (applied by the kernel, as for any
+    new file: reading the umask would mean setting it, which races with
+    other threads' new files); return its descriptor, open for writing, and
+    its path.
+
+    The name is taken as ``tempfile.mkstemp`` takes one (which always
+    creates 0o600): a random name, opened with ``O_EXCL``, which neither
+    reuses a file nor follows a symbolic link; a name already taken is
+    replaced by another.
+
+    Runtime complexity: O(1) system calls (a retry per name already taken)
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    prefix = f".{os.path.basename(path)[:TEMP_NAME_CHARS]}."
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(tempfile.TMP_MAX):
+        temp = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(temp, flags, mode), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)

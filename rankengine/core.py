@@ -41,7 +41,15 @@ from sortedcontainers import SortedList
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.index import RUN_SCAN_LIMIT, OrderedIndex
-from rankengine.scoring import Member, Order, Score, ScoreCodec, check_member, check_meta
+from rankengine.scoring import (
+    Member,
+    Order,
+    Score,
+    ScoreCodec,
+    check_member,
+    check_meta,
+    member_error,
+)
 
 __all__ = [
     "BULK_REBUILD_FRACTION",
@@ -209,7 +217,10 @@ class BoardCore:
         return len(self._primary)
 
     def __contains__(self, member: object) -> bool:
-        return member in self._primary
+        try:
+            return member in self._primary
+        except TypeError:
+            raise member_error(member) from None
 
     def __repr__(self) -> str:
         return (

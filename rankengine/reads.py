@@ -26,7 +26,7 @@ from rankengine.core import (
     _check_style,
     _member_list,
 )
-from rankengine.scoring import Member, Score, check_meta, describe
+from rankengine.scoring import Member, Score, check_meta, describe, member_error
 
 __all__ = ["DEFAULT_PAGE_SIZE", "BoardReads", "PercentileMethod", "rank_outside"]
 
@@ -62,8 +62,10 @@ class BoardReads(BoardCore):
         """The score of ``member``; ``KeyError`` when absent."""
         try:
             primary = self._primary[member]
-        except (KeyError, TypeError):
+        except KeyError:
             raise KeyError(member) from None
+        except TypeError:
+            raise member_error(member) from None
         return self._codec.score(primary)  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[Member]:
@@ -79,7 +81,10 @@ class BoardReads(BoardCore):
 
         Runtime complexity: O(1)
         """
-        primary = self._primary.get(member, _MISSING)
+        try:
+            primary = self._primary.get(member, _MISSING)
+        except TypeError:
+            raise member_error(member) from None
         if primary is _MISSING:
             return default
         return self._codec.score(primary)
@@ -90,7 +95,10 @@ class BoardReads(BoardCore):
         Runtime complexity: O(log N)
         """
         with self._lock:
-            primary = self._primary.get(member, _MISSING)
+            try:  # free unless it raises: no type test on the hottest read
+                primary = self._primary.get(member, _MISSING)
+            except TypeError:
+                raise member_error(member) from None
             if style is None:
                 style = self._rank_style
             else:
@@ -126,7 +134,10 @@ class BoardReads(BoardCore):
         """
         with self._lock:
             style = self._style(style)
-            primary = self._primary.get(member, _MISSING)
+            try:
+                primary = self._primary.get(member, _MISSING)
+            except TypeError:
+                raise member_error(member) from None
             if primary is _MISSING:
                 return None
             return self._make_entry(
@@ -157,7 +168,10 @@ class BoardReads(BoardCore):
             style = self._style(style)
             out: list[Entry | None] = []
             for member in _member_list(members):
-                primary = self._primary.get(member, _MISSING)
+                try:
+                    primary = self._primary.get(member, _MISSING)
+                except TypeError:
+                    raise member_error(member) from None
                 if primary is _MISSING:
                     out.append(None)
                 else:
@@ -238,7 +252,10 @@ class BoardReads(BoardCore):
         if method not in _PERCENTILE_METHODS:
             raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
         with self._lock:
-            primary = self._primary.get(member, _MISSING)
+            try:
+                primary = self._primary.get(member, _MISSING)
+            except TypeError:
+                raise member_error(member) from None
             if primary is _MISSING:
                 return None
             n = len(self)
@@ -292,7 +309,10 @@ class BoardReads(BoardCore):
         Runtime complexity: O(size of meta)
         """
         with self._lock:
-            data = self._meta.get(member)
+            try:
+                data = self._meta.get(member)
+            except TypeError:
+                raise member_error(member) from None
             return None if data is None else check_meta(data)
 
     def top(
@@ -408,7 +428,10 @@ class BoardReads(BoardCore):
             above = _check_count(above, "above")
             below = _check_count(below, "below")
             style = self._style(style)  # checked even when the member is absent
-            primary = self._primary.get(member, _MISSING)
+            try:
+                primary = self._primary.get(member, _MISSING)
+            except TypeError:
+                raise member_error(member) from None
             if primary is _MISSING:
                 return []
             n = len(self)

@@ -61,7 +61,15 @@ from rankengine.redis_codec import (
     encode_meta,
 )
 from rankengine.redis_scripts import ScriptError, ScriptRunner
-from rankengine.scoring import Member, Order, Score, ScoreCodec, _same_meta, check_meta
+from rankengine.scoring import (
+    Member,
+    Order,
+    Score,
+    ScoreCodec,
+    _same_meta,
+    check_lookup,
+    check_meta,
+)
 
 __all__ = [
     "Pending",
@@ -1277,15 +1285,15 @@ class RedisLeaderboard(Uncopyable):
         return encode_member(member)  # type: ignore[arg-type]
 
     def _key_or_none(self, member: object) -> bytes | None:
-        """The stored form of a member to look up, or None if it cannot be one."""
+        """The stored form of a member to look up, or None if it cannot be one
+        (a hashable value of another type); an unhashable value raises."""
         kind = type(member)
         if kind is str or kind is bytes or kind is int:
             try:
                 return encode_member(member)  # type: ignore[arg-type]
             except ValueError:
                 return None
-        if isinstance(member, (list, dict, set)):
-            raise TypeError(f"unhashable type: '{kind.__name__}'")
+        check_lookup(member)  # a hashable value of another type is just absent
         return None
 
     def _check_pairs(

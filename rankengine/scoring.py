@@ -153,7 +153,44 @@ def check_member(member: object) -> None:
     if kind is str or kind is int or kind is bytes:
         return
     if isinstance(member, bool) or not isinstance(member, (str, bytes, int)):
-        raise TypeError(f"member must be str, bytes or int, not {kind.__name__}")
+        raise member_error(member)
+
+
+def member_error(member: object) -> TypeError:
+    """The error for a value that is not a member: it names the value's type
+    and the member types accepted.
+
+    Writes raise it for any value that is not a member (see
+    :func:`check_member`).  Reads raise it only for a value that cannot even
+    be looked up (an unhashable one, such as a list); any hashable value that
+    is not on the board is simply absent there.
+
+    Runtime complexity: O(1)
+
+    >>> member_error(["a"])
+    TypeError('member must be str, bytes or int, not list')
+    """
+    return TypeError(f"member must be str, bytes or int, not {type(member).__name__}")
+
+
+def check_lookup(member: object) -> None:
+    """Raise :func:`member_error` if ``member`` cannot be looked up (it is
+    unhashable), for reads that find members without a ``dict`` (which
+    raises for them itself).  Any hashable value passes: a read answers that
+    it is absent.
+
+    Runtime complexity: that of ``hash(member)``
+
+    >>> check_lookup(("a", 1))
+    >>> check_lookup({"a": 1})
+    Traceback (most recent call last):
+    ...
+    TypeError: member must be str, bytes or int, not dict
+    """
+    try:
+        hash(member)
+    except TypeError:
+        raise member_error(member) from None
 
 
 def check_meta(meta: object) -> dict[str, Any]:

@@ -71,7 +71,7 @@ from rankengine.packed import PackedScore
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.redis_codec import MAXCLOCK
-from rankengine.scoring import Member, Score, ScoreCodec, check_member
+from rankengine.scoring import Member, Score, ScoreCodec, check_lookup, check_member
 from rankengine.shard_merge import Shard, ShardMerge
 
 __all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
@@ -349,7 +349,7 @@ class ShardedLeaderboard(ShardMerge):
         """
         if when not in _WHEN_VALUES:
             raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
-        return len(self._batch(items, when, increment=False)[0])
+        return self._batch(items, when, increment=False)[0]
 
     def incr_many(
         self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
@@ -790,8 +790,7 @@ class ShardedLeaderboard(ShardMerge):
         kind = type(member)
         if kind is str or kind is bytes or kind is int:
             return self._shards[self.shard_of(member)]  # type: ignore[arg-type]
-        if isinstance(member, (list, dict, set)):
-            raise TypeError(f"unhashable type: '{kind.__name__}'")
+        check_lookup(member)  # a hashable value of another type is just absent
         return None
 
     def _member_type(self) -> type | None:
@@ -829,9 +828,18 @@ class ShardedLeaderboard(ShardMerge):
         when: When | None,
         *,
         increment: bool,
-    ) -> tuple[dict[Any, int], dict[Member, Score]]:
+    ) -> tuple[int, dict[Member, Score]]:
         """Plan a batch as consecutive single writes would run it, then apply
-        each shard's part in one call."""
+        each shard's part in one call.
+
+        Returns what ``set_many`` reports (how many members changed) and what
+        ``incr_many`` reports (each member's score now).  A shard written by
+        another writer since the plan read it refuses the plan's part; that
+        part is replayed as the shard's own batch, and what the replay
+        reports replaces the plan's for its members: its count in a
+        ``set_many``, its scores in an ``incr_many`` (the other half of the
+        pair stays the plan's: its caller does not read it).
+        """
         what = "delta" if increment else "score"
         source = items.items() if isinstance(items, Mapping) else items
         codec = self._codec
@@ -893,17 +901,22 @@ class ShardedLeaderboard(ShardMerge):
                         "largest a Redis shard holds: the batch is refused whole, nothing "
                         "was written"
                     )
+            changed = len(stamps)
             for i, members in groups.items():
                 changes: list[Change] = [
                     (PUT, m, current[m], c) for m, c in stamps.items() if placed[m] == i
                 ]
                 if not changes:
-                    continue
+                    continue  # nothing to write: what the plan read stands (as if run first)
                 expect = [(m, states[m]) for m in members]
                 if not self._shards[i].commit(changes, expect):
-                    self._replay_batch(i, pairs, placed, when, increment)
+                    replayed = self._replay_batch(i, pairs, placed, when, increment)
+                    if isinstance(replayed, dict):
+                        results.update(replayed)
+                    else:
+                        changed += replayed - len(changes)
             self._clock = max(self._clock, clock)
-            return stamps, results
+            return changed, results
 
     def _replay_batch(
         self,
@@ -912,17 +925,21 @@ class ShardedLeaderboard(ShardMerge):
         placed: dict[Any, int],
         when: When | None,
         increment: bool,
-    ) -> None:
+    ) -> int | dict[Member, Score]:
         """A shard changed under the plan (another writer): run its part as
-        that shard's own batch."""
+        that shard's own batch and return what that batch returned (how many
+        members ``set_many`` changed, or the scores ``incr_many`` left), which
+        may differ from what the plan expected.
+        """
         shard = self._shards[i]
         mine = [(m, v) for m, v in pairs if placed[m] == i]
         with shard.floor(self._clock):
             if increment:
-                shard.board.incr_many(mine)
+                replayed: int | dict[Member, Score] = shard.board.incr_many(mine)
             else:
-                shard.board.set_many(mine, when=when)
+                replayed = shard.board.set_many(mine, when=when)
         self._clock = max(self._clock, shard.last_clock())
+        return replayed
 
     def _remove_rows(self, rows: list[tuple[Any, ...]]) -> None:
         groups: dict[int, list[Any]] = {}

@@ -431,3 +431,153 @@ def test_union_of_a_composite_board_says_why_without_blaming_weights() -> None:
         message = str(caught.value)
         assert "weights" not in message
         assert "composite" in message and "scalar" in message
+
+
+# ----------------------------------------------------------------------
+# Reads given a member that cannot be one
+# ----------------------------------------------------------------------
+def _unhashable_board(kind: str, root: Any) -> Any:
+    """A board of ``kind`` holding ann (50) and bob (30)."""
+    from conftest import board_factory
+
+    from rankengine import Leaderboard
+    from rankengine.decay import DecayedLeaderboard
+    from rankengine.periodic import PeriodicLeaderboard
+    from rankengine.sharded import ShardedLeaderboard
+    from rankengine.window import SlidingWindowLeaderboard
+
+    if kind == "durable":
+        board: Any = Leaderboard.open(root, fsync="never")
+    elif kind == "periodic":
+        board = PeriodicLeaderboard("daily", clock=lambda: 1000.0)
+    elif kind == "window":
+        board = SlidingWindowLeaderboard("daily", 3, clock=lambda: 1000.0)
+    elif kind == "decayed":
+        board = DecayedLeaderboard(half_life=60, clock=lambda: 1000.0)
+        board.add("ann", 50)
+        board.add("bob", 30)
+        return board
+    elif kind == "sharded":
+        board = ShardedLeaderboard([Leaderboard(), Leaderboard(), Leaderboard()])
+    elif kind == "sharded-redis":
+        from redis_service import redis_board
+
+        board = ShardedLeaderboard([redis_board(), redis_board()])
+    else:
+        board = board_factory(kind)()
+    board.set("ann", 50)
+    board.set("bob", 30)
+    return board
+
+
+#: Every read that takes a member, called with ``m``.
+_MEMBER_READS: dict[str, Any] = {
+    "score": lambda b, m: b.score(m),
+    "score-default": lambda b, m: b.score(m, 0),
+    "rank": lambda b, m: b.rank(m),
+    "rank-dense": lambda b, m: b.rank(m, style="dense"),
+    "entry": lambda b, m: b.entry(m),
+    "entries": lambda b, m: b.entries(["ann", m]),
+    "around": lambda b, m: b.around(m, 1, 1),
+    "contains": lambda b, m: m in b,
+    "getitem": lambda b, m: b[m],
+    "meta": lambda b, m: b.meta(m),
+    "percentile": lambda b, m: b.percentile(m),
+}
+
+#: The reads each board kind has (a Leaderboard's whole set unless listed).
+_READS_OF: dict[str, list[str]] = {
+    "periodic": ["score", "score-default", "rank", "rank-dense", "entry", "around"],
+    "window": ["score", "score-default", "rank", "rank-dense", "entry", "around", "contains"],
+    "decayed": [
+        "score",
+        "score-default",
+        "rank",
+        "rank-dense",
+        "entry",
+        "entries",
+        "around",
+        "contains",
+    ],
+}
+
+_KINDS = [
+    "sortedlist",
+    "skiplist",
+    "redis",
+    "durable",
+    "periodic",
+    "window",
+    "decayed",
+    "sharded",
+    "sharded-redis",
+]
+
+_KIND_READS = [
+    pytest.param(kind, read, id=f"{kind}-{read}")
+    for kind in _KINDS
+    for read in _READS_OF.get(kind, list(_MEMBER_READS))
+]
+
+
+@pytest.mark.parametrize(
+    "bad", [["x"], {"x": 1}, bytearray(b"ann")], ids=lambda v: type(v).__name__
+)
+@pytest.mark.parametrize(("kind", "read"), _KIND_READS)
+def test_reads_of_an_unhashable_member_say_what_a_member_is(
+    tmp_path: Any, kind: str, read: str, bad: Any
+) -> None:
+    """A read given an unhashable value names its type and the member types
+    accepted, as a write does (not Python's bare "unhashable type"), and
+    changes nothing."""
+    board = _unhashable_board(kind, tmp_path / "board")
+    try:
+        # a periodic board's items are those of its current period's board
+        contents = board.board().items if kind == "periodic" else board.items
+        before = contents()
+        expected = f"member must be str, bytes or int, not {type(bad).__name__}$"
+        with pytest.raises(TypeError, match=expected):
+            _MEMBER_READS[read](board, bad)
+        assert contents() == before
+    finally:
+        if hasattr(board, "close"):
+            board.close()
+
+
+_ABSENT_ANSWERS: dict[str, Any] = {
+    "score": None,
+    "score-default": 0,
+    "rank": None,
+    "rank-dense": None,
+    "entry": None,
+    "entries": None,  # the absent member's place
+    "around": [],
+    "contains": False,
+    "getitem": KeyError,
+    "meta": None,
+    "percentile": None,
+}
+
+
+@pytest.mark.parametrize("absent", ["zed", ("ann",), 1.5, None], ids=repr)
+@pytest.mark.parametrize(("kind", "read"), _KIND_READS)
+def test_reads_of_an_absent_hashable_member_are_unchanged(
+    tmp_path: Any, kind: str, read: str, absent: Any
+) -> None:
+    """Any hashable value that is not on the board is simply absent: None,
+    the default, ``[]``, False or ``KeyError``, as before."""
+    board = _unhashable_board(kind, tmp_path / "board")
+    try:
+        answer = _ABSENT_ANSWERS[read]
+        if answer is KeyError:
+            with pytest.raises(KeyError):
+                _MEMBER_READS[read](board, absent)
+            return
+        got = _MEMBER_READS[read](board, absent)
+        if read == "entries":
+            assert got[0] is not None and got[0].member == "ann"
+            got = got[1]
+        assert got == answer
+    finally:
+        if hasattr(board, "close"):
+            board.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -105,3 +106,65 @@ def test_the_new_text_is_on_disk_before_it_replaces_file(
     new = target.stat().st_ino
     assert ("replace", new) in steps
     assert ("fsync", new) in steps[: steps.index(("replace", new))]
+
+
+@pytest.fixture
+def umask_027() -> Iterator[int]:
+    """The process umask set to 0o027 for the test (not the usual 0o022, so
+    that a mode computed from a remembered default would show)."""
+    previous = os.umask(0o027)
+    try:
+        yield 0o027
+    finally:
+        os.umask(previous)
+
+
+@pytest.fixture
+def umask_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every mask ``os.umask`` is called with from here on."""
+    calls: list[int] = []
+    real_umask = os.umask
+
+    def umask(mask: int) -> int:
+        calls.append(mask)
+        return real_umask(mask)
+
+    monkeypatch.setattr(os, "umask", umask)
+    return calls
+
+
+def test_a_new_file_gets_the_mode_open_gives_and_the_umask_is_left_alone(
+    tmp_path: Path, umask_027: int, umask_calls: list[int]
+) -> None:
+    """A new FILE gets ``0o666`` less the umask, as ``open()`` gives it;
+    and the umask is never changed to read it: setting it to 0, even for a
+    moment, gives another thread's new files mode 0o666 (or 0o777)."""
+    target = tmp_path / "export.csv"
+    with output_file(str(target)) as out:
+        out.write("whole\n")
+    with open(tmp_path / "by-open.csv", "w", encoding="utf-8") as plain:
+        plain.write("whole\n")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask_027 == 0o640
+    assert stat.S_IMODE(target.stat().st_mode) == stat.S_IMODE(
+        (tmp_path / "by-open.csv").stat().st_mode
+    )
+    assert umask_calls == []
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o604, 0o664])
+def test_a_replaced_file_keeps_its_mode(
+    tmp_path: Path, umask_027: int, umask_calls: list[int], mode: int
+) -> None:
+    """A replaced FILE keeps its own permissions, whatever the umask, and
+    the text is not readable by more users while it is being written than
+    the file is before and after."""
+    target = tmp_path / "export.csv"
+    target.write_text("the previous export\n", encoding="utf-8")
+    target.chmod(mode)
+    with output_file(str(target)) as out:
+        (temp,) = [p for p in tmp_path.iterdir() if p != target]
+        assert stat.S_IMODE(temp.stat().st_mode) & ~mode == 0
+        out.write("whole\n")
+    assert target.read_text(encoding="utf-8") == "whole\n"
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+    assert umask_calls == []

@@ -289,6 +289,59 @@ def test_an_increment_that_keeps_the_score_returns_the_stored_score() -> None:
     sharded._check()
 
 
+def _write_after_the_plan_reads(monkeypatch: Any, shard: Any, write: Any) -> None:
+    """Run ``write`` (another writer, on the shard's own board) once, just
+    after the sharded board's next batch has read the shard's states for its
+    plan: the plan no longer holds and the batch replays that shard's part."""
+    read = shard.states
+
+    def states(members: list[Any]) -> dict[Any, Any]:
+        found = read(members)
+        monkeypatch.setattr(shard, "states", read)
+        write(shard.board)
+        return found
+
+    monkeypatch.setattr(shard, "states", states)
+
+
+@pytest.mark.parametrize("kind", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def test_a_batch_replayed_on_a_changed_shard_returns_what_the_replay_did(
+    monkeypatch: Any, kind: str
+) -> None:
+    """incr_many returns the scores the members now hold and set_many the
+    number of members it changed, also on a shard written by another writer
+    between the plan and its commit (not what the plan expected)."""
+    make = redis_board if kind == "redis" else Leaderboard
+    sharded = ShardedLeaderboard([make(), make()])
+    try:
+        names = [f"n{i}" for i in range(20)]
+        x = next(m for m in names if sharded.shard_of(m) == 0)
+        y = next(m for m in names if sharded.shard_of(m) == 1)
+        sharded.set_many({x: 5, y: 5})
+        shard = sharded._shards[0]
+
+        _write_after_the_plan_reads(monkeypatch, shard, lambda b: b.set(x, 100))
+        assert sharded.incr_many({x: 1, y: 1}) == {x: 101, y: 6}
+        assert dict(sharded.items()) == {x: 101, y: 6}
+        sharded._check()
+
+        # the plan sees x at 101 and would change it; the other writer set it
+        # to 7 first, so the replay changes nothing on x's shard
+        _write_after_the_plan_reads(monkeypatch, shard, lambda b: b.set(x, 7))
+        assert sharded.set_many({x: 7, y: 8}) == 1
+        assert dict(sharded.items()) == {x: 7, y: 8}
+        sharded._check()
+
+        # the replay keeps the batch's condition: x was removed first, so
+        # "present" skips it
+        _write_after_the_plan_reads(monkeypatch, shard, lambda b: b.remove(x))
+        assert sharded.set_many({x: 9, y: 9}, when="present") == 1
+        assert dict(sharded.items()) == {y: 9}
+        sharded._check()
+    finally:
+        sharded.close()
+
+
 def test_ints_beyond_the_float_range_mixed_with_floats_raise_a_clear_error() -> None:
     big = 10**400
     sharded = ShardedLeaderboard.local(3)
