@@ -222,6 +222,18 @@ class BoardCore:
         except TypeError:
             raise member_error(member) from None
 
+    def _lookup(self, member: object) -> Any:
+        """The member's primary key, or ``_MISSING`` when it is absent; a
+        value that cannot be looked up (unhashable) raises the write's
+        :func:`~rankengine.scoring.member_error`.  (``rank`` inlines it.)
+
+        Runtime complexity: O(1)
+        """
+        try:  # free unless it raises: no type test on the read path
+            return self._primary.get(member, _MISSING)
+        except TypeError:
+            raise member_error(member) from None
+
     def __repr__(self) -> str:
         return (
             f"Leaderboard(order={self._order!r}, tie_break={self._tie_break!r}, "

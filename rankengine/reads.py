@@ -81,10 +81,7 @@ class BoardReads(BoardCore):
 
         Runtime complexity: O(1)
         """
-        try:
-            primary = self._primary.get(member, _MISSING)
-        except TypeError:
-            raise member_error(member) from None
+        primary = self._lookup(member)
         if primary is _MISSING:
             return default
         return self._codec.score(primary)
@@ -134,10 +131,7 @@ class BoardReads(BoardCore):
         """
         with self._lock:
             style = self._style(style)
-            try:
-                primary = self._primary.get(member, _MISSING)
-            except TypeError:
-                raise member_error(member) from None
+            primary = self._lookup(member)
             if primary is _MISSING:
                 return None
             return self._make_entry(
@@ -168,10 +162,7 @@ class BoardReads(BoardCore):
             style = self._style(style)
             out: list[Entry | None] = []
             for member in _member_list(members):
-                try:
-                    primary = self._primary.get(member, _MISSING)
-                except TypeError:
-                    raise member_error(member) from None
+                primary = self._lookup(member)
                 if primary is _MISSING:
                     out.append(None)
                 else:
@@ -252,10 +243,7 @@ class BoardReads(BoardCore):
         if method not in _PERCENTILE_METHODS:
             raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
         with self._lock:
-            try:
-                primary = self._primary.get(member, _MISSING)
-            except TypeError:
-                raise member_error(member) from None
+            primary = self._lookup(member)
             if primary is _MISSING:
                 return None
             n = len(self)
@@ -428,10 +416,7 @@ class BoardReads(BoardCore):
             above = _check_count(above, "above")
             below = _check_count(below, "below")
             style = self._style(style)  # checked even when the member is absent
-            try:
-                primary = self._primary.get(member, _MISSING)
-            except TypeError:
-                raise member_error(member) from None
+            primary = self._lookup(member)
             if primary is _MISSING:
                 return []
             n = len(self)
