@@ -69,6 +69,7 @@ from rankengine.scoring import (
     _same_meta,
     check_lookup,
     check_meta,
+    is_member,
 )
 
 __all__ = [
@@ -1288,7 +1289,7 @@ class RedisLeaderboard(Uncopyable):
         """The stored form of a member to look up, or None if it cannot be one
         (a hashable value of another type); an unhashable value raises."""
         kind = type(member)
-        if kind is str or kind is bytes or kind is int:
+        if kind is str or kind is bytes or kind is int or is_member(member):
             try:
                 return encode_member(member)  # type: ignore[arg-type]
             except ValueError:

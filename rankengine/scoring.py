@@ -152,8 +152,23 @@ def check_member(member: object) -> None:
     kind = type(member)
     if kind is str or kind is int or kind is bytes:
         return
-    if isinstance(member, bool) or not isinstance(member, (str, bytes, int)):
+    if not is_member(member):
         raise member_error(member)
+
+
+def is_member(member: object) -> bool:
+    """True for a value writes take as a member: a ``str``, ``bytes`` or
+    ``int``, or an instance of a subclass of one (stored as the plain value
+    it equals), but not a ``bool``.  Reads that find members by their stored
+    form use it, so that they find what a write stored.
+
+    Runtime complexity: O(1)
+
+    >>> class Name(str): ...
+    >>> is_member(Name("ann")), is_member(7), is_member(True), is_member(1.5)
+    (True, True, False, False)
+    """
+    return isinstance(member, (str, bytes, int)) and not isinstance(member, bool)
 
 
 def member_error(member: object) -> TypeError:

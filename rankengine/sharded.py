@@ -71,7 +71,7 @@ from rankengine.packed import PackedScore
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.redis_codec import MAXCLOCK
-from rankengine.scoring import Member, Score, ScoreCodec, check_lookup, check_member
+from rankengine.scoring import Member, Score, ScoreCodec, check_lookup, check_member, is_member
 from rankengine.shard_merge import Shard, ShardMerge
 
 __all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
@@ -788,7 +788,7 @@ class ShardedLeaderboard(ShardMerge):
 
     def _shard_or_none(self, member: object) -> Shard | None:
         kind = type(member)
-        if kind is str or kind is bytes or kind is int:
+        if kind is str or kind is bytes or kind is int or is_member(member):
             return self._shards[self.shard_of(member)]  # type: ignore[arg-type]
         check_lookup(member)  # a hashable value of another type is just absent
         return None

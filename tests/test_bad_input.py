@@ -581,3 +581,27 @@ def test_reads_of_an_absent_hashable_member_are_unchanged(
     finally:
         if hasattr(board, "close"):
             board.close()
+
+
+class _Name(str):
+    """A ``str`` subclass: writes accept it as the ``str`` it equals."""
+
+
+@pytest.mark.parametrize(("kind", "read"), _KIND_READS)
+def test_reads_find_a_member_given_as_a_str_subclass(tmp_path: Any, kind: str, read: str) -> None:
+    """A write takes a member of a ``str`` subclass as the ``str`` it equals;
+    a read given it must find that member too (sharded and Redis boards
+    answered as if it were absent)."""
+    board = _unhashable_board(kind, tmp_path / "board")
+    try:
+        if kind == "decayed":
+            board.add(_Name("cid"), 40)
+        else:
+            board.set(_Name("cid"), 40, **({"meta": {"team": "red"}} if read == "meta" else {}))
+        if kind == "window":
+            board.refresh()  # the window shows the buckets as of a refresh
+        assert _MEMBER_READS[read](board, _Name("cid")) == _MEMBER_READS[read](board, "cid")
+        assert _MEMBER_READS[read](board, _Name("cid")) != _ABSENT_ANSWERS[read]
+    finally:
+        if hasattr(board, "close"):
+            board.close()
