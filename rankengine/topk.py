@@ -688,6 +688,25 @@ class TopK:
             raise
 
 
+def _owner_of(key: Key, owner: Callable[[Key], int], trackers: Sequence[TopK]) -> int:
+    """``owner(key)``, checked: an index of ``trackers``, and no other tracker counted ``key``.
+
+    A merge with ``owner`` reads a key's count from its owner alone, so an
+    owner that disagrees with the trackers (those of a pipeline with another
+    partition count or routing seed) would report counts below the truth.
+    """
+    i = owner(key)
+    if type(i) is not int or not 0 <= i < len(trackers):
+        raise ValueError(f"owner({key!r}) is {i!r}, not a tracker index in [0, {len(trackers)})")
+    for j, tracker in enumerate(trackers):
+        if j != i and key in tracker._cands:
+            raise ValueError(
+                f"owner({key!r}) is {i} but tracker {j} counted it: the trackers were "
+                "not routed by this owner"
+            )
+    return i
+
+
 def merge_topk(
     trackers: Sequence[TopK],
     *,
@@ -726,7 +745,8 @@ def merge_topk(
 
     :param trackers: trackers of equal sketch shape, seed and update rule
     :param weights: positive int weight per tracker (default all 1)
-    :param owner: index of the only tracker that can have counted a key
+    :param owner: index of the only tracker that can have counted a key; a
+        candidate of any other tracker raises :class:`ValueError`
     :param k: ``k`` of the result (default: the first tracker's)
     :param capacity: candidate slots of the result (default: the first's)
     :return: a new tracker
@@ -759,7 +779,7 @@ def merge_topk(
         idx = result._indexes(key)
         upper_sum = 0
         lower = 0
-        sources = range(len(trackers)) if owner is None else (owner(key),)
+        sources = range(len(trackers)) if owner is None else (_owner_of(key, owner, trackers),)
         for i in sources:
             rec = trackers[i]._cands.get(key)
             if rec is not None:

@@ -431,13 +431,29 @@ class PartitionedTopK:
     def merge(self, parts: list[TopK]) -> TopK:
         """Merge partition trackers: each key's count from its owner partition.
 
+        ``parts`` must be this pipeline's (or one routed the same way): one
+        tracker per partition, in order; anything else raises
+        :class:`ValueError`.
+
         Runtime complexity: as :func:`~rankengine.topk.merge_topk`
 
         >>> pipe = PartitionedTopK(3, k=1, width=8, depth=1)
         >>> pipe.add("a", 4)
         >>> pipe.merge(pipe.partition_trackers()).top()
         [TopItem(key='a', count=4, error=0)]
+        >>> pipe.merge(pipe.partition_trackers()[:2])
+        Traceback (most recent call last):
+        ...
+        ValueError: 2 trackers for 3 partitions: merge takes one tracker per partition
+
+        :param parts: one tracker per partition, in partition order
+        :return: a new tracker
         """
+        if len(parts) != self.partitions:
+            raise ValueError(
+                f"{len(parts)} trackers for {self.partitions} partitions: "
+                "merge takes one tracker per partition"
+            )
         return merge_topk(parts, owner=self.owner)
 
     def snapshot(self) -> TopK:

@@ -376,3 +376,22 @@ def test_reset_and_memory_report() -> None:
     tracker.reset()
     tracker._check()
     assert (tracker.total, len(tracker), tracker.logical_bytes) == (0, 0, empty)
+
+
+def test_merge_with_owner_refuses_a_key_counted_by_another_tracker() -> None:
+    """With ``owner`` a key's count comes from its owner only: an owner that
+    disagrees with where a key was counted must be refused, not give a count
+    below the truth (here "x" was counted 10 times and would be reported 3)."""
+    a = TopK(1, capacity=1, width=1, depth=1)
+    b = TopK(1, capacity=1, width=1, depth=1)
+    a.add("x", 10)
+    b.add("y", 3)
+    before = (a.to_bytes(), b.to_bytes())
+    with pytest.raises(ValueError, match=r"owner\('x'\) is 1 but tracker 0 counted it"):
+        merge_topk([a, b], owner=lambda key: 1)
+    with pytest.raises(ValueError, match=r"owner\('x'\) is 2, not a tracker index in \[0, 2\)"):
+        merge_topk([a, b], owner=lambda key: 2)
+    assert (a.to_bytes(), b.to_bytes()) == before
+    merged = merge_topk([a, b], owner={"x": 0, "y": 1}.__getitem__, capacity=2)
+    merged._check()
+    assert merged.top(2) == [TopItem("x", 10, 0), TopItem("y", 3, 0)]

@@ -418,3 +418,30 @@ def test_same_bytes_and_tops_under_different_python_hash_seeds() -> None:
     assert (first.pop("hash_seed"), second.pop("hash_seed")) == ("1", "4242")
     assert first == second
     assert len(first["windows"]) == 3  # type: ignore[arg-type]
+
+
+def test_pipeline_merge_refuses_trackers_of_another_routing() -> None:
+    """merge() reads each key from the partition its router names: trackers of
+    a pipeline with another partition count or routing seed are refused with a
+    clear error (they used to raise IndexError or 'bad candidate counts')."""
+    stream = [f"k{i % 11}" for i in range(200)]
+    four = PartitionedTopK(4, k=3, width=64, depth=2)
+    two = PartitionedTopK(2, k=3, width=64, depth=2)
+    reseeded = PartitionedTopK(2, k=3, width=64, depth=2, route_seed=1)
+    for pipe in (four, two, reseeded):
+        pipe.add_many(stream)
+    with pytest.raises(ValueError, match="4 trackers for 2 partitions"):
+        two.merge(four.partition_trackers())
+    with pytest.raises(ValueError, match="2 trackers for 4 partitions"):
+        four.merge(two.partition_trackers())
+    with pytest.raises(ValueError, match=r"but tracker \d counted it"):
+        two.merge(reseeded.partition_trackers())
+    merged = two.merge(two.partition_trackers())
+    merged._check()
+    truth = Counter(stream)
+    assert merged.total == len(stream)
+    assert [i.count for i in merged.top()] == [count for _, count in truth.most_common(3)]
+    for key, count in truth.items():
+        lower, upper = merged.bounds(key)
+        assert lower <= count <= upper
+    two._check()
