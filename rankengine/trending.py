@@ -65,6 +65,8 @@ class WindowSource(Protocol):
     """What :class:`TumblingWindows` needs from the structure it fills.
 
     :class:`LocalSource` (one tracker) and :class:`PartitionedTopK` provide it.
+    A source may also have an int ``limit``, the most events one window can
+    count: a batch past it is then refused before a window is published.
 
     >>> source: WindowSource = LocalSource(TopK(k=1, width=8, depth=1))
     """
@@ -99,6 +101,17 @@ class LocalSource:
         Runtime complexity: O(1)
         """
         self.tracker = tracker
+
+    @property
+    def limit(self) -> int:
+        """The most events one window can count (the tracker's counter limit).
+
+        Runtime complexity: O(1)
+
+        >>> LocalSource(TopK(k=1, width=8, depth=1)).limit == 2**32 - 1
+        True
+        """
+        return int(self.tracker._limit)
 
     def add(self, key: Key, n: int = 1) -> object:
         """Count ``n`` occurrences of ``key``; return the evicted candidate, if any.
@@ -654,9 +667,22 @@ class TumblingWindows:
         """Event time where window ``index`` starts (and window ``index - 1`` ends)."""
         return self.origin + index * self.length
 
-    def _enter(self, ts: float | None) -> bool:
-        """Move to the window of ``ts``, publishing as needed; False if ``ts`` is late."""
+    def _enter(self, ts: float | None, n: int) -> bool:
+        """Move to the window of ``ts`` for ``n`` events, publishing as needed.
+
+        Returns False if ``ts`` is late.  ``n`` events that would open a new
+        window but cannot fit in one raise :class:`OverflowError` before
+        anything changes (in the open window, the source itself refuses them
+        unchanged).
+        """
         index = self.window_of(self.clock() if ts is None else ts)
+        if self.current is None or index > self.current:
+            limit = getattr(self._source, "limit", None)
+            if type(limit) is int and n > limit:
+                raise OverflowError(
+                    f"{n} events in one window are past the counter limit {limit}: "
+                    "use counter_bits=64 or shorter windows"
+                )
         if self.current is None:
             self.current = index
         elif index < self.current:
@@ -682,7 +708,7 @@ class TumblingWindows:
         """
         check_key(key)
         check_positive(n)
-        if not self._enter(ts):
+        if not self._enter(ts, n):
             self.late_events += n
             return
         self._source.add(key, n)
@@ -718,7 +744,7 @@ class TumblingWindows:
         check_keys(counts)
         for key, n in counts.items():
             check_positive(n, f"count of {key!r}")
-        if not self._enter(ts):
+        if not self._enter(ts, sum(counts.values())):
             self.late_events += sum(counts.values())
             return
         self._source.add_counts(counts)

@@ -445,3 +445,31 @@ def test_pipeline_merge_refuses_trackers_of_another_routing() -> None:
         lower, upper = merged.bounds(key)
         assert lower <= count <= upper
     two._check()
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_batch_past_the_counter_limit_publishes_no_window(pipeline: bool) -> None:
+    """An event that opens a new window but cannot fit in one raises
+    OverflowError before the open window is published: nothing changes."""
+    seen: list[Window] = []
+    source = PartitionedTopK(2, k=2, width=16, depth=2) if pipeline else None
+    tw = TumblingWindows(
+        10.0, k=2, width=16, depth=2, clock=FakeClock(), source=source, on_publish=seen.append
+    )
+    with pytest.raises(OverflowError):
+        tw.add("a", 2**32, ts=1.0)  # the first event: not even the clock moves
+    assert tw.current is None
+    tw.add("a", ts=1.0)
+    for call in [
+        lambda: tw.add("b", 2**32, ts=15.0),
+        lambda: tw.add_counts({"b": 2**31, "c": 2**31}, ts=15.0),
+        lambda: tw.add_counts({"b": 2**32}, ts=1e6),
+    ]:
+        with pytest.raises(OverflowError, match="counter limit"):
+            call()  # type: ignore[no-untyped-call]
+        assert (tw.current, tw.windows(), seen, tw.late_events) == (0, [], [], 0)
+        assert [(i.key, i.count) for i in tw.current_top()] == [("a", 1)]
+        tw._check()
+    tw.add("b", 2**32 - 1, ts=15.0)  # exactly at the limit fits in the new window
+    assert [(w.index, w.total) for w in tw.windows()] == [(0, 1)]
+    tw._check()
