@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final, Protocol
 
-from rankengine.hashing import Key, check_count_map, check_key, check_keys, count_keys, make_indexer
+from rankengine.hashing import Key, check_count_map, check_key, count_keys, make_indexer
 from rankengine.sketch import check_positive
 from rankengine.topk import TopItem, TopK, merge_topk
 
@@ -741,7 +741,7 @@ class TumblingWindows:
         :param counts: mapping key -> positive int
         :param ts: event time of the whole batch
         """
-        check_keys(counts)
+        check_count_map(counts)
         for key, n in counts.items():
             check_positive(n, f"count of {key!r}")
         if not self._enter(ts, sum(counts.values())):

@@ -473,3 +473,17 @@ def test_a_batch_past_the_counter_limit_publishes_no_window(pipeline: bool) -> N
     tw.add("b", 2**32 - 1, ts=15.0)  # exactly at the limit fits in the new window
     assert [(w.index, w.total) for w in tw.windows()] == [(0, 1)]
     tw._check()
+
+
+@pytest.mark.parametrize("counts", [[("a", 2), ("b", 1)], ["a", "b"], "ab"])
+def test_windows_add_counts_of_pairs_or_keys_says_it_takes_a_mapping(counts: object) -> None:
+    """As for TopK and the pipeline: pairs or bare keys given to add_counts are
+    refused as not a mapping (a str used to fail with AttributeError)."""
+    tw = TumblingWindows(10.0, k=2, width=16, depth=2, clock=FakeClock())
+    tw.add("a", ts=1.0)
+    before = tw._source.snapshot().to_bytes()
+    with pytest.raises(TypeError, match="mapping"):
+        tw.add_counts(counts, ts=15.0)  # type: ignore[arg-type]
+    assert (tw.current, tw.windows(), tw.late_events) == (0, [], 0)
+    assert tw._source.snapshot().to_bytes() == before
+    tw._check()
