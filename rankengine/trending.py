@@ -541,6 +541,14 @@ class PartitionedTopK:
 # -- tumbling windows ------------------------------------------------------------
 
 
+def _finite(x: float) -> bool:
+    """Whether ``x`` is finite as a float (an int too large for a float is not)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 @dataclass(frozen=True)
 class Window:
     """One published window: ``[start, end)`` of event time and its top-k.
@@ -614,7 +622,7 @@ class TumblingWindows:
         if not (
             isinstance(length, (int, float))
             and not isinstance(length, bool)
-            and math.isfinite(length)
+            and _finite(length)
             and length > 0
         ):
             raise ValueError(f"length must be a positive finite number, got {length!r}")
@@ -635,7 +643,7 @@ class TumblingWindows:
 
     @staticmethod
     def _time(ts: object) -> float:
-        if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not math.isfinite(ts):
+        if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not _finite(ts):
             raise ValueError(f"event time must be a finite number, got {ts!r}")
         return float(ts)
 
@@ -652,7 +660,13 @@ class TumblingWindows:
             ``start(i) = origin + i * length`` as :class:`Window` reports it
         """
         ts = self._time(ts)
-        index = math.floor((ts - self.origin) / self.length)
+        offset = (ts - self.origin) / self.length
+        if not math.isfinite(offset):
+            raise ValueError(
+                f"event time {ts!r} is too far from origin {self.origin!r} for windows of "
+                f"length {self.length!r}"
+            )
+        index = math.floor(offset)
         # The division rounds (3 * 0.7 / 0.7 < 3): settle the index against
         # the starts as computed, so that each event lies in its window's
         # published [start, end).  The rounding is far below one window (for

@@ -487,3 +487,27 @@ def test_windows_add_counts_of_pairs_or_keys_says_it_takes_a_mapping(counts: obj
     assert (tw.current, tw.windows(), tw.late_events) == (0, [], 0)
     assert tw._source.snapshot().to_bytes() == before
     tw._check()
+
+
+def test_times_that_do_not_fit_a_float_window_index_are_refused_with_value_error() -> None:
+    """An int time too large for a float, or a finite time so far from the
+    origin that its window index is infinite, is a bad event time: ValueError
+    (as for NaN), not an OverflowError from float conversion, and nothing changes."""
+    tw = TumblingWindows(1e-300, k=1, width=8, depth=1, clock=FakeClock())
+    tw.add("a", ts=0.0)
+    before = tw._source.snapshot().to_bytes()
+    for call in [
+        lambda: tw.add("a", ts=10**400),
+        lambda: tw.add("a", ts=1e300),
+        lambda: tw.add_many(["a"], ts=-1e300),
+        lambda: tw.advance(now=1e300),
+        lambda: tw.window_of(1e300),
+    ]:
+        with pytest.raises(ValueError, match="event time"):
+            call()  # type: ignore[no-untyped-call]
+        assert (tw.current, tw.windows(), tw.late_events) == (0, [], 0)
+        assert tw._source.snapshot().to_bytes() == before
+    tw._check()
+    for kwargs in [{"length": 10**400}, {"length": 1.0, "origin": 10**400}]:
+        with pytest.raises(ValueError):
+            TumblingWindows(**kwargs)  # type: ignore[arg-type]
