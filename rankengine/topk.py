@@ -46,7 +46,9 @@ key -> position, sifting in Python on every increment): 0.21 µs against
 
 Invariants (checked by :meth:`TopK._check`)::
 
+    1 <= k <= capacity, 0 <= total <= counter limit
     len(heap) == len(candidates) <= capacity, same keys, one entry each
+    heap sequence numbers unique, each below the next one handed out
     heap[i].stored <= heap[2i+1].stored and heap[2i+2].stored
     heap entry stored count <= candidate count
     0 <= error < count, flushed <= count, sketch(key) >= flushed
@@ -662,6 +664,10 @@ class TopK:
         try:
             cands, heap, sketch = self._cands, self._heap, self._sketch
             sketch._check()
+            # The configuration is valid, and the tracker is the sketch's.
+            assert 1 <= self.k <= self.capacity, (self.k, self.capacity)
+            assert self._limit == sketch._limit
+            assert 0 <= self.total <= self._limit, (self.total, self._limit)
             # At most capacity candidates, each with exactly one heap entry.
             assert len(cands) <= self.capacity
             assert len(heap) == len(cands)
@@ -672,6 +678,9 @@ class TopK:
                     if child < len(heap):
                         assert entry[:2] <= heap[child][:2], (i, entry, heap[child])
                 assert entry[0] <= cands[entry[2]][_COUNT], entry
+                # Sequence numbers are unique and below the next one to hand out.
+                assert 0 <= entry[1] < self._seq, (entry, self._seq)
+            assert len({entry[1] for entry in heap}) == len(heap)
             pending = 0
             for key, (count, error, flushed, idx) in cands.items():
                 # The bounds are sane and the cached indexes are the key's.

@@ -159,6 +159,10 @@ class LocalSource:
         tracker, self.tracker = self.tracker, self.tracker.empty_like()
         return tracker
 
+    def _check(self) -> None:
+        """Assert the tracker's invariants."""
+        self.tracker._check()
+
 
 # -- partitioned pipeline --------------------------------------------------------
 
@@ -899,9 +903,14 @@ class TumblingWindows:
                 if w.tracker is None:
                     assert w.total == 0 and w.top == ()
                 else:
+                    w.tracker._check()
                     assert w.total == w.tracker.total > 0
                     assert list(w.top) == w.tracker.top(self.k)
             assert self.late_events >= 0
+            # The open window's source holds its own invariants (when it can check them).
+            source_check = getattr(self._source, "_check", None)
+            if source_check is not None:
+                source_check()
         except AssertionError:
             print(f"TumblingWindows(current={self.current}, published={indexes})")
             raise

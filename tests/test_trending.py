@@ -511,3 +511,55 @@ def test_times_that_do_not_fit_a_float_window_index_are_refused_with_value_error
     for kwargs in [{"length": 10**400}, {"length": 1.0, "origin": 10**400}]:
         with pytest.raises(ValueError):
             TumblingWindows(**kwargs)  # type: ignore[arg-type]
+
+
+PIPE_KEYS = st.one_of(st.sampled_from([f"k{i}" for i in range(12)]), st.integers(-3, 3))
+PIPE_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), PIPE_KEYS, st.integers(1, 9)),
+        st.tuples(st.just("many"), st.lists(PIPE_KEYS, max_size=10)),
+        st.tuples(st.just("counts"), st.dictionaries(PIPE_KEYS, st.integers(1, 9), max_size=6)),
+        st.tuples(st.just("flush")),
+        st.tuples(st.just("snapshot")),
+        st.tuples(st.just("roll")),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=PIPE_OPS, partitions=st.integers(1, 4), flush_events=st.integers(1, 20))
+def test_pipeline_matches_an_exact_counter_step_by_step(
+    ops: list[tuple[object, ...]], partitions: int, flush_events: int
+) -> None:
+    """The pipeline's promise: every key is counted by one partition, and the
+    merged snapshot is as exact as the owning partition: with room for every
+    key and a sketch where these keys never share all their cells, exact."""
+    pipe = PartitionedTopK(
+        partitions, k=2, capacity=40, width=4096, depth=2, flush_events=flush_events
+    )
+    truth: Counter[object] = Counter()
+    for op in ops:
+        if op[0] == "add":
+            pipe.add(op[1], op[2])  # type: ignore[arg-type]
+            truth[op[1]] += op[2]  # type: ignore[operator]
+        elif op[0] == "many":
+            pipe.add_many(op[1])  # type: ignore[arg-type]
+            truth.update(op[1])  # type: ignore[arg-type]
+        elif op[0] == "counts":
+            pipe.add_counts(op[1])  # type: ignore[arg-type]
+            truth.update(op[1])  # type: ignore[arg-type]
+        elif op[0] == "flush":
+            pipe.flush()
+        else:
+            merged = pipe.snapshot() if op[0] == "snapshot" else pipe.roll()
+            merged._check()
+            assert merged.total == sum(truth.values())
+            assert {i.key: (i.count, i.error) for i in merged.top(40)} == {
+                key: (count, 0) for key, count in truth.items()
+            }
+            if op[0] == "roll":
+                truth = Counter()
+        pipe._check()
+    assert pipe.snapshot().total == sum(truth.values())
+    pipe._check()
