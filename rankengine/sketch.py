@@ -216,7 +216,7 @@ class CountMinSketch:
             raise ValueError(f"width must be an int in [1, 2**32], got {width!r}")
         if type(depth) is not int or not 1 <= depth <= MAX_VALUES:
             raise ValueError(f"depth must be an int in [1, {MAX_VALUES}], got {depth!r}")
-        if counter_bits not in COUNTER_TYPECODES:
+        if type(counter_bits) is not int or counter_bits not in COUNTER_TYPECODES:
             raise ValueError(f"counter_bits must be 32 or 64, got {counter_bits!r}")
         self.width = width
         self.depth = depth

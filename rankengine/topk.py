@@ -46,7 +46,9 @@ key -> position, sifting in Python on every increment): 0.21 µs against
 
 Invariants (checked by :meth:`TopK._check`)::
 
+    1 <= k <= capacity, 0 <= total <= counter limit
     len(heap) == len(candidates) <= capacity, same keys, one entry each
+    heap sequence numbers unique, each below the next one handed out
     heap[i].stored <= heap[2i+1].stored and heap[2i+2].stored
     heap entry stored count <= candidate count
     0 <= error < count, flushed <= count, sketch(key) >= flushed
@@ -662,6 +664,10 @@ class TopK:
         try:
             cands, heap, sketch = self._cands, self._heap, self._sketch
             sketch._check()
+            # The configuration is valid, and the tracker is the sketch's.
+            assert 1 <= self.k <= self.capacity, (self.k, self.capacity)
+            assert self._limit == sketch._limit
+            assert 0 <= self.total <= self._limit, (self.total, self._limit)
             # At most capacity candidates, each with exactly one heap entry.
             assert len(cands) <= self.capacity
             assert len(heap) == len(cands)
@@ -672,6 +678,9 @@ class TopK:
                     if child < len(heap):
                         assert entry[:2] <= heap[child][:2], (i, entry, heap[child])
                 assert entry[0] <= cands[entry[2]][_COUNT], entry
+                # Sequence numbers are unique and below the next one to hand out.
+                assert 0 <= entry[1] < self._seq, (entry, self._seq)
+            assert len({entry[1] for entry in heap}) == len(heap)
             pending = 0
             for key, (count, error, flushed, idx) in cands.items():
                 # The bounds are sane and the cached indexes are the key's.
@@ -686,6 +695,25 @@ class TopK:
         except AssertionError:
             print(repr(self))
             raise
+
+
+def _owner_of(key: Key, owner: Callable[[Key], int], trackers: Sequence[TopK]) -> int:
+    """``owner(key)``, checked: an index of ``trackers``, and no other tracker counted ``key``.
+
+    A merge with ``owner`` reads a key's count from its owner alone, so an
+    owner that disagrees with the trackers (those of a pipeline with another
+    partition count or routing seed) would report counts below the truth.
+    """
+    i = owner(key)
+    if type(i) is not int or not 0 <= i < len(trackers):
+        raise ValueError(f"owner({key!r}) is {i!r}, not a tracker index in [0, {len(trackers)})")
+    for j, tracker in enumerate(trackers):
+        if j != i and key in tracker._cands:
+            raise ValueError(
+                f"owner({key!r}) is {i} but tracker {j} counted it: the trackers were "
+                "not routed by this owner"
+            )
+    return i
 
 
 def merge_topk(
@@ -726,7 +754,8 @@ def merge_topk(
 
     :param trackers: trackers of equal sketch shape, seed and update rule
     :param weights: positive int weight per tracker (default all 1)
-    :param owner: index of the only tracker that can have counted a key
+    :param owner: index of the only tracker that can have counted a key; a
+        candidate of any other tracker raises :class:`ValueError`
     :param k: ``k`` of the result (default: the first tracker's)
     :param capacity: candidate slots of the result (default: the first's)
     :return: a new tracker
@@ -759,7 +788,7 @@ def merge_topk(
         idx = result._indexes(key)
         upper_sum = 0
         lower = 0
-        sources = range(len(trackers)) if owner is None else (owner(key),)
+        sources = range(len(trackers)) if owner is None else (_owner_of(key, owner, trackers),)
         for i in sources:
             rec = trackers[i]._cands.get(key)
             if rec is not None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final, Protocol
 
-from rankengine.hashing import Key, check_count_map, check_key, check_keys, count_keys, make_indexer
+from rankengine.hashing import Key, check_count_map, check_key, count_keys, make_indexer
 from rankengine.sketch import check_positive
 from rankengine.topk import TopItem, TopK, merge_topk
 
@@ -65,6 +65,8 @@ class WindowSource(Protocol):
     """What :class:`TumblingWindows` needs from the structure it fills.
 
     :class:`LocalSource` (one tracker) and :class:`PartitionedTopK` provide it.
+    A source may also have an int ``limit``, the most events one window can
+    count: a batch past it is then refused before a window is published.
 
     >>> source: WindowSource = LocalSource(TopK(k=1, width=8, depth=1))
     """
@@ -99,6 +101,17 @@ class LocalSource:
         Runtime complexity: O(1)
         """
         self.tracker = tracker
+
+    @property
+    def limit(self) -> int:
+        """The most events one window can count (the tracker's counter limit).
+
+        Runtime complexity: O(1)
+
+        >>> LocalSource(TopK(k=1, width=8, depth=1)).limit == 2**32 - 1
+        True
+        """
+        return int(self.tracker._limit)
 
     def add(self, key: Key, n: int = 1) -> object:
         """Count ``n`` occurrences of ``key``; return the evicted candidate, if any.
@@ -145,6 +158,10 @@ class LocalSource:
         """
         tracker, self.tracker = self.tracker, self.tracker.empty_like()
         return tracker
+
+    def _check(self) -> None:
+        """Assert the tracker's invariants."""
+        self.tracker._check()
 
 
 # -- partitioned pipeline --------------------------------------------------------
@@ -431,13 +448,29 @@ class PartitionedTopK:
     def merge(self, parts: list[TopK]) -> TopK:
         """Merge partition trackers: each key's count from its owner partition.
 
+        ``parts`` must be this pipeline's (or one routed the same way): one
+        tracker per partition, in order; anything else raises
+        :class:`ValueError`.
+
         Runtime complexity: as :func:`~rankengine.topk.merge_topk`
 
         >>> pipe = PartitionedTopK(3, k=1, width=8, depth=1)
         >>> pipe.add("a", 4)
         >>> pipe.merge(pipe.partition_trackers()).top()
         [TopItem(key='a', count=4, error=0)]
+        >>> pipe.merge(pipe.partition_trackers()[:2])
+        Traceback (most recent call last):
+        ...
+        ValueError: 2 trackers for 3 partitions: merge takes one tracker per partition
+
+        :param parts: one tracker per partition, in partition order
+        :return: a new tracker
         """
+        if len(parts) != self.partitions:
+            raise ValueError(
+                f"{len(parts)} trackers for {self.partitions} partitions: "
+                "merge takes one tracker per partition"
+            )
         return merge_topk(parts, owner=self.owner)
 
     def snapshot(self) -> TopK:
@@ -510,6 +543,14 @@ class PartitionedTopK:
 
 
 # -- tumbling windows ------------------------------------------------------------
+
+
+def _finite(x: float) -> bool:
+    """Whether ``x`` is finite as a float (an int too large for a float is not)."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -585,7 +626,7 @@ class TumblingWindows:
         if not (
             isinstance(length, (int, float))
             and not isinstance(length, bool)
-            and math.isfinite(length)
+            and _finite(length)
             and length > 0
         ):
             raise ValueError(f"length must be a positive finite number, got {length!r}")
@@ -606,7 +647,7 @@ class TumblingWindows:
 
     @staticmethod
     def _time(ts: object) -> float:
-        if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not math.isfinite(ts):
+        if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not _finite(ts):
             raise ValueError(f"event time must be a finite number, got {ts!r}")
         return float(ts)
 
@@ -623,7 +664,13 @@ class TumblingWindows:
             ``start(i) = origin + i * length`` as :class:`Window` reports it
         """
         ts = self._time(ts)
-        index = math.floor((ts - self.origin) / self.length)
+        offset = (ts - self.origin) / self.length
+        if not math.isfinite(offset):
+            raise ValueError(
+                f"event time {ts!r} is too far from origin {self.origin!r} for windows of "
+                f"length {self.length!r}"
+            )
+        index = math.floor(offset)
         # The division rounds (3 * 0.7 / 0.7 < 3): settle the index against
         # the starts as computed, so that each event lies in its window's
         # published [start, end).  The rounding is far below one window (for
@@ -638,9 +685,22 @@ class TumblingWindows:
         """Event time where window ``index`` starts (and window ``index - 1`` ends)."""
         return self.origin + index * self.length
 
-    def _enter(self, ts: float | None) -> bool:
-        """Move to the window of ``ts``, publishing as needed; False if ``ts`` is late."""
+    def _enter(self, ts: float | None, n: int) -> bool:
+        """Move to the window of ``ts`` for ``n`` events, publishing as needed.
+
+        Returns False if ``ts`` is late.  ``n`` events that would open a new
+        window but cannot fit in one raise :class:`OverflowError` before
+        anything changes (in the open window, the source itself refuses them
+        unchanged).
+        """
         index = self.window_of(self.clock() if ts is None else ts)
+        if self.current is None or index > self.current:
+            limit = getattr(self._source, "limit", None)
+            if type(limit) is int and n > limit:
+                raise OverflowError(
+                    f"{n} events in one window are past the counter limit {limit}: "
+                    "use counter_bits=64 or shorter windows"
+                )
         if self.current is None:
             self.current = index
         elif index < self.current:
@@ -666,7 +726,7 @@ class TumblingWindows:
         """
         check_key(key)
         check_positive(n)
-        if not self._enter(ts):
+        if not self._enter(ts, n):
             self.late_events += n
             return
         self._source.add(key, n)
@@ -699,10 +759,10 @@ class TumblingWindows:
         :param counts: mapping key -> positive int
         :param ts: event time of the whole batch
         """
-        check_keys(counts)
+        check_count_map(counts)
         for key, n in counts.items():
             check_positive(n, f"count of {key!r}")
-        if not self._enter(ts):
+        if not self._enter(ts, sum(counts.values())):
             self.late_events += sum(counts.values())
             return
         self._source.add_counts(counts)
@@ -843,9 +903,14 @@ class TumblingWindows:
                 if w.tracker is None:
                     assert w.total == 0 and w.top == ()
                 else:
+                    w.tracker._check()
                     assert w.total == w.tracker.total > 0
                     assert list(w.top) == w.tracker.top(self.k)
             assert self.late_events >= 0
+            # The open window's source holds its own invariants (when it can check them).
+            source_check = getattr(self._source, "_check", None)
+            if source_check is not None:
+                source_check()
         except AssertionError:
             print(f"TumblingWindows(current={self.current}, published={indexes})")
             raise

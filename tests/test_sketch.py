@@ -276,6 +276,8 @@ def test_bad_counts_raise_and_change_nothing(n: object) -> None:
         {"epsilon": 0.1, "delta": 1e-9},
         {"epsilon": 0.0, "delta": 0.1},
         {"width": 10, "depth": 2, "counter_bits": 16},
+        {"width": 10, "depth": 2, "counter_bits": 32.0},
+        {"width": 10, "depth": 2, "counter_bits": "32"},
         {"width": 10, "depth": 2, "seed": -1},
         {"width": 10, "depth": 2, "seed": 2**64},
     ],

@@ -376,3 +376,71 @@ def test_reset_and_memory_report() -> None:
     tracker.reset()
     tracker._check()
     assert (tracker.total, len(tracker), tracker.logical_bytes) == (0, 0, empty)
+
+
+def test_merge_with_owner_refuses_a_key_counted_by_another_tracker() -> None:
+    """With ``owner`` a key's count comes from its owner only: an owner that
+    disagrees with where a key was counted must be refused, not give a count
+    below the truth (here "x" was counted 10 times and would be reported 3)."""
+    a = TopK(1, capacity=1, width=1, depth=1)
+    b = TopK(1, capacity=1, width=1, depth=1)
+    a.add("x", 10)
+    b.add("y", 3)
+    before = (a.to_bytes(), b.to_bytes())
+    with pytest.raises(ValueError, match=r"owner\('x'\) is 1 but tracker 0 counted it"):
+        merge_topk([a, b], owner=lambda key: 1)
+    with pytest.raises(ValueError, match=r"owner\('x'\) is 2, not a tracker index in \[0, 2\)"):
+        merge_topk([a, b], owner=lambda key: 2)
+    assert (a.to_bytes(), b.to_bytes()) == before
+    merged = merge_topk([a, b], owner={"x": 0, "y": 1}.__getitem__, capacity=2)
+    merged._check()
+    assert merged.top(2) == [TopItem("x", 10, 0), TopItem("y", 3, 0)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(parts=st.lists(OPS, min_size=1, max_size=3), weights=st.lists(st.integers(1, 3)))
+def test_plain_merge_sketch_equals_sketch_of_the_weighted_concatenated_stream(
+    parts: list[list[tuple[object, ...]]], weights: list[int]
+) -> None:
+    """The guarantee of merge_topk: with plain update, the merged tracker's
+    sketch is exactly the sketch of all the streams fed into one (weighted),
+    and every key's bounds hold against the exact weighted counts."""
+    weights = (weights + [1] * len(parts))[: len(parts)]
+    trackers, truth = [], Counter[object]()
+    for ops, weight in zip(parts, weights, strict=True):
+        tracker = TopK(1, capacity=80, width=7, depth=3, seed=5, conservative=False)
+        local: Counter[object] = Counter()
+        apply(tracker, ops, local)
+        trackers.append(tracker)
+        for key, count in local.items():
+            truth[key] += weight * count
+    before = [t.to_bytes() for t in trackers]
+    merged = merge_topk(trackers, weights=weights)
+    merged._check()
+    assert [t.to_bytes() for t in trackers] == before  # the inputs are untouched
+    whole = CountMinSketch(7, 3, seed=5)
+    for key, count in truth.items():
+        whole.add(key, count)  # type: ignore[arg-type]
+    assert merged.sketch() == whole
+    assert_bounds(merged, truth)
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda t: setattr(t, "total", t.total + 1),
+        lambda t: setattr(t, "k", t.capacity + 1),
+        lambda t: t._heap[-1].__setitem__(1, t._heap[0][1]),  # a duplicate sequence number
+        lambda t: setattr(t, "_seq", 0),
+        lambda t: t._cands["a"].__setitem__(1, t._cands["a"][0]),  # error == count
+        lambda t: t._heap[0].__setitem__(0, 99),  # a stored count above the count
+        lambda t: t._sketch._table.__setitem__(0, t._sketch._table[0] + 1),
+    ],
+)
+def test_check_catches_each_broken_invariant(corrupt: object) -> None:
+    tracker = TopK(2, capacity=3, width=16, depth=2)
+    tracker.add_counts({"a": 3, "b": 2, "c": 1})
+    tracker._check()
+    corrupt(tracker)  # type: ignore[operator]
+    with pytest.raises(AssertionError):
+        tracker._check()

@@ -418,3 +418,148 @@ def test_same_bytes_and_tops_under_different_python_hash_seeds() -> None:
     assert (first.pop("hash_seed"), second.pop("hash_seed")) == ("1", "4242")
     assert first == second
     assert len(first["windows"]) == 3  # type: ignore[arg-type]
+
+
+def test_pipeline_merge_refuses_trackers_of_another_routing() -> None:
+    """merge() reads each key from the partition its router names: trackers of
+    a pipeline with another partition count or routing seed are refused with a
+    clear error (they used to raise IndexError or 'bad candidate counts')."""
+    stream = [f"k{i % 11}" for i in range(200)]
+    four = PartitionedTopK(4, k=3, width=64, depth=2)
+    two = PartitionedTopK(2, k=3, width=64, depth=2)
+    reseeded = PartitionedTopK(2, k=3, width=64, depth=2, route_seed=1)
+    for pipe in (four, two, reseeded):
+        pipe.add_many(stream)
+    with pytest.raises(ValueError, match="4 trackers for 2 partitions"):
+        two.merge(four.partition_trackers())
+    with pytest.raises(ValueError, match="2 trackers for 4 partitions"):
+        four.merge(two.partition_trackers())
+    with pytest.raises(ValueError, match=r"but tracker \d counted it"):
+        two.merge(reseeded.partition_trackers())
+    merged = two.merge(two.partition_trackers())
+    merged._check()
+    truth = Counter(stream)
+    assert merged.total == len(stream)
+    assert [i.count for i in merged.top()] == [count for _, count in truth.most_common(3)]
+    for key, count in truth.items():
+        lower, upper = merged.bounds(key)
+        assert lower <= count <= upper
+    two._check()
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_batch_past_the_counter_limit_publishes_no_window(pipeline: bool) -> None:
+    """An event that opens a new window but cannot fit in one raises
+    OverflowError before the open window is published: nothing changes."""
+    seen: list[Window] = []
+    source = PartitionedTopK(2, k=2, width=16, depth=2) if pipeline else None
+    tw = TumblingWindows(
+        10.0, k=2, width=16, depth=2, clock=FakeClock(), source=source, on_publish=seen.append
+    )
+    with pytest.raises(OverflowError):
+        tw.add("a", 2**32, ts=1.0)  # the first event: not even the clock moves
+    assert tw.current is None
+    tw.add("a", ts=1.0)
+    for call in [
+        lambda: tw.add("b", 2**32, ts=15.0),
+        lambda: tw.add_counts({"b": 2**31, "c": 2**31}, ts=15.0),
+        lambda: tw.add_counts({"b": 2**32}, ts=1e6),
+    ]:
+        with pytest.raises(OverflowError, match="counter limit"):
+            call()  # type: ignore[no-untyped-call]
+        assert (tw.current, tw.windows(), seen, tw.late_events) == (0, [], [], 0)
+        assert [(i.key, i.count) for i in tw.current_top()] == [("a", 1)]
+        tw._check()
+    tw.add("b", 2**32 - 1, ts=15.0)  # exactly at the limit fits in the new window
+    assert [(w.index, w.total) for w in tw.windows()] == [(0, 1)]
+    tw._check()
+
+
+@pytest.mark.parametrize("counts", [[("a", 2), ("b", 1)], ["a", "b"], "ab"])
+def test_windows_add_counts_of_pairs_or_keys_says_it_takes_a_mapping(counts: object) -> None:
+    """As for TopK and the pipeline: pairs or bare keys given to add_counts are
+    refused as not a mapping (a str used to fail with AttributeError)."""
+    tw = TumblingWindows(10.0, k=2, width=16, depth=2, clock=FakeClock())
+    tw.add("a", ts=1.0)
+    before = tw._source.snapshot().to_bytes()
+    with pytest.raises(TypeError, match="mapping"):
+        tw.add_counts(counts, ts=15.0)  # type: ignore[arg-type]
+    assert (tw.current, tw.windows(), tw.late_events) == (0, [], 0)
+    assert tw._source.snapshot().to_bytes() == before
+    tw._check()
+
+
+def test_times_that_do_not_fit_a_float_window_index_are_refused_with_value_error() -> None:
+    """An int time too large for a float, or a finite time so far from the
+    origin that its window index is infinite, is a bad event time: ValueError
+    (as for NaN), not an OverflowError from float conversion, and nothing changes."""
+    tw = TumblingWindows(1e-300, k=1, width=8, depth=1, clock=FakeClock())
+    tw.add("a", ts=0.0)
+    before = tw._source.snapshot().to_bytes()
+    for call in [
+        lambda: tw.add("a", ts=10**400),
+        lambda: tw.add("a", ts=1e300),
+        lambda: tw.add_many(["a"], ts=-1e300),
+        lambda: tw.advance(now=1e300),
+        lambda: tw.window_of(1e300),
+    ]:
+        with pytest.raises(ValueError, match="event time"):
+            call()  # type: ignore[no-untyped-call]
+        assert (tw.current, tw.windows(), tw.late_events) == (0, [], 0)
+        assert tw._source.snapshot().to_bytes() == before
+    tw._check()
+    for kwargs in [{"length": 10**400}, {"length": 1.0, "origin": 10**400}]:
+        with pytest.raises(ValueError):
+            TumblingWindows(**kwargs)  # type: ignore[arg-type]
+
+
+PIPE_KEYS = st.one_of(st.sampled_from([f"k{i}" for i in range(12)]), st.integers(-3, 3))
+PIPE_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), PIPE_KEYS, st.integers(1, 9)),
+        st.tuples(st.just("many"), st.lists(PIPE_KEYS, max_size=10)),
+        st.tuples(st.just("counts"), st.dictionaries(PIPE_KEYS, st.integers(1, 9), max_size=6)),
+        st.tuples(st.just("flush")),
+        st.tuples(st.just("snapshot")),
+        st.tuples(st.just("roll")),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=PIPE_OPS, partitions=st.integers(1, 4), flush_events=st.integers(1, 20))
+def test_pipeline_matches_an_exact_counter_step_by_step(
+    ops: list[tuple[object, ...]], partitions: int, flush_events: int
+) -> None:
+    """The pipeline's promise: every key is counted by one partition, and the
+    merged snapshot is as exact as the owning partition: with room for every
+    key and a sketch where these keys never share all their cells, exact."""
+    pipe = PartitionedTopK(
+        partitions, k=2, capacity=40, width=4096, depth=2, flush_events=flush_events
+    )
+    truth: Counter[object] = Counter()
+    for op in ops:
+        if op[0] == "add":
+            pipe.add(op[1], op[2])  # type: ignore[arg-type]
+            truth[op[1]] += op[2]  # type: ignore[operator]
+        elif op[0] == "many":
+            pipe.add_many(op[1])  # type: ignore[arg-type]
+            truth.update(op[1])  # type: ignore[arg-type]
+        elif op[0] == "counts":
+            pipe.add_counts(op[1])  # type: ignore[arg-type]
+            truth.update(op[1])  # type: ignore[arg-type]
+        elif op[0] == "flush":
+            pipe.flush()
+        else:
+            merged = pipe.snapshot() if op[0] == "snapshot" else pipe.roll()
+            merged._check()
+            assert merged.total == sum(truth.values())
+            assert {i.key: (i.count, i.error) for i in merged.top(40)} == {
+                key: (count, 0) for key, count in truth.items()
+            }
+            if op[0] == "roll":
+                truth = Counter()
+        pipe._check()
+    assert pipe.snapshot().total == sum(truth.values())
+    pipe._check()
