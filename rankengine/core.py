@@ -822,16 +822,26 @@ class BoardCore:
 
     def _check_member(self, member: object) -> None:
         check_member(member)
-        if (
-            self._tie_break == "member"
-            and self._member_type is not None
-            and type(member) is not self._member_type
-            and self._primary
-        ):
-            raise TypeError(
-                f"this board breaks ties by member and holds {self._member_type.__name__} "
-                f"members; {type(member).__name__} members would not compare"
-            )
+        if self._tie_break == "member" and self._primary:
+            _check_comparable(member, self._member_type)
+
+
+def _check_comparable(member: object, held: type | None) -> None:
+    """Raise unless ``member`` compares with the members of a board that
+    breaks ties by member and holds ``held`` members (None: any type).
+
+    Runtime complexity: O(1)
+
+    >>> _check_comparable(7, str)
+    Traceback (most recent call last):
+    ...
+    TypeError: this board breaks ties by member and holds str members; int members would not compare
+    """
+    if held is not None and type(member) is not held:
+        raise TypeError(
+            f"this board breaks ties by member and holds {held.__name__} "
+            f"members; {type(member).__name__} members would not compare"
+        )
 
 
 def _deep_ties(

@@ -48,8 +48,9 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
-from rankengine.changes import DEL, META, PUT
+from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import Uncopyable
+from rankengine.core import _check_comparable
 from rankengine.eventlog import (
     MAPPED_SEGMENTS,
     CorruptionError,
@@ -78,6 +79,7 @@ from rankengine.manifest import (
     snapshot_name,
     write_manifest,
 )
+from rankengine.scoring import check_member
 from rankengine.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
 
 __all__ = [
@@ -198,32 +200,103 @@ class Loaded:
         self.notes: list[str] = []
 
 
-def _replay(board: Leaderboard, event: Event, reader: SegmentReader) -> None:
-    """Check that ``event`` applies to ``board`` and apply it."""
-    present = board._primary
-    gone: set[Any] = set()
-    added: set[Any] = set()
-    try:
-        for change in event.changes:
-            kind, member = change[0], change[1]
-            board._check_member(member)
-            here = (member in present and member not in gone) or member in added
-            if kind == PUT:
-                board._codec.check(change[2])
-                added.add(member)
-                gone.discard(member)
-            elif not here:
-                raise ValueError(f"{'DEL' if kind == DEL else 'META'} of absent member {member!r}")
-            elif kind == DEL:
-                gone.add(member)
-                added.discard(member)
-            else:
-                assert kind == META
-    except (TypeError, ValueError) as exc:
-        raise CorruptionError(
-            reader.path, reader.at, f"record {event.seq} does not apply ({exc})"
-        ) from None
-    board._apply(event.changes)
+class _TailReplay:
+    """The records after the snapshot: each checked in turn, as applying
+    them one by one would check it, and all applied at the end by their net
+    effect.
+
+    A long tail mostly rewrites the same members, and a member's state
+    after the tail is its last record's: the net effect is one ``DEL`` per
+    member that was on the board and was deleted, then each member's last
+    ``PUT`` (in log order), then each member's last ``META``::
+
+        records   PUT a 5 @7 | PUT b 3 @8 | PUT a 9 @9 | DEL b | META a {...}
+        net       DEL b (on the board before the tail) | PUT a 9 @9 | META a {...}
+
+    A ``DEL`` also drops the member's metadata, so a member deleted and put
+    back is deleted first.  The puts go in as one batch, which the board
+    bulk-loads when it rewrites a large part of it.  Speed: the demo's
+    recovery (a snapshot of 100,000 members and 100,000 records touching
+    60,000 of them) went from ~1.7 s to ~0.9 s; replaying a record cost a
+    board write per change (~11 us with the index move).
+
+    Runtime complexity: O(1) per change checked; the net effect is applied
+    as a batch write of the members touched.
+    """
+
+    def __init__(self, board: Leaderboard) -> None:
+        self.board = board
+        self.by_member = board._tie_break == "member"
+        #: the board before the tail (not changed until :meth:`finish`)
+        self.before = board._primary
+        #: member -> present now, for the members the tail touched
+        self.present: dict[Any, bool] = {}
+        self.size = len(board._primary)
+        self.member_type = board._member_type if board._primary else None
+        #: members on the board before the tail that a DEL removed
+        self.deleted: set[Any] = set()
+        #: member -> its last PUT since its last DEL, in log order
+        self.puts: dict[Any, Change] = {}
+        #: member -> its last META value since its last DEL
+        self.metas: dict[Any, Any] = {}
+        self.clock = 0
+
+    def add(self, event: Event, reader: SegmentReader) -> None:
+        """Check that ``event`` applies after the records before it, and
+        note its changes; :class:`CorruptionError` if it does not apply."""
+        # (the type checks see the board as of the event's start, as a
+        # board applying it would: an event is one batch write)
+        held = self.member_type if self.size else None
+        present, before = self.present, self.before
+        try:
+            for change in event.changes:
+                kind, member = change[0], change[1]
+                check_member(member)
+                if self.by_member:
+                    _check_comparable(member, held)
+                here = present.get(member)
+                if here is None:
+                    here = member in before
+                if kind == PUT:
+                    self.board._codec.check(change[2])
+                    if not here:
+                        if not self.size:
+                            self.member_type = type(member)
+                        self.size += 1
+                        present[member] = True
+                    self.puts.pop(member, None)  # keep log order: re-add at the end
+                    self.puts[member] = change
+                    self.clock = max(self.clock, change[3])
+                elif not here:
+                    raise ValueError(
+                        f"{'DEL' if kind == DEL else 'META'} of absent member {member!r}"
+                    )
+                elif kind == DEL:
+                    present[member] = False
+                    self.size -= 1
+                    self.puts.pop(member, None)
+                    self.metas.pop(member, None)
+                    if member in before:
+                        self.deleted.add(member)
+                else:
+                    assert kind == META
+                    self.metas[member] = change[2]
+        except (TypeError, ValueError) as exc:
+            raise CorruptionError(
+                reader.path, reader.at, f"record {event.seq} does not apply ({exc})"
+            ) from None
+
+    def finish(self) -> None:
+        """Apply the net effect of the records added to the board."""
+        board = self.board
+        if self.deleted:
+            board._apply([(DEL, member) for member in self.deleted])
+        if self.puts:
+            board._apply(list(self.puts.values()))
+        metas: list[Change] = [(META, member, data) for member, data in self.metas.items()]
+        if metas:
+            board._apply(metas)
+        board._clock = max(board._clock, self.clock)
 
 
 def load_board(
@@ -322,6 +395,7 @@ def load_board(
             f"{directory}: the log needed from seq {base + 1} {where}; older "
             "records were compacted away (open with retain_log=True to keep history)"
         )
+    tail = _TailReplay(board)
     for i, (name, first) in enumerate(chain):
         path = os.path.join(directory, name)
         if i and first != out.last_seq + 1:
@@ -343,10 +417,11 @@ def load_board(
                 ):
                     stop = True
                     break
-                _replay(board, event, reader)
+                tail.add(event, reader)
                 out.last_seq, out.last_ms = event.seq, event.time_ms
                 out.records += 1
             if stop:
+                tail.finish()
                 return out
             if reader.last_seq < base:
                 raise CorruptionError(
@@ -360,6 +435,7 @@ def load_board(
                 )
             out.torn = reader.torn
             out.active = (name, first, reader.start, reader.end)
+    tail.finish()
     return out
 
 
