@@ -215,10 +215,11 @@ class _TailReplay:
 
     A ``DEL`` also drops the member's metadata, so a member deleted and put
     back is deleted first.  The puts go in as one batch, which the board
-    bulk-loads when it rewrites a large part of it.  Speed: the demo's
-    recovery (a snapshot of 100,000 members and 100,000 records touching
-    60,000 of them) went from ~1.7 s to ~0.9 s; replaying a record cost a
-    board write per change (~11 us with the index move).
+    bulk-loads when it rewrites a large part of it.  Speed: opening the
+    demo's board (a snapshot of 100,000 members, then 100,000 records
+    touching 60,000 of them) took 1.5-1.7 s on the sorted list and
+    3.2-3.9 s on the skip list when each record was applied as a write;
+    1.0 s and 1.1-1.3 s now (most of it reading and checking the records).
 
     Runtime complexity: O(1) per change checked; the net effect is applied
     as a batch write of the members touched.
