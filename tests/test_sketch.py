@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import random
+import re
 import struct
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from hashlib import blake2b
+from typing import Any
 
+import msgpack
 import pytest
+from conftest import load_optimised
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,11 +173,42 @@ def test_serialised_sketch_from_another_hash_or_shape_is_refused() -> None:
         CountMinSketch.from_dict({k: v for k, v in data.items() if k != "seed"})
     with pytest.raises(ValueError, match="not a serialised"):
         CountMinSketch.from_bytes(sketch.to_bytes()[:-5])
-    # A tampered table (a row no longer sums to the total) fails the invariant check.
+
+
+def tampered_sketches() -> list[tuple[dict[str, Any], str]]:
+    """Serialised sketches whose cells disagree with their total, and the expected error."""
+    cases = []
+    plain = CountMinSketch(16, 2, seed=4)
+    plain.add("x", 2)
+    data = plain.to_dict()
     cells = bytearray(data["cells"])
-    cells[0] ^= 1
-    with pytest.raises(AssertionError):
-        CountMinSketch.from_dict({**data, "cells": bytes(cells)})
+    cells[4 * plain._table.index(0)] = 1  # row 0 no longer sums to the total
+    cases.append(({**data, "cells": bytes(cells)}, "cells: row 0 sums to"))
+    conservative = CountMinSketch(16, 2, seed=4, conservative=True)
+    conservative.add("x", 2)
+    data = conservative.to_dict()
+    cells = bytearray(data["cells"])
+    cells[4 * 5] = 200  # a cell far above the total of 2 (rows may sum below it)
+    cases.append(({**data, "cells": bytes(cells)}, "cells: cell 5 is 200, above the total 2"))
+    data = conservative.to_dict()
+    cases.append(({**data, "total": 1}, "cells: cell .* above the total 1"))
+    return cases
+
+
+def test_tampered_cells_are_refused_with_value_error() -> None:
+    for data, message in tampered_sketches():
+        with pytest.raises(ValueError, match=message):
+            CountMinSketch.from_dict(data)
+
+
+def test_tampered_cells_are_refused_under_python_optimise() -> None:
+    """Asserts are stripped by ``python -O``: the loader's checks must not be asserts."""
+    cases = tampered_sketches()
+    lines = load_optimised(*(("sketch", msgpack.packb(data)) for data, _ in cases))
+    assert len(lines) == len(cases), lines
+    for line, (_, message) in zip(lines, cases, strict=True):
+        assert line.startswith("ValueError: serialised sketch is inconsistent: "), line
+        assert re.search(message, line), (line, message)
 
 
 @settings(max_examples=30, deadline=None)
