@@ -538,11 +538,18 @@ class CountMinSketch:
             raise ValueError(
                 f"sketch was hashed with {data.get('hash')!r}, this build uses {HASH_ID!r}"
             )
-        if data.get("format") != FORMAT_VERSION:
+        # type(...) is int: True and 1.0 compare equal to 1 but are not a version.
+        if type(data.get("format")) is not int or data.get("format") != FORMAT_VERSION:
             raise ValueError(f"unsupported sketch format {data.get('format')!r}")
         try:
             width, depth, bits = data["width"], data["depth"], data["counter_bits"]
             cells, total = data["cells"], data["total"]
+            # The constructor takes any truthy value; a serialised flag is a bool.
+            if type(data["conservative"]) is not bool:
+                raise ValueError(
+                    f"serialised sketch field conservative must be a bool, "
+                    f"got {data['conservative']!r}"
+                )
             # The cells must fill the table, checked before the table is made:
             # a tampered width must not allocate gigabytes.
             if not (

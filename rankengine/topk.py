@@ -574,7 +574,8 @@ class TopK:
         """
         if not isinstance(data, dict) or data.get("type") != "TopK":
             raise ValueError("not a serialised TopK")
-        if data.get("format") != FORMAT_VERSION:
+        # type(...) is int: True and 1.0 compare equal to 1 but are not a version.
+        if type(data.get("format")) is not int or data.get("format") != FORMAT_VERSION:
             raise ValueError(f"unsupported TopK format {data.get('format')!r}")
         try:
             sketch = CountMinSketch.from_dict(data["sketch"])

@@ -175,6 +175,27 @@ def test_serialised_sketch_from_another_hash_or_shape_is_refused() -> None:
         CountMinSketch.from_bytes(sketch.to_bytes()[:-5])
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("conservative", 1, "conservative must be a bool, got 1"),
+        ("conservative", 0, "conservative must be a bool, got 0"),
+        ("conservative", "no", "conservative must be a bool, got 'no'"),
+        ("conservative", None, "conservative must be a bool, got None"),
+        ("format", True, "unsupported sketch format True"),
+        ("format", 1.0, "unsupported sketch format 1.0"),
+    ],
+)
+def test_serialised_fields_of_the_wrong_type_are_refused(
+    field: str, value: object, message: str
+) -> None:
+    data = CountMinSketch(16, 2, seed=4).to_dict()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CountMinSketch.from_dict({**data, field: value})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CountMinSketch.from_bytes(msgpack.packb({**data, field: value}))
+
+
 def tampered_sketches() -> list[tuple[dict[str, Any], str]]:
     """Serialised sketches whose cells disagree with their total, and the expected error."""
     cases = []

@@ -265,6 +265,8 @@ def test_tampered_serialisation_is_refused() -> None:
         ({"candidates": 5}, "triples"),
         ({"candidates": [5]}, "triples"),
         ({"candidates": [["a", 2]]}, "triples"),
+        ({"format": True}, "unsupported TopK format True"),
+        ({"format": 1.0}, "unsupported TopK format 1.0"),
     ]:
         with pytest.raises((ValueError, TypeError), match=message):
             TopK.from_dict({**data, **change})
