@@ -67,6 +67,9 @@ class WindowSource(Protocol):
     :class:`LocalSource` (one tracker) and :class:`PartitionedTopK` provide it.
     A source may also have an int ``limit``, the most events one window can
     count: a batch past it is then refused before a window is published.
+    Its trackers hold at most ``capacity`` candidates (an int attribute, or
+    else ``snapshot().capacity``): a window can report no more keys, so
+    :class:`TumblingWindows` refuses a larger ``k``.
 
     >>> source: WindowSource = LocalSource(TopK(k=1, width=8, depth=1))
     """
@@ -112,6 +115,17 @@ class LocalSource:
         True
         """
         return int(self.tracker._limit)
+
+    @property
+    def capacity(self) -> int:
+        """The most candidates a window's tracker holds (and reports).
+
+        Runtime complexity: O(1)
+
+        >>> LocalSource(TopK(k=2, width=8, depth=1)).capacity
+        18
+        """
+        return self.tracker.capacity
 
     def add(self, key: Key, n: int = 1) -> object:
         """Count ``n`` occurrences of ``key``; return the evicted candidate, if any.
@@ -286,6 +300,17 @@ class PartitionedTopK:
         False
         """
         return bool(self._procs)
+
+    @property
+    def capacity(self) -> int:
+        """The most candidates a merged tracker holds (and reports).
+
+        Runtime complexity: O(1)
+
+        >>> PartitionedTopK(2, k=2, width=8, depth=1).capacity
+        18
+        """
+        return int(self.config["capacity"])
 
     def owner(self, key: Key) -> int:
         """The partition that counts ``key``.
@@ -612,7 +637,15 @@ class TumblingWindows:
     ) -> None:
         """Create the windows; by default one :class:`TopK` counts each window.
 
+        A ``source`` must hold at least ``k`` candidates (its ``capacity``):
+        a published window reports only what its tracker holds.
+
         Runtime complexity: O(width * depth)
+
+        >>> TumblingWindows(10.0, k=50, source=PartitionedTopK(2, k=2, width=8, depth=1))
+        Traceback (most recent call last):
+        ...
+        ValueError: k=50 is above the source's capacity 18: no window could report 50 keys
 
         :param length: window length in the clock's unit (seconds for ``time.time``)
         :param k: items published per window
@@ -622,6 +655,8 @@ class TumblingWindows:
         :param source: what counts each window, e.g. a :class:`PartitionedTopK`
         :param on_publish: called with each published :class:`Window`
         :param tracker_options: :class:`TopK` options when ``source`` is None
+        :raises ValueError: if ``k`` is above the source's candidate capacity
+            (its windows could never report ``k`` keys)
         """
         if not (
             isinstance(length, (int, float))
@@ -641,6 +676,13 @@ class TumblingWindows:
         self._source: WindowSource = (
             LocalSource(TopK(k, **tracker_options)) if source is None else source
         )
+        capacity = getattr(self._source, "capacity", None)
+        if type(capacity) is not int:
+            capacity = self._source.snapshot().capacity
+        if k > capacity:
+            raise ValueError(
+                f"k={k} is above the source's capacity {capacity}: no window could report {k} keys"
+            )
         self._published: deque[Window] = deque(maxlen=keep)
         self.current: int | None = None
         self.late_events = 0

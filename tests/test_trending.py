@@ -10,14 +10,22 @@ import sys
 import textwrap
 import threading
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankengine.hashing import Key
 from rankengine.topk import TopK
-from rankengine.trending import LocalSource, PartitionedTopK, TumblingWindows, Window
+from rankengine.trending import (
+    LocalSource,
+    PartitionedTopK,
+    TumblingWindows,
+    Window,
+    WindowSource,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -300,6 +308,46 @@ def test_windows_over_a_pipeline() -> None:
     assert [(i.key, i.count) for i in tw.current_top()] == [("c", 2)]
     view = tw.sliding(2, include_current=True)
     assert [(i.key, i.count) for i in view.top()] == [("a", 2), ("c", 2)]
+
+
+class PlainSource:
+    """A window source with only the protocol's methods (no ``capacity`` or ``limit``)."""
+
+    def __init__(self, tracker: TopK) -> None:
+        self.local = LocalSource(tracker)
+
+    def add(self, key: Key, n: int = 1) -> object:
+        return self.local.add(key, n)
+
+    def add_counts(self, counts: Mapping[Key, int]) -> None:
+        self.local.add_counts(counts)
+
+    def snapshot(self) -> TopK:
+        return self.local.snapshot()
+
+    def roll(self) -> TopK:
+        return self.local.roll()
+
+
+def test_windows_refuse_a_k_larger_than_the_source_can_hold() -> None:
+    sources: list[tuple[Callable[[], WindowSource], int]] = [
+        (lambda: PartitionedTopK(2, k=2, width=32, depth=2), 18),
+        (lambda: LocalSource(TopK(2, width=32, depth=2)), 18),
+        (lambda: PlainSource(TopK(2, capacity=5, width=32, depth=2)), 5),
+    ]
+    for make_source, capacity in sources:
+        message = f"k=50 is above the source's capacity {capacity}: no window could report 50"
+        with pytest.raises(ValueError, match=message):
+            TumblingWindows(10.0, k=50, source=make_source(), clock=FakeClock())
+        # Up to the capacity, windows and sliding views report k keys.
+        tw = TumblingWindows(10.0, k=capacity, source=make_source(), clock=FakeClock())
+        tw.add_counts({f"key{i}": 100 - i for i in range(capacity + 3)}, ts=1.0)
+        tw.add("late", ts=11.0)
+        latest = tw.latest()
+        assert latest is not None and len(latest.top) == capacity
+        assert len(tw.sliding(1).top()) == capacity
+        assert len(tw.sliding(2, include_current=True).top()) == capacity
+        tw._check()
 
 
 def test_local_source_rolls_to_an_empty_tracker() -> None:
