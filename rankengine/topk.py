@@ -661,6 +661,43 @@ class TopK:
         self._heap = []
         self._seq = 0
 
+    def freeze(self) -> TopK:
+        """Make this tracker read-only, in place, and return it.
+
+        Every later write (``add``, ``add_many``, ``add_counts``, ``reset``,
+        setting an attribute) raises :class:`TypeError` and changes nothing;
+        reads, :meth:`sketch`, serialisation and merges work as before.  The
+        tracker's class becomes a read-only subclass, so trackers that are
+        never frozen pay nothing on their write path.  A writable copy is
+        ``TopK.from_bytes(tracker.to_bytes())``.
+
+        Runtime complexity: O(1)
+
+        >>> tk = TopK(k=1, width=8, depth=1)
+        >>> tk.add("a")
+        >>> tk.freeze().add("a")
+        Traceback (most recent call last):
+        ...
+        TypeError: frozen TopK is read-only; TopK.from_bytes(t.to_bytes()) makes a writable copy
+        >>> tk.estimate("a"), tk.frozen
+        (1, True)
+
+        :return: this tracker
+        """
+        object.__setattr__(self, "__class__", _FrozenTopK)
+        return self
+
+    @property
+    def frozen(self) -> bool:
+        """Whether :meth:`freeze` made this tracker read-only.
+
+        Runtime complexity: O(1)
+
+        >>> TopK(k=1, width=8, depth=1).frozen
+        False
+        """
+        return isinstance(self, _FrozenTopK)
+
     # -- invariants -------------------------------------------------------------
 
     def _problem(self) -> str | None:
@@ -743,6 +780,52 @@ class TopK:
         except AssertionError:
             print(repr(self))
             raise
+
+
+_READ_ONLY: Final = "frozen TopK is read-only; TopK.from_bytes(t.to_bytes()) makes a writable copy"
+
+
+class _FrozenTopK(TopK):
+    """A :class:`TopK` after :meth:`TopK.freeze`: every write raises TypeError.
+
+    Same slots as :class:`TopK`, so a tracker changes class in place.  A
+    frozen tracker never changes, so copies of it are itself.
+    """
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def __delattr__(self, name: str) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def __copy__(self) -> _FrozenTopK:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _FrozenTopK:
+        return self
+
+    def add(self, key: Key, n: int = 1) -> Key | None:
+        raise TypeError(_READ_ONLY)
+
+    def add_many(self, keys: Iterable[Key]) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def add_counts(self, counts: Mapping[Key, int]) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def _add_counts(self, counts: Mapping[Key, int], batch: int) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def _admit(self, key: Key, n: int, idx: tuple[int, ...], est: int) -> Key | None:
+        raise TypeError(_READ_ONLY)
+
+    def _load_candidates(self, items: Sequence[tuple[Key, int, int]]) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def reset(self) -> None:
+        raise TypeError(_READ_ONLY)
 
 
 def _owner_of(key: Key, owner: Callable[[Key], int], trackers: Sequence[TopK]) -> int:

@@ -99,7 +99,7 @@ class LocalSource:
     __slots__ = ("tracker",)
 
     def __init__(self, tracker: TopK) -> None:
-        """Wrap ``tracker`` (it becomes the first window's tracker).
+        """Wrap ``tracker`` (it becomes the first window's tracker, frozen once published).
 
         Runtime complexity: O(1)
         """
@@ -583,7 +583,9 @@ class Window:
     """One published window: ``[start, end)`` of event time and its top-k.
 
     ``tracker`` is the window's full (merged) tracker, kept for sliding
-    views; it is None for an empty window.
+    views; it is None for an empty window.  A published window's tracker is
+    frozen (:meth:`TopK.freeze`): reads and merges work, writes raise
+    :class:`TypeError`, so a published window never changes.
 
     >>> Window(index=3, start=30.0, end=40.0, total=0, top=(), tracker=None).end
     40.0
@@ -846,6 +848,8 @@ class TumblingWindows:
         return published
 
     def _publish(self, index: int, tracker: TopK | None) -> Window:
+        if tracker is not None:
+            tracker.freeze()  # published windows never change (O(1), no copy)
         top = tuple(tracker.top(self.k)) if tracker is not None else ()
         window = Window(
             index=index,

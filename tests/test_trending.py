@@ -121,6 +121,50 @@ def test_late_events_are_dropped_counted_and_change_no_published_window() -> Non
     tw._check()
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_published_window_tracker_is_read_only(pipeline: bool) -> None:
+    first = TopK(2, width=64, depth=2)
+    source: WindowSource = (
+        PartitionedTopK(2, k=2, width=64, depth=2) if pipeline else LocalSource(first)
+    )
+    tw = TumblingWindows(10.0, k=2, source=source, clock=FakeClock())
+    tw.add_counts({"a": 3, "b": 1}, ts=1.0)
+    tw.add("a", ts=11.0)
+    window = tw.latest()
+    assert window is not None and window.tracker is not None
+    tracker = window.tracker
+    before = tracker.to_bytes()
+    for write in [
+        lambda: tracker.add("b", 10),
+        lambda: tracker.add("zzz"),
+        lambda: tracker.add_many(["b", "b"]),
+        lambda: tracker.add_counts({"b": 10}),
+        tracker.reset,
+        lambda: setattr(tracker, "total", 0),
+        lambda: setattr(tracker, "k", 1),
+        lambda: delattr(tracker, "total"),
+    ]:
+        with pytest.raises(TypeError, match="read-only"):
+            write()
+    assert tracker.to_bytes() == before
+    assert tracker.frozen
+    if not pipeline:
+        assert first.frozen  # the caller's handle on the first window's tracker, too
+    # Reads, merges and writable copies still work; the open window still counts.
+    assert [(i.key, i.count) for i in tracker.top()] == [("a", 3), ("b", 1)]
+    assert tracker.estimate("a") == 3 and tracker.bounds("b") == (1, 1)
+    assert [(i.key, i.count) for i in tw.sliding(2, include_current=True).top()] == [
+        ("a", 4),
+        ("b", 1),
+    ]
+    copy = TopK.from_bytes(tracker.to_bytes())
+    copy.add("b", 5)
+    assert not copy.frozen and copy.estimate("b") == 6 and tracker.estimate("b") == 1
+    tw.add("a", ts=12.0)
+    assert not tw._source.snapshot().frozen
+    tw._check()
+
+
 def test_empty_windows_are_published_and_long_gaps_are_bounded() -> None:
     tw = TumblingWindows(10.0, k=1, keep=4, width=16, depth=2, clock=FakeClock())
     tw.add("a", ts=5.0)
