@@ -25,7 +25,8 @@ much tighter on skewed streams, but the table then depends on event order,
 so merged sketches are upper bounds of, not equal to, the sketch of the
 concatenated stream.  Plain update merges exactly.
 
-Invariants (checked by :meth:`CountMinSketch._check`)::
+Invariants (asserted by :meth:`CountMinSketch._check`; a serialised sketch
+that breaks one is refused with :class:`ValueError`, also under ``python -O``)::
 
     len(table) == depth * width, every cell in [0, total]
     plain update:        every row sums to exactly total
@@ -537,11 +538,18 @@ class CountMinSketch:
             raise ValueError(
                 f"sketch was hashed with {data.get('hash')!r}, this build uses {HASH_ID!r}"
             )
-        if data.get("format") != FORMAT_VERSION:
+        # type(...) is int: True and 1.0 compare equal to 1 but are not a version.
+        if type(data.get("format")) is not int or data.get("format") != FORMAT_VERSION:
             raise ValueError(f"unsupported sketch format {data.get('format')!r}")
         try:
             width, depth, bits = data["width"], data["depth"], data["counter_bits"]
             cells, total = data["cells"], data["total"]
+            # The constructor takes any truthy value; a serialised flag is a bool.
+            if type(data["conservative"]) is not bool:
+                raise ValueError(
+                    f"serialised sketch field conservative must be a bool, "
+                    f"got {data['conservative']!r}"
+                )
             # The cells must fill the table, checked before the table is made:
             # a tampered width must not allocate gigabytes.
             if not (
@@ -567,7 +575,9 @@ class CountMinSketch:
             raise ValueError(f"serialised sketch has a bad total {total!r}")
         sketch._table = table
         sketch.total = total
-        sketch._check()
+        problem = sketch._problem()
+        if problem is not None:
+            raise ValueError(f"serialised sketch is inconsistent: {problem}")
         return sketch
 
     @classmethod
@@ -592,24 +602,50 @@ class CountMinSketch:
 
     # -- invariants -------------------------------------------------------------
 
+    def _problem(self) -> str | None:
+        """The first broken invariant of the table and total, described, or None.
+
+        Plain ``if`` tests, not ``assert``: the loaders refuse a tampered or
+        inconsistent sketch with it under ``python -O`` too, and
+        :meth:`_check` asserts it for the tests.
+
+        Runtime complexity: O(width * depth)
+
+        >>> cms = CountMinSketch(4, 2)
+        >>> _ = cms.add("a", 3)
+        >>> cms._problem() is None
+        True
+        >>> cms.total = 2
+        >>> cms._problem()
+        'cells: cell 1 is 3, above the total 2'
+
+        :return: what is wrong, starting with the field at fault, or None
+        """
+        t = self._table
+        # The table holds exactly depth rows of width cells.
+        if len(t) != self.width * self.depth:
+            return f"cells: {len(t)} cells, not width * depth = {self.width * self.depth}"
+        # The total fits the counters, and no cell exceeds it.
+        if not 0 <= self.total <= self._limit:
+            return f"total: {self.total} is outside [0, {self._limit}]"
+        if t and max(t) > self.total:
+            top = max(t)
+            return f"cells: cell {t.index(top)} is {top}, above the total {self.total}"
+        for r in range(self.depth):
+            row_sum = sum(t[r * self.width : (r + 1) * self.width])
+            # Plain update adds every event to exactly one cell per row;
+            # conservative update raises a cell by at most n per event.
+            if row_sum > self.total or (not self.conservative and row_sum != self.total):
+                relation = "above" if self.conservative else "not"
+                return f"cells: row {r} sums to {row_sum}, {relation} the total {self.total}"
+        return None
+
     def _check(self) -> None:
         """Assert every invariant; print the sketch on failure."""
         try:
-            t = self._table
-            # The table holds exactly depth rows of width cells.
-            assert len(t) == self.width * self.depth
-            assert t.itemsize * 8 == self.counter_bits
-            # No cell exceeds the total, and the total fits the counters.
-            assert 0 <= self.total <= self._limit
-            assert not t or max(t) <= self.total
-            for r in range(self.depth):
-                row_sum = sum(t[r * self.width : (r + 1) * self.width])
-                if self.conservative:
-                    # Conservative update raises a cell by at most n per event.
-                    assert row_sum <= self.total, (r, row_sum, self.total)
-                else:
-                    # Plain update adds every event to exactly one cell per row.
-                    assert row_sum == self.total, (r, row_sum, self.total)
+            assert self._table.itemsize * 8 == self.counter_bits
+            problem = self._problem()
+            assert problem is None, problem
         except AssertionError:
             print(repr(self))
             raise

@@ -44,7 +44,8 @@ on the candidate events of a Zipf(1.1) stream against an indexed heap (a dict
 key -> position, sifting in Python on every increment): 0.21 µs against
 0.34 µs of CPU per event, and the candidate path is most of a skewed stream.
 
-Invariants (checked by :meth:`TopK._check`)::
+Invariants (asserted by :meth:`TopK._check`; a serialised tracker that
+breaks one is refused with :class:`ValueError`, also under ``python -O``)::
 
     1 <= k <= capacity, 0 <= total <= counter limit
     len(heap) == len(candidates) <= capacity, same keys, one entry each
@@ -573,7 +574,8 @@ class TopK:
         """
         if not isinstance(data, dict) or data.get("type") != "TopK":
             raise ValueError("not a serialised TopK")
-        if data.get("format") != FORMAT_VERSION:
+        # type(...) is int: True and 1.0 compare equal to 1 but are not a version.
+        if type(data.get("format")) is not int or data.get("format") != FORMAT_VERSION:
             raise ValueError(f"unsupported TopK format {data.get('format')!r}")
         try:
             sketch = CountMinSketch.from_dict(data["sketch"])
@@ -598,7 +600,9 @@ class TopK:
         tracker._sketch = sketch
         tracker.total = total
         tracker._load_candidates([(key, count, error) for key, count, error in candidates])
-        tracker._check()
+        problem = tracker._problem()
+        if problem is not None:
+            raise ValueError(f"serialised TopK is inconsistent: {problem}")
         return tracker
 
     @classmethod
@@ -657,44 +661,171 @@ class TopK:
         self._heap = []
         self._seq = 0
 
+    def freeze(self) -> TopK:
+        """Make this tracker read-only, in place, and return it.
+
+        Every later write (``add``, ``add_many``, ``add_counts``, ``reset``,
+        setting an attribute) raises :class:`TypeError` and changes nothing;
+        reads, :meth:`sketch`, serialisation and merges work as before.  The
+        tracker's class becomes a read-only subclass, so trackers that are
+        never frozen pay nothing on their write path.  A writable copy is
+        ``TopK.from_bytes(tracker.to_bytes())``.
+
+        Runtime complexity: O(1)
+
+        >>> tk = TopK(k=1, width=8, depth=1)
+        >>> tk.add("a")
+        >>> tk.freeze().add("a")
+        Traceback (most recent call last):
+        ...
+        TypeError: frozen TopK is read-only; TopK.from_bytes(t.to_bytes()) makes a writable copy
+        >>> tk.estimate("a"), tk.frozen
+        (1, True)
+
+        :return: this tracker
+        """
+        object.__setattr__(self, "__class__", _FrozenTopK)
+        return self
+
+    @property
+    def frozen(self) -> bool:
+        """Whether :meth:`freeze` made this tracker read-only.
+
+        Runtime complexity: O(1)
+
+        >>> TopK(k=1, width=8, depth=1).frozen
+        False
+        """
+        return isinstance(self, _FrozenTopK)
+
     # -- invariants -------------------------------------------------------------
+
+    def _problem(self) -> str | None:
+        """The first broken invariant, described, or None.
+
+        Plain ``if`` tests, not ``assert``: the loaders refuse a tampered or
+        inconsistent tracker with it under ``python -O`` too, and
+        :meth:`_check` asserts it for the tests.
+
+        Runtime complexity: O(width * depth + k' * depth)
+
+        >>> tk = TopK(k=1, width=8, depth=1)
+        >>> tk.add("a", 2)
+        >>> tk._problem() is None
+        True
+        >>> tk._cands["a"][_ERROR] = 2
+        >>> tk._problem()
+        "candidates: 'a' has error 2, not in [0, count 2)"
+
+        :return: what is wrong, starting with the field at fault, or None
+        """
+        cands, heap, sketch = self._cands, self._heap, self._sketch
+        problem = sketch._problem()
+        if problem is not None:
+            return f"sketch: {problem}"
+        # The configuration is valid, and the tracker is the sketch's.
+        if not 1 <= self.k <= self.capacity:
+            return f"k: {self.k} is not in [1, capacity {self.capacity}]"
+        if self._limit != sketch._limit:
+            return f"counter limit {self._limit} is not the sketch's {sketch._limit}"
+        if not 0 <= self.total <= self._limit:
+            return f"total: {self.total} is outside [0, {self._limit}]"
+        # At most capacity candidates, each with exactly one heap entry.
+        if len(cands) > self.capacity:
+            return f"candidates: {len(cands)} exceed capacity {self.capacity}"
+        if len(heap) != len(cands) or {entry[2] for entry in heap} != set(cands):
+            return "heap: its keys are not the candidates, one entry each"
+        # Heap order on stored counts; stored counts never exceed counts.
+        for i, entry in enumerate(heap):
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < len(heap) and not entry[:2] <= heap[child][:2]:
+                    return f"heap: entry {i} {entry} is above its child {heap[child]}"
+            if entry[0] > cands[entry[2]][_COUNT]:
+                return f"heap: entry {entry} stores more than the count"
+            # Sequence numbers are unique and below the next one to hand out.
+            if not 0 <= entry[1] < self._seq:
+                return f"heap: entry {entry} has a sequence number outside [0, {self._seq})"
+        if len({entry[1] for entry in heap}) != len(heap):
+            return "heap: duplicate sequence numbers"
+        pending = 0
+        for key, (count, error, flushed, idx) in cands.items():
+            # The bounds are sane and the cached indexes are the key's.
+            if not 0 <= error < count:
+                return f"candidates: {key!r} has error {error}, not in [0, count {count})"
+            if flushed > count:
+                return f"candidates: {key!r} wrote back {flushed}, above its count {count}"
+            if idx != self._indexes(key):
+                return f"candidates: {key!r} has cached indexes that are not its own"
+            # The sketch already covers the part of the count written back.
+            estimate = sketch._query_at(idx)
+            if estimate < flushed:
+                return (
+                    f"candidates: {key!r} counts {flushed}, above its sketch estimate "
+                    f"{estimate} (the sketch must cover every candidate)"
+                )
+            pending += count - flushed
+        # Every event is either in the sketch or pending in a candidate.
+        if self.total != sketch.total + pending:
+            return (
+                f"total: {self.total} is not the sketch's {sketch.total} plus "
+                f"{pending} pending in candidates"
+            )
+        return None
 
     def _check(self) -> None:
         """Assert every invariant; print the tracker on failure."""
         try:
-            cands, heap, sketch = self._cands, self._heap, self._sketch
-            sketch._check()
-            # The configuration is valid, and the tracker is the sketch's.
-            assert 1 <= self.k <= self.capacity, (self.k, self.capacity)
-            assert self._limit == sketch._limit
-            assert 0 <= self.total <= self._limit, (self.total, self._limit)
-            # At most capacity candidates, each with exactly one heap entry.
-            assert len(cands) <= self.capacity
-            assert len(heap) == len(cands)
-            assert {entry[2] for entry in heap} == set(cands)
-            # Heap order on stored counts; stored counts never exceed counts.
-            for i, entry in enumerate(heap):
-                for child in (2 * i + 1, 2 * i + 2):
-                    if child < len(heap):
-                        assert entry[:2] <= heap[child][:2], (i, entry, heap[child])
-                assert entry[0] <= cands[entry[2]][_COUNT], entry
-                # Sequence numbers are unique and below the next one to hand out.
-                assert 0 <= entry[1] < self._seq, (entry, self._seq)
-            assert len({entry[1] for entry in heap}) == len(heap)
-            pending = 0
-            for key, (count, error, flushed, idx) in cands.items():
-                # The bounds are sane and the cached indexes are the key's.
-                assert 0 <= error < count, (key, count, error)
-                assert flushed <= count, (key, flushed, count)
-                assert idx == self._indexes(key), key
-                # The sketch already covers the part of the count written back.
-                assert sketch._query_at(idx) >= flushed, (key, flushed)
-                pending += count - flushed
-            # Every event is either in the sketch or pending in a candidate.
-            assert self.total == sketch.total + pending, (self.total, sketch.total, pending)
+            problem = self._problem()
+            assert problem is None, problem
         except AssertionError:
             print(repr(self))
             raise
+
+
+_READ_ONLY: Final = "frozen TopK is read-only; TopK.from_bytes(t.to_bytes()) makes a writable copy"
+
+
+class _FrozenTopK(TopK):
+    """A :class:`TopK` after :meth:`TopK.freeze`: every write raises TypeError.
+
+    Same slots as :class:`TopK`, so a tracker changes class in place.  A
+    frozen tracker never changes, so copies of it are itself.
+    """
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def __delattr__(self, name: str) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def __copy__(self) -> _FrozenTopK:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _FrozenTopK:
+        return self
+
+    def add(self, key: Key, n: int = 1) -> Key | None:
+        raise TypeError(_READ_ONLY)
+
+    def add_many(self, keys: Iterable[Key]) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def add_counts(self, counts: Mapping[Key, int]) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def _add_counts(self, counts: Mapping[Key, int], batch: int) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def _admit(self, key: Key, n: int, idx: tuple[int, ...], est: int) -> Key | None:
+        raise TypeError(_READ_ONLY)
+
+    def _load_candidates(self, items: Sequence[tuple[Key, int, int]]) -> None:
+        raise TypeError(_READ_ONLY)
+
+    def reset(self) -> None:
+        raise TypeError(_READ_ONLY)
 
 
 def _owner_of(key: Key, owner: Callable[[Key], int], trackers: Sequence[TopK]) -> int:

@@ -67,6 +67,9 @@ class WindowSource(Protocol):
     :class:`LocalSource` (one tracker) and :class:`PartitionedTopK` provide it.
     A source may also have an int ``limit``, the most events one window can
     count: a batch past it is then refused before a window is published.
+    Its trackers hold at most ``capacity`` candidates (an int attribute, or
+    else ``snapshot().capacity``): a window can report no more keys, so
+    :class:`TumblingWindows` refuses a larger ``k``.
 
     >>> source: WindowSource = LocalSource(TopK(k=1, width=8, depth=1))
     """
@@ -96,7 +99,7 @@ class LocalSource:
     __slots__ = ("tracker",)
 
     def __init__(self, tracker: TopK) -> None:
-        """Wrap ``tracker`` (it becomes the first window's tracker).
+        """Wrap ``tracker`` (it becomes the first window's tracker, frozen once published).
 
         Runtime complexity: O(1)
         """
@@ -112,6 +115,17 @@ class LocalSource:
         True
         """
         return int(self.tracker._limit)
+
+    @property
+    def capacity(self) -> int:
+        """The most candidates a window's tracker holds (and reports).
+
+        Runtime complexity: O(1)
+
+        >>> LocalSource(TopK(k=2, width=8, depth=1)).capacity
+        18
+        """
+        return self.tracker.capacity
 
     def add(self, key: Key, n: int = 1) -> object:
         """Count ``n`` occurrences of ``key``; return the evicted candidate, if any.
@@ -286,6 +300,17 @@ class PartitionedTopK:
         False
         """
         return bool(self._procs)
+
+    @property
+    def capacity(self) -> int:
+        """The most candidates a merged tracker holds (and reports).
+
+        Runtime complexity: O(1)
+
+        >>> PartitionedTopK(2, k=2, width=8, depth=1).capacity
+        18
+        """
+        return int(self.config["capacity"])
 
     def owner(self, key: Key) -> int:
         """The partition that counts ``key``.
@@ -558,7 +583,9 @@ class Window:
     """One published window: ``[start, end)`` of event time and its top-k.
 
     ``tracker`` is the window's full (merged) tracker, kept for sliding
-    views; it is None for an empty window.
+    views; it is None for an empty window.  A published window's tracker is
+    frozen (:meth:`TopK.freeze`): reads and merges work, writes raise
+    :class:`TypeError`, so a published window never changes.
 
     >>> Window(index=3, start=30.0, end=40.0, total=0, top=(), tracker=None).end
     40.0
@@ -612,7 +639,15 @@ class TumblingWindows:
     ) -> None:
         """Create the windows; by default one :class:`TopK` counts each window.
 
+        A ``source`` must hold at least ``k`` candidates (its ``capacity``):
+        a published window reports only what its tracker holds.
+
         Runtime complexity: O(width * depth)
+
+        >>> TumblingWindows(10.0, k=50, source=PartitionedTopK(2, k=2, width=8, depth=1))
+        Traceback (most recent call last):
+        ...
+        ValueError: k=50 is above the source's capacity 18: no window could report 50 keys
 
         :param length: window length in the clock's unit (seconds for ``time.time``)
         :param k: items published per window
@@ -622,6 +657,8 @@ class TumblingWindows:
         :param source: what counts each window, e.g. a :class:`PartitionedTopK`
         :param on_publish: called with each published :class:`Window`
         :param tracker_options: :class:`TopK` options when ``source`` is None
+        :raises ValueError: if ``k`` is above the source's candidate capacity
+            (its windows could never report ``k`` keys)
         """
         if not (
             isinstance(length, (int, float))
@@ -641,6 +678,13 @@ class TumblingWindows:
         self._source: WindowSource = (
             LocalSource(TopK(k, **tracker_options)) if source is None else source
         )
+        capacity = getattr(self._source, "capacity", None)
+        if type(capacity) is not int:
+            capacity = self._source.snapshot().capacity
+        if k > capacity:
+            raise ValueError(
+                f"k={k} is above the source's capacity {capacity}: no window could report {k} keys"
+            )
         self._published: deque[Window] = deque(maxlen=keep)
         self.current: int | None = None
         self.late_events = 0
@@ -804,6 +848,8 @@ class TumblingWindows:
         return published
 
     def _publish(self, index: int, tracker: TopK | None) -> Window:
+        if tracker is not None:
+            tracker.freeze()  # published windows never change (O(1), no copy)
         top = tuple(tracker.top(self.k)) if tracker is not None else ()
         window = Window(
             index=index,

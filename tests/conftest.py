@@ -18,9 +18,12 @@ from __future__ import annotations
 import importlib
 import itertools
 import operator
+import os
 import signal
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,6 +197,40 @@ def periodic_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str
     import rankengine.periodic as periodic_module
 
     return _record_fsyncs(monkeypatch, periodic_module)
+
+
+# -- loaders under python -O ----------------------------------------------------
+
+#: The checkout these tests run from (put on the path of child interpreters).
+ROOT = Path(__file__).resolve().parents[1]
+
+LOAD_SCRIPT = """
+import sys
+from rankengine.sketch import CountMinSketch
+from rankengine.topk import TopK
+for name, blob in zip(sys.argv[1::2], sys.argv[2::2]):
+    try:
+        loaded = {"sketch": CountMinSketch, "topk": TopK}[name].from_bytes(bytes.fromhex(blob))
+    except ValueError as exc:
+        print("ValueError:", exc)
+    else:
+        print("loaded", loaded)
+"""
+
+
+def load_optimised(*blobs: tuple[str, bytes]) -> list[str]:
+    """Load each ``(kind, blob)`` under ``python -O`` (asserts stripped): one line each."""
+    args = [arg for kind, blob in blobs for arg in (kind, blob.hex())]
+    out = subprocess.run(
+        [sys.executable, "-O", "-c", LOAD_SCRIPT, *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return out.stdout.splitlines()
 
 
 # ----------------------------------------------------------------------

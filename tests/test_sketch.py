@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import random
+import re
 import struct
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from hashlib import blake2b
+from typing import Any
 
+import msgpack
 import pytest
+from conftest import load_optimised
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,11 +173,63 @@ def test_serialised_sketch_from_another_hash_or_shape_is_refused() -> None:
         CountMinSketch.from_dict({k: v for k, v in data.items() if k != "seed"})
     with pytest.raises(ValueError, match="not a serialised"):
         CountMinSketch.from_bytes(sketch.to_bytes()[:-5])
-    # A tampered table (a row no longer sums to the total) fails the invariant check.
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("conservative", 1, "conservative must be a bool, got 1"),
+        ("conservative", 0, "conservative must be a bool, got 0"),
+        ("conservative", "no", "conservative must be a bool, got 'no'"),
+        ("conservative", None, "conservative must be a bool, got None"),
+        ("format", True, "unsupported sketch format True"),
+        ("format", 1.0, "unsupported sketch format 1.0"),
+    ],
+)
+def test_serialised_fields_of_the_wrong_type_are_refused(
+    field: str, value: object, message: str
+) -> None:
+    data = CountMinSketch(16, 2, seed=4).to_dict()
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CountMinSketch.from_dict({**data, field: value})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        CountMinSketch.from_bytes(msgpack.packb({**data, field: value}))
+
+
+def tampered_sketches() -> list[tuple[dict[str, Any], str]]:
+    """Serialised sketches whose cells disagree with their total, and the expected error."""
+    cases = []
+    plain = CountMinSketch(16, 2, seed=4)
+    plain.add("x", 2)
+    data = plain.to_dict()
     cells = bytearray(data["cells"])
-    cells[0] ^= 1
-    with pytest.raises(AssertionError):
-        CountMinSketch.from_dict({**data, "cells": bytes(cells)})
+    cells[4 * plain._table.index(0)] = 1  # row 0 no longer sums to the total
+    cases.append(({**data, "cells": bytes(cells)}, "cells: row 0 sums to"))
+    conservative = CountMinSketch(16, 2, seed=4, conservative=True)
+    conservative.add("x", 2)
+    data = conservative.to_dict()
+    cells = bytearray(data["cells"])
+    cells[4 * 5] = 200  # a cell far above the total of 2 (rows may sum below it)
+    cases.append(({**data, "cells": bytes(cells)}, "cells: cell 5 is 200, above the total 2"))
+    data = conservative.to_dict()
+    cases.append(({**data, "total": 1}, "cells: cell .* above the total 1"))
+    return cases
+
+
+def test_tampered_cells_are_refused_with_value_error() -> None:
+    for data, message in tampered_sketches():
+        with pytest.raises(ValueError, match=message):
+            CountMinSketch.from_dict(data)
+
+
+def test_tampered_cells_are_refused_under_python_optimise() -> None:
+    """Asserts are stripped by ``python -O``: the loader's checks must not be asserts."""
+    cases = tampered_sketches()
+    lines = load_optimised(*(("sketch", msgpack.packb(data)) for data, _ in cases))
+    assert len(lines) == len(cases), lines
+    for line, (_, message) in zip(lines, cases, strict=True):
+        assert line.startswith("ValueError: serialised sketch is inconsistent: "), line
+        assert re.search(message, line), (line, message)
 
 
 @settings(max_examples=30, deadline=None)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from typing import Any
 
+import msgpack
 import pytest
+from conftest import load_optimised
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -262,11 +265,46 @@ def test_tampered_serialisation_is_refused() -> None:
         ({"candidates": 5}, "triples"),
         ({"candidates": [5]}, "triples"),
         ({"candidates": [["a", 2]]}, "triples"),
+        ({"format": True}, "unsupported TopK format True"),
+        ({"format": 1.0}, "unsupported TopK format 1.0"),
     ]:
         with pytest.raises((ValueError, TypeError), match=message):
             TopK.from_dict({**data, **change})
     with pytest.raises(ValueError, match="lacks field"):
         TopK.from_dict({k: v for k, v in data.items() if k != "candidates"})
+
+
+def tampered_trackers() -> list[tuple[dict[str, Any], str]]:
+    """Serialised trackers whose candidates disagree with their sketch, and the error."""
+    tracker = TopK(2, width=16, depth=2)
+    tracker.add_many("aabbc")
+    data = tracker.to_dict()
+    return [
+        # A count above the sketch's estimate of the key: the sketch must cover it.
+        ({**data, "candidates": [["a", 4, 0]]}, "candidates: 'a' counts 4, above"),
+        # A key the sketch never saw.
+        ({**data, "candidates": [["zzz", 1, 0]]}, "candidates: 'zzz' counts 1, above"),
+    ]
+
+
+def test_tampered_candidates_are_refused_with_value_error() -> None:
+    for data, message in tampered_trackers():
+        with pytest.raises(ValueError, match=message):
+            TopK.from_dict(data)
+
+
+def test_tampered_trackers_are_refused_under_python_optimise() -> None:
+    """Asserts are stripped by ``python -O``: the loader's checks must not be asserts."""
+    cases = tampered_trackers()
+    # A tampered sketch inside a tracker is refused by the sketch's own checks.
+    sketch = dict(cases[0][0]["sketch"])
+    sketch["cells"] = b"\xff" + sketch["cells"][1:]  # cell 0 far above the total
+    cases.append(({**cases[0][0], "sketch": sketch}, "serialised sketch is inconsistent"))
+    lines = load_optimised(*(("topk", msgpack.packb(data)) for data, _ in cases))
+    assert len(lines) == len(cases), lines
+    for line, (_, message) in zip(lines, cases, strict=True):
+        assert line.startswith("ValueError: serialised "), line
+        assert message in line, (line, message)
 
 
 # -- bad input ---------------------------------------------------------------------

@@ -10,14 +10,22 @@ import sys
 import textwrap
 import threading
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankengine.hashing import Key
 from rankengine.topk import TopK
-from rankengine.trending import LocalSource, PartitionedTopK, TumblingWindows, Window
+from rankengine.trending import (
+    LocalSource,
+    PartitionedTopK,
+    TumblingWindows,
+    Window,
+    WindowSource,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,6 +118,50 @@ def test_late_events_are_dropped_counted_and_change_no_published_window() -> Non
     assert [(i.key, i.count) for i in tw.current_top()] == [("b", 1)]
     tw.add("c", ts=15.0)  # an event of the open window, out of order, is on time
     assert {i.key for i in tw.current_top()} == {"b", "c"}
+    tw._check()
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_published_window_tracker_is_read_only(pipeline: bool) -> None:
+    first = TopK(2, width=64, depth=2)
+    source: WindowSource = (
+        PartitionedTopK(2, k=2, width=64, depth=2) if pipeline else LocalSource(first)
+    )
+    tw = TumblingWindows(10.0, k=2, source=source, clock=FakeClock())
+    tw.add_counts({"a": 3, "b": 1}, ts=1.0)
+    tw.add("a", ts=11.0)
+    window = tw.latest()
+    assert window is not None and window.tracker is not None
+    tracker = window.tracker
+    before = tracker.to_bytes()
+    for write in [
+        lambda: tracker.add("b", 10),
+        lambda: tracker.add("zzz"),
+        lambda: tracker.add_many(["b", "b"]),
+        lambda: tracker.add_counts({"b": 10}),
+        tracker.reset,
+        lambda: setattr(tracker, "total", 0),
+        lambda: setattr(tracker, "k", 1),
+        lambda: delattr(tracker, "total"),
+    ]:
+        with pytest.raises(TypeError, match="read-only"):
+            write()
+    assert tracker.to_bytes() == before
+    assert tracker.frozen
+    if not pipeline:
+        assert first.frozen  # the caller's handle on the first window's tracker, too
+    # Reads, merges and writable copies still work; the open window still counts.
+    assert [(i.key, i.count) for i in tracker.top()] == [("a", 3), ("b", 1)]
+    assert tracker.estimate("a") == 3 and tracker.bounds("b") == (1, 1)
+    assert [(i.key, i.count) for i in tw.sliding(2, include_current=True).top()] == [
+        ("a", 4),
+        ("b", 1),
+    ]
+    copy = TopK.from_bytes(tracker.to_bytes())
+    copy.add("b", 5)
+    assert not copy.frozen and copy.estimate("b") == 6 and tracker.estimate("b") == 1
+    tw.add("a", ts=12.0)
+    assert not tw._source.snapshot().frozen
     tw._check()
 
 
@@ -300,6 +352,46 @@ def test_windows_over_a_pipeline() -> None:
     assert [(i.key, i.count) for i in tw.current_top()] == [("c", 2)]
     view = tw.sliding(2, include_current=True)
     assert [(i.key, i.count) for i in view.top()] == [("a", 2), ("c", 2)]
+
+
+class PlainSource:
+    """A window source with only the protocol's methods (no ``capacity`` or ``limit``)."""
+
+    def __init__(self, tracker: TopK) -> None:
+        self.local = LocalSource(tracker)
+
+    def add(self, key: Key, n: int = 1) -> object:
+        return self.local.add(key, n)
+
+    def add_counts(self, counts: Mapping[Key, int]) -> None:
+        self.local.add_counts(counts)
+
+    def snapshot(self) -> TopK:
+        return self.local.snapshot()
+
+    def roll(self) -> TopK:
+        return self.local.roll()
+
+
+def test_windows_refuse_a_k_larger_than_the_source_can_hold() -> None:
+    sources: list[tuple[Callable[[], WindowSource], int]] = [
+        (lambda: PartitionedTopK(2, k=2, width=32, depth=2), 18),
+        (lambda: LocalSource(TopK(2, width=32, depth=2)), 18),
+        (lambda: PlainSource(TopK(2, capacity=5, width=32, depth=2)), 5),
+    ]
+    for make_source, capacity in sources:
+        message = f"k=50 is above the source's capacity {capacity}: no window could report 50"
+        with pytest.raises(ValueError, match=message):
+            TumblingWindows(10.0, k=50, source=make_source(), clock=FakeClock())
+        # Up to the capacity, windows and sliding views report k keys.
+        tw = TumblingWindows(10.0, k=capacity, source=make_source(), clock=FakeClock())
+        tw.add_counts({f"key{i}": 100 - i for i in range(capacity + 3)}, ts=1.0)
+        tw.add("late", ts=11.0)
+        latest = tw.latest()
+        assert latest is not None and len(latest.top) == capacity
+        assert len(tw.sliding(1).top()) == capacity
+        assert len(tw.sliding(2, include_current=True).top()) == capacity
+        tw._check()
 
 
 def test_local_source_rolls_to_an_empty_tracker() -> None:
