@@ -77,8 +77,6 @@ def combine(
     if aggregate not in _AGGREGATES:
         raise ValueError(f"aggregate must be one of {_AGGREGATES}, not {aggregate!r}")
     settings = {**inputs[0].config(), **config}
-    result = cls(**settings)
-    _check_new(result, "board")
 
     totals: dict[Any, Any] = {}
     seen: dict[Any, int] = {}
@@ -99,6 +97,10 @@ def combine(
                 metas[member] = board_meta[member]
     if intersect:
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
+    # Every score is known (and every overflow raised) before the result
+    # exists: a durable result's directory is only created for a good union.
+    result = cls(**settings)
+    _check_new(result, "board")
     result.set_many(list(totals.items()))
     for member, data in metas.items():
         if member in totals:

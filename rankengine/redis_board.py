@@ -1777,8 +1777,16 @@ def _combine(
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
     result = cls(client, name, **settings)
     _check_new(result, f"name {name!r}")
-    result.set_many(list(totals.items()))
-    for member, data in metas.items():
-        if member in totals:
-            result.set_meta(member, data)
+    try:
+        result.set_many(list(totals.items()))
+        for member, data in metas.items():
+            if member in totals:
+                result.set_meta(member, data)
+    except BaseException:
+        # A score Redis cannot hold (an int beyond a double's range read from
+        # an in-process board), say: the board is new (checked above), so
+        # removing its keys leaves Redis as it was.
+        result.close()
+        client.delete(*result.keys)
+        raise
     return result

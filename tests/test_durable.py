@@ -1617,3 +1617,13 @@ def test_union_refuses_a_path_that_already_holds_a_board(tmp_path: Path) -> None
         assert old.items() == [("stale", 100), ("y", 5)]
     with DurableLeaderboard.intersection([a, b], path=tmp_path / "new") as new:
         assert new.items() == [("y", 5)]
+
+
+def test_a_union_that_fails_creates_no_directory(tmp_path: Path) -> None:
+    """The scores are all computed before the result board is created."""
+    half = Leaderboard()
+    half.set_many({"half": 0.5})
+    path = tmp_path / "board"
+    with pytest.raises(OverflowError, match=r"weighted score of 'half'"):
+        DurableLeaderboard.union([half], weights=[10**400], path=path)
+    assert not path.exists()
