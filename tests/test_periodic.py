@@ -202,6 +202,19 @@ def test_cron_features() -> None:
     )
 
 
+def test_cron_fires_found_however_far_apart() -> None:
+    """A restricted day of month with a ``*/n`` weekday must match both (as
+    in Vixie cron): 29 February on a Sunday comes every 28 years, and 40
+    (2088 -> 2128) across a century that is not a leap year.  Such schedules
+    fire, and the times between two fires have their period."""
+    feb29_sunday = Cron("0 0 29 2 */7")  # "*/7" is 0 and 7: Sunday
+    assert feb29_sunday.period_of(ts("2030-01-01T00:00:00")).name == "2004-02-29T00:00"
+    p = feb29_sunday.period_of(ts("2100-06-01T00:00:00"))
+    assert (p.name, feb29_sunday.next(p).name) == ("2088-02-29T00:00", "2128-02-29T00:00")
+    with pytest.raises(ValueError, match="never fires"):
+        Cron("0 0 30 2 */2")
+
+
 @pytest.mark.parametrize(
     "bad",
     ["0 0 31 2 *", "* * *", "61 * * * *", "*/0 * * * *", "x * * * *", "5-1 * * * *",
