@@ -93,7 +93,7 @@ def _check_offset(utc_offset: int | timedelta) -> int:
     seconds = utc_offset.total_seconds() if isinstance(utc_offset, timedelta) else utc_offset
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"utc_offset must be seconds or a timedelta, not {utc_offset!r}")
-    if seconds != int(seconds) or int(seconds) % 60 or not -_DAY < seconds < _DAY:
+    if not -_DAY < seconds < _DAY or seconds != int(seconds) or int(seconds) % 60:
         raise ValueError(f"utc_offset must be whole minutes within +-24 h, not {utc_offset!r}")
     return int(seconds)
 
@@ -322,7 +322,7 @@ class Every(Calendar):
         seconds = length.total_seconds() if isinstance(length, timedelta) else length
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
             raise TypeError(f"length must be seconds or a timedelta, not {length!r}")
-        if seconds != int(seconds) or seconds < 1:
+        if not 1 <= seconds < math.inf or seconds != int(seconds):
             raise ValueError(f"length must be a positive whole number of seconds, not {length!r}")
         if isinstance(origin, bool) or not isinstance(origin, int):
             raise TypeError(f"origin must be an int (POSIX seconds), not {origin!r}")

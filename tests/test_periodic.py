@@ -151,6 +151,14 @@ def test_bad_offsets_and_specs() -> None:
         Daily().parse("2026-11")
 
 
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_non_finite_offsets_and_lengths_are_refused_clearly(value: float) -> None:
+    with pytest.raises(ValueError, match="utc_offset must be whole minutes"):
+        Daily(utc_offset=value)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="length must be a positive whole number"):
+        Every(value)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("name", ["fortnightly", "Weekley", "@fortnightly", "yearly"])
 def test_an_unknown_calendar_name_lists_the_names(name: str) -> None:
     """A one-word spec that is no calendar name is reported as an unknown
