@@ -58,10 +58,13 @@ _EPOCH: Final = date(1970, 1, 1)
 #: 1970-01-01 was a Thursday, so the ISO week holding it began 3 days earlier.
 _EPOCH_WEEKDAY: Final = 3
 
-#: A cron expression may fire only on 29 February; leap years can be 8 years
-#: apart (1896 -> 1904, 2096 -> 2104), so a search for the next or previous
-#: fire looks at most this many days away before declaring "never".
-MAX_CRON_DAYS: Final = 8 * 366 + 1
+#: A cron expression may fire only on 29 February of one weekday ("0 0 29 2
+#: */7": a restricted day of month and a ``*`` weekday field must both match,
+#: as in Vixie cron).  Such a day comes every 28 years, and 40 years
+#: (14,609 days) apart across a century that is not a leap year (2088 ->
+#: 2128); no firing schedule has a longer gap.  So a search for the next or
+#: previous fire looks at most this many days away before declaring "never".
+MAX_CRON_DAYS: Final = 14_609 + 1
 
 
 class Period(NamedTuple):
@@ -90,7 +93,7 @@ def _check_offset(utc_offset: int | timedelta) -> int:
     seconds = utc_offset.total_seconds() if isinstance(utc_offset, timedelta) else utc_offset
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"utc_offset must be seconds or a timedelta, not {utc_offset!r}")
-    if seconds != int(seconds) or int(seconds) % 60 or not -_DAY < seconds < _DAY:
+    if not -_DAY < seconds < _DAY or seconds != int(seconds) or int(seconds) % 60:
         raise ValueError(f"utc_offset must be whole minutes within +-24 h, not {utc_offset!r}")
     return int(seconds)
 
@@ -319,7 +322,7 @@ class Every(Calendar):
         seconds = length.total_seconds() if isinstance(length, timedelta) else length
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
             raise TypeError(f"length must be seconds or a timedelta, not {length!r}")
-        if seconds != int(seconds) or seconds < 1:
+        if not 1 <= seconds < math.inf or seconds != int(seconds):
             raise ValueError(f"length must be a positive whole number of seconds, not {length!r}")
         if isinstance(origin, bool) or not isinstance(origin, int):
             raise TypeError(f"origin must be an int (POSIX seconds), not {origin!r}")

@@ -12,9 +12,11 @@ Rules, as in Redis:
   with ``TypeError``.
 
 The result is a new board with the first input's settings (override any
-with keyword arguments).  Its first-to-reach tie order follows first
-appearance: inputs in the order given, each read best first.  A member's
-metadata comes from the first input that has some.
+with keyword arguments); a destination that already holds a board (a
+durable board's path, a Redis board's name) is refused with ``ValueError``.
+Its first-to-reach tie order follows first appearance: inputs in the order
+given, each read best first.  A member's metadata comes from the first input
+that has some.
 
 >>> from rankengine import Leaderboard
 >>> a, b = Leaderboard(), Leaderboard()
@@ -75,7 +77,6 @@ def combine(
     if aggregate not in _AGGREGATES:
         raise ValueError(f"aggregate must be one of {_AGGREGATES}, not {aggregate!r}")
     settings = {**inputs[0].config(), **config}
-    result = cls(**settings)
 
     totals: dict[Any, Any] = {}
     seen: dict[Any, int] = {}
@@ -96,11 +97,32 @@ def combine(
                 metas[member] = board_meta[member]
     if intersect:
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
+    # Every score is known (and every overflow raised) before the result
+    # exists: a durable result's directory is only created for a good union.
+    result = cls(**settings)
+    _check_new(result, "board")
     result.set_many(list(totals.items()))
     for member, data in metas.items():
         if member in totals:
             result.set_meta(member, data)
     return result
+
+
+def _check_new(result: Any, where: str) -> None:
+    """Refuse a result that opened an existing board (a durable board's
+    path, a Redis board's name) that has held members: the combination would
+    be merged into its stale members.  The result is closed, unchanged.
+
+    Runtime complexity: O(1)
+    """
+    if len(result) or result.clock:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        raise ValueError(
+            f"the {where} for the result already holds a board (members or history): "
+            "union and intersection write a new board"
+        )
 
 
 def _weigh(weight: Any, score: Any, member: Any) -> Any:

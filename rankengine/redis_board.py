@@ -812,7 +812,9 @@ class RedisLeaderboard(Uncopyable):
         """A new Redis board holding every member of ``boards`` (any boards
         with this API), scores combined as :func:`rankengine.combine.combine`
         describes.  ``redis`` and ``name`` default to the first board's
-        client and a fresh name; other keywords override its settings.
+        client and a fresh name (a name that already holds a board is
+        refused with ``ValueError``: the result is a new board); other
+        keywords override its settings.
 
         Runtime complexity: O(T log T) for T input entries in all.
         """
@@ -1733,7 +1735,7 @@ def _combine(
     config: dict[str, Any],
 ) -> RedisLeaderboard:
     """Union/intersection over any boards with the public API (Redis rules)."""
-    from rankengine.combine import _aggregate, _weigh
+    from rankengine.combine import _aggregate, _check_new, _weigh
     from rankengine.scoring import check_score
 
     if not inputs:
@@ -1774,8 +1776,17 @@ def _combine(
     if intersect:
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
     result = cls(client, name, **settings)
-    result.set_many(list(totals.items()))
-    for member, data in metas.items():
-        if member in totals:
-            result.set_meta(member, data)
+    _check_new(result, f"name {name!r}")
+    try:
+        result.set_many(list(totals.items()))
+        for member, data in metas.items():
+            if member in totals:
+                result.set_meta(member, data)
+    except BaseException:
+        # A score Redis cannot hold (an int beyond a double's range read from
+        # an in-process board), say: the board is new (checked above), so
+        # removing its keys leaves Redis as it was.
+        result.close()
+        client.delete(*result.keys)
+        raise
     return result

@@ -1599,3 +1599,31 @@ def test_repair_of_a_directory_that_is_no_board_leaves_it_as_it_was(
     out, err = capsys.readouterr()
     assert out == "" and "is not a board directory" in err
     assert files() == contents
+
+
+def test_union_refuses_a_path_that_already_holds_a_board(tmp_path: Path) -> None:
+    """A durable union writes a new board: opening an existing one would
+    merge the combination into its stale members."""
+    a, b = Leaderboard(), Leaderboard()
+    a.set_many({"x": 1, "y": 2})
+    b.set_many({"y": 3})
+    path = tmp_path / "board"
+    with DurableLeaderboard(path) as old:
+        old.set_many({"stale": 100, "y": 5})
+    for combine in (DurableLeaderboard.union, DurableLeaderboard.intersection):
+        with pytest.raises(ValueError, match=r"already holds a board"):
+            combine([a, b], path=path)
+    with DurableLeaderboard(path) as old:
+        assert old.items() == [("stale", 100), ("y", 5)]
+    with DurableLeaderboard.intersection([a, b], path=tmp_path / "new") as new:
+        assert new.items() == [("y", 5)]
+
+
+def test_a_union_that_fails_creates_no_directory(tmp_path: Path) -> None:
+    """The scores are all computed before the result board is created."""
+    half = Leaderboard()
+    half.set_many({"half": 0.5})
+    path = tmp_path / "board"
+    with pytest.raises(OverflowError, match=r"weighted score of 'half'"):
+        DurableLeaderboard.union([half], weights=[10**400], path=path)
+    assert not path.exists()

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import snapshot, untied_far_members
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model import Model, combine
 
@@ -1361,6 +1361,76 @@ def test_union_intersection_match_the_model(make_board: Any) -> None:
             got._check()
             want = combine(models, weights=weights, aggregate=aggregate, intersect=intersect)
             assert got.items() == want.items()
+
+
+COMBINE_SCORES = st.sampled_from([-INF, INF, 0, 1, 2, 3, -2, 2.5, -0.5, 2**70 + 1, -(2**64)])
+COMBINE_WEIGHTS = st.sampled_from([0, 1, -1, 2, 0.5, -0.25, INF, -INF, 3**40])
+
+
+@st.composite
+def combine_cases(draw: Any) -> dict[str, Any]:
+    """Boards of mixed settings, each with some scores and metadata."""
+    boards = []
+    for _ in range(draw(st.integers(1, 3))):
+        members = draw(st.lists(st.sampled_from("abcdef"), max_size=6))
+        boards.append(
+            {
+                "config": {
+                    "order": draw(st.sampled_from(["desc", "asc"])),
+                    "tie_break": draw(st.sampled_from(["first", "member"])),
+                },
+                "pairs": [(m, draw(COMBINE_SCORES)) for m in members],
+                "metas": {m: {"from": len(boards), "m": m} for m in members if draw(st.booleans())},
+            }
+        )
+    # a board may appear more than once (combined with itself)
+    picks = draw(st.lists(st.integers(0, len(boards) - 1), min_size=1, max_size=4))
+    return {
+        "boards": boards,
+        "picks": picks,
+        "weights": draw(
+            st.none() | st.lists(COMBINE_WEIGHTS, min_size=len(picks), max_size=len(picks))
+        ),
+        "aggregate": draw(st.sampled_from(["sum", "min", "max"])),
+        "config": draw(st.sampled_from([{}, {"order": "asc"}, {"tie_break": "member"}])),
+        "intersect": draw(st.booleans()),
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=combine_cases())
+def test_union_and_intersection_match_a_dict_model(make_board: Any, case: dict[str, Any]) -> None:
+    """Every backend (Redis included) against the model: scores with their
+    types and signs, the tie order, metadata, and the inputs left alone."""
+    boards, models = [], []
+    for spec in case["boards"]:
+        board, model = make_board(**spec["config"]), Model(**spec["config"])
+        for one in (board, model):
+            one.set_many(spec["pairs"])
+            for member, meta in spec["metas"].items():
+                one.set_meta(member, meta)
+        boards.append(board)
+        models.append(model)
+    before = [snapshot(board) for board in boards]
+    chosen = [boards[i] for i in case["picks"]]
+    kind = "intersection" if case["intersect"] else "union"
+    got = getattr(chosen[0], kind)(
+        chosen, weights=case["weights"], aggregate=case["aggregate"], **case["config"]
+    )
+    want = combine(
+        [models[i] for i in case["picks"]],
+        weights=case["weights"],
+        aggregate=case["aggregate"],
+        intersect=case["intersect"],
+        **case["config"],
+    )
+    got._check()
+
+    def rows(board: Any) -> list[tuple[Any, str, Any]]:
+        return [(m, repr(s), board.meta(m)) for m, s in board.items()]
+
+    assert rows(got) == rows(want)
+    assert [snapshot(board) for board in boards] == before
 
 
 # ----------------------------------------------------------------------

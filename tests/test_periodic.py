@@ -151,6 +151,14 @@ def test_bad_offsets_and_specs() -> None:
         Daily().parse("2026-11")
 
 
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_non_finite_offsets_and_lengths_are_refused_clearly(value: float) -> None:
+    with pytest.raises(ValueError, match="utc_offset must be whole minutes"):
+        Daily(utc_offset=value)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="length must be a positive whole number"):
+        Every(value)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("name", ["fortnightly", "Weekley", "@fortnightly", "yearly"])
 def test_an_unknown_calendar_name_lists_the_names(name: str) -> None:
     """A one-word spec that is no calendar name is reported as an unknown
@@ -200,6 +208,19 @@ def test_cron_features() -> None:
     assert Cron("0 12 * * *", utc_offset=HOUR).period_of(ts("2026-11-30T11:30:00")).name == (
         "2026-11-30T12:00"
     )
+
+
+def test_cron_fires_found_however_far_apart() -> None:
+    """A restricted day of month with a ``*/n`` weekday must match both (as
+    in Vixie cron): 29 February on a Sunday comes every 28 years, and 40
+    (2088 -> 2128) across a century that is not a leap year.  Such schedules
+    fire, and the times between two fires have their period."""
+    feb29_sunday = Cron("0 0 29 2 */7")  # "*/7" is 0 and 7: Sunday
+    assert feb29_sunday.period_of(ts("2030-01-01T00:00:00")).name == "2004-02-29T00:00"
+    p = feb29_sunday.period_of(ts("2100-06-01T00:00:00"))
+    assert (p.name, feb29_sunday.next(p).name) == ("2088-02-29T00:00", "2128-02-29T00:00")
+    with pytest.raises(ValueError, match="never fires"):
+        Cron("0 0 30 2 */2")
 
 
 @pytest.mark.parametrize(

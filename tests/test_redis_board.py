@@ -532,6 +532,46 @@ def test_union_writes_a_new_redis_board(redis_client: Any) -> None:
     assert common.items() == [("bob", 7)]
 
 
+def test_a_union_that_fails_leaves_no_board_behind(redis_client: Any) -> None:
+    # An in-process board may hold an int beyond a double's range, which a
+    # Redis board refuses: the new board's keys must not stay behind.
+    big = Leaderboard()
+    big.set_many({"big": 10**400, "one": 1})
+    big.set_meta("one", {"k": 1})
+    name = unique_name()
+    with pytest.raises(ValueError, match=r"outside the range of a Redis board"):
+        RedisLeaderboard.union([big], redis=redis_client, name=name)
+    assert redis_client.keys(f"*{{{name}}}*") == []
+    assert RedisLeaderboard.union([big], weights=[0], name=name, redis=redis_client).items() == [
+        ("big", 0),
+        ("one", 0),
+    ]
+
+
+def test_union_refuses_a_name_that_already_holds_a_board(redis_client: Any) -> None:
+    # ZINTERSTORE replaces its destination; a union that wrote into an
+    # existing board would keep its stale members (here "x", which is not in
+    # b) and overwrite an input.  The result is a new board: a taken name is
+    # refused, and nothing is written.
+    a, b = board(redis_client), board(redis_client)
+    a.set_many({"x": 1, "y": 2})
+    a.set_meta("x", {"keep": True})
+    b.set_many({"y": 3})
+    before = (a.items(), a.meta("x"), a.clock, a.writes)
+    for combine in (RedisLeaderboard.union, RedisLeaderboard.intersection):
+        with pytest.raises(ValueError, match=r"already holds a board"):
+            combine([a, b], name=a.name)
+    assert (a.items(), a.meta("x"), a.clock, a.writes) == before
+    emptied = board(redis_client)
+    emptied.set("gone", 1)
+    emptied.remove("gone")
+    with pytest.raises(ValueError, match=r"already holds a board"):
+        RedisLeaderboard.union([b], name=emptied.name)
+    assert len(emptied) == 0
+    fresh = unique_name()
+    assert RedisLeaderboard.intersection([a, b], name=fresh).items() == [("y", 5)]
+
+
 # ----------------------------------------------------------------------
 # The event log: durability, and rebuilding a Redis that lost data
 # ----------------------------------------------------------------------
