@@ -15,6 +15,11 @@ uniform in [0, 10**7), as Redis's own benchmarks use):
 * with ``redis-server`` on PATH, the same N members in one sorted set:
   ``SAVE`` (RDB write), ``DEBUG RELOAD NOSAVE`` (RDB load, the recovery
   equivalent) and ``DEBUG RELOAD`` (save then load);
+* recovery with a log tail: ``Leaderboard.open`` of a snapshot followed
+  by ``--tail`` logged increments (default N / 2, members drawn uniformly),
+  beside Redis loading an append-only file that holds an RDB image of the
+  same members followed by the same increments as ``ZINCRBY`` commands
+  (``DEBUG LOADAOF``; Redis's own restart with ``aof-use-rdb-preamble``);
 * append throughput of single ``incr`` calls for each fsync policy.
 
 After one warm-up of every step, ``--repeats`` rounds run every step once,
@@ -170,7 +175,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def redis_server() -> Iterator[object | None]:
+def redis_server(*, aof: bool = False) -> Iterator[object | None]:
     exe = shutil.which("redis-server")
     try:
         import redis
@@ -182,10 +187,14 @@ def redis_server() -> Iterator[object | None]:
         return
     directory = tempfile.mkdtemp(prefix="rankengine-bench-redis-")
     port = free_port()
+    # with ``aof``: an append-only file that starts with an RDB image of
+    # the data set (written by BGREWRITEAOF) and continues with commands
+    persistence = ["--appendonly", "yes", "--aof-use-rdb-preamble", "yes"] if aof else []
     proc = subprocess.Popen(
         [
             exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--enable-debug-command", "yes", "--dir", directory, "--protected-mode", "no",
+            *persistence,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -207,6 +216,71 @@ def redis_server() -> Iterator[object | None]:
         proc.terminate()
         proc.wait(timeout=30)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def make_tail(pairs: dict[str, int], count: int, seed: int) -> list[tuple[str, int]]:
+    """``count`` increments (member, 1..100) of members drawn uniformly from
+    ``pairs``: each touches a player once or a few times, the hardest tail
+    to shorten."""
+    rng = random.Random(seed)
+    members = list(pairs)
+    return [(members[rng.randrange(len(members))], rng.randrange(1, 101)) for _ in range(count)]
+
+
+def bench_tail_recovery(
+    pairs: dict[str, int], tail: list[tuple[str, int]], repeats: int, backend: str
+) -> dict[str, float]:
+    """Recovery from a snapshot followed by ``tail`` logged increments, beside
+    Redis loading an append-only file of an RDB preamble (the same members)
+    followed by the same increments as ``ZINCRBY`` commands (``DEBUG
+    LOADAOF``).  Interleaved rounds, as :func:`bench_recovery`."""
+    n = len(pairs) + 1
+    directory, _ = prepare_board(pairs, backend)
+    with Leaderboard.open(directory, fsync="never", backend=backend, compact_min_bytes=None) as b:
+        for member, delta in tail:
+            b.incr(member, delta)
+        expected = b.top(10)
+
+    def load() -> None:
+        again = Leaderboard.open(directory, fsync="never", backend=backend, compact_min_bytes=None)
+        assert len(again) == n and again.top(10) == expected
+        again.close()  # type: ignore[attr-defined]
+
+    times: dict[str, list[float]] = {}
+    try:
+        with redis_server(aof=True) as client:
+            steps: list[tuple[str, Callable[[], object]]] = [
+                ("rankengine recovery (snapshot + tail)", load)
+            ]
+            if client is not None:
+                r: Any = client
+                load_redis(r, pairs)
+                r.bgrewriteaof()  # the AOF now starts with an RDB image of the board
+                while r.info("persistence")["aof_rewrite_in_progress"]:
+                    time.sleep(0.05)
+                pipe = r.pipeline(transaction=False)
+                for lo in range(0, len(tail), REDIS_BATCH):
+                    for member, delta in tail[lo : lo + REDIS_BATCH]:
+                        pipe.zincrby("board", delta, member)
+                    pipe.execute()
+                steps.append(
+                    (
+                        "redis DEBUG LOADAOF (RDB preamble + tail)",
+                        lambda: r.execute_command("DEBUG", "LOADAOF"),
+                    )
+                )
+            for _, step in steps:  # warm-up
+                step()
+            if client is not None:
+                top = client.zrevrange("board", 0, 0, withscores=True)  # type: ignore[attr-defined]
+                assert top[0][1] == expected[0].score, (top, expected[0])
+            for _ in range(repeats):
+                for label, step in steps:
+                    times.setdefault(label, []).extend(timed(step, 1))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    print(f"  {len(tail)} increments after the snapshot, backend {backend}")
+    return {label: show(label, values, n) for label, values in times.items()}
 
 
 def bench_appends(count: int, backend: str) -> None:
@@ -244,6 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--appends", type=int, default=5_000, help="writes per fsync policy (0: skip)"
     )
+    parser.add_argument(
+        "--tail",
+        type=int,
+        default=None,
+        help="increments logged after the snapshot for the snapshot + tail figure "
+        "(default N / 2; 0: skip)",
+    )
     parser.add_argument("--backend", default="sortedlist", choices=("sortedlist", "skiplist"))
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
@@ -261,6 +342,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  recovery vs DEBUG RELOAD          {load / reload:5.2f}")
         print(f"  snapshot save vs SAVE             {save / t['redis SAVE (RDB write)']:5.2f}")
         print(f"  save + recovery vs DEBUG RELOAD   {(save + load) / reload:5.2f}")
+    tail = args.n // 2 if args.tail is None else args.tail
+    if tail:
+        print("recovery with a log tail (interleaved rounds):")
+        t = bench_tail_recovery(
+            pairs, make_tail(pairs, tail, args.seed + 1), args.repeats, args.backend
+        )
+        ours = t["rankengine recovery (snapshot + tail)"]
+        theirs = t.get("redis DEBUG LOADAOF (RDB preamble + tail)")
+        if theirs is not None:
+            print(f"  ratio (rankengine / redis, medians): {ours / theirs:5.2f}")
     if args.appends:
         print(f"append throughput ({args.appends} single incr calls, backend {args.backend}):")
         bench_appends(args.appends, args.backend)
