@@ -84,7 +84,11 @@ class Period(NamedTuple):
 
 
 def _check_time(t: object, what: str = "t") -> float:
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+    if (
+        isinstance(t, bool)
+        or not isinstance(t, (int, float))
+        or (isinstance(t, float) and not math.isfinite(t))  # an int is finite, however large
+    ):
         raise ValueError(f"{what} must be a finite number of POSIX seconds, not {t!r}")
     return t
 
@@ -101,15 +105,16 @@ def _check_offset(utc_offset: int | timedelta) -> int:
 def _floor_index(t: float, origin: int, length: int) -> int:
     """The ``i`` with ``origin + i * length <= t < origin + (i + 1) * length``.
 
-    The float division may round across a boundary, so the guess is fixed up
-    with exact int/float comparisons (Python compares them exactly).
+    Boundaries are whole seconds, so ``t`` may be replaced by its floor (exact
+    for any finite float), and the rest is exact integer arithmetic: no float
+    guess that rounds across a boundary, however large ``t`` or ``origin``.
+
+    >>> _floor_index(-0.5, 0, 10), _floor_index(86_399.9, 0, 86_400)
+    (-1, 0)
+    >>> _floor_index(10**30, 1, 10**29)
+    9
     """
-    i = math.floor((t - origin) / length)
-    while origin + i * length > t:
-        i -= 1
-    while origin + (i + 1) * length <= t:
-        i += 1
-    return i
+    return (math.floor(t) - origin) // length
 
 
 def _day_date(day: int) -> date:
