@@ -79,7 +79,6 @@ from rankengine.manifest import (
     snapshot_name,
     write_manifest,
 )
-from rankengine.scoring import check_member
 from rankengine.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
 
 __all__ = [
@@ -228,6 +227,7 @@ class _TailReplay:
     def __init__(self, board: Leaderboard) -> None:
         self.board = board
         self.by_member = board._tie_break == "member"
+        self.check_score = board._codec.check
         #: the board before the tail (not changed until :meth:`finish`)
         self.before = board._primary
         #: member -> present now, for the members the tail touched
@@ -248,25 +248,26 @@ class _TailReplay:
         # (the type checks see the board as of the event's start, as a
         # board applying it would: an event is one batch write)
         held = self.member_type if self.size else None
-        present, before = self.present, self.before
+        present, puts = self.present, self.puts
         try:
+            # (members need no type check here: the record decoder admits
+            # only str, bytes and int members)
             for change in event.changes:
                 kind, member = change[0], change[1]
-                check_member(member)
                 if self.by_member:
                     _check_comparable(member, held)
                 here = present.get(member)
                 if here is None:
-                    here = member in before
+                    here = member in self.before
                 if kind == PUT:
-                    self.board._codec.check(change[2])
+                    self.check_score(change[2])
                     if not here:
                         if not self.size:
                             self.member_type = type(member)
                         self.size += 1
                         present[member] = True
-                    self.puts.pop(member, None)  # keep log order: re-add at the end
-                    self.puts[member] = change
+                    puts.pop(member, None)  # keep log order: re-add at the end
+                    puts[member] = change
                     self.clock = max(self.clock, change[3])
                 elif not here:
                     raise ValueError(
@@ -275,9 +276,9 @@ class _TailReplay:
                 elif kind == DEL:
                     present[member] = False
                     self.size -= 1
-                    self.puts.pop(member, None)
+                    puts.pop(member, None)
                     self.metas.pop(member, None)
-                    if member in before:
+                    if member in self.before:
                         self.deleted.add(member)
                 else:
                     assert kind == META
