@@ -660,7 +660,7 @@ class SkipList:
         level (each is a sub-sequence of level 0).  Spans count nodes, not
         keys, so they do not change either: only the key is replaced::
 
-            level 1   H --2--> 20 ---------2--------> 40
+            level 1   H --2--> 20 ---------3--------> 40
             level 0   H ... 20 -1> X(25) -1> 30 -1> 40
 
             move 25 -> 27:  20 < 27 < 30, only X's key changes
