@@ -278,6 +278,7 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _svg_written(args.svg)
         return 0
     style: dict[str, Any] = {"label": args.label, "layout": layout, "width": width}
+    summary = _summary(sl, args)  # the list before the operation, as the story starts
     if args.insert is not None:
         name, score = args.insert
         story = narrate_insert(sl, score, member=name, height=args.height, rng=rng, **style)
@@ -287,7 +288,7 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         old, new = args.update
         story = narrate_update(sl, old, new, **style)
     _write_svg(args.svg, story.svg())
-    print(_summary(sl, args))
+    print(summary)
     print()
     print(story.text)
     _svg_written(args.svg)

@@ -647,3 +647,34 @@ def test_every_increase_narrates_what_move_visits(
     else:
         assert _narrated_walk(story) == seen
     sl._check()
+
+
+# ----------------------------------------------------------------------
+# The show and trace commands
+# ----------------------------------------------------------------------
+
+
+def _cli(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("operation", "summary"),
+    [
+        (["--insert", "35", "--height", "5"], "of 10 entries on 4 levels"),
+        (["--delete", "25"], "of 10 entries on 4 levels"),  # 25 is the only node on L3
+        (["--update", "20", "55"], "of 10 entries on 4 levels"),
+    ],
+)
+def test_trace_summary_describes_the_list_the_narration_starts_from(
+    operation: list[str], summary: str
+) -> None:
+    code, out, err = _cli(["trace", *map(str, SCORES), "--seed", str(SEED), *operation])
+    assert code == 0, err
+    assert " ".join(out.split("\n\n")[0].split()).startswith(f"A skip list {summary} ")
