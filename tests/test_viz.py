@@ -678,3 +678,19 @@ def test_trace_summary_describes_the_list_the_narration_starts_from(
     code, out, err = _cli(["trace", *map(str, SCORES), "--seed", str(SEED), *operation])
     assert code == 0, err
     assert " ".join(out.split("\n\n")[0].split()).startswith(f"A skip list {summary} ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "1", "--random", "3"], "give scores or --random N, not both"),
+        (["trace", "1", "--random", "3", "--find", "1"], "give scores or --random N, not both"),
+        (["show", "a=1", "a=2"], "every NAME must be different"),
+    ],
+)
+def test_conflicting_arguments_are_usage_errors(args: list[str], message: str) -> None:
+    # Like every other argument the parser refuses (--height without
+    # --insert, --find with --delete): exit status 2 and the usage line.
+    code, out, err = _cli(args)
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: rankengine ") and message in err
