@@ -694,3 +694,21 @@ def test_conflicting_arguments_are_usage_errors(args: list[str], message: str) -
     code, out, err = _cli(args)
     assert (code, out) == (2, "")
     assert err.startswith("usage: rankengine ") and message in err
+
+
+def test_increase_of_the_only_top_node_keeps_its_level() -> None:
+    # 25 is the only node on L3.  SkipList._move_ahead unlinks and relinks it
+    # level by level and never drops L3 (a delete would): the narration must
+    # not say it does, nor that the relink adds a new level.
+    sl, _ = lecture()
+    assert sl.level == 4
+    story = narrate_update(sl, 25, 48)
+    assert story.relink is not None and story.relink.starts  # the finger search ran
+    assert sl.level == 4
+    assert "is dropped" not in story.text and "(new level:" not in story.text
+    assert "L3 now holds no node; SkipList._move_ahead keeps the level" in story.text
+    assert "5 + 5 - 1 = 9" in story.text and "(HEAD -> NIL, kept from step 3)" in story.text
+    # A decrease runs a real unlink, then a relink: there the level goes and comes back.
+    sl, _ = lecture()
+    down = narrate_update(sl, 25, 3)
+    assert "dropped (level 4 -> 3)" in down.text and "(new level:" in down.text
