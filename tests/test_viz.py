@@ -712,3 +712,70 @@ def test_increase_of_the_only_top_node_keeps_its_level() -> None:
     sl, _ = lecture()
     down = narrate_update(sl, 25, 3)
     assert "dropped (level 4 -> 3)" in down.text and "(new level:" in down.text
+
+
+# ----------------------------------------------------------------------
+# The search of an insert or a delete, checked against the real code
+# ----------------------------------------------------------------------
+
+
+def _header_walk(trace: Any, labels: Any) -> list[tuple[Any, ...]]:
+    """A search from the header as the narration tells it, in the
+    recorder's terms (see :func:`_narrated_walk`): each level starts where
+    the level above stopped, the top one at HEAD."""
+    walk: list[tuple[Any, ...]] = []
+    start = 0
+    for level, stop, _ in trace.stops:
+        walk.append(("stand", level, labels[start]))
+        for s in trace.steps:
+            if s.level == level:
+                walk.append(("cross", level, labels[s.src], labels[s.dst]))
+                walk.append(("stand", level, labels[s.dst]))
+        start = stop
+    return walk
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists(), st.data())
+def test_insert_and_delete_narrate_the_search_the_code_runs(
+    case: tuple[SkipList, HeightScript, list[int]], data: st.DataObject
+) -> None:
+    # The story's search (every link crossed, where it drops, update[i] and
+    # rank[i]) is the walk SkipList.insert / remove really makes: record the
+    # forward links and spans the real search reads, and the update[] and
+    # rank[] it leaves, and compare.
+    sl, rng, _ = case
+    present = [e[0] for e in sl]
+    delete = bool(present) and data.draw(st.booleans())
+    method = "_search_update" if delete else "_search_update_rank"
+    real = getattr(SkipList, method)
+    seen: list[tuple[Any, ...]] = []
+    left: dict[str, Any] = {}
+
+    def recorded(self: SkipList, p: Any, t: Any) -> Any:
+        _Recorded.log = seen
+        try:
+            return real(self, p, t)
+        finally:
+            _Recorded.log = None
+            top = self.level
+            left["update"] = [_name(self._update[i]) for i in range(top)]
+            left["rank"] = list(self._rank[:top])
+
+    _record_nodes(sl)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(SkipList, method, recorded)
+        if delete:
+            story = narrate_delete(sl, data.draw(st.sampled_from(present)), label="member")
+        else:
+            story = narrate_insert(sl, data.draw(st.integers(-60, 60)), rng=rng, label="member")
+    _record_nodes(sl, list)
+    sl._check()
+    labels = story.before.labels
+    told = _header_walk(story.trace, labels)
+    if delete:  # remove() needs no ranks: its search reads no span
+        told = [event for event in told if event[0] == "stand"]
+    assert seen and told == seen
+    assert left["update"] == [labels[node] for node in story.trace.update()]
+    if not delete:
+        assert left["rank"] == [rank for _, _, rank in reversed(story.trace.stops)]
