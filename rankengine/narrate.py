@@ -363,6 +363,8 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     """The search as numbered sentences: each link crossed with the rank it
     reaches, each drop and why, and the result.
 
+    Runtime complexity: O(N * (steps + level)) (each key is checked for equal scores)
+
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
     >>> print(explain(trace_key(sl, 20), sl))
