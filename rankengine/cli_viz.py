@@ -121,7 +121,7 @@ def register(sub: Any) -> None:
         epilog="examples:  rankengine show 30 10 50 20 40   |   rankengine show --random 20 "
         "--seed 3 --svg list.svg",
     )
-    p.set_defaults(handler=_show)
+    p.set_defaults(handler=functools.partial(_show, p))
 
     p = sub.add_parser(
         "trace",
@@ -207,16 +207,20 @@ def _max_level(text: str) -> int:
 # ----------------------------------------------------------------------
 
 
-def _build(args: argparse.Namespace, rng: HeightScript) -> SkipList:
+def _build(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, rng: HeightScript
+) -> SkipList:
+    """The list the arguments describe; arguments that contradict each other
+    are usage errors (exit status 2), as argparse's own are."""
     entries: list[tuple[str | None, int | float]] = args.scores
     if entries and args.random is not None:
-        raise ValueError("give scores or --random N, not both")
+        parser.error("give scores or --random N, not both")
     if not entries:
         entries = [(None, s) for s in random_scores(args.random or DEFAULT_COUNT, args.seed)]
     names = [name for name, _ in entries]
     members = [name if name is not None else f"s{i}" for i, name in enumerate(names)]
     if len(set(members)) != len(members):
-        raise ValueError("every NAME must be different")
+        parser.error("every NAME must be different")
     return teaching_list(
         [score for _, score in entries], rng=rng, max_level=args.max_level, members=members
     )
@@ -242,8 +246,8 @@ def _svg_written(path: str | None) -> None:
         print(f"\nSVG written to {path}")
 
 
-def _show(args: argparse.Namespace) -> int:
-    sl = _build(args, HeightScript(args.seed, max_level=args.max_level))
+def _show(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    sl = _build(parser, args, HeightScript(args.seed, max_level=args.max_level))
     shape = shape_of(sl, args.label)
     _write_svg(args.svg, render_svg(shape))
     print(_summary(sl, args))
@@ -259,7 +263,7 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.height is not None and args.height > args.max_level:
         parser.error(f"--height must not exceed --max-level ({args.max_level})")
     rng = HeightScript(args.seed, max_level=args.max_level)
-    sl = _build(args, rng)
+    sl = _build(parser, args, rng)
     layout, width = args.layout, args.width
     if args.find is not None or args.rank is not None:
         shape = shape_of(sl, args.label)
@@ -278,6 +282,7 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _svg_written(args.svg)
         return 0
     style: dict[str, Any] = {"label": args.label, "layout": layout, "width": width}
+    summary = _summary(sl, args)  # the list before the operation, as the story starts
     if args.insert is not None:
         name, score = args.insert
         story = narrate_insert(sl, score, member=name, height=args.height, rng=rng, **style)
@@ -287,7 +292,7 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         old, new = args.update
         story = narrate_update(sl, old, new, **style)
     _write_svg(args.svg, story.svg())
-    print(_summary(sl, args))
+    print(summary)
     print()
     print(story.text)
     _svg_written(args.svg)

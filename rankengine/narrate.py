@@ -363,6 +363,8 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     """The search as numbered sentences: each link crossed with the rank it
     reaches, each drop and why, and the result.
 
+    Runtime complexity: O(N * (steps + level)) (each key is checked for equal scores)
+
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
     >>> print(explain(trace_key(sl, 20), sl))
@@ -566,11 +568,12 @@ def _rows(lines: Sequence[str]) -> str:
 
 
 def _link_changes(
-    shape: Shape, trace: Trace, entry: Entry3, height: int
+    shape: Shape, trace: Trace, entry: Entry3, height: int, *, kept: bool = False
 ) -> tuple[Shape, list[SpanChange], set[tuple[int, int]], list[str]]:
     """The span arithmetic of linking a node of ``height`` at the place the
     strict search ``trace`` found; returns the predicted shape, the changes,
-    the marked links and the explanation lines."""
+    the marked links and the explanation lines.  ``kept``: the levels above
+    ``shape``'s were kept by the unlink (a move ahead), not added here."""
     labels = shape.labels
     length = shape.length
     new_label = label_of(entry, shape.label_mode)
@@ -600,7 +603,11 @@ def _link_changes(
             spans[new][i] = old - d
             row += f"{d:<3} {f'{old} -> {d} + 1 = {d + 1}':<18}{old} - {d} = {old - d}"
             if i >= shape.level:
-                row += f"   (new level: HEAD -> NIL spanned all {length})"
+                row += (
+                    "   (HEAD -> NIL, kept from step 3)"
+                    if kept
+                    else f"   (new level: HEAD -> NIL spanned all {length})"
+                )
             changes.append(SpanChange(i, labels[u], old, d + 1, "now stops at the new node"))
             changes.append(SpanChange(i, new_label, None, old - d, "the rest of the old link"))
             marked.update(((i, u), (i, new)))
@@ -736,9 +743,14 @@ def narrate_insert(
 
 
 def _unlink_changes(
-    shape: Shape, trace: Trace, x: int
+    shape: Shape, trace: Trace, x: int, *, keep: bool = False
 ) -> tuple[Shape, list[SpanChange], set[tuple[int, int]], list[str]]:
-    """The span arithmetic of unlinking node ``x`` found by the strict search."""
+    """The span arithmetic of unlinking node ``x`` found by the strict search.
+
+    ``keep``: the node is linked back at once (``SkipList._move_ahead``),
+    which drops no level; the lines say so.  The predicted shape is that
+    of the list without the node either way.
+    """
     labels = shape.labels
     update = trace.update()
     height = shape.heights[x]
@@ -769,7 +781,16 @@ def _unlink_changes(
     entries = [*shape.entries[: x - 1], *shape.entries[x:]]
     heights = [*shape.heights[1:x], *shape.heights[x + 1 :]]
     level = max(heights, default=1)
-    if level < shape.level:
+    if level < shape.level and keep:
+        gone = (
+            f"L{level} now holds no node"
+            if level == shape.level - 1
+            else f"L{level} to L{shape.level - 1} now hold no node"
+        )
+        lines.append(
+            f"{gone}; SkipList._move_ahead keeps the level: the node comes back in step 4."
+        )
+    elif level < shape.level:
         gone = (
             f"Level {level} now holds no node, so it is"
             if level == shape.level - 1
@@ -966,13 +987,13 @@ def narrate_update(
             "update", title, "\n\n".join(steps), before, real, trace, (), frozenset(), True
         )
     height = before.heights[x]
-    middle, out_changes, _, out_lines = _unlink_changes(before, trace, x)
-    relink = trace_key(middle, *new_key, strict=True)
     ahead = old_key < new_key
+    middle, out_changes, _, out_lines = _unlink_changes(before, trace, x, keep=ahead)
+    relink = trace_key(middle, *new_key, strict=True)
     if ahead:
         finger = trace_finger(before, *new_key, trace)
         _check_finger(finger, trace, relink, x)
-    predicted, in_changes, _, in_lines = _link_changes(middle, relink, entry, height)
+    predicted, in_changes, _, in_lines = _link_changes(middle, relink, entry, height, kept=ahead)
     # Both the unlink and the relink changed links, and the relink shifted
     # the nodes after the new place by one: compare the pictures node by node.
     marked = _relinked(before, predicted, x, relink.rank + 1)

@@ -52,8 +52,7 @@ Like Redis's ``t_zset.c`` (whose design, not code, this follows):
    ``(score, member bytes)``.
 4. A re-key (a score change) that leaves the node between its two level-0
    neighbours is done in place, without unlinking (Redis
-   ``zslUpdateScore``); otherwise the node is unlinked and relinked, keeping
-   its height.
+   ``zslUpdateScore``).
 
 And where it departs from Redis:
 
@@ -62,7 +61,10 @@ And where it departs from Redis:
 6. Reads at either end of the list (top-k) start at the first node or the
    tail without a walk (Redis does this in ZRANGE, not in its rank lookup),
    and reads next to the node the last rank query found start from it.
-7. A re-key to a larger key that must relink finds the new place by a
+7. A re-key that must relink keeps the node and its height: it is
+   unlinked and linked again at its new place.  Redis's ``zslUpdateScore``
+   deletes the node and calls ``zslInsert``, which makes a new node with a
+   new random height.  A re-key to a larger key finds the new place by a
    finger search from the old ``update[]`` nodes, and unlinks and relinks in
    one pass.
 8. A node is one flat Python list, not a struct (see ``_Node`` below).
@@ -654,13 +656,16 @@ class SkipList:
     def _rekey_in_place(self, x: _Node, p: Any, t: Any) -> bool:
         """Give ``x`` the key ``(p, t)`` if it still fits between its neighbours.
 
-        This is Redis's ``zslUpdateScore`` fast path.  If the new key sorts
-        strictly between ``x``'s backward node and its level-0 forward node,
+        This is Redis's ``zslUpdateScore`` fast path, with full keys: Redis
+        compares scores only (the new score strictly between the neighbours'
+        scores), so a new score equal to a neighbour's always relinks there.
+        If the new key sorts strictly between ``x``'s backward node and its
+        level-0 forward node,
         the level-0 order is unchanged, and so is the order on every higher
         level (each is a sub-sequence of level 0).  Spans count nodes, not
         keys, so they do not change either: only the key is replaced::
 
-            level 1   H --2--> 20 ---------2--------> 40
+            level 1   H --2--> 20 ---------3--------> 40
             level 0   H ... 20 -1> X(25) -1> 30 -1> 40
 
             move 25 -> 27:  20 < 27 < 30, only X's key changes

@@ -171,6 +171,8 @@ class Shape:
 def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
     """The label of a stored entry.
 
+    Runtime complexity: O(len(label))
+
     >>> entry = (10, 3, "ann")
     >>> label_of(entry), label_of(entry, "member"), label_of(entry, "key")
     ('10', 'ann', '10/3')
@@ -193,6 +195,8 @@ def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
 def forward_of(heights: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     """The forward links implied by node heights (header first, NIL last).
 
+    Runtime complexity: O(N * level)
+
     >>> forward_of([2, 1, 2, 1])
     ((1, 2), (2,), (3, 4), (4,))
     """
@@ -209,6 +213,8 @@ def forward_of(heights: Sequence[int]) -> tuple[tuple[int, ...], ...]:
 def spans_of(forward: Sequence[Sequence[int]], length: int) -> tuple[tuple[int, ...], ...]:
     """The spans implied by forward links: rank distance, NIL at ``length``.
 
+    Runtime complexity: O(N * level)
+
     >>> spans_of(((1, 2), (2,), (3, 3), ()), 2)
     ((1, 2), (1,), (0, 0))
     """
@@ -224,6 +230,8 @@ def make_shape(
 ) -> Shape:
     """The shape of a skip list holding ``entries`` (in key order) with these
     node heights (``heights[0]`` is the header's: the list's level).
+
+    Runtime complexity: O(N * level)
 
     >>> make_shape([(1, 0, "a"), (2, 0, "b")], [2, 2, 1]).spans
     ((1, 1), (1, 1), (0,))
@@ -249,6 +257,9 @@ def shape_of(source: SkipList | Shape | Any, label: LabelMode | None = None) -> 
     the list's real forward pointers.
 
     Runtime complexity: O(N * level)
+
+    >>> shape_of(teaching_list([2, 1], rng=HeightScript(0).force(1, 2))).heights
+    (2, 2, 1)
 
     :param label: node labels (default: the score; members for a board).
     :raises TypeError: for a board on another backend.
@@ -361,6 +372,8 @@ class HeightScript(random.Random):
         """Draw a height from the seeded stream with the skip list's law:
         1, plus one level per coin below ``P``, up to ``max_level``.
 
+        Runtime complexity: O(1) expected
+
         >>> sorted({HeightScript(s).draw() for s in range(50)})
         [1, 2, 3]
         """
@@ -426,6 +439,8 @@ def teaching_list(
 
 def random_scores(n: int, seed: int | None = 0) -> list[int]:
     """``n`` distinct scores in random order: two digits up to 20 scores.
+
+    Runtime complexity: O(n)
 
     >>> random_scores(5, seed=1)
     [18, 73, 98, 9, 33]

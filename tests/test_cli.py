@@ -385,8 +385,8 @@ def _bad_cases(tmp: Path) -> dict[str, tuple[Case, int, str]]:
         "show empty name": (Case(["show", "=5"]), 2, "name before '=' is empty"),
         "show random 0": (Case(["show", "--random", "0"]), 2, "must be at least 1"),
         "show random huge": (Case(["show", "--random", "5000"]), 2, "at most 1000"),
-        "show both": (Case(["show", "1", "--random", "3"]), 1, "not both"),
-        "show same names": (Case(["show", "a=1", "a=2"]), 1, "every NAME must be different"),
+        "show both": (Case(["show", "1", "--random", "3"]), 2, "not both"),
+        "show same names": (Case(["show", "a=1", "a=2"]), 2, "every NAME must be different"),
         "show max level": (Case(["show", "--max-level", "40"]), 2, "from 1 to 32"),
         "show layout": (Case(["show", "--layout", "round"]), 2, "invalid choice"),
         "show svg dir": (

@@ -647,3 +647,135 @@ def test_every_increase_narrates_what_move_visits(
     else:
         assert _narrated_walk(story) == seen
     sl._check()
+
+
+# ----------------------------------------------------------------------
+# The show and trace commands
+# ----------------------------------------------------------------------
+
+
+def _cli(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(args)
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("operation", "summary"),
+    [
+        (["--insert", "35", "--height", "5"], "of 10 entries on 4 levels"),
+        (["--delete", "25"], "of 10 entries on 4 levels"),  # 25 is the only node on L3
+        (["--update", "20", "55"], "of 10 entries on 4 levels"),
+    ],
+)
+def test_trace_summary_describes_the_list_the_narration_starts_from(
+    operation: list[str], summary: str
+) -> None:
+    code, out, err = _cli(["trace", *map(str, SCORES), "--seed", str(SEED), *operation])
+    assert code == 0, err
+    assert " ".join(out.split("\n\n")[0].split()).startswith(f"A skip list {summary} ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["show", "1", "--random", "3"], "give scores or --random N, not both"),
+        (["trace", "1", "--random", "3", "--find", "1"], "give scores or --random N, not both"),
+        (["show", "a=1", "a=2"], "every NAME must be different"),
+    ],
+)
+def test_conflicting_arguments_are_usage_errors(args: list[str], message: str) -> None:
+    # Like every other argument the parser refuses (--height without
+    # --insert, --find with --delete): exit status 2 and the usage line.
+    code, out, err = _cli(args)
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: rankengine ") and message in err
+
+
+def test_increase_of_the_only_top_node_keeps_its_level() -> None:
+    # 25 is the only node on L3.  SkipList._move_ahead unlinks and relinks it
+    # level by level and never drops L3 (a delete would): the narration must
+    # not say it does, nor that the relink adds a new level.
+    sl, _ = lecture()
+    assert sl.level == 4
+    story = narrate_update(sl, 25, 48)
+    assert story.relink is not None and story.relink.starts  # the finger search ran
+    assert sl.level == 4
+    assert "is dropped" not in story.text and "(new level:" not in story.text
+    assert "L3 now holds no node; SkipList._move_ahead keeps the level" in story.text
+    assert "5 + 5 - 1 = 9" in story.text and "(HEAD -> NIL, kept from step 3)" in story.text
+    # A decrease runs a real unlink, then a relink: there the level goes and comes back.
+    sl, _ = lecture()
+    down = narrate_update(sl, 25, 3)
+    assert "dropped (level 4 -> 3)" in down.text and "(new level:" in down.text
+
+
+# ----------------------------------------------------------------------
+# The search of an insert or a delete, checked against the real code
+# ----------------------------------------------------------------------
+
+
+def _header_walk(trace: Any, labels: Any) -> list[tuple[Any, ...]]:
+    """A search from the header as the narration tells it, in the
+    recorder's terms (see :func:`_narrated_walk`): each level starts where
+    the level above stopped, the top one at HEAD."""
+    walk: list[tuple[Any, ...]] = []
+    start = 0
+    for level, stop, _ in trace.stops:
+        walk.append(("stand", level, labels[start]))
+        for s in trace.steps:
+            if s.level == level:
+                walk.append(("cross", level, labels[s.src], labels[s.dst]))
+                walk.append(("stand", level, labels[s.dst]))
+        start = stop
+    return walk
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists(), st.data())
+def test_insert_and_delete_narrate_the_search_the_code_runs(
+    case: tuple[SkipList, HeightScript, list[int]], data: st.DataObject
+) -> None:
+    # The story's search (every link crossed, where it drops, update[i] and
+    # rank[i]) is the walk SkipList.insert / remove really makes: record the
+    # forward links and spans the real search reads, and the update[] and
+    # rank[] it leaves, and compare.
+    sl, rng, _ = case
+    present = [e[0] for e in sl]
+    delete = bool(present) and data.draw(st.booleans())
+    method = "_search_update" if delete else "_search_update_rank"
+    real = getattr(SkipList, method)
+    seen: list[tuple[Any, ...]] = []
+    left: dict[str, Any] = {}
+
+    def recorded(self: SkipList, p: Any, t: Any) -> Any:
+        _Recorded.log = seen
+        try:
+            return real(self, p, t)
+        finally:
+            _Recorded.log = None
+            top = self.level
+            left["update"] = [_name(self._update[i]) for i in range(top)]
+            left["rank"] = list(self._rank[:top])
+
+    _record_nodes(sl)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(SkipList, method, recorded)
+        if delete:
+            story = narrate_delete(sl, data.draw(st.sampled_from(present)), label="member")
+        else:
+            story = narrate_insert(sl, data.draw(st.integers(-60, 60)), rng=rng, label="member")
+    _record_nodes(sl, list)
+    sl._check()
+    labels = story.before.labels
+    told = _header_walk(story.trace, labels)
+    if delete:  # remove() needs no ranks: its search reads no span
+        told = [event for event in told if event[0] == "stand"]
+    assert seen and told == seen
+    assert left["update"] == [labels[node] for node in story.trace.update()]
+    if not delete:
+        assert left["rank"] == [rank for _, _, rank in reversed(story.trace.stops)]
