@@ -153,6 +153,9 @@ _UINT64_MAX: Final = (1 << 64) - 1
 _MEMBER_TYPES: Final = (str, bytes, int)
 _ZERO_CHUNK: Final = bytes(1 << 16)
 _U32: Final = struct.Struct(">I")
+#: ``_new_event(Event, (seq, time_ms, changes))`` builds an Event without the
+#: Python-level ``__new__`` of a NamedTuple (Speed: ~0.3 us -> ~0.2 us per Event).
+_new_event: Final = tuple.__new__
 #: The first 8 bytes of a frame (length and its CRC32) for every payload
 #: shorter than this, computed once: saves an int-to-bytes conversion and a
 #: ``crc32`` call per small record (measured: ~0.1 us of the ~0.8 us it takes
@@ -451,9 +454,38 @@ def decode_record(payload: bytes | memoryview) -> Event:
     Runtime complexity: O(len(payload))
     """
     try:
-        raw = unpack(payload)
+        # unpack() inlined (Speed: ~0.1 us a record)
+        raw = msgpack.unpackb(
+            payload, raw=False, use_list=True, strict_map_key=True, ext_hook=_ext_hook
+        )
     except Exception as exc:  # msgpack raises several unrelated types
         raise _bad(f"payload is not valid msgpack ({type(exc).__name__}: {exc})") from None
+    # Speed: the common record, one PUT, with the checks below and those of
+    # _decode_change(), _check_member() and _check_number() inlined; anything
+    # else (or a check that fails, to report it) takes the general path.
+    # Measured on a one-change record: ~1.6 us -> ~1.05 us per call.
+    if type(raw) is list and len(raw) == 3:
+        seq, time_ms, changes = raw
+        if (
+            type(seq) is int
+            and seq >= 1
+            and type(time_ms) is int
+            and time_ms >= 0
+            and type(changes) is list
+            and len(changes) == 1
+        ):
+            change = changes[0]
+            if type(change) is list and len(change) == 4:
+                kind, member, score, clock = change
+                if (
+                    type(kind) is int
+                    and kind == PUT
+                    and type(clock) is int
+                    and clock >= 0
+                    and type(member) in _MEMBER_TYPES
+                    and (type(score) is int or (type(score) is float and score == score))
+                ):
+                    return _new_event(Event, (seq, time_ms, [(PUT, member, score, clock)]))
     if type(raw) is not list or len(raw) != 3:
         raise _bad("record is not a 3-element array")
     seq, time_ms, changes = raw
