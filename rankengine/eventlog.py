@@ -153,6 +153,12 @@ _UINT64_MAX: Final = (1 << 64) - 1
 _MEMBER_TYPES: Final = (str, bytes, int)
 _ZERO_CHUNK: Final = bytes(1 << 16)
 _U32: Final = struct.Struct(">I")
+#: ``_new_event(Event, (seq, time_ms, changes))`` builds an Event without the
+#: Python-level ``__new__`` of a NamedTuple (Speed: ~0.3 us -> ~0.2 us per Event).
+_new_event: Final = tuple.__new__
+#: :func:`read_frames` reads this many bytes at a time and slices the frames
+#: that lie whole in them; a longer frame is read on its own.
+READ_CHUNK_BYTES: Final = 1 << 16
 #: The first 8 bytes of a frame (length and its CRC32) for every payload
 #: shorter than this, computed once: saves an int-to-bytes conversion and a
 #: ``crc32`` call per small record (measured: ~0.1 us of the ~0.8 us it takes
@@ -451,9 +457,38 @@ def decode_record(payload: bytes | memoryview) -> Event:
     Runtime complexity: O(len(payload))
     """
     try:
-        raw = unpack(payload)
+        # unpack() inlined (Speed: ~0.1 us a record)
+        raw = msgpack.unpackb(
+            payload, raw=False, use_list=True, strict_map_key=True, ext_hook=_ext_hook
+        )
     except Exception as exc:  # msgpack raises several unrelated types
         raise _bad(f"payload is not valid msgpack ({type(exc).__name__}: {exc})") from None
+    # Speed: the common record, one PUT, with the checks below and those of
+    # _decode_change(), _check_member() and _check_number() inlined; anything
+    # else (or a check that fails, to report it) takes the general path.
+    # Measured on a one-change record: ~1.6 us -> ~1.05 us per call.
+    if type(raw) is list and len(raw) == 3:
+        seq, time_ms, changes = raw
+        if (
+            type(seq) is int
+            and seq >= 1
+            and type(time_ms) is int
+            and time_ms >= 0
+            and type(changes) is list
+            and len(changes) == 1
+        ):
+            change = changes[0]
+            if type(change) is list and len(change) == 4:
+                kind, member, score, clock = change
+                if (
+                    type(kind) is int
+                    and kind == PUT
+                    and type(clock) is int
+                    and clock >= 0
+                    and type(member) in _MEMBER_TYPES
+                    and (type(score) is int or (type(score) is float and score == score))
+                ):
+                    return _new_event(Event, (seq, time_ms, [(PUT, member, score, clock)]))
     if type(raw) is not list or len(raw) != 3:
         raise _bad("record is not a 3-element array")
     seq, time_ms, changes = raw
@@ -573,44 +608,96 @@ def read_frames(f: BinaryIO, start: int, size: int) -> Iterator[tuple[int, bytes
 
     Stops at ``size`` or where only zeros are left (the clean end); raises
     ``_Damage`` at the first frame that cannot be read (see the rules in the
-    module docstring).  Never allocates more than the file holds.
+    module docstring).  Never allocates more than the file holds; reads it
+    :data:`READ_CHUNK_BYTES` at a time.
 
     Runtime complexity: O(bytes read)
     """
+    for batch in _frame_batches(f, start, size):
+        yield from batch
+
+
+def _frame_batches(f: BinaryIO, start: int, size: int) -> Iterator[list[tuple[int, bytes]]]:
+    """:func:`read_frames`'s frames, in lists (one per chunk read, or one
+    frame read on its own).
+
+    Runtime complexity: O(bytes read)
+    """
+    crc32, unpack_from = zlib.crc32, FRAME.unpack_from
     at = start
-    f.seek(at)
     while at < size:
-        left = size - at
-        if left < FRAME_HEADER_BYTES:
-            if _zero_suffix(f, size) <= at:
-                return
-            raise _Damage(at, f"incomplete frame header ({left} bytes)", torn=True)
-        head = f.read(FRAME_HEADER_BYTES)
-        length, length_crc, payload_crc = FRAME.unpack(head)
-        if zlib.crc32(head[:4]) != length_crc:
-            zeros_at = _zero_suffix(f, size)  # one scan for both questions
-            if zeros_at <= at:
-                return
-            if _interrupted_copy(f, at, zeros_at, size):
-                raise _Damage(at, "interrupted append", torn=True)
-            raise _Damage(at, "frame length checksum mismatch", torn=False)
-        if length > MAX_FRAME_BYTES:
-            raise _Damage(at, f"frame length {length} over the limit", torn=False)
-        end = at + FRAME_HEADER_BYTES + length
-        if end > size:
-            raise _Damage(at, f"incomplete record ({size - at} of {end - at} bytes)", torn=True)
-        payload = f.read(length)
-        if zlib.crc32(payload) != payload_crc:
-            if end == size and _unwritten_sectors(payload, at + FRAME_HEADER_BYTES):
-                raise _Damage(at, "last record ends in unwritten sectors", torn=True)
-            # The length is intact, so a copy cut short left only zeros after
-            # the frame, and at least one (the writer keeps it reserved).
-            zeros_at = _zero_suffix(f, size)
-            if zeros_at <= end < size and _interrupted_copy(f, at, zeros_at, size):
-                raise _Damage(at, "interrupted append", torn=True)
-            raise _Damage(at, "record checksum mismatch", torn=False)
-        yield at, payload
-        at = end
+        # Fast path: the good frames that lie whole in the next chunk, sliced
+        # from one read.  Anything else (a frame cut by the chunk's end, one
+        # longer than a chunk -- over MAX_FRAME_BYTES, too -- a checksum that
+        # fails, the end of the file) stops it, and the frame there goes
+        # through _read_frame(), read on its own.  Speed: one read per chunk
+        # instead of two per frame, and the frames handed over in lists
+        # (cheaper to iterate than one generator step each): events()
+        # measured ~2.5 us -> ~2.26 us per one-change record.
+        f.seek(at)
+        buf = f.read(min(READ_CHUNK_BYTES, size - at))
+        last = len(buf) - FRAME_HEADER_BYTES
+        pos = 0
+        batch = []
+        while pos <= last:
+            length, length_crc, payload_crc = unpack_from(buf, pos)
+            end = pos + FRAME_HEADER_BYTES + length
+            if end > len(buf) or crc32(buf[pos : pos + 4]) != length_crc:
+                break
+            payload = buf[pos + FRAME_HEADER_BYTES : end]
+            if crc32(payload) != payload_crc:
+                break
+            batch.append((at + pos, payload))
+            pos = end
+        if batch:
+            yield batch
+        at += pos
+        if at >= size:
+            return
+        single = _read_frame(f, at, size)
+        if single is None:
+            return
+        yield [(at, single)]
+        at += FRAME_HEADER_BYTES + len(single)
+
+
+def _read_frame(f: BinaryIO, at: int, size: int) -> bytes | None:
+    """The payload of the frame at ``at``, read on its own and checked by
+    every rule; None at the clean end; raises ``_Damage``.
+
+    Runtime complexity: O(bytes read)
+    """
+    f.seek(at)
+    left = size - at
+    if left < FRAME_HEADER_BYTES:
+        if _zero_suffix(f, size) <= at:
+            return None
+        raise _Damage(at, f"incomplete frame header ({left} bytes)", torn=True)
+    head = f.read(FRAME_HEADER_BYTES)
+    length, length_crc, payload_crc = FRAME.unpack(head)
+    if zlib.crc32(head[:4]) != length_crc:
+        zeros_at = _zero_suffix(f, size)  # one scan for both questions
+        if zeros_at <= at:
+            return None
+        if _interrupted_copy(f, at, zeros_at, size):
+            raise _Damage(at, "interrupted append", torn=True)
+        raise _Damage(at, "frame length checksum mismatch", torn=False)
+    if length > MAX_FRAME_BYTES:
+        raise _Damage(at, f"frame length {length} over the limit", torn=False)
+    end = at + FRAME_HEADER_BYTES + length
+    if end > size:
+        raise _Damage(at, f"incomplete record ({size - at} of {end - at} bytes)", torn=True)
+    payload = f.read(length)
+    if zlib.crc32(payload) != payload_crc:
+        if end == size and _unwritten_sectors(payload, at + FRAME_HEADER_BYTES):
+            raise _Damage(at, "last record ends in unwritten sectors", torn=True)
+        # The length is intact, so a copy cut short left only zeros after
+        # the frame, and at least one (the writer keeps it reserved).
+        zeros_at = _zero_suffix(f, size)
+        if zeros_at <= end < size and _interrupted_copy(f, at, zeros_at, size):
+            raise _Damage(at, "interrupted append", torn=True)
+        raise _Damage(at, "record checksum mismatch", torn=False)
+    return payload
 
 
 def read_header(f: BinaryIO, magic: bytes, path: str, what: str) -> tuple[dict[str, Any], int]:
@@ -702,22 +789,24 @@ class SegmentReader:
         """
         path = self.path
         try:
-            for at, payload in read_frames(self._file, self.start, self.size):
-                try:
-                    event = decode_record(payload)
-                except ValueError as exc:
-                    raise CorruptionError(path, at, f"bad record: {exc}") from None
-                if event.seq != self.last_seq + 1:
-                    raise CorruptionError(
-                        path, at, f"sequence jumps from {self.last_seq} to {event.seq}"
-                    )
-                self.last_seq = event.seq
-                self.at = at
-                self.end = at + FRAME_HEADER_BYTES + len(payload)
-                self.records += 1
-                if progress is not None and self.records % PROGRESS_EVERY == 0:
-                    progress(self.end)
-                yield event
+            # (frames in batches: a list is cheaper to iterate than a generator)
+            for batch in _frame_batches(self._file, self.start, self.size):
+                for at, payload in batch:
+                    try:
+                        event = decode_record(payload)
+                    except ValueError as exc:
+                        raise CorruptionError(path, at, f"bad record: {exc}") from None
+                    if event.seq != self.last_seq + 1:
+                        raise CorruptionError(
+                            path, at, f"sequence jumps from {self.last_seq} to {event.seq}"
+                        )
+                    self.last_seq = event.seq
+                    self.at = at
+                    self.end = at + FRAME_HEADER_BYTES + len(payload)
+                    self.records += 1
+                    if progress is not None and self.records % PROGRESS_EVERY == 0:
+                        progress(self.end)
+                    yield event
         except _Damage as damage:
             if not damage.torn:
                 raise CorruptionError(path, damage.offset, damage.reason) from None
