@@ -659,7 +659,15 @@ class TumblingWindows:
         :param tracker_options: :class:`TopK` options when ``source`` is None
         :raises ValueError: if ``k`` is above the source's candidate capacity
             (its windows could never report ``k`` keys)
+        :raises TypeError: for tracker options given with a ``source``, which
+            has its own trackers (the options would be ignored)
         """
+        if source is not None and tracker_options:
+            raise TypeError(
+                f"tracker options ({', '.join(sorted(tracker_options))}) are for the "
+                "TopK that TumblingWindows makes when no source is given; a source "
+                "has its own trackers: set them where the source is made"
+            )
         if not (
             isinstance(length, (int, float))
             and not isinstance(length, bool)

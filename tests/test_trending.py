@@ -373,6 +373,17 @@ class PlainSource:
         return self.local.roll()
 
 
+def test_windows_with_a_source_refuse_tracker_options() -> None:
+    """Tracker options configure the TopK made when no source is given; with
+    a source they would be silently ignored, so they are refused."""
+    with pytest.raises(TypeError, match=r"tracker options \(depth, width\) are for the TopK"):
+        TumblingWindows(
+            10.0, k=2, source=PartitionedTopK(2, k=2), width=64, depth=2, clock=FakeClock()
+        )
+    tw = TumblingWindows(10.0, k=2, width=64, depth=2, clock=FakeClock())  # no source: used
+    assert tw._source.snapshot().sketch().width == 64
+
+
 def test_windows_refuse_a_k_larger_than_the_source_can_hold() -> None:
     sources: list[tuple[Callable[[], WindowSource], int]] = [
         (lambda: PartitionedTopK(2, k=2, width=32, depth=2), 18),
@@ -544,10 +555,17 @@ def test_a_batch_past_the_counter_limit_publishes_no_window(pipeline: bool) -> N
     """An event that opens a new window but cannot fit in one raises
     OverflowError before the open window is published: nothing changes."""
     seen: list[Window] = []
-    source = PartitionedTopK(2, k=2, width=16, depth=2) if pipeline else None
-    tw = TumblingWindows(
-        10.0, k=2, width=16, depth=2, clock=FakeClock(), source=source, on_publish=seen.append
-    )
+    shape = {"width": 16, "depth": 2}
+    if pipeline:
+        tw = TumblingWindows(
+            10.0,
+            k=2,
+            clock=FakeClock(),
+            source=PartitionedTopK(2, k=2, **shape),
+            on_publish=seen.append,
+        )
+    else:
+        tw = TumblingWindows(10.0, k=2, clock=FakeClock(), on_publish=seen.append, **shape)
     with pytest.raises(OverflowError):
         tw.add("a", 2**32, ts=1.0)  # the first event: not even the clock moves
     assert tw.current is None
