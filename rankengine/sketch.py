@@ -219,10 +219,12 @@ class CountMinSketch:
             raise ValueError(f"depth must be an int in [1, {MAX_VALUES}], got {depth!r}")
         if type(counter_bits) is not int or counter_bits not in COUNTER_TYPECODES:
             raise ValueError(f"counter_bits must be 32 or 64, got {counter_bits!r}")
+        if type(conservative) is not bool:
+            raise ValueError(f"conservative must be True or False, got {conservative!r}")
         self.width = width
         self.depth = depth
         self.seed = check_seed(seed)
-        self.conservative = bool(conservative)
+        self.conservative = conservative
         self.counter_bits = counter_bits
         self.total = 0
         self._limit = 2**counter_bits - 1

@@ -336,6 +336,9 @@ def test_bad_counts_raise_and_change_nothing(n: object) -> None:
         {"width": 10, "depth": 2, "counter_bits": "32"},
         {"width": 10, "depth": 2, "seed": -1},
         {"width": 10, "depth": 2, "seed": 2**64},
+        {"width": 10, "depth": 2, "conservative": 1},
+        {"width": 10, "depth": 2, "conservative": "no"},
+        {"width": 10, "depth": 2, "conservative": None},
     ],
 )
 def test_bad_shapes_are_refused(kwargs: dict[str, object]) -> None:
