@@ -521,11 +521,12 @@ def _update_table(trace: Trace, labels: Sequence[str]) -> str:
     return "\n".join(rows)
 
 
-def _check(predicted: Shape, rebuilt: Shape, real: Shape, operation: str) -> None:
-    assert predicted == rebuilt, (
-        f"{operation}: the span arithmetic disagrees with the shape rebuilt from heights\n"
-        f"{render_text(predicted, legend=False)}\n{render_text(rebuilt, legend=False)}"
-    )
+def _check(predicted: Shape, real: Shape, operation: str) -> None:
+    """The narration's picture after ``operation`` must be the real list's.
+
+    (The span arithmetic is checked against the shape rebuilt from heights
+    where it is done, in ``_link_changes`` and ``_unlink_changes``.)
+    """
     assert predicted == real, (
         f"{operation}: the narration disagrees with the real skip list\n"
         f"{render_text(predicted, legend=False)}\n{render_text(real, legend=False)}"
@@ -687,7 +688,7 @@ def narrate_insert(
     if height is not None:
         assert drawn == height, f"asked for height {height}, the list drew {drawn}"
     predicted, changes, marked, lines = _link_changes(before, trace, entry, drawn)
-    _check(predicted, predicted, real, "insert")
+    _check(predicted, real, "insert")
     name = label_of(entry, before.label_mode)
     title = f"Insert {name}"
     how = "chosen for this example" if chosen else "drawn at random"
@@ -843,7 +844,7 @@ def narrate_delete(
     predicted, changes, marked, lines = _unlink_changes(before, trace, x)
     sl.remove(*key)
     real = shape_of(sl, before.label_mode)
-    _check(predicted, predicted, real, "delete")
+    _check(predicted, real, "delete")
     height = before.heights[x]
     steps = [
         f"Delete {name} from a skip list of {before.length} entries.",
@@ -967,7 +968,7 @@ def narrate_update(
         real = shape_of(sl, before.label_mode)
         entries = list(before.entries)
         entries[x - 1] = entry
-        _check(make_shape(entries, before.heights, before.label_mode), real, real, "update")
+        _check(make_shape(entries, before.heights, before.label_mode), real, "update")
         steps = [
             intro,
             _search_step(
@@ -999,7 +1000,7 @@ def narrate_update(
     marked = _relinked(before, predicted, x, relink.rank + 1)
     sl.move(*old_key, *new_key)
     real = shape_of(sl, before.label_mode)
-    _check(predicted, predicted, real, "update")
+    _check(predicted, real, "update")
     search = _search_step(
         1, f"jumps to {old_label}", old_word, trace, before, layout=layout, width=width
     )
