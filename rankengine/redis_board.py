@@ -811,10 +811,10 @@ class RedisLeaderboard(Uncopyable):
     ) -> RedisLeaderboard:
         """A new Redis board holding every member of ``boards`` (any boards
         with this API), scores combined as :func:`rankengine.combine.combine`
-        describes.  ``redis`` and ``name`` default to the first board's
-        client and a fresh name (a name that already holds a board is
-        refused with ``ValueError``: the result is a new board); other
-        keywords override its settings.
+        describes.  ``redis``, ``prefix`` and ``name`` default to the first
+        board's client, its key prefix and a fresh name (a name that already
+        holds a board is refused with ``ValueError``: the result is a new
+        board); other keywords override its settings.
 
         Runtime complexity: O(T log T) for T input entries in all.
         """
@@ -1752,6 +1752,8 @@ def _combine(
         raise ValueError(f"aggregate must be one of ('sum', 'min', 'max'), not {aggregate!r}")
     first = inputs[0]
     settings = {k: v for k, v in first.config().items() if k != "backend"}
+    if isinstance(first, RedisLeaderboard):
+        settings["prefix"] = first._prefix  # the result lives beside it
     settings.update(config)
     client = settings.pop("redis", getattr(first, "redis", None))
     name = settings.pop("name", None) or f"{getattr(first, 'name', 'board')}.{uuid.uuid4().hex[:8]}"

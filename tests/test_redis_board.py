@@ -532,6 +532,21 @@ def test_union_writes_a_new_redis_board(redis_client: Any) -> None:
     assert common.items() == [("bob", 7)]
 
 
+def test_a_union_of_redis_boards_lives_under_their_prefix(redis_client: Any) -> None:
+    """The result takes the first board's client, settings and key prefix (a
+    prefix is a namespace: one application's boards, say), unless told
+    otherwise."""
+    a = RedisLeaderboard(redis_client, unique_name(), prefix="game1:")
+    a.set_many({"ann": 10, "bob": 5})
+    both = RedisLeaderboard.union([a, Leaderboard()])
+    assert all(key.startswith("game1:") for key in both.keys)
+    assert redis_client.exists(*both.keys) > 0
+    again = RedisLeaderboard(redis_client, both.name, prefix="game1:")
+    assert again.items() == [("ann", 10), ("bob", 5)]
+    elsewhere = RedisLeaderboard.union([a], prefix="other:")
+    assert all(key.startswith("other:") for key in elsewhere.keys)
+
+
 def test_a_union_that_fails_leaves_no_board_behind(redis_client: Any) -> None:
     # An in-process board may hold an int beyond a double's range, which a
     # Redis board refuses: the new board's keys must not stay behind.
