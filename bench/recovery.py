@@ -71,6 +71,22 @@ def timed(fn: Callable[[], object], repeats: int) -> list[float]:
     return out
 
 
+def interleaved(
+    steps: list[tuple[str, Callable[[], object]]], repeats: int
+) -> dict[str, list[float]]:
+    """Seconds of each step, label -> one time per round: one warm-up of
+    every step (page cache, allocator), then ``repeats`` rounds running
+    every step once, in turn, so that load on a shared machine hits every
+    system alike."""
+    for _, step in steps:
+        step()
+    times: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        for label, step in steps:
+            times.setdefault(label, []).extend(timed(step, 1))
+    return times
+
+
 def show(label: str, times: list[float], n: int) -> float:
     med = statistics.median(times)
     print(
@@ -124,7 +140,6 @@ def bench_recovery(pairs: dict[str, int], repeats: int, backend: str) -> dict[st
         again.close()  # type: ignore[attr-defined]
 
     save = functools.partial(save_snapshot, board, scratch, header)
-    times: dict[str, list[float]] = {}
     try:
         with redis_server() as client:
             steps: list[tuple[str, Callable[[], object]]] = [
@@ -145,11 +160,7 @@ def bench_recovery(pairs: dict[str, int], repeats: int, backend: str) -> dict[st
                         lambda: r.execute_command("DEBUG", "RELOAD"),
                     ),
                 ]
-            for _, step in steps:  # warm-up: page cache, allocator
-                step()
-            for _ in range(repeats):
-                for label, step in steps:
-                    times.setdefault(label, []).extend(timed(step, 1))
+            times = interleaved(steps, repeats)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     print(f"  snapshot file: {size / 1e6:.1f} MB for {n} members, backend {backend}")
@@ -246,7 +257,6 @@ def bench_tail_recovery(
         assert len(again) == n and again.top(10) == expected
         again.close()  # type: ignore[attr-defined]
 
-    times: dict[str, list[float]] = {}
     try:
         with redis_server(aof=True) as client:
             steps: list[tuple[str, Callable[[], object]]] = [
@@ -269,14 +279,10 @@ def bench_tail_recovery(
                         lambda: r.execute_command("DEBUG", "LOADAOF"),
                     )
                 )
-            for _, step in steps:  # warm-up
-                step()
-            if client is not None:
+            times = interleaved(steps, repeats)
+            if client is not None:  # Redis loaded what rankengine recovered
                 top = client.zrevrange("board", 0, 0, withscores=True)  # type: ignore[attr-defined]
                 assert top[0][1] == expected[0].score, (top, expected[0])
-            for _ in range(repeats):
-                for label, step in steps:
-                    times.setdefault(label, []).extend(timed(step, 1))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     print(f"  {len(tail)} increments after the snapshot, backend {backend}")

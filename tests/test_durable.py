@@ -940,15 +940,22 @@ def test_a_failed_repair_leaves_the_directory_as_it_found_it(tmp_path: Path) -> 
     assert verify(str(tmp_path)).damaged
 
 
-def test_a_repair_step_that_fails_says_what_was_done_and_where(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with open_board(tmp_path) as board:
+def filled_board_with_a_flipped_byte(path: Path) -> tuple[Path, bytes]:
+    """A board of 40 writes at ``path`` whose only segment has byte 200
+    flipped (damage in a complete record); the segment and its bytes now."""
+    with open_board(path) as board:
         fill(board, 40)
-    seg = seg_files(tmp_path)[0]
+    seg = seg_files(path)[0]
     data = bytearray(seg.read_bytes())
     data[200] ^= 0xFF
     seg.write_bytes(bytes(data))
+    return seg, bytes(data)
+
+
+def test_a_repair_step_that_fails_says_what_was_done_and_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seg, data = filled_board_with_a_flipped_byte(tmp_path)
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise OSError(28, "No space left on device")
@@ -974,12 +981,7 @@ def test_repair_makes_its_backup_durable(
     manifest is written (else a power cut can lose the moved files), and a
     directory repair creates for it is fsynced into its parent."""
     board_dir = tmp_path / "board"
-    with open_board(board_dir) as board:
-        fill(board, 40)
-    seg = seg_files(board_dir)[0]
-    data = bytearray(seg.read_bytes())
-    data[200] ^= 0xFF
-    seg.write_bytes(bytes(data))
+    filled_board_with_a_flipped_byte(board_dir)
     (board_dir / "MANIFEST").write_bytes(b"damaged")  # moved, and the tail copied
     given = {"default": None, "new": tmp_path / "saved" / "here", "existing": tmp_path}
     backup_dir = given[where]
