@@ -531,3 +531,19 @@ def test_help_shows_every_default(command: str) -> None:
         if action.default in (None, False, "==SUPPRESS==") or not action.option_strings:
             continue
         assert action.help and "default" in action.help, (command, action.option_strings)
+
+
+def test_trending_reads_stdin_as_utf8_as_it_reads_a_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # stdin was decoded in the locale's encoding, a file always as UTF-8:
+    # under a Latin-1 locale the same bytes made other keys ("hÃ", "llo")
+    raw = "héllo wörld héllo\n".encode() + b"\xff\n"
+    (tmp_path / "text.txt").write_bytes(raw)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="latin-1"))
+    from_stdin = _invoke(["trending", "--words"])
+    from_file = _invoke(["trending", "--words", str(tmp_path / "text.txt")])
+    assert from_stdin == from_file
+    assert from_stdin.code == 0, from_stdin.err
+    rows = [line.split()[1:] for line in from_stdin.out.splitlines()[2:]]
+    assert rows == [["2", "0", "héllo"], ["1", "0", "wörld"]]
