@@ -547,3 +547,36 @@ def test_trending_reads_stdin_as_utf8_as_it_reads_a_file(
     assert from_stdin.code == 0, from_stdin.err
     rows = [line.split()[1:] for line in from_stdin.out.splitlines()[2:]]
     assert rows == [["2", "0", "héllo"], ["1", "0", "wörld"]]
+
+
+def _torn_board(path: Path) -> Path:
+    """A board whose last record was cut short (a torn tail)."""
+    with Leaderboard.open(path, fsync="never") as board:
+        for i in range(5):
+            board.set(f"p{i}", i)
+    segment = sorted(path.glob("log-*.seg"))[-1]
+    segment.write_bytes(segment.read_bytes()[:-5])
+    return path
+
+
+def test_log_tools_report_a_recovery_warning_in_one_line(tmp_path: Path) -> None:
+    # replay and inspect let Python print the warning of the replay: the
+    # source file, line number and a line of code, on two lines of stderr
+    board = str(_torn_board(tmp_path / "board"))
+    runs = _run_all(
+        {
+            "replay": Case(["replay", board]),
+            "inspect": Case(["inspect", board]),
+            "inspect json": Case(["inspect", "--json", board]),
+        }
+    )
+    replay = runs["replay"]
+    assert replay.code == 0 and "p4" not in replay.out and "p3" in replay.out
+    (line,) = replay.err.splitlines()
+    assert line.startswith("rankengine replay: warning: ") and "torn tail" in line
+    assert ".py" not in replay.err
+    # inspect lists what it found (the same torn tail) with its findings
+    for name in ("inspect", "inspect json"):
+        run = runs[name]
+        assert (run.code, run.err) == (0, ""), name
+        assert "torn tail" in run.out and "incomplete record" in run.out
