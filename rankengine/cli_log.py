@@ -263,7 +263,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     manifest = report.manifest
     snap = next((s for s in reversed(report.snapshots) if s.ok), None)
     events = sum(s.records for s in report.segments)
-    members: int | str = "?"
+    members: int | None = None  # unknown: the board does not open
     if not report.damaged:
         from rankengine.durable import rebuild
 
@@ -292,7 +292,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     else:
         out.write(f"directory   {args.dir}\n")
         out.write(f"config      {info['config']}\n")
-        out.write(f"members     {members}\n")
+        out.write(f"members     {'?' if members is None else members}\n")
         out.write(f"last seq    {report.last_seq}\n")
         out.write(f"events      {events} in {len(report.segments)} segment(s)\n")
         for name, first, last, size in info["segments"]:

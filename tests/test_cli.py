@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import signal
 import subprocess
@@ -580,3 +581,17 @@ def test_log_tools_report_a_recovery_warning_in_one_line(tmp_path: Path) -> None
         run = runs[name]
         assert (run.code, run.err) == (0, ""), name
         assert "torn tail" in run.out and "incomplete record" in run.out
+
+
+def test_inspect_json_gives_null_members_when_they_cannot_be_counted(tmp_path: Path) -> None:
+    # a damaged board's member count was the string "?" where a number
+    # stands otherwise: a JSON reader doing arithmetic on it failed
+    board = tmp_path / "board"
+    with Leaderboard.open(board, fsync="never") as durable:
+        durable.set("ann", 1)
+    (board / "MANIFEST").unlink()
+    run = _invoke(["inspect", "--json", str(board)])
+    assert run.code == 0, run.err
+    info = json.loads(run.out)
+    assert info["status"] == "damaged" and info["members"] is None
+    assert "members     ?" in _invoke(["inspect", str(board)]).out
