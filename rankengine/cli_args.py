@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["non_negative", "positive", "whole_number"]
+__all__ = ["non_negative", "output_path", "positive", "whole_number"]
 
 
 def whole_number(text: str) -> int:
@@ -61,3 +61,21 @@ def non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
     return value
+
+
+def output_path(text: str) -> str:
+    """``text`` as the name of a file to write: anything but an empty name
+    (which ``open`` and the shell would only report as a missing file).
+
+    Runtime complexity: O(1)
+
+    >>> output_path("out.csv")
+    'out.csv'
+    >>> output_path("")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: the file name is empty
+    """
+    if not text:
+        raise argparse.ArgumentTypeError("the file name is empty")
+    return text

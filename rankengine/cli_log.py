@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
 from rankengine.cli import interrupted, reader_gone
-from rankengine.cli_args import non_negative
+from rankengine.cli_args import non_negative, output_path
 from rankengine.cli_files import output_file
 from rankengine.eventlog import LogError, RecoveryWarning
 from rankengine.manifest import (
@@ -236,6 +236,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--output",
         "-o",
+        type=output_path,
         metavar="FILE",
         help="write to FILE instead of stdout (replaced only once complete)",
     )
@@ -396,7 +397,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
             progress=bar,
         )
     entries = board.top(len(board) if args.top is None else args.top, with_meta=True)
-    if args.output:  # written whole or not at all: see rankengine.cli_files
+    if args.output is not None:  # written whole or not at all: see rankengine.cli_files
         with output_file(args.output, newline="") as sink:
             _write_entries(entries, args.format, sink)
     else:

@@ -25,7 +25,7 @@ import sys
 import textwrap
 from typing import Any, Final
 
-from rankengine.cli_args import positive
+from rankengine.cli_args import output_path, positive
 from rankengine.cli_files import output_file
 from rankengine.narrate import (
     explain,
@@ -108,6 +108,7 @@ def register(sub: Any) -> None:
     board.add_argument("--no-legend", action="store_true", help="leave out the legend")
     board.add_argument(
         "--svg",
+        type=output_path,
         metavar="FILE",
         help="also write the picture as an SVG file (replaced only once complete)",
     )

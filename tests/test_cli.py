@@ -395,6 +395,12 @@ def _bad_cases(tmp: Path) -> dict[str, tuple[Case, int, str]]:
             1,
             "No such file or directory",
         ),
+        "show svg empty name": (Case(["show", "1", "--svg", ""]), 2, "the file name is empty"),
+        "replay output empty name": (
+            Case(["replay", str(empty), "-o", ""]),
+            2,
+            "the file name is empty",
+        ),
         "trace nothing": (Case(["trace", "1", "2"]), 2, "one of the arguments"),
         "trace two": (Case(["trace", "--find", "1", "--delete", "2"]), 2, "not allowed with"),
         "trace delete absent": (Case(["trace", "1", "2", "--delete", "9"]), 1, "no entry"),
