@@ -238,7 +238,7 @@ def register(subparsers: Any) -> None:
         "-o",
         type=output_path,
         metavar="FILE",
-        help="write to FILE instead of stdout (replaced only once complete)",
+        help="write to FILE instead of stdout (replaced only once complete; '-': stdout)",
     )
     p.set_defaults(handler=functools.partial(run, _replay), log_command="replay")
 
@@ -397,7 +397,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
             progress=bar,
         )
     entries = board.top(len(board) if args.top is None else args.top, with_meta=True)
-    if args.output is not None:  # written whole or not at all: see rankengine.cli_files
+    if args.output not in (None, "-"):  # written whole or not at all: see rankengine.cli_files
         with output_file(args.output, newline="") as sink:
             _write_entries(entries, args.format, sink)
     else:

@@ -601,3 +601,20 @@ def test_inspect_json_gives_null_members_when_they_cannot_be_counted(tmp_path: P
     info = json.loads(run.out)
     assert info["status"] == "damaged" and info["members"] is None
     assert "members     ?" in _invoke(["inspect", str(board)]).out
+
+
+def test_replay_output_dash_is_standard_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "-o -" wrote a file named "-" in the working folder (trending reads
+    # FILE "-" as stdin; "-" is stdout for -o, as for most tools)
+    board = tmp_path / "board"
+    with Leaderboard.open(board, fsync="never") as durable:
+        durable.set_many([("ann", 2), ("bob", 1)])
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    run = _invoke(["replay", str(board), "--format", "csv", "-o", "-"])
+    assert (run.code, run.err) == (0, "")
+    assert run.out.splitlines() == ["rank,member,score", "1,ann,2", "2,bob,1"]
+    assert list(work.iterdir()) == []
