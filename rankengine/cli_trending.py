@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final, TextIO
 
 from rankengine.cli import EXIT_INTERRUPTED
-from rankengine.cli_args import positive
+from rankengine.cli_args import HelpFormatter, positive
 from rankengine.manifest import _ctrl_c_held
 from rankengine.topk import TopK
 
@@ -70,8 +70,9 @@ def register(sub: Any) -> None:
         "fixed-memory approximate top-K tracker (count-min sketch + heavy-hitter "
         "candidates) and print the top list; on a terminal it is refreshed while reading.  "
         "A count is an upper bound: the true count is between count - error and count.",
-        epilog="examples:  rankengine trending access.log --k 20   |   "
-        "cat book.txt | rankengine trending --words --lower --every 10000",
+        epilog="examples:\n  rankengine trending access.log --k 20\n"
+        "  cat book.txt | rankengine trending --words --lower --every 10000",
+        formatter_class=HelpFormatter,
     )
     p.add_argument(
         "file",

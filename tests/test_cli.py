@@ -618,3 +618,21 @@ def test_replay_output_dash_is_standard_output(
     assert (run.code, run.err) == (0, "")
     assert run.out.splitlines() == ["rank,member,score", "1,ann,2", "2,bob,1"]
     assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "example"),
+    [
+        ("show", "rankengine show --random 20 --seed 3 --svg list.svg"),
+        ("trace", "rankengine trace --insert 35 --height 3"),
+        ("trending", "cat book.txt | rankengine trending --words --lower --every 10000"),
+        ("demo", "rankengine demo --players 20000 --events 50000 --dir ./board"),
+    ],
+)
+def test_help_shows_each_example_whole_on_its_own_line(command: str, example: str) -> None:
+    # the examples were one paragraph, separated by "|" (which trending's
+    # own example uses as a pipe) and wrapped in the middle of a command
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert f"\n  {example}\n" in out.getvalue()
