@@ -9,8 +9,27 @@ written with ``_`` or ``,`` between digit groups (``100_000``, ``100,000``).
 from __future__ import annotations
 
 import argparse
+import textwrap
 
-__all__ = ["non_negative", "positive", "whole_number"]
+__all__ = ["HelpFormatter", "non_negative", "output_path", "positive", "whole_number"]
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout, except that a description or epilog keeps its
+    line breaks: each line is filled on its own, so a list of examples shows
+    one whole command a line (argparse joins them into one paragraph)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            body = " ".join(line.split())
+            lead = indent + " " * (len(line) - len(line.lstrip()))
+            lines.append(
+                textwrap.fill(body, width, initial_indent=lead, subsequent_indent=lead)
+                if body
+                else ""
+            )
+        return "\n".join(lines)
 
 
 def whole_number(text: str) -> int:
@@ -61,3 +80,21 @@ def non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
     return value
+
+
+def output_path(text: str) -> str:
+    """``text`` as the name of a file to write: anything but an empty name
+    (which ``open`` and the shell would only report as a missing file).
+
+    Runtime complexity: O(1)
+
+    >>> output_path("out.csv")
+    'out.csv'
+    >>> output_path("")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: the file name is empty
+    """
+    if not text:
+        raise argparse.ArgumentTypeError("the file name is empty")
+    return text

@@ -41,7 +41,7 @@ class OutputError(OSError):
     """An output file cannot be created or put in place; the message names it."""
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"cannot write {path}: {reason}")
+        super().__init__(f"cannot write {path or repr(path)}: {reason}")
         self.path = path
 
 
@@ -62,11 +62,13 @@ def output_file(path: str, *, newline: str | None = None) -> Iterator[TextIO]:
 
     Runtime complexity: O(size of what is written) plus one fsync
 
-    :raises OutputError: if the file cannot be created (its folder is
-        missing or not writable, ``path`` is a directory or a file this user
-        may not write); ``path`` is
-        unchanged.  An error while writing propagates as it is.
+    :raises OutputError: if the file cannot be created (``path`` is empty,
+        its folder is missing or not writable, ``path`` is a directory or a
+        file this user may not write); ``path`` is unchanged.  An error while
+        writing propagates as it is.
     """
+    if not path:  # else the temporary file goes beside the working folder
+        raise OutputError(path, "the file name is empty")
     if os.path.isdir(path):
         raise OutputError(path, "it is a directory")
     try:

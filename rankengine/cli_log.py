@@ -51,13 +51,14 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
 from rankengine.cli import interrupted, reader_gone
-from rankengine.cli_args import non_negative
+from rankengine.cli_args import non_negative, output_path
 from rankengine.cli_files import output_file
-from rankengine.eventlog import LogError
+from rankengine.eventlog import LogError, RecoveryWarning
 from rankengine.manifest import (
     MANIFEST_NAME,
     Report,
@@ -235,8 +236,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--output",
         "-o",
+        type=output_path,
         metavar="FILE",
-        help="write to FILE instead of stdout (replaced only once complete)",
+        help="write to FILE instead of stdout (replaced only once complete; '-': stdout)",
     )
     p.set_defaults(handler=functools.partial(run, _replay), log_command="replay")
 
@@ -262,11 +264,15 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     manifest = report.manifest
     snap = next((s for s in reversed(report.snapshots) if s.ok), None)
     events = sum(s.records for s in report.segments)
-    members: int | str = "?"
+    members: int | None = None  # unknown: the board does not open
     if not report.damaged:
         from rankengine.durable import rebuild
 
-        members = len(rebuild(args.dir))
+        with warnings.catch_warnings():
+            # what open would warn about (a torn tail, a skipped snapshot)
+            # is among the findings printed below
+            warnings.simplefilter("ignore", RecoveryWarning)
+            members = len(rebuild(args.dir))
     info = {
         "directory": args.dir,
         "config": None if manifest is None else manifest.config,
@@ -287,7 +293,7 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     else:
         out.write(f"directory   {args.dir}\n")
         out.write(f"config      {info['config']}\n")
-        out.write(f"members     {members}\n")
+        out.write(f"members     {'?' if members is None else members}\n")
         out.write(f"last seq    {report.last_seq}\n")
         out.write(f"events      {events} in {len(report.segments)} segment(s)\n")
         for name, first, last, size in info["segments"]:
@@ -391,7 +397,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
             progress=bar,
         )
     entries = board.top(len(board) if args.top is None else args.top, with_meta=True)
-    if args.output:  # written whole or not at all: see rankengine.cli_files
+    if args.output not in (None, "-"):  # written whole or not at all: see rankengine.cli_files
         with output_file(args.output, newline="") as sink:
             _write_entries(entries, args.format, sink)
     else:
@@ -427,6 +433,17 @@ def _write_entries(entries: list[Any], fmt: str, out: TextIO) -> None:
             out.write(f"{e.rank:>8}  {_plain(e.member)!s:<30} {e.score!r}\n")
 
 
+def _one_line_warning(command: str) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints ``rankengine COMMAND: warning:
+    MESSAGE`` as one line on stderr, as the commands print their errors
+    (Python's own adds the source file, the line number and a line of code)."""
+
+    def show(message: Warning | str, *_details: object, **_more: object) -> None:
+        sys.stderr.write(f"rankengine {command}: warning: {message}\n")
+
+    return show
+
+
 def run(
     command: Callable[[argparse.Namespace, TextIO], int],
     args: argparse.Namespace,
@@ -451,7 +468,9 @@ def run(
                 return EXIT_USAGE
         # a file missing from here on (an output folder, a segment removed
         # while reading) is a failure of the command, not a wrong DIR
-        return command(args, out or sys.stdout)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(name)
+            return command(args, out or sys.stdout)
     except BrokenPipeError:
         raise  # the reader of stdout left: not a failure (the caller exits quietly)
     except (LogError, OSError, ValueError) as exc:

@@ -14,7 +14,8 @@ sketch when it became a candidate; 0 means exact).
 Exit codes: 0 success; 1 FILE cannot be read, or the stream passed the
 counters' limit; 2 bad arguments; 130 interrupted (Ctrl-C).  After 1 (at
 the limit) or 130 the list so far is still printed, and stderr says why
-the count stopped.  Undecodable bytes are read as U+FFFD, never an error.
+the count stopped.  FILE and standard input are both read as UTF-8, whatever
+the locale; undecodable bytes are read as U+FFFD, never an error.
 
 >>> import io
 >>> out = io.StringIO()
@@ -39,7 +40,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Final, TextIO
 
 from rankengine.cli import EXIT_INTERRUPTED
-from rankengine.cli_args import positive
+from rankengine.cli_args import HelpFormatter, positive
 from rankengine.manifest import _ctrl_c_held
 from rankengine.topk import TopK
 
@@ -69,11 +70,16 @@ def register(sub: Any) -> None:
         "fixed-memory approximate top-K tracker (count-min sketch + heavy-hitter "
         "candidates) and print the top list; on a terminal it is refreshed while reading.  "
         "A count is an upper bound: the true count is between count - error and count.",
-        epilog="examples:  rankengine trending access.log --k 20   |   "
-        "cat book.txt | rankengine trending --words --lower --every 10000",
+        epilog="examples:\n  rankengine trending access.log --k 20\n"
+        "  cat book.txt | rankengine trending --words --lower --every 10000",
+        formatter_class=HelpFormatter,
     )
     p.add_argument(
-        "file", nargs="?", default="-", metavar="FILE", help="text to read ('-' or absent: stdin)"
+        "file",
+        nargs="?",
+        default="-",
+        metavar="FILE",
+        help="text to read, as UTF-8 ('-' or absent: stdin)",
     )
     p.add_argument("--k", type=positive, default=10, help="how many keys to show (default: 10)")
     p.add_argument(
@@ -105,7 +111,9 @@ def _handle(args: argparse.Namespace) -> int:
         if sys.stdin is None:  # started with stdin closed (cmd <&-)
             raise ValueError("standard input is closed: give FILE, or pipe text in")
         if isinstance(sys.stdin, io.TextIOWrapper):
-            sys.stdin.reconfigure(errors="replace")
+            # as a FILE is read: UTF-8 whatever the locale, so the same
+            # bytes make the same keys from a pipe as from a file
+            sys.stdin.reconfigure(encoding="utf-8", errors="replace")
         return run(sys.stdin, out, **options)
     with open(args.file, encoding="utf-8", errors="replace") as stream:
         return run(stream, out, **options)

@@ -25,7 +25,7 @@ import sys
 import textwrap
 from typing import Any, Final
 
-from rankengine.cli_args import positive
+from rankengine.cli_args import HelpFormatter, output_path, positive
 from rankengine.cli_files import output_file
 from rankengine.narrate import (
     explain,
@@ -108,6 +108,7 @@ def register(sub: Any) -> None:
     board.add_argument("--no-legend", action="store_true", help="leave out the legend")
     board.add_argument(
         "--svg",
+        type=output_path,
         metavar="FILE",
         help="also write the picture as an SVG file (replaced only once complete)",
     )
@@ -118,8 +119,9 @@ def register(sub: Any) -> None:
         help="draw a small skip list: levels, links and spans",
         description="Insert scores one by one into a skip list and draw its levels, links "
         "and spans (the number on a link: how many level-0 steps it jumps).",
-        epilog="examples:  rankengine show 30 10 50 20 40   |   rankengine show --random 20 "
-        "--seed 3 --svg list.svg",
+        epilog="examples:\n  rankengine show 30 10 50 20 40\n"
+        "  rankengine show --random 20 --seed 3 --svg list.svg",
+        formatter_class=HelpFormatter,
     )
     p.set_defaults(handler=functools.partial(_show, p))
 
@@ -132,8 +134,9 @@ def register(sub: Any) -> None:
         "insert, a delete or a score change: update[] and rank[] on each level and every "
         "span that changes, and why (a score increase that moves the node: the finger search "
         "for its new place from the old update[]).",
-        epilog="examples:  rankengine trace 30 10 50 20 40 --find 40   |   rankengine trace "
-        "--insert 35 --height 3   |   rankengine trace --update 20 45",
+        epilog="examples:\n  rankengine trace 30 10 50 20 40 --find 40\n"
+        "  rankengine trace --insert 35 --height 3\n  rankengine trace --update 20 45",
+        formatter_class=HelpFormatter,
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--find", type=_number, metavar="SCORE", help="search for a score")

@@ -47,7 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
-from rankengine.cli_args import non_negative, positive
+from rankengine.cli_args import HelpFormatter, non_negative, positive
 from rankengine.durable import DurableLeaderboard
 from rankengine.leaderboard import Leaderboard
 
@@ -84,7 +84,8 @@ def register(sub: Any) -> None:
         "the server process is killed with SIGKILL and the board is recovered from its "
         "log and compared with what the server had.  Ends with the throughput and the "
         "recovery time.",
-        epilog="example:  rankengine demo --players 20000 --events 50000 --dir ./board",
+        epilog="example:\n  rankengine demo --players 20000 --events 50000 --dir ./board",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--players",

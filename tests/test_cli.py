@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import signal
 import subprocess
@@ -394,6 +395,12 @@ def _bad_cases(tmp: Path) -> dict[str, tuple[Case, int, str]]:
             1,
             "No such file or directory",
         ),
+        "show svg empty name": (Case(["show", "1", "--svg", ""]), 2, "the file name is empty"),
+        "replay output empty name": (
+            Case(["replay", str(empty), "-o", ""]),
+            2,
+            "the file name is empty",
+        ),
         "trace nothing": (Case(["trace", "1", "2"]), 2, "one of the arguments"),
         "trace two": (Case(["trace", "--find", "1", "--delete", "2"]), 2, "not allowed with"),
         "trace delete absent": (Case(["trace", "1", "2", "--delete", "9"]), 1, "no entry"),
@@ -531,3 +538,101 @@ def test_help_shows_every_default(command: str) -> None:
         if action.default in (None, False, "==SUPPRESS==") or not action.option_strings:
             continue
         assert action.help and "default" in action.help, (command, action.option_strings)
+
+
+def test_trending_reads_stdin_as_utf8_as_it_reads_a_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # stdin was decoded in the locale's encoding, a file always as UTF-8:
+    # under a Latin-1 locale the same bytes made other keys ("hÃ", "llo")
+    raw = "héllo wörld héllo\n".encode() + b"\xff\n"
+    (tmp_path / "text.txt").write_bytes(raw)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="latin-1"))
+    from_stdin = _invoke(["trending", "--words"])
+    from_file = _invoke(["trending", "--words", str(tmp_path / "text.txt")])
+    assert from_stdin == from_file
+    assert from_stdin.code == 0, from_stdin.err
+    rows = [line.split()[1:] for line in from_stdin.out.splitlines()[2:]]
+    assert rows == [["2", "0", "héllo"], ["1", "0", "wörld"]]
+
+
+def _torn_board(path: Path) -> Path:
+    """A board whose last record was cut short (a torn tail)."""
+    with Leaderboard.open(path, fsync="never") as board:
+        for i in range(5):
+            board.set(f"p{i}", i)
+    segment = sorted(path.glob("log-*.seg"))[-1]
+    segment.write_bytes(segment.read_bytes()[:-5])
+    return path
+
+
+def test_log_tools_report_a_recovery_warning_in_one_line(tmp_path: Path) -> None:
+    # replay and inspect let Python print the warning of the replay: the
+    # source file, line number and a line of code, on two lines of stderr
+    board = str(_torn_board(tmp_path / "board"))
+    runs = _run_all(
+        {
+            "replay": Case(["replay", board]),
+            "inspect": Case(["inspect", board]),
+            "inspect json": Case(["inspect", "--json", board]),
+        }
+    )
+    replay = runs["replay"]
+    assert replay.code == 0 and "p4" not in replay.out and "p3" in replay.out
+    (line,) = replay.err.splitlines()
+    assert line.startswith("rankengine replay: warning: ") and "torn tail" in line
+    assert ".py" not in replay.err
+    # inspect lists what it found (the same torn tail) with its findings
+    for name in ("inspect", "inspect json"):
+        run = runs[name]
+        assert (run.code, run.err) == (0, ""), name
+        assert "torn tail" in run.out and "incomplete record" in run.out
+
+
+def test_inspect_json_gives_null_members_when_they_cannot_be_counted(tmp_path: Path) -> None:
+    # a damaged board's member count was the string "?" where a number
+    # stands otherwise: a JSON reader doing arithmetic on it failed
+    board = tmp_path / "board"
+    with Leaderboard.open(board, fsync="never") as durable:
+        durable.set("ann", 1)
+    (board / "MANIFEST").unlink()
+    run = _invoke(["inspect", "--json", str(board)])
+    assert run.code == 0, run.err
+    info = json.loads(run.out)
+    assert info["status"] == "damaged" and info["members"] is None
+    assert "members     ?" in _invoke(["inspect", str(board)]).out
+
+
+def test_replay_output_dash_is_standard_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "-o -" wrote a file named "-" in the working folder (trending reads
+    # FILE "-" as stdin; "-" is stdout for -o, as for most tools)
+    board = tmp_path / "board"
+    with Leaderboard.open(board, fsync="never") as durable:
+        durable.set_many([("ann", 2), ("bob", 1)])
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    run = _invoke(["replay", str(board), "--format", "csv", "-o", "-"])
+    assert (run.code, run.err) == (0, "")
+    assert run.out.splitlines() == ["rank,member,score", "1,ann,2", "2,bob,1"]
+    assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "example"),
+    [
+        ("show", "rankengine show --random 20 --seed 3 --svg list.svg"),
+        ("trace", "rankengine trace --insert 35 --height 3"),
+        ("trending", "cat book.txt | rankengine trending --words --lower --every 10000"),
+        ("demo", "rankengine demo --players 20000 --events 50000 --dir ./board"),
+    ],
+)
+def test_help_shows_each_example_whole_on_its_own_line(command: str, example: str) -> None:
+    # the examples were one paragraph, separated by "|" (which trending's
+    # own example uses as a pipe) and wrapped in the middle of a command
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert f"\n  {example}\n" in out.getvalue()

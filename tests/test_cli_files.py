@@ -168,3 +168,16 @@ def test_a_replaced_file_keeps_its_mode(
     assert target.read_text(encoding="utf-8") == "whole\n"
     assert stat.S_IMODE(target.stat().st_mode) == mode
     assert umask_calls == []
+
+
+def test_an_empty_file_name_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a temporary file was created in the parent of the working folder, and
+    # the error named it: "No such file or directory: '/x/..1a2b3c4d.tmp' -> ''"
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    refused = r"^cannot write '': the file name is empty$"
+    with pytest.raises(OutputError, match=refused), output_file(""):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]
+    assert list(work.iterdir()) == []
