@@ -190,9 +190,10 @@ class CorruptionError(LogError):
         self.offset = offset
         self.reason = reason
         super().__init__(
-            f"{path}: {reason} at offset {offset}; the board refuses to open. "
-            "Run `rankengine verify DIR` for details and `rankengine repair DIR` to keep "
-            "everything before this point"
+            f"{path}: {reason} at offset {offset}; nothing past this point can be read "
+            "(a board does not open, a replay does not go through it). Run `rankengine "
+            "verify DIR` for details and `rankengine repair DIR` to keep everything before "
+            "this point"
         )
 
 
