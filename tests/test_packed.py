@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine.packed import EXACT_LIMIT, PackedScore
@@ -94,3 +94,36 @@ def test_floor_is_the_last_packed_value_at_or_before_any_pair(
     assert lowest <= below <= highest
     assert key(*packer.unpack(below)) <= key(score, t)
     assert below == highest or key(*packer.unpack(below + 1)) > key(score, t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    start=st.sampled_from([1_764_460_800.0, 1e9, 0.1, -3.25, 0.0]),
+    resolution=st.sampled_from([1e-6, 1e-5, 1e-4, 0.001, 0.1, 0.25, 3.0]),
+    tick=st.integers(0, 2**40),
+    score=st.one_of(st.integers(-5, 5), st.sampled_from(["min", "max"])),
+    descending=st.booleans(),
+)
+def test_every_time_unpack_gives_packs_back_to_its_tick(
+    start: float, resolution: float, tick: int, score: int | str, descending: bool
+) -> None:
+    # Fine ticks at epoch-scale starts: start + tick * resolution is off by
+    # a fraction of a tick, which must not move it to the previous tick.
+    packer = PackedScore(start, 3600, resolution=resolution, descending=descending)
+    tick = min(tick, packer.max_tick)
+    points = {"min": packer.min_score, "max": packer.max_score}.get(score, score)
+    assert isinstance(points, int)
+    packed = (points << packer.bits) + (packer.max_tick - tick if descending else tick)
+    back, t = packer.unpack(float(packed))
+    assert back == points
+    assert packer.ticks(t) == tick
+    assert packer.pack(points, t) == packed
+
+
+def test_microsecond_ticks_of_an_epoch_window() -> None:
+    start = 1_764_460_800.0
+    packer = PackedScore(start, 86_400, resolution=1e-6)
+    for us in (1, 2, 6, 999_999):
+        t = start + us * 1e-6
+        assert packer.ticks(t) == us
+        assert packer.unpack(packer.pack(7, t)) == (7, t)

@@ -276,6 +276,20 @@ def test_packed_board_keeps_the_sign_of_a_zero_in_either_column(redis_client: An
     b._check()
 
 
+def test_packed_board_stores_fine_ticks_of_an_epoch_window(redis_client: Any) -> None:
+    # At 0.1 ms ticks from an epoch-scale start, start + k * resolution is a
+    # fraction of a tick off k: each such time is still tick k, not refused.
+    start = 1_764_460_800.0
+    packing = PackedScore(start, 3600, resolution=1e-4)
+    b = board(redis_client, order=("desc", "asc"), packing=packing)
+    rows = {f"m{k}": (k % 3, start + k * 1e-4) for k in range(1, 40)}
+    b.set_many(rows)
+    memory = Leaderboard(order=("desc", "asc"))
+    memory.set_many(rows)
+    assert b.items() == memory.items()
+    b._check()
+
+
 def test_packed_board_needs_a_matching_direction(redis_client: Any) -> None:
     with pytest.raises(ValueError, match="descending=False"):
         board(redis_client, order=("desc", "desc"), packing=PackedScore(0, WEEK))
