@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from rankengine.scoring import describe
+
 __all__ = ["EXACT_LIMIT", "TICK_TOLERANCE", "PackedScore"]
 
 #: Largest magnitude at which every integer is exactly representable as an
@@ -127,12 +129,24 @@ class PackedScore:
         >>> PackedScore(start, 3600, resolution=1e-6).ticks(start + 2e-6)
         2
         """
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        if (
+            isinstance(t, bool)
+            or not isinstance(t, (int, float))
+            or (isinstance(t, float) and not math.isfinite(t))
+        ):
             raise ValueError(f"time must be a finite number, not {t!r}")
         # Snap to the nearest tick when within TICK_TOLERANCE of it: at epoch-scale
         # times, start + 0.001 minus start is 0.000999..., which must be tick 1
         # at millisecond resolution, not tick 0.
-        raw = (t - self.window_start) / self.resolution
+        try:
+            raw = (t - self.window_start) / self.resolution
+        except OverflowError:  # an int beyond the float range
+            raw = math.inf
+        if not math.isfinite(raw):  # more ticks from the start than a float counts
+            raise ValueError(
+                f"time {describe(t)} is outside the window "
+                f"(ticks 0..{self.max_tick} from {self.window_start})"
+            )
         nearest = round(raw)
         # A time that is exactly a tick's time (as unpack gives it back) is that
         # tick: at fine resolutions from an epoch-scale start, the double of
@@ -160,8 +174,9 @@ class PackedScore:
             raise TypeError(f"packed scores hold integer scores only, not {score!r}")
         if not self.min_score <= score <= self.max_score:
             raise ValueError(
-                f"score {score} cannot be packed exactly: with {self.bits} bits of time the "
-                f"score must lie in {self.min_score}..{self.max_score} to stay within 2**53"
+                f"score {describe(score)} cannot be packed exactly: with {self.bits} bits of "
+                f"time the score must lie in {self.min_score}..{self.max_score} "
+                "to stay within 2**53"
             )
         tick = self.ticks(t)
         rest = self.max_tick - tick if self.descending else tick

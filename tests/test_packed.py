@@ -127,3 +127,24 @@ def test_microsecond_ticks_of_an_epoch_window() -> None:
         t = start + us * 1e-6
         assert packer.ticks(t) == us
         assert packer.unpack(packer.pack(7, t)) == (7, t)
+
+
+@pytest.mark.parametrize(
+    "t",
+    [10**400, -(10**400), 2**1024, 1e308, -1e308],
+    ids=["10**400", "-10**400", "2**1024", "1e308", "-1e308"],
+)
+def test_a_time_beyond_any_window_is_a_value_error(t: int | float) -> None:
+    # (t - start) / resolution passes the float range: outside the window,
+    # not an OverflowError from the arithmetic
+    packer = PackedScore(1_764_460_800.0, 86_400, resolution=0.001)
+    with pytest.raises(ValueError, match="outside the window"):
+        packer.ticks(t)
+    with pytest.raises(ValueError, match="outside the window"):
+        packer.pack(1, t)
+
+
+def test_an_int_score_too_long_to_print_is_described_by_its_size() -> None:
+    packer = PackedScore(0, WEEK)
+    with pytest.raises(ValueError, match=r"^score an int of 401 digits cannot be packed"):
+        packer.pack(10**400, 0)

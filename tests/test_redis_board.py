@@ -254,6 +254,13 @@ def test_packed_guard_raises_before_precision_is_lost(redis_client: Any) -> None
         b.set("half", (1, 0.5))  # between two one-second ticks: would be rounded
     with pytest.raises(ValueError, match="outside the window"):
         b.set("late", (1, WEEK * 2))
+    for far in (10**400, 1e308):  # beyond the float range once made ticks
+        with pytest.raises(ValueError, match="outside the window"):
+            b.set("far", (1, far))
+        with pytest.raises(ValueError, match="outside the window"):
+            b.set_many({"ok": (1, 0), "far": (1, far)})
+        with pytest.raises(ValueError, match="outside the window"):
+            b.incr("top", (-1, far))
     assert (b.items(), b.clock, b.writes) == before
     assert float(packing.pack(packing.max_score, 0)) <= 2**53
     b._check()
