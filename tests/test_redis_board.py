@@ -111,6 +111,16 @@ def test_member_encoding_sorts_like_python(values: list[Any]) -> None:
         assert [decode_member(encode_member(v)) for v in same] == same
 
 
+def test_int_members_up_to_the_stated_limit() -> None:
+    # 126 bytes after the length byte: magnitudes below 2**1008
+    edge = [-(2**1008) + 1, -(2**1000), -1, 0, 2**1000, 2**1008 - 1]
+    assert sorted(edge, key=encode_member) == edge
+    assert [decode_member(encode_member(m)) for m in edge] == edge
+    for too_big in (2**1008, -(2**1008)):
+        with pytest.raises(ValueError, match=r"1009 bits; at most 1008"):
+            encode_member(too_big)
+
+
 @given(
     st.one_of(
         st.integers(-(2**200), 2**200),
