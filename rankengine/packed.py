@@ -54,6 +54,22 @@ EXACT_LIMIT: Final = 2**53
 TICK_TOLERANCE: Final = 1e-3
 
 
+def _finite(value: object) -> bool:
+    """Is ``value`` an int or float (not a bool) with a finite float value?
+
+    Runtime complexity: O(1)
+
+    >>> _finite(3), _finite(0.5), _finite(10**400), _finite(float("inf")), _finite(True)
+    (True, True, False, False, False)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        return False
+
+
 class PackedScore:
     """Pack ``(integer score, time)`` into one integer that a double holds exactly.
 
@@ -93,18 +109,20 @@ class PackedScore:
             ("window_length", window_length),
             ("resolution", resolution),
         ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-            ):
-                raise ValueError(f"{name} must be a finite number, not {value!r}")
+            if not _finite(value):
+                raise ValueError(f"{name} must be a finite number, not {describe(value)}")
         if window_length <= 0 or resolution <= 0:
             raise ValueError("window_length and resolution must be positive")
         self.window_start = float(window_start)
         self.resolution = float(resolution)
         self.descending = descending
-        last_tick = math.ceil(window_length / resolution)
+        ticks = window_length / resolution
+        if not math.isfinite(ticks):
+            raise ValueError(
+                f"a window of {window_length} s at {resolution} s resolution has more ticks "
+                "than a float counts: no room is left for a score below 2**53"
+            )
+        last_tick = math.ceil(ticks)
         self.bits: int = max(last_tick.bit_length(), 1)
         self.max_tick: int = (1 << self.bits) - 1
         if self.bits >= 53:

@@ -148,3 +148,20 @@ def test_an_int_score_too_long_to_print_is_described_by_its_size() -> None:
     packer = PackedScore(0, WEEK)
     with pytest.raises(ValueError, match=r"^score an int of 401 digits cannot be packed"):
         packer.pack(10**400, 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((10**400, 60.0), "window_start must be a finite number"),
+        ((0, 10**400), "window_length must be a finite number"),
+        ((0, 1e300, 1e-10), "no room"),  # more ticks than a float counts
+    ],
+    ids=["start", "length", "ticks"],
+)
+def test_window_settings_beyond_the_float_range_are_value_errors(
+    args: tuple[float, ...], match: str
+) -> None:
+    start, length, *resolution = args
+    with pytest.raises(ValueError, match=match):
+        PackedScore(start, length, resolution=resolution[0] if resolution else 1.0)
