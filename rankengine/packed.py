@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from rankengine.scoring import describe
+
 __all__ = ["EXACT_LIMIT", "TICK_TOLERANCE", "PackedScore"]
 
 #: Largest magnitude at which every integer is exactly representable as an
@@ -50,6 +52,22 @@ EXACT_LIMIT: Final = 2**53
 #: boundary.  Float subtraction of two epoch-scale times is off by up to
 #: ~1e-7 s; at 1 ms resolution that is 1e-4 ticks, far inside this bound.
 TICK_TOLERANCE: Final = 1e-3
+
+
+def _finite(value: object) -> bool:
+    """Is ``value`` an int or float (not a bool) with a finite float value?
+
+    Runtime complexity: O(1)
+
+    >>> _finite(3), _finite(0.5), _finite(10**400), _finite(float("inf")), _finite(True)
+    (True, True, False, False, False)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond the float range
+        return False
 
 
 class PackedScore:
@@ -91,18 +109,20 @@ class PackedScore:
             ("window_length", window_length),
             ("resolution", resolution),
         ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-            ):
-                raise ValueError(f"{name} must be a finite number, not {value!r}")
+            if not _finite(value):
+                raise ValueError(f"{name} must be a finite number, not {describe(value)}")
         if window_length <= 0 or resolution <= 0:
             raise ValueError("window_length and resolution must be positive")
         self.window_start = float(window_start)
         self.resolution = float(resolution)
         self.descending = descending
-        last_tick = math.ceil(window_length / resolution)
+        ticks = window_length / resolution
+        if not math.isfinite(ticks):
+            raise ValueError(
+                f"a window of {window_length} s at {resolution} s resolution has more ticks "
+                "than a float counts: no room is left for a score below 2**53"
+            )
+        last_tick = math.ceil(ticks)
         self.bits: int = max(last_tick.bit_length(), 1)
         self.max_tick: int = (1 << self.bits) - 1
         if self.bits >= 53:
@@ -118,15 +138,41 @@ class PackedScore:
         """Whole ticks from the window start to ``t``; ``ValueError`` outside the window.
 
         The window accepts ticks up to ``max_tick`` (``bits`` round the
-        window's length up to a power of two).
+        window's length up to a power of two).  Every time :meth:`unpack`
+        gives back is its own tick again, however fine the resolution.
+
+        Runtime complexity: O(1)
+
+        >>> start = 1_764_460_800.0
+        >>> PackedScore(start, 3600, resolution=1e-6).ticks(start + 2e-6)
+        2
         """
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        if (
+            isinstance(t, bool)
+            or not isinstance(t, (int, float))
+            or (isinstance(t, float) and not math.isfinite(t))
+        ):
             raise ValueError(f"time must be a finite number, not {t!r}")
         # Snap to the nearest tick when within TICK_TOLERANCE of it: at epoch-scale
         # times, start + 0.001 minus start is 0.000999..., which must be tick 1
         # at millisecond resolution, not tick 0.
-        raw = (t - self.window_start) / self.resolution
+        try:
+            raw = (t - self.window_start) / self.resolution
+        except OverflowError:  # an int beyond the float range
+            raw = math.inf
+        if not math.isfinite(raw):  # more ticks from the start than a float counts
+            raise ValueError(
+                f"time {describe(t)} is outside the window "
+                f"(ticks 0..{self.max_tick} from {self.window_start})"
+            )
         nearest = round(raw)
+        # A time that is exactly a tick's time (as unpack gives it back) is that
+        # tick: at fine resolutions from an epoch-scale start, the double of
+        # start + k * resolution is off k by more than TICK_TOLERANCE (at 0.1 ms,
+        # a quarter of a microsecond is 0.0024 ticks).
+        for tick in (nearest, nearest - 1, nearest + 1):
+            if 0 <= tick <= self.max_tick and self._time(tick) == t:
+                return tick
         tick = nearest if abs(raw - nearest) <= TICK_TOLERANCE else math.floor(raw)
         if not 0 <= tick <= self.max_tick:
             raise ValueError(
@@ -146,8 +192,9 @@ class PackedScore:
             raise TypeError(f"packed scores hold integer scores only, not {score!r}")
         if not self.min_score <= score <= self.max_score:
             raise ValueError(
-                f"score {score} cannot be packed exactly: with {self.bits} bits of time the "
-                f"score must lie in {self.min_score}..{self.max_score} to stay within 2**53"
+                f"score {describe(score)} cannot be packed exactly: with {self.bits} bits of "
+                f"time the score must lie in {self.min_score}..{self.max_score} "
+                "to stay within 2**53"
             )
         tick = self.ticks(t)
         rest = self.max_tick - tick if self.descending else tick
@@ -206,4 +253,8 @@ class PackedScore:
         score = packed >> self.bits
         rest = packed & self.max_tick
         tick = self.max_tick - rest if self.descending else rest
-        return score, self.window_start + tick * self.resolution
+        return score, self._time(tick)
+
+    def _time(self, tick: int) -> float:
+        """The time of a tick, as :meth:`unpack` gives it back."""
+        return self.window_start + tick * self.resolution

@@ -67,11 +67,12 @@ from typing import Any, Final
 from rankengine.eventlog import pack as pack_meta
 from rankengine.eventlog import unpack as unpack_meta
 from rankengine.packed import PackedScore
-from rankengine.scoring import Member, Score, ScoreCodec, check_member
+from rankengine.scoring import Member, Score, ScoreCodec, check_member, describe
 
 __all__ = [
     "MAXCLOCK",
     "MAX_INT_SCORE",
+    "MAX_MEMBER_BITS",
     "TIE_DIGITS",
     "ScoreFormat",
     "decode_member",
@@ -88,6 +89,8 @@ TIE_DIGITS: Final = 16
 #: Largest magnitude of an int score: what a double's range can hold.
 MAX_INT_SCORE: Final = (2**53 - 1) * 2**971
 _MAX_DOUBLE: Final = float(MAX_INT_SCORE)
+#: Largest bit length of an int member's magnitude (126 bytes after a length byte).
+MAX_MEMBER_BITS: Final = 126 * 8
 #: Type of a member, by the tag byte that starts its stored form.
 _TAGS: Final = {ord("s"): "str", ord("b"): "bytes", ord("i"): "int"}
 
@@ -100,7 +103,7 @@ def encode_member(member: Member) -> bytes:
 
     ``str`` is UTF-8 (lone surrogates allowed), which sorts in code point
     order; ``int`` is a length byte then big-endian bytes, so the bytes sort
-    numerically.
+    numerically (magnitudes up to ``MAX_MEMBER_BITS`` = 1008 bits).
 
     Runtime complexity: O(len(member))
 
@@ -120,7 +123,10 @@ def encode_member(member: Member) -> bytes:
         n: int = member  # type: ignore[assignment]
         size = (abs(n).bit_length() + 7) // 8
         if size > 126:
-            raise ValueError(f"int member {n} is too large for a Redis board (over 1000 bits)")
+            raise ValueError(
+                f"int member {describe(n)} is too large for a Redis board "
+                f"({abs(n).bit_length()} bits; at most {MAX_MEMBER_BITS})"
+            )
         if n >= 0:
             return b"i" + bytes([0x80 + size]) + n.to_bytes(size, "big")
         return b"i" + bytes([0x7F - size]) + ((1 << (8 * size)) + n).to_bytes(size, "big")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine.packed import EXACT_LIMIT, PackedScore
@@ -94,3 +94,74 @@ def test_floor_is_the_last_packed_value_at_or_before_any_pair(
     assert lowest <= below <= highest
     assert key(*packer.unpack(below)) <= key(score, t)
     assert below == highest or key(*packer.unpack(below + 1)) > key(score, t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    start=st.sampled_from([1_764_460_800.0, 1e9, 0.1, -3.25, 0.0]),
+    resolution=st.sampled_from([1e-6, 1e-5, 1e-4, 0.001, 0.1, 0.25, 3.0]),
+    tick=st.integers(0, 2**40),
+    score=st.one_of(st.integers(-5, 5), st.sampled_from(["min", "max"])),
+    descending=st.booleans(),
+)
+def test_every_time_unpack_gives_packs_back_to_its_tick(
+    start: float, resolution: float, tick: int, score: int | str, descending: bool
+) -> None:
+    # Fine ticks at epoch-scale starts: start + tick * resolution is off by
+    # a fraction of a tick, which must not move it to the previous tick.
+    packer = PackedScore(start, 3600, resolution=resolution, descending=descending)
+    tick = min(tick, packer.max_tick)
+    points = {"min": packer.min_score, "max": packer.max_score}.get(score, score)
+    assert isinstance(points, int)
+    packed = (points << packer.bits) + (packer.max_tick - tick if descending else tick)
+    back, t = packer.unpack(float(packed))
+    assert back == points
+    assert packer.ticks(t) == tick
+    assert packer.pack(points, t) == packed
+
+
+def test_microsecond_ticks_of_an_epoch_window() -> None:
+    start = 1_764_460_800.0
+    packer = PackedScore(start, 86_400, resolution=1e-6)
+    for us in (1, 2, 6, 999_999):
+        t = start + us * 1e-6
+        assert packer.ticks(t) == us
+        assert packer.unpack(packer.pack(7, t)) == (7, t)
+
+
+@pytest.mark.parametrize(
+    "t",
+    [10**400, -(10**400), 2**1024, 1e308, -1e308],
+    ids=["10**400", "-10**400", "2**1024", "1e308", "-1e308"],
+)
+def test_a_time_beyond_any_window_is_a_value_error(t: int | float) -> None:
+    # (t - start) / resolution passes the float range: outside the window,
+    # not an OverflowError from the arithmetic
+    packer = PackedScore(1_764_460_800.0, 86_400, resolution=0.001)
+    with pytest.raises(ValueError, match="outside the window"):
+        packer.ticks(t)
+    with pytest.raises(ValueError, match="outside the window"):
+        packer.pack(1, t)
+
+
+def test_an_int_score_too_long_to_print_is_described_by_its_size() -> None:
+    packer = PackedScore(0, WEEK)
+    with pytest.raises(ValueError, match=r"^score an int of 401 digits cannot be packed"):
+        packer.pack(10**400, 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((10**400, 60.0), "window_start must be a finite number"),
+        ((0, 10**400), "window_length must be a finite number"),
+        ((0, 1e300, 1e-10), "no room"),  # more ticks than a float counts
+    ],
+    ids=["start", "length", "ticks"],
+)
+def test_window_settings_beyond_the_float_range_are_value_errors(
+    args: tuple[float, ...], match: str
+) -> None:
+    start, length, *resolution = args
+    with pytest.raises(ValueError, match=match):
+        PackedScore(start, length, resolution=resolution[0] if resolution else 1.0)

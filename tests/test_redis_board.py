@@ -34,6 +34,7 @@ from rankengine.redis_board import (
     decode_member,
     encode_member,
 )
+from rankengine.redis_codec import MAX_INT_SCORE
 from rankengine.scoring import ScoreCodec
 from rankengine.sharded import ShardedLeaderboard
 
@@ -111,6 +112,16 @@ def test_member_encoding_sorts_like_python(values: list[Any]) -> None:
         assert [decode_member(encode_member(v)) for v in same] == same
 
 
+def test_int_members_up_to_the_stated_limit() -> None:
+    # 126 bytes after the length byte: magnitudes below 2**1008
+    edge = [-(2**1008) + 1, -(2**1000), -1, 0, 2**1000, 2**1008 - 1]
+    assert sorted(edge, key=encode_member) == edge
+    assert [decode_member(encode_member(m)) for m in edge] == edge
+    for too_big in (2**1008, -(2**1008)):
+        with pytest.raises(ValueError, match=r"1009 bits; at most 1008"):
+            encode_member(too_big)
+
+
 @given(
     st.one_of(
         st.integers(-(2**200), 2**200),
@@ -129,6 +140,85 @@ def test_score_format_is_exact_and_order_preserving(a: Any, b: Any) -> None:
     (ta, oa, _), (tb, ob, _) = fmt.encode(a), fmt.encode(b)
     assert ((float(ta), oa) < (float(tb), ob)) == (a < b)
     assert ((float(ta), oa) == (float(tb), ob)) == (a == b)
+
+
+COMPOSITE_ORDERS = [("desc", "asc"), ("asc", "desc"), ("desc", "desc", "asc")]
+columns = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.sampled_from([-0.0, 0.0, 2**53 + 1, -(2**53) - 1, MAX_INT_SCORE, -MAX_INT_SCORE, math.inf]),
+)
+bound_columns = st.one_of(columns, st.sampled_from([MAX_INT_SCORE + 1, -(10**400), 2**1024]))
+
+
+@given(order=st.sampled_from(COMPOSITE_ORDERS), data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_composite_score_format_is_exact_and_order_preserving(
+    order: tuple[str, ...], data: st.DataObject
+) -> None:
+    # Redis compares (double, element bytes), the element starting with the
+    # ordkey; the model is the engine's own primary tuple.
+    codec = ScoreCodec(order)  # type: ignore[arg-type]
+    fmt = ScoreFormat(codec)
+    a = data.draw(st.tuples(*[columns] * len(order)))
+    b = data.draw(st.tuples(*[bound_columns] * len(order)))
+    text, ok, kind = fmt.encode(a)
+    back = fmt.decode(text, ok, kind)
+    assert back == a
+    assert [(type(c), math.copysign(1.0, c)) for c in back] == [
+        (type(c), math.copysign(1.0, c)) for c in a
+    ]
+    element = ok + b"%016d" % 7 + kind.encode() + encode_member("m")
+    assert fmt.ok_end(element) == len(ok)
+    bound_text, bound_ok = fmt.bound(b)  # a bound may be beyond what a score holds
+    key_a, key_b = (float(text), ok), (float(bound_text), bound_ok)
+    assert (key_a < key_b) == (codec.primary(a) < codec.primary(b))
+    assert (key_a == key_b) == (codec.primary(a) == codec.primary(b))
+
+
+tied_members = st.one_of(
+    st.lists(
+        st.one_of(
+            st.integers(-300, 300),
+            st.sampled_from([-65536, -256, -255, -129, -128, 128, 255, 256, 2**64, -(2**64)]),
+        ),
+        unique=True,
+        max_size=8,
+    ),
+    st.lists(
+        st.text(
+            st.sampled_from(["a", "é", "\x00", "\ud800", "\udfff", "\ue000", "\U0001f600"]),
+            max_size=3,
+        ),
+        unique=True,
+        max_size=8,
+    ),
+    st.lists(st.binary(max_size=3), unique=True, max_size=8),
+)
+
+
+@pytest.mark.parametrize("order", ["desc", "asc", ("desc", "asc")], ids=str)
+def test_tied_members_order_as_in_memory(order: Any) -> None:
+    # tie_break="member": mixed lengths, negative ints, non-ASCII and lone
+    # surrogates rank as the in-memory board ranks them
+    ties = [1, 1.0, 2**60 + 1] if isinstance(order, str) else [(1, 2), (1.0, 2), (1, -0.0)]
+
+    @given(members=tied_members, data=st.data())
+    @settings(max_examples=25, deadline=None)
+    def run(members: list[Any], data: st.DataObject) -> None:
+        rows = {m: data.draw(st.sampled_from(ties)) for m in members}
+        memory = Leaderboard(order=order, tie_break="member")
+        redis_side = redis_board(order=order, tie_break="member")
+        memory.set_many(rows)
+        redis_side.set_many(rows)
+        assert redis_side.items() == memory.items()
+        for style in ("unique", "competition", "dense"):
+            assert redis_side.top(10, style=style) == memory.top(10, style=style)
+        for member in members:
+            assert redis_side.around(member, 1, 1) == memory.around(member, 1, 1)
+        redis_side._check()
+
+    run()
 
 
 def test_big_ints_are_exact_on_doubles(redis_client: Any) -> None:
@@ -254,6 +344,13 @@ def test_packed_guard_raises_before_precision_is_lost(redis_client: Any) -> None
         b.set("half", (1, 0.5))  # between two one-second ticks: would be rounded
     with pytest.raises(ValueError, match="outside the window"):
         b.set("late", (1, WEEK * 2))
+    for far in (10**400, 1e308):  # beyond the float range once made ticks
+        with pytest.raises(ValueError, match="outside the window"):
+            b.set("far", (1, far))
+        with pytest.raises(ValueError, match="outside the window"):
+            b.set_many({"ok": (1, 0), "far": (1, far)})
+        with pytest.raises(ValueError, match="outside the window"):
+            b.incr("top", (-1, far))
     assert (b.items(), b.clock, b.writes) == before
     assert float(packing.pack(packing.max_score, 0)) <= 2**53
     b._check()
@@ -273,6 +370,20 @@ def test_packed_board_keeps_the_sign_of_a_zero_in_either_column(redis_client: An
     assert b.set("score", (0.0, 10)) is False  # an equal score: nothing changes
     assert b.incr("score", (-0.0, 0)) == (-0.0, 10)
     assert signs(b["score"]) == [-1.0, 1.0]
+    b._check()
+
+
+def test_packed_board_stores_fine_ticks_of_an_epoch_window(redis_client: Any) -> None:
+    # At 0.1 ms ticks from an epoch-scale start, start + k * resolution is a
+    # fraction of a tick off k: each such time is still tick k, not refused.
+    start = 1_764_460_800.0
+    packing = PackedScore(start, 3600, resolution=1e-4)
+    b = board(redis_client, order=("desc", "asc"), packing=packing)
+    rows = {f"m{k}": (k % 3, start + k * 1e-4) for k in range(1, 40)}
+    b.set_many(rows)
+    memory = Leaderboard(order=("desc", "asc"))
+    memory.set_many(rows)
+    assert b.items() == memory.items()
     b._check()
 
 

@@ -168,7 +168,7 @@ def test_placement_is_the_same_in_every_process() -> None:
 
 def test_int_members_of_any_size_are_placed() -> None:
     """In-process boards hold ints of any size as members (a Redis board
-    refuses those over 1000 bits); a sharded board of them does too."""
+    refuses those over 1008 bits); a sharded board of them does too."""
     big = [2**1100, -(2**1100), 2**1008 - 1]
     single, sharded = Leaderboard(), ShardedLeaderboard.local(3)
     for board in (single, sharded):
