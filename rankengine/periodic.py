@@ -293,6 +293,9 @@ class PeriodicLeaderboard(Uncopyable):
         #: before this time, advancing has nothing to do (see _advance)
         self._horizon = -math.inf
         self._late_dropped = 0
+        #: True while an on_close callback runs: a read it makes through this
+        #: board must not advance again (it would close the same period again)
+        self._closing = False
         # Lock order: this lock, then a period board's lock.  A window over
         # these buckets takes its own lock before this one (see window.py);
         # the hooks below run under this lock and take none.
@@ -728,14 +731,20 @@ class PeriodicLeaderboard(Uncopyable):
         now = _check_time(self._clock(), "clock()")
         self._now = max(self._now, now)
         now = self._now
-        if now < self._horizon or self._shut:
+        if now < self._horizon or self._shut or self._closing:
             return now
         current = self._calendar.period_of(now)
         self._ensure(current)
         for period in sorted(self._periods.values(), key=lambda p: p.start):
             if period.name not in self._closed and now >= period.end + self._grace:
                 if self._on_close is not None:
-                    self._on_close(period, self._boards[period.name])
+                    # the callback may read this board (same thread, the lock
+                    # is re-entrant): those reads must not advance again
+                    self._closing = True
+                    try:
+                        self._on_close(period, self._boards[period.name])
+                    finally:
+                        self._closing = False
                 crash_point("after_close_callback")
                 self._closed.add(period.name)
                 if self._store is not None:

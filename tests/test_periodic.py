@@ -315,6 +315,23 @@ def test_rollover_calls_back_with_final_standings_in_order() -> None:
     board._check()
 
 
+def test_a_callback_may_read_the_periodic_board_and_runs_once() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    seen: list[tuple[str, list[Any], str]] = []
+
+    def prizes(period: Period, final: Leaderboard) -> None:
+        # the documented use: read the standings through the periodic board
+        seen.append((period.name, board.top(3, period=period), board.current.name))
+
+    board = daily_board(clock, on_close=prizes)
+    board.incr("ann", 1)
+    clock.t += DAY
+    board.incr("bob", 2)
+    assert seen == [("2026-11-30", [("ann", 1, 1, None)], "2026-12-01")]
+    assert board.tick() == []
+    board._check()
+
+
 def test_callback_fires_exactly_at_end_plus_grace() -> None:
     clock = FakeClock(ts("2026-11-30T23:00:00"))
     closed: list[str] = []
