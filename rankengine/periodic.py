@@ -728,12 +728,17 @@ class PeriodicLeaderboard(Uncopyable):
         period's end, or the earliest ``end + grace`` of an unclosed period),
         so until then a call costs one clock read and one comparison.
         """
-        now = _check_time(self._clock(), "clock()")
-        self._now = max(self._now, now)
-        now = self._now
-        if now < self._horizon or self._shut or self._closing:
+        now = max(self._now, _check_time(self._clock(), "clock()"))
+        if now < self._horizon:  # within the current period: a time the calendar holds
+            self._now = now
             return now
+        # before "now" moves: a reading beyond the calendar's range raises
+        # here and changes nothing, instead of leaving a "now" that every
+        # later call would fail on
         current = self._calendar.period_of(now)
+        self._now = now
+        if self._shut or self._closing:
+            return now
         self._ensure(current)
         for period in sorted(self._periods.values(), key=lambda p: p.start):
             if period.name not in self._closed and now >= period.end + self._grace:

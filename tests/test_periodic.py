@@ -404,6 +404,23 @@ def test_clock_never_moves_backwards() -> None:
     assert board.score("ann") == 2
 
 
+@pytest.mark.parametrize("bad", [1e20, 10**20, 1.8e12 * 1000])
+def test_a_clock_reading_beyond_the_calendar_is_refused_and_changes_nothing(bad: float) -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock)
+    board.incr("ann", 1)
+    good = clock.t
+    clock.t = bad
+    with pytest.raises(ValueError, match="outside the calendar"):
+        board.incr("bob", 1)
+    clock.t = good + 60  # the clock recovers: so does the board
+    assert board.incr("bob", 2) == 2
+    assert board.now() == good + 60
+    assert [p.name for p in board.periods()] == ["2026-11-30"]
+    assert board.top() == [("bob", 2, 1, None), ("ann", 1, 2, None)]
+    board._check()
+
+
 def test_retention_archive_and_reload(tmp_path: Path) -> None:
     clock = FakeClock(ts("2026-12-28T09:00:00"))
     dropped: list[str] = []
