@@ -356,14 +356,17 @@ class PeriodicLeaderboard(Uncopyable):
             return sorted(self._periods.values(), key=lambda p: p.start)
 
     def is_open(self, period: Period | str) -> bool:
-        """True while writes for ``period`` are accepted (until ``end + grace``).
+        """True while writes for ``period`` are accepted: from its start
+        until ``end + grace`` (a period that has not started is not open).
 
         >>> board = PeriodicLeaderboard("daily", grace=60, clock=lambda: 86_430.0)
-        >>> board.is_open("1970-01-01"), board.is_open("1970-01-02")
-        (True, True)
+        >>> board.is_open("1970-01-01"), board.is_open("1970-01-02"), board.is_open("1970-01-03")
+        (True, True, False)
         """
         with self._lock:
-            return self._advance() < self._resolve(period).end + self._grace
+            now = self._advance()
+            target = self._resolve(period)
+            return target.start <= now < target.end + self._grace
 
     def tick(self) -> list[Period]:
         """Advance to "now": run due close callbacks and archive old periods.

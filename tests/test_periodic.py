@@ -421,6 +421,17 @@ def test_a_clock_reading_beyond_the_calendar_is_refused_and_changes_nothing(bad:
     board._check()
 
 
+def test_a_period_that_has_not_started_is_not_open() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock, grace=HOUR)
+    assert board.is_open("2026-11-30")
+    assert not board.is_open("2026-12-01")  # a write for it is refused
+    with pytest.raises(ValueError, match="starts after now"):
+        board.incr("ann", 1, t=ts("2026-12-01T00:00:00"))
+    clock.t = ts("2026-12-01T00:30:00")
+    assert board.is_open("2026-11-30") and board.is_open("2026-12-01")
+
+
 def test_retention_archive_and_reload(tmp_path: Path) -> None:
     clock = FakeClock(ts("2026-12-28T09:00:00"))
     dropped: list[str] = []
