@@ -394,3 +394,36 @@ def test_a_crash_while_deleting_the_old_base_leaves_no_half_deleted_epoch(
         assert [m for m, _ in again.items()] == ["ann"]
         again._check()
     assert [p.name for p in path.iterdir() if p.name != LOCK_NAME] == [f"epoch-{clock.t!r}"]
+
+
+def test_an_event_stamped_far_ahead_never_moves_the_base_past_now() -> None:
+    now = 1_796_000_000.0
+    board = DecayedLeaderboard(half_life=HOUR, t0=now - 100 * HOUR, clock=lambda: now)
+    board.add("ann", 100, t=now)  # 100 half-lives after t0: re-bases to now
+    assert board.t0 == now
+    tau = board.tau
+    # ahead by 70 tau, so due a re-base: worth 100 * e^70 now, as the formula says
+    ahead = board.add("early", 1, t=now + 70 * tau)
+    assert math.isclose(ahead, math.exp(70), rel_tol=1e-9)
+    assert board.t0 <= now
+    assert math.isclose(board.score("ann"), 100, rel_tol=1e-12)
+    assert math.isclose(board.add("bob", 50), 50, rel_tol=1e-12)  # present events keep counting
+    board._check()
+
+
+def test_an_event_whose_value_now_is_not_a_double_is_refused_and_changes_nothing() -> None:
+    now = 1_796_000_000.0
+    board = DecayedLeaderboard(half_life=HOUR, t0=now - 100 * HOUR, clock=lambda: now)
+    board.add("ann", 100)
+    before = (board.t0, board.rebases, board.board.items())
+    for t in (now * 1000, now + 800 * board.tau):  # a clock in milliseconds; ~550 half-lives
+        with pytest.raises(OverflowError, match="ahead"):
+            board.add("typo", 1, t=t)
+        with pytest.raises(OverflowError, match="ahead"):
+            board.add_many({"typo": 1}, t=t)
+        with pytest.raises(OverflowError, match="ahead"):
+            board.set("typo", 1, t=t)
+    assert (board.t0, board.rebases, board.board.items()) == before
+    assert board.score("ann") == 100
+    assert math.isclose(board.add("bob", 50), 50, rel_tol=1e-12)
+    board._check()
