@@ -723,8 +723,18 @@ def _positive(value: object, what: str) -> float:
 
 
 def _finite(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """``value`` if it is a time a float holds; ``ValueError`` otherwise (an
+    int past the float range included: ``math.isfinite`` would raise
+    ``OverflowError`` converting it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{what} must be a finite number of POSIX seconds, not {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:
+        finite = False
+    if not finite:
+        shown = describe(value) if isinstance(value, int) else repr(value)
+        raise ValueError(f"{what} must be a finite number of POSIX seconds, not {shown}")
     return value
 
 

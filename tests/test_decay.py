@@ -427,3 +427,16 @@ def test_an_event_whose_value_now_is_not_a_double_is_refused_and_changes_nothing
     assert board.score("ann") == 100
     assert math.isclose(board.add("bob", 50), 50, rel_tol=1e-12)
     board._check()
+
+
+@pytest.mark.parametrize("t", [10**400, -(10**400)])
+def test_a_time_beyond_the_float_range_is_a_clear_value_error(t: int) -> None:
+    board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=lambda: 0.0)
+    board.add("ann", 1)
+    with pytest.raises(ValueError, match="finite number of POSIX seconds"):
+        board.add("ann", 1, t=t)
+    with pytest.raises(ValueError, match="finite number of POSIX seconds"):
+        board.score("ann", at=t)
+    with pytest.raises(ValueError, match="finite number of POSIX seconds"):
+        board.rebase(t)
+    assert board.board.items() == [("ann", 1.0)]
