@@ -806,3 +806,113 @@ def test_a_crash_while_archiving_leaves_no_temporary_file(tmp_path: Path) -> Non
         again.incr("bob", 1)  # drops 2026-11-30: archived for real
         assert again.load_archived("2026-11-30").items() == [("ann", 5)]
     assert [p.name for p in (tmp_path / "archive").iterdir()] == ["2026-11-30.rkarchive"]
+
+
+# ----------------------------------------------------------------------
+# Model-based: a periodic board against buckets keyed by calendar.period_of(t)
+# ----------------------------------------------------------------------
+periodic_actions = st.lists(
+    st.tuples(
+        st.sampled_from(["incr", "incr", "set", "tick", "read"]),
+        st.sampled_from(["ann", "bob", "cid"]),
+        st.integers(-5, 20),
+        st.integers(-2 * HOUR, 4 * HOUR),  # clock step before the action (backwards too)
+        st.integers(-HOUR, 3 * HOUR),  # how far back the event's time lies (ahead if < 0)
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    actions=periodic_actions,
+    keep=st.integers(0, 2),
+    grace=st.sampled_from([0, 600, HOUR + 1]),
+    late=st.sampled_from(["reject", "drop", "current"]),
+    archive=st.booleans(),
+)
+def test_periodic_board_matches_a_model_of_buckets_by_period(
+    actions: list[tuple[str, str, int, int, int]],
+    keep: int,
+    grace: int,
+    late: Any,
+    archive: bool,
+) -> None:
+    import tempfile
+
+    cal = Hourly()
+    start = ts("2026-11-30T10:00:00")
+    clock = FakeClock(start)
+    closed: list[tuple[str, dict[str, int]]] = []
+    with tempfile.TemporaryDirectory() as directory:
+        board = PeriodicLeaderboard(
+            cal,
+            keep=keep,
+            grace=grace,
+            late=late,
+            clock=clock,
+            # read through the periodic board, as the docs allow
+            on_close=lambda p, b: closed.append(
+                (p.name, {e.member: e.score for e in board.top(10, period=p)})
+            ),
+            archive=directory if archive else None,
+        )
+        model: dict[str, dict[str, int]] = {}  # period name -> member -> score
+        held: dict[str, Period] = {}  # periods the board has had a board for
+        now = -math.inf
+        dropped = 0
+        for op, member, value, step, back in actions:
+            clock.t += step
+            now = max(now, clock.t)
+            current = cal.period_of(now)
+            t = clock.t - back
+            if op in ("incr", "set"):
+                period = cal.period_of(t)
+                call = board.incr if op == "incr" else board.set
+                if period.start > now:
+                    with pytest.raises(ValueError, match="starts after now"):
+                        call(member, value, t=t)
+                    target = None
+                elif now < period.end + grace and period.name not in {n for n, _ in closed}:
+                    target = period
+                elif late == "reject":
+                    with pytest.raises(LateEventError):
+                        call(member, value, t=t)
+                    target = None
+                elif late == "drop":
+                    assert call(member, value, t=t) in (None, False)
+                    dropped += 1
+                    target = None
+                else:
+                    target = current
+                if target is not None:
+                    call(member, value, t=t)
+                    bucket = model.setdefault(target.name, {})
+                    bucket[member] = (bucket.get(member, 0) if op == "incr" else 0) + value
+                    held[target.name] = target
+            elif op == "tick":
+                board.tick()
+            else:
+                assert board.now() == now
+            held[current.name] = current
+            # callbacks: once per held period whose grace ran out, in period order,
+            # with its final standings
+            due = sorted((p for p in held.values() if now >= p.end + grace), key=lambda p: p.start)
+            assert [name for name, _ in closed] == [p.name for p in due]
+            for name, standings in closed:
+                assert standings == model.get(name, {})
+            assert board.late_dropped == dropped
+            # reads: every period still held, current and past, equals its bucket
+            oldest = cal.shift(current, -keep).start
+            for name, period in held.items():
+                if period.start >= oldest or now < period.end + grace:
+                    assert dict(board.board(name).items()) == model.get(name, {}), name
+                elif archive:  # closed and beyond keep: archived with its final standings
+                    assert dict(board.load_archived(name).items()) == model.get(name, {})
+                else:
+                    with pytest.raises(KeyError):
+                        board.board(name)
+            board._check()
+        if archive:
+            gone = {n for n, p in held.items() if p.start < oldest and now >= p.end + grace}
+            assert set(board.archived()) == gone
