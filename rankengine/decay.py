@@ -25,7 +25,9 @@ Re-basing
 ``e^((t - t0) / tau)`` grows without bound: with a one-hour half-life it
 passes the largest double (about e^709.8) after 42 days.  So when a write
 arrives more than :data:`REBASE_AFTER` time constants after ``t0``, the
-board is *re-based* to ``t0' = t``: every stored score is multiplied by
+board is *re-based* to ``t0' = t`` (to ``t0' = now`` for an event stamped
+ahead of the clock: the base never passes now, or every present event's
+weight would fade towards 0): every stored score is multiplied by
 ``e^(-(t0' - t0) / tau)`` (through logarithms, as a read does, when more
 than 700 time constants have passed and that factor alone would underflow)
 and written to a new board in one ``set_many``, best first (a positive
@@ -210,7 +212,9 @@ class DecayedLeaderboard(Uncopyable):
         Runtime complexity: O(log N) (O(N log N) when it triggers a re-base)
 
         :return: the member's decayed value at now.
-        :raises OverflowError: the stored score would not be finite.
+        :raises OverflowError: the stored score would not be finite, or
+            ``t`` is so far ahead of now (about 700 time constants) that the
+            event's value now is not a double.
 
         >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 10.0)
         >>> board.add("ann", 5, t=10.0), round(board.add("ann", 5, t=0.0), 4)
@@ -222,7 +226,7 @@ class DecayedLeaderboard(Uncopyable):
             # everything is checked before a re-base, which cannot be undone
             self._board._check_member(member)
             _check_points(points, member)
-            new_t0, weight = self._plan(when)
+            new_t0, weight = self._plan(when, now)
             delta = points * weight
             _check_sum(self._stored_at(member, new_t0) + delta, member)
             if new_t0 is not None:
@@ -254,7 +258,7 @@ class DecayedLeaderboard(Uncopyable):
             self._board._check_pairs(pairs, "points")
             for member, points in pairs:
                 _check_points(points, member)
-            new_t0, weight = self._plan(when)
+            new_t0, weight = self._plan(when, now)
             weighted = [(member, points * weight) for member, points in pairs]
             totals: dict[Any, float] = {}
             for member, delta in weighted:
@@ -273,10 +277,11 @@ class DecayedLeaderboard(Uncopyable):
         :raises OverflowError: the stored score would not be finite.
         """
         with self._lock:
-            when = self._now(None) if t is None else _finite(t, "t")
+            now = self._now(None)
+            when = now if t is None else _finite(t, "t")
             self._board._check_member(member)  # before a re-base, which cannot be undone
             _check_points(value, member)
-            new_t0, weight = self._plan(when)
+            new_t0, weight = self._plan(when, now)
             stored = _check_sum(value * weight, member)
             if new_t0 is not None:
                 self.rebase(new_t0)
@@ -460,20 +465,38 @@ class DecayedLeaderboard(Uncopyable):
     def _now(self, at: float | None) -> float:
         return _finite(self._clock() if at is None else at, "time")
 
-    def _plan(self, t: float) -> tuple[float | None, float]:
-        """The base a write at ``t`` needs and the weight ``e^((t - base) / tau)``
-        of its points there.  The base is None (keep :attr:`t0`) unless ``t``
-        is too far past ``t0`` for the weight to stay small; then it is ``t``,
-        and the caller re-bases to it, *after* checking everything (so a
-        write that fails changes nothing), *before* writing.
+    def _plan(self, t: float, now: float) -> tuple[float | None, float]:
+        """The base a write at ``t`` needs, when the clock reads ``now``,
+        and the weight ``e^((t - base) / tau)`` of its points there.  The
+        base is None (keep :attr:`t0`) unless ``t`` is too far past ``t0``
+        for the weight to stay small; then it is ``t``, or ``now`` for an
+        event stamped ahead (the base never passes the clock: a base far
+        ahead would fade every present event's weight to 0), and the caller
+        re-bases to it, *after* checking everything (so a write that fails
+        changes nothing), *before* writing.
+
+        :raises OverflowError: ``t`` is so far ahead that the event's weight
+            (its value now, per point) is not a double.
 
         Runtime complexity: O(1)
+
+        >>> board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=lambda: 100.0)
+        >>> board._plan(100.0, 100.0), board._plan(102.0, 100.0)[0]
+        ((100.0, 1.0), 100.0)
         """
+        base: float | None = None
         if (t - self._t0) / self._tau > self._rebase_after:
-            base = float(t)  # what rebase(t) makes t0
-            return base, math.exp((t - base) / self._tau)
+            target = float(min(t, now))  # what rebase(target) makes t0
+            if target > self._t0:
+                base = target
+        x = (t - (self._t0 if base is None else base)) / self._tau
+        if x > _EXP_SAFE:
+            raise OverflowError(
+                f"an event at t={t} is {x:.6g} time constants ahead of the board's base: "
+                "its value would not be a finite double (is its clock right? clamp t to now)"
+            )
         # below -745 exp underflows to 0.0: an event that old has faded away
-        return None, math.exp((t - self._t0) / self._tau)
+        return base, math.exp(x)
 
     def _stored_at(self, member: Member, new_t0: float | None) -> float:
         """``member``'s stored score (0.0 if absent) as the board will hold
@@ -700,8 +723,18 @@ def _positive(value: object, what: str) -> float:
 
 
 def _finite(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """``value`` if it is a time a float holds; ``ValueError`` otherwise (an
+    int past the float range included: ``math.isfinite`` would raise
+    ``OverflowError`` converting it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{what} must be a finite number of POSIX seconds, not {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:
+        finite = False
+    if not finite:
+        shown = describe(value) if isinstance(value, int) else repr(value)
+        raise ValueError(f"{what} must be a finite number of POSIX seconds, not {shown}")
     return value
 
 

@@ -293,6 +293,9 @@ class PeriodicLeaderboard(Uncopyable):
         #: before this time, advancing has nothing to do (see _advance)
         self._horizon = -math.inf
         self._late_dropped = 0
+        #: True while an on_close callback runs: a read it makes through this
+        #: board must not advance again (it would close the same period again)
+        self._closing = False
         # Lock order: this lock, then a period board's lock.  A window over
         # these buckets takes its own lock before this one (see window.py);
         # the hooks below run under this lock and take none.
@@ -353,14 +356,17 @@ class PeriodicLeaderboard(Uncopyable):
             return sorted(self._periods.values(), key=lambda p: p.start)
 
     def is_open(self, period: Period | str) -> bool:
-        """True while writes for ``period`` are accepted (until ``end + grace``).
+        """True while writes for ``period`` are accepted: from its start
+        until ``end + grace`` (a period that has not started is not open).
 
         >>> board = PeriodicLeaderboard("daily", grace=60, clock=lambda: 86_430.0)
-        >>> board.is_open("1970-01-01"), board.is_open("1970-01-02")
-        (True, True)
+        >>> board.is_open("1970-01-01"), board.is_open("1970-01-02"), board.is_open("1970-01-03")
+        (True, True, False)
         """
         with self._lock:
-            return self._advance() < self._resolve(period).end + self._grace
+            now = self._advance()
+            target = self._resolve(period)
+            return target.start <= now < target.end + self._grace
 
     def tick(self) -> list[Period]:
         """Advance to "now": run due close callbacks and archive old periods.
@@ -725,17 +731,28 @@ class PeriodicLeaderboard(Uncopyable):
         period's end, or the earliest ``end + grace`` of an unclosed period),
         so until then a call costs one clock read and one comparison.
         """
-        now = _check_time(self._clock(), "clock()")
-        self._now = max(self._now, now)
-        now = self._now
-        if now < self._horizon or self._shut:
+        now = max(self._now, _check_time(self._clock(), "clock()"))
+        if now < self._horizon:  # within the current period: a time the calendar holds
+            self._now = now
             return now
+        # before "now" moves: a reading beyond the calendar's range raises
+        # here and changes nothing, instead of leaving a "now" that every
+        # later call would fail on
         current = self._calendar.period_of(now)
+        self._now = now
+        if self._shut or self._closing:
+            return now
         self._ensure(current)
         for period in sorted(self._periods.values(), key=lambda p: p.start):
             if period.name not in self._closed and now >= period.end + self._grace:
                 if self._on_close is not None:
-                    self._on_close(period, self._boards[period.name])
+                    # the callback may read this board (same thread, the lock
+                    # is re-entrant): those reads must not advance again
+                    self._closing = True
+                    try:
+                        self._on_close(period, self._boards[period.name])
+                    finally:
+                        self._closing = False
                 crash_point("after_close_callback")
                 self._closed.add(period.name)
                 if self._store is not None:

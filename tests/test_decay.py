@@ -394,3 +394,97 @@ def test_a_crash_while_deleting_the_old_base_leaves_no_half_deleted_epoch(
         assert [m for m, _ in again.items()] == ["ann"]
         again._check()
     assert [p.name for p in path.iterdir() if p.name != LOCK_NAME] == [f"epoch-{clock.t!r}"]
+
+
+def test_an_event_stamped_far_ahead_never_moves_the_base_past_now() -> None:
+    now = 1_796_000_000.0
+    board = DecayedLeaderboard(half_life=HOUR, t0=now - 100 * HOUR, clock=lambda: now)
+    board.add("ann", 100, t=now)  # 100 half-lives after t0: re-bases to now
+    assert board.t0 == now
+    tau = board.tau
+    # ahead by 70 tau, so due a re-base: worth 100 * e^70 now, as the formula says
+    ahead = board.add("early", 1, t=now + 70 * tau)
+    assert math.isclose(ahead, math.exp(70), rel_tol=1e-9)
+    assert board.t0 <= now
+    assert math.isclose(board.score("ann"), 100, rel_tol=1e-12)
+    assert math.isclose(board.add("bob", 50), 50, rel_tol=1e-12)  # present events keep counting
+    board._check()
+
+
+def test_an_event_whose_value_now_is_not_a_double_is_refused_and_changes_nothing() -> None:
+    now = 1_796_000_000.0
+    board = DecayedLeaderboard(half_life=HOUR, t0=now - 100 * HOUR, clock=lambda: now)
+    board.add("ann", 100)
+    before = (board.t0, board.rebases, board.board.items())
+    for t in (now * 1000, now + 800 * board.tau):  # a clock in milliseconds; ~550 half-lives
+        with pytest.raises(OverflowError, match="ahead"):
+            board.add("typo", 1, t=t)
+        with pytest.raises(OverflowError, match="ahead"):
+            board.add_many({"typo": 1}, t=t)
+        with pytest.raises(OverflowError, match="ahead"):
+            board.set("typo", 1, t=t)
+    assert (board.t0, board.rebases, board.board.items()) == before
+    assert board.score("ann") == 100
+    assert math.isclose(board.add("bob", 50), 50, rel_tol=1e-12)
+    board._check()
+
+
+@pytest.mark.parametrize("t", [10**400, -(10**400)])
+def test_a_time_beyond_the_float_range_is_a_clear_value_error(t: int) -> None:
+    board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=lambda: 0.0)
+    board.add("ann", 1)
+    with pytest.raises(ValueError, match="finite number of POSIX seconds"):
+        board.add("ann", 1, t=t)
+    with pytest.raises(ValueError, match="finite number of POSIX seconds"):
+        board.score("ann", at=t)
+    with pytest.raises(ValueError, match="finite number of POSIX seconds"):
+        board.rebase(t)
+    assert board.board.items() == [("ann", 1.0)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(["ann", "bob", "cid", "dee"]),
+            st.integers(1, 1000),
+            st.floats(-2 * HOUR, 10 * HOUR),  # clock step (backwards too)
+            st.floats(-3 * HOUR, 3 * HOUR),  # how far back the event lies (ahead if < 0)
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    read_at=st.floats(-5 * HOUR, 20 * HOUR),
+)
+def test_values_and_order_match_the_direct_formula_at_any_time(
+    events: list[tuple[str, int, float, float]], read_at: float
+) -> None:
+    """``points * 2**(-(now - t) / half_life)`` summed per member, for events
+    stamped before or after the clock, with the clock stepping back and
+    re-bases on the way: values agree to the documented tolerance and the
+    order is one of the model's at any reading time."""
+    start = 1_796_000_000.0
+    clock = FakeClock(start)
+    half_life = HOUR
+    board = DecayedLeaderboard(half_life=half_life, clock=clock, rebase_after=2.0)
+    raw: list[tuple[str, int, float]] = []
+    latest = start
+    for member, points, step, back in events:
+        clock.t += step
+        latest = max(latest, clock.t)
+        t = clock.t - back
+        board.add(member, points, t=t)
+        raw.append((member, points, t))
+        assert board.t0 <= latest  # a re-base never moves the base past the clock
+    at = clock.t + read_at
+    truth: dict[str, float] = {}
+    for member, points, t in raw:
+        truth[member] = truth.get(member, 0.0) + points * 2 ** (-(at - t) / half_life)
+    got = board.items(at=at)
+    assert {m for m, _ in got} == set(truth)
+    for member, value in got:
+        assert math.isclose(value, truth[member], rel_tol=1e-9)
+    for (a, _), (b, _) in itertools.pairwise(got):
+        assert truth[a] >= truth[b] * (1 - 1e-9)
+    assert [board.rank(m) for m, _ in got] == list(range(1, len(got) + 1))
+    board._check()

@@ -315,6 +315,23 @@ def test_rollover_calls_back_with_final_standings_in_order() -> None:
     board._check()
 
 
+def test_a_callback_may_read_the_periodic_board_and_runs_once() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    seen: list[tuple[str, list[Any], str]] = []
+
+    def prizes(period: Period, final: Leaderboard) -> None:
+        # the documented use: read the standings through the periodic board
+        seen.append((period.name, board.top(3, period=period), board.current.name))
+
+    board = daily_board(clock, on_close=prizes)
+    board.incr("ann", 1)
+    clock.t += DAY
+    board.incr("bob", 2)
+    assert seen == [("2026-11-30", [("ann", 1, 1, None)], "2026-12-01")]
+    assert board.tick() == []
+    board._check()
+
+
 def test_callback_fires_exactly_at_end_plus_grace() -> None:
     clock = FakeClock(ts("2026-11-30T23:00:00"))
     closed: list[str] = []
@@ -385,6 +402,34 @@ def test_clock_never_moves_backwards() -> None:
     assert board.current.name == "2026-11-30"
     board.incr("ann", 1)
     assert board.score("ann") == 2
+
+
+@pytest.mark.parametrize("bad", [1e20, 10**20, 1.8e12 * 1000])
+def test_a_clock_reading_beyond_the_calendar_is_refused_and_changes_nothing(bad: float) -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock)
+    board.incr("ann", 1)
+    good = clock.t
+    clock.t = bad
+    with pytest.raises(ValueError, match="outside the calendar"):
+        board.incr("bob", 1)
+    clock.t = good + 60  # the clock recovers: so does the board
+    assert board.incr("bob", 2) == 2
+    assert board.now() == good + 60
+    assert [p.name for p in board.periods()] == ["2026-11-30"]
+    assert board.top() == [("bob", 2, 1, None), ("ann", 1, 2, None)]
+    board._check()
+
+
+def test_a_period_that_has_not_started_is_not_open() -> None:
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = daily_board(clock, grace=HOUR)
+    assert board.is_open("2026-11-30")
+    assert not board.is_open("2026-12-01")  # a write for it is refused
+    with pytest.raises(ValueError, match="starts after now"):
+        board.incr("ann", 1, t=ts("2026-12-01T00:00:00"))
+    clock.t = ts("2026-12-01T00:30:00")
+    assert board.is_open("2026-11-30") and board.is_open("2026-12-01")
 
 
 def test_retention_archive_and_reload(tmp_path: Path) -> None:
@@ -761,3 +806,113 @@ def test_a_crash_while_archiving_leaves_no_temporary_file(tmp_path: Path) -> Non
         again.incr("bob", 1)  # drops 2026-11-30: archived for real
         assert again.load_archived("2026-11-30").items() == [("ann", 5)]
     assert [p.name for p in (tmp_path / "archive").iterdir()] == ["2026-11-30.rkarchive"]
+
+
+# ----------------------------------------------------------------------
+# Model-based: a periodic board against buckets keyed by calendar.period_of(t)
+# ----------------------------------------------------------------------
+periodic_actions = st.lists(
+    st.tuples(
+        st.sampled_from(["incr", "incr", "set", "tick", "read"]),
+        st.sampled_from(["ann", "bob", "cid"]),
+        st.integers(-5, 20),
+        st.integers(-2 * HOUR, 4 * HOUR),  # clock step before the action (backwards too)
+        st.integers(-HOUR, 3 * HOUR),  # how far back the event's time lies (ahead if < 0)
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    actions=periodic_actions,
+    keep=st.integers(0, 2),
+    grace=st.sampled_from([0, 600, HOUR + 1]),
+    late=st.sampled_from(["reject", "drop", "current"]),
+    archive=st.booleans(),
+)
+def test_periodic_board_matches_a_model_of_buckets_by_period(
+    actions: list[tuple[str, str, int, int, int]],
+    keep: int,
+    grace: int,
+    late: Any,
+    archive: bool,
+) -> None:
+    import tempfile
+
+    cal = Hourly()
+    start = ts("2026-11-30T10:00:00")
+    clock = FakeClock(start)
+    closed: list[tuple[str, dict[str, int]]] = []
+    with tempfile.TemporaryDirectory() as directory:
+        board = PeriodicLeaderboard(
+            cal,
+            keep=keep,
+            grace=grace,
+            late=late,
+            clock=clock,
+            # read through the periodic board, as the docs allow
+            on_close=lambda p, b: closed.append(
+                (p.name, {e.member: e.score for e in board.top(10, period=p)})
+            ),
+            archive=directory if archive else None,
+        )
+        model: dict[str, dict[str, int]] = {}  # period name -> member -> score
+        held: dict[str, Period] = {}  # periods the board has had a board for
+        now = -math.inf
+        dropped = 0
+        for op, member, value, step, back in actions:
+            clock.t += step
+            now = max(now, clock.t)
+            current = cal.period_of(now)
+            t = clock.t - back
+            if op in ("incr", "set"):
+                period = cal.period_of(t)
+                call = board.incr if op == "incr" else board.set
+                if period.start > now:
+                    with pytest.raises(ValueError, match="starts after now"):
+                        call(member, value, t=t)
+                    target = None
+                elif now < period.end + grace and period.name not in {n for n, _ in closed}:
+                    target = period
+                elif late == "reject":
+                    with pytest.raises(LateEventError):
+                        call(member, value, t=t)
+                    target = None
+                elif late == "drop":
+                    assert call(member, value, t=t) in (None, False)
+                    dropped += 1
+                    target = None
+                else:
+                    target = current
+                if target is not None:
+                    call(member, value, t=t)
+                    bucket = model.setdefault(target.name, {})
+                    bucket[member] = (bucket.get(member, 0) if op == "incr" else 0) + value
+                    held[target.name] = target
+            elif op == "tick":
+                board.tick()
+            else:
+                assert board.now() == now
+            held[current.name] = current
+            # callbacks: once per held period whose grace ran out, in period order,
+            # with its final standings
+            due = sorted((p for p in held.values() if now >= p.end + grace), key=lambda p: p.start)
+            assert [name for name, _ in closed] == [p.name for p in due]
+            for name, standings in closed:
+                assert standings == model.get(name, {})
+            assert board.late_dropped == dropped
+            # reads: every period still held, current and past, equals its bucket
+            oldest = cal.shift(current, -keep).start
+            for name, period in held.items():
+                if period.start >= oldest or now < period.end + grace:
+                    assert dict(board.board(name).items()) == model.get(name, {}), name
+                elif archive:  # closed and beyond keep: archived with its final standings
+                    assert dict(board.load_archived(name).items()) == model.get(name, {})
+                else:
+                    with pytest.raises(KeyError):
+                        board.board(name)
+            board._check()
+        if archive:
+            gone = {n for n, p in held.items() if p.start < oldest and now >= p.end + grace}
+            assert set(board.archived()) == gone

@@ -259,3 +259,52 @@ def test_metadata_comes_from_the_newest_bucket_that_has_some() -> None:
     window.incr("bob", 1)
     window.refresh()
     assert window.board.meta("bob") is None and "ann" not in window
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["incr", "incr", "remove", "read", "read"]),
+            st.sampled_from(["ann", "bob", "cid"]),
+            st.integers(1, 9) | st.floats(0.1, 10.0),
+            st.integers(-HOUR, 2 * HOUR),  # clock step (backwards too)
+        ),
+        max_size=40,
+    ),
+    size=st.integers(1, 3),
+    refresh_every=st.sampled_from([0, 60, HOUR, 3 * HOUR]),
+)
+def test_reads_show_the_window_as_of_the_last_refresh_due_on_schedule(
+    steps: list[tuple[str, str, Any, int]], size: int, refresh_every: int
+) -> None:
+    """A model of staleness: a read refreshes when the window is at least
+    ``refresh_every`` old, and otherwise shows the sums over the buckets of
+    the last refresh as they were then (writes since missing, buckets that
+    slid out since still counted)."""
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard(
+        "hourly", size, refresh_every=refresh_every, clock=clock, tie_break="member"
+    )
+    accepted: list[tuple[str, Any, Any, float]] = []
+    now = -math.inf
+    as_of = -math.inf
+    shown: dict[Any, Any] = {}
+    for op, member, value, step in steps:
+        clock.t += step
+        now = max(now, clock.t)  # the board's now never moves back
+        if op == "read":
+            if now - as_of >= refresh_every:
+                as_of = now
+                periods = [HOURLY.period_of(now - i * HOUR) for i in reversed(range(size))]
+                shown = brute_force(accepted, periods)
+            assert dict(window.items()) == shown
+            assert window.as_of == as_of
+            assert window.staleness() == now - as_of
+        elif op == "incr":
+            window.incr(member, value)
+            accepted.append((op, member, value, now))
+        else:
+            window.remove(member)
+            accepted.append((op, member, value, now))
+    window._check()
