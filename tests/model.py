@@ -190,7 +190,9 @@ class Model:
         if (when == "present" and not present) or (when == "new" and present):
             return None
         new = self.add(self.scores[member] if present else self.zero(), delta)
-        return None if self._write(member, new, when) == "blocked" else new
+        if self._write(member, new, when) == "blocked":
+            return None
+        return self.scores[member]  # a sum equal to the old score keeps (and reports) it
 
     def _save(self) -> tuple[Any, ...]:
         return dict(self.scores), dict(self.stamps), dict(self.metas), self.clock
@@ -215,7 +217,7 @@ class Model:
                 base = self.scores.get(member, self.zero())
                 new = self.add(base, delta)
                 self._write(member, new, None)
-                results[member] = new
+                results[member] = self.scores[member]
         except ValueError:
             self._load(saved)
             raise

@@ -1,0 +1,245 @@
+"""Every board kind against the plain model, on boards larger than the
+state machine's.
+
+One random history of writes (conditional sets, increments and decrements,
+batches, removals and prunes) goes to a board of each kind -- both in-process
+backends, a sharded board, and where a server is available a Redis board and
+a sharded board over Redis -- and to ``tests/model.py`` (a dict and a sort).
+Every write must answer as the model does; then every read must too, with
+random arguments that reach the edges: pages below 1 and past the end, any
+size; around-me with any ``above``/``below``, ``fill``, near both ends and
+for an absent member; every rank style; every percentile method; score
+ranges with inclusive, exclusive, infinite and open bounds; hypothetical
+ranks.  Scores are drawn so that values of different types compare equal
+(``1`` and ``1.0``, ``0`` and ``-0.0``, ``2**60`` and ``2.0**60``) and ties
+are common; boards reach a few dozen members, past the cached top rows
+(``TOP_CACHE_SIZE``), so the cache's floor is in play.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from model import Model
+from redis_service import redis_board
+
+from rankengine import Leaderboard
+from rankengine.core import TOP_CACHE_SIZE
+from rankengine.sharded import ShardedLeaderboard
+
+INF = math.inf
+BIG = 2**60
+
+#: Scores with equal values of different types, infinities and a big int.
+SCORES = st.sampled_from(
+    [0, -0.0, 0.0, 1, 1.0, 2, 2.0, 3, -1, -1.0, 0.5, INF, -INF, BIG, float(BIG)]
+)
+DELTAS = st.sampled_from([1, -1, 2, -2, 0, -0.0, 0.5, -0.5, 1.0, INF, -INF])
+WHENS = st.sampled_from([None, None, "new", "present", "better", "worse"])
+STYLES = st.sampled_from(["unique", "dense", "competition"])
+METHODS = ["below", "at_or_below", "midpoint"]
+MEMBERS = [f"p{i:02d}" for i in range(40)]
+MEMBER = st.sampled_from(MEMBERS)
+BOUND = st.one_of(st.none(), SCORES)
+FLAG = st.booleans()
+
+WRITE = st.one_of(
+    st.tuples(st.just("set"), MEMBER, SCORES, WHENS),
+    st.tuples(st.just("incr"), MEMBER, DELTAS, WHENS),
+    st.tuples(st.just("set_many"), st.lists(st.tuples(MEMBER, SCORES), max_size=12), WHENS),
+    st.tuples(st.just("incr_many"), st.lists(st.tuples(MEMBER, DELTAS), max_size=4)),
+    st.tuples(st.just("remove"), MEMBER),
+    st.tuples(st.just("remove_many"), st.lists(MEMBER, max_size=3)),
+    st.tuples(st.just("pop_best"), st.integers(0, 2)),
+    st.tuples(st.just("pop_worst"), st.integers(0, 2)),
+    st.tuples(
+        st.just("remove_by_rank"), st.integers(-5, 5).filter(bool), st.integers(-5, 5).filter(bool)
+    ),
+    st.tuples(st.just("remove_by_score"), SCORES, SCORES, FLAG, FLAG),
+    st.tuples(st.just("keep_top"), st.integers(30, 45)),
+)
+
+
+def _sharded(**config: Any) -> ShardedLeaderboard:
+    return ShardedLeaderboard.local(3, **config)
+
+
+def _sharded_redis(**config: Any) -> ShardedLeaderboard:
+    return ShardedLeaderboard([redis_board(**config), redis_board(**config)])
+
+
+KINDS: dict[str, Callable[..., Any]] = {
+    "sortedlist": lambda **config: Leaderboard(backend="sortedlist", **config),
+    "skiplist": lambda **config: Leaderboard(backend="skiplist", **config),
+    "sharded": _sharded,
+    "redis": redis_board,
+    "sharded-redis": _sharded_redis,
+}
+
+
+def plain(value: Any) -> Any:
+    """Results as comparable plain values: entries become tuples, and every
+    number carries its type (``1`` and ``1.0`` differ, so do ``0.0`` and ``-0.0``)."""
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, float):
+        return ("float", value, math.copysign(1.0, value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ("int", value)
+    return value
+
+
+def outcome(call: Callable[[], Any]) -> Any:
+    try:
+        return plain(call())
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        return ("raises", type(exc).__name__)
+
+
+def write(target: Any, op: tuple[Any, ...]) -> Any:
+    name, *args = op
+    if name == "set":
+        member, score, when = args
+        return outcome(lambda: target.set(member, score, when=when))
+    if name == "incr":
+        member, delta, when = args
+        return outcome(lambda: target.incr(member, delta, when=when))
+    if name == "set_many":
+        return outcome(lambda: target.set_many(args[0], when=args[1]))
+    if name == "remove_by_score":
+        low, high, low_in, high_in = args
+        return outcome(
+            lambda: target.remove_by_score(low, high, min_inclusive=low_in, max_inclusive=high_in)
+        )
+    return outcome(lambda: getattr(target, name)(*args))
+
+
+def reads(target: Any, data: Any) -> list[Any]:
+    """A battery of reads with arguments drawn once (``data`` is a dict of draws)."""
+    out: list[Any] = []
+    for style in ("unique", "dense", "competition"):
+        out.append(outcome(lambda s=style: target.items()))
+        out.append(outcome(lambda s=style: target.entries(MEMBERS[:12], style=s)))
+        out.append(outcome(lambda s=style: target.top(TOP_CACHE_SIZE + 2, style=s)))
+        for number, size in data["pages"]:
+            out.append(outcome(lambda n=number, z=size, s=style: target.page(n, z, style=s)))
+            out.append(outcome(lambda z=size: target.pages(z)))
+        for member, above, below, fill in data["around"]:
+            out.append(
+                outcome(
+                    lambda m=member, a=above, b=below, f=fill, s=style: target.around(
+                        m, a, b, fill=f, style=s
+                    )
+                )
+            )
+        for start, stop in data["ranks"]:
+            out.append(outcome(lambda a=start, b=stop, s=style: target.by_rank(a, b, style=s)))
+        for rank in data["at"]:
+            out.append(outcome(lambda r=rank, s=style: target.at(r, style=s)))
+        for score in data["probes"]:
+            out.append(outcome(lambda x=score, s=style: target.rank_for_score(x, style=s)))
+        for low, high, low_in, high_in, offset, limit in data["spans"]:
+            flags = {"min_inclusive": low_in, "max_inclusive": high_in}
+            out.append(
+                outcome(
+                    lambda lo=low, hi=high, o=offset, li=limit, fl=flags, s=style: target.by_score(
+                        lo, hi, offset=o, limit=li, style=s, **fl
+                    )
+                )
+            )
+    for low, high, low_in, high_in, _, _ in data["spans"]:
+        flags = {"min_inclusive": low_in, "max_inclusive": high_in}
+        out.append(outcome(lambda lo=low, hi=high, fl=flags: target.count(lo, hi, **fl)))
+    for method in METHODS:
+        out.append(outcome(lambda m=method: [target.percentile(x, method=m) for x in MEMBERS]))
+    out.append(outcome(lambda: [target.score_at_percentile(p) for p in data["percentiles"]]))
+    out.append(outcome(lambda: [target.score(m) for m in MEMBERS]))
+    out.append(outcome(lambda: len(target)))
+    return out
+
+
+READ_ARGS = st.fixed_dictionaries(
+    {
+        "pages": st.lists(
+            st.tuples(st.integers(-2, 12), st.integers(1, 30)), min_size=1, max_size=4
+        ),
+        "around": st.lists(
+            st.tuples(MEMBER, st.integers(0, 8), st.integers(0, 8), FLAG), min_size=1, max_size=5
+        ),
+        "ranks": st.lists(
+            st.tuples(st.integers(-45, 45).filter(bool), st.integers(-45, 45).filter(bool)),
+            max_size=3,
+        ),
+        "at": st.lists(st.integers(-45, 45).filter(bool), max_size=3),
+        "probes": st.lists(SCORES, min_size=1, max_size=4),
+        "spans": st.lists(
+            st.tuples(BOUND, BOUND, FLAG, FLAG, st.integers(0, 5), st.none() | st.integers(0, 8)),
+            min_size=1,
+            max_size=4,
+        ),
+        "percentiles": st.lists(st.floats(0, 100), min_size=1, max_size=3),
+    }
+)
+
+CONFIGS = st.fixed_dictionaries(
+    {
+        "order": st.sampled_from(["desc", "asc"]),
+        "tie_break": st.sampled_from(["first", "member"]),
+        "rank_style": STYLES,
+    }
+)
+
+
+def check_kinds(kinds: list[str], examples: int) -> None:
+    @given(
+        config=CONFIGS,
+        start=st.lists(st.tuples(MEMBER, SCORES), min_size=0, max_size=40),
+        ops=st.lists(WRITE, max_size=25),
+        args=READ_ARGS,
+    )
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    def run(config: dict[str, Any], start: list[Any], ops: list[Any], args: dict[str, Any]) -> None:
+        model = Model(**config)
+        boards = {kind: KINDS[kind](**config) for kind in kinds}
+        try:
+            want = write(model, ("set_many", start, None))
+            for kind, board in boards.items():
+                assert write(board, ("set_many", start, None)) == want, kind
+            for i, op in enumerate(ops):
+                want = write(model, op)
+                for kind, board in boards.items():
+                    got = write(board, op)
+                    assert got == want, (kind, i, op, got, want)
+            expected = reads(model, args)
+            for kind, board in boards.items():
+                got = reads(board, args)
+                for j, (g, w) in enumerate(zip(got, expected, strict=True)):
+                    assert g == w, (kind, j, g, w)
+                board._check()
+        finally:
+            for board in boards.values():
+                close = getattr(board, "close", None)
+                if close is not None:
+                    close()
+
+    run()
+
+
+def test_in_process_boards_match_the_model() -> None:
+    check_kinds(["sortedlist", "skiplist", "sharded"], examples=60)
+
+
+@pytest.mark.redis
+def test_redis_boards_match_the_model() -> None:
+    check_kinds(["redis", "sharded-redis"], examples=15)
