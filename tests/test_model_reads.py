@@ -18,6 +18,7 @@ are common; boards reach a few dozen members, past the cached top rows
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model import Model
+from outcomes import outcome as typed_outcome
 from redis_service import redis_board
 
 from rankengine import Leaderboard
@@ -82,25 +84,9 @@ KINDS: dict[str, Callable[..., Any]] = {
 }
 
 
-def plain(value: Any) -> Any:
-    """Results as comparable plain values: entries become tuples, and every
-    number carries its type (``1`` and ``1.0`` differ, so do ``0.0`` and ``-0.0``)."""
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, float):
-        return ("float", value, math.copysign(1.0, value))
-    if isinstance(value, int) and not isinstance(value, bool):
-        return ("int", value)
-    return value
-
-
-def outcome(call: Callable[[], Any]) -> Any:
-    try:
-        return plain(call())
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
-        return ("raises", type(exc).__name__)
+#: What a call returned or raised, numbers typed; the model's plain tuples
+#: compare equal to the boards' Entry rows.
+outcome = functools.partial(typed_outcome, containers=False)
 
 
 def write(target: Any, op: tuple[Any, ...]) -> Any:

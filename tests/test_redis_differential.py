@@ -17,6 +17,7 @@ import pytest
 from conftest import FACTORIES, missing_reason
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from outcomes import exact, outcome
 from redis_service import redis_board
 
 pytestmark = pytest.mark.redis
@@ -71,26 +72,6 @@ def operations(config: dict[str, Any]) -> st.SearchStrategy[list[tuple[Any, ...]
         st.tuples(st.just("keep_top"), st.integers(0, 6)),
     )
     return st.lists(op, min_size=1, max_size=18)
-
-
-def exact(value: Any) -> Any:
-    """A value with the type of every number in it, for strict comparison."""
-    if isinstance(value, (list, tuple)):
-        return type(value).__name__, [exact(v) for v in value]
-    if isinstance(value, dict):
-        return {k: exact(v) for k, v in value.items()}
-    if isinstance(value, float) and value == 0:
-        return "float", math.copysign(1.0, value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return type(value).__name__, value
-    return value
-
-
-def outcome(action: Any) -> Any:
-    try:
-        return exact(action())
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
-        return ("raises", type(exc).__name__)
 
 
 def apply(board: Any, op: tuple[Any, ...]) -> Any:
