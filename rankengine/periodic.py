@@ -27,7 +27,9 @@ raises :class:`LateEventError` (the default), ``"drop"`` ignores it and
 counts it in :attr:`PeriodicLeaderboard.late_dropped`, ``"current"`` counts
 it in the current period.  A write for a period that has not started yet is
 refused with ``ValueError``.  The board's "now" is the injectable ``clock``
-and never moves backwards.
+and never moves backwards.  A write its period's board refuses (bad member,
+score, ``when`` or metadata) changes nothing: no board is left behind for
+a period nobody wrote to.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
@@ -397,10 +400,10 @@ class PeriodicLeaderboard(Uncopyable):
         Runtime complexity: O(log N)
         """
         with self._lock:
-            period = self._route(t)
-            if period is None:
-                return False
-            changed = self._boards[period.name].set(member, score, when=when, meta=meta)
+            with self._routed(t) as period:
+                if period is None:
+                    return False
+                changed = self._boards[period.name].set(member, score, when=when, meta=meta)
             self._wrote(period, (member,))
             return changed
 
@@ -415,10 +418,10 @@ class PeriodicLeaderboard(Uncopyable):
         Runtime complexity: O(log N)
         """
         with self._lock:
-            period = self._route(t)
-            if period is None:
-                return None
-            result = self._boards[period.name].incr(member, delta, when=when)
+            with self._routed(t) as period:
+                if period is None:
+                    return None
+                result = self._boards[period.name].incr(member, delta, when=when)
             self._wrote(period, (member,))
             return result
 
@@ -434,11 +437,11 @@ class PeriodicLeaderboard(Uncopyable):
         Runtime complexity: O(k log N)
         """
         with self._lock:
-            period = self._route(t)
-            if period is None:
-                return 0
-            pairs = list(items.items() if isinstance(items, Mapping) else items)
-            changed = self._boards[period.name].set_many(pairs, when=when)
+            with self._routed(t) as period:
+                if period is None:
+                    return 0
+                pairs = list(items.items() if isinstance(items, Mapping) else items)
+                changed = self._boards[period.name].set_many(pairs, when=when)
             self._wrote(period, [pair[0] for pair in pairs])
             return changed
 
@@ -453,11 +456,11 @@ class PeriodicLeaderboard(Uncopyable):
         Runtime complexity: O(k log N)
         """
         with self._lock:
-            period = self._route(t)
-            if period is None:
-                return {}
-            pairs = list(items.items() if isinstance(items, Mapping) else items)
-            result = self._boards[period.name].incr_many(pairs)
+            with self._routed(t) as period:
+                if period is None:
+                    return {}
+                pairs = list(items.items() if isinstance(items, Mapping) else items)
+                result = self._boards[period.name].incr_many(pairs)
             self._wrote(period, result)
             return result
 
@@ -467,10 +470,10 @@ class PeriodicLeaderboard(Uncopyable):
         Runtime complexity: O(log N)
         """
         with self._lock:
-            period = self._route(t)
-            if period is None:
-                return False
-            removed = self._boards[period.name].remove(member)
+            with self._routed(t) as period:
+                if period is None:
+                    return False
+                removed = self._boards[period.name].remove(member)
             self._wrote(period, (member,))
             return removed
 
@@ -797,13 +800,35 @@ class PeriodicLeaderboard(Uncopyable):
         if self._store is not None:
             self._store.release(period, board)
 
-    def _route(self, t: float | None) -> Period | None:
-        """The open period a write at ``t`` goes to, or None (dropped late write)."""
+    @contextmanager
+    def _routed(self, t: float | None) -> Iterator[Period | None]:
+        """Route a write at ``t`` (see :meth:`_route`) and yield its period,
+        or None for a dropped late write; the caller writes to that period's
+        board inside the ``with``.
+
+        If the write raises (bad input the period's board refuses), a board
+        that routing created for it is undone: a refused write leaves no
+        period behind (no close callback for it later, no directory).
+        """
         now = self._advance()
+        period = self._route(t, now)
+        created = period is not None and period.name not in self._boards
+        if period is not None:
+            self._ensure(period)
+        try:
+            yield period
+        except BaseException:
+            if created and period is not None:
+                self._discard(period)
+            raise
+
+    def _route(self, t: float | None, now: float) -> Period | None:
+        """The open period a write at ``t`` goes to (``now`` the board's
+        time), or None (dropped late write).  Creates no board."""
         if t is None:
-            period = self._calendar.period_of(now)
-            self._ensure(period)  # held already, unless close() stopped advancing
-            return period
+            # held already, unless close() stopped advancing or a close
+            # callback is running
+            return self._calendar.period_of(now)
         t = _check_time(t)
         period = self._calendar.period_of(t)
         if period.start > now:
@@ -811,16 +836,25 @@ class PeriodicLeaderboard(Uncopyable):
                 f"event at t={t} is in period {period.name}, which starts after now ({now})"
             )
         if now < period.end + self._grace and period.name not in self._closed:
-            self._ensure(period)
             return period
         if self._late == "reject":
             raise LateEventError(t, period, now)
         if self._late == "drop":
             self._late_dropped += 1
             return None
-        current = self._calendar.period_of(now)
-        self._ensure(current)
-        return current
+        return self._calendar.period_of(now)
+
+    def _discard(self, period: Period) -> None:
+        """Undo a period board nothing was written to (see :meth:`_routed`):
+        out of memory, and a durable one's directory deleted the way a
+        dropped period's is (crash-safely, see :meth:`_DirectoryStore.release`).
+        Its horizon is left as it is: an early horizon only costs one slow
+        pass of :meth:`_advance`, which recomputes it."""
+        board = self._boards.pop(period.name)
+        del self._periods[period.name]
+        self._closed.discard(period.name)
+        if self._store is not None:
+            self._store.release(period, board)
 
     def _wrote(self, period: Period, members: Iterable[Member]) -> None:
         if self._write_hook is not None:
@@ -927,7 +961,8 @@ class _DirectoryStore:
         fsync_dir(str(self.closed))
 
     def release(self, period: Period, board: Leaderboard) -> None:
-        """After archiving: close the period's board and delete its files.
+        """After archiving (or to undo a period board a refused write
+        created): close the period's board and delete its files.
 
         The directory is first renamed to a hidden name (one atomic step), so
         a crash while deleting it leaves a leftover that the next open

@@ -916,3 +916,124 @@ def test_periodic_board_matches_a_model_of_buckets_by_period(
         if archive:
             gone = {n for n, p in held.items() if p.start < oldest and now >= p.end + grace}
             assert set(board.archived()) == gone
+
+
+# ----------------------------------------------------------------------
+# A refused write leaves nothing behind
+# ----------------------------------------------------------------------
+def _raising_pairs() -> Any:
+    yield "ann", 1
+    raise ValueError("the caller's iterable failed")
+
+
+#: (label, write) pairs: each write is refused by the period board's own
+#: validation (or while its arguments are read), not by routing.
+REFUSED_WRITES: list[tuple[str, Any]] = [
+    ("set bad member", lambda b, t: b.set(["x"], 1, t=t)),
+    ("set NaN score", lambda b, t: b.set("ann", math.nan, t=t)),
+    ("set bad when", lambda b, t: b.set("ann", 1, t=t, when="bogus")),
+    ("set bad meta value", lambda b, t: b.set("ann", 1, t=t, meta={"k": object()})),
+    ("set meta not a dict", lambda b, t: b.set("ann", 1, t=t, meta=[1])),
+    ("incr bad member", lambda b, t: b.incr(["x"], 1, t=t)),
+    ("incr NaN delta", lambda b, t: b.incr("ann", math.nan, t=t)),
+    ("incr str delta", lambda b, t: b.incr("ann", "1", t=t)),
+    ("incr bad when", lambda b, t: b.incr("ann", 1, t=t, when="bogus")),
+    ("set_many one bad member", lambda b, t: b.set_many([("ann", 1), (["x"], 2)], t=t)),
+    ("set_many one NaN", lambda b, t: b.set_many({"ann": 1, "bob": math.nan}, t=t)),
+    ("set_many bad when", lambda b, t: b.set_many({"ann": 1}, t=t, when="bogus")),
+    ("set_many not pairs", lambda b, t: b.set_many([("ann",)], t=t)),
+    ("set_many not iterable", lambda b, t: b.set_many(5, t=t)),
+    ("set_many iterable fails", lambda b, t: b.set_many(_raising_pairs(), t=t)),
+    ("incr_many one NaN", lambda b, t: b.incr_many([("ann", 1), ("bob", math.nan)], t=t)),
+    ("incr_many one bad member", lambda b, t: b.incr_many([("ann", 1), (["x"], 1)], t=t)),
+    ("incr_many iterable fails", lambda b, t: b.incr_many(_raising_pairs(), t=t)),
+    ("remove bad member", lambda b, t: b.remove(["x"], t=t)),
+]
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize("when", ["open past period", "now"])
+@pytest.mark.parametrize(("label", "write"), REFUSED_WRITES, ids=[c[0] for c in REFUSED_WRITES])
+def test_a_refused_write_leaves_no_period_behind(
+    tmp_path: Path, durable: bool, when: str, label: str, write: Any
+) -> None:
+    # 00:30 on 2026-12-01 with an hour of grace: 2026-11-30 is still open,
+    # but nobody wrote to it, so it has no board yet
+    clock = FakeClock(ts("2026-12-01T00:30:00"))
+    closed: list[str] = []
+    options: dict[str, Any] = {
+        "keep": 1,
+        "grace": HOUR,
+        "on_close": lambda p, b: closed.append(p.name),
+        "clock": clock,
+    }
+    root = tmp_path / "board"
+    if durable:
+        board = PeriodicLeaderboard.open(root, "daily", fsync="never", **options)
+    else:
+        board = PeriodicLeaderboard("daily", **options)
+    board.incr("cid", 2)
+    t = ts("2026-11-30T23:30:00") if when == "open past period" else None
+    before = [p.name for p in board.periods()]
+    assert before == ["2026-12-01"]
+    listing = _listing(root) if durable else []
+
+    with pytest.raises((TypeError, ValueError)):
+        write(board, t)
+
+    assert [p.name for p in board.periods()] == before
+    assert board.board().items() == [("cid", 2)]
+    board._check()
+    if durable:
+        assert _listing(root) == listing
+    clock.t = ts("2026-12-02T02:00:00")  # 2026-11-30 and 2026-12-01 are past their grace
+    board.tick()
+    assert closed == ["2026-12-01"]
+    board._check()
+    if durable:
+        board.close()
+        with PeriodicLeaderboard.open(root, "daily", fsync="never", **options) as again:
+            assert [p.name for p in again.periods()] == ["2026-12-01", "2026-12-02"]
+            assert "2026-11-30" not in again.archived()
+            assert closed == ["2026-12-01"]
+            again._check()
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+def test_a_write_after_a_refused_one_creates_the_period_as_usual(
+    tmp_path: Path, durable: bool
+) -> None:
+    clock = FakeClock(ts("2026-12-01T00:30:00"))
+    closed: list[tuple[str, list[tuple[Any, Any]]]] = []
+    options: dict[str, Any] = {
+        "keep": 1,
+        "grace": HOUR,
+        "on_close": lambda p, b: closed.append((p.name, b.items())),
+        "clock": clock,
+    }
+    root = tmp_path / "board"
+    if durable:
+        board = PeriodicLeaderboard.open(root, "daily", fsync="never", **options)
+    else:
+        board = PeriodicLeaderboard("daily", **options)
+    late = ts("2026-11-30T23:30:00")
+    with pytest.raises(ValueError, match="NaN"):
+        board.incr("ann", math.nan, t=late)
+    assert board.incr("ann", 3, t=late) == 3
+    assert [p.name for p in board.periods()] == ["2026-11-30", "2026-12-01"]
+    board._check()
+    clock.t = ts("2026-12-01T01:30:00")  # 2026-11-30 closes on time
+    board.tick()
+    assert closed == [("2026-11-30", [("ann", 3)])]
+    board._check()
+    if durable:
+        board.close()
+        with PeriodicLeaderboard.open(root, "daily", fsync="never", **options) as again:
+            assert again.board("2026-11-30").items() == [("ann", 3)]
+            assert not again.is_open("2026-11-30")
+            again._check()
+        assert [name for name, _ in closed] == ["2026-11-30"]
