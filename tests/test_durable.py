@@ -1085,8 +1085,11 @@ def test_damage_in_retained_history_is_reported_as_history_damage(
     with open_board(tmp_path) as board:
         board._check()
         assert state(board) == expected
-    with pytest.raises(CorruptionError):
+    with pytest.raises(CorruptionError) as info:
         rebuild(tmp_path, from_log=True)
+    # the board opens (above): the error must not say it refuses to
+    assert "refuses to open" not in str(info.value)
+    assert "nothing past this point can be read" in str(info.value)
     capsys.readouterr()
     assert cli(["verify", str(tmp_path)]) == 4
     out = capsys.readouterr().out
