@@ -490,7 +490,8 @@ def _run(
         identical = digest == report["digest"] and len(board) == report["count"] and same_top
         mine = board.entry(report["member"])
         if identical:
-            say(f"  Standings identical to the server's: all {len(board):,} players, same")
+            players = f"all {len(board):,} players" if len(board) != 1 else "its one player"
+            say(f"  Standings identical to the server's: {players}, same")
             say(f"  scores, same ranks (sha256 {digest[:12]}...), same top {TOP}.")
         else:
             say(f"  MISMATCH: recovered standings differ from the server's ({digest[:12]}).")
@@ -510,7 +511,10 @@ def _run(
             f"  score events    {events:,} in {report['play_s']:.2f} s = {rate:,.0f} events/s "
             "(each logged before it is applied)"
         )
-    say(f"  rank look-up    {report['lookup_us']:.1f} us on average ({LOOKUPS:,} random players)")
+    say(
+        f"  rank look-up    {report['lookup_us']:.1f} us on average "
+        f"({LOOKUPS:,} look-ups of random players)"
+    )
     say(f"  recovery        {recovery_s:.2f} s for {players:,} players")
     kept = f"kept: try `rankengine inspect {path}`" if keep else "deleted (keep it with --dir)"
     say(f"  log directory   {size / 1e6:.1f} MB, {kept}")
@@ -577,7 +581,7 @@ def _follow(
         elif kind == "lookup":
             say(
                 f"[3/5] Rank look-ups: {message['us']:.1f} us each on average "
-                f"({LOOKUPS:,} random players)."
+                f"({LOOKUPS:,} look-ups of random players)."
             )
             say(
                 f"  {message['member']} has {message['score']:,} points: rank "

@@ -307,6 +307,16 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
     return _run(Case(["demo", "--players", "500", "--events", "4000", "--dir", str(board)])), board
 
 
+def test_demo_with_one_player_reads_right() -> None:
+    """Numbers in the demo's sentences: one player, and the look-ups (always
+    1,000, with repeats) counted as look-ups, not as that many players."""
+    run = _run(Case(["demo", "--players", "1", "--events", "10"]))
+    assert run.code == 0, run.err
+    assert "identical to the server's: its one player, same" in run.out
+    assert "all 1 players" not in run.out
+    assert "1,000 look-ups of random players" in run.out
+
+
 def test_demo(demo: tuple[Run, Path]) -> None:
     run, board = demo
     assert run.code == 0, run.err
