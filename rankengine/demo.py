@@ -490,8 +490,8 @@ def _run(
         identical = digest == report["digest"] and len(board) == report["count"] and same_top
         mine = board.entry(report["member"])
         if identical:
-            players = f"all {len(board):,} players" if len(board) != 1 else "its one player"
-            say(f"  Standings identical to the server's: {players}, same")
+            everyone = f"all {len(board):,} players" if len(board) != 1 else "its one player"
+            say(f"  Standings identical to the server's: {everyone}, same")
             say(f"  scores, same ranks (sha256 {digest[:12]}...), same top {TOP}.")
         else:
             say(f"  MISMATCH: recovered standings differ from the server's ({digest[:12]}).")
