@@ -306,7 +306,17 @@ class ScoreCodec:
         self._flip = tuple(direction != directions[0] for direction in directions)
 
     def check(self, score: object, what: str = "score") -> Score:
-        """Validate a score for this board and return it normalised."""
+        """Validate a score for this board and return it normalised; an
+        error about one column of a composite score names the column
+        (0-based).
+
+        Runtime complexity: O(columns)
+
+        >>> ScoreCodec(("desc", "asc")).check((10, float("nan")))
+        Traceback (most recent call last):
+        ...
+        ValueError: score column 1 must not be NaN
+        """
         if self.columns is None:
             return check_score(score, what)
         if not isinstance(score, (tuple, list)):
@@ -316,7 +326,9 @@ class ScoreCodec:
             )
         if len(score) != self.columns:
             raise ValueError(f"{what} must have {self.columns} columns, not {len(score)}")
-        return tuple(check_score(value, what) for value in score)
+        return tuple(
+            check_score(value, f"{what} column {column}") for column, value in enumerate(score)
+        )
 
     def primary(self, score: Score) -> Any:
         """The index primary of a valid score."""
