@@ -1,10 +1,12 @@
 """Composite scores against a plain model: a board ranks members exactly as
 sorting their tuples column by column would, returns each tuple as stored
 (the type of every column included), and keeps all of it across a durable
-reopen."""
+reopen.  Metadata is stored
+as plain values, whatever subclass of one it came in as."""
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 import tempfile
@@ -104,5 +106,39 @@ def test_composite_board_reopens_with_every_column_as_stored(
     again = Leaderboard.open(path, order=order)
     try:
         assert (exact(again.items()), {m: exact(again.meta(m)) for m in again}) == before
+    finally:
+        again.close()
+
+
+class Level(enum.IntEnum):
+    GOLD = 1
+
+
+class Name(str):
+    pass
+
+
+class Ratio(float):
+    pass
+
+
+def test_metadata_of_subclassed_values_is_stored_as_plain_values(tmp_path: Path) -> None:
+    """Metadata holding an ``IntEnum``, a ``str`` or ``float`` subclass (as
+    a value or a key) is stored as the plain ``int``, ``str`` or ``float``
+    it equals: that is what the event log keeps, so a read answers the same
+    before and after a reopen, and the board never holds the caller's
+    objects."""
+    meta = {"level": Level.GOLD, "name": Name("Ann"), Name("ratio"): Ratio(0.5)}
+    plain = {"level": 1, "name": "Ann", "ratio": 0.5}
+    board = Leaderboard.open(tmp_path / "board")
+    board.set("ann", 1, meta=meta)
+    read = board.meta("ann")
+    assert exact(read) == exact(plain)
+    assert [type(k) for k in read] == [str] * 3
+    assert [type(v) for v in read.values()] == [int, str, float]
+    board.close()
+    again = Leaderboard.open(tmp_path / "board")
+    try:
+        assert exact(again.meta("ann")) == exact(read)
     finally:
         again.close()
