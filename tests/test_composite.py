@@ -52,20 +52,22 @@ def model_order(
     return held, sorted(held, key=functools.cmp_to_key(cmp))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     order=ORDERS,
     tie_break=st.sampled_from(["first", "member"]),
     data=st.data(),
 )
 def test_composite_board_ranks_as_sorting_the_tuples(
-    order: tuple[str, ...], tie_break: str, data: Any
+    make_board: Any, order: tuple[str, ...], tie_break: str, data: Any
 ) -> None:
     width = len(order)
     writes = data.draw(
         st.lists(st.tuples(MEMBERS, st.tuples(*[COLUMN] * width)), min_size=1, max_size=12)
     )
-    board = Leaderboard(order=order, tie_break=tie_break)  # type: ignore[arg-type]
+    board = make_board(order=order, tie_break=tie_break)
     for member, score in writes:
         board.set(member, score)
     board._check()
