@@ -228,18 +228,42 @@ def check_meta(meta: object) -> dict[str, Any]:
 
 
 def _copy_meta(value: object, path: list[object], depth: int) -> object:
+    """A checked copy of one metadata value, every key and leaf as the plain
+    ``str``, ``int``, ``float`` or ``bytes`` it equals (an ``IntEnum`` or a
+    ``str`` subclass is stored as what the event log keeps of it, so a read
+    answers alike before and after a reopen).
+
+    Runtime complexity: O(size of the value)
+
+    >>> import enum
+    >>> class Level(enum.IntEnum):
+    ...     GOLD = 1
+    >>> _copy_meta({"level": Level.GOLD, "tags": ("a",)}, [], 0)
+    {'level': 1, 'tags': ['a']}
+    """
     if depth > MAX_META_DEPTH:
         raise ValueError(f"metadata nested deeper than {MAX_META_DEPTH} levels")
-    if value is None or isinstance(value, (bool, int, str, bytes)):
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is str or kind is bytes:
         return value
+    if kind is float:
+        return value
+    # Subclasses: the base type's own conversion, not one the subclass overrides.
+    if isinstance(value, int):  # bool cannot be subclassed
+        return int.__int__(value)
     if isinstance(value, float):
-        return value
+        return float.__float__(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bytes):
+        return bytes(memoryview(value))
     if isinstance(value, Mapping):
         out: dict[str, object] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"metadata keys must be str, not {type(key).__name__} at {path}")
-            out[key] = _copy_meta(item, [*path, key], depth + 1)
+            name = str.__str__(key)
+            out[name] = _copy_meta(item, [*path, name], depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [_copy_meta(item, [*path, i], depth + 1) for i, item in enumerate(value)]
@@ -306,7 +330,17 @@ class ScoreCodec:
         self._flip = tuple(direction != directions[0] for direction in directions)
 
     def check(self, score: object, what: str = "score") -> Score:
-        """Validate a score for this board and return it normalised."""
+        """Validate a score for this board and return it normalised; an
+        error about one column of a composite score names the column
+        (0-based).
+
+        Runtime complexity: O(columns)
+
+        >>> ScoreCodec(("desc", "asc")).check((10, float("nan")))
+        Traceback (most recent call last):
+        ...
+        ValueError: score column 1 must not be NaN
+        """
         if self.columns is None:
             return check_score(score, what)
         if not isinstance(score, (tuple, list)):
@@ -316,7 +350,9 @@ class ScoreCodec:
             )
         if len(score) != self.columns:
             raise ValueError(f"{what} must have {self.columns} columns, not {len(score)}")
-        return tuple(check_score(value, what) for value in score)
+        return tuple(
+            check_score(value, f"{what} column {column}") for column, value in enumerate(score)
+        )
 
     def primary(self, score: Score) -> Any:
         """The index primary of a valid score."""

@@ -605,3 +605,34 @@ def test_reads_find_a_member_given_as_a_str_subclass(tmp_path: Any, kind: str, r
     finally:
         if hasattr(board, "close"):
             board.close()
+
+
+@pytest.mark.parametrize(
+    ("action", "error", "words"),
+    [
+        pytest.param(lambda b: b.set("x", (1, NAN)), ValueError, "score column 1 must not be NaN"),
+        pytest.param(lambda b: b.set("x", (True, 2)), TypeError, "score column 0 must be an int"),
+        pytest.param(lambda b: b.set("x", ((1, 2), 2)), TypeError, "score column 0 must be an int"),
+        pytest.param(lambda b: b.set("x", (1, "2")), TypeError, "score column 1 must be an int"),
+        pytest.param(
+            lambda b: b.incr("ann", (1, NAN)), ValueError, "delta column 1 must not be NaN"
+        ),
+        pytest.param(
+            lambda b: b.set_many([("x", (1, 2)), ("y", (1, None))]), TypeError, "column 1"
+        ),
+        pytest.param(
+            lambda b: b.by_score((NAN, 0), None), ValueError, "min column 0 must not be NaN"
+        ),
+        pytest.param(lambda b: b.count(None, (0, "1")), TypeError, "max column 1 must be an int"),
+    ],
+)
+def test_a_bad_composite_column_is_named(
+    make_board: Any, action: Any, error: type[Exception], words: str
+) -> None:
+    """The error says which column of a composite score is wrong (a bare
+    "score must not be NaN" leaves the caller to guess among the columns)."""
+    board = composite(make_board)
+    before = snapshot(board)
+    with pytest.raises(error, match=words):
+        action(board)
+    assert snapshot(board) == before
