@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -955,6 +956,21 @@ def _listing(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
+def _daily_in_grace(
+    root: Path, durable: bool, on_close: Callable[[Any, Any], None]
+) -> tuple[PeriodicLeaderboard, FakeClock, dict[str, Any]]:
+    """A daily board (in memory, or durable at ``root``) at 00:30 on
+    2026-12-01 with an hour of grace, keeping one closed period; the board,
+    its clock and the options to reopen it with."""
+    clock = FakeClock(ts("2026-12-01T00:30:00"))
+    options: dict[str, Any] = {"keep": 1, "grace": HOUR, "on_close": on_close, "clock": clock}
+    if durable:
+        board = PeriodicLeaderboard.open(root, "daily", fsync="never", **options)
+    else:
+        board = PeriodicLeaderboard("daily", **options)
+    return board, clock, options
+
+
 @pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
 @pytest.mark.parametrize("when", ["open past period", "now"])
 @pytest.mark.parametrize(("label", "write"), REFUSED_WRITES, ids=[c[0] for c in REFUSED_WRITES])
@@ -963,19 +979,9 @@ def test_a_refused_write_leaves_no_period_behind(
 ) -> None:
     # 00:30 on 2026-12-01 with an hour of grace: 2026-11-30 is still open,
     # but nobody wrote to it, so it has no board yet
-    clock = FakeClock(ts("2026-12-01T00:30:00"))
     closed: list[str] = []
-    options: dict[str, Any] = {
-        "keep": 1,
-        "grace": HOUR,
-        "on_close": lambda p, b: closed.append(p.name),
-        "clock": clock,
-    }
     root = tmp_path / "board"
-    if durable:
-        board = PeriodicLeaderboard.open(root, "daily", fsync="never", **options)
-    else:
-        board = PeriodicLeaderboard("daily", **options)
+    board, clock, options = _daily_in_grace(root, durable, lambda p, b: closed.append(p.name))
     board.incr("cid", 2)
     t = ts("2026-11-30T23:30:00") if when == "open past period" else None
     before = [p.name for p in board.periods()]
@@ -1007,19 +1013,11 @@ def test_a_refused_write_leaves_no_period_behind(
 def test_a_write_after_a_refused_one_creates_the_period_as_usual(
     tmp_path: Path, durable: bool
 ) -> None:
-    clock = FakeClock(ts("2026-12-01T00:30:00"))
     closed: list[tuple[str, list[tuple[Any, Any]]]] = []
-    options: dict[str, Any] = {
-        "keep": 1,
-        "grace": HOUR,
-        "on_close": lambda p, b: closed.append((p.name, b.items())),
-        "clock": clock,
-    }
     root = tmp_path / "board"
-    if durable:
-        board = PeriodicLeaderboard.open(root, "daily", fsync="never", **options)
-    else:
-        board = PeriodicLeaderboard("daily", **options)
+    board, clock, options = _daily_in_grace(
+        root, durable, lambda p, b: closed.append((p.name, b.items()))
+    )
     late = ts("2026-11-30T23:30:00")
     with pytest.raises(ValueError, match="NaN"):
         board.incr("ann", math.nan, t=late)
