@@ -33,3 +33,30 @@ def outcome(action: Callable[[], Any], *, containers: bool = True) -> Any:
         return exact(action(), containers=containers)
     except (TypeError, ValueError, KeyError, IndexError) as exc:
         return ("raises", type(exc).__name__)
+
+
+def apply(board: Any, op: tuple[Any, ...], *, containers: bool = True) -> Any:
+    """Run one write ``op`` (a method name and its arguments) on ``board``
+    and return its :func:`outcome`.  ``set`` takes ``member, score, when``
+    and optionally ``meta``; ``pop_best``/``pop_worst`` take ``count`` and
+    optionally ``with_meta``; any other name gets its arguments positionally."""
+    name, *args = op
+
+    def call() -> Any:
+        if name == "set":
+            member, score, when, *meta = args
+            return board.set(member, score, when=when, meta=meta[0] if meta else None)
+        if name == "incr":
+            member, delta, when = args
+            return board.incr(member, delta, when=when)
+        if name == "set_many":
+            return board.set_many(args[0], when=args[1])
+        if name == "remove_by_score":
+            low, high, low_in, high_in = args
+            return board.remove_by_score(low, high, min_inclusive=low_in, max_inclusive=high_in)
+        if name in ("pop_best", "pop_worst"):
+            count, *with_meta = args
+            return getattr(board, name)(count, with_meta=bool(with_meta and with_meta[0]))
+        return getattr(board, name)(*args)
+
+    return outcome(call, containers=containers)

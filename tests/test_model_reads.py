@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model import Model
+from outcomes import apply
 from outcomes import outcome as typed_outcome
 from redis_service import redis_board
 
@@ -90,21 +91,8 @@ outcome = functools.partial(typed_outcome, containers=False)
 
 
 def write(target: Any, op: tuple[Any, ...]) -> Any:
-    name, *args = op
-    if name == "set":
-        member, score, when = args
-        return outcome(lambda: target.set(member, score, when=when))
-    if name == "incr":
-        member, delta, when = args
-        return outcome(lambda: target.incr(member, delta, when=when))
-    if name == "set_many":
-        return outcome(lambda: target.set_many(args[0], when=args[1]))
-    if name == "remove_by_score":
-        low, high, low_in, high_in = args
-        return outcome(
-            lambda: target.remove_by_score(low, high, min_inclusive=low_in, max_inclusive=high_in)
-        )
-    return outcome(lambda: getattr(target, name)(*args))
+    """:func:`outcomes.apply`, the model's plain tuples equal to Entry rows."""
+    return apply(target, op, containers=False)
 
 
 def reads(target: Any, data: Any) -> list[Any]:

@@ -17,7 +17,7 @@ import pytest
 from conftest import FACTORIES, missing_reason
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from outcomes import exact, outcome
+from outcomes import apply, exact, outcome
 from redis_service import redis_board
 
 pytestmark = pytest.mark.redis
@@ -72,27 +72,6 @@ def operations(config: dict[str, Any]) -> st.SearchStrategy[list[tuple[Any, ...]
         st.tuples(st.just("keep_top"), st.integers(0, 6)),
     )
     return st.lists(op, min_size=1, max_size=18)
-
-
-def apply(board: Any, op: tuple[Any, ...]) -> Any:
-    name, *args = op
-    if name == "set":
-        member, score, when, meta = args
-        return outcome(lambda: board.set(member, score, when=when, meta=meta))
-    if name == "incr":
-        member, delta, when = args
-        return outcome(lambda: board.incr(member, delta, when=when))
-    if name == "set_many":
-        return outcome(lambda: board.set_many(args[0], when=args[1]))
-    if name == "remove_by_score":
-        low, high, low_in, high_in = args
-        return outcome(
-            lambda: board.remove_by_score(low, high, min_inclusive=low_in, max_inclusive=high_in)
-        )
-    if name in ("pop_best", "pop_worst"):
-        count, with_meta = args
-        return outcome(lambda: getattr(board, name)(count, with_meta=with_meta))
-    return outcome(lambda: getattr(board, name)(*args))
 
 
 def reads(board: Any, config: dict[str, Any]) -> list[Any]:
