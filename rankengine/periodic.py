@@ -806,9 +806,13 @@ class PeriodicLeaderboard(Uncopyable):
         or None for a dropped late write; the caller writes to that period's
         board inside the ``with``.
 
-        If the write raises (bad input the period's board refuses), a board
-        that routing created for it is undone: a refused write leaves no
-        period behind (no close callback for it later, no directory).
+        If the write raises (bad input the period's board refuses), or
+        succeeds but leaves the board empty (``remove`` of an absent member,
+        a ``when`` rule that blocked it, an empty batch), a board that
+        routing created for it is undone: such a write leaves no period
+        behind (no close callback for it later, no directory).  Routing
+        creates a board only for an open past period nobody wrote to yet:
+        the current period's is held already.
         """
         now = self._advance()
         period = self._route(t, now)
@@ -821,6 +825,8 @@ class PeriodicLeaderboard(Uncopyable):
             if created and period is not None:
                 self._discard(period)
             raise
+        if created and period is not None and not self._boards[period.name]:
+            self._discard(period)
 
     def _route(self, t: float | None, now: float) -> Period | None:
         """The open period a write at ``t`` goes to (``now`` the board's

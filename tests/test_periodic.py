@@ -971,12 +971,51 @@ def _daily_in_grace(
     return board, clock, options
 
 
+#: (label, write, what it returns) for writes that succeed but change
+#: nothing: they leave no period behind either.
+NO_OP_WRITES: list[tuple[str, Any, Any]] = [
+    ("remove absent", lambda b, t: b.remove("zed", t=t), False),
+    ("set when present", lambda b, t: b.set("zed", 1, t=t, when="present"), False),
+    ("incr when present", lambda b, t: b.incr("zed", 1, t=t, when="present"), None),
+    ("set_many empty", lambda b, t: b.set_many({}, t=t), 0),
+    ("set_many when present", lambda b, t: b.set_many({"zed": 1}, t=t, when="present"), 0),
+    ("incr_many empty", lambda b, t: b.incr_many([], t=t), {}),
+]
+
+
 @pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
 @pytest.mark.parametrize("when", ["open past period", "now"])
 @pytest.mark.parametrize(("label", "write"), REFUSED_WRITES, ids=[c[0] for c in REFUSED_WRITES])
 def test_a_refused_write_leaves_no_period_behind(
     tmp_path: Path, durable: bool, when: str, label: str, write: Any
 ) -> None:
+    def refused(board: PeriodicLeaderboard, t: float | None) -> None:
+        with pytest.raises((TypeError, ValueError)):
+            write(board, t)
+
+    _leaves_no_period_behind(tmp_path, durable, when, refused)
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize("when", ["open past period", "now"])
+@pytest.mark.parametrize(
+    ("write", "result"), [c[1:] for c in NO_OP_WRITES], ids=[c[0] for c in NO_OP_WRITES]
+)
+def test_a_write_that_changes_nothing_leaves_no_period_behind(
+    tmp_path: Path, durable: bool, when: str, write: Any, result: Any
+) -> None:
+    def no_op(board: PeriodicLeaderboard, t: float | None) -> None:
+        assert write(board, t) == result
+
+    _leaves_no_period_behind(tmp_path, durable, when, no_op)
+
+
+def _leaves_no_period_behind(
+    tmp_path: Path, durable: bool, when: str, write: Callable[[Any, float | None], None]
+) -> None:
+    """``write(board, t)`` on a daily board in an hour of grace, with ``t``
+    in the open past period that has no board yet or ``None`` (now), leaves
+    the periods, the files and the close callbacks as they were."""
     # 00:30 on 2026-12-01 with an hour of grace: 2026-11-30 is still open,
     # but nobody wrote to it, so it has no board yet
     closed: list[str] = []
@@ -988,8 +1027,7 @@ def test_a_refused_write_leaves_no_period_behind(
     assert before == ["2026-12-01"]
     listing = _listing(root) if durable else []
 
-    with pytest.raises((TypeError, ValueError)):
-        write(board, t)
+    write(board, t)
 
     assert [p.name for p in board.periods()] == before
     assert board.board().items() == [("cid", 2)]
