@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
 from rankengine.cli import interrupted, reader_gone
-from rankengine.cli_args import non_negative, output_path
+from rankengine.cli_args import ArgumentParser, non_negative, output_path
 from rankengine.cli_files import output_file
 from rankengine.eventlog import LogError, RecoveryWarning
 from rankengine.manifest import (
@@ -480,7 +480,7 @@ def run(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run one command; return the exit code."""
-    parser = argparse.ArgumentParser(prog="rankengine", description="Durable board tools.")
+    parser = ArgumentParser(prog="rankengine", description="Durable board tools.")
     register(parser.add_subparsers(required=True, metavar="COMMAND"))
     try:
         args = parser.parse_args(argv)
