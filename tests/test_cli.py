@@ -709,3 +709,29 @@ def test_negative_number_values_leave_real_options_alone(tmp_path: Path) -> None
     with contextlib.redirect_stderr(err):
         code = cli_log.main(["replay", str(tmp_path), "--top", "-1e3"])
     assert code == 2 and "'-1e3' is not a whole number" in err.getvalue()
+
+
+def test_trending_refuses_a_k_past_its_limit_before_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # --k had no upper bound: --k 10**12 made a tracker of 2 * 10**12
+    # candidate slots, whose memory grows with every distinct key
+    def no_tracker(*args: object, **kwargs: object) -> TopK:
+        raise AssertionError("a tracker was made")
+
+    monkeypatch.setattr(cli_trending, "TopK", no_tracker)
+    monkeypatch.setattr(sys, "stdin", None)  # reading would fail with exit 1
+    limit = cli_trending.MAX_K
+    for k in (str(limit + 1), "1_000_000_000_000", str(10**100)):
+        run = _invoke(["trending", "--k", k])
+        assert run.code == 2, (k, run)
+        assert f"must be from 1 to {limit:,}" in run.err.splitlines()[-1], run.err
+    assert _parse(["trending", "--k", str(limit)]).k == limit
+
+
+def test_trending_run_counts_at_the_largest_k_and_refuses_more() -> None:
+    out = io.StringIO()
+    assert cli_trending.run(io.StringIO("a\nb\na\n"), out, k=cli_trending.MAX_K) == 0
+    assert out.getvalue().splitlines()[0].startswith(f"Top {cli_trending.MAX_K} of 3 lines")
+    with pytest.raises(ValueError, match="k must be an int from 1 to 100,000"):
+        cli_trending.run(io.StringIO("a\n"), io.StringIO(), k=cli_trending.MAX_K + 1)
