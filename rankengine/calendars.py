@@ -276,7 +276,7 @@ class Weekly(Calendar):
         return f"{year:04d}-W{week:02d}"
 
     def _parse_start(self, name: str) -> int:
-        match = re.fullmatch(r"(\d{4})-W(\d{2})", name)
+        match = re.fullmatch(r"([0-9]{4})-W([0-9]{2})", name)
         if match is None:
             raise ValueError(name)
         monday = date.fromisocalendar(int(match[1]), int(match[2]), 1)
@@ -303,7 +303,7 @@ class Monthly(Calendar):
         return _day_date((start + self._offset) // _DAY).isoformat()[:7]
 
     def _parse_start(self, name: str) -> int:
-        match = re.fullmatch(r"(\d{4})-(\d{2})", name)
+        match = re.fullmatch(r"([0-9]{4})-([0-9]{2})", name)
         if match is None:
             raise ValueError(name)
         return self._month_start(int(match[1]), int(match[2]))
@@ -363,6 +363,20 @@ _MONTH_NAMES: Final = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "
 _DOW_NAMES: Final = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 
 
+def _ascii_digits(text: str) -> bool:
+    """True when ``text`` is one or more ASCII digits.  ``str.isdigit()``
+    alone also takes other scripts' digits (Arabic-Indic ``'\u0663'``,
+    fullwidth ``'\uff13'``), which ``int()`` reads as ``3``, and
+    superscripts (``'\u00b3'``), which ``int()`` refuses.
+
+    Runtime complexity: O(len(text))
+
+    >>> _ascii_digits("15"), _ascii_digits("\u0663"), _ascii_digits("\u00b3"), _ascii_digits("")
+    (True, False, False, False)
+    """
+    return text.isascii() and text.isdigit()
+
+
 def _cron_field(text: str, lo: int, hi: int, names: tuple[str, ...], name_base: int) -> set[int]:
     """Parse one cron field (``*``, ``5``, ``1-5``, ``*/15``, ``10-50/20``,
     ``MON-FRI``, comma lists) into the set of values it allows."""
@@ -370,15 +384,15 @@ def _cron_field(text: str, lo: int, hi: int, names: tuple[str, ...], name_base: 
 
     def number(token: str) -> int:
         upper = token.upper()
-        if upper in names:
+        if token.isascii() and upper in names:  # "\u017fun".upper() is "SUN"
             return names.index(upper) + name_base
-        if not token.isdigit():
+        if not _ascii_digits(token):
             raise ValueError(f"bad cron value {token!r}")
         return int(token)
 
     for item in text.split(","):
         body, slash, step_text = item.partition("/")
-        if slash and not step_text.isdigit():  # "5/" and "*/x" are typos, not "5" and "*"
+        if slash and not _ascii_digits(step_text):  # "5/" and "*/x" are typos, not "5" and "*"
             raise ValueError(f"bad cron step in {item!r}")
         step = int(step_text) if slash else 1
         if step < 1:
@@ -403,8 +417,9 @@ class Cron(Calendar):
 
     A documented subset of cron, evaluated in UTC plus the fixed offset:
     five fields ``minute hour day-of-month month day-of-week``; each field is
-    ``*``, a number, a range ``a-b``, a step ``*/n`` or ``a-b/n`` or ``a/n``,
-    or a comma list of those; month and weekday names (``JAN``, ``MON``);
+    ``*``, a number (ASCII digits only), a range ``a-b``, a step ``*/n`` or
+    ``a-b/n`` or ``a/n``, or a comma list of those; month and weekday names
+    (``JAN``, ``MON``, ASCII letters in any case);
     weekday 0 or 7 is Sunday; the macros ``@hourly @daily @midnight @weekly
     @monthly @yearly @annually``.  As in Vixie cron, when both day fields are
     restricted (neither starts with ``*``) a day matches if *either* does.

@@ -4,6 +4,9 @@ Each turns one command-line word into a value or raises
 :class:`argparse.ArgumentTypeError`, which argparse reports as a one-line
 usage error with exit status 2 (never a traceback).  Whole numbers may be
 written with ``_`` or ``,`` between digit groups (``100_000``, ``100,000``).
+Numbers are ASCII digits only: ``int()`` and ``float()`` also read other
+scripts' digits (``'\u0663'``, fullwidth ``'\uff13'``), which the command line
+refuses as not a number.
 
 The command line's parsers are :class:`ArgumentParser`: a negative number
 in any form (``-1e3``, ``-1.5e-2``, ``-inf``) is a value, never an option.
@@ -82,18 +85,24 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 def whole_number(text: str) -> int:
-    """``text`` as an int.
+    """``text`` as an int, written in ASCII digits.
 
     Runtime complexity: O(len(text))
 
-    >>> whole_number("100_000"), whole_number("1,000")
-    (100000, 1000)
+    >>> whole_number("100_000"), whole_number("1,000"), whole_number("-7")
+    (100000, 1000, -7)
     >>> whole_number("lots")
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: 'lots' is not a whole number
+    >>> whole_number("\uff13")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '３' is not a whole number
     """
     try:
+        if not text.isascii():  # int() reads "\u0663" (Arabic-Indic 3) as 3
+            raise ValueError(text)
         return int(text.replace("_", "").replace(",", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None

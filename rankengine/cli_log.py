@@ -129,8 +129,9 @@ def _backup_dir(value: str) -> str:
 
 
 def _until(value: str) -> tuple[str, int]:
-    """``--until``: a sequence number (digits) or an ISO 8601 time (UTC if naive)."""
-    if value.isdigit():
+    """``--until``: a sequence number (ASCII digits) or an ISO 8601 time (UTC if naive)."""
+    # isdigit() alone takes "\u0663" (Arabic-Indic 3), which int() reads as 3
+    if value.isascii() and value.isdigit():
         return ("seq", int(value))
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -542,3 +542,45 @@ def test_malformed_cron_expressions_raise_value_error(expression: str, offset: i
         with pytest.raises(ValueError) as info:
             make(expression, utc_offset=offset)
         assert str(info.value), expression
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "\u0663 * * * *",  # Arabic-Indic 3: int() and isdigit() take it for 3
+        "\uff10 \uff10 * * *",  # fullwidth 0 0
+        "0 0 1\u0660 * *",  # 1 and an Arabic-Indic 0
+        "0 0 * 1-\u0661\u0662 *",  # a range to Arabic-Indic 12
+        "*/\u0663 * * * *",  # a step
+        "0-30/\uff15 * * * *",
+        "\u00b3 * * * *",  # superscript 3: isdigit() takes it, int() does not
+        "*/\u00b2 * * * *",
+        "0 0 * * \u017fun",  # long s: "\u017fun".upper() == "SUN"
+        "0 0 1 \u017fep *",
+    ],
+)
+def test_cron_values_are_ascii_digits_or_names(expression: str) -> None:
+    """Only ASCII digits (and ASCII month and weekday names) are cron values:
+    non-ASCII digits were read as the digits they stand for, and a
+    superscript one raised int()'s own message."""
+    for make in (Cron, calendar):
+        with pytest.raises(ValueError, match=r"^bad cron (value|step) "):
+            make(expression)
+
+
+@pytest.mark.parametrize(
+    ("cal", "name"),
+    [
+        (Hourly(), "2026-01-31T\uff10\uff17"),
+        (Daily(), "\uff12\uff10\uff12\uff16-01-31"),
+        (Weekly(), "\u0662\u0660\u0662\u0666-W01"),
+        (Weekly(), "2026-W\u0660\u0661"),
+        (Monthly(), "2026-\u0660\u0661"),
+        (Every(60), "2026-01-31T07:00:\uff10\uff10"),
+        (Cron("* * * * *"), "2026-01-31T07:0\u0660"),
+    ],
+    ids=repr,
+)
+def test_period_names_are_ascii_digits_only(cal: Calendar, name: str) -> None:
+    with pytest.raises(ValueError, match="is not a period name"):
+        cal.parse(name)

@@ -735,3 +735,27 @@ def test_trending_run_counts_at_the_largest_k_and_refuses_more() -> None:
     assert out.getvalue().splitlines()[0].startswith(f"Top {cli_trending.MAX_K} of 3 lines")
     with pytest.raises(ValueError, match="k must be an int from 1 to 100,000"):
         cli_trending.run(io.StringIO("a\n"), io.StringIO(), k=cli_trending.MAX_K + 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["replay", "{dir}", "--until", "\u0663"], "neither a sequence number nor"),
+        (["replay", "{dir}", "--until", "\uff11\uff12"], "neither a sequence number nor"),
+        (["replay", "{dir}", "--until", "\u00b3"], "neither a sequence number nor"),
+        (["trending", "--k", "\uff13"], "is not a whole number"),
+        (["trending", "--every", "1_\u0660\u0660\u0660"], "is not a whole number"),
+        (["show", "--seed", "\u0663"], "is not a whole number"),
+        (["demo", "--seed", "\u0663"], "is not a whole number"),
+        (["demo", "--players", "\uff15"], "is not a whole number"),
+        (["show", "\u0663"], "is not a number"),
+        (["trace", "1", "--find", "\uff11.5"], "is not a number"),
+    ],
+)
+def test_numbers_on_the_command_line_are_ascii_digits_only(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    # int(), float() and str.isdigit() take Arabic-Indic or fullwidth digits
+    # for ASCII ones: "--until \u0663" replayed to sequence number 3
+    run = _invoke([arg.format(dir=tmp_path) for arg in args])
+    assert run.code == 2 and message in run.err.splitlines()[-1], run.err
