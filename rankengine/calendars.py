@@ -21,7 +21,11 @@ calendar            one period               name of a period
 
 ISO week 53 belongs to its ISO year: 2027-01-01 (a Friday) is in ``2026-W53``.
 Names are ISO 8601 with four-digit years (``0968-09``), so every name of
-years 1..9999 parses back to its period.
+years 1..9999 parses back to its period.  The last period of 9999 may end
+in year 10000 (``9999-12`` at 10000-01-01, ``9999-W52`` on 10000-01-03, a
+cron period at its next fire); a time past it, whose period would be named
+in year 10000, is refused with ``ValueError`` (as is one whose period would
+start before year 1), and the refusal changes nothing.
 
 >>> week = calendar("weekly")
 >>> week.period_of(1_798_761_600)           # 2027-01-01T00:00Z
@@ -36,6 +40,7 @@ import bisect
 import math
 import re
 from abc import ABC, abstractmethod
+from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Final, NamedTuple
 
@@ -57,6 +62,13 @@ _HOUR: Final = 3_600
 _EPOCH: Final = date(1970, 1, 1)
 #: 1970-01-01 was a Thursday, so the ISO week holding it began 3 days earlier.
 _EPOCH_WEEKDAY: Final = 3
+#: The last day ``date`` holds (9999-12-31), as days since the epoch.
+_LAST_DAY: Final = (date.max - _EPOCH).days
+#: Days in 400 Gregorian years: a whole number of weeks, so a day and the
+#: day this many days earlier share month, day of month and weekday.  A
+#: cron search that runs past 9999-12-31 (the end of the last period of
+#: 9999 is a fire in year 10000) asks about the day 400 years earlier.
+_CYCLE_DAYS: Final = 146_097
 
 #: A cron expression may fire only on 29 February of one weekday ("0 0 29 2
 #: */7": a restricted day of month and a ``*`` weekday field must both match,
@@ -161,6 +173,16 @@ class Calendar(ABC):
 
         >>> Daily().period_of(86_399.5)
         Period(name='1970-01-01', start=0, end=86400)
+        >>> last = Monthly().period_of(253_402_300_799)   # 9999-12-31T23:59:59Z
+        >>> last.name, last.end                            # ends at 10000-01-01
+        ('9999-12', 253402300800)
+        >>> Monthly().period_of(last.end)
+        Traceback (most recent call last):
+        ...
+        ValueError: t=253402300800 is outside the calendar's range (years 1..9999)
+
+        :raises ValueError: ``t`` is not a finite number, or its period
+            cannot be named (it would start before year 1 or after 9999).
         """
         t = _check_time(t)
         last = self._last
@@ -295,9 +317,11 @@ class Monthly(Calendar):
 
     def _bounds(self, t: float) -> tuple[int, int]:
         day = _day_date(_floor_index(t, -self._offset, _DAY))
-        year, month = day.year, day.month
-        nxt = (year + 1, 1) if month == 12 else (year, month + 1)
-        return self._month_start(year, month), self._month_start(*nxt)
+        first = _date_day(day.replace(day=1))
+        # the end counted in days, not as the next month's date: December
+        # 9999 ends on 10000-01-01, past the last date ``date`` holds
+        last = first + monthrange(day.year, day.month)[1]
+        return first * _DAY - self._offset, last * _DAY - self._offset
 
     def _name(self, start: int) -> str:
         return _day_date((start + self._offset) // _DAY).isoformat()[:7]
@@ -455,7 +479,9 @@ class Cron(Calendar):
         self._next_fire(0)  # raises ValueError if it never fires
 
     def _fires_on(self, day: int) -> bool:
-        d = _day_date(day)
+        # past 9999-12-31 (the next fire after the last one of 9999): the
+        # day 400 years earlier has the same month, day and weekday
+        d = _day_date(day - _CYCLE_DAYS if day > _LAST_DAY else day)
         if d.month not in self._months:
             return False
         dom_ok = d.day in self._doms
