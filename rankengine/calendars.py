@@ -21,7 +21,11 @@ calendar            one period               name of a period
 
 ISO week 53 belongs to its ISO year: 2027-01-01 (a Friday) is in ``2026-W53``.
 Names are ISO 8601 with four-digit years (``0968-09``), so every name of
-years 1..9999 parses back to its period.
+years 1..9999 parses back to its period.  The last period of 9999 may end
+in year 10000 (``9999-12`` at 10000-01-01, ``9999-W52`` on 10000-01-03, a
+cron period at its next fire); a time past it, whose period would be named
+in year 10000, is refused with ``ValueError`` (as is one whose period would
+start before year 1), and the refusal changes nothing.
 
 >>> week = calendar("weekly")
 >>> week.period_of(1_798_761_600)           # 2027-01-01T00:00Z
@@ -36,6 +40,7 @@ import bisect
 import math
 import re
 from abc import ABC, abstractmethod
+from calendar import monthrange
 from datetime import date, datetime, timedelta
 from typing import Final, NamedTuple
 
@@ -57,6 +62,13 @@ _HOUR: Final = 3_600
 _EPOCH: Final = date(1970, 1, 1)
 #: 1970-01-01 was a Thursday, so the ISO week holding it began 3 days earlier.
 _EPOCH_WEEKDAY: Final = 3
+#: The last day ``date`` holds (9999-12-31), as days since the epoch.
+_LAST_DAY: Final = (date.max - _EPOCH).days
+#: Days in 400 Gregorian years: a whole number of weeks, so a day and the
+#: day this many days earlier share month, day of month and weekday.  A
+#: cron search that runs past 9999-12-31 (the end of the last period of
+#: 9999 is a fire in year 10000) asks about the day 400 years earlier.
+_CYCLE_DAYS: Final = 146_097
 
 #: A cron expression may fire only on 29 February of one weekday ("0 0 29 2
 #: */7": a restricted day of month and a ``*`` weekday field must both match,
@@ -161,6 +173,16 @@ class Calendar(ABC):
 
         >>> Daily().period_of(86_399.5)
         Period(name='1970-01-01', start=0, end=86400)
+        >>> last = Monthly().period_of(253_402_300_799)   # 9999-12-31T23:59:59Z
+        >>> last.name, last.end                            # ends at 10000-01-01
+        ('9999-12', 253402300800)
+        >>> Monthly().period_of(last.end)
+        Traceback (most recent call last):
+        ...
+        ValueError: t=253402300800 is outside the calendar's range (years 1..9999)
+
+        :raises ValueError: ``t`` is not a finite number, or its period
+            cannot be named (it would start before year 1 or after 9999).
         """
         t = _check_time(t)
         last = self._last
@@ -276,7 +298,7 @@ class Weekly(Calendar):
         return f"{year:04d}-W{week:02d}"
 
     def _parse_start(self, name: str) -> int:
-        match = re.fullmatch(r"(\d{4})-W(\d{2})", name)
+        match = re.fullmatch(r"([0-9]{4})-W([0-9]{2})", name)
         if match is None:
             raise ValueError(name)
         monday = date.fromisocalendar(int(match[1]), int(match[2]), 1)
@@ -295,15 +317,17 @@ class Monthly(Calendar):
 
     def _bounds(self, t: float) -> tuple[int, int]:
         day = _day_date(_floor_index(t, -self._offset, _DAY))
-        year, month = day.year, day.month
-        nxt = (year + 1, 1) if month == 12 else (year, month + 1)
-        return self._month_start(year, month), self._month_start(*nxt)
+        first = _date_day(day.replace(day=1))
+        # the end counted in days, not as the next month's date: December
+        # 9999 ends on 10000-01-01, past the last date ``date`` holds
+        last = first + monthrange(day.year, day.month)[1]
+        return first * _DAY - self._offset, last * _DAY - self._offset
 
     def _name(self, start: int) -> str:
         return _day_date((start + self._offset) // _DAY).isoformat()[:7]
 
     def _parse_start(self, name: str) -> int:
-        match = re.fullmatch(r"(\d{4})-(\d{2})", name)
+        match = re.fullmatch(r"([0-9]{4})-([0-9]{2})", name)
         if match is None:
             raise ValueError(name)
         return self._month_start(int(match[1]), int(match[2]))
@@ -363,6 +387,20 @@ _MONTH_NAMES: Final = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "
 _DOW_NAMES: Final = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 
 
+def _ascii_digits(text: str) -> bool:
+    """True when ``text`` is one or more ASCII digits.  ``str.isdigit()``
+    alone also takes other scripts' digits (Arabic-Indic ``'\u0663'``,
+    fullwidth ``'\uff13'``), which ``int()`` reads as ``3``, and
+    superscripts (``'\u00b3'``), which ``int()`` refuses.
+
+    Runtime complexity: O(len(text))
+
+    >>> _ascii_digits("15"), _ascii_digits("\u0663"), _ascii_digits("\u00b3"), _ascii_digits("")
+    (True, False, False, False)
+    """
+    return text.isascii() and text.isdigit()
+
+
 def _cron_field(text: str, lo: int, hi: int, names: tuple[str, ...], name_base: int) -> set[int]:
     """Parse one cron field (``*``, ``5``, ``1-5``, ``*/15``, ``10-50/20``,
     ``MON-FRI``, comma lists) into the set of values it allows."""
@@ -370,15 +408,15 @@ def _cron_field(text: str, lo: int, hi: int, names: tuple[str, ...], name_base: 
 
     def number(token: str) -> int:
         upper = token.upper()
-        if upper in names:
+        if token.isascii() and upper in names:  # "\u017fun".upper() is "SUN"
             return names.index(upper) + name_base
-        if not token.isdigit():
+        if not _ascii_digits(token):
             raise ValueError(f"bad cron value {token!r}")
         return int(token)
 
     for item in text.split(","):
         body, slash, step_text = item.partition("/")
-        if slash and not step_text.isdigit():  # "5/" and "*/x" are typos, not "5" and "*"
+        if slash and not _ascii_digits(step_text):  # "5/" and "*/x" are typos, not "5" and "*"
             raise ValueError(f"bad cron step in {item!r}")
         step = int(step_text) if slash else 1
         if step < 1:
@@ -403,8 +441,9 @@ class Cron(Calendar):
 
     A documented subset of cron, evaluated in UTC plus the fixed offset:
     five fields ``minute hour day-of-month month day-of-week``; each field is
-    ``*``, a number, a range ``a-b``, a step ``*/n`` or ``a-b/n`` or ``a/n``,
-    or a comma list of those; month and weekday names (``JAN``, ``MON``);
+    ``*``, a number (ASCII digits only), a range ``a-b``, a step ``*/n`` or
+    ``a-b/n`` or ``a/n``, or a comma list of those; month and weekday names
+    (``JAN``, ``MON``, ASCII letters in any case);
     weekday 0 or 7 is Sunday; the macros ``@hourly @daily @midnight @weekly
     @monthly @yearly @annually``.  As in Vixie cron, when both day fields are
     restricted (neither starts with ``*``) a day matches if *either* does.
@@ -440,7 +479,9 @@ class Cron(Calendar):
         self._next_fire(0)  # raises ValueError if it never fires
 
     def _fires_on(self, day: int) -> bool:
-        d = _day_date(day)
+        # past 9999-12-31 (the next fire after the last one of 9999): the
+        # day 400 years earlier has the same month, day and weekday
+        d = _day_date(day - _CYCLE_DAYS if day > _LAST_DAY else day)
         if d.month not in self._months:
             return False
         dom_ok = d.day in self._doms

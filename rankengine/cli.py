@@ -23,6 +23,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from rankengine.cli_args import ArgumentParser
+
 __all__ = ["EXIT_INTERRUPTED", "interrupted", "main", "reader_gone"]
 
 #: Modules that contribute subcommands, in the order ``--help`` lists them.
@@ -38,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered subcommand."""
     from rankengine import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="rankengine",
         description="rankengine: an embeddable ranking engine. Run a demo, look inside "
         "the skip list, check or replay an event log, follow trending keys.",

@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
 from rankengine.cli import interrupted, reader_gone
-from rankengine.cli_args import non_negative, output_path
+from rankengine.cli_args import ArgumentParser, non_negative, output_path
 from rankengine.cli_files import output_file
 from rankengine.eventlog import LogError, RecoveryWarning
 from rankengine.manifest import (
@@ -129,8 +129,9 @@ def _backup_dir(value: str) -> str:
 
 
 def _until(value: str) -> tuple[str, int]:
-    """``--until``: a sequence number (digits) or an ISO 8601 time (UTC if naive)."""
-    if value.isdigit():
+    """``--until``: a sequence number (ASCII digits) or an ISO 8601 time (UTC if naive)."""
+    # isdigit() alone takes "\u0663" (Arabic-Indic 3), which int() reads as 3
+    if value.isascii() and value.isdigit():
         return ("seq", int(value))
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -480,7 +481,7 @@ def run(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run one command; return the exit code."""
-    parser = argparse.ArgumentParser(prog="rankengine", description="Durable board tools.")
+    parser = ArgumentParser(prog="rankengine", description="Durable board tools.")
     register(parser.add_subparsers(required=True, metavar="COMMAND"))
     try:
         args = parser.parse_args(argv)

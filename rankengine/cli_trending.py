@@ -11,8 +11,12 @@ Each count is an upper bound: the true count is between ``count - error``
 and ``count`` (``error`` is what the key may have inherited from the
 sketch when it became a candidate; 0 means exact).
 
+``--k`` is at most :data:`MAX_K` (100,000): the tracker keeps up to 2k
+exact counters, so a larger k would give up the fixed memory.
+
 Exit codes: 0 success; 1 FILE cannot be read, or the stream passed the
-counters' limit; 2 bad arguments; 130 interrupted (Ctrl-C).  After 1 (at
+counters' limit; 2 bad arguments (``--k`` above the limit included, refused
+before anything is read); 130 interrupted (Ctrl-C).  After 1 (at
 the limit) or 130 the list so far is still printed, and stderr says why
 the count stopped.  FILE and standard input are both read as UTF-8, whatever
 the locale; undecodable bytes are read as U+FFFD, never an error.
@@ -59,6 +63,12 @@ KEY_WIDTH: Final = 60
 #: 2048 x 4) and stop at 2**64 - 1, centuries of lines at any rate a pipe
 #: delivers.
 COUNTER_BITS: Final = 64
+#: Largest ``--k``.  TopK itself takes any k, and keeps up to 2k candidates
+#: with an exact counter each (about half a KiB apiece in CPython), so its
+#: memory is fixed only by k: 100,000 bounds it near 100 MB, and a top list
+#: longer than that is no longer read on a terminal.  A larger k (a typo,
+#: --k 10**12) would make the memory grow with every distinct key.
+MAX_K: Final = 100_000
 
 
 def register(sub: Any) -> None:
@@ -81,7 +91,12 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="text to read, as UTF-8 ('-' or absent: stdin)",
     )
-    p.add_argument("--k", type=positive, default=10, help="how many keys to show (default: 10)")
+    p.add_argument(
+        "--k",
+        type=_k,
+        default=10,
+        help=f"how many keys to show, 1 to {MAX_K:,} (default: %(default)s)",
+    )
     p.add_argument(
         "--words",
         action="store_true",
@@ -95,6 +110,15 @@ def register(sub: Any) -> None:
         help="print the top list every N keys (in place on a terminal)",
     )
     p.set_defaults(handler=_handle)
+
+
+def _k(text: str) -> int:
+    value = positive(text)
+    if value > MAX_K:
+        raise argparse.ArgumentTypeError(
+            f"must be from 1 to {MAX_K:,} (up to 2k exact counters are kept), got {value:,}"
+        )
+    return value
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -169,6 +193,8 @@ def run(
 ) -> int:
     """Count the keys of ``stream`` and print the top ``k`` to ``out``.
 
+    :param k: how many keys to show, 1 to :data:`MAX_K` (``ValueError``
+        otherwise, before anything is read).
     :param every: also print the list every ``every`` keys.
     :param live: redraw the list in place (a terminal) instead of printing
         it again; without ``every``, redraw about four times a second.
@@ -176,6 +202,8 @@ def run(
         the counter limit; either way the list so far is printed, and a
         one-line message on stderr says why it stopped.
     """
+    if type(k) is not int or not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be an int from 1 to {MAX_K:,}, got {k!r}")
     tracker = TopK(k=k, counter_bits=COUNTER_BITS)
     unit = "words" if words else "lines"
     batch: list[str] = []

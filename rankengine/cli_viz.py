@@ -25,7 +25,7 @@ import sys
 import textwrap
 from typing import Any, Final
 
-from rankengine.cli_args import HelpFormatter, output_path, positive
+from rankengine.cli_args import HelpFormatter, output_path, positive, whole_number
 from rankengine.cli_files import output_file
 from rankengine.narrate import (
     explain,
@@ -75,7 +75,7 @@ def register(sub: Any) -> None:
     )
     board.add_argument(
         "--seed",
-        type=int,
+        type=whole_number,
         default=DEFAULT_SEED,
         help="seed of the node heights and random scores (default: %(default)s)",
     )
@@ -169,6 +169,8 @@ def register(sub: Any) -> None:
 
 
 def _number(text: str) -> int | float:
+    if not text.isascii():  # int() and float() read "\u0663" (Arabic-Indic 3) as 3
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
     try:
         return int(text)
     except ValueError:

@@ -47,7 +47,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
-from rankengine.cli_args import HelpFormatter, non_negative, positive
+from rankengine.cli_args import HelpFormatter, non_negative, positive, whole_number
 from rankengine.durable import DurableLeaderboard
 from rankengine.leaderboard import Leaderboard
 
@@ -108,7 +108,7 @@ def register(sub: Any) -> None:
         help="the board's ordered index (default: %(default)s)",
     )
     parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)"
+        "--seed", type=whole_number, default=DEFAULT_SEED, help="random seed (default: %(default)s)"
     )
     parser.add_argument(
         "--dir",

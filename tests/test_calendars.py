@@ -153,8 +153,19 @@ def local_datetime(local: int) -> datetime:
 
 def next_month(local: int) -> int:
     d = local_date(local)
+    if (d.year, d.month) == (9999, 12):
+        return LAST  # 10000-01-01, a date ``date`` cannot hold
     first = date(d.year + d.month // 12, d.month % 12 + 1, 1)
     return (first - date(1970, 1, 1)).days * DAY
+
+
+def cron_day(local: int) -> date:
+    """The day holding a local time, for a cron model: a day of year 10000
+    (where the last period of 9999 may end) as the same day of 9600, which
+    has the same month, day and weekday (400 years are 20,871 whole weeks)."""
+    if local >= LAST:
+        local -= 146_097 * DAY  # 400 * 365.2425 days
+    return local_date(local)
 
 
 def week_name(local: int) -> str:
@@ -167,7 +178,7 @@ def next_fire(model: CronModel, local: int) -> int:
     day, second = divmod(local, DAY)
     todays = sorted(h * 3600 + m * 60 for h in model.hours for m in model.minutes)
     for i in range(MAX_CRON_DAYS + 1):
-        if model.fires_on(local_date((day + i) * DAY)):
+        if model.fires_on(cron_day((day + i) * DAY)):
             later = [x for x in todays if i or x > second]
             if later:
                 return (day + i) * DAY + later[0]
@@ -399,9 +410,9 @@ def check_period(case: Case, t: float) -> Period | None:
     p = period_or_none(cal, t)
     if p is None:
         # Refused only near or beyond the ends of years 1..9999: a period
-        # that starts before year 1 or ends after 9999 cannot be named (or,
-        # for the last period of 9999, bounded: a known limit).
-        assert not FIRST + longest - off <= t < LAST - longest - off, t
+        # that starts before year 1 or after 9999 cannot be named (the last
+        # period of 9999 is served, whatever its end).
+        assert not FIRST + longest - off <= t < LAST - off, t
         return None
     if not FIRST - off <= t < LAST - off:
         # Beyond year 9999 only the last period of 9999 (ending in 10000)
@@ -542,3 +553,90 @@ def test_malformed_cron_expressions_raise_value_error(expression: str, offset: i
         with pytest.raises(ValueError) as info:
             make(expression, utc_offset=offset)
         assert str(info.value), expression
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "\u0663 * * * *",  # Arabic-Indic 3: int() and isdigit() take it for 3
+        "\uff10 \uff10 * * *",  # fullwidth 0 0
+        "0 0 1\u0660 * *",  # 1 and an Arabic-Indic 0
+        "0 0 * 1-\u0661\u0662 *",  # a range to Arabic-Indic 12
+        "*/\u0663 * * * *",  # a step
+        "0-30/\uff15 * * * *",
+        "\u00b3 * * * *",  # superscript 3: isdigit() takes it, int() does not
+        "*/\u00b2 * * * *",
+        "0 0 * * \u017fun",  # long s: "\u017fun".upper() == "SUN"
+        "0 0 1 \u017fep *",
+    ],
+)
+def test_cron_values_are_ascii_digits_or_names(expression: str) -> None:
+    """Only ASCII digits (and ASCII month and weekday names) are cron values:
+    non-ASCII digits were read as the digits they stand for, and a
+    superscript one raised int()'s own message."""
+    for make in (Cron, calendar):
+        with pytest.raises(ValueError, match=r"^bad cron (value|step) "):
+            make(expression)
+
+
+@pytest.mark.parametrize(
+    ("cal", "name"),
+    [
+        (Hourly(), "2026-01-31T\uff10\uff17"),
+        (Daily(), "\uff12\uff10\uff12\uff16-01-31"),
+        (Weekly(), "\u0662\u0660\u0662\u0666-W01"),
+        (Weekly(), "2026-W\u0660\u0661"),
+        (Monthly(), "2026-\u0660\u0661"),
+        (Every(60), "2026-01-31T07:00:\uff10\uff10"),
+        (Cron("* * * * *"), "2026-01-31T07:0\u0660"),
+    ],
+    ids=repr,
+)
+def test_period_names_are_ascii_digits_only(cal: Calendar, name: str) -> None:
+    with pytest.raises(ValueError, match="is not a period name"):
+        cal.parse(name)
+
+
+# ----------------------------------------------------------------------
+# The last period of year 9999
+# ----------------------------------------------------------------------
+def local_seconds(*when: int) -> int:
+    """Local POSIX seconds of a date and time of years 1..9999."""
+    return int((datetime(*when) - datetime(1970, 1, 1)).total_seconds())
+
+
+@pytest.mark.parametrize("offset", [0, 3600, -5 * 3600, MAX_OFFSET, -MAX_OFFSET])
+@pytest.mark.parametrize(
+    ("spec", "name", "start", "end"),
+    [
+        ("monthly", "9999-12", local_seconds(9999, 12, 1), LAST),
+        ("0 0 * * *", "9999-12-31T00:00", LAST - DAY, LAST),
+        ("@monthly", "9999-12-01T00:00", local_seconds(9999, 12, 1), LAST),
+        # the next fire is in year 10000: the period ends there, as the
+        # last ISO week of 9999 does (9999-W52 ends on 10000-01-03)
+        ("0 12 * * *", "9999-12-31T12:00", LAST - DAY // 2, LAST + DAY // 2),
+        ("30 6 1 1 *", "9999-01-01T06:30", local_seconds(9999, 1, 1, 6, 30), LAST + 23_400),
+        # 10000 is a leap year (divisible by 400): its 29 February is the next fire
+        ("0 0 29 2 *", "9996-02-29T00:00", local_seconds(9996, 2, 29), LAST + 59 * DAY),
+        ("weekly", "9999-W52", local_seconds(9999, 12, 27), LAST + 2 * DAY),
+    ],
+)
+def test_the_last_period_of_9999_is_served(
+    spec: str, name: str, start: int, end: int, offset: int
+) -> None:
+    """Every name of years 1..9999 parses back to its period, the last
+    ones included: December 9999 (and a cron period whose next fire is in
+    year 10000) raised "outside the calendar's range" although its name and
+    start are in 9999.  The period after it is outside the range, and
+    asking for it changes nothing."""
+    cal = calendar(spec, utc_offset=offset)
+    last_second = LAST - 1 - offset  # 9999-12-31T23:59:59 local
+    want = Period(name, start - offset, end - offset)
+    assert cal.period_of(last_second) == want
+    assert cal.parse(name) == want
+    assert cal.period_of(want.start) == want
+    assert cal.period_of(just_before(want.end)) == want
+    with pytest.raises(ValueError, match="outside the calendar's range"):
+        cal.next(want)
+    assert cal.period_of(last_second) == want
+    assert cal.previous(want).end == want.start

@@ -646,3 +646,116 @@ def test_help_shows_each_example_whole_on_its_own_line(command: str, example: st
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         main([command, "--help"])
     assert f"\n  {example}\n" in out.getvalue()
+
+
+def _parse(args: list[str]) -> Any:
+    """``args`` parsed by the ``rankengine`` parser (argparse's exit on error included)."""
+    from rankengine.cli import build_parser
+
+    return build_parser().parse_args(args)
+
+
+@pytest.mark.parametrize(
+    ("args", "attribute", "want"),
+    [
+        (["trace", "1", "--find", "-1e3"], "find", -1000.0),
+        (["trace", "1", "--find", "-1.5e-2"], "find", -0.015),
+        (["trace", "1", "--find", "-2E+2"], "find", -200.0),
+        (["trace", "1", "--find", "-.5"], "find", -0.5),
+        (["trace", "1", "--delete", "-1_000"], "delete", -1000),
+        (["trace", "1", "--insert", "-1e3"], "insert", (None, -1000.0)),
+        (["trace", "1", "--update", "-1e3", "-2.5e1"], "update", [-1000.0, -25.0]),
+        (["show", "-1e3", "-.5", "7"], "scores", [(None, -1000.0), (None, -0.5), (None, 7)]),
+        (["show", "--seed", "-1_000"], "seed", -1000),
+        (["demo", "--seed", "-12"], "seed", -12),
+    ],
+)
+def test_negative_numbers_in_any_float_form_are_values(
+    args: list[str], attribute: str, want: object
+) -> None:
+    # argparse took "-1e3" (and "-inf", "-1_000") for an unknown option:
+    # "--find -1e3" failed with "expected one argument"
+    assert getattr(_parse(args), attribute) == want
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["trace", "1", "--find", "-inf"], "'-inf' is not a finite number"),
+        (["trace", "1", "--find", "-Infinity"], "'-Infinity' is not a finite number"),
+        (["trace", "1", "--delete", "-nan"], "'-nan' is not a finite number"),
+        (["show", "-inf"], "'-inf' is not a finite number"),
+        (["trending", "--k", "-1e3"], "'-1e3' is not a whole number"),
+        (["trending", "--every", "-1_000"], "must be at least 1, got -1000"),
+        (["demo", "--events", "-1,000"], "must not be negative, got -1000"),
+    ],
+)
+def test_a_negative_number_reaches_its_option_s_own_check(args: list[str], message: str) -> None:
+    run = _invoke(args)
+    assert run.code == 2 and message in run.err, run.err
+    assert "expected one argument" not in run.err and "unrecognized" not in run.err
+
+
+def test_negative_number_values_leave_real_options_alone(tmp_path: Path) -> None:
+    from rankengine import cli_log
+
+    args = _parse(["replay", str(tmp_path), "-o", "-", "--top", "3"])
+    assert (args.output, args.top) == ("-", 3)
+    assert "usage:" in _invoke(["show", "-h"]).out
+    run = _invoke(["show", "-x"])
+    assert run.code == 2 and "unrecognized arguments: -x" in run.err
+    # the log tools' own entry point reads negative numbers the same way
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli_log.main(["replay", str(tmp_path), "--top", "-1e3"])
+    assert code == 2 and "'-1e3' is not a whole number" in err.getvalue()
+
+
+def test_trending_refuses_a_k_past_its_limit_before_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # --k had no upper bound: --k 10**12 made a tracker of 2 * 10**12
+    # candidate slots, whose memory grows with every distinct key
+    def no_tracker(*args: object, **kwargs: object) -> TopK:
+        raise AssertionError("a tracker was made")
+
+    monkeypatch.setattr(cli_trending, "TopK", no_tracker)
+    monkeypatch.setattr(sys, "stdin", None)  # reading would fail with exit 1
+    limit = cli_trending.MAX_K
+    for k in (str(limit + 1), "1_000_000_000_000", str(10**100)):
+        run = _invoke(["trending", "--k", k])
+        assert run.code == 2, (k, run)
+        assert f"must be from 1 to {limit:,}" in run.err.splitlines()[-1], run.err
+    assert _parse(["trending", "--k", str(limit)]).k == limit
+
+
+def test_trending_run_counts_at_the_largest_k_and_refuses_more() -> None:
+    out = io.StringIO()
+    assert cli_trending.run(io.StringIO("a\nb\na\n"), out, k=cli_trending.MAX_K) == 0
+    assert out.getvalue().splitlines()[0].startswith(f"Top {cli_trending.MAX_K} of 3 lines")
+    with pytest.raises(ValueError, match="k must be an int from 1 to 100,000"):
+        cli_trending.run(io.StringIO("a\n"), io.StringIO(), k=cli_trending.MAX_K + 1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["replay", "{dir}", "--until", "\u0663"], "neither a sequence number nor"),
+        (["replay", "{dir}", "--until", "\uff11\uff12"], "neither a sequence number nor"),
+        (["replay", "{dir}", "--until", "\u00b3"], "neither a sequence number nor"),
+        (["trending", "--k", "\uff13"], "is not a whole number"),
+        (["trending", "--every", "1_\u0660\u0660\u0660"], "is not a whole number"),
+        (["show", "--seed", "\u0663"], "is not a whole number"),
+        (["demo", "--seed", "\u0663"], "is not a whole number"),
+        (["demo", "--players", "\uff15"], "is not a whole number"),
+        (["show", "\u0663"], "is not a number"),
+        (["trace", "1", "--find", "\uff11.5"], "is not a number"),
+    ],
+)
+def test_numbers_on_the_command_line_are_ascii_digits_only(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    # int(), float() and str.isdigit() take Arabic-Indic or fullwidth digits
+    # for ASCII ones: "--until \u0663" replayed to sequence number 3
+    run = _invoke([arg.format(dir=tmp_path) for arg in args])
+    assert run.code == 2 and message in run.err.splitlines()[-1], run.err

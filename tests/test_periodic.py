@@ -1073,3 +1073,20 @@ def test_a_write_after_a_refused_one_creates_the_period_as_usual(
             assert not again.is_open("2026-11-30")
             again._check()
         assert [name for name, _ in closed] == ["2026-11-30"]
+
+
+def test_a_monthly_board_runs_to_the_end_of_9999_and_refuses_the_clock_past_it() -> None:
+    # December 9999 raised "outside the calendar's range": its end,
+    # 10000-01-01, was computed as a date, which stops at 9999-12-31
+    clock = FakeClock(ts("9999-12-31T23:59:59"))
+    board = PeriodicLeaderboard("monthly", clock=clock)
+    assert board.incr("ann", 1) == 1
+    assert (board.current.name, board.current.end) == ("9999-12", ts("9999-12-31T23:59:59") + 1)
+    clock.t += 1  # 10000-01-01: its month cannot be named
+    with pytest.raises(ValueError, match="outside the calendar"):
+        board.incr("bob", 1)
+    clock.t -= 1  # the clock recovers: the refusal changed nothing
+    assert board.incr("bob", 2) == 2
+    assert [p.name for p in board.periods()] == ["9999-12"]
+    assert board.top() == [("bob", 2, 1, None), ("ann", 1, 2, None)]
+    board._check()
