@@ -56,6 +56,7 @@ CASES: list[Any] = [
     # the style is checked before the range, and for an absent member
     pytest.param(lambda b: b.by_score(min_inclusive=0, style="bad"), id="by-score-bad-style-flag"),
     pytest.param(lambda b: b.around("nobody", style="bad"), id="around-absent-bad-style"),
+    pytest.param(lambda b: b.around(1.5, style="bad"), id="around-non-member-bad-style"),
     pytest.param(lambda b: b.around(["x"], style="bad"), id="around-unhashable-bad-style"),
 ]
 
