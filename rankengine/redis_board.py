@@ -748,6 +748,7 @@ class RedisLeaderboard(Uncopyable):
         """
         above = _check_count(above, "above")
         below = _check_count(below, "below")
+        style = self._style(style)  # checked even when the member is absent
         key = self._key_or_none(member)
         if key is None:
             return []
@@ -772,6 +773,7 @@ class RedisLeaderboard(Uncopyable):
         offset = _check_count(offset, "offset")
         if limit is not None:
             limit = _check_count(limit, "limit")
+        style = self._style(style)  # before the range, as on an in-process board
         span = self._span(min, max, min_inclusive, max_inclusive)
         return self._range(style, with_meta, "score", *span, offset, -1 if limit is None else limit)
 
@@ -1350,6 +1352,9 @@ class RedisLeaderboard(Uncopyable):
     def _span(
         self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
     ) -> list[Any]:
+        # the bounds first, then the flags: the order an in-process board checks them in
+        low = None if low is None else self._codec.check(low, "min")
+        high = None if high is None else self._codec.check(high, "max")
         if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
             raise TypeError("inclusive flags must be bools")
         out: list[Any] = []

@@ -301,7 +301,13 @@ class ShardMerge:
     def _score_positions(
         self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
     ) -> tuple[int, int, list[int]]:
-        """Ascending index positions [lo, hi) of a score range, and the shard sizes."""
+        """Ascending index positions [lo, hi) of a score range, and the shard sizes.
+
+        The bounds are checked before the flags, as on one board (a NaN
+        bound with a non-bool flag is a ``ValueError`` there too)."""
+        for bound, name in ((low, "min"), (high, "max")):
+            if bound is not None:
+                self._codec.check(bound, name)
         if not isinstance(low_inclusive, bool) or not isinstance(high_inclusive, bool):
             raise TypeError("inclusive flags must be bools")
 

@@ -37,7 +37,10 @@ at nearly the same moment by different processes may come out either way).
 
 Batch writes are planned across shards (one global clock sequence, as
 consecutive ``set`` calls would assign it) and applied one shard at a time:
-each shard's part is atomic, the batch as a whole is not.
+each shard's part is atomic, the batch as a whole is not.  When another
+writer changed a shard under the plan, the shards not yet written are planned
+again with clocks after every clock on the board (see ``_batch``), so the
+batch's members never share a tie clock.
 
 >>> board = ShardedLeaderboard.local(3)
 >>> board.set_many({f"p{i}": i for i in range(10)})
@@ -833,12 +836,18 @@ class ShardedLeaderboard(ShardMerge):
         each shard's part in one call.
 
         Returns what ``set_many`` reports (how many members changed) and what
-        ``incr_many`` reports (each member's score now).  A shard written by
-        another writer since the plan read it refuses the plan's part; that
-        part is replayed as the shard's own batch, and what the replay
-        reports replaces the plan's for its members: its count in a
-        ``set_many``, its scores in an ``incr_many`` (the other half of the
-        pair stays the plan's: its caller does not read it).
+        ``incr_many`` reports (each member's score now).
+
+        A shard written by another writer since the plan read it refuses the
+        plan's part.  The batch then re-reads the shards it has not written
+        yet (that one included) and plans their part again, from what they
+        hold now and with tie clocks after every clock on the board, in
+        batch order; what that plan reports replaces the first plan's for
+        their members.  So the batch never gives two members the same tie
+        clock (the old plan's clocks for the later shards would repeat or
+        undercut the ones the other writer's write took), and its members
+        tie as a serial run would leave them: first the part already written,
+        then the rest in batch order.
         """
         what = "delta" if increment else "score"
         source = items.items() if isinstance(items, Mapping) else items
@@ -861,35 +870,9 @@ class ShardedLeaderboard(ShardMerge):
             states: dict[Any, Any] = {}
             for i, members in groups.items():
                 states.update(self._shards[i].states(members))
-            # the plan: Leaderboard._apply_batch over every shard at once
-            current: dict[Any, Any] = {}
-            stamps: dict[Any, int] = {}
-            results: dict[Member, Score] = {}
-            clock = self._clock
-            zero = 0 if codec.columns is None else (0,) * codec.columns
-            for member, value in pairs:
-                old = current.get(member, states[member])
-                if increment:
-                    new = codec.add(zero if old is _MISSING else old, value, member)
-                else:
-                    new = value
-                    if old is _MISSING:
-                        if when == "present":
-                            continue
-                    elif (
-                        when == "new"
-                        or (when == "better" and not codec.better(new, old))
-                        or (when == "worse" and not codec.better(old, new))
-                    ):
-                        continue
-                if old is not _MISSING and codec.primary(new) == codec.primary(old):
-                    results[member] = old  # an equal score: the shard keeps the one it holds
-                    continue
-                results[member] = new
-                clock += 1
-                current[member] = new
-                stamps.pop(member, None)
-                stamps[member] = clock
+            current, stamps, results, clock = self._plan(
+                pairs, states, self._clock, when, increment
+            )
             for member, stamp in stamps.items():
                 shard = self._shards[placed[member]]
                 shard.validate(current[member])
@@ -901,45 +884,82 @@ class ShardedLeaderboard(ShardMerge):
                         "largest a Redis shard holds: the batch is refused whole, nothing "
                         "was written"
                     )
-            changed = len(stamps)
-            for i, members in groups.items():
+            order = list(groups)
+            written = 0  # changes of the shards already written
+            at = 0
+            while at < len(order):
+                i = order[at]
                 changes: list[Change] = [
                     (PUT, m, current[m], c) for m, c in stamps.items() if placed[m] == i
                 ]
                 if not changes:
+                    at += 1
                     continue  # nothing to write: what the plan read stands (as if run first)
-                expect = [(m, states[m]) for m in members]
-                if not self._shards[i].commit(changes, expect):
-                    replayed = self._replay_batch(i, pairs, placed, when, increment)
-                    if isinstance(replayed, dict):
-                        results.update(replayed)
-                    else:
-                        changed += replayed - len(changes)
+                expect = [(m, states[m]) for m in groups[i]]
+                if self._shards[i].commit(changes, expect):
+                    written += len(changes)
+                    at += 1
+                    continue
+                # Another writer changed shard i: plan the shards not written
+                # yet again, from their states now, after every clock in use.
+                rest = set(order[at:])
+                states = {}
+                for j in order[at:]:
+                    states.update(self._shards[j].states(groups[j]))
+                base = max(self._clock, *self._map(Shard.clock))
+                mine = [(m, v) for m, v in pairs if placed[m] in rest]
+                current, stamps, replanned, clock = self._plan(mine, states, base, when, increment)
+                for member in current:
+                    self._shards[placed[member]].validate(current[member])
+                results.update(replanned)
             self._clock = max(self._clock, clock)
-            return changed, results
+            return written, results
 
-    def _replay_batch(
+    def _plan(
         self,
-        i: int,
         pairs: list[tuple[Any, Score]],
-        placed: dict[Any, int],
+        states: dict[Any, Any],
+        clock: int,
         when: When | None,
         increment: bool,
-    ) -> int | dict[Member, Score]:
-        """A shard changed under the plan (another writer): run its part as
-        that shard's own batch and return what that batch returned (how many
-        members ``set_many`` changed, or the scores ``incr_many`` left), which
-        may differ from what the plan expected.
+    ) -> tuple[dict[Any, Any], dict[Any, int], dict[Member, Score], int]:
+        """:meth:`Leaderboard._apply_batch` over every shard at once: run
+        ``pairs`` one after another against ``states`` (exact scores, or
+        ``_MISSING``), the clock counting up from ``clock``.
+
+        Returns each changed member's final score, the tie clock of its last
+        change (in clock order), what each member reports (its score after
+        the batch; none for a pair ``when`` skipped) and the last clock used.
         """
-        shard = self._shards[i]
-        mine = [(m, v) for m, v in pairs if placed[m] == i]
-        with shard.floor(self._clock):
+        codec = self._codec
+        current: dict[Any, Any] = {}
+        stamps: dict[Any, int] = {}
+        results: dict[Member, Score] = {}
+        zero = 0 if codec.columns is None else (0,) * codec.columns
+        for member, value in pairs:
+            old = current.get(member, states[member])
             if increment:
-                replayed: int | dict[Member, Score] = shard.board.incr_many(mine)
+                new = codec.add(zero if old is _MISSING else old, value, member)
             else:
-                replayed = shard.board.set_many(mine, when=when)
-        self._clock = max(self._clock, shard.last_clock())
-        return replayed
+                new = value
+                if old is _MISSING:
+                    if when == "present":
+                        continue
+                elif (
+                    when == "new"
+                    or (when == "better" and not codec.better(new, old))
+                    or (when == "worse" and not codec.better(old, new))
+                ):
+                    continue
+            if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                results[member] = old  # an equal score: the shard keeps the one it holds
+                continue
+            results[member] = new
+            clock += 1
+            current[member] = new
+            stamps.pop(member, None)
+            stamps[member] = clock
+        return current, stamps, results, clock
 
     def _remove_rows(self, rows: list[tuple[Any, ...]]) -> None:
         groups: dict[int, list[Any]] = {}

@@ -342,6 +342,40 @@ def test_a_batch_replayed_on_a_changed_shard_returns_what_the_replay_did(
         sharded.close()
 
 
+@pytest.mark.parametrize("writes", [1, 2])
+@pytest.mark.parametrize("kind", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def test_a_replayed_batch_keeps_its_members_tied_in_batch_order(
+    monkeypatch: Any, kind: str, writes: int
+) -> None:
+    """Another writer changes x's shard between the plan and its commit: x's
+    part is planned again with clocks after that writer's, and y's part on
+    the other shard, not written yet, must come after x's again, not keep
+    the first plan's clock (one write: the same clock as x, so both ranked
+    2; two writes: a clock before x's, so y ranked ahead of x, which the
+    batch set first)."""
+    make = redis_board if kind == "redis" else Leaderboard
+    sharded = ShardedLeaderboard([make(), make()])
+    try:
+        names = [f"n{i}" for i in range(20)]
+        x = next(m for m in names if sharded.shard_of(m) == 0)
+        y = next(m for m in names if sharded.shard_of(m) == 1)
+
+        def other_writer(board: Any) -> None:
+            for score in range(writes):
+                board.set(x, score)
+
+        _write_after_the_plan_reads(monkeypatch, sharded._shards[0], other_writer)
+        assert sharded.set_many([(x, 5), (y, 5)]) == 2
+        assert [e.member for e in sharded.top(2)] == [x, y]
+        assert sharded.entries([x, y]) == sharded.top(2)
+        assert [sharded.rank(x, style=s) for s in ("unique", "dense", "competition")] == [1, 1, 1]
+        assert sharded.rank(y) == 2
+        assert sharded.clock == writes + 2
+        sharded._check()
+    finally:
+        sharded.close()
+
+
 def test_ints_beyond_the_float_range_mixed_with_floats_raise_a_clear_error() -> None:
     big = 10**400
     sharded = ShardedLeaderboard.local(3)
