@@ -477,6 +477,8 @@ def _make_directory(path: str) -> None:
 
     Runtime complexity: one fsync per directory created
     """
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(f"{path} is not a directory")
     missing = []
     head = os.path.abspath(path)
     while not os.path.isdir(head) and os.path.dirname(head) != head:
@@ -590,8 +592,10 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         self._closed = True  # until fully open
         if create:
             _make_directory(self.path)
+        elif not os.path.exists(self.path):
+            raise FileNotFoundError(f"{self.path} does not exist (create=False)")
         elif not os.path.isdir(self.path):
-            raise FileNotFoundError(f"{self.path} is not a directory")
+            raise NotADirectoryError(f"{self.path} is not a directory")
         self._dirlock = DirectoryLock(self.path)
         try:
             explicit = {
