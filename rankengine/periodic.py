@@ -899,9 +899,13 @@ class PeriodicLeaderboard(Uncopyable):
                 assert self._horizon <= current.end
 
     def __repr__(self) -> str:
+        # a durable board names its directory first, as open() takes it, and
+        # says when close() has shut it, as a durable board's repr does
+        where = "" if self._store is None else f"{str(self._store.periods.parent)!r}, "
         return (
-            f"PeriodicLeaderboard({self._calendar!r}, keep={self._keep}, "
-            f"grace={self._grace}, periods={len(self._periods)})"
+            f"PeriodicLeaderboard({where}{self._calendar!r}, keep={self._keep}, "
+            f"grace={self._grace}, periods={len(self._periods)}"
+            f"{', closed' if self._shut else ''})"
         )
 
 

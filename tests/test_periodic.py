@@ -536,6 +536,19 @@ def test_bad_arguments() -> None:
     assert "keep=1" in repr(PeriodicLeaderboard("daily"))
 
 
+def test_repr_of_a_durable_board_names_its_directory_and_whether_it_is_closed(
+    tmp_path: Path,
+) -> None:
+    board = PeriodicLeaderboard.open(tmp_path, "daily", fsync="never")
+    assert repr(board) == (
+        f"PeriodicLeaderboard({str(tmp_path)!r}, Daily(utc_offset=0), keep=1, grace=0.0, periods=0)"
+    )
+    board.incr("ann", 1)
+    board.close()
+    assert repr(board).endswith(", periods=1, closed)")
+    assert repr(PeriodicLeaderboard("daily")).startswith("PeriodicLeaderboard(Daily(")
+
+
 class LoggedBoards:
     """A board factory that records every change of every period the way an
     event log does, so that replay can be checked without a disk."""
