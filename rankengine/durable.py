@@ -470,6 +470,13 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     return manifest
 
 
+def _check_fsync(policy: object) -> None:
+    """Refuse an fsync policy that is not one of :data:`FsyncPolicy`'s
+    (the periodic, window and decayed opens call it before touching disk)."""
+    if policy not in _POLICIES:
+        raise ValueError(f"fsync must be one of {_POLICIES}, not {policy!r}")
+
+
 def _make_directory(path: str) -> None:
     """Create directory ``path`` and its missing parents, making each new
     entry durable with an fsync of the directory holding it (without that,
@@ -584,8 +591,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         create: bool = True,
         now: Callable[[], int] | None = None,
     ) -> None:
-        if fsync not in _POLICIES:
-            raise ValueError(f"fsync must be one of {_POLICIES}, not {fsync!r}")
+        _check_fsync(fsync)
         if on_torn_tail not in _TORN:
             raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
         self.path = os.fspath(path)

@@ -62,7 +62,7 @@ from rankengine.calendars import (
     calendar,
 )
 from rankengine.copying import Uncopyable
-from rankengine.durable import _make_directory
+from rankengine.durable import FsyncPolicy, _check_fsync, _make_directory
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.manifest import DirectoryLock
@@ -604,7 +604,7 @@ class PeriodicLeaderboard(Uncopyable):
         path: str | os.PathLike[str],
         cal: Calendar | str,
         *,
-        fsync: str = "everysec",
+        fsync: FsyncPolicy = "everysec",
         clock: Callable[[], float] = time.time,
         **options: Any,
     ) -> PeriodicLeaderboard:
@@ -636,6 +636,7 @@ class PeriodicLeaderboard(Uncopyable):
         archived period's ``end + grace``), so a closed period stays closed
         even if the new process's clock reads earlier.
         """
+        _check_fsync(fsync)  # before anything is created or locked
         board = cls(cal, clock=clock, **options)
         board._attach(Path(path), fsync)
         return board
