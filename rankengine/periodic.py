@@ -288,6 +288,11 @@ class PeriodicLeaderboard(Uncopyable):
         if self._archive is not None:
             self._archive.mkdir(parents=True, exist_ok=True)
         self._board_config = board_config
+        #: the settings a plain board takes: open() passes the durable
+        #: boards' log options (retain_log, on_torn_tail...) in board_config
+        #: too, and the empty detached board of an unwritten period gets none
+        self._plain_config = {k: v for k, v in board_config.items() if k in _BOARD_SETTINGS}
+        Leaderboard(**self._plain_config)  # a bad setting is refused here, not at a write
         self._factory = board_factory or (lambda _period: Leaderboard(**board_config))
         self._boards: dict[str, Leaderboard] = {}
         self._periods: dict[str, Period] = {}
@@ -499,7 +504,7 @@ class PeriodicLeaderboard(Uncopyable):
             current = self._calendar.period_of(now)
             oldest = self._calendar.shift(current, -self._keep)
             if oldest.start <= target.start <= current.start:
-                return Leaderboard(**self._board_config)
+                return Leaderboard(**self._plain_config)
             raise KeyError(f"period {target.name} is not held in memory")
 
     def top(
@@ -909,6 +914,10 @@ class PeriodicLeaderboard(Uncopyable):
             f"{', closed' if self._shut else ''})"
         )
 
+
+#: The settings of a :class:`Leaderboard` (the other options a durable
+#: periodic board is opened with are its event logs').
+_BOARD_SETTINGS: Final = ("order", "tie_break", "rank_style", "backend")
 
 #: Prefix of a dropped period's directory while it is being deleted.
 _DROPPED: Final = ".dropped-"
