@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rankengine.calendars import Calendar, Cron, Daily, Every, Hourly, Monthly, Period, Weekly
     from rankengine.decay import DecayedLeaderboard
     from rankengine.durable import DurableLeaderboard
+    from rankengine.eventlog import CorruptionError, LogError, TornTailError
     from rankengine.packed import PackedScore
     from rankengine.periodic import LateEventError, PeriodicLeaderboard
     from rankengine.redis_board import RedisLeaderboard
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Calendar",
+    "CorruptionError",
     "CountMinSketch",
     "Cron",
     "Daily",
@@ -49,6 +51,7 @@ __all__ = [
     "Hourly",
     "LateEventError",
     "Leaderboard",
+    "LogError",
     "Monthly",
     "PackedScore",
     "PartitionedTopK",
@@ -61,6 +64,7 @@ __all__ = [
     "SortedListIndex",
     "TopItem",
     "TopK",
+    "TornTailError",
     "TumblingWindows",
     "Weekly",
     "merge_topk",
@@ -80,6 +84,9 @@ _LAZY: dict[str, str] = {
     "Weekly": "rankengine.calendars",
     "DecayedLeaderboard": "rankengine.decay",
     "DurableLeaderboard": "rankengine.durable",
+    "CorruptionError": "rankengine.eventlog",
+    "LogError": "rankengine.eventlog",
+    "TornTailError": "rankengine.eventlog",
     "PackedScore": "rankengine.packed",
     "LateEventError": "rankengine.periodic",
     "PeriodicLeaderboard": "rankengine.periodic",

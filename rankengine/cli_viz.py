@@ -39,6 +39,7 @@ from rankengine.skiplist import MAX_LEVEL, P, SkipList
 from rankengine.viz import (
     DEFAULT_WIDTH,
     HeightScript,
+    counted,
     random_scores,
     render_svg,
     render_text,
@@ -233,7 +234,8 @@ def _build(
 
 def _summary(sl: SkipList, args: argparse.Namespace) -> str:
     return textwrap.fill(
-        f"A skip list of {len(sl)} entries on {sl.level} levels (P = {P}, heights drawn "
+        f"A skip list of {counted(len(sl), 'entry', 'entries')} on "
+        f"{counted(sl.level, 'level', 'levels')} (P = {P}, heights drawn "
         f"with seed {args.seed}, max level {args.max_level}).  Rank 1 is the lowest score.",
         88,
     )

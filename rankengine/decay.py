@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rankengine.copying import Uncopyable
-from rankengine.durable import _make_directory
+from rankengine.durable import FsyncPolicy, _check_fsync, _make_directory
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.manifest import DirectoryLock
@@ -550,7 +550,7 @@ class DecayedLeaderboard(Uncopyable):
         half_life: float | None = None,
         tau: float | None = None,
         clock: Callable[[], float] = time.time,
-        fsync: str = "everysec",
+        fsync: FsyncPolicy = "everysec",
         rebase_after: float = REBASE_AFTER,
         **board_config: Any,
     ) -> DecayedLeaderboard:
@@ -576,6 +576,7 @@ class DecayedLeaderboard(Uncopyable):
 
         Runtime complexity: O(replay) to open
         """
+        _check_fsync(fsync)  # before anything is created or locked
         root = Path(path)
         _make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not

@@ -470,6 +470,13 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     return manifest
 
 
+def _check_fsync(policy: object) -> None:
+    """Refuse an fsync policy that is not one of :data:`FsyncPolicy`'s
+    (the periodic, window and decayed opens call it before touching disk)."""
+    if policy not in _POLICIES:
+        raise ValueError(f"fsync must be one of {_POLICIES}, not {policy!r}")
+
+
 def _make_directory(path: str) -> None:
     """Create directory ``path`` and its missing parents, making each new
     entry durable with an fsync of the directory holding it (without that,
@@ -477,6 +484,8 @@ def _make_directory(path: str) -> None:
 
     Runtime complexity: one fsync per directory created
     """
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(f"{path} is not a directory")
     missing = []
     head = os.path.abspath(path)
     while not os.path.isdir(head) and os.path.dirname(head) != head:
@@ -582,16 +591,17 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         create: bool = True,
         now: Callable[[], int] | None = None,
     ) -> None:
-        if fsync not in _POLICIES:
-            raise ValueError(f"fsync must be one of {_POLICIES}, not {fsync!r}")
+        _check_fsync(fsync)
         if on_torn_tail not in _TORN:
             raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
         self.path = os.fspath(path)
         self._closed = True  # until fully open
         if create:
             _make_directory(self.path)
+        elif not os.path.exists(self.path):
+            raise FileNotFoundError(f"{self.path} does not exist (create=False)")
         elif not os.path.isdir(self.path):
-            raise FileNotFoundError(f"{self.path} is not a directory")
+            raise NotADirectoryError(f"{self.path} is not a directory")
         self._dirlock = DirectoryLock(self.path)
         try:
             explicit = {

@@ -105,6 +105,7 @@ __all__ = [
     "frame",
     "pack",
     "unpack",
+    "write_prefix",
 ]
 
 #: Format version written in every file prefix; readers refuse a newer one.

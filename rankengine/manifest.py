@@ -61,11 +61,17 @@ __all__ = [
     "MANIFEST_MAGIC",
     "MANIFEST_NAME",
     "DirectoryLock",
+    "FileInfo",
+    "Finding",
     "Manifest",
+    "RepairResult",
+    "Report",
     "creation_leftovers",
     "read_manifest",
+    "repair",
     "segment_name",
     "snapshot_name",
+    "verify",
     "write_manifest",
 ]
 

@@ -54,6 +54,7 @@ from rankengine.viz import (
     Layout,
     Panel,
     Shape,
+    counted,
     label_of,
     make_shape,
     render_text,
@@ -445,7 +446,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             + (f"drop to L{level - 1}" if level else "end of the walk")
         )
     crossed = len(trace.steps)
-    links = f"{crossed} link{'' if crossed == 1 else 's'} (of {shape.length} nodes)"
+    links = f"{counted(crossed, 'link', 'links')} (of {counted(shape.length, 'node', 'nodes')})"
     if trace.starts:
         lines.append(
             f"The walk crossed {links} and ended on {labels[trace.end]} (the new update[0], "
@@ -696,7 +697,7 @@ def narrate_insert(
         f"  The list grows from {before.level} to {drawn} levels." if drawn > before.level else ""
     )
     steps = [
-        f"{title} into a skip list of {before.length} entries.",
+        f"{title} into a skip list of {counted(before.length, 'entry', 'entries')}.",
         _search_step(
             1,
             "will point to the new node",
@@ -847,7 +848,7 @@ def narrate_delete(
     _check(predicted, real, "delete")
     height = before.heights[x]
     steps = [
-        f"Delete {name} from a skip list of {before.length} entries.",
+        f"Delete {name} from a skip list of {counted(before.length, 'entry', 'entries')}.",
         _search_step(
             1,
             f"jumps to {name}",

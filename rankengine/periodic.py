@@ -62,7 +62,7 @@ from rankengine.calendars import (
     calendar,
 )
 from rankengine.copying import Uncopyable
-from rankengine.durable import _make_directory
+from rankengine.durable import FsyncPolicy, _check_fsync, _make_directory
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.manifest import DirectoryLock
@@ -288,6 +288,11 @@ class PeriodicLeaderboard(Uncopyable):
         if self._archive is not None:
             self._archive.mkdir(parents=True, exist_ok=True)
         self._board_config = board_config
+        #: the settings a plain board takes: open() passes the durable
+        #: boards' log options (retain_log, on_torn_tail...) in board_config
+        #: too, and the empty detached board of an unwritten period gets none
+        self._plain_config = {k: v for k, v in board_config.items() if k in _BOARD_SETTINGS}
+        Leaderboard(**self._plain_config)  # a bad setting is refused here, not at a write
         self._factory = board_factory or (lambda _period: Leaderboard(**board_config))
         self._boards: dict[str, Leaderboard] = {}
         self._periods: dict[str, Period] = {}
@@ -499,7 +504,7 @@ class PeriodicLeaderboard(Uncopyable):
             current = self._calendar.period_of(now)
             oldest = self._calendar.shift(current, -self._keep)
             if oldest.start <= target.start <= current.start:
-                return Leaderboard(**self._board_config)
+                return Leaderboard(**self._plain_config)
             raise KeyError(f"period {target.name} is not held in memory")
 
     def top(
@@ -604,7 +609,7 @@ class PeriodicLeaderboard(Uncopyable):
         path: str | os.PathLike[str],
         cal: Calendar | str,
         *,
-        fsync: str = "everysec",
+        fsync: FsyncPolicy = "everysec",
         clock: Callable[[], float] = time.time,
         **options: Any,
     ) -> PeriodicLeaderboard:
@@ -636,6 +641,7 @@ class PeriodicLeaderboard(Uncopyable):
         archived period's ``end + grace``), so a closed period stays closed
         even if the new process's clock reads earlier.
         """
+        _check_fsync(fsync)  # before anything is created or locked
         board = cls(cal, clock=clock, **options)
         board._attach(Path(path), fsync)
         return board
@@ -899,11 +905,19 @@ class PeriodicLeaderboard(Uncopyable):
                 assert self._horizon <= current.end
 
     def __repr__(self) -> str:
+        # a durable board names its directory first, as open() takes it, and
+        # says when close() has shut it, as a durable board's repr does
+        where = "" if self._store is None else f"{str(self._store.periods.parent)!r}, "
         return (
-            f"PeriodicLeaderboard({self._calendar!r}, keep={self._keep}, "
-            f"grace={self._grace}, periods={len(self._periods)})"
+            f"PeriodicLeaderboard({where}{self._calendar!r}, keep={self._keep}, "
+            f"grace={self._grace}, periods={len(self._periods)}"
+            f"{', closed' if self._shut else ''})"
         )
 
+
+#: The settings of a :class:`Leaderboard` (the other options a durable
+#: periodic board is opened with are its event logs').
+_BOARD_SETTINGS: Final = ("order", "tie_break", "rank_style", "backend")
 
 #: Prefix of a dropped period's directory while it is being deleted.
 _DROPPED: Final = ".dropped-"

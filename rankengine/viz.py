@@ -59,6 +59,7 @@ __all__ = [
     "Link",
     "Panel",
     "Shape",
+    "counted",
     "label_of",
     "make_shape",
     "random_scores",
@@ -724,6 +725,17 @@ def _xml_safe(text: str) -> str:
     return _NOT_XML.sub(lambda m: ascii(m.group())[1:-1], text)
 
 
+def counted(n: int, singular: str, plural: str) -> str:
+    """``n`` and the noun in the number it needs: "1 entry", "2 entries".
+
+    Runtime complexity: O(1)
+
+    >>> counted(1, "entry", "entries"), counted(0, "level", "levels")
+    ('1 entry', '0 levels')
+    """
+    return f"{n} {singular if n == 1 else plural}"
+
+
 def _escape(text: str) -> str:
     """``text`` as SVG character data (markup escaped, non-XML characters spelled out)."""
     return _xml_escape(_xml_safe(text))
@@ -761,7 +773,10 @@ def render_svg(
     """
     shape = shape_of(source, label)
     if title is None:
-        title = f"A skip list of {shape.length} entries on {shape.level} levels"
+        title = (
+            f"A skip list of {counted(shape.length, 'entry', 'entries')} "
+            f"on {counted(shape.level, 'level', 'levels')}"
+        )
         if trace is not None:
             title += (
                 f": the search for {trace.target[0]}"

@@ -62,6 +62,7 @@ from typing import Any, Final
 
 from rankengine.combine import _aggregate
 from rankengine.copying import Uncopyable
+from rankengine.durable import FsyncPolicy, _check_fsync
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.periodic import Calendar, LatePolicy, Period, PeriodicLeaderboard
 from rankengine.scoring import Member, Score
@@ -430,7 +431,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         cal: Calendar | str,
         buckets: int,
         *,
-        fsync: str = "everysec",
+        fsync: FsyncPolicy = "everysec",
         clock: Callable[[], float] = time.time,
         **options: Any,
     ) -> SlidingWindowLeaderboard:
@@ -443,6 +444,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(replay of the buckets + one full refresh)
         """
+        _check_fsync(fsync)  # before anything is created or locked
         window = cls(cal, buckets, clock=clock, **options)
         with window._lock:
             window._buckets._attach(Path(path), fsync)

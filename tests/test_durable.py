@@ -41,6 +41,7 @@ from rankengine.eventlog import (
     TornTailWarning,
 )
 from rankengine.manifest import read_manifest, repair, segment_name, verify
+from rankengine.periodic import PeriodicLeaderboard
 
 BACKENDS: list[Any] = ["sortedlist", "skiplist", ListIndex]
 
@@ -162,6 +163,22 @@ def test_one_writer_per_directory(tmp_path: Path) -> None:
     with open_board(tmp_path), pytest.raises(LogError, match="already open"):
         open_board(tmp_path)
     open_board(tmp_path).close()
+
+
+def test_a_path_that_is_not_a_directory_is_named_as_such(tmp_path: Path) -> None:
+    # A regular file where the directory should be used to surface as
+    # os.makedirs' "[Errno 17] File exists" (FileExistsError), and a missing
+    # directory with create=False was "not a directory".
+    (tmp_path / "file").write_text("mine")
+    for create in (True, False):
+        with pytest.raises(NotADirectoryError, match=r"file is not a directory$"):
+            open_board(tmp_path / "file", create=create)
+    with pytest.raises(NotADirectoryError, match=r"file is not a directory$"):
+        PeriodicLeaderboard.open(tmp_path / "file", "daily")
+    with pytest.raises(FileNotFoundError, match=r"missing does not exist \(create=False\)$"):
+        open_board(tmp_path / "missing", create=False)
+    assert (tmp_path / "file").read_text() == "mine"
+    assert not (tmp_path / "missing").exists()
 
 
 def test_create_false_and_foreign_directories(tmp_path: Path) -> None:

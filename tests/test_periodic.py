@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankengine import Leaderboard
+from rankengine import Entry, Leaderboard
 from rankengine import periodic as periodic_module
 from rankengine.changes import Change
 from rankengine.periodic import (
@@ -534,6 +534,51 @@ def test_bad_arguments() -> None:
     with pytest.raises(TypeError):
         PeriodicLeaderboard("daily").board(3)  # type: ignore[arg-type]
     assert "keep=1" in repr(PeriodicLeaderboard("daily"))
+
+
+def test_board_settings_are_checked_when_the_board_is_made() -> None:
+    # They were checked only when the first period's board was built: the
+    # constructor accepted order="up" and the first write or read raised.
+    with pytest.raises(ValueError, match="order must be"):
+        PeriodicLeaderboard("daily", order="up")
+    with pytest.raises(ValueError, match="backend must be"):
+        PeriodicLeaderboard("daily", backend="btree")
+
+
+def test_an_empty_past_period_of_a_durable_board_opened_with_log_options_reads_as_empty(
+    tmp_path: Path,
+) -> None:
+    # The empty detached board of a period nobody wrote to was built with
+    # every option given to open(), and a log option such as retain_log or
+    # on_torn_tail made it raise TypeError.
+    clock = lambda: ts("2026-12-01T01:00:00")  # noqa: E731
+    with PeriodicLeaderboard.open(
+        tmp_path,
+        "daily",
+        clock=clock,
+        fsync="never",
+        retain_log=True,
+        on_torn_tail="refuse",
+        order="asc",
+    ) as board:
+        assert board.top(period="2026-11-30") == []
+        assert board.rank("ann", period="2026-11-30") is None
+        assert board.board("2026-11-30").order == "asc"
+        board.incr("ann", 2)
+        assert board.top() == [Entry("ann", 2, 1, None)]
+
+
+def test_repr_of_a_durable_board_names_its_directory_and_whether_it_is_closed(
+    tmp_path: Path,
+) -> None:
+    board = PeriodicLeaderboard.open(tmp_path, "daily", fsync="never")
+    assert repr(board) == (
+        f"PeriodicLeaderboard({str(tmp_path)!r}, Daily(utc_offset=0), keep=1, grace=0.0, periods=0)"
+    )
+    board.incr("ann", 1)
+    board.close()
+    assert repr(board).endswith(", periods=1, closed)")
+    assert repr(PeriodicLeaderboard("daily")).startswith("PeriodicLeaderboard(Daily(")
 
 
 class LoggedBoards:

@@ -149,6 +149,27 @@ def test_one_writer_per_root_in_one_process_too(tmp_path: Path, opener: object, 
     opener(root).close()  # released by close(), and by the refused open
 
 
+@pytest.mark.parametrize(
+    "opener",
+    [
+        lambda root, **kw: PeriodicLeaderboard.open(root, "daily", **kw),
+        lambda root, **kw: SlidingWindowLeaderboard.open(root, "hourly", 24, **kw),
+        lambda root, **kw: DecayedLeaderboard.open(root, half_life=3600, **kw),
+    ],
+    ids=["periodic", "window", "decayed"],
+)
+def test_a_bad_fsync_policy_is_refused_before_the_root_is_touched(
+    tmp_path: Path, opener: Any
+) -> None:
+    # The periodic open accepted any policy and refused it only at the first
+    # write, which opens a period's board; the window and decayed opens
+    # refused it after creating the root and its lock file.
+    root = tmp_path / "root"
+    with pytest.raises(ValueError, match=r"fsync must be one of .* not 'sometimes'"):
+        opener(root, fsync="sometimes")
+    assert not root.exists()
+
+
 def test_a_failed_periodic_open_releases_the_root_and_the_periods_it_opened(
     tmp_path: Path,
 ) -> None:

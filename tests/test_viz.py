@@ -681,6 +681,30 @@ def test_trace_summary_describes_the_list_the_narration_starts_from(
 
 
 @pytest.mark.parametrize(
+    ("args", "summary"),
+    [
+        (["show", "5"], "A skip list of 1 entry on 1 level (P"),
+        (["trace", "5", "--find", "5"], "A skip list of 1 entry on 1 level (P"),
+        (["trace", "5", "--insert", "6", "--height", "1"], "into a skip list of 1 entry."),
+        (["trace", "5", "--delete", "5"], "from a skip list of 1 entry."),
+        (["trace", "5", "--find", "5"], "after crossing 1 link (of 1 node)."),
+        (["show", "5", "6"], "of 2 entries on 1 level (P"),
+    ],
+)
+def test_counts_of_one_are_singular(args: list[str], summary: str) -> None:
+    code, out, err = _cli([*args, "--seed", "1", "--max-level", "1"])
+    assert code == 0, err
+    assert summary in " ".join(out.split())
+
+
+def test_svg_title_of_one_entry_is_singular() -> None:
+    title = ET.fromstring(render_svg(teaching_list([5], rng=1, max_level=1))).find(
+        "{http://www.w3.org/2000/svg}title"
+    )
+    assert title is not None and title.text == "A skip list of 1 entry on 1 level"
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["show", "1", "--random", "3"], "give scores or --random N, not both"),
