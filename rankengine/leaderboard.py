@@ -46,7 +46,7 @@ import itertools
 import os
 from collections.abc import Iterable, Mapping
 from operator import itemgetter, ne
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, overload
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import board_from_state
@@ -151,6 +151,10 @@ class Leaderboard(BoardReads):
             self._commit(changes)
             return True
 
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
     def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
         """Add ``delta`` to ``member``'s score (a missing member starts at 0).
 

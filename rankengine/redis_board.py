@@ -31,7 +31,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, overload
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import Uncopyable
@@ -376,6 +376,10 @@ class RedisLeaderboard(Uncopyable):
             self._notify(changes)
         return bool(changes)
 
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
     def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
         """Add ``delta`` to ``member``'s score; see
         :meth:`Leaderboard.incr <rankengine.Leaderboard.incr>`.

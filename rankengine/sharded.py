@@ -57,7 +57,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from hashlib import blake2b
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from rankengine.changes import PUT, Change
 from rankengine.core import (
@@ -332,6 +332,10 @@ class ShardedLeaderboard(ShardMerge):
         """
         return bool(self._write(member, lambda b: b.set(member, score, when=when, meta=meta)))
 
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
     def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
         """As :meth:`Leaderboard.incr <rankengine.Leaderboard.incr>`; touches one shard.
 

@@ -32,3 +32,23 @@ def test_ruff_check_is_clean() -> None:
 def test_ruff_format_is_clean() -> None:
     result = _run("ruff", "format", "--check", "rankengine", "tests", "bench")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_incr_without_when_is_typed_as_a_score(tmp_path: Path) -> None:
+    """``incr`` without ``when=`` returns the new score, never None, and its
+    type says so: ``total: Score = board.incr(...)`` type-checks.  With
+    ``when=`` the result may be None (a blocked write)."""
+    snippet = tmp_path / "uses_incr.py"
+    snippet.write_text(
+        "from typing import assert_type\n"
+        "from rankengine import Leaderboard, RedisLeaderboard, ShardedLeaderboard\n"
+        "from rankengine.scoring import Score\n"
+        "\n"
+        "def use(b: Leaderboard, r: RedisLeaderboard, s: ShardedLeaderboard) -> None:\n"
+        "    for board in (b, r, s):\n"
+        "        assert_type(board.incr('ann'), Score)\n"
+        "        assert_type(board.incr('ann', 2.5, when=None), Score)\n"
+        "        assert_type(board.incr('ann', 1, when='present'), Score | None)\n"
+    )
+    result = _run("mypy", "--strict", str(snippet))
+    assert result.returncode == 0, result.stdout + result.stderr
