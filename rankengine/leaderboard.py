@@ -345,6 +345,38 @@ class Leaderboard(BoardReads):
             self._commit([(DEL, member)])
             return True
 
+    def __setitem__(self, member: Member, score: Score) -> None:
+        """``board[member] = score``: :meth:`set` with no options (the member's
+        metadata stays).
+
+        Runtime complexity: O(log N)
+
+        >>> board = Leaderboard()
+        >>> board["ann"] = 10
+        >>> board["ann"], board.rank("ann")
+        (10, 1)
+        """
+        self.set(member, score)
+
+    def __delitem__(self, member: Member) -> None:
+        """``del board[member]``: :meth:`remove`, except that an absent member
+        raises ``KeyError``, as ``del`` on a dict does.
+
+        Runtime complexity: O(log N)
+
+        >>> board = Leaderboard()
+        >>> board["ann"] = 10
+        >>> del board["ann"]
+        >>> "ann" in board
+        False
+        >>> del board["ann"]
+        Traceback (most recent call last):
+        ...
+        KeyError: 'ann'
+        """
+        if not self.remove(member):
+            raise KeyError(member)
+
     def remove_many(self, members: Iterable[Member]) -> int:
         """Remove several members in one call; return how many were present.
 

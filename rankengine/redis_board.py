@@ -475,6 +475,22 @@ class RedisLeaderboard(Uncopyable):
         """
         return self.remove_many([member]) == 1
 
+    def __setitem__(self, member: Member, score: Score) -> None:
+        """``board[member] = score``; see :meth:`Leaderboard.__setitem__
+        <rankengine.Leaderboard.__setitem__>`.
+
+        Runtime complexity: O(log N)
+        """
+        self.set(member, score)
+
+    def __delitem__(self, member: Member) -> None:
+        """``del board[member]``; an absent member raises ``KeyError``.
+
+        Runtime complexity: O(log N)
+        """
+        if not self.remove(member):
+            raise KeyError(member)
+
     def remove_many(self, members: Iterable[Member]) -> int:
         """Remove several members in one script; return how many were present.
 

@@ -30,7 +30,7 @@ import pytest
 from listindex import ListIndex
 from redis_service import redis_board
 
-from rankengine import Leaderboard
+from rankengine import Leaderboard, ShardedLeaderboard
 from rankengine.index import RUN_SCAN_LIMIT
 
 #: Every backend the behaviour suites run on, in one place.
@@ -99,6 +99,19 @@ def backend(request: pytest.FixtureRequest) -> str:
 def make_board(backend: str) -> BoardFactory:
     """``make_board(**kwargs)`` builds an empty board on this test's backend."""
     return board_factory(backend)
+
+
+@pytest.fixture(params=["board", "sharded"])
+def make_or_sharded(request: pytest.FixtureRequest, make_board: BoardFactory) -> BoardFactory:
+    """Like ``make_board``, and also a ``ShardedLeaderboard`` over three
+    boards of this test's backend: the API both must answer alike."""
+    if request.param == "board":
+        return make_board
+
+    def sharded(**kwargs: Any) -> ShardedLeaderboard:
+        return ShardedLeaderboard([make_board(**kwargs) for _ in range(3)])
+
+    return sharded
 
 
 def untied_far_members(board: Any) -> list[Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rankengine import Leaderboard, ShardedLeaderboard
+from rankengine import Leaderboard
 
 
 class Index:
@@ -63,18 +63,6 @@ def _plain(value: int) -> int:
     return value
 
 
-@pytest.fixture(params=["board", "sharded"])
-def make(request: pytest.FixtureRequest, make_board: Any) -> Any:
-    """Boards of this test's backend, plain and sharded over three of them."""
-    if request.param == "board":
-        return make_board
-
-    def sharded(**kwargs: Any) -> ShardedLeaderboard:
-        return ShardedLeaderboard([make_board(**kwargs) for _ in range(3)])
-
-    return sharded
-
-
 def _filled(make: Any) -> Any:
     board = make()
     board.set_many(SCORES)
@@ -82,23 +70,23 @@ def _filled(make: Any) -> Any:
 
 
 @pytest.mark.parametrize(("name", "read"), READS, ids=[name for name, _ in READS])
-def test_reads_take_an_index_type(make: Any, name: str, read: Any) -> None:
-    board = _filled(make)
+def test_reads_take_an_index_type(make_or_sharded: Any, name: str, read: Any) -> None:
+    board = _filled(make_or_sharded)
     assert read(board, Index) == read(board, _plain)
     board._check()
 
 
 @pytest.mark.parametrize(("name", "write"), WRITES, ids=[name for name, _ in WRITES])
-def test_writes_take_an_index_type(make: Any, name: str, write: Any) -> None:
-    given, plain = _filled(make), _filled(make)
+def test_writes_take_an_index_type(make_or_sharded: Any, name: str, write: Any) -> None:
+    given, plain = _filled(make_or_sharded), _filled(make_or_sharded)
     assert write(given, Index) == write(plain, _plain)
     assert given.items() == plain.items()
     given._check()
 
 
 @pytest.mark.parametrize("bad", [True, 2.0, "2"], ids=repr)
-def test_bool_float_and_str_stay_refused(make: Any, bad: Any) -> None:
-    board = _filled(make)
+def test_bool_float_and_str_stay_refused(make_or_sharded: Any, bad: Any) -> None:
+    board = _filled(make_or_sharded)
     before = board.items()
     for call in (lambda: board.top(bad), lambda: board.page(1, bad), lambda: board.pop_best(bad)):
         with pytest.raises(TypeError, match="must be an int"):

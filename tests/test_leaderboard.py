@@ -121,6 +121,31 @@ def test_container_protocol(make_board: Any) -> None:
     assert board.score("zed", -1) == -1
 
 
+def test_item_assignment_and_deletion(make_or_sharded: Any) -> None:
+    board = make_or_sharded()
+    board["ann"] = 10
+    board["bob"] = 20
+    board.set_meta("ann", {"name": "Ann"})
+    board["ann"] = 30  # a set with no options: the metadata stays
+    assert board.items() == [("ann", 30), ("bob", 20)]
+    assert board.meta("ann") == {"name": "Ann"}
+    assert board.rank("ann") == 1
+    del board["bob"]
+    assert board.items() == [("ann", 30)]
+    board._check()
+    with pytest.raises(KeyError, match="bob"):
+        del board["bob"]
+    with pytest.raises(TypeError, match="score must be"):
+        board["cid"] = "high"
+    with pytest.raises(ValueError, match="NaN"):
+        board["ann"] = math.nan
+    with pytest.raises(TypeError, match="member must be"):
+        del board[["ann"]]
+    assert board.items() == [("ann", 30)]
+    assert board.meta("ann") == {"name": "Ann"}
+    board._check()
+
+
 # ----------------------------------------------------------------------
 # Rank styles, orders, ties
 # ----------------------------------------------------------------------
