@@ -1149,4 +1149,13 @@ def rebuild(
             TornTailWarning,
             stacklevel=2,
         )
+    if until_seq is not None and loaded.last_seq < until_seq:
+        # a point in time past the end is the end, but a sequence number
+        # past it is more often a typo than a request for the whole log
+        warnings.warn(
+            f"{directory}: the log ends at seq {loaded.last_seq}, before seq {until_seq}: "
+            "this is the board at the end of the log",
+            RecoveryWarning,
+            stacklevel=2,
+        )
     return board

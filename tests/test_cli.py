@@ -372,6 +372,24 @@ def test_replay_before_the_snapshot_is_refused_clearly(demo: tuple[Run, Path]) -
     assert "begins at seq 2002" in run.err and "nowhere" not in run.err
 
 
+def test_replay_past_the_end_of_the_log_says_so(demo: tuple[Run, Path]) -> None:
+    """A sequence number past the last record (a typo, often) replays the
+    whole log, and stderr says where the log ends; a time past the end is
+    simply now, and says nothing."""
+    board = demo[1]
+    with Leaderboard.open(board) as live:
+        last = live.last_seq
+    whole = _invoke(["replay", str(board), "--top", "5"])
+    past = _invoke(["replay", str(board), "--until", str(last + 1000), "--top", "5"])
+    assert past.code == 0 and past.out == whole.out
+    assert f"the log ends at seq {last}, before seq {last + 1000}" in past.err
+    assert past.err.count("\n") == 1 and "Traceback" not in past.err
+    at_end = _invoke(["replay", str(board), "--until", str(last), "--top", "5"])
+    later = _invoke(["replay", str(board), "--until", "9999-01-01", "--top", "5"])
+    for run in (at_end, later):
+        assert run.code == 0 and run.out == whole.out and run.err == ""
+
+
 # ----------------------------------------------------------------------
 # Bad arguments: a message and a non-zero exit, never a traceback
 # ----------------------------------------------------------------------
