@@ -72,7 +72,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from rankengine.copying import Uncopyable
-from rankengine.durable import FsyncPolicy, _check_fsync, _make_directory
+from rankengine.durable import (
+    BOARD_SETTINGS,
+    LOG_OPTIONS,
+    FsyncPolicy,
+    _check_fsync,
+    _check_options,
+    _make_directory,
+)
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.manifest import DirectoryLock
@@ -577,6 +584,7 @@ class DecayedLeaderboard(Uncopyable):
         Runtime complexity: O(replay) to open
         """
         _check_fsync(fsync)  # before anything is created or locked
+        _check_options(board_config, BOARD_SETTINGS + LOG_OPTIONS, "DecayedLeaderboard.open")
         root = Path(path)
         _make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not

@@ -45,7 +45,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
 from rankengine.changes import DEL, META, PUT, Change
@@ -468,6 +468,37 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     manifest = Manifest(config, [], [(name, 1)])
     write_manifest(directory, manifest, step="create_manifest")
     return manifest
+
+
+#: A board's settings: every kind of board takes them (the periodic, window
+#: and decayed boards pass them to the boards they make).
+BOARD_SETTINGS: Final = ("order", "tie_break", "rank_style", "backend")
+#: What a durable board's event log takes on top of the settings (its path,
+#: ``fsync``, ``create`` and ``now`` are the opener's to give).
+LOG_OPTIONS: Final = ("on_torn_tail", "compact_min_bytes", "compact_ratio", "retain_log")
+
+
+def _check_options(options: Iterable[str], allowed: tuple[str, ...], caller: str) -> None:
+    """Refuse an option not in ``allowed`` as Python refuses an unexpected
+    keyword: a misspelt option (``retian_log``) is an error when the board
+    is made, not at its first write, and before anything is on disk.
+
+    Runtime complexity: O(len(options))
+
+    >>> _check_options(["order"], BOARD_SETTINGS, "PeriodicLeaderboard")
+    >>> _check_options(["retian_log"], BOARD_SETTINGS + LOG_OPTIONS, "open")
+    Traceback (most recent call last):
+    ...
+    TypeError: open() got an unexpected keyword argument 'retian_log'
+    """
+    for name in options:
+        if name not in allowed:
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}")
+
+
+def _pop_log_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Take the :data:`LOG_OPTIONS` out of ``options`` and return them."""
+    return {name: options.pop(name) for name in LOG_OPTIONS if name in options}
 
 
 def _check_fsync(policy: object) -> None:

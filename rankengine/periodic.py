@@ -62,7 +62,14 @@ from rankengine.calendars import (
     calendar,
 )
 from rankengine.copying import Uncopyable
-from rankengine.durable import FsyncPolicy, _check_fsync, _make_directory
+from rankengine.durable import (
+    BOARD_SETTINGS,
+    FsyncPolicy,
+    _check_fsync,
+    _check_options,
+    _make_directory,
+    _pop_log_options,
+)
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.manifest import DirectoryLock
@@ -278,6 +285,10 @@ class PeriodicLeaderboard(Uncopyable):
             raise ValueError(f"grace must be >= 0, not {grace!r}")
         if late not in _LATE_POLICIES:
             raise ValueError(f"late must be one of {_LATE_POLICIES}, not {late!r}")
+        # settings only (open() gives the log options to the boards it opens):
+        # a misspelt or bad one is refused here, not at the first write
+        _check_options(board_config, BOARD_SETTINGS, "PeriodicLeaderboard")
+        Leaderboard(**board_config)
         self._calendar = calendar(cal)
         self._keep = keep
         self._grace = grace
@@ -287,12 +298,11 @@ class PeriodicLeaderboard(Uncopyable):
         self._archive = None if archive is None else Path(archive)
         if self._archive is not None:
             self._archive.mkdir(parents=True, exist_ok=True)
+        #: the settings of the boards it makes; open() adds the log options
+        #: of the durable ones, which the empty detached board of an
+        #: unwritten period does not take (it reads _plain_config)
         self._board_config = board_config
-        #: the settings a plain board takes: open() passes the durable
-        #: boards' log options (retain_log, on_torn_tail...) in board_config
-        #: too, and the empty detached board of an unwritten period gets none
-        self._plain_config = {k: v for k, v in board_config.items() if k in _BOARD_SETTINGS}
-        Leaderboard(**self._plain_config)  # a bad setting is refused here, not at a write
+        self._plain_config = dict(board_config)
         self._factory = board_factory or (lambda _period: Leaderboard(**board_config))
         self._boards: dict[str, Leaderboard] = {}
         self._periods: dict[str, Period] = {}
@@ -642,7 +652,9 @@ class PeriodicLeaderboard(Uncopyable):
         even if the new process's clock reads earlier.
         """
         _check_fsync(fsync)  # before anything is created or locked
-        board = cls(cal, clock=clock, **options)
+        log_options = _pop_log_options(options)
+        board = cls(cal, clock=clock, **options)  # refuses anything else unknown
+        board._board_config = {**board._board_config, **log_options}
         board._attach(Path(path), fsync)
         return board
 
@@ -914,10 +926,6 @@ class PeriodicLeaderboard(Uncopyable):
             f"{', closed' if self._shut else ''})"
         )
 
-
-#: The settings of a :class:`Leaderboard` (the other options a durable
-#: periodic board is opened with are its event logs').
-_BOARD_SETTINGS: Final = ("order", "tie_break", "rank_style", "backend")
 
 #: Prefix of a dropped period's directory while it is being deleted.
 _DROPPED: Final = ".dropped-"

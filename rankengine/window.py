@@ -62,7 +62,13 @@ from typing import Any, Final
 
 from rankengine.combine import _aggregate
 from rankengine.copying import Uncopyable
-from rankengine.durable import FsyncPolicy, _check_fsync
+from rankengine.durable import (
+    BOARD_SETTINGS,
+    FsyncPolicy,
+    _check_fsync,
+    _check_options,
+    _pop_log_options,
+)
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.periodic import Calendar, LatePolicy, Period, PeriodicLeaderboard
 from rankengine.scoring import Member, Score
@@ -119,6 +125,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         board_factory: Callable[[Period], Leaderboard] | None = None,
         **board_config: Any,
     ) -> None:
+        _check_options(board_config, BOARD_SETTINGS, "SlidingWindowLeaderboard")
         if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
             raise ValueError(f"buckets must be an int >= 1, not {buckets!r}")
         if refresh_every is not None and (
@@ -445,7 +452,12 @@ class SlidingWindowLeaderboard(Uncopyable):
         Runtime complexity: O(replay of the buckets + one full refresh)
         """
         _check_fsync(fsync)  # before anything is created or locked
-        window = cls(cal, buckets, clock=clock, **options)
+        log_options = _pop_log_options(options)
+        window = cls(cal, buckets, clock=clock, **options)  # refuses anything else unknown
+        # the buckets are durable boards and take the log options; the
+        # window board, derived data rebuilt on open, stays in memory
+        bucket_config = window._buckets._board_config
+        window._buckets._board_config = {**bucket_config, **log_options}
         with window._lock:
             window._buckets._attach(Path(path), fsync)
             try:

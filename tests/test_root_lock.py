@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
+from rankengine import Entry
 from rankengine.decay import DecayedLeaderboard
+from rankengine.durable import DurableLeaderboard
 from rankengine.eventlog import LogError
 from rankengine.manifest import LOCK_NAME, verify
 from rankengine.periodic import PeriodicLeaderboard
@@ -35,6 +37,7 @@ NOON: float = 1_796_040_000.0
 #: kind of argv[2], and prints what happened (it must not get in).
 OPENER = """
 import sys
+from rankengine import Entry
 from rankengine.decay import DecayedLeaderboard
 from rankengine.periodic import PeriodicLeaderboard
 from rankengine.window import SlidingWindowLeaderboard
@@ -149,7 +152,7 @@ def test_one_writer_per_root_in_one_process_too(tmp_path: Path, opener: object, 
     opener(root).close()  # released by close(), and by the refused open
 
 
-@pytest.mark.parametrize(
+OPENERS = pytest.mark.parametrize(
     "opener",
     [
         lambda root, **kw: PeriodicLeaderboard.open(root, "daily", **kw),
@@ -158,6 +161,9 @@ def test_one_writer_per_root_in_one_process_too(tmp_path: Path, opener: object, 
     ],
     ids=["periodic", "window", "decayed"],
 )
+
+
+@OPENERS
 def test_a_bad_fsync_policy_is_refused_before_the_root_is_touched(
     tmp_path: Path, opener: Any
 ) -> None:
@@ -168,6 +174,57 @@ def test_a_bad_fsync_policy_is_refused_before_the_root_is_touched(
     with pytest.raises(ValueError, match=r"fsync must be one of .* not 'sometimes'"):
         opener(root, fsync="sometimes")
     assert not root.exists()
+
+
+@OPENERS
+def test_an_unknown_option_is_refused_before_the_root_is_touched(
+    tmp_path: Path, opener: Any
+) -> None:
+    # A misspelt option: the periodic open accepted it and failed at the
+    # first write; the decayed open refused it after creating the root.
+    root = tmp_path / "root"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'retian_log'"):
+        opener(root, retian_log=True)
+    assert not root.exists()
+
+
+@OPENERS
+def test_the_log_options_reach_the_durable_boards(tmp_path: Path, opener: Any) -> None:
+    # The window open refused every log option: its window board, which
+    # stays in memory, was made with them.
+    root = tmp_path / "root"
+    options = {"retain_log": True, "compact_ratio": 3.0, "on_torn_tail": "refuse"}
+    with opener(root, fsync="never", **options) as board:
+        if isinstance(board, DecayedLeaderboard):
+            board.add("ann", 1)
+            durable = board.board
+        else:
+            board.incr("ann", 1)
+            periods = board if isinstance(board, PeriodicLeaderboard) else board.buckets
+            durable = periods.board()
+        assert isinstance(durable, DurableLeaderboard)
+        assert durable._retain is True and durable._compact_ratio == 3.0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: PeriodicLeaderboard("daily", **kw),
+        lambda **kw: SlidingWindowLeaderboard("hourly", 24, **kw),
+    ],
+    ids=["periodic", "window"],
+)
+def test_an_in_memory_time_board_takes_board_settings_only(make: Any) -> None:
+    # An in-memory periodic board accepted anything and failed at the first
+    # read or write, which makes a period's board.
+    for option in ("retian_log", "retain_log"):
+        with pytest.raises(TypeError, match=f"unexpected keyword argument '{option}'"):
+            make(**{option: True})
+    board = make(order="asc", tie_break="member")
+    board.incr("ann", 1)
+    if isinstance(board, SlidingWindowLeaderboard):
+        board.refresh()  # a window's reads see its last refresh
+    assert board.top() == [Entry("ann", 1, 1, None)]
 
 
 def test_a_failed_periodic_open_releases_the_root_and_the_periods_it_opened(
