@@ -246,7 +246,9 @@ class _TailReplay:
         """Check that ``event`` applies after the records before it, and
         note its changes; :class:`CorruptionError` if it does not apply."""
         # (the type checks see the board as of the event's start, as a
-        # board applying it would: an event is one batch write)
+        # board applying it would: an event is one batch write, and on an
+        # empty board its members must compare with each other, as a batch
+        # write checks them: the first one fixes the type)
         held = self.member_type if self.size else None
         present, puts = self.present, self.puts
         try:
@@ -255,7 +257,10 @@ class _TailReplay:
             for change in event.changes:
                 kind, member = change[0], change[1]
                 if self.by_member:
-                    _check_comparable(member, held)
+                    if held is None:
+                        held = type(member)
+                    else:
+                        _check_comparable(member, held)
                 here = present.get(member)
                 if here is None:
                     here = member in self.before

@@ -23,7 +23,9 @@ from hypothesis import strategies as st
 from listindex import ListIndex
 
 from rankengine import Leaderboard
+from rankengine.changes import DEL, PUT
 from rankengine.durable import DurableLeaderboard, rebuild
+from rankengine.eventlog import CorruptionError
 
 
 @pytest.fixture(
@@ -185,3 +187,29 @@ def test_a_short_tail_keeps_the_tie_map_of_long_runs(
     with Leaderboard.open(tmp_path, fsync="never", compact_min_bytes=None) as again:
         assert state(again) == state(twin)
         assert untied_far_members(again) == []
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        [(PUT, "b", 1, 1), (PUT, 1, 2, 2)],  # scores apart: the index never compares them
+        [(PUT, "b", 1, 1), (PUT, 1, 1, 2), (DEL, "b")],  # the str member gone at the end
+    ],
+    ids=["apart", "deleted"],
+)
+def test_a_batch_of_members_that_would_not_compare_is_damage(
+    tmp_path: Path, changes: list[tuple[Any, ...]]
+) -> None:
+    """On a board that breaks ties by member, the members of one record must
+    compare with each other even when the board is empty, as a batch write
+    checks them: a record mixing str and int members is damage at that
+    record, whatever the records after it do (here the log is written
+    through the board's log hook, bypassing the write's checks)."""
+    with Leaderboard.open(tmp_path, fsync="never", tie_break="member") as board:
+        assert isinstance(board, DurableLeaderboard)
+        assert board._listener is not None
+        board._listener(changes)
+    with pytest.raises(CorruptionError, match="record 1 does not apply"):
+        Leaderboard.open(tmp_path)
+    with pytest.raises(CorruptionError, match="record 1 does not apply"):
+        rebuild(tmp_path)
