@@ -662,22 +662,14 @@ class Leaderboard(BoardReads):
     ) -> list[Change]:
         old = self._primary.get(member, _MISSING)
         changes: list[Change] = []
-        if old is _MISSING:
-            if when == "present":
+        if when is not None:
+            held = None if old is _MISSING else self._codec.score(old)
+            if self._codec.blocks(when, held, score):
                 return changes
+        # The clock moves only when the ranked score changes: re-setting the
+        # same value keeps the member's place among ties.
+        if old is _MISSING or self._codec.primary(score) != old:
             changes.append((PUT, member, score, self._clock + 1))
-        else:
-            if when == "new":
-                return changes
-            old_score = self._codec.score(old)
-            if when == "better" and not self._codec.better(score, old_score):
-                return changes
-            if when == "worse" and not self._codec.better(old_score, score):
-                return changes
-            # The clock moves only when the ranked score changes: re-setting the
-            # same value keeps the member's place among ties.
-            if self._codec.primary(score) != old:
-                changes.append((PUT, member, score, self._clock + 1))
         if meta is not None and (changes or not _same_meta(self._meta.get(member), meta)):
             changes.append((META, member, meta))
         return changes
@@ -785,14 +777,7 @@ class Leaderboard(BoardReads):
                 new = codec.add(self._zero() if old is _MISSING else old, value, member)
             else:
                 new = value
-                if old is _MISSING:
-                    if when == "present":
-                        continue
-                elif (
-                    when == "new"
-                    or (when == "better" and not codec.better(new, old))
-                    or (when == "worse" and not codec.better(old, new))
-                ):
+                if when is not None and codec.blocks(when, None if old is _MISSING else old, new):
                     continue
             if old is not _MISSING and codec.primary(new) == codec.primary(old):
                 # same score: no change, the member keeps its place and its

@@ -392,3 +392,25 @@ class ScoreCodec:
         """True when score ``a`` ranks strictly ahead of score ``b``."""
         pa, pb = self.primary(a), self.primary(b)
         return bool(pa > pb) if self.descending else bool(pa < pb)
+
+    def blocks(self, when: str | None, old: Score | None, new: Score) -> bool:
+        """Does the ``when`` rule of a ``set`` skip writing ``new`` over
+        ``old`` (``None``: the member is absent)?  ``"new"`` only adds,
+        ``"present"`` only updates, ``"better"``/``"worse"`` only move the
+        member ahead/behind; a new member is always added by those two.
+
+        Runtime complexity: O(columns)
+
+        >>> codec = ScoreCodec("desc")
+        >>> codec.blocks("better", 10, 5), codec.blocks("better", 10, 12)
+        (True, False)
+        >>> codec.blocks("new", None, 1), codec.blocks("present", None, 1)
+        (False, True)
+        """
+        if old is None:
+            return when == "present"
+        return (
+            when == "new"
+            or (when == "better" and not self.better(new, old))
+            or (when == "worse" and not self.better(old, new))
+        )

@@ -962,14 +962,7 @@ class ShardedLeaderboard(ShardMerge):
                 new = codec.add(zero if old is _MISSING else old, value, member)
             else:
                 new = value
-                if old is _MISSING:
-                    if when == "present":
-                        continue
-                elif (
-                    when == "new"
-                    or (when == "better" and not codec.better(new, old))
-                    or (when == "worse" and not codec.better(old, new))
-                ):
+                if when is not None and codec.blocks(when, None if old is _MISSING else old, new):
                     continue
             if old is not _MISSING and codec.primary(new) == codec.primary(old):
                 results[member] = old  # an equal score: the shard keeps the one it holds
