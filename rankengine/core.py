@@ -35,7 +35,7 @@ import operator
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Final, Literal, NamedTuple, TypeAlias
+from typing import Any, Final, Literal, NamedTuple, Protocol, TypeAlias
 
 from sortedcontainers import SortedList
 
@@ -57,6 +57,7 @@ __all__ = [
     "Backend",
     "BoardCore",
     "Entry",
+    "ItemWrites",
     "RankStyle",
     "TieBreak",
 ]
@@ -106,6 +107,46 @@ def _make_index(backend: str | Callable[[], OrderedIndex]) -> OrderedIndex:
 
         return SkipList()
     raise ValueError(f"backend must be 'sortedlist' or 'skiplist', not {backend!r}")
+
+
+class _Writable(Protocol):
+    def set(self, member: Member, score: Score) -> bool: ...
+    def remove(self, member: Member) -> bool: ...
+
+
+class ItemWrites:
+    """``board[member] = score`` and ``del board[member]`` on every kind of
+    board, through the board's own ``set`` and ``remove``.
+
+    >>> from rankengine import Leaderboard
+    >>> board = Leaderboard()
+    >>> board["ann"] = 10
+    >>> board["ann"], board.rank("ann")
+    (10, 1)
+    >>> del board["ann"]
+    >>> del board["ann"]
+    Traceback (most recent call last):
+    ...
+    KeyError: 'ann'
+    """
+
+    __slots__ = ()
+
+    def __setitem__(self: _Writable, member: Member, score: Score) -> None:
+        """``set(member, score)`` with no options (the member's metadata stays).
+
+        Runtime complexity: O(log N)
+        """
+        self.set(member, score)
+
+    def __delitem__(self: _Writable, member: Member) -> None:
+        """``remove(member)``, except that an absent member raises
+        ``KeyError``, as ``del`` on a dict does.
+
+        Runtime complexity: O(log N)
+        """
+        if not self.remove(member):
+            raise KeyError(member)
 
 
 class BoardCore:

@@ -50,7 +50,15 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, overload
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import board_from_state
-from rankengine.core import _MISSING, Entry, RankStyle, TieBreak, _check_count, _member_list
+from rankengine.core import (
+    _MISSING,
+    Entry,
+    ItemWrites,
+    RankStyle,
+    TieBreak,
+    _check_count,
+    _member_list,
+)
 from rankengine.reads import BoardReads
 from rankengine.scoring import (
     Member,
@@ -78,7 +86,7 @@ _first_item = itemgetter(0)
 _second_item = itemgetter(1)
 
 
-class Leaderboard(BoardReads):
+class Leaderboard(BoardReads, ItemWrites):
     """An in-memory leaderboard: O(log N) writes, ranks and ranges.
 
     :param order: ``"desc"`` (high score first, the default), ``"asc"``, or a
@@ -344,38 +352,6 @@ class Leaderboard(BoardReads):
                 return False
             self._commit([(DEL, member)])
             return True
-
-    def __setitem__(self, member: Member, score: Score) -> None:
-        """``board[member] = score``: :meth:`set` with no options (the member's
-        metadata stays).
-
-        Runtime complexity: O(log N)
-
-        >>> board = Leaderboard()
-        >>> board["ann"] = 10
-        >>> board["ann"], board.rank("ann")
-        (10, 1)
-        """
-        self.set(member, score)
-
-    def __delitem__(self, member: Member) -> None:
-        """``del board[member]``: :meth:`remove`, except that an absent member
-        raises ``KeyError``, as ``del`` on a dict does.
-
-        Runtime complexity: O(log N)
-
-        >>> board = Leaderboard()
-        >>> board["ann"] = 10
-        >>> del board["ann"]
-        >>> "ann" in board
-        False
-        >>> del board["ann"]
-        Traceback (most recent call last):
-        ...
-        KeyError: 'ann'
-        """
-        if not self.remove(member):
-            raise KeyError(member)
 
     def remove_many(self, members: Iterable[Member]) -> int:
         """Remove several members in one call; return how many were present.

@@ -37,6 +37,7 @@ from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import Uncopyable
 from rankengine.core import (
     Entry,
+    ItemWrites,
     RankStyle,
     TieBreak,
     _check_count,
@@ -114,7 +115,7 @@ _MISSING: Final = object()
 # ----------------------------------------------------------------------
 # The board
 # ----------------------------------------------------------------------
-class RedisLeaderboard(Uncopyable):
+class RedisLeaderboard(Uncopyable, ItemWrites):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
     :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client,
@@ -474,22 +475,6 @@ class RedisLeaderboard(Uncopyable):
         Runtime complexity: O(log N), one round trip.
         """
         return self.remove_many([member]) == 1
-
-    def __setitem__(self, member: Member, score: Score) -> None:
-        """``board[member] = score``; see :meth:`Leaderboard.__setitem__
-        <rankengine.Leaderboard.__setitem__>`.
-
-        Runtime complexity: O(log N)
-        """
-        self.set(member, score)
-
-    def __delitem__(self, member: Member) -> None:
-        """``del board[member]``; an absent member raises ``KeyError``.
-
-        Runtime complexity: O(log N)
-        """
-        if not self.remove(member):
-            raise KeyError(member)
 
     def remove_many(self, members: Iterable[Member]) -> int:
         """Remove several members in one script; return how many were present.

@@ -62,6 +62,7 @@ from typing import Any, Final, overload
 from rankengine.changes import PUT, Change
 from rankengine.core import (
     Entry,
+    ItemWrites,
     RankStyle,
     _check_count,
     _check_int,
@@ -139,7 +140,7 @@ def _placement_bytes(member: Member) -> bytes:
 # ----------------------------------------------------------------------
 # The sharded board
 # ----------------------------------------------------------------------
-class ShardedLeaderboard(ShardMerge):
+class ShardedLeaderboard(ShardMerge, ItemWrites):
     """A leaderboard whose members are spread over several shard boards.
 
     :param shards: the shard boards, all empty or all filled by a sharded
@@ -373,22 +374,6 @@ class ShardedLeaderboard(ShardMerge):
         Runtime complexity: O(log N)
         """
         return self.remove_many([member]) == 1
-
-    def __setitem__(self, member: Member, score: Score) -> None:
-        """``board[member] = score``; see :meth:`Leaderboard.__setitem__
-        <rankengine.Leaderboard.__setitem__>`.
-
-        Runtime complexity: O(log N)
-        """
-        self.set(member, score)
-
-    def __delitem__(self, member: Member) -> None:
-        """``del board[member]``; an absent member raises ``KeyError``.
-
-        Runtime complexity: O(log N)
-        """
-        if not self.remove(member):
-            raise KeyError(member)
 
     def remove_many(self, members: Iterable[Member]) -> int:
         """Remove several members (one call per shard touched).

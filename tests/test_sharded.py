@@ -304,6 +304,17 @@ def _write_after_the_plan_reads(monkeypatch: Any, shard: Any, write: Any) -> Non
     monkeypatch.setattr(shard, "states", states)
 
 
+def _two_shards(kind: str) -> tuple[ShardedLeaderboard, str, str]:
+    """An empty board on two shards (in memory or on Redis), a member that
+    goes to the first and one that goes to the second."""
+    make = redis_board if kind == "redis" else Leaderboard
+    sharded = ShardedLeaderboard([make(), make()])
+    names = [f"n{i}" for i in range(20)]
+    x = next(m for m in names if sharded.shard_of(m) == 0)
+    y = next(m for m in names if sharded.shard_of(m) == 1)
+    return sharded, x, y
+
+
 @pytest.mark.parametrize("kind", ["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def test_a_batch_replayed_on_a_changed_shard_returns_what_the_replay_did(
     monkeypatch: Any, kind: str
@@ -311,12 +322,8 @@ def test_a_batch_replayed_on_a_changed_shard_returns_what_the_replay_did(
     """incr_many returns the scores the members now hold and set_many the
     number of members it changed, also on a shard written by another writer
     between the plan and its commit (not what the plan expected)."""
-    make = redis_board if kind == "redis" else Leaderboard
-    sharded = ShardedLeaderboard([make(), make()])
+    sharded, x, y = _two_shards(kind)
     try:
-        names = [f"n{i}" for i in range(20)]
-        x = next(m for m in names if sharded.shard_of(m) == 0)
-        y = next(m for m in names if sharded.shard_of(m) == 1)
         sharded.set_many({x: 5, y: 5})
         shard = sharded._shards[0]
 
@@ -353,12 +360,8 @@ def test_a_replayed_batch_keeps_its_members_tied_in_batch_order(
     the first plan's clock (one write: the same clock as x, so both ranked
     2; two writes: a clock before x's, so y ranked ahead of x, which the
     batch set first)."""
-    make = redis_board if kind == "redis" else Leaderboard
-    sharded = ShardedLeaderboard([make(), make()])
+    sharded, x, y = _two_shards(kind)
     try:
-        names = [f"n{i}" for i in range(20)]
-        x = next(m for m in names if sharded.shard_of(m) == 0)
-        y = next(m for m in names if sharded.shard_of(m) == 1)
 
         def other_writer(board: Any) -> None:
             for score in range(writes):
