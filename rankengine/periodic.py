@@ -73,6 +73,7 @@ from rankengine.durable import (
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.manifest import DirectoryLock
+from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod
 from rankengine.scoring import Member, Score
 from rankengine.snapshot import fsync_dir
 
@@ -492,6 +493,19 @@ class PeriodicLeaderboard(Uncopyable):
             self._wrote(period, (member,))
             return removed
 
+    def set_meta(
+        self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
+    ) -> None:
+        """:meth:`Leaderboard.set_meta` on the board of the period of ``t``
+        (default now): ``member`` must be on that board.  A late write that
+        the ``late`` policy drops changes nothing.
+
+        Runtime complexity: O(size of meta)
+        """
+        with self._lock, self._routed(t) as period:
+            if period is not None:
+                self._boards[period.name].set_meta(member, meta)
+
     # ------------------------------------------------------------------
     # Reads
     # ------------------------------------------------------------------
@@ -576,13 +590,155 @@ class PeriodicLeaderboard(Uncopyable):
         period: Period | str | None = None,
         fill: bool = False,
         style: RankStyle | None = None,
+        with_meta: bool = False,
     ) -> list[Entry]:
         """:meth:`Leaderboard.around` in a period (default: the current one).
 
         Runtime complexity: O(log N + above + below)
         """
         with self._lock:  # the period found and its read: one step
-            return self.board(period).around(member, above, below, fill=fill, style=style)
+            return self.board(period).around(
+                member, above, below, fill=fill, style=style, with_meta=with_meta
+            )
+
+    def page(
+        self,
+        number: int,
+        size: int = DEFAULT_PAGE_SIZE,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.page` in a period (default: the current one).
+
+        Runtime complexity: O(log N + size)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).page(number, size, style=style, with_meta=with_meta)
+
+    def pages(self, size: int = DEFAULT_PAGE_SIZE, *, period: Period | str | None = None) -> int:
+        """:meth:`Leaderboard.pages` of a period (default: the current one).
+
+        Runtime complexity: O(1)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).pages(size)
+
+    def by_rank(
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.by_rank` in a period (default: the current one).
+
+        Runtime complexity: O(log N + k)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).by_rank(start, stop, style=style, with_meta=with_meta)
+
+    def by_score(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.by_score` in a period (default: the current one).
+
+        Runtime complexity: O(log N + k)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).by_score(
+                min,
+                max,
+                min_inclusive=min_inclusive,
+                max_inclusive=max_inclusive,
+                offset=offset,
+                limit=limit,
+                style=style,
+                with_meta=with_meta,
+            )
+
+    def count(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        period: Period | str | None = None,
+    ) -> int:
+        """:meth:`Leaderboard.count` in a period (default: the current one).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).count(
+                min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
+            )
+
+    def at(
+        self,
+        rank: int,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> Entry:
+        """:meth:`Leaderboard.at` in a period (default: the current one).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).at(rank, style=style, with_meta=with_meta)
+
+    def entries(
+        self,
+        members: Iterable[Member],
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry | None]:
+        """:meth:`Leaderboard.entries` in a period (default: the current one).
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).entries(members, style=style, with_meta=with_meta)
+
+    def percentile(
+        self,
+        member: Member,
+        *,
+        period: Period | str | None = None,
+        method: PercentileMethod = "midpoint",
+    ) -> float | None:
+        """:meth:`Leaderboard.percentile` in a period (default: the current one).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).percentile(member, method=method)
+
+    def meta(self, member: Member, *, period: Period | str | None = None) -> dict[str, Any] | None:
+        """:meth:`Leaderboard.meta` in a period (default: the current one).
+
+        Runtime complexity: O(size of meta)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).meta(member)
 
     def archived(self) -> list[str]:
         """Names of the periods in the archive directory, oldest first."""

@@ -994,6 +994,8 @@ REFUSED_WRITES: list[tuple[str, Any]] = [
     ("incr_many one bad member", lambda b, t: b.incr_many([("ann", 1), (["x"], 1)], t=t)),
     ("incr_many iterable fails", lambda b, t: b.incr_many(_raising_pairs(), t=t)),
     ("remove bad member", lambda b, t: b.remove(["x"], t=t)),
+    ("set_meta absent member", lambda b, t: b.set_meta("zed", {"k": 1}, t=t)),
+    ("set_meta bad meta", lambda b, t: b.set_meta("cid", {"k": object()}, t=t)),
 ]
 
 
@@ -1035,7 +1037,7 @@ def test_a_refused_write_leaves_no_period_behind(
     tmp_path: Path, durable: bool, when: str, label: str, write: Any
 ) -> None:
     def refused(board: PeriodicLeaderboard, t: float | None) -> None:
-        with pytest.raises((TypeError, ValueError)):
+        with pytest.raises((TypeError, ValueError, KeyError)):
             write(board, t)
 
     _leaves_no_period_behind(tmp_path, durable, when, refused)
@@ -1134,4 +1136,71 @@ def test_a_monthly_board_runs_to_the_end_of_9999_and_refuses_the_clock_past_it()
     assert board.incr("bob", 2) == 2
     assert [p.name for p in board.periods()] == ["9999-12"]
     assert board.top() == [("bob", 2, 1, None), ("ann", 1, 2, None)]
+    board._check()
+
+
+# ----------------------------------------------------------------------
+# The read API of a period
+# ----------------------------------------------------------------------
+#: (name, read) pairs: each read of a period's board through the periodic
+#: board, with options that change the answer (a style, metadata).
+PERIOD_READS: list[tuple[str, Callable[[Any, dict[str, Any]], Any]]] = [
+    ("top", lambda b, p: b.top(3, style="competition", with_meta=True, **p)),
+    ("page", lambda b, p: b.page(2, 2, style="dense", with_meta=True, **p)),
+    ("pages", lambda b, p: b.pages(2, **p)),
+    ("by_rank", lambda b, p: b.by_rank(2, -2, style="competition", with_meta=True, **p)),
+    (
+        "by_score",
+        lambda b, p: b.by_score(2, 9, max_inclusive=False, offset=1, limit=2, style="dense", **p),
+    ),
+    ("count", lambda b, p: b.count(2, 9, min_inclusive=False, **p)),
+    ("at", lambda b, p: b.at(-1, style="competition", with_meta=True, **p)),
+    ("entries", lambda b, p: b.entries(["bob", "zed", "ann"], style="dense", **p)),
+    ("percentile", lambda b, p: b.percentile("bob", method="at_or_below", **p)),
+    ("meta", lambda b, p: b.meta("ann", **p)),
+    ("around", lambda b, p: b.around("bob", 1, 1, fill=True, with_meta=True, **p)),
+    ("rank", lambda b, p: b.rank("bob", style="dense", **p)),
+]
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize(("name", "read"), PERIOD_READS, ids=[c[0] for c in PERIOD_READS])
+def test_reads_of_a_period_are_those_of_its_board(
+    tmp_path: Path, durable: bool, name: str, read: Any
+) -> None:
+    board, _, _ = _daily_in_grace(tmp_path / "board", durable, lambda p, b: None)
+    yesterday = ts("2026-11-30T23:00:00")
+    scores = {"ann": 9, "bob": 5, "cid": 5, "dee": 2, "eve": 1}
+    # yesterday in the reverse order, so that a read of the wrong period shows
+    for t, day in ((None, "today"), (yesterday, "yesterday")):
+        board.set_many({m: v if t is None else 10 - v for m, v in scores.items()}, t=t)
+        board.set_meta("ann", {"name": f"Ann {day}"}, t=t)
+    try:
+        for period in (None, "2026-12-01", "2026-11-30"):
+            given = {} if period is None else {"period": period}
+            assert read(board, given) == read(board.board(period), {})
+        assert read(board, {"period": "2026-11-30"}) != read(board, {}) or name == "pages"
+        assert board.meta("ann", period="2026-11-30") == {"name": "Ann yesterday"}
+        board._check()
+    finally:
+        if durable:
+            board.close()
+
+
+def test_set_meta_goes_to_the_period_of_its_time(tmp_path: Path) -> None:
+    board, clock, _ = _daily_in_grace(tmp_path / "board", False, lambda p, b: None)
+    yesterday = ts("2026-11-30T23:00:00")
+    board.set("ann", 1, t=yesterday)
+    board.set("ann", 2)
+    board.set_meta("ann", {"day": "yesterday"}, t=yesterday)
+    assert board.meta("ann", period="2026-11-30") == {"day": "yesterday"}
+    assert board.meta("ann") is None
+    board.set_meta("ann", {"day": "today"})
+    assert board.meta("ann") == {"day": "today"}
+    board.set_meta("ann", None, t=yesterday)
+    assert board.meta("ann", period="2026-11-30") is None
+    clock.t = ts("2026-12-01T02:00:00")  # yesterday is past its grace
+    with pytest.raises(LateEventError):
+        board.set_meta("ann", {"day": "late"}, t=yesterday)
+    assert board.meta("ann", period="2026-11-30") is None
     board._check()
