@@ -64,6 +64,7 @@ from rankengine.calendars import (
 from rankengine.copying import Uncopyable
 from rankengine.durable import (
     BOARD_SETTINGS,
+    DurableLeaderboard,
     FsyncPolicy,
     _check_fsync,
     _check_options,
@@ -813,6 +814,23 @@ class PeriodicLeaderboard(Uncopyable):
         board._board_config = {**board._board_config, **log_options}
         board._attach(Path(path), fsync)
         return board
+
+    def compact(self) -> dict[str, int]:
+        """Compact the durable board of every period held (a snapshot each:
+        see :meth:`DurableLeaderboard.compact <rankengine.durable.DurableLeaderboard.compact>`),
+        and return ``{period name: the sequence number its snapshot
+        covers}``; ``{}`` in memory and after :meth:`close`.  Boards compact
+        themselves as their logs grow; this is for a snapshot on demand
+        (before a deploy, say).  Writes wait while it runs.
+
+        Runtime complexity: O(N) for N members over the periods held
+        """
+        with self._lock:
+            return {
+                name: board.compact()
+                for name, board in self._boards.items()
+                if isinstance(board, DurableLeaderboard) and not board.closed
+            }
 
     def close(self) -> None:
         """Close every durable period board (flushing its log) and release

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from rankengine import Entry, Leaderboard
 from rankengine import periodic as periodic_module
 from rankengine.changes import Change
+from rankengine.manifest import read_manifest
 from rankengine.periodic import (
     Calendar,
     Cron,
@@ -1204,3 +1205,26 @@ def test_set_meta_goes_to_the_period_of_its_time(tmp_path: Path) -> None:
         board.set_meta("ann", {"day": "late"}, t=yesterday)
     assert board.meta("ann", period="2026-11-30") is None
     board._check()
+
+
+def test_compact_snapshots_every_period_held(tmp_path: Path) -> None:
+    root = tmp_path / "board"
+    board, _, options = _daily_in_grace(root, True, lambda p, b: None)
+    yesterday = ts("2026-11-30T23:00:00")
+    for i in range(5):
+        board.incr(f"p{i}", i + 1, t=yesterday)
+        board.incr(f"p{i}", 10 * i)
+    before = {name: board.board(name).items() for name in ("2026-11-30", "2026-12-01")}
+    seqs = {name: board.board(name).last_seq for name in before}
+
+    assert board.compact() == seqs
+    for name, seq in seqs.items():
+        snapshots = read_manifest(str(root / "periods" / name)).snapshots
+        assert [s for _, s in snapshots] == [seq]
+    board.close()
+    assert board.compact() == {}  # closed: nothing to compact
+
+    with PeriodicLeaderboard.open(root, "daily", fsync="never", **options) as again:
+        assert {name: again.board(name).items() for name in before} == before
+        again._check()
+    assert PeriodicLeaderboard("daily").compact() == {}  # in memory
