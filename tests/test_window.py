@@ -308,3 +308,26 @@ def test_reads_show_the_window_as_of_the_last_refresh_due_on_schedule(
             window.remove(member)
             accepted.append((op, member, value, now))
     window._check()
+
+
+def test_ties_in_the_window_rank_in_the_order_the_writes_reached_them() -> None:
+    """On a first-to-reach board (the default), members with equal sums
+    rank in the order of the writes that gave them those sums, as in a
+    bucket; not in the iteration order of a set, which changes with the
+    hash seed from one run to the next."""
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    names = ["ann", "bob", "cid", "dee", "eve", "fay", "gus", "hal"]
+    for member in names:
+        window.incr(member, 5)
+    window.incr("ann", 1)
+    window.incr("ann", -1)  # back to 5, reached last
+    window.refresh()
+    expected = [*names[1:], "ann"]
+    assert [m for m, _ in window.items()] == expected
+    assert [m for m, _ in window.bucket().items()] == expected
+    clock.t += HOUR
+    window.incr_many({"hal": 5, "gus": 5})  # a batch in its own order
+    window.incr("dee", 5)
+    window.refresh()
+    assert [e.member for e in window.top(3)] == ["hal", "gus", "dee"]
