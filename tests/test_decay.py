@@ -488,3 +488,32 @@ def test_values_and_order_match_the_direct_formula_at_any_time(
         assert truth[a] >= truth[b] * (1 - 1e-9)
     assert [board.rank(m) for m, _ in got] == list(range(1, len(got) + 1))
     board._check()
+
+
+def test_events_stamped_ahead_do_not_rebase_on_every_write() -> None:
+    """A client whose clock runs more than 64 time constants ahead made
+    every write re-base (to a now a second later than the last base): an
+    O(N log N) rewrite, and a new epoch directory on a durable board, per
+    write.  The base only needs to move when now itself is far past it."""
+    now = [0.0]
+    board = DecayedLeaderboard(half_life=HOUR, t0=0.0, clock=lambda: now[0])
+    for i in range(100):
+        board.add(f"m{i}", 1)
+    stamps = []
+    for _ in range(10):
+        now[0] += 1.0
+        stamps.append(now[0] + 100 * HOUR)  # a clock 100 hours ahead
+        board.add("fast", 1, t=stamps[-1])
+    assert board.rebases == 0 and board.t0 == 0.0
+
+    def direct(at: float) -> float:
+        return sum(2 ** (-(at - t) / HOUR) for t in stamps)
+
+    assert math.isclose(board.score("fast"), direct(now[0]), rel_tol=1e-12)
+    assert math.isclose(board.score("m0"), 2 ** (-now[0] / HOUR), rel_tol=1e-12)
+    now[0] += (REBASE_AFTER + 1) * board.tau  # now is due a re-base: the next write does it
+    board.add("ann", 1, t=now[0] + 100 * HOUR)
+    assert board.rebases == 1 and board.t0 == now[0]
+    assert math.isclose(board.score("fast"), direct(now[0]), rel_tol=1e-12)
+    assert [m for m, _ in board.items()[:2]] == ["ann", "fast"]
+    board._check()
