@@ -25,12 +25,14 @@ Re-basing
 ``e^((t - t0) / tau)`` grows without bound: with a one-hour half-life it
 passes the largest double (about e^709.8) after 42 days.  So when a write
 arrives more than :data:`REBASE_AFTER` time constants after ``t0``, the
-board is *re-based* to ``t0' = t`` (to ``t0' = now`` for an event stamped
-ahead of the clock: the base never passes now, or every present event's
-weight would fade towards 0): every stored score is multiplied by
+board is *re-based* to ``t0' = t``.  For an event stamped ahead of the
+clock the base never passes now (or every present event's weight would
+fade towards 0): it re-bases to ``t0' = now``, once now is more than
+:data:`REBASE_AFTER` time constants after ``t0`` (or the event's weight
+from ``t0`` would not be a double).  A re-base multiplies every stored score by
 ``e^(-(t0' - t0) / tau)`` (through logarithms, as a read does, when more
 than 700 time constants have passed and that factor alone would underflow)
-and written to a new board in one ``set_many``, best first (a positive
+and writes them to a new board in one ``set_many``, best first (a positive
 uniform scale keeps the order; scores that become equal keep their
 previous order on a first-to-reach board).  The cost,
 O(N log N), is paid once per ``REBASE_AFTER * tau`` seconds.
@@ -475,10 +477,11 @@ class DecayedLeaderboard(Uncopyable):
     def _plan(self, t: float, now: float) -> tuple[float | None, float]:
         """The base a write at ``t`` needs, when the clock reads ``now``,
         and the weight ``e^((t - base) / tau)`` of its points there.  The
-        base is None (keep :attr:`t0`) unless ``t`` is too far past ``t0``
-        for the weight to stay small; then it is ``t``, or ``now`` for an
-        event stamped ahead (the base never passes the clock: a base far
-        ahead would fade every present event's weight to 0), and the caller
+        base is None (keep :attr:`t0`) unless ``min(t, now)`` is too far
+        past ``t0`` for the weights to stay small, or the event (stamped
+        ahead) would have no finite weight from ``t0``; then it is ``t``, or
+        ``now`` for an event stamped ahead (the base never passes the clock:
+        a base far ahead would fade every present event's weight to 0), and the caller
         re-bases to it, *after* checking everything (so a write that fails
         changes nothing), *before* writing.
 
@@ -492,10 +495,17 @@ class DecayedLeaderboard(Uncopyable):
         ((100.0, 1.0), 100.0)
         """
         base: float | None = None
-        if (t - self._t0) / self._tau > self._rebase_after:
-            target = float(min(t, now))  # what rebase(target) makes t0
-            if target > self._t0:
-                base = target
+        target = float(min(t, now))  # what rebase(target) makes t0
+        # Due when the target is far past t0.  An event stamped ahead is due
+        # only then too (a base that cannot pass now cannot shrink its
+        # weight much: re-basing to a now a little past t0 on each of its
+        # writes would cost O(N log N) a write), or when its weight from t0
+        # would not be a double, where the move to now is what it needs.
+        if target > self._t0 and (
+            (target - self._t0) / self._tau > self._rebase_after
+            or (t - self._t0) / self._tau > _EXP_SAFE
+        ):
+            base = target
         x = (t - (self._t0 if base is None else base)) / self._tau
         if x > _EXP_SAFE:
             raise OverflowError(

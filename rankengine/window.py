@@ -99,6 +99,14 @@ class SlidingWindowLeaderboard(Uncopyable):
     A member's metadata in the window is the one in its newest bucket that
     has any (set with ``set(..., meta=...)``), copied at refresh.
 
+    Ties on a first-to-reach board (the default): a refresh writes the
+    members it recomputes in the order their sums changed (a write puts its
+    member last; a bucket that slides out adds those of its members not
+    already due, in its rank order), so members with equal sums rank by the
+    write that reached them, the same in every run.  A reopen has no write
+    order to go by: its full refresh takes the members bucket by bucket,
+    oldest first, each bucket in rank order.
+
     Copying: ``copy.copy``, ``copy.deepcopy`` and pickling raise
     :class:`TypeError` (the window runs on a clock over bucket boards that
     may be durable); ``board.board.copy()`` is an independent
@@ -151,7 +159,11 @@ class SlidingWindowLeaderboard(Uncopyable):
         self._buckets._write_hook = self._mark
         self._buckets._drop_hook = self._dropped
         self._board = Leaderboard(**board_config)
-        self._dirty: set[Any] = set()
+        #: members due a recompute, in the order their sums changed: the
+        #: refresh writes them in this order, so that on a first-to-reach
+        #: board members with equal sums rank by the write that reached them
+        #: (an insertion-ordered dict, not a set, whose order is the hash's)
+        self._dirty: dict[Any, None] = {}
         self._window: list[Period] = []
         self._as_of = -math.inf
         # Lock order (nested acquisitions only ever go this way, so no two
@@ -221,7 +233,7 @@ class SlidingWindowLeaderboard(Uncopyable):
             held = self._buckets._boards
             for period in self._window:
                 if period.name not in names and period.name in held:
-                    self._dirty.update(held[period.name])  # slid out, still in memory
+                    self._slid_out(held[period.name])  # slid out, still in memory
             # Each bucket's member -> score map.  On a scalar board the index
             # primary *is* the score (see rankengine.scoring), so the board's
             # own dict is read directly: this loop is the whole cost of a refresh.
@@ -258,7 +270,7 @@ class SlidingWindowLeaderboard(Uncopyable):
                             self._board.set_meta(member, data)
                 if gone:
                     self._board.remove_many(gone)
-            self._dirty = set()
+            self._dirty = {}
             self._window = window
             self._as_of = now
             self._last_touched = len(touched)
@@ -270,10 +282,19 @@ class SlidingWindowLeaderboard(Uncopyable):
             self.refresh()
 
     def _mark(self, period: Period, members: Iterable[Member]) -> None:
-        self._dirty.update(members)
+        # a written member moves to the end: it reached its new sum last
+        for member in members:
+            self._dirty.pop(member, None)
+            self._dirty[member] = None
 
     def _dropped(self, period: Period, board: Leaderboard) -> None:
-        self._dirty.update(board)
+        self._slid_out(board)
+
+    def _slid_out(self, board: Leaderboard) -> None:
+        # no write of the member's: one already due keeps its place, the
+        # others follow in the bucket's order
+        for member in board:
+            self._dirty.setdefault(member, None)
 
     # ------------------------------------------------------------------
     # Writes (to the bucket of the timestamp)
@@ -462,7 +483,7 @@ class SlidingWindowLeaderboard(Uncopyable):
             window._buckets._attach(Path(path), fsync)
             try:
                 for board in window._buckets._boards.values():
-                    window._dirty.update(board)
+                    window._slid_out(board)
                 window.refresh()
             except BaseException:
                 window._buckets.close()

@@ -488,3 +488,139 @@ def test_values_and_order_match_the_direct_formula_at_any_time(
         assert truth[a] >= truth[b] * (1 - 1e-9)
     assert [board.rank(m) for m, _ in got] == list(range(1, len(got) + 1))
     board._check()
+
+
+def test_events_stamped_ahead_do_not_rebase_on_every_write() -> None:
+    """A client whose clock runs more than 64 time constants ahead made
+    every write re-base (to a now a second later than the last base): an
+    O(N log N) rewrite, and a new epoch directory on a durable board, per
+    write.  The base only needs to move when now itself is far past it."""
+    now = [0.0]
+    board = DecayedLeaderboard(half_life=HOUR, t0=0.0, clock=lambda: now[0])
+    for i in range(100):
+        board.add(f"m{i}", 1)
+    stamps = []
+    for _ in range(10):
+        now[0] += 1.0
+        stamps.append(now[0] + 100 * HOUR)  # a clock 100 hours ahead
+        board.add("fast", 1, t=stamps[-1])
+    assert board.rebases == 0 and board.t0 == 0.0
+
+    def direct(at: float) -> float:
+        return sum(2 ** (-(at - t) / HOUR) for t in stamps)
+
+    assert math.isclose(board.score("fast"), direct(now[0]), rel_tol=1e-12)
+    assert math.isclose(board.score("m0"), 2 ** (-now[0] / HOUR), rel_tol=1e-12)
+    now[0] += (REBASE_AFTER + 1) * board.tau  # now is due a re-base: the next write does it
+    board.add("ann", 1, t=now[0] + 100 * HOUR)
+    assert board.rebases == 1 and board.t0 == now[0]
+    assert math.isclose(board.score("fast"), direct(now[0]), rel_tol=1e-12)
+    assert [m for m, _ in board.items()[:2]] == ["ann", "fast"]
+    board._check()
+
+
+decay_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "add", "add_many", "set", "remove", "rebase", "reopen"]),
+        st.sampled_from(["ann", "bob", "cid", "dee"]),
+        st.sampled_from([-3, -1, 0, 1, 2, 5]),  # small ints: equal sums, so ties
+        st.sampled_from([0.0, 0.0, HOUR, 3 * HOUR, 50 * HOUR]),  # clock step
+        st.sampled_from([0.0, 0.0, HOUR / 2, -HOUR / 2, -100 * HOUR]),  # back (ahead if < 0)
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=decay_ops, durable=st.booleans(), rebase_after=st.sampled_from([1.0, 3.0, REBASE_AFTER]))
+def test_reads_equal_a_model_with_first_to_reach_ties_across_rebases_and_reopens(
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[str, str, int, float, float]],
+    durable: bool,
+    rebase_after: float,
+) -> None:
+    """Stored scores replayed with the documented formula and re-base rule,
+    ties ranked by who reached the score first (a re-base keeps that order),
+    and every read (top, rank, score, page, by_rank, around, entries) equal
+    to a sort of the model, in memory and across reopens of a durable board."""
+    clock = FakeClock(1_796_000_000.0)
+    path = tmp_path_factory.mktemp("decayed")
+
+    def make() -> DecayedLeaderboard:
+        if durable:
+            return DecayedLeaderboard.open(
+                path, tau=HOUR, clock=clock, fsync="never", rebase_after=rebase_after
+            )
+        return DecayedLeaderboard(tau=HOUR, t0=clock.t, clock=clock, rebase_after=rebase_after)
+
+    board = make()
+    t0 = clock.t
+    stored: dict[str, float] = {}
+    reached: dict[str, int] = {}  # a logical clock: when the member's score last changed
+    ticks = itertools.count()
+
+    def rebase(target: float) -> None:
+        nonlocal t0
+        scale = math.exp(-(target - t0) / HOUR)
+        stored.update({m: s * scale for m, s in stored.items()})
+        t0 = target
+
+    def put(member: str, score: float) -> None:
+        if stored.get(member) != score:
+            reached[member] = next(ticks)
+        stored[member] = score
+
+    try:
+        for op, member, points, step, back in ops:
+            clock.t += step
+            t = clock.t - back
+            if op in ("add", "add_many", "set"):
+                target = min(t, clock.t)
+                if target > t0 and ((target - t0) / HOUR > rebase_after or (t - t0) / HOUR > 700):
+                    rebase(target)
+                weight = math.exp((t - t0) / HOUR)
+            if op == "add":
+                put(member, stored.get(member, 0.0) + points * weight)
+                board.add(member, points, t=t)
+            elif op == "add_many":
+                pair = [member, "eve"]
+                for m in pair:
+                    put(m, stored.get(m, 0.0) + points * weight)
+                board.add_many([(m, points) for m in pair], t=t)
+            elif op == "set":
+                put(member, points * weight)
+                board.set(member, points, t=t)
+            elif op == "remove":
+                stored.pop(member, None)
+                reached.pop(member, None)
+                board.remove(member)
+            elif op == "rebase":
+                if clock.t > t0:
+                    rebase(clock.t)
+                board.rebase()
+            elif durable:
+                board.close()
+                board = make()
+            assert board.t0 == t0
+            assert dict(board.board.items()) == stored  # bit-identical
+            order = sorted(stored, key=lambda m: (-stored[m], reached[m]))
+            factor = math.exp(-(clock.t - t0) / HOUR)
+            assert board.items() == [(m, stored[m] * factor) for m in order]
+            assert [(e.member, e.rank) for e in board.top(10)] == [
+                (m, i) for i, m in enumerate(order, 1)
+            ]
+            assert [board.rank(m) for m in order] == list(range(1, len(order) + 1))
+            assert [board.score(m) for m in order] == [stored[m] * factor for m in order]
+            second = min(2, max(1, -(-len(order) // 2)))  # a page past the end: the last
+            assert [e.member for e in board.page(2, 2)] == order[2 * second - 2 : 2 * second]
+            assert [e.member for e in board.by_rank(2, 3)] == order[1:3]
+            if order:
+                assert [e.member for e in board.around(order[-1], 1, 0)] == order[-2:]
+            found = board.entries(["ann", "zed"])
+            assert [None if e is None else e.member for e in found] == [
+                "ann" if "ann" in stored else None,
+                None,
+            ]
+        board._check()
+    finally:
+        board.close()

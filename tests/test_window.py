@@ -308,3 +308,139 @@ def test_reads_show_the_window_as_of_the_last_refresh_due_on_schedule(
             window.remove(member)
             accepted.append((op, member, value, now))
     window._check()
+
+
+def test_ties_in_the_window_rank_in_the_order_the_writes_reached_them() -> None:
+    """On a first-to-reach board (the default), members with equal sums
+    rank in the order of the writes that gave them those sums, as in a
+    bucket; not in the iteration order of a set, which changes with the
+    hash seed from one run to the next."""
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    names = ["ann", "bob", "cid", "dee", "eve", "fay", "gus", "hal"]
+    for member in names:
+        window.incr(member, 5)
+    window.incr("ann", 1)
+    window.incr("ann", -1)  # back to 5, reached last
+    window.refresh()
+    expected = [*names[1:], "ann"]
+    assert [m for m, _ in window.items()] == expected
+    assert [m for m, _ in window.bucket().items()] == expected
+    clock.t += HOUR
+    window.incr_many({"hal": 5, "gus": 5})  # a batch in its own order
+    window.incr("dee", 5)
+    window.refresh()
+    assert [e.member for e in window.top(3)] == ["hal", "gus", "dee"]
+
+
+window_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["incr", "incr_many", "set", "set_many", "meta", "remove", "refresh"]),
+        st.sampled_from(["ann", "bob", "cid"]),
+        st.integers(-5, 9),
+        st.sampled_from([0, 0, 600, HOUR, 2 * HOUR, 5 * HOUR]),  # clock step
+        st.sampled_from([0, 0, HOUR // 2, HOUR, 2 * HOUR]),  # how far back the event lies
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops=window_ops,
+    size=st.integers(1, 3),
+    policy=st.tuples(
+        st.sampled_from([0, HOUR // 2, 2 * HOUR]), st.sampled_from(["reject", "drop", "current"])
+    ),
+    durable=st.booleans(),
+)
+def test_sums_and_metadata_equal_a_model_of_buckets_under_every_late_policy_and_reopen(
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[str, str, int, int, int]],
+    size: int,
+    policy: tuple[int, Any],
+    durable: bool,
+) -> None:
+    """Per-bucket dicts of scores and metadata, written where the late
+    policy says (rejected, dropped, or the current bucket); after each
+    refresh, and after a reopen of a durable window, the window holds each
+    member's sum over the last ``size`` buckets and its newest metadata."""
+    grace, late = policy
+    clock = FakeClock(START)
+    path = tmp_path_factory.mktemp("window")
+    options: dict[str, Any] = {"grace": grace, "late": late, "tie_break": "member"}
+
+    def make() -> SlidingWindowLeaderboard:
+        if durable:
+            return SlidingWindowLeaderboard.open(
+                path, "hourly", size, clock=clock, fsync="never", **options
+            )
+        return SlidingWindowLeaderboard("hourly", size, clock=clock, **options)
+
+    window = make()
+    scores: dict[str, dict[str, int]] = {}
+    metas: dict[str, dict[str, Any]] = {}
+    now = float(START)
+    try:
+        for op, member, value, step, back in ops:
+            clock.t += step
+            now = max(now, clock.t)
+            if op == "refresh":
+                window.refresh()
+                if durable:
+                    before = window.top(with_meta=True)
+                    window.close()
+                    window = make()
+                    assert window.top(with_meta=True) == before
+                periods = [HOURLY.period_of(now - i * HOUR).name for i in reversed(range(size))]
+                assert [p.name for p in window.window()] == periods
+                totals: dict[str, int] = {}
+                newest: dict[str, Any] = {}
+                for name in periods:
+                    for m, score in scores.get(name, {}).items():
+                        totals[m] = totals.get(m, 0) + score
+                    newest.update(metas.get(name, {}))
+                assert dict(window.board.items()) == totals
+                assert {m: window.board.meta(m) for m in totals} == {
+                    m: newest.get(m) for m in totals
+                }
+                window._check()
+                continue
+            t = now - back
+            period = HOURLY.period_of(t)
+            name = period.name
+            if now >= period.end + grace:  # closed: late
+                if late == "reject":
+                    with pytest.raises(LateEventError):
+                        window.remove(member, t=t)
+                    continue
+                if late == "drop":
+                    dropped = window.buckets.late_dropped
+                    window.incr(member, value, t=t)
+                    assert window.buckets.late_dropped == dropped + 1
+                    continue
+                name = HOURLY.period_of(now).name
+            bucket = scores.setdefault(name, {})
+            bucket_meta = metas.setdefault(name, {})
+            if op == "incr":
+                window.incr(member, value, t=t)
+                bucket[member] = bucket.get(member, 0) + value
+            elif op == "incr_many":
+                window.incr_many({member: value}, t=t)
+                bucket[member] = bucket.get(member, 0) + value
+            elif op == "set":
+                window.set(member, value, t=t)
+                bucket[member] = value
+            elif op == "set_many":
+                window.set_many([(member, value)], t=t)
+                bucket[member] = value
+            elif op == "meta":
+                window.set(member, value, t=t, meta={"v": value})
+                bucket[member] = value
+                bucket_meta[member] = {"v": value}
+            else:
+                window.remove(member, t=t)
+                bucket.pop(member, None)
+                bucket_meta.pop(member, None)
+    finally:
+        window.close()
