@@ -101,3 +101,11 @@ def test_bulk_load_is_not_skipped_for_a_skip_in_another_workload() -> None:
     harness.skip("sqlite", "recovery", 500, "no snapshot for this peer")
     harness.run_all()
     assert {run.system for run in harness.runs} == {"rankengine-sortedlist", "sqlite"}
+
+
+def test_plot_of_a_run_without_results(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    import plot
+
+    assert plot.plot({"runs": [], "env": {}}, tmp_path) == []
+    assert plot.markdown({"runs": [], "env": {}}) == ""
