@@ -13,10 +13,12 @@ Method (see ``docs/performance.md``):
    built once from the same seeded ``(member, score)`` pairs, and one seeded
    op list is made.
 2. Warm-up: every system runs the same first ``--warmup`` ops; then the
-   harness checks that all systems report the same top-10 scores.
+   harness checks that all systems report the same top-10 scores and the
+   same score for every member the warm-up named.
 3. Calibration: a system too slow to run the whole op list within
    ``--budget`` seconds runs a prefix of it (never fewer than ``MIN_OPS``
-   ops); the count is recorded in the JSON.
+   ops); the count is recorded in the JSON.  A pipelined system runs whole
+   batches only (see :func:`slice_ops`).
 4. ``--repeats`` timed rounds.  Each round is cut into ``SLICES`` slices and
    the systems take turns slice by slice (the first system rotates), so that
    noise from a shared machine hits every system alike.  The built boards are
@@ -156,6 +158,25 @@ def make_ops(workload: str, n: int, count: int, seed: int) -> list[Op]:
     return ops
 
 
+def touched_members(ops: Sequence[Op]) -> list[str]:
+    """The members an op list names (increments, ranks, around-me), sorted."""
+    return sorted({a for kind, a, _ in ops if kind in (INCR, RANK, AROUND)})
+
+
+def slice_ops(ops: Sequence[Op], count: int, slices: int, batch: int = 1) -> list[Sequence[Op]]:
+    """``ops[:count]`` cut into ``slices`` consecutive slices, each made of
+    whole batches of ``batch`` ops: a pipelined system never sends a short
+    batch (the tail of ``count`` that does not fill a batch is dropped).
+    A ``count`` below one batch is cut as it is."""
+    if count < batch:
+        batch = 1
+    units = count // batch
+    return [
+        ops[batch * (units * j // slices) : batch * (units * (j + 1) // slices)]
+        for j in range(slices)
+    ]
+
+
 # ----------------------------------------------------------------------
 # Durable boards (rankengine.durable), optional
 # ----------------------------------------------------------------------
@@ -191,6 +212,9 @@ class DurableRankEngine(System):
 
     def top_scores(self, k: int) -> list[float]:
         return [float(e.score) for e in self.board.top(k)]
+
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        return [None if (s := self.board.score(m)) is None else float(s) for m in members]
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -303,17 +327,29 @@ class Harness:
             built.append(system)
         return built
 
-    def cross_check(self, systems: Sequence[System], when: str) -> None:
-        """Every system must report the same top-10 scores."""
+    def cross_check(
+        self, systems: Sequence[System], when: str, members: Sequence[str] = ()
+    ) -> None:
+        """Every system must report the same top-10 scores, and the same
+        score for each of ``members`` (the members the ops touched: an
+        increment that went wrong rarely reaches the top 10)."""
         if len(systems) < 2:
             return
-        expected = systems[0].top_scores(10)
+        first = systems[0]
+        expected = first.top_scores(10)
+        expected_members = first.scores_of(members)
         for system in systems[1:]:
             got = system.top_scores(10)
             if got != expected:
                 raise AssertionError(
-                    f"{when}: {system.name} top-10 scores {got} != {systems[0].name} {expected}"
+                    f"{when}: {system.name} top-10 scores {got} != {first.name} {expected}"
                 )
+            got_members = system.scores_of(members)
+            for member, mine, theirs in zip(members, got_members, expected_members, strict=True):
+                if mine != theirs:
+                    raise AssertionError(
+                        f"{when}: {system.name} scores {member!r} {mine} != {first.name} {theirs}"
+                    )
 
     # -- timed op-list workloads ---------------------------------------
     def run_ops(self, workload: str, n: int, systems: list[System], ops: list[Op]) -> None:
@@ -330,8 +366,11 @@ class Harness:
             limit = len(rest)
             if system.name.endswith("fsync-always"):
                 limit = min(limit, ALWAYS_MAX_OPS)
-            counts[system.name] = max(min(limit, int(rate * opts.budget)), min(MIN_OPS, limit))
-        self.cross_check(systems, f"{workload} N={n} after warm-up")
+            count = max(min(limit, int(rate * opts.budget)), min(MIN_OPS, limit))
+            if count >= system.batch:  # whole batches only (see slice_ops)
+                count -= count % system.batch
+            counts[system.name] = count
+        self.cross_check(systems, f"{workload} N={n} after warm-up", touched_members(warm))
         # The boards are long-lived: move them out of the collector's sight,
         # so that a full collection triggered by one system does not walk the
         # other systems' millions of objects.  New objects are collected as
@@ -345,10 +384,7 @@ class Harness:
         # Each round is cut into SLICES slices, and the systems take turns
         # slice by slice, so a burst of load from elsewhere on the machine
         # lands on every system instead of on whichever ran then.
-        slices = {
-            name: [rest[count * j // SLICES : count * (j + 1) // SLICES] for j in range(SLICES)]
-            for name, count in counts.items()
-        }
+        slices = {s.name: slice_ops(rest, counts[s.name], SLICES, s.batch) for s in systems}
         for rnd in range(opts.repeats):
             gc.collect()
             spent = dict.fromkeys(counts, 0.0)
@@ -386,7 +422,11 @@ class Harness:
         for rnd in range(self.opts.repeats + 1):
             shift = rnd % max(len(names), 1)
             for name in names[shift:] + names[:shift]:
-                if name in {s["system"] for s in self.skipped if s["n"] == n}:
+                if name in {
+                    s["system"]
+                    for s in self.skipped
+                    if s["n"] == n and s["workload"] == "bulk-load"
+                }:
                     continue
                 try:
                     system = peers.make_system(name, self.server)

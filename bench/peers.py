@@ -87,6 +87,9 @@ class System:
     name: ClassVar[str] = "?"
     #: workloads this system cannot run (the harness skips them with a note)
     unsupported: ClassVar[frozenset[str]] = frozenset({"recovery", "durable-mixed"})
+    #: ops the runner sends together (a pipeline); the harness gives it whole
+    #: batches only, so that no round trip carries a short batch
+    batch: ClassVar[int] = 1
 
     def build(self, pairs: Sequence[Pair]) -> None:
         raise NotImplementedError
@@ -108,6 +111,11 @@ class System:
 
     def top_scores(self, k: int) -> list[float]:
         """The best ``k`` scores, for the harness's cross-check (not timed)."""
+        raise NotImplementedError
+
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        """The scores of ``members`` (None when absent), for the harness's
+        cross-check (not timed)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -166,6 +174,9 @@ class RankEngine(System):
 
     def top_scores(self, k: int) -> list[float]:
         return [float(e.score) for e in self.board.top(k)]
+
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        return [_float_or_none(self.board.score(m)) for m in members]
 
 
 class RankEngineSortedList(RankEngine):
@@ -230,6 +241,9 @@ class NaiveSortedList(System):
     def top_scores(self, k: int) -> list[float]:
         return [float(-s) for s, _ in self.order.islice(0, k)]
 
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        return [_float_or_none(self.scores.get(m)) for m in members]
+
 
 # ----------------------------------------------------------------------
 # pyskiplist
@@ -284,6 +298,9 @@ class PySkipList(System):
 
     def top_scores(self, k: int) -> list[float]:
         return [float(-s) for (s, _), _ in self.order[0:k]]
+
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        return [_float_or_none(self.scores.get(m)) for m in members]
 
 
 # ----------------------------------------------------------------------
@@ -461,6 +478,12 @@ class Redis(System):
     def top_scores(self, k: int) -> list[float]:
         return [s for _, s in self.r.zrevrange(self.key, 0, k - 1, withscores=True)]
 
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        pipe = self.r.pipeline(transaction=False)
+        for m in members:
+            pipe.zscore(self.key, m)
+        return [_float_or_none(s) for s in pipe.execute()]
+
     def reload_seconds(self) -> float:
         """Time of ``DEBUG RELOAD``: save the dataset to RDB and load it back."""
         t0 = time.perf_counter()
@@ -488,6 +511,7 @@ class RedisPipelined(Redis):
     """The same sorted set, 100 operations per round trip, every reply read."""
 
     name = "redis-pipelined"
+    batch = PIPELINE
     unsupported = frozenset({"durable-mixed", "recovery"})
 
     def runner(self, workload: str) -> Callable[[Sequence[Op]], None]:
@@ -619,6 +643,11 @@ class SQLite(System):
     def top_scores(self, k: int) -> list[float]:
         return [float(s) for _, s in self.top(k)]
 
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        get = "SELECT score FROM board WHERE member = ?"
+        rows = [self.db.execute(get, (m,)).fetchone() for m in members]
+        return [None if row is None else float(row[0]) for row in rows]
+
     def database_bytes(self) -> int:
         """Pages in use times the page size: table plus both indexes."""
         (pages,) = self.db.execute("PRAGMA page_count").fetchone()
@@ -663,6 +692,10 @@ def make_system(name: str, server: RedisServer | None) -> System:
     if name == SQLite.name:
         return SQLite()
     raise ValueError(f"unknown system {name!r}; known: {', '.join(ALL_SYSTEMS)}")
+
+
+def _float_or_none(score: Any) -> float | None:
+    return None if score is None else float(score)
 
 
 def members(n: int, *, start: int = 0) -> Iterable[str]:

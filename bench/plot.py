@@ -30,6 +30,8 @@ STYLE: dict[str, tuple[str, str]] = {
     "pyskiplist": ("#8c564b", "v"),
     "redis": ("#d62728", "D"),
     "redis-pipelined": ("#e377c2", "P"),
+    "redis-hiredis": ("#d62728", "d"),
+    "redis-pipelined-hiredis": ("#e377c2", "p"),
     "sqlite": ("#7f7f7f", "X"),
     "rankengine-sortedlist-fsync-everysec": ("#17becf", "o"),
     "rankengine-sortedlist-fsync-always": ("#9edae5", "o"),
@@ -133,11 +135,13 @@ def plot(data: dict[str, Any], out: Path) -> list[Path]:
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
-    written.append(plot_ratios(data, out))
+    ratios = plot_ratios(data, out)
+    if ratios is not None:
+        written.append(ratios)
     return written
 
 
-def plot_ratios(data: dict[str, Any], out: Path) -> Path:
+def plot_ratios(data: dict[str, Any], out: Path) -> Path | None:
     """``ratios.png``: per workload, each system's median divided by the
     baseline's median *from the same rounds* (see ``compare.BASELINES``).
 
@@ -154,6 +158,8 @@ def plot_ratios(data: dict[str, Any], out: Path) -> Path:
     workloads = [
         w for w in dict.fromkeys(r["workload"] for r in runs) if w not in ("memory", "bulk-load")
     ] + [w for w in ("bulk-load", "memory") if any(r["workload"] == w for r in runs)]
+    if not workloads:  # no results (a run cut short before its first group)
+        return None
     cols = 3
     rows_n = -(-len(workloads) // cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(13, 3.6 * rows_n), squeeze=False)
