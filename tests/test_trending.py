@@ -186,6 +186,39 @@ def test_empty_windows_are_published_and_long_gaps_are_bounded() -> None:
     tw._check()
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_failing_on_publish_leaves_every_window_published_once(pipeline: bool) -> None:
+    """on_publish raising (a push that failed) must not tear the history: the
+    windows of that roll-over are published once each, every one is handed to
+    on_publish, the error reaches the caller, and the event that moved the
+    windows is not counted (add raised), so adding it again counts it once."""
+    seen: list[tuple[int, int]] = []
+
+    def push(window: Window) -> None:
+        seen.append((window.index, window.total))
+        if len(seen) == 1:
+            raise RuntimeError("push failed")
+
+    source = PartitionedTopK(2, k=2, width=16, depth=2) if pipeline else None
+    options = {} if pipeline else {"width": 16, "depth": 2}
+    tw = TumblingWindows(
+        10.0, k=2, keep=4, clock=FakeClock(), source=source, on_publish=push, **options
+    )
+    tw.add("a", 3, ts=1.0)
+    with pytest.raises(RuntimeError, match="push failed"):
+        tw.add("b", ts=25.0)
+    assert seen == [(0, 3), (1, 0)]
+    assert tw.current == 2
+    assert [(w.index, w.total) for w in tw.windows()] == [(0, 3), (1, 0)]
+    tw._check()
+    tw.add("b", ts=25.0)  # the caller retries the event that raised
+    tw.add("c", ts=31.0)
+    assert [(w.index, w.total) for w in tw.windows()] == [(0, 3), (1, 0), (2, 1)]
+    assert seen == [(0, 3), (1, 0), (2, 1)]
+    assert tw.sliding(3).total == 4
+    tw._check()
+
+
 def test_advance_with_no_events_and_the_injectable_clock() -> None:
     clock = FakeClock(0.0)
     tw = TumblingWindows(5.0, k=3, keep=3, width=16, depth=2, clock=clock)
