@@ -495,3 +495,53 @@ def test_check_catches_each_broken_invariant(corrupt: object) -> None:
     corrupt(tracker)  # type: ignore[operator]
     with pytest.raises(AssertionError):
         tracker._check()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    parts=st.lists(st.tuples(OPS, st.booleans(), OPS), min_size=1, max_size=3),
+    weights=st.lists(st.integers(1, 3)),
+    later=OPS,
+    capacity=st.integers(1, 5),
+    cons=st.booleans(),
+)
+def test_bounds_hold_through_round_trips_nested_merges_and_later_writes(
+    parts: list[tuple[list[tuple[object, ...]], bool, list[tuple[object, ...]]]],
+    weights: list[int],
+    later: list[tuple[object, ...]],
+    capacity: int,
+    cons: bool,
+) -> None:
+    """count - error <= true <= count, and the estimate bounds every key, for a
+    tracker that was serialised and written to again, for the merge of such
+    trackers, for that merge written to again, merged again with an input,
+    and merged with itself; merging is commutative (same bytes in any order)."""
+    weights = (weights + [1] * len(parts))[: len(parts)]
+    trackers, truths = [], []
+    for before, reload, after in parts:
+        tracker = TopK(1, capacity=capacity, width=6, depth=2, seed=8, conservative=cons)
+        truth: Counter[object] = Counter()
+        apply(tracker, before, truth)
+        if reload:
+            tracker = TopK.from_bytes(tracker.to_bytes())
+            assert_bounds(tracker, truth)
+        apply(tracker, after, truth)
+        assert_bounds(tracker, truth)
+        trackers.append(tracker)
+        truths.append(truth)
+    merged = merge_topk(trackers, weights=weights)
+    assert merge_topk(trackers[::-1], weights=weights[::-1]).to_bytes() == merged.to_bytes()
+    total: Counter[object] = Counter()
+    for truth, weight in zip(truths, weights, strict=True):
+        for key, count in truth.items():
+            total[key] += weight * count
+    merged._check()
+    assert_bounds(merged, total)
+    apply(merged, later, total)
+    assert_bounds(merged, total)
+    again = merge_topk([merged, trackers[0]])
+    again._check()
+    assert_bounds(again, total + truths[0])
+    doubled = merge_topk([again, again])
+    doubled._check()
+    assert_bounds(doubled, Counter({key: 2 * n for key, n in (total + truths[0]).items()}))
