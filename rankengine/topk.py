@@ -597,6 +597,12 @@ class TopK:
             isinstance(c, (list, tuple)) and len(c) == 3 for c in candidates
         ):
             raise ValueError("serialised TopK candidates must be [key, count, error] triples")
+        # A key no tracker could hold (a list, nil, a float...) is damage: ValueError,
+        # as for every other tampered field, not the TypeError of a bad add().
+        try:
+            check_keys([c[0] for c in candidates])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"serialised TopK candidates: {exc}") from None
         tracker._sketch = sketch
         tracker.total = total
         tracker._load_candidates([(key, count, error) for key, count, error in candidates])

@@ -655,7 +655,8 @@ class TumblingWindows:
         :param origin: event time where window 0 starts
         :param clock: time source for events added without a time, and :meth:`advance`
         :param source: what counts each window, e.g. a :class:`PartitionedTopK`
-        :param on_publish: called with each published :class:`Window`
+        :param on_publish: called with each published :class:`Window` (once each,
+            also when a call raises: the first error is re-raised after the others)
         :param tracker_options: :class:`TopK` options when ``source`` is None
         :raises ValueError: if ``k`` is above the source's candidate capacity
             (its windows could never report ``k`` keys)
@@ -846,6 +847,12 @@ class TumblingWindows:
 
         Only the last ``keep`` windows are kept, so after a long gap at most
         ``keep`` empty windows are published, not one per skipped window.
+
+        The windows are recorded and ``current`` moves before ``on_publish``
+        runs: a callback that raises cannot leave a window half published
+        (rolled but still open, and published again, empty, by the next
+        event).  Each window is handed to ``on_publish`` once; the first
+        exception a call raises is re-raised after the others.
         """
         assert self.current is not None
         tracker = self._source.roll()
@@ -853,9 +860,19 @@ class TumblingWindows:
         first_empty = max(self.current + 1, index - self.keep)
         published.extend(self._publish(empty, None) for empty in range(first_empty, index))
         self.current = index
+        if self.on_publish is not None:
+            failure: BaseException | None = None
+            for window in published:
+                try:
+                    self.on_publish(window)
+                except Exception as exc:
+                    failure = exc if failure is None else failure
+            if failure is not None:
+                raise failure
         return published
 
     def _publish(self, index: int, tracker: TopK | None) -> Window:
+        """Freeze ``tracker`` and record window ``index`` (``on_publish`` is the caller's)."""
         if tracker is not None:
             tracker.freeze()  # published windows never change (O(1), no copy)
         top = tuple(tracker.top(self.k)) if tracker is not None else ()
@@ -868,8 +885,6 @@ class TumblingWindows:
             tracker=tracker,
         )
         self._published.append(window)
-        if self.on_publish is not None:
-            self.on_publish(window)
         return window
 
     def windows(self) -> list[Window]:

@@ -186,6 +186,39 @@ def test_empty_windows_are_published_and_long_gaps_are_bounded() -> None:
     tw._check()
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_failing_on_publish_leaves_every_window_published_once(pipeline: bool) -> None:
+    """on_publish raising (a push that failed) must not tear the history: the
+    windows of that roll-over are published once each, every one is handed to
+    on_publish, the error reaches the caller, and the event that moved the
+    windows is not counted (add raised), so adding it again counts it once."""
+    seen: list[tuple[int, int]] = []
+
+    def push(window: Window) -> None:
+        seen.append((window.index, window.total))
+        if len(seen) == 1:
+            raise RuntimeError("push failed")
+
+    source = PartitionedTopK(2, k=2, width=16, depth=2) if pipeline else None
+    options = {} if pipeline else {"width": 16, "depth": 2}
+    tw = TumblingWindows(
+        10.0, k=2, keep=4, clock=FakeClock(), source=source, on_publish=push, **options
+    )
+    tw.add("a", 3, ts=1.0)
+    with pytest.raises(RuntimeError, match="push failed"):
+        tw.add("b", ts=25.0)
+    assert seen == [(0, 3), (1, 0)]
+    assert tw.current == 2
+    assert [(w.index, w.total) for w in tw.windows()] == [(0, 3), (1, 0)]
+    tw._check()
+    tw.add("b", ts=25.0)  # the caller retries the event that raised
+    tw.add("c", ts=31.0)
+    assert [(w.index, w.total) for w in tw.windows()] == [(0, 3), (1, 0), (2, 1)]
+    assert seen == [(0, 3), (1, 0), (2, 1)]
+    assert tw.sliding(3).total == 4
+    tw._check()
+
+
 def test_advance_with_no_events_and_the_injectable_clock() -> None:
     clock = FakeClock(0.0)
     tw = TumblingWindows(5.0, k=3, keep=3, width=16, depth=2, clock=clock)
@@ -673,3 +706,89 @@ def test_pipeline_matches_an_exact_counter_step_by_step(
         pipe._check()
     assert pipe.snapshot().total == sum(truth.values())
     pipe._check()
+
+
+WINDOW_OPS = st.lists(
+    st.one_of(
+        # (key, count, window offset from the last time, fraction of a window)
+        st.tuples(
+            st.just("add"),
+            st.sampled_from(["a", "b", "c", "d", b"e", -1, 2**63 - 1]),
+            st.integers(1, 4),
+            st.sampled_from([-2, -1, 0, 0, 0, 1, 1, 2, 10**6]),
+            st.sampled_from([0.0, 0.0, 0.25, 0.5, 0.999]),
+        ),
+        st.tuples(st.just("advance"), st.integers(0, 3)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=WINDOW_OPS, keep=st.integers(1, 4), pipeline=st.booleans())
+def test_windows_over_either_source_match_exact_counts_per_window(
+    ops: list[tuple[object, ...]], keep: int, pipeline: bool
+) -> None:
+    """Against an exact Counter per window: events on window starts, out of
+    order, after gaps of a million windows, and quiet periods closed by
+    advance.  Every event is counted in the window of its time or, if that
+    window was published, in late_events; published windows are consecutive,
+    each handed to on_publish once, with bounds that hold; the sliding view
+    with and without the open window holds the last windows' counts."""
+    length, origin = 0.7, -0.3
+    source = (
+        PartitionedTopK(2, k=2, capacity=3, width=8, depth=2, flush_events=3) if pipeline else None
+    )
+    options = {} if pipeline else {"capacity": 3, "width": 8, "depth": 2}
+    seen: list[Window] = []
+    tw = TumblingWindows(
+        length,
+        k=2,
+        keep=keep,
+        origin=origin,
+        clock=FakeClock(),
+        source=source,
+        on_publish=seen.append,
+        **options,
+    )
+    per: dict[int, Counter[object]] = {}
+    late, current, index = 0, None, 0
+    for op in ops:
+        if op[0] == "advance":
+            index += op[1]  # type: ignore[operator]
+            tw.advance(now=origin + index * length)
+            current = index if current is None else max(current, index)
+            continue
+        _, key, n, step, fraction = op
+        index += step  # type: ignore[operator]
+        ts = origin + (index + fraction) * length  # type: ignore[operator]
+        where = tw.window_of(ts)
+        assert tw._start(where) <= ts < tw._start(where + 1)
+        tw.add(key, n, ts=ts)  # type: ignore[arg-type]
+        if current is not None and where < current:
+            late += n  # type: ignore[operator]
+        else:
+            current = where
+            per.setdefault(where, Counter())[key] += n  # type: ignore[operator]
+        tw._check()
+    assert (tw.current, tw.late_events) == (current, late)
+    indexes = [w.index for w in tw.windows()]
+    if indexes:  # consecutive, up to the open window
+        assert indexes == list(range(current - len(indexes), current))  # type: ignore[operator]
+    assert [w.index for w in seen] == sorted({w.index for w in seen})
+    for window in seen:
+        truth = per.get(window.index, Counter())
+        assert window.total == sum(truth.values())
+        assert (window.top == ()) == (window.total == 0)
+        for item in window.top:
+            assert item.lower <= truth[item.key] <= item.count
+    open_window = [current] if current is not None else []
+    for n in range(1, keep + 1):
+        for include_current, last in [(False, indexes[-n:]), (True, (indexes + open_window)[-n:])]:
+            view = tw.sliding(n, include_current=include_current)
+            view._check()
+            truth = sum((per.get(i, Counter()) for i in last), Counter())
+            assert view.total == sum(truth.values())
+            for key, count in truth.items():
+                lower, upper = view.bounds(key)  # type: ignore[arg-type]
+                assert lower <= count <= upper
