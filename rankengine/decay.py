@@ -77,6 +77,7 @@ from rankengine.copying import Uncopyable
 from rankengine.durable import (
     BOARD_SETTINGS,
     LOG_OPTIONS,
+    DurableLeaderboard,
     FsyncPolicy,
     _check_fsync,
     _check_options,
@@ -683,6 +684,21 @@ class DecayedLeaderboard(Uncopyable):
 
         board._rebase_hook = switch
         return board
+
+    def compact(self) -> int | None:
+        """Compact the durable board of stored scores (a snapshot: see
+        :meth:`DurableLeaderboard.compact <rankengine.durable.DurableLeaderboard.compact>`)
+        and return the sequence number it covers; None in memory and after
+        :meth:`close`.  Under the lock, so that it snapshots the board a
+        re-base in progress installs.
+
+        Runtime complexity: O(N)
+        """
+        with self._lock:
+            board = self._board
+            if isinstance(board, DurableLeaderboard) and not board.closed:
+                return board.compact()
+            return None
 
     def close(self) -> None:
         """Close the underlying board if it is durable (flushes its log).

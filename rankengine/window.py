@@ -490,6 +490,15 @@ class SlidingWindowLeaderboard(Uncopyable):
                 raise
         return window
 
+    def compact(self) -> dict[str, int]:
+        """Compact the durable bucket boards: :meth:`PeriodicLeaderboard.compact
+        <rankengine.periodic.PeriodicLeaderboard.compact>` of :attr:`buckets`
+        (the window board is rebuilt from them on open).
+
+        Runtime complexity: O(N) for N members over the buckets held
+        """
+        return self._buckets.compact()
+
     def close(self) -> None:
         """Close the durable bucket boards and release the directory;
         no-op in memory."""

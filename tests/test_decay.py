@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine.decay import REBASE_AFTER, DecayedLeaderboard
-from rankengine.manifest import LOCK_NAME
+from rankengine.manifest import LOCK_NAME, read_manifest
 
 HOUR = 3_600.0
 DAY = 86_400.0
@@ -624,3 +624,21 @@ def test_reads_equal_a_model_with_first_to_reach_ties_across_rebases_and_reopens
         board._check()
     finally:
         board.close()
+
+
+def test_compact_snapshots_the_stored_scores(tmp_path: Path) -> None:
+    clock = FakeClock(1_000_000.0)
+    path = tmp_path / "decayed"
+    options: dict[str, Any] = {"half_life": HOUR, "clock": clock, "fsync": "never"}
+    with DecayedLeaderboard.open(path, **options) as board:
+        for i, member in enumerate(["ann", "bob", "cid"]):
+            board.add(member, 10 * (i + 1))
+        stored = board.board.items()
+        seq = board.compact()
+        assert seq == board.board.last_seq == 3
+        epoch = path / f"epoch-{board.t0!r}"
+        assert [s for _, s in read_manifest(str(epoch)).snapshots] == [3]
+    assert board.compact() is None  # closed
+    with DecayedLeaderboard.open(path, **options) as again:
+        assert again.board.items() == stored
+    assert DecayedLeaderboard(half_life=HOUR).compact() is None  # in memory

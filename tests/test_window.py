@@ -444,3 +444,23 @@ def test_sums_and_metadata_equal_a_model_of_buckets_under_every_late_policy_and_
                 bucket_meta.pop(member, None)
     finally:
         window.close()
+
+
+def test_compact_snapshots_the_buckets(tmp_path: Path) -> None:
+    clock = FakeClock(START)
+    options: dict[str, Any] = {"clock": clock, "fsync": "never"}
+    with SlidingWindowLeaderboard.open(tmp_path, "hourly", 3, **options) as window:
+        window.incr("ann", 5)
+        clock.t += HOUR
+        window.incr("bob", 7)
+        window.incr("ann", 1)
+        window.refresh()
+        sums = window.board.items()
+        assert window.compact() == {
+            "2026-11-30T10": window.bucket("2026-11-30T10").last_seq,
+            "2026-11-30T11": window.bucket("2026-11-30T11").last_seq,
+        }
+    assert window.compact() == {}  # closed
+    with SlidingWindowLeaderboard.open(tmp_path, "hourly", 3, **options) as again:
+        assert again.board.items() == sums == [("bob", 7), ("ann", 6)]
+    assert SlidingWindowLeaderboard("hourly", 3).compact() == {}  # in memory
