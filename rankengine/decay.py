@@ -367,7 +367,8 @@ class DecayedLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N)
         """
-        return self._board.rank(member, style=style)
+        with self._lock:  # a re-base in progress installs a new board
+            return self._board.rank(member, style=style)
 
     def entry(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -642,3 +643,18 @@ def test_compact_snapshots_the_stored_scores(tmp_path: Path) -> None:
     with DecayedLeaderboard.open(path, **options) as again:
         assert again.board.items() == stored
     assert DecayedLeaderboard(half_life=HOUR).compact() is None  # in memory
+
+
+def test_rank_waits_for_a_rebase_in_progress() -> None:
+    """Every read takes the board's lock, which a re-base holds while it
+    swaps the board of stored scores; ``rank`` read the board without it."""
+    board = DecayedLeaderboard(half_life=HOUR, t0=0, clock=lambda: 0.0)
+    board.add("ann", 1)
+    answers: list[int | None] = []
+    with board._lock:  # as a re-base holds it
+        reader = threading.Thread(target=lambda: answers.append(board.rank("ann")))
+        reader.start()
+        reader.join(timeout=0.2)
+        assert reader.is_alive() and answers == []
+    reader.join()
+    assert answers == [1]
