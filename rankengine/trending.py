@@ -234,6 +234,7 @@ class PartitionedTopK:
         "_parts",
         "_procs",
         "_route",
+        "_stopped",
         "_totals",
         "config",
         "flush_events",
@@ -278,6 +279,8 @@ class PartitionedTopK:
         self._parts: list[TopK] = []
         self._conns: list[Connection] = []
         self._procs: list[Any] = []
+        #: close() stopped the worker processes (in-process, close is a no-op)
+        self._stopped = False
         if not processes:
             self._parts = [TopK(**self.config) for _ in range(partitions)]
             return
@@ -400,12 +403,19 @@ class PartitionedTopK:
         The limit applies to all partitions together (no partition can then
         pass its own counter limit, wherever the keys are routed).
         """
+        self._check_open()
         if sum(self._totals) + self._buffered + n > self.limit:
             raise OverflowError(
                 f"the pipeline would count {sum(self._totals) + self._buffered + n} events "
                 f"in one window, past the counter limit {self.limit}: use "
                 "counter_bits=64 or shorter windows"
             )
+
+    def _check_open(self) -> None:
+        """Raise ``ValueError`` (changing nothing) once :meth:`close` has
+        stopped the worker processes: nothing is left to count with."""
+        if self._stopped:
+            raise ValueError("this PartitionedTopK is closed: its worker processes have stopped")
 
     def flush(self) -> None:
         """Route the buffered counts to their partitions.
@@ -421,6 +431,7 @@ class PartitionedTopK:
         """
         if not self._buffer:
             return
+        self._check_open()
         route = self._route
         groups: list[dict[Key, int]] = [{} for _ in range(self.partitions)]
         for key, n in self._buffer.items():
@@ -441,6 +452,7 @@ class PartitionedTopK:
 
     def _collect(self, op: str) -> list[TopK]:
         """Flush, then fetch every partition's tracker (``roll`` also resets them)."""
+        self._check_open()
         self.flush()
         if not self._conns:
             parts = self._parts
@@ -539,6 +551,7 @@ class PartitionedTopK:
             proc.join(timeout=10)
             if proc.is_alive():  # pragma: no cover - stuck worker
                 proc.terminate()
+        self._stopped = self._stopped or bool(self._procs)
         self._conns = []
         self._procs = []
 

@@ -792,3 +792,30 @@ def test_windows_over_either_source_match_exact_counts_per_window(
             for key, count in truth.items():
                 lower, upper = view.bounds(key)  # type: ignore[arg-type]
                 assert lower <= count <= upper
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_a_closed_process_pipeline_says_so_and_changes_nothing() -> None:
+    """After close() has stopped the workers, every call that would count
+    or read raises a clear ValueError (a flush raised IndexError), and a
+    refused add leaves the buffer as it was.  In-process, close() is a
+    no-op and the pipeline keeps working."""
+    pipe = PartitionedTopK(2, k=3, width=32, depth=2, processes=True, mp_context="fork")
+    pipe.add("a")
+    pipe.close()
+    for call in (
+        lambda: pipe.add("b"),
+        lambda: pipe.add_counts({"b": 2}),
+        pipe.flush,
+        pipe.snapshot,
+        pipe.roll,
+    ):
+        with pytest.raises(ValueError, match="closed"):
+            call()
+    assert pipe._buffer == {"a": 1}
+    pipe.close()  # twice is fine
+    local = PartitionedTopK(2, k=3, width=32, depth=2)
+    local.add("a")
+    local.close()
+    local.add("a")
+    assert [(t.key, t.count) for t in local.snapshot().top()] == [("a", 2)]
