@@ -633,7 +633,7 @@ class DecayedLeaderboard(Uncopyable):
         half_life: float | None,
         tau: float | None,
         clock: Callable[[], float],
-        fsync: str,
+        fsync: FsyncPolicy,
         rebase_after: float,
         board_config: dict[str, Any],
     ) -> DecayedLeaderboard:

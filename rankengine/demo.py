@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 from rankengine.cli_args import HelpFormatter, non_negative, positive, whole_number
-from rankengine.durable import DurableLeaderboard
+from rankengine.durable import DurableLeaderboard, FsyncPolicy
 from rankengine.leaderboard import Leaderboard
 
 __all__ = ["DemoResult", "register", "run_demo"]
@@ -215,7 +215,7 @@ def _server_main() -> None:
 
 
 def _serve(
-    *, directory: str, players: int, events: int, backend: str, seed: int, fsync: str
+    *, directory: str, players: int, events: int, backend: str, seed: int, fsync: FsyncPolicy
 ) -> None:
     rng = random.Random(seed)
     board = Leaderboard.open(directory, fsync=fsync, backend=backend)
@@ -365,7 +365,7 @@ def run_demo(
     backend: str = "sortedlist",
     seed: int = DEFAULT_SEED,
     directory: str | None = None,
-    fsync: str = "everysec",
+    fsync: FsyncPolicy = "everysec",
     out: TextIO | None = None,
     live: bool | None = None,
 ) -> DemoResult:
@@ -448,7 +448,7 @@ def _run(
     seed: int,
     path: str,
     keep: bool,
-    fsync: str,
+    fsync: FsyncPolicy,
     screen: _Screen,
 ) -> DemoResult:
     say = screen.say

@@ -46,11 +46,11 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import Uncopyable
-from rankengine.core import _check_comparable
+from rankengine.core import RankStyle, TieBreak, _check_comparable
 from rankengine.eventlog import (
     MAPPED_SEGMENTS,
     CorruptionError,
@@ -79,6 +79,7 @@ from rankengine.manifest import (
     snapshot_name,
     write_manifest,
 )
+from rankengine.scoring import Order
 from rankengine.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     "FLUSH_INTERVAL_S",
     "FSYNC_STALL_S",
     "DurableLeaderboard",
+    "DurableOptions",
     "FsyncPolicy",
     "iter_events",
     "load_board",
@@ -96,6 +98,25 @@ __all__ = [
 
 FsyncPolicy: TypeAlias = Literal["always", "everysec", "never"]
 TornPolicy: TypeAlias = Literal["truncate", "refuse"]
+
+
+class DurableOptions(TypedDict, total=False):
+    """The keyword options of :class:`DurableLeaderboard` (and so of
+    ``Leaderboard.open(path, **options)``), for type checkers: a misspelt
+    option is an error before the code runs."""
+
+    fsync: FsyncPolicy
+    order: Order | tuple[Order, ...]
+    tie_break: TieBreak
+    rank_style: RankStyle
+    backend: Any
+    on_torn_tail: TornPolicy
+    compact_min_bytes: int | None
+    compact_ratio: float
+    retain_log: bool
+    create: bool
+    now: Callable[[], int] | None
+
 
 #: ``everysec``: seconds between background fsyncs (Redis's appendfsync everysec).
 FLUSH_INTERVAL_S: Final = 1.0

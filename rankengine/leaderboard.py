@@ -70,8 +70,10 @@ from rankengine.scoring import (
 )
 
 if TYPE_CHECKING:
-    from rankengine.durable import DurableLeaderboard
-    from rankengine.redis_board import RedisLeaderboard
+    from typing import Unpack
+
+    from rankengine.durable import DurableLeaderboard, DurableOptions
+    from rankengine.redis_board import RedisLeaderboard, RedisOptions
 
 __all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When"]
 
@@ -598,7 +600,9 @@ class Leaderboard(BoardReads, ItemWrites):
     # ------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], **options: Any) -> DurableLeaderboard:
+    def open(
+        cls, path: str | os.PathLike[str], **options: Unpack[DurableOptions]
+    ) -> DurableLeaderboard:
         """Open (or create) a durable board stored in directory ``path``.
 
         See :mod:`rankengine.durable` for the options (``fsync`` policy,
@@ -609,7 +613,7 @@ class Leaderboard(BoardReads, ItemWrites):
         return open_board(cls, path, **options)
 
     @staticmethod
-    def connect(redis: Any, name: str, **options: Any) -> RedisLeaderboard:
+    def connect(redis: Any, name: str, **options: Unpack[RedisOptions]) -> RedisLeaderboard:
         """A board with this API stored in a Redis sorted set (``pip install
         rankengine[redis]``).
 

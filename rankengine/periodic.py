@@ -862,7 +862,7 @@ class PeriodicLeaderboard(Uncopyable):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _attach(self, root: Path, fsync: str) -> None:
+    def _attach(self, root: Path, fsync: FsyncPolicy) -> None:
         """Lock ``root``, store periods under it and load the ones already
         there.  If that fails, the boards it opened are closed and the root
         is released (a failed open leaves nothing locked)."""
@@ -883,7 +883,7 @@ class PeriodicLeaderboard(Uncopyable):
             raise
         self._root_lock = lock
 
-    def _load(self, root: Path, fsync: str) -> None:
+    def _load(self, root: Path, fsync: FsyncPolicy) -> None:
         """The part of :meth:`_attach` done under the root's lock."""
         store = _DirectoryStore(root, fsync, self._clock, self._board_config)
         self._archive = root / "archive"
@@ -1109,7 +1109,7 @@ class _DirectoryStore:
     """Where a durable :class:`PeriodicLeaderboard` keeps its periods."""
 
     def __init__(
-        self, root: Path, fsync: str, clock: Callable[[], float], config: dict[str, Any]
+        self, root: Path, fsync: FsyncPolicy, clock: Callable[[], float], config: dict[str, Any]
     ) -> None:
         self.periods = root / "periods"
         self.closed = root / "closed"

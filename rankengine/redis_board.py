@@ -31,7 +31,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, overload
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import Uncopyable
@@ -72,6 +72,9 @@ from rankengine.scoring import (
     check_meta,
     is_member,
 )
+
+if TYPE_CHECKING:
+    from rankengine.durable import FsyncPolicy
 
 __all__ = [
     "Pending",
@@ -115,6 +118,19 @@ _MISSING: Final = object()
 # ----------------------------------------------------------------------
 # The board
 # ----------------------------------------------------------------------
+class RedisOptions(TypedDict, total=False):
+    """The keyword options of :class:`RedisLeaderboard` (and so of
+    ``Leaderboard.connect(redis, name, **options)``), for type checkers."""
+
+    prefix: str
+    order: Order | tuple[Order, ...]
+    tie_break: TieBreak
+    rank_style: RankStyle
+    packing: PackedScore | None
+    log: str | os.PathLike[str] | Leaderboard | None
+    fsync: FsyncPolicy
+
+
 class RedisLeaderboard(Uncopyable, ItemWrites):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
@@ -845,7 +861,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     # ------------------------------------------------------------------
     # Durability: the event log, verification, rebuild
     # ------------------------------------------------------------------
-    def _attach_log(self, log: Any, fsync: str, writes: int) -> None:
+    def _attach_log(self, log: Any, fsync: FsyncPolicy, writes: int) -> None:
         if isinstance(log, Leaderboard):
             self._adopt_log(log, writes)
             return
