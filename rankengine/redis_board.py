@@ -25,6 +25,7 @@ re-exported here).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -203,6 +204,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         self._mode += f"{self._format.columns}{self._klen}"
         self._keys = [f"{prefix}{{{name}}}:{suffix}" for suffix in KEY_SUFFIXES]
         self._scripts = ScriptRunner(redis)
+        #: Names this handle's reply keys; its writes are numbered (see _run).
+        self._handle = uuid.uuid4().hex[:12]
+        self._calls = itertools.count(1)
         # Lock order: this board's lock, then its log's (a logged write and
         # rebuild() from the log).  No other board's lock is taken under it:
         # rebuild(source) and verify(source) copy the source under its own
@@ -1248,11 +1252,17 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     # Helpers
     # ------------------------------------------------------------------
     def _run(self, name: str, *args: Any) -> Any:
-        guarded = self._log is not None and name in _WRITES and not self._restoring
+        writes = name in _WRITES
+        guarded = self._log is not None and writes and not self._restoring
+        keys = [*self._keys, self._reply_key()] if writes else self._keys
         for attempt in range(2):
-            mode = f"{self._mode}:{self._log.last_seq}" if guarded else self._mode
+            # A write is numbered: sent again by the client after a lost
+            # reply, it gets the reply of its first run (see lib_core.lua).
+            mode = f"{self._mode}#{next(self._calls)}" if writes else self._mode
+            if guarded:
+                mode += f":{self._log.last_seq}"
             try:
-                return self._scripts(name, self._keys, [mode, *args])
+                return self._scripts(name, keys, [mode, *args])
             except ScriptError as exc:
                 if exc.code != "STALE" or attempt:
                     raise self._error(exc) from None
@@ -1261,6 +1271,15 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             self.rebuild()
             self.repairs += 1
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _reply_key(self) -> str:
+        """Where this handle's writes from this thread leave their last reply.
+
+        One key per handle, process and thread: the calls of one thread
+        run one after the other, so the call a lost reply belongs to is
+        the last one written there.
+        """
+        return f"{self._keys[5][:-1]}r:{self._handle}.{os.getpid()}.{threading.get_ident()}"
 
     def _error(self, exc: ScriptError) -> Exception:
         if exc.code == "TYPE":
@@ -1799,6 +1818,6 @@ def _combine(
         # an in-process board), say: the board is new (checked above), so
         # removing its keys leaves Redis as it was.
         result.close()
-        client.delete(*result.keys)
+        client.delete(*result.keys, result._reply_key())
         raise
     return result

@@ -44,3 +44,27 @@ local function guard()
     fail('STALE', fmt('%.0f', writes_now) .. ' ' .. GUARD)
   end
 end
+
+-- A write passes its caller's reply key as KEYS[7] and a call number after
+-- '#' in ARGV[1].  redis-py sends a call again when the connection drops
+-- before the reply (a reset, a socket timeout): Redis may have run it
+-- already.  A write that changed something keeps its reply there for
+-- REPLY_TTL seconds, and the same call arriving again gets that reply back
+-- instead of running twice (an increment added twice, a batch applied twice).
+local R = KEYS[7]
+local CALL = string.match(MODE, '#(%d+)')
+local REPLY_TTL = 300
+local function replayed()
+  if not R or not CALL then return nil end
+  local last = redis.call('GET', R)
+  if not last then return nil end
+  local at = string.find(last, ' ', 1, true)
+  if sub(last, 1, at - 1) ~= CALL then return nil end
+  return cmsgpack.unpack(sub(last, at + 1))
+end
+local function reply(out)
+  if dirty and R and CALL then
+    redis.call('SET', R, CALL .. ' ' .. cmsgpack.pack(out), 'EX', REPLY_TTL)
+  end
+  return out
+end
