@@ -233,14 +233,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             if packing is None
             else [packing.window_start, packing.bits, packing.resolution, packing.descending],
         }
-        stored, writes = self._run("INIT", json.dumps(config, sort_keys=True))
-        if json.loads(stored) != config:
-            raise ValueError(
-                f"Redis board {name!r} was created with {json.loads(stored)}; "
-                f"it cannot be opened with {config}"
-            )
+        self._config = config
+        writes = self._init()
         if log is not None:
-            self._attach_log(log, fsync, int(writes))
+            self._attach_log(log, fsync, writes)
 
     # ------------------------------------------------------------------
     # Configuration
@@ -1251,11 +1247,23 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     # ------------------------------------------------------------------
     # Helpers
     # ------------------------------------------------------------------
+    def _init(self) -> int:
+        """Store the board's settings unless it has some, check them, and
+        return the write counter."""
+        stored, writes = self._run("INIT", json.dumps(self._config, sort_keys=True))
+        if json.loads(stored) != self._config:
+            raise ValueError(
+                f"Redis board {self._name!r} was created with {json.loads(stored)}; "
+                f"it cannot be opened with {self._config}"
+            )
+        return int(writes)
+
     def _run(self, name: str, *args: Any) -> Any:
         writes = name in _WRITES
         guarded = self._log is not None and writes and not self._restoring
         keys = [*self._keys, self._reply_key()] if writes else self._keys
-        for attempt in range(2):
+        stored = repaired = False
+        while True:
             # A write is numbered: sent again by the client after a lost
             # reply, it gets the reply of its first run (see lib_core.lua).
             mode = f"{self._mode}#{next(self._calls)}" if writes else self._mode
@@ -1264,13 +1272,20 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             try:
                 return self._scripts(name, keys, [mode, *args])
             except ScriptError as exc:
-                if exc.code != "STALE" or attempt:
+                if exc.code == "CONFIG" and not stored:
+                    # Redis lost the board (a restart, a flush) since it was
+                    # opened: its settings go back before it is written again,
+                    # so another process cannot open it with other ones.
+                    self._init()
+                    stored = True
+                    continue
+                if exc.code != "STALE" or repaired:
                     raise self._error(exc) from None
             # Redis and the log disagree (Redis lost writes, or holds one that
             # was never logged): Redis becomes the log's state again.
             self.rebuild()
             self.repairs += 1
-        raise AssertionError("unreachable")  # pragma: no cover
+            repaired = True
 
     def _reply_key(self) -> str:
         """Where this handle's writes from this thread leave their last reply.

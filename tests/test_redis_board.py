@@ -8,6 +8,7 @@ The shared behaviour suite (tests/test_leaderboard.py) already runs against
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Callable
@@ -1126,3 +1127,16 @@ def test_a_lost_reply_on_a_logged_board_is_logged_once(redis_url: str, tmp_path:
     assert b.repairs == 0  # the call sent again was answered, not taken for a lost write
     assert b.verify() == [] and b.log["ann"] == 15 and b.log.last_seq == b.writes == 2
     b.close()
+
+
+def test_a_board_written_after_redis_lost_it_keeps_its_settings(redis_client: Any) -> None:
+    name = unique_name()
+    b = RedisLeaderboard(redis_client, name, order="asc")
+    b.set("ann", 1)
+    redis_client.delete(*b.keys)  # a restart without persistence, or a FLUSHALL
+    b.set("bob", 2)  # writing again stores the settings again
+    assert json.loads(redis_client.hget(b.keys[5], "config"))["order"] == "asc"
+    with pytest.raises(ValueError, match="was created with"):
+        RedisLeaderboard(redis_client, name, order="desc")
+    assert b.items() == [("bob", 2)]
+    b._check()

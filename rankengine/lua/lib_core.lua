@@ -20,7 +20,7 @@ local function fail(code, detail)
 end
 
 -- The board's state, read once and written once (save) per script.
-local ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense')
+local ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense', 'config')
 local clock_now = tonumber(ST[1] or '0')
 local writes_now = tonumber(ST[2] or '0')
 local inexact_now = tonumber(ST[3] or '0')
@@ -39,7 +39,10 @@ local function touched() writes_now, dirty = writes_now + 1, true end
 -- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
 -- that many writes (it lost some, or has one the log does not).
 local GUARD = string.match(MODE, ':(%d+)$')
+-- A board opened before Redis lost it (a restart, a flush) has no settings:
+-- a write waits until the client has stored them again (as on open).
 local function guard()
+  if not ST[5] then fail('CONFIG', 'the board has no settings') end
   if GUARD and writes_now ~= tonumber(GUARD) then
     fail('STALE', fmt('%.0f', writes_now) .. ' ' .. GUARD)
   end
