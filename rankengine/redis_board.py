@@ -25,6 +25,7 @@ re-exported here).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -219,6 +220,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         self._mode += f"{self._format.columns}{self._klen}"
         self._keys = [f"{prefix}{{{name}}}:{suffix}" for suffix in KEY_SUFFIXES]
         self._scripts = ScriptRunner(redis)
+        #: Names this handle's reply keys; its writes are numbered (see _run).
+        self._handle = uuid.uuid4().hex[:12]
+        self._calls = itertools.count(1)
         # Lock order: this board's lock, then its log's (a logged write and
         # rebuild() from the log).  No other board's lock is taken under it:
         # rebuild(source) and verify(source) copy the source under its own
@@ -245,14 +249,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             if packing is None
             else [packing.window_start, packing.bits, packing.resolution, packing.descending],
         }
-        stored, writes = self._run("INIT", json.dumps(config, sort_keys=True))
-        if json.loads(stored) != config:
-            raise ValueError(
-                f"Redis board {name!r} was created with {json.loads(stored)}; "
-                f"it cannot be opened with {config}"
-            )
+        self._config = config
+        writes = self._init()
         if log is not None:
-            self._attach_log(log, fsync, int(writes))
+            self._attach_log(log, fsync, writes)
 
     # ------------------------------------------------------------------
     # Configuration
@@ -1263,20 +1263,54 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     # ------------------------------------------------------------------
     # Helpers
     # ------------------------------------------------------------------
+    def _init(self) -> int:
+        """Store the board's settings unless it has some, check them, and
+        return the write counter."""
+        stored, writes = self._run("INIT", json.dumps(self._config, sort_keys=True))
+        if json.loads(stored) != self._config:
+            raise ValueError(
+                f"Redis board {self._name!r} was created with {json.loads(stored)}; "
+                f"it cannot be opened with {self._config}"
+            )
+        return int(writes)
+
     def _run(self, name: str, *args: Any) -> Any:
-        guarded = self._log is not None and name in _WRITES and not self._restoring
-        for attempt in range(2):
-            mode = f"{self._mode}:{self._log.last_seq}" if guarded else self._mode
+        writes = name in _WRITES
+        guarded = self._log is not None and writes and not self._restoring
+        keys = [*self._keys, self._reply_key()] if writes else self._keys
+        stored = repaired = False
+        while True:
+            # A write is numbered: sent again by the client after a lost
+            # reply, it gets the reply of its first run (see lib_core.lua).
+            mode = f"{self._mode}#{next(self._calls)}" if writes else self._mode
+            if guarded:
+                mode += f":{self._log.last_seq}"
             try:
-                return self._scripts(name, self._keys, [mode, *args])
+                return self._scripts(name, keys, [mode, *args])
             except ScriptError as exc:
-                if exc.code != "STALE" or attempt:
+                if exc.code == "CONFIG" and not stored:
+                    # Redis lost the board (a restart, a flush) since it was
+                    # opened: its settings go back before it is written again,
+                    # so another process cannot open it with other ones.
+                    self._init()
+                    stored = True
+                    continue
+                if exc.code != "STALE" or repaired:
                     raise self._error(exc) from None
             # Redis and the log disagree (Redis lost writes, or holds one that
             # was never logged): Redis becomes the log's state again.
             self.rebuild()
             self.repairs += 1
-        raise AssertionError("unreachable")  # pragma: no cover
+            repaired = True
+
+    def _reply_key(self) -> str:
+        """Where this handle's writes from this thread leave their last reply.
+
+        One key per handle, process and thread: the calls of one thread
+        run one after the other, so the call a lost reply belongs to is
+        the last one written there.
+        """
+        return f"{self._keys[5][:-1]}r:{self._handle}.{os.getpid()}.{threading.get_ident()}"
 
     def _error(self, exc: ScriptError) -> Exception:
         if exc.code == "TYPE":
@@ -1815,6 +1849,6 @@ def _combine(
         # an in-process board), say: the board is new (checked above), so
         # removing its keys leaves Redis as it was.
         result.close()
-        client.delete(*result.keys)
+        client.delete(*result.keys, result._reply_key())
         raise
     return result

@@ -8,7 +8,8 @@ page with its tie-aware ranks, an entry with its rank) are scripts too, for
 the same single round trip.  A script touches only the board's own keys, all
 of which share one ``{hash tag}``, so every script is legal on Redis Cluster.
 
-Key layout (``KEYS``, the same six for every script)::
+Key layout (``KEYS``, the same six for every script, and a seventh for
+writes)::
 
     KEYS[1]  Z  sorted set  element -> double          the ranking itself
     KEYS[2]  H  hash        member -> kind ":" double ":" element prefix
@@ -16,6 +17,9 @@ Key layout (``KEYS``, the same six for every script)::
     KEYS[4]  D  sorted set  distinct score -> double   (dense ranks, built on
     KEYS[5]  C  hash        distinct score -> count     the first dense read)
     KEYS[6]  S  hash        config, clock, writes, inexact, dense
+    KEYS[7]  R  string      the caller's last write: call number, reply
+                            (writes only; one per handle, process and
+                            thread; expires after 300 s)
 
 An element of ``Z`` is ``ordkey + tie + member`` (see
 :mod:`rankengine.redis_codec` for the encodings):
@@ -38,13 +42,16 @@ kind and the member bytes decide only on ``tie_break="member"`` boards (no
 kind there: it lives in ``H``).
 
 Each script reads the state hash once (``HMGET``) and writes it once at the
-end: a ``set`` is five or six Redis calls inside the script.
+end: a ``set`` is seven or eight Redis calls inside the script (two of them
+the caller's reply key, ``R``: see ``lib_core.lua``).
 
 ``ARGV[1]`` of every script is the board's mode: ``d``/``a`` (order of the
 first column), ``f``/``m`` (tie-break), the number of columns whose ordkey
 the element carries (``1`` for scalar and packed boards), the number of
-kind letters, then, on a board with an event log, ``:`` and the log's last
-sequence number (the write guard).  Scripts raise ``RANKENGINE_<CODE>
+kind letters, then, on a write, ``#`` and the call number (a call sent
+again after a lost reply gets its first run's reply), then, on a write to
+a board with an event log, ``:`` and the log's last sequence number (the
+write guard).  Scripts raise ``RANKENGINE_<CODE>
 <detail>`` before any write (Redis does not roll back a script that fails
 half-way).
 

@@ -8,8 +8,10 @@ The shared behaviour suite (tests/test_leaderboard.py) already runs against
 
 from __future__ import annotations
 
+import json
 import math
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -69,9 +71,12 @@ def test_keys_share_one_hash_tag(redis_client: Any) -> None:
     b.set("ann", 1)
     b.set_meta("ann", {"x": 1})
     b.rank("ann", style="dense")  # the distinct scores are built on the first dense read
+    reply = b._reply_key()  # the last write's reply, for a call sent again
     assert sorted(k.decode() for k in redis_client.keys("game:{weekly}:*")) == sorted(
-        f"game:{{weekly}}:{suffix}" for suffix in "zhmdcs"
+        [*(f"game:{{weekly}}:{suffix}" for suffix in "zhmdcs"), reply]
     )
+    assert reply.startswith("game:{weekly}:r:") and key_slot(reply.encode()) == key_slot(b"weekly")
+    assert 0 < redis_client.ttl(reply) <= 300
     with pytest.raises(ValueError, match="braces"):
         RedisLeaderboard(redis_client, "a{b}")
     for prefix in ("{app}:", "app{}:", "app}:"):  # the name must stay the hash tag
@@ -1047,3 +1052,91 @@ def test_leaderboard_connect_gives_a_redis_board(redis_url: str) -> None:
     finally:
         board.clear()
         board.close()
+
+
+# ----------------------------------------------------------------------
+# A reply lost after Redis ran the write (redis-py sends the call again)
+# ----------------------------------------------------------------------
+def losing_client(url: str) -> tuple[Any, Callable[[str], None]]:
+    """A client whose connection drops the reply of the next call of a script
+    (after Redis ran it), as a connection reset or a socket timeout does;
+    redis-py's default retry then sends the same call again on a new
+    connection.  Returns the client and ``arm(script name)``."""
+    import redis
+    from redis.connection import Connection, parse_url
+
+    armed: list[str] = []
+
+    class Losing(Connection):
+        def send_command(self, *args: Any, **kwargs: Any) -> None:
+            self.losing = bool(armed) and args[:2] == ("EVALSHA", armed[0])
+            if self.losing:
+                armed.clear()
+            super().send_command(*args, **kwargs)
+
+        def read_response(self, *args: Any, **kwargs: Any) -> Any:
+            reply = super().read_response(*args, **kwargs)
+            if getattr(self, "losing", False):
+                self.losing = False
+                raise redis.ConnectionError("connection lost before the reply")
+            return reply
+
+    client = redis.Redis(**parse_url(url))  # as redis.Redis(host, port): retries on
+    client.connection_pool.connection_class = Losing
+
+    def arm(sha: str) -> None:
+        armed[:] = [sha]
+
+    return client, arm
+
+
+@pytest.mark.parametrize(
+    ("script", "write", "want"),
+    [
+        ("INCR", lambda b: b.incr("ann", 5), {"ann": 15, "bob": 20}),
+        ("INCR_MANY", lambda b: b.incr_many({"ann": 1, "bob": 2}), {"ann": 11, "bob": 22}),
+        ("SET_MANY", lambda b: b.set_many({"cid": 1, "ann": 2}), {"ann": 2, "bob": 20, "cid": 1}),
+        ("REMOVE_RANGE", lambda b: b.pop_best(1), {"ann": 10}),
+        ("COMMIT", lambda b: b.incr("bob", 2**60), {"ann": 10, "bob": 2**60 + 20}),
+    ],
+)
+def test_a_write_whose_reply_was_lost_is_applied_once(
+    redis_url: str, script: str, write: Callable[[Any], Any], want: dict[Any, Any]
+) -> None:
+    client, arm = losing_client(redis_url)
+    b = RedisLeaderboard(client, unique_name())
+    b.set_many({"ann": 10, "bob": 20})
+    clock, writes = b.clock, b.writes
+    arm(b._scripts.sha[script])
+    answer = write(b)
+    assert dict(b.items()) == want
+    assert b.writes == writes + 1  # one write, not two
+    twin = Leaderboard()  # the same writes, once each, in process
+    twin.set_many({"ann": 10, "bob": 20})
+    assert write(twin) == answer  # the caller gets the reply of the write that ran
+    assert b.clock - clock == twin.clock - 2
+    b._check()
+
+
+def test_a_lost_reply_on_a_logged_board_is_logged_once(redis_url: str, tmp_path: Any) -> None:
+    client, arm = losing_client(redis_url)
+    b = RedisLeaderboard(client, unique_name(), log=tmp_path / "log")
+    b.set("ann", 10)
+    arm(b._scripts.sha["INCR"])
+    assert b.incr("ann", 5) == 15
+    assert b.repairs == 0  # the call sent again was answered, not taken for a lost write
+    assert b.verify() == [] and b.log["ann"] == 15 and b.log.last_seq == b.writes == 2
+    b.close()
+
+
+def test_a_board_written_after_redis_lost_it_keeps_its_settings(redis_client: Any) -> None:
+    name = unique_name()
+    b = RedisLeaderboard(redis_client, name, order="asc")
+    b.set("ann", 1)
+    redis_client.delete(*b.keys)  # a restart without persistence, or a FLUSHALL
+    b.set("bob", 2)  # writing again stores the settings again
+    assert json.loads(redis_client.hget(b.keys[5], "config"))["order"] == "asc"
+    with pytest.raises(ValueError, match="was created with"):
+        RedisLeaderboard(redis_client, name, order="desc")
+    assert b.items() == [("bob", 2)]
+    b._check()

@@ -1,5 +1,7 @@
 -- clear.  ARGV: 2 want the members (1/0).  Returns them (or their number).
 
+local again = replayed()
+if again then return again end
 guard()
 local n = redis.call('HLEN', H)
 local members = {}
@@ -10,5 +12,5 @@ if n > 0 then
   touched()
 end
 save()
-if ARGV[2] == '1' then return members end
-return n
+if ARGV[2] == '1' then return reply(members) end
+return reply(n)

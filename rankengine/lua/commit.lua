@@ -11,6 +11,8 @@
 -- base = max(clock, floor) when the script starts.  Returns {1, base} or
 -- {0} when a precondition failed (nothing written).
 
+local again = replayed()
+if again then return again end
 guard()
 local WIDTH = {X = 5, P = 6, R = 6, T = 2, D = 2, M = 4, C = 2, W = 2}
 local tag = board_tag()
@@ -79,4 +81,4 @@ elseif changed then
   touched()
 end
 save()
-return {1, base}
+return reply({1, base})

@@ -2,6 +2,8 @@
 -- 6 clock floor.  Returns {0} blocked, {3} do it exactly, {2, old, kind}
 -- unchanged (an equal sum keeps the stored score), {1, new, kind, clock}.
 
+local again = replayed()
+if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[5]
 check_tag(board_tag(), member)
@@ -20,4 +22,4 @@ local clock = clock_next(tonumber(ARGV[6]))
 put(member, old, new, clock)
 touched()
 save()
-return {1, new.str, new.kind, clock}
+return reply({1, new.str, new.kind, clock})

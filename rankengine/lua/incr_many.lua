@@ -4,6 +4,8 @@
 -- per member in order of first appearance: result, kind, step of its last
 -- change (0 if none), stored double, kind}.
 
+local again = replayed()
+if again then return again end
 guard()
 local tag = board_tag()
 if tag and ARGV[3] ~= '' then check_tag(tag, ARGV[3]) end
@@ -52,4 +54,4 @@ if steps > 0 then
   touched()
   save()
 end
-return out
+return reply(out)

@@ -20,7 +20,7 @@ local function fail(code, detail)
 end
 
 -- The board's state, read once and written once (save) per script.
-local ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense')
+local ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense', 'config')
 local clock_now = tonumber(ST[1] or '0')
 local writes_now = tonumber(ST[2] or '0')
 local inexact_now = tonumber(ST[3] or '0')
@@ -39,8 +39,35 @@ local function touched() writes_now, dirty = writes_now + 1, true end
 -- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
 -- that many writes (it lost some, or has one the log does not).
 local GUARD = string.match(MODE, ':(%d+)$')
+-- A board opened before Redis lost it (a restart, a flush) has no settings:
+-- a write waits until the client has stored them again (as on open).
 local function guard()
+  if not ST[5] then fail('CONFIG', 'the board has no settings') end
   if GUARD and writes_now ~= tonumber(GUARD) then
     fail('STALE', fmt('%.0f', writes_now) .. ' ' .. GUARD)
   end
+end
+
+-- A write passes its caller's reply key as KEYS[7] and a call number after
+-- '#' in ARGV[1].  redis-py sends a call again when the connection drops
+-- before the reply (a reset, a socket timeout): Redis may have run it
+-- already.  A write that changed something keeps its reply there for
+-- REPLY_TTL seconds, and the same call arriving again gets that reply back
+-- instead of running twice (an increment added twice, a batch applied twice).
+local R = KEYS[7]
+local CALL = string.match(MODE, '#(%d+)')
+local REPLY_TTL = 300
+local function replayed()
+  if not R or not CALL then return nil end
+  local last = redis.call('GET', R)
+  if not last then return nil end
+  local at = string.find(last, ' ', 1, true)
+  if sub(last, 1, at - 1) ~= CALL then return nil end
+  return cmsgpack.unpack(sub(last, at + 1))
+end
+local function reply(out)
+  if dirty and R and CALL then
+    redis.call('SET', R, CALL .. ' ' .. cmsgpack.pack(out), 'EX', REPLY_TTL)
+  end
+  return out
 end

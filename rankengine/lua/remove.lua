@@ -1,5 +1,7 @@
 -- remove_many.  ARGV: 2.. members.  Returns the members that were present.
 
+local again = replayed()
+if again then return again end
 guard()
 local tag = board_tag()
 for i = 2, #ARGV do check_tag(tag, ARGV[i]) end
@@ -9,4 +11,4 @@ for i = 2, #ARGV do
 end
 if #out > 0 then touched() end
 save()
-return out
+return reply(out)

@@ -5,6 +5,8 @@
 -- 'rank'/'score' return the removed members in rank / index order (or their
 -- number); 'pop' returns {n before, then element, double, kind, meta per row}.
 
+local again = replayed()
+if again then return again end
 guard()
 local sel = ARGV[2]
 local n = redis.call('ZCARD', Z)
@@ -37,6 +39,6 @@ for i = 1, #r, 2 do
 end
 if #gone > 0 then touched() end
 save()
-if sel == 'pop' then return out end
-if want then return gone end
-return #gone
+if sel == 'pop' then return reply(out) end
+if want then return reply(gone) end
+return reply(#gone)

@@ -1,6 +1,8 @@
 -- set.  ARGV: 2 member, 3 double, 4 ordkey, 5 kind, 6 when, 7 has meta,
 -- 8 meta, 9 clock floor.  Returns {clock or 0, meta changed (1/0)}.
 
+local again = replayed()
+if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[6]
 check_tag(board_tag(), member)
@@ -29,4 +31,4 @@ if ARGV[7] == '1' and (clock > 0 or redis.call('HGET', M, member) ~= ARGV[8]) th
 end
 if clock > 0 or meta > 0 then touched() end
 save()
-return {clock, meta}
+return reply({clock, meta})

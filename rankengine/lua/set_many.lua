@@ -4,6 +4,8 @@
 -- then writes it.  Returns {members changed, base clock, then (pair index,
 -- step) per changed member}; the clock of a change is base + step.
 
+local again = replayed()
+if again then return again end
 guard()
 local when = ARGV[2]
 local tag = board_tag()
@@ -48,4 +50,4 @@ if steps > 0 then
   save()
 end
 out[1] = changed
-return out
+return reply(out)

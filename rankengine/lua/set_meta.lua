@@ -1,6 +1,8 @@
 -- set_meta.  ARGV: 2 member, 3 set (1) or remove (0), 4 metadata.
 -- Returns -1 (no such member), 0 (unchanged) or 1.
 
+local again = replayed()
+if again then return again end
 guard()
 local member = ARGV[2]
 check_tag(board_tag(), member)
@@ -16,4 +18,4 @@ else
 end
 touched()
 save()
-return 1
+return reply(1)
