@@ -295,7 +295,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         """Nothing to release (kept so that every board can be closed alike)."""
 
     def __len__(self) -> int:
-        return sum(self._sizes())
+        with self._lock:  # a sum over shards: not split by a batch
+            return sum(self._sizes())
 
     def __contains__(self, member: object) -> bool:
         shard = self._shard_or_none(member)
@@ -538,7 +539,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(k S log N)
         """
-        return [self.entry(m, style=style, with_meta=with_meta) for m in _member_list(members)]
+        wanted = _member_list(members)
+        with self._lock:  # every entry from the same board, not split by a write
+            return [self.entry(m, style=style, with_meta=with_meta) for m in wanted]
 
     def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
         """The entry at a 1-based position (``-1`` is the last).
@@ -563,9 +566,10 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         """
         style = self._style(style)
         value = self._codec.check(score)
-        if style == "dense":
-            return self._distinct_ahead(self._codec.primary(value)) + 1
-        ranks = self._map(lambda s: s.rank_for(value, style))
+        with self._lock:  # every shard's count from the same board
+            if style == "dense":
+                return self._distinct_ahead(self._codec.primary(value)) + 1
+            ranks = self._map(lambda s: s.rank_for(value, style))
         return int(sum(ranks)) - len(ranks) + 1
 
     def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
@@ -575,10 +579,10 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         """
         if method not in _PERCENTILE_METHODS:
             raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
-        value = self.score(member, _MISSING)
-        if value is _MISSING:
-            return None
-        with self._lock:
+        with self._lock:  # the member's score and the counts from the same board
+            value = self.score(member, _MISSING)
+            if value is _MISSING:
+                return None
             counts = self._map(
                 lambda s: (
                     s.count(None, value, True, False),
@@ -763,7 +767,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S log N)
         """
-        return sum(self._map(lambda s: s.count(min, max, min_inclusive, max_inclusive)))
+        with self._lock:  # every shard's count from the same board
+            return sum(self._map(lambda s: s.count(min, max, min_inclusive, max_inclusive)))
 
     def items(self) -> list[tuple[Member, Score]]:
         """``(member, score)`` pairs in rank order: a merge of every shard.

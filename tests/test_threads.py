@@ -256,3 +256,75 @@ def test_window_as_of_agrees_with_the_totals_a_reader_sees() -> None:
     # (as_of, what the reader saw with it, what goes with it) where they differ
     wrong = [(s[0], s[1:], expected[s[0]]) for s in samples if s[1:] != expected[s[0]]]
     assert wrong == []
+
+
+def test_mixed_writes_keep_every_read_well_formed(make_or_sharded: Any) -> None:
+    """Pops, pruning and removals (whose results depend on the interleaving)
+    mixed with increments and conditional sets, while readers check that
+    every answer is one a board could give: ranks consecutive, scores in
+    order, the three rank styles agreeing with the scores, a page where
+    its (clamped) number says, a present member's rank in range, the
+    member among its neighbours.  The cached top and the dense counts are
+    read all along, so a write that left either stale would show."""
+    board = make_or_sharded()
+    members = [f"m{i}" for i in range(30)]
+
+    def writer(seed: int) -> Callable[[], None]:
+        def work() -> None:
+            rng = random.Random(seed)
+            for _ in range(150):
+                roll = rng.random()
+                member = rng.choice(members)
+                if roll < 0.35:
+                    board.incr(member, rng.choice([1, 2, -1, 0.5]))
+                elif roll < 0.5:
+                    board.set_many({m: rng.randint(0, 9) for m in rng.sample(members, 5)})
+                elif roll < 0.6:
+                    board.remove(member)
+                elif roll < 0.65:
+                    board.pop_best(2)
+                elif roll < 0.7:
+                    board.keep_top(20)
+                elif roll < 0.75:
+                    board.remove_by_score(0, 1)
+                else:
+                    board.set(member, rng.randint(-5, 20), when="better")
+
+        return work
+
+    def reader(seed: int) -> Callable[[], None]:
+        def work() -> None:
+            rng = random.Random(seed)
+            for _ in range(100):
+                for style in ("unique", "competition", "dense"):
+                    top = board.top(10, style=style)
+                    assert all(a.score >= b.score for a, b in pairwise(top))
+                    steps = [b.rank - a.rank for a, b in pairwise(top)]
+                    same = [a.score == b.score for a, b in pairwise(top)]
+                    if style == "unique":
+                        assert [e.rank for e in top] == list(range(1, len(top) + 1))
+                    elif style == "dense":
+                        assert steps == [0 if s else 1 for s in same], top
+                    else:
+                        assert [step == 0 for step in steps] == same, top
+                page = board.page(2, 5)  # page 1 while 5 members or fewer (clamped)
+                first = page[0].rank if page else 1
+                assert first in (1, 6) and len(page) <= 5
+                assert [e.rank for e in page] == list(range(first, first + len(page)))
+                items = board.items()
+                assert [s for _, s in items] == sorted((s for _, s in items), reverse=True)
+                member = rng.choice(members)
+                entry = board.entry(member)
+                assert entry is None or 1 <= entry.rank <= len(members)
+                near = board.around(member, 2, 2)
+                if near:
+                    first = near[0].rank
+                    assert [e.rank for e in near] == list(range(first, first + len(near)))
+                    assert member in [e.member for e in near]
+
+        return work
+
+    run_threads([writer(1), writer(2), writer(3), reader(4), reader(5)])
+    board._check()
+    items = board.items()
+    assert [s for _, s in items] == sorted((s for _, s in items), reverse=True)
