@@ -268,6 +268,8 @@ class DecayedLeaderboard(Uncopyable):
             self._board._check_pairs(pairs, "points")
             for member, points in pairs:
                 _check_points(points, member)
+            if not pairs:
+                return {}  # nothing to add: no re-base either (a new epoch, durably)
             new_t0, weight = self._plan(when, now)
             weighted = [(member, points * weight) for member, points in pairs]
             totals: dict[Any, float] = {}

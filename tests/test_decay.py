@@ -658,3 +658,18 @@ def test_rank_waits_for_a_rebase_in_progress() -> None:
         assert reader.is_alive() and answers == []
     reader.join()
     assert answers == [1]
+
+
+def test_an_empty_batch_is_no_write_and_no_rebase(tmp_path: Path) -> None:
+    """``add_many([])`` changes nothing, even when the board is due a
+    re-base: on a durable board a re-base makes a new epoch directory."""
+    clock = FakeClock(0.0)
+    path = tmp_path / "decayed"
+    with DecayedLeaderboard.open(path, half_life=HOUR, clock=clock, fsync="never") as board:
+        board.add("ann", 1)
+        clock.t = 100 * HOUR  # far past REBASE_AFTER time constants
+        before = (board.t0, board.rebases, sorted(p.name for p in path.iterdir()))
+        assert board.add_many([]) == {} and board.add_many({}) == {}
+        assert (board.t0, board.rebases, sorted(p.name for p in path.iterdir())) == before
+        board.add_many([("bob", 1)])  # a real write re-bases as before
+        assert board.rebases == 1
