@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python bench/compare.py                       # every workload, N = 10**4, 10**5, 10**6
     python bench/compare.py --quick               # smoke check, under a minute
     python bench/compare.py --sizes 100000 --workloads mixed,rank --systems redis,sqlite
-    python bench/compare.py --json docs/bench/compare.json
+    python bench/compare.py --json results.json  # docs/bench holds the recorded runs
 
 Method (see ``docs/performance.md``):
 

@@ -109,3 +109,38 @@ def test_plot_of_a_run_without_results(tmp_path: Path) -> None:
 
     assert plot.plot({"runs": [], "env": {}}, tmp_path) == []
     assert plot.markdown({"runs": [], "env": {}}) == ""
+
+
+def test_plot_without_out_writes_beside_the_json_not_over_the_docs_charts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out`` defaulted to ``docs/bench``: charting a run of one's own
+    overwrote the charts the performance page shows."""
+    pytest.importorskip("matplotlib")
+    import json
+
+    import plot
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [
+        {
+            "system": system,
+            "workload": "rank",
+            "n": 1000,
+            "ops_per_s": {"min": ops, "median": ops, "max": ops},
+            "bytes_per_entry": None,
+            "ops": 10,
+            "repeats": 1,
+            "note": None,
+        }
+        for system, ops in (("rankengine-sortedlist", 2.0), ("sortedcontainers-naive", 1.0))
+    ]
+    results = run / "results.json"
+    results.write_text(json.dumps({"runs": rows, "env": {}, "skipped": [], "targets": []}))
+    cwd = tmp_path / "repo"
+    (cwd / "docs" / "bench").mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    assert plot.main([str(results)]) == 0
+    assert (run / "rank.png").exists()
+    assert list((cwd / "docs" / "bench").iterdir()) == []
