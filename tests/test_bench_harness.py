@@ -144,3 +144,29 @@ def test_plot_without_out_writes_beside_the_json_not_over_the_docs_charts(
     assert plot.main([str(results)]) == 0
     assert (run / "rank.png").exists()
     assert list((cwd / "docs" / "bench").iterdir()) == []
+
+
+def test_pauses_refuses_an_unknown_backend_before_starting_a_child() -> None:
+    """``--backends foo`` ended in a child's traceback and a
+    CalledProcessError; it is a usage error."""
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "pauses.py"),
+            "-n",
+            "10",
+            "--writes",
+            "10",
+            "--backends",
+            "foo",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "'foo'" in done.stderr and "sortedlist" in done.stderr
