@@ -170,3 +170,52 @@ def test_pauses_refuses_an_unknown_backend_before_starting_a_child() -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert "'foo'" in done.stderr and "sortedlist" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--sizes", "10k"],
+        ["--sizes", "0"],
+        ["--sizes", "1000,-5"],
+        ["--repeats", "0"],
+        ["--ops", "0"],
+        ["--warmup", "-5"],
+        ["--budget", "0"],
+        ["--budget", "nan"],
+    ],
+)
+def test_compare_refuses_a_bad_number_as_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--sizes 10k`` and ``--sizes 0`` ended in a traceback, and
+    ``--repeats 0``, ``--ops 0`` and ``--budget 0`` silently ran the
+    defaults (a full run) instead."""
+    with pytest.raises(SystemExit) as stop:
+        compare.parse_args(["--quick", *argv])
+    assert stop.value.code == 2
+    assert argv[0] in capsys.readouterr().err
+
+
+def test_compare_takes_the_numbers_it_is_given() -> None:
+    opts, _ = compare.parse_args(
+        [
+            "--sizes",
+            "1_000,20000",
+            "--repeats",
+            "1",
+            "--ops",
+            "10",
+            "--warmup",
+            "0",
+            "--budget",
+            "0.5",
+        ]
+    )
+    assert (opts.sizes, opts.repeats, opts.ops, opts.warmup, opts.budget) == (
+        [1000, 20000],
+        1,
+        10,
+        0,
+        0.5,
+    )
