@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python bench/compare.py                       # every workload, N = 10**4, 10**5, 10**6
     python bench/compare.py --quick               # smoke check, under a minute
     python bench/compare.py --sizes 100000 --workloads mixed,rank --systems redis,sqlite
-    python bench/compare.py --json docs/bench/compare.json
+    python bench/compare.py --json results.json  # docs/bench holds the recorded runs
 
 Method (see ``docs/performance.md``):
 
@@ -52,6 +52,7 @@ import argparse
 import contextlib
 import gc
 import json
+import math
 import os
 import platform
 import random
@@ -847,16 +848,49 @@ def environment(opts: Options, server: peers.RedisServer | None, argv: list[str]
     }
 
 
+def _whole(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _sizes(text: str) -> list[int]:
+    """An argparse type: comma-separated N values, each at least 1."""
+    return [_whole(1)(x.strip()) for x in text.split(",") if x.strip()]
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def parse_args(argv: list[str]) -> tuple[Options, str | None]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke check: N=5000, few ops")
-    p.add_argument("--sizes", help="comma-separated N values (default 10000,100000,1000000)")
+    p.add_argument(
+        "--sizes", type=_sizes, help="comma-separated N values (default 10000,100000,1000000)"
+    )
     p.add_argument("--workloads", help=f"comma-separated subset of {','.join(WORKLOADS)}")
     p.add_argument("--systems", help=f"comma-separated subset of {','.join(peers.ALL_SYSTEMS)}")
-    p.add_argument("--repeats", type=int, help="timed rounds per system (default 5)")
-    p.add_argument("--warmup", type=int, help="warm-up ops per system (default 300)")
-    p.add_argument("--ops", type=int, help="ops per round (default 100000)")
-    p.add_argument("--budget", type=float, help="seconds per round before a slow system is cut")
+    p.add_argument("--repeats", type=_whole(1), help="timed rounds per system (default 5)")
+    p.add_argument("--warmup", type=_whole(0), help="warm-up ops per system (default 300)")
+    p.add_argument("--ops", type=_whole(1), help="ops per round (default 100000)")
+    p.add_argument("--budget", type=_seconds, help="seconds per round before a slow system is cut")
     p.add_argument("--seed", type=int, default=2024)
     p.add_argument("--json", metavar="PATH", help="write machine-readable results here")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -872,19 +906,15 @@ def parse_args(argv: list[str]) -> tuple[Options, str | None]:
                 p.error(f"unknown {what} {item!r}; known: {', '.join(known)}")
         return items
 
-    sizes = (
-        [int(x) for x in args.sizes.split(",")]
-        if args.sizes
-        else ([QUICK_SIZE] if quick else list(DEFAULT_SIZES))
-    )
+    sizes = args.sizes or ([QUICK_SIZE] if quick else list(DEFAULT_SIZES))
     opts = Options(
         sizes=sizes,
         workloads=csv(args.workloads, WORKLOADS, WORKLOADS, "workload"),
         systems=csv(args.systems, peers.ALL_SYSTEMS, peers.ALL_SYSTEMS, "system"),
-        repeats=args.repeats or (3 if quick else 5),
+        repeats=args.repeats if args.repeats is not None else (3 if quick else 5),
         warmup=args.warmup if args.warmup is not None else (100 if quick else 300),
-        ops=args.ops or (2_000 if quick else 100_000),
-        budget=args.budget or (0.04 if quick else 1.0),
+        ops=args.ops if args.ops is not None else (2_000 if quick else 100_000),
+        budget=args.budget if args.budget is not None else (0.04 if quick else 1.0),
         seed=args.seed,
         verbose=not args.quiet,
     )

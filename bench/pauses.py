@@ -109,11 +109,25 @@ def measure(backend: str, n: int, writes: int, freeze: bool, seed: int) -> dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", type=int, default=1_000_000, help="members (default 10**6)")
-    parser.add_argument("--writes", type=int, default=1_500_000, help="timed writes per line")
-    parser.add_argument("--backends", default="sortedlist,skiplist")
+    parser.add_argument(
+        "--writes",
+        type=int,
+        default=1_500_000,
+        help="writes timed one by one, per backend and gc.freeze() setting (default 1,500,000)",
+    )
+    parser.add_argument(
+        "--backends",
+        default="sortedlist,skiplist",
+        help="comma-separated subset of sortedlist,skiplist (default both)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--one", nargs=2, metavar=("BACKEND", "FREEZE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    for backend in args.backends.split(","):
+        if backend not in ("sortedlist", "skiplist"):
+            parser.error(
+                f"--backends: unknown backend {backend!r} (choose from sortedlist,skiplist)"
+            )
     if args.one:  # a child: one line, as JSON on stdout
         backend, freeze = args.one
         print(json.dumps(measure(backend, args.n, args.writes, freeze == "1", args.seed)))

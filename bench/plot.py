@@ -2,7 +2,10 @@
 
 Usage (from the repository root)::
 
-    python bench/plot.py docs/bench/compare.json --out docs/bench
+    python bench/plot.py results.json --out charts
+
+Without ``--out`` the PNGs go beside the JSON file (``docs/bench`` holds
+the charts of the recorded runs, drawn from ``docs/bench/*.json``).
 
 ``--markdown`` prints the results and the targets as Markdown tables instead.
 
@@ -267,14 +270,15 @@ def markdown(data: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="PNG charts from compare.py JSON results")
     p.add_argument("json", help="results written by bench/compare.py --json")
-    p.add_argument("--out", default="docs/bench", help="directory for the PNGs")
+    p.add_argument("--out", help="directory for the PNGs (default: the directory of the JSON file)")
     p.add_argument("--markdown", action="store_true", help="print Markdown tables, no charts")
     args = p.parse_args(argv)
     data = json.loads(Path(args.json).read_text())
     if args.markdown:
         print(markdown(data))
         return 0
-    for path in plot(data, Path(args.out)):
+    out = Path(args.out) if args.out is not None else Path(args.json).parent
+    for path in plot(data, out):
         print(path)
     return 0
 

@@ -217,7 +217,8 @@ def run(
         lines = table(tracker, k, unit)
         if live:
             up = f"\x1b[{shown}F" if shown else ""
-            out.write(up + "".join(f"\x1b[2K{line}\n" for line in lines))
+            # \x1b[J: clear below, where a longer list left its last lines
+            out.write(up + "".join(f"\x1b[2K{line}\n" for line in lines) + "\x1b[J")
             shown = len(lines)
         else:
             out.write("\n".join(lines) + "\n\n")

@@ -208,11 +208,17 @@ class CountMinSketch:
         :param counter_bits: 32 (4 bytes a cell, total up to 2**32 - 1) or 64
         """
         if width is None and depth is None:
-            if epsilon is None or delta is None:
+            if epsilon is None and delta is None:
                 raise ValueError("give width and depth, or epsilon and delta")
+            if epsilon is None or delta is None:
+                missing = "epsilon" if epsilon is None else "delta"
+                raise ValueError(f"{missing} is missing: give epsilon and delta together")
             width, depth = shape_for(epsilon, delta)
-        elif width is None or depth is None or epsilon is not None or delta is not None:
+        elif epsilon is not None or delta is not None:
             raise ValueError("give width and depth, or epsilon and delta, not a mix")
+        elif width is None or depth is None:
+            missing = "width" if width is None else "depth"
+            raise ValueError(f"{missing} is missing: give width and depth together")
         if type(width) is not int or not 1 <= width <= MAX_WIDTH:
             raise ValueError(f"width must be an int in [1, 2**32], got {width!r}")
         if type(depth) is not int or not 1 <= depth <= MAX_VALUES:

@@ -417,6 +417,32 @@ class PartitionedTopK:
         if self._stopped:
             raise ValueError("this PartitionedTopK is closed: its worker processes have stopped")
 
+    def _send(self, p: int, message: tuple[str, Any]) -> None:
+        """Send ``message`` to partition ``p``'s worker (see :meth:`_dead`)."""
+        try:
+            self._conns[p].send(message)
+        except (OSError, EOFError) as exc:
+            raise self._dead(p) from exc
+
+    def _recv(self, p: int) -> Any:
+        """Partition ``p``'s reply (see :meth:`_dead`)."""
+        try:
+            return self._conns[p].recv()
+        except (OSError, EOFError) as exc:
+            raise self._dead(p) from exc
+
+    def _dead(self, p: int) -> RuntimeError:
+        """The error for a worker whose pipe broke: it has exited, and its
+        counts with it, so no later answer of this pipeline can be right."""
+        proc = self._procs[p]
+        proc.join(timeout=1)
+        return RuntimeError(
+            f"partition {p}'s worker process has stopped (exit code {proc.exitcode}) "
+            "and its counts are lost: close() this pipeline and start a new one.  "
+            "With the spawn start method each worker imports the main script again: "
+            "start the pipeline under if __name__ == '__main__':"
+        )
+
     def flush(self) -> None:
         """Route the buffered counts to their partitions.
 
@@ -442,7 +468,7 @@ class PartitionedTopK:
                 continue
             self._totals[p] += sums[p]
             if self._conns:
-                self._conns[p].send(("counts", group))
+                self._send(p, ("counts", group))
             else:
                 self._parts[p].add_counts(group)
         self._buffer = {}
@@ -459,11 +485,11 @@ class PartitionedTopK:
             if op == "roll":
                 self._parts = [part.empty_like() for part in parts]
         else:
-            for conn in self._conns:
-                conn.send((op, None))
+            for p in range(self.partitions):
+                self._send(p, (op, None))
             # Read every reply before raising: one left in its pipe would be
             # taken for the answer to the next request.
-            replies = [conn.recv() for conn in self._conns]
+            replies = [self._recv(p) for p in range(self.partitions)]
             for p, (status, payload) in enumerate(replies):
                 if status != "ok":
                     raise RuntimeError(f"partition {p} failed: {payload}")

@@ -109,3 +109,113 @@ def test_plot_of_a_run_without_results(tmp_path: Path) -> None:
 
     assert plot.plot({"runs": [], "env": {}}, tmp_path) == []
     assert plot.markdown({"runs": [], "env": {}}) == ""
+
+
+def test_plot_without_out_writes_beside_the_json_not_over_the_docs_charts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out`` defaulted to ``docs/bench``: charting a run of one's own
+    overwrote the charts the performance page shows."""
+    pytest.importorskip("matplotlib")
+    import json
+
+    import plot
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [
+        {
+            "system": system,
+            "workload": "rank",
+            "n": 1000,
+            "ops_per_s": {"min": ops, "median": ops, "max": ops},
+            "bytes_per_entry": None,
+            "ops": 10,
+            "repeats": 1,
+            "note": None,
+        }
+        for system, ops in (("rankengine-sortedlist", 2.0), ("sortedcontainers-naive", 1.0))
+    ]
+    results = run / "results.json"
+    results.write_text(json.dumps({"runs": rows, "env": {}, "skipped": [], "targets": []}))
+    cwd = tmp_path / "repo"
+    (cwd / "docs" / "bench").mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    assert plot.main([str(results)]) == 0
+    assert (run / "rank.png").exists()
+    assert list((cwd / "docs" / "bench").iterdir()) == []
+
+
+def test_pauses_refuses_an_unknown_backend_before_starting_a_child() -> None:
+    """``--backends foo`` ended in a child's traceback and a
+    CalledProcessError; it is a usage error."""
+    import subprocess
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "pauses.py"),
+            "-n",
+            "10",
+            "--writes",
+            "10",
+            "--backends",
+            "foo",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "'foo'" in done.stderr and "sortedlist" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--sizes", "10k"],
+        ["--sizes", "0"],
+        ["--sizes", "1000,-5"],
+        ["--repeats", "0"],
+        ["--ops", "0"],
+        ["--warmup", "-5"],
+        ["--budget", "0"],
+        ["--budget", "nan"],
+    ],
+)
+def test_compare_refuses_a_bad_number_as_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--sizes 10k`` and ``--sizes 0`` ended in a traceback, and
+    ``--repeats 0``, ``--ops 0`` and ``--budget 0`` silently ran the
+    defaults (a full run) instead."""
+    with pytest.raises(SystemExit) as stop:
+        compare.parse_args(["--quick", *argv])
+    assert stop.value.code == 2
+    assert argv[0] in capsys.readouterr().err
+
+
+def test_compare_takes_the_numbers_it_is_given() -> None:
+    opts, _ = compare.parse_args(
+        [
+            "--sizes",
+            "1_000,20000",
+            "--repeats",
+            "1",
+            "--ops",
+            "10",
+            "--warmup",
+            "0",
+            "--budget",
+            "0.5",
+        ]
+    )
+    assert (opts.sizes, opts.repeats, opts.ops, opts.warmup, opts.budget) == (
+        [1000, 20000],
+        1,
+        10,
+        0,
+        0.5,
+    )

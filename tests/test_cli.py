@@ -13,6 +13,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -288,6 +289,43 @@ def test_trending_ctrl_c_while_a_batch_is_counted_counts_it_once(
     assert table[0].startswith(f"Top 1 of {cli_trending.BATCH:,} lines")
     assert table[2].split()[1:] == [f"{cli_trending.BATCH:,}", "0", "a"]
     assert "interrupted" in capsys.readouterr().err
+
+
+def _screen(text: str) -> list[str]:
+    """The lines a terminal shows after ``text`` (only the escapes the
+    live list uses: cursor up to column 0, clear line, clear below)."""
+    rows, row = [""], 0
+    for match in re.finditer(r"\x1b\[(\d*)([FKJ])|(\n)|([^\x1b\n]+)", text):
+        count, code, newline, chars = match.groups()
+        if code == "F":
+            row -= int(count)
+        elif code == "K":
+            rows[row] = ""
+        elif code == "J":
+            del rows[row + 1 :]
+            rows[row] = ""
+        elif newline:
+            row += 1
+            if row == len(rows):
+                rows.append("")
+        else:
+            rows[row] += chars
+    return [line for line in rows if line]
+
+
+def test_trending_live_redraw_leaves_no_line_of_a_longer_list() -> None:
+    # The 17 candidate slots fill, "x" is admitted with an error (footer
+    # shown), then an exact key tops the list: the redrawn list is one line
+    # shorter, and the old footer stayed on screen below it.
+    keys = [f"a{i}" for i in range(1, 18)] + ["x", "x"] + ["a17"] * 5
+    out = io.StringIO()
+    assert cli_trending.run(io.StringIO("\n".join(keys)), out, k=1, every=1, live=True) == 0
+    assert _screen(out.getvalue()) == [
+        "Top 1 of 24 lines (count-min sketch 2048 x 4, 17 exact counters)",
+        "rank  count  error  key",
+        "   1      6      0  a17",
+    ]
+    assert "(a count is an upper bound" in out.getvalue()  # it was shown on the way
 
 
 def test_demo_on_the_skiplist_backend(good: dict[str, Run]) -> None:

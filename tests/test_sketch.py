@@ -444,3 +444,20 @@ def test_generated_updater_matches_the_definition() -> None:
                 est = update(table, idx, n)
                 assert list(table) == expected
                 assert est == min(expected[i] for i in idx)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"width": 10}, "depth is missing"),
+        ({"depth": 3}, "width is missing"),
+        ({"epsilon": 0.01}, "delta is missing"),
+        ({"delta": 0.01}, "epsilon is missing"),
+        ({"width": 10, "depth": 3, "epsilon": 0.01}, "not a mix"),
+        ({}, "give width and depth, or epsilon and delta"),
+    ],
+)
+def test_a_half_given_shape_names_what_is_missing(options: dict[str, Any], message: str) -> None:
+    # CountMinSketch(10) said "not a mix" though nothing was mixed
+    with pytest.raises(ValueError, match=message):
+        CountMinSketch(**options)

@@ -819,3 +819,22 @@ def test_a_closed_process_pipeline_says_so_and_changes_nothing() -> None:
     local.close()
     local.add("a")
     assert [(t.key, t.count) for t in local.snapshot().top()] == [("a", 2)]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_a_dead_worker_is_named_not_a_broken_pipe() -> None:
+    """A worker that died (killed, or a script without the
+    ``if __name__ == "__main__":`` guard that spawn needs) surfaces as a
+    RuntimeError naming its partition, not a bare BrokenPipeError or
+    EOFError from the pipe."""
+    pipe = PartitionedTopK(2, k=3, width=32, depth=2, processes=True, mp_context="fork")
+    try:
+        pipe._procs[1].kill()
+        pipe._procs[1].join(10)
+        key = next(f"k{i}" for i in range(100) if pipe.owner(f"k{i}") == 1)
+        pipe.add(key)
+        for call in (pipe.flush, pipe.snapshot, pipe.roll):
+            with pytest.raises(RuntimeError, match=r"partition 1's worker process .*exit code -9"):
+                call()
+    finally:
+        pipe.close()
