@@ -19,7 +19,8 @@ counters' limit; 2 bad arguments (``--k`` above the limit included, refused
 before anything is read); 130 interrupted (Ctrl-C).  After 1 (at
 the limit) or 130 the list so far is still printed, and stderr says why
 the count stopped.  FILE and standard input are both read as UTF-8, whatever
-the locale; undecodable bytes are read as U+FFFD, never an error.
+the locale (a byte order mark at the start is dropped); undecodable bytes
+are read as U+FFFD, never an error.
 
 >>> import io
 >>> out = io.StringIO()
@@ -137,9 +138,9 @@ def _handle(args: argparse.Namespace) -> int:
         if isinstance(sys.stdin, io.TextIOWrapper):
             # as a FILE is read: UTF-8 whatever the locale, so the same
             # bytes make the same keys from a pipe as from a file
-            sys.stdin.reconfigure(encoding="utf-8", errors="replace")
+            sys.stdin.reconfigure(encoding="utf-8-sig", errors="replace")
         return run(sys.stdin, out, **options)
-    with open(args.file, encoding="utf-8", errors="replace") as stream:
+    with open(args.file, encoding="utf-8-sig", errors="replace") as stream:
         return run(stream, out, **options)
 
 

@@ -622,6 +622,18 @@ def test_trending_reads_stdin_as_utf8_as_it_reads_a_file(
     assert rows == [["2", "0", "héllo"], ["1", "0", "wörld"]]
 
 
+def test_trending_drops_a_byte_order_mark(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # a file saved "UTF-8 with BOM" (Windows editors) counted its first line
+    # as another key: "\ufeffapple" beside "apple"
+    raw = "\ufeffapple\napple\npear\n".encode()
+    (tmp_path / "text.txt").write_bytes(raw)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="latin-1"))
+    for run in (_invoke(["trending"]), _invoke(["trending", str(tmp_path / "text.txt")])):
+        assert run.code == 0, run.err
+        rows = [line.split()[1:] for line in run.out.splitlines()[2:]]
+        assert rows == [["2", "0", "apple"], ["1", "0", "pear"]]
+
+
 def _torn_board(path: Path) -> Path:
     """A board whose last record was cut short (a torn tail)."""
     with Leaderboard.open(path, fsync="never") as board:
