@@ -167,7 +167,8 @@ def table(tracker: TopK, k: int, unit: str) -> list[str]:
     width = max([5, *(len(f"{item.count:,}") for item in items)])
     config = tracker.config()
     lines = [
-        f"Top {k} of {tracker.total:,} {unit} (count-min sketch {config['width']} x "
+        f"Top {k} of {tracker.total:,} {unit.removesuffix('s') if tracker.total == 1 else unit} "
+        f"(count-min sketch {config['width']} x "
         f"{config['depth']}, {tracker.capacity} exact counters)",
         f"rank  {'count':>{width}}  error  key",
     ]

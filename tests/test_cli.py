@@ -622,6 +622,13 @@ def test_trending_reads_stdin_as_utf8_as_it_reads_a_file(
     assert rows == [["2", "0", "héllo"], ["1", "0", "wörld"]]
 
 
+def test_trending_counts_one_line_or_word_in_the_singular() -> None:
+    for args, unit in ((["trending"], "line"), (["trending", "--words"], "word")):
+        out = io.StringIO()
+        cli_trending.run(io.StringIO("solo\n"), out, words=unit == "word")
+        assert out.getvalue().startswith(f"Top 10 of 1 {unit} (count-min"), args
+
+
 def test_trending_drops_a_byte_order_mark(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # a file saved "UTF-8 with BOM" (Windows editors) counted its first line
     # as another key: "\ufeffapple" beside "apple"

@@ -220,7 +220,7 @@ def test_trending_interrupted_on_a_slow_stdin_prints_the_list_and_says_so() -> N
         proc.stdin.write("a\n")
         proc.stdin.flush()
         # the first list is printed: the command is reading, waiting for more
-        assert proc.stdout.readline().startswith("Top 10 of 1 lines")
+        assert proc.stdout.readline().startswith("Top 10 of 1 line (")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=TIMEOUT_S)
     finally:
