@@ -97,6 +97,8 @@ def combine(
                 metas[member] = board_meta[member]
     if intersect:
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
+    if settings.get("tie_break") == "member":
+        _check_member_types(totals)
     # Every score is known (and every overflow raised) before the result
     # exists: a durable result's directory is only created for a good union.
     result = cls(**settings)
@@ -106,6 +108,21 @@ def combine(
         if member in totals:
             result.set_meta(member, data)
     return result
+
+
+def _check_member_types(totals: dict[Any, Any]) -> None:
+    """Refuse, before the result exists, members of more than one type for a
+    result that breaks ties by member (they would not compare), as the
+    result's own ``set_many`` would refuse them once it had been created.
+
+    Runtime complexity: O(M) for M members
+    """
+    kinds = list(dict.fromkeys(map(type, totals)))
+    if len(kinds) > 1:
+        raise TypeError(
+            "the result breaks ties by member (tie_break='member'): "
+            f"{kinds[0].__name__} and {kinds[1].__name__} members would not compare"
+        )
 
 
 def _check_new(result: Any, where: str) -> None:
