@@ -11,6 +11,13 @@ Rules, as in Redis:
 * the inputs must have scalar scores: a composite-score board is refused
   with ``TypeError``.
 
+Two details differ from the server's own commands: the weighted scores are
+combined in the order the boards are given (``ZUNIONSTORE`` and
+``ZINTERSTORE`` start from the smallest set, which can change a float sum's
+last digit, or whether ``+inf + -inf`` meets a third score before or after
+becoming 0), and a NaN product counts as 0 wherever it occurs (``ZINTERSTORE``
+does so only in its smallest set; in another it turns the sum into 0).
+
 The result is a new board with the first input's settings (override any
 with keyword arguments); a destination that already holds a board (a
 durable board's path, a Redis board's name) is refused with ``ValueError``.
