@@ -11,6 +11,13 @@ Rules, as in Redis:
 * the inputs must have scalar scores: a composite-score board is refused
   with ``TypeError``.
 
+Two details differ from the server's own commands: the weighted scores are
+combined in the order the boards are given (``ZUNIONSTORE`` and
+``ZINTERSTORE`` start from the smallest set, which can change a float sum's
+last digit, or whether ``+inf + -inf`` meets a third score before or after
+becoming 0), and a NaN product counts as 0 wherever it occurs (``ZINTERSTORE``
+does so only in its smallest set; in another it turns the sum into 0).
+
 The result is a new board with the first input's settings (override any
 with keyword arguments); a destination that already holds a board (a
 durable board's path, a Redis board's name) is refused with ``ValueError``.
@@ -97,6 +104,8 @@ def combine(
                 metas[member] = board_meta[member]
     if intersect:
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
+    if settings.get("tie_break") == "member":
+        _check_member_types(totals)
     # Every score is known (and every overflow raised) before the result
     # exists: a durable result's directory is only created for a good union.
     result = cls(**settings)
@@ -106,6 +115,21 @@ def combine(
         if member in totals:
             result.set_meta(member, data)
     return result
+
+
+def _check_member_types(totals: dict[Any, Any]) -> None:
+    """Refuse, before the result exists, members of more than one type for a
+    result that breaks ties by member (they would not compare), as the
+    result's own ``set_many`` would refuse them once it had been created.
+
+    Runtime complexity: O(M) for M members
+    """
+    kinds = list(dict.fromkeys(map(type, totals)))
+    if len(kinds) > 1:
+        raise TypeError(
+            "the result breaks ties by member (tie_break='member'): "
+            f"{kinds[0].__name__} and {kinds[1].__name__} members would not compare"
+        )
 
 
 def _check_new(result: Any, where: str) -> None:

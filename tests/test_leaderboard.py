@@ -1357,6 +1357,32 @@ def test_union_metadata_and_config(make_board: Any) -> None:
     assert a.union([a]).items() == a.items()
 
 
+def test_union_into_member_ties_refuses_mixed_members_before_creating_it(
+    tmp_path: Path,
+) -> None:
+    """A result that breaks ties by member cannot hold str and int members:
+    the union says so before the result exists, so a durable result leaves
+    no directory behind (it was created, empty, and the error came after)."""
+    from rankengine.durable import DurableLeaderboard
+
+    by_member, first = Leaderboard(tie_break="member"), Leaderboard()
+    by_member.set_many({"ann": 1, "bob": 2})
+    first.set_many({7: 5, "cid": 3})
+    path = tmp_path / "result"
+    for calls in (
+        lambda: DurableLeaderboard.union([by_member, first], path=path),
+        lambda: DurableLeaderboard.union([first], tie_break="member", path=path),
+        lambda: Leaderboard.union([first, by_member], tie_break="member"),
+    ):
+        with pytest.raises(TypeError, match=r"ties by member.*would not compare"):
+            calls()
+        assert not path.exists()
+    # members of one type in the result are fine
+    assert Leaderboard.intersection([by_member, first], tie_break="member").items() == []
+    with DurableLeaderboard.union([by_member], path=path) as result:
+        assert result.items() == [("bob", 2), ("ann", 1)]
+
+
 def test_intersection_of_three(make_board: Any) -> None:
     boards = [make_board() for _ in range(3)]
     boards[0].set_many({"a": 1, "b": 2, "c": 3})
