@@ -67,7 +67,7 @@ def combine(
     """
     from rankengine.leaderboard import Leaderboard
 
-    inputs = list(boards)
+    inputs = _board_list(boards)
     if not inputs:
         raise ValueError("combine needs at least one board")
     for board in inputs:
@@ -78,9 +78,7 @@ def combine(
                 "union and intersection combine scalar scores only: a composite-score "
                 f"board (order={board.order!r}) cannot be summed or weighted"
             )
-    factors = [1] * len(inputs) if weights is None else [check_score(w, "weight") for w in weights]
-    if len(factors) != len(inputs):
-        raise ValueError(f"{len(factors)} weights for {len(inputs)} boards")
+    factors = _weight_list(weights, len(inputs))
     if aggregate not in _AGGREGATES:
         raise ValueError(f"aggregate must be one of {_AGGREGATES}, not {aggregate!r}")
     settings = {**inputs[0].config(), **config}
@@ -115,6 +113,33 @@ def combine(
         if member in totals:
             result.set_meta(member, data)
     return result
+
+
+def _board_list(boards: Iterable[Any]) -> list[Any]:
+    """``boards`` as a list; one board given alone (which iterates over its
+    members) is refused with ``TypeError``, as a bare string is where a
+    list of members is expected.
+
+    Runtime complexity: O(len(boards))
+    """
+    if hasattr(boards, "by_rank"):
+        raise TypeError("boards must be a list of boards, not one board: union([board, ...])")
+    return list(boards)
+
+
+def _weight_list(weights: Iterable[float] | None, n: int) -> list[Any]:
+    """One checked weight per board (1 each when ``weights`` is None).
+
+    Runtime complexity: O(n)
+    """
+    if weights is None:
+        return [1] * n
+    if not isinstance(weights, Iterable):
+        raise TypeError(f"weights must be a list of numbers, one per board, not {weights!r}")
+    factors = [check_score(w, "weight") for w in weights]
+    if len(factors) != n:
+        raise ValueError(f"{len(factors)} weights for {n} boards")
+    return factors
 
 
 def _check_member_types(totals: dict[Any, Any]) -> None:

@@ -841,7 +841,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(T log T) for T input entries in all.
         """
-        return _combine(cls, list(boards), weights, aggregate, intersect=False, config=config)
+        from rankengine.combine import _board_list
+
+        return _combine(
+            cls, _board_list(boards), weights, aggregate, intersect=False, config=config
+        )
 
     @classmethod
     def intersection(
@@ -856,7 +860,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(T log T) for T input entries in all.
         """
-        return _combine(cls, list(boards), weights, aggregate, intersect=True, config=config)
+        from rankengine.combine import _board_list
+
+        return _combine(cls, _board_list(boards), weights, aggregate, intersect=True, config=config)
 
     # ------------------------------------------------------------------
     # Durability: the event log, verification, rebuild
@@ -1795,8 +1801,7 @@ def _combine(
     config: dict[str, Any],
 ) -> RedisLeaderboard:
     """Union/intersection over any boards with the public API (Redis rules)."""
-    from rankengine.combine import _aggregate, _check_new, _weigh
-    from rankengine.scoring import check_score
+    from rankengine.combine import _aggregate, _check_new, _weigh, _weight_list
 
     if not inputs:
         raise ValueError("combine needs at least one board")
@@ -1805,9 +1810,7 @@ def _combine(
             raise TypeError(f"can only combine leaderboards, not {type(board).__name__}")
         if not isinstance(board.order, str):
             raise TypeError("composite-score boards cannot be combined with weights")
-    factors = [1] * len(inputs) if weights is None else [check_score(w, "weight") for w in weights]
-    if len(factors) != len(inputs):
-        raise ValueError(f"{len(factors)} weights for {len(inputs)} boards")
+    factors = _weight_list(weights, len(inputs))
     if aggregate not in ("sum", "min", "max"):
         raise ValueError(f"aggregate must be one of ('sum', 'min', 'max'), not {aggregate!r}")
     first = inputs[0]

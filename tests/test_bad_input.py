@@ -357,6 +357,9 @@ def test_unknown_backend_name() -> None:
         case(lambda a, b: a.union([]), ValueError, "no-boards"),
         case(lambda a, b: a.intersection([a, "b"]), TypeError, "not-a-board"),
         case(lambda a, b: a.union([a, b], order="up"), ValueError, "bad-config"),
+        case(lambda a, b: a.union(b), TypeError, "one-board-not-a-list"),
+        case(lambda a, b: a.intersection(a), TypeError, "one-board-not-a-list-inter"),
+        case(lambda a, b: a.union([a, b], weights=5), TypeError, "weights-not-a-list"),
     ],
 )
 def test_bad_union_leaves_inputs_alone(make_board: Any, call: Any, error: type[Exception]) -> None:
@@ -636,3 +639,15 @@ def test_a_bad_composite_column_is_named(
     with pytest.raises(error, match=words):
         action(board)
     assert snapshot(board) == before
+
+
+def test_union_of_one_board_says_to_pass_a_list(make_board: Any) -> None:
+    # a board given alone was iterated: "can only combine Leaderboards, not
+    # str" (its first member), or "needs at least one board" when empty
+    a, b = seeded(make_board), make_board()
+    for call in (lambda: a.union(a), lambda: a.intersection(b), lambda: b.union(b)):
+        with pytest.raises(TypeError, match=r"a list of boards, not one board"):
+            call()
+    with pytest.raises(TypeError, match=r"weights must be a list of numbers, one per board"):
+        a.union([a, b], weights=5)  # was Python's "'int' object is not iterable"
+    a._check()
