@@ -135,7 +135,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Protocol, TypeAlias
 
-__all__ = ["RUN_SCAN_LIMIT", "Entry3", "OrderedIndex"]
+__all__ = ["PROTOCOL_METHODS", "RUN_SCAN_LIMIT", "Entry3", "OrderedIndex"]
 
 #: A first-to-reach board keeps a member's tie only when the member arrived
 #: at least this many entries from the oldest end of its run of equal
@@ -226,3 +226,22 @@ class OrderedIndex(Protocol):
         """Verify every invariant; raise ``AssertionError`` describing the first
         broken one."""
         ...
+
+
+#: The methods of :class:`OrderedIndex`, in the order it lists them.  The
+#: board checks that an index made by a ``backend=`` factory has each one,
+#: and raises ``TypeError`` naming those it lacks.
+PROTOCOL_METHODS: Final = (
+    "__len__",
+    "insert",
+    "remove",
+    "move",
+    "position",
+    "count_less",
+    "count_primary",
+    "entry",
+    "iter_range",
+    "clear",
+    "build",
+    "_check",
+)
