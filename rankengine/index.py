@@ -83,10 +83,11 @@ test collects the names the package looks up and checks that each is
 listed here and in the API reference.)
 
 ``oldest_last`` (attribute, ``bool | None``)
-    Set by a ``tie_break="first"`` board right after it creates the index:
-    True when the oldest entry of a run is its last (descending board),
-    False when it is its first (ascending board).  It stays None on a board
-    that breaks ties by member.  Read by the index in ``insert`` and
+    Set by a ``tie_break="first"`` board right after it creates the index,
+    only if the index already has it (None at first, as a class attribute
+    or set in ``__init__``): True when the oldest entry of a run is its
+    last (descending board), False when it is its first (ascending board).
+    It stays None on a board that breaks ties by member.  Read by the index in ``insert`` and
     ``move`` to answer "near the oldest end?", and by the three look-ups by
     member below.  Cost: O(1).  An index without it (or while it is None)
     answers None from ``insert`` and ``move``, so the board keeps every
