@@ -40,7 +40,7 @@ from typing import Any, Final, Literal, NamedTuple, Protocol, TypeAlias
 from sortedcontainers import SortedList
 
 from rankengine.changes import DEL, META, PUT, Change
-from rankengine.index import RUN_SCAN_LIMIT, OrderedIndex
+from rankengine.index import PROTOCOL_METHODS, RUN_SCAN_LIMIT, OrderedIndex
 from rankengine.scoring import (
     Member,
     Order,
@@ -97,7 +97,14 @@ class Entry(NamedTuple):
 
 def _make_index(backend: str | Callable[[], OrderedIndex]) -> OrderedIndex:
     if callable(backend):
-        return backend()
+        index = backend()
+        missing = [name for name in PROTOCOL_METHODS if not callable(getattr(index, name, None))]
+        if missing:
+            raise TypeError(
+                f"backend factory {backend!r} made a {type(index).__name__}, which lacks "
+                f"the OrderedIndex methods {', '.join(missing)} (see rankengine.index)"
+            )
+        return index
     if backend == "sortedlist":
         from rankengine.sortedlist import SortedListIndex
 
@@ -106,7 +113,16 @@ def _make_index(backend: str | Callable[[], OrderedIndex]) -> OrderedIndex:
         from rankengine.skiplist import SkipList
 
         return SkipList()
-    raise ValueError(f"backend must be 'sortedlist' or 'skiplist', not {backend!r}")
+    if not isinstance(backend, str) and hasattr(backend, "insert"):
+        raise ValueError(
+            "backend takes a factory (a class, or a callable with no arguments) "
+            f"returning an index, not an index: pass {type(backend).__name__}, "
+            f"not {type(backend).__name__}()"
+        )
+    raise ValueError(
+        "backend must be 'sortedlist', 'skiplist' or a factory returning an "
+        f"ordered index, not {backend!r}"
+    )
 
 
 class _Writable(Protocol):

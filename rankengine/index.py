@@ -83,10 +83,11 @@ test collects the names the package looks up and checks that each is
 listed here and in the API reference.)
 
 ``oldest_last`` (attribute, ``bool | None``)
-    Set by a ``tie_break="first"`` board right after it creates the index:
-    True when the oldest entry of a run is its last (descending board),
-    False when it is its first (ascending board).  It stays None on a board
-    that breaks ties by member.  Read by the index in ``insert`` and
+    Set by a ``tie_break="first"`` board right after it creates the index,
+    only if the index already has it (None at first, as a class attribute
+    or set in ``__init__``): True when the oldest entry of a run is its
+    last (descending board), False when it is its first (ascending board).
+    It stays None on a board that breaks ties by member.  Read by the index in ``insert`` and
     ``move`` to answer "near the oldest end?", and by the three look-ups by
     member below.  Cost: O(1).  An index without it (or while it is None)
     answers None from ``insert`` and ``move``, so the board keeps every
@@ -135,7 +136,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Protocol, TypeAlias
 
-__all__ = ["RUN_SCAN_LIMIT", "Entry3", "OrderedIndex"]
+__all__ = ["PROTOCOL_METHODS", "RUN_SCAN_LIMIT", "Entry3", "OrderedIndex"]
 
 #: A first-to-reach board keeps a member's tie only when the member arrived
 #: at least this many entries from the oldest end of its run of equal
@@ -226,3 +227,22 @@ class OrderedIndex(Protocol):
         """Verify every invariant; raise ``AssertionError`` describing the first
         broken one."""
         ...
+
+
+#: The methods of :class:`OrderedIndex`, in the order it lists them.  The
+#: board checks that an index made by a ``backend=`` factory has each one,
+#: and raises ``TypeError`` naming those it lacks.
+PROTOCOL_METHODS: Final = (
+    "__len__",
+    "insert",
+    "remove",
+    "move",
+    "position",
+    "count_less",
+    "count_primary",
+    "entry",
+    "iter_range",
+    "clear",
+    "build",
+    "_check",
+)

@@ -340,8 +340,60 @@ def test_bad_construction(make_board: Any, kwargs: dict[str, Any]) -> None:
 def test_unknown_backend_name() -> None:
     from rankengine import Leaderboard
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="or a factory"):
         Leaderboard(backend="btree")  # type: ignore[arg-type]
+
+
+def test_an_index_given_instead_of_its_factory() -> None:
+    # backend= takes a factory; an index object itself is refused, saying so
+    from listindex import ListIndex
+
+    from rankengine import Leaderboard
+
+    with pytest.raises(ValueError, match=r"a factory.*not an index.*ListIndex"):
+        Leaderboard(backend=ListIndex())  # type: ignore[arg-type]
+
+
+def _lacking(*names: str) -> type:
+    from listindex import ListIndex
+
+    body = {k: v for k, v in vars(ListIndex).items() if k not in names}
+    return type("PartialIndex", (), body)
+
+
+@pytest.mark.parametrize(
+    ("factory", "missing"),
+    [
+        pytest.param(_lacking("move", "count_primary"), "move, count_primary", id="two-methods"),
+        pytest.param(_lacking("_check"), "_check", id="check"),
+        pytest.param(
+            dict,
+            "insert, remove, move, position, count_less, count_primary, entry, "
+            "iter_range, build, _check",
+            id="dict",
+        ),
+        pytest.param(lambda: None, "__len__, insert, remove", id="none"),
+    ],
+)
+def test_a_factory_whose_index_lacks_protocol_methods(factory: Any, missing: str) -> None:
+    # Without the check the board was created and failed later, at the first
+    # call that needed the method (an AttributeError from deep in a write or
+    # a read, or never for a method only _check uses); it now refuses at
+    # once and names every missing method.
+    from rankengine import Leaderboard
+
+    with pytest.raises(TypeError, match=rf"lacks the OrderedIndex methods {missing}"):
+        Leaderboard(backend=factory)
+
+
+def test_a_partial_index_is_refused_before_a_durable_board_is_created(tmp_path: Any) -> None:
+    from rankengine import Leaderboard
+
+    with pytest.raises(TypeError, match="lacks the OrderedIndex methods move"):
+        Leaderboard.open(tmp_path / "board", backend=_lacking("move"))
+    board = Leaderboard.open(tmp_path / "board")  # nothing half made
+    assert len(board) == 0
+    board.close()
 
 
 @pytest.mark.parametrize(

@@ -148,6 +148,21 @@ def test_stored_settings_win_and_conflicts_are_errors(tmp_path: Path) -> None:
         assert board.config()["backend"] == "skiplist"
 
 
+def test_a_backend_factory_is_not_stored(tmp_path: Path) -> None:
+    # As documented: a board created with a factory reopens on "sortedlist"
+    # unless the factory is given again; a named backend is stored.
+    with open_board(tmp_path / "f", backend=ListIndex) as board:
+        board.set("ann", 1)
+    with open_board(tmp_path / "f") as board:
+        assert board.config()["backend"] == "sortedlist" and board.items() == [("ann", 1)]
+    with open_board(tmp_path / "f", backend=ListIndex) as board:
+        assert board.config()["backend"] is ListIndex and board.items() == [("ann", 1)]
+    open_board(tmp_path / "s", backend="skiplist").close()
+    open_board(tmp_path / "s", backend=ListIndex).close()
+    with open_board(tmp_path / "s") as board:
+        assert board.config()["backend"] == "skiplist"
+
+
 def test_closed_board_refuses_writes_but_reads(tmp_path: Path) -> None:
     board = open_board(tmp_path)
     board.set("ann", 1)

@@ -87,3 +87,19 @@ def test_every_documented_hook_is_one_the_board_uses() -> None:
     probed = probed_hooks()
     assert documented_in_index_module() <= probed
     assert documented_in_api_page() <= probed
+
+
+def test_the_required_methods_are_the_protocols_and_the_api_page_lists_them() -> None:
+    # The board refuses a factory's index that lacks one of PROTOCOL_METHODS;
+    # the list must be the protocol's methods, as the API page names them.
+    ignored = {"__init__", "__subclasshook__"}
+    protocol = [
+        name
+        for name, value in vars(rankengine.index.OrderedIndex).items()
+        if callable(value) and name not in ignored
+    ]
+    assert list(rankengine.index.PROTOCOL_METHODS) == protocol
+    section = API.read_text().split("## Writing a backend", 1)[1].split("###", 1)[0]
+    listed = re.findall(r"`([\w.]+)`", section.split("protocol is", 1)[1].split(", each", 1)[0])
+    assert listed[0] == "rankengine.index.OrderedIndex"
+    assert listed[1:] == protocol
