@@ -848,15 +848,26 @@ class SegmentWriter:
 
     @classmethod
     def create(cls, path: str, header: dict[str, Any]) -> SegmentWriter:
-        """Create a new segment with ``header`` and fsync it (not its directory)."""
+        """Create a new segment with ``header`` and fsync it (not its directory).
+
+        If that fails (a full disk, an I/O error) the file is removed again,
+        so that no half-written segment is left under the name.
+        """
         data = write_prefix(SEGMENT_MAGIC) + frame(pack(header))
         # read and write: a MappedSegmentWriter maps the file
         file = open(path, "x+b", buffering=0)  # noqa: SIM115 - owned by the writer
         try:
-            file.write(data)
+            view, written = memoryview(data), 0
+            while written < len(data):  # an unbuffered write may take only part
+                n = file.write(view[written:])
+                if not n:
+                    raise OSError(f"short write to {path}")
+                written += n
             _default_sync(file.fileno())
         except BaseException:
             file.close()
+            with contextlib.suppress(OSError):  # what is left is a leftover the next open removes
+                os.remove(path)
             raise
         return cls(path, file, len(data), len(data))
 
