@@ -1061,6 +1061,12 @@ class MappedSegmentWriter(SegmentWriter):
             try:
                 self.allocate_fn(self.file.fileno(), self._allocated, stop - self._allocated)
             except OSError as exc:
+                # A reservation that failed part-way may have made the file
+                # longer (a file system allocating in steps, the C library's
+                # emulation writing zeros): give that back too on release.
+                with contextlib.suppress(OSError):
+                    size = os.fstat(self.file.fileno()).st_size
+                    self._allocated = max(self._allocated, size)
                 if exc.errno not in _NO_RESERVE:
                     raise  # a full disk, an I/O error: this append fails
                 self.mapping = False  # writing without a reservation would risk SIGBUS
