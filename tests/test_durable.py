@@ -1764,3 +1764,26 @@ def test_a_union_that_fails_creates_no_directory(tmp_path: Path) -> None:
     with pytest.raises(OverflowError, match=r"weighted score of 'half'"):
         DurableLeaderboard.union([half], weights=[10**400], path=path)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec", "never"])
+def test_close_whose_final_fsync_fails_closes_and_raises(tmp_path: Path, policy: str) -> None:
+    """The final fsync of close() fails: the board is closed anyway (writes
+    raise, reads work), the directory is released, and the error is raised;
+    a second close() is quiet."""
+    board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
+    fill(board, 30)
+    expected = state(board)
+
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    board._writer.sync_fn = broken
+    with pytest.raises(OSError, match="Input/output"):
+        board.close()
+    assert board.closed and state(board) == expected
+    with pytest.raises(ValueError, match="closed"):
+        board.set("late", 1)
+    board.close()
+    with open_board(tmp_path) as again:  # the lock was released
+        assert state(again) == expected
