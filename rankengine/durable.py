@@ -40,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import threading
@@ -1038,7 +1039,15 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                     os.path.join(directory, name),
                     {"first_seq": seq + 1, "created_ms": _now_ms(), "config": manifest.config},
                 )
-                fsync_dir(directory)
+                try:
+                    fsync_dir(directory)
+                except BaseException:
+                    # No manifest names it yet: remove it, so that a retry
+                    # at the same seq can create it again.
+                    writer.close()
+                    with contextlib.suppress(OSError):
+                        os.remove(writer.path)
+                    raise
                 crash_point("after_segment_create")
                 # Once the manifest lists a segment after this one, an open
                 # no longer cuts this one's reserved zeros: give them back

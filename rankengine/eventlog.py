@@ -848,15 +848,26 @@ class SegmentWriter:
 
     @classmethod
     def create(cls, path: str, header: dict[str, Any]) -> SegmentWriter:
-        """Create a new segment with ``header`` and fsync it (not its directory)."""
+        """Create a new segment with ``header`` and fsync it (not its directory).
+
+        If that fails (a full disk, an I/O error) the file is removed again,
+        so that no half-written segment is left under the name.
+        """
         data = write_prefix(SEGMENT_MAGIC) + frame(pack(header))
         # read and write: a MappedSegmentWriter maps the file
         file = open(path, "x+b", buffering=0)  # noqa: SIM115 - owned by the writer
         try:
-            file.write(data)
+            view, written = memoryview(data), 0
+            while written < len(data):  # an unbuffered write may take only part
+                n = file.write(view[written:])
+                if not n:
+                    raise OSError(f"short write to {path}")
+                written += n
             _default_sync(file.fileno())
         except BaseException:
             file.close()
+            with contextlib.suppress(OSError):  # what is left is a leftover the next open removes
+                os.remove(path)
             raise
         return cls(path, file, len(data), len(data))
 
@@ -1050,6 +1061,12 @@ class MappedSegmentWriter(SegmentWriter):
             try:
                 self.allocate_fn(self.file.fileno(), self._allocated, stop - self._allocated)
             except OSError as exc:
+                # A reservation that failed part-way may have made the file
+                # longer (a file system allocating in steps, the C library's
+                # emulation writing zeros): give that back too on release.
+                with contextlib.suppress(OSError):
+                    size = os.fstat(self.file.fileno()).st_size
+                    self._allocated = max(self._allocated, size)
                 if exc.errno not in _NO_RESERVE:
                     raise  # a full disk, an I/O error: this append fails
                 self.mapping = False  # writing without a reservation would risk SIGBUS

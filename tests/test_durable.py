@@ -8,6 +8,7 @@ log alone, from snapshot + tail and at every point in time.
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -17,6 +18,7 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from listindex import ListIndex
 
 from rankengine import Leaderboard
 from rankengine import durable as durable_module
+from rankengine import eventlog as eventlog_module
 from rankengine import manifest as manifest_module
 from rankengine.cli_log import main as cli
 from rankengine.durable import DurableLeaderboard, iter_events, rebuild
@@ -1535,6 +1538,102 @@ def test_repair_of_an_interrupted_creation_has_nothing_to_do(
     assert verify(str(tmp_path)).healthy
 
 
+class ShortWrites:
+    """A raw file whose writes take at most ``chunk`` bytes each, as a
+    regular file may near a full disk."""
+
+    def __init__(self, inner: Any, chunk: int) -> None:
+        self.inner = inner
+        self.chunk = chunk
+
+    def write(self, data: Any) -> int:
+        return int(self.inner.write(bytes(data)[: self.chunk]))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def new_segment_files_wrapped(monkeypatch: pytest.MonkeyPatch, wrap: Callable[[Any], Any]) -> None:
+    """Make the segment writer's ``open`` hand ``wrap(file)`` for each new
+    segment it creates (mode ``x+b``) and real files otherwise."""
+
+    def wrapping_open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        file = builtins.open(path, mode, *args, **kwargs)  # noqa: SIM115 - the caller owns it
+        return wrap(file) if mode == "x+b" else file
+
+    monkeypatch.setattr(eventlog_module, "open", wrapping_open, raising=False)
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec"])
+@pytest.mark.parametrize("step", ["disk-full", "short-then-full", "segment-fsync", "dir-fsync"])
+def test_a_compaction_whose_new_segment_fails_leaves_no_file_and_can_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, step: str
+) -> None:
+    """Creating the new segment fails (its header write, its fsync, or the
+    directory fsync after it), before any manifest names it: compact()
+    raises, the half-made segment is removed (it used to stay, so that
+    compact() at the same seq raised FileExistsError until the next write,
+    and a header cut short by a full disk was not noticed at all), and the
+    board, a retry and a reopen all work."""
+    board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
+    fill(board, 40)
+    seq, expected = board.last_seq, state(board)
+    with monkeypatch.context() as patch:
+        if step == "disk-full":
+            new_segment_files_wrapped(patch, lambda f: FullDisk(f, 0))
+        elif step == "short-then-full":
+            new_segment_files_wrapped(patch, lambda f: FullDisk(f, 5))
+        elif step == "segment-fsync":
+
+            def failing_sync(fd: int) -> None:
+                raise OSError(5, "Input/output error")
+
+            patch.setattr(eventlog_module, "_default_sync", failing_sync)
+        else:
+
+            def failing_fsync_dir(path: str) -> None:
+                raise OSError(5, "Input/output error")
+
+            patch.setattr(durable_module, "fsync_dir", failing_fsync_dir)
+        with pytest.raises(OSError, match=r"No space|Input/output"):
+            board.compact()
+    assert not (tmp_path / segment_name(seq + 1)).exists()
+    assert read_manifest(str(tmp_path)).segments == [(segment_name(1), 1)]
+    assert state(board) == expected
+    assert board.compact() == seq  # the retry works
+    board.set("after", 1)
+    expected = state(board)
+    board.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no orphan, no torn tail
+        with open_board(tmp_path) as again:
+            assert state(again) == expected and again.last_seq == seq + 1
+            assert again.recovery_notes == []
+    assert verify(str(tmp_path)).healthy
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec"])
+def test_a_new_segment_whose_header_is_written_short_is_completed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str
+) -> None:
+    """A write() that takes only part of the new segment's header (and no
+    error) is followed by writes of the rest; it used to go unnoticed, and
+    the records appended after the cut-short header made a segment that
+    refused to open."""
+    board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
+    fill(board, 40)
+    with monkeypatch.context() as patch:
+        new_segment_files_wrapped(patch, lambda f: ShortWrites(f, 7))
+        seq = board.compact()
+    fill(board, 20, start=40)
+    expected, last = state(board), board.last_seq
+    assert last > seq
+    board.close()
+    with open_board(tmp_path) as again:
+        assert state(again) == expected and again.last_seq == last
+    assert verify(str(tmp_path)).healthy
+
+
 @pytest.mark.parametrize("policy", ["never", "always"])
 def test_a_failed_fsync_in_compaction_makes_the_board_refuse_writes(
     tmp_path: Path, policy: str
@@ -1665,3 +1764,26 @@ def test_a_union_that_fails_creates_no_directory(tmp_path: Path) -> None:
     with pytest.raises(OverflowError, match=r"weighted score of 'half'"):
         DurableLeaderboard.union([half], weights=[10**400], path=path)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec", "never"])
+def test_close_whose_final_fsync_fails_closes_and_raises(tmp_path: Path, policy: str) -> None:
+    """The final fsync of close() fails: the board is closed anyway (writes
+    raise, reads work), the directory is released, and the error is raised;
+    a second close() is quiet."""
+    board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
+    fill(board, 30)
+    expected = state(board)
+
+    def broken(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    board._writer.sync_fn = broken
+    with pytest.raises(OSError, match="Input/output"):
+        board.close()
+    assert board.closed and state(board) == expected
+    with pytest.raises(ValueError, match="closed"):
+        board.set("late", 1)
+    board.close()
+    with open_board(tmp_path) as again:  # the lock was released
+        assert state(again) == expected

@@ -680,3 +680,38 @@ def test_mapped_writer_undo_restores_the_reserved_zeros(tmp_path: Path) -> None:
     writer.append(record)
     writer.close()
     assert read_all(path) == (events, None)
+
+
+@mapped
+@pytest.mark.parametrize("errno_code", [errno.ENOSPC, errno.EOPNOTSUPP])
+def test_mapped_writer_gives_back_space_a_failed_reservation_added(
+    tmp_path: Path, errno_code: int
+) -> None:
+    """A reservation that fails part-way (a file system that allocates in
+    steps, or the C library's emulation writing zeros block by block) may
+    leave the file longer than before.  close() and trim() must still make
+    the segment end at its last record: the writer used to keep its old idea
+    of the file's size and leave the added zeros after a closed segment."""
+    path = tmp_path / "s.seg"
+    events = sample_events(3)
+    writer, _ = open_mapped(path, events[:2])
+    writer.trim()  # no reserved space: the next append reserves
+
+    def partly_then_fail(fd: int, offset: int, length: int) -> None:
+        os.ftruncate(fd, offset + length // 2)
+        raise OSError(errno_code, os.strerror(errno_code))
+
+    writer.allocate_fn = partly_then_fail
+    record = frame(encode_record(*events[2]))
+    if errno_code == errno.ENOSPC:
+        with pytest.raises(OSError, match="No space"):
+            writer.append(record)
+        assert read_all(path) == (events[:2], None)
+    else:  # cannot reserve: written with write() instead
+        writer.append(record)
+        assert os.path.getsize(path) == writer.end
+    writer.trim()
+    assert os.path.getsize(path) == writer.end
+    writer.close()
+    assert os.path.getsize(path) == writer.end
+    assert read_all(path) == (events if errno_code != errno.ENOSPC else events[:2], None)
