@@ -127,8 +127,15 @@ class Differential(RuleBasedStateMachine):
             assert near is None
             return
         assert near is True or near is False
+        distance = self._distance(primary, member)
         if near:  # False may be conservative; True must be right
-            assert self._distance(primary, member) < RUN_SCAN_LIMIT
+            assert distance < RUN_SCAN_LIMIT
+        # Exact when the slot RUN_SCAN_LIMIT entries towards the oldest end
+        # lies in the entry's block (it was in view before any split or merge).
+        i, b, _ = self.index._find(primary, member)
+        c = b + RUN_SCAN_LIMIT if self.index.oldest_last else b - RUN_SCAN_LIMIT
+        if 0 <= c < len(self.index._lists[i]):
+            assert near == (distance < RUN_SCAN_LIMIT)
 
     def _edges(self) -> list[int]:
         """Positions where the index's blocks start (and its length)."""
@@ -295,10 +302,13 @@ class Differential(RuleBasedStateMachine):
             self.index.build_columns(ps[cut:], ts[cut:], ms[cut:])
         self.ref.build(rows)
 
-    @rule(n=st.integers(20, 90), step=st.sampled_from([1, 2]), kind=st.sampled_from(["q", "d"]))
+    @rule(
+        n=st.integers(20, 90), step=st.sampled_from([1, 2]), kind=st.sampled_from(["q", "d", "i"])
+    )
     def bulk(self, n: int, step: int, kind: str) -> None:
         """Many blocks at once (offsets become worth caching), from array
-        columns where the values allow; later writes then mix other kinds in."""
+        columns where the values allow (an ``array('i')`` is not a column
+        kind: it is read as ints); later writes then mix other kinds in."""
         values = [k // step for k in range(n)]
         ps: Any = array(kind, values)
         if self.tuples:
@@ -324,6 +334,11 @@ class Differential(RuleBasedStateMachine):
         assert exact(tie) == exact(t)
         assert distance == self._distance(p, m)
         assert self.index.position_of(p, m) == self.ref.position(p, t)
+        # The same primary as another type that compares equal (1 and 1.0).
+        if isinstance(p, (int, float)) and abs(p) < 2**53:
+            twin: Any = float(p) if isinstance(p, int) else int(p) if p.is_integer() else p
+            assert self.index.tie_of(twin, m)[1] == distance
+            assert self.index.position_of(twin, m) == self.ref.position(p, t)
         with pytest.raises(KeyError):
             self.index.tie_of(p, "nobody")
         with pytest.raises(KeyError):
