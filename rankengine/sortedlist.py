@@ -984,8 +984,10 @@ class SortedListIndex:
 
         :param entries: ``(primary, tie, member)`` triples in ascending key order
         """
-        self.clear()
+        # Read the entries before clearing: they may be this index's own,
+        # read lazily (``build(index.iter_range(...))``).
         rows = entries if isinstance(entries, Sequence) else list(entries)
+        self.clear()
         n = len(rows)
         if not n:
             return

@@ -797,6 +797,17 @@ def test_build_replaces_contents() -> None:
     assert len(index) == 0
 
 
+def test_build_from_its_own_entries_read_lazily() -> None:
+    # build() takes any iterable, like ListIndex.build; one that reads this
+    # index lazily (iter_range over several blocks) must be read before the
+    # old contents go, not after (it raised IndexError and left the index
+    # empty).
+    index, ref = spread(20)
+    index.build(index.iter_range(2, 15))
+    ref.items = ref.items[2:15]
+    assert_same(index, ref)
+
+
 def test_build_rejects_ragged_entries() -> None:
     index = SortedListIndex()
     with pytest.raises(ValueError, match="triples"):
