@@ -332,6 +332,19 @@ class SkipListMachine(RuleBasedStateMachine):
         self.ref.build(rows)
         self.members = {m: (p, t) for p, t, m in rows}
 
+    @rule(n=st.integers(0, 5))
+    def build_fails(self, n: int) -> None:
+        """A bulk load stopped by a row that is not a triple leaves the list empty."""
+        rows: list[tuple[Any, ...]] = [(k, 0, self.new_member()) for k in range(n)]
+        rows.append((n, 0))
+        try:
+            self.sl.build(rows)
+        except ValueError:
+            self.ref.clear()
+            self.members.clear()
+            return
+        raise AssertionError("build of a ragged row did not raise")
+
     # -- reads ----------------------------------------------------------
 
     @precondition(lambda self: len(self.ref) > 0)
