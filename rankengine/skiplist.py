@@ -996,6 +996,8 @@ class SkipList:
 
         :param entries: ``(primary, tie, member)`` triples (tuples or
             lists) in ascending key order.
+        :raises ValueError: if a row is not a triple; the list is then left
+            empty (so it is if reading ``entries`` raises).
         """
         # Speed: a million entries make a million new lists (the nodes);
         # with the cycle collector on, its
@@ -1006,6 +1008,13 @@ class SkipList:
         gc.disable()
         try:
             self._bulk_load(entries)
+        except BaseException:
+            # A row that is not a triple, or an input that raises, stops the
+            # load half-way: nodes are linked from the header but length,
+            # tail and the last spans are not set yet.  Leave an empty list
+            # rather than a broken one (SortedListIndex does the same).
+            self.clear()
+            raise
         finally:
             if gc_was_enabled:
                 gc.enable()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -317,6 +318,30 @@ def test_clear() -> None:
     sl.insert(1, 1, "x")
     assert list(sl) == [(1, 1, "x")]
     sl._check()
+
+
+def test_build_that_fails_leaves_an_empty_list() -> None:
+    # A row that is not a triple, or an input that raises, stops the bulk
+    # load half-way.  It used to leave nodes linked from the header with
+    # length 0, no tail and the first node's backward link on the header:
+    # len() said 0 while iteration gave the rows read so far, and _check()
+    # failed.  Now the list is left empty and whole, as SortedListIndex does.
+    def failing() -> Iterator[Entry]:
+        yield (1, 0, "a")
+        yield (2, 0, "b")
+        raise RuntimeError("bad input")
+
+    for rows, error in [
+        ([(1, 0, "a"), (2, 0, "b"), (3, 0)], ValueError),
+        (failing(), RuntimeError),
+    ]:
+        sl, _ = filled(20, max_level=4)
+        with pytest.raises(error):
+            sl.build(rows)  # type: ignore[arg-type]
+        assert_same(sl, Reference())
+        sl.insert(5, 0, "x")
+        assert list(sl) == [(5, 0, "x")]
+        sl._check()
 
 
 def test_member_never_compared() -> None:
