@@ -64,6 +64,8 @@ def _style(system: str) -> tuple[str, str, str]:
 
 
 def plot(data: dict[str, Any], out: Path) -> list[Path]:
+    if not data["runs"]:
+        return []  # nothing to draw (and no need for matplotlib)
     import matplotlib
 
     matplotlib.use("Agg")
