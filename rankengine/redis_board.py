@@ -232,8 +232,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         self._listener: Callable[[list[Change]], None] | None = None
         #: Sharded boards raise the clock of a shard to their global clock.
         self._clock_floor = 0
-        #: The largest tie clock this client has seen a write use.
+        #: The largest tie clock this client has seen a write use, raised
+        #: under ``_clock_lock`` (writes on several threads note theirs at
+        #: once, and an unguarded read-compare-write can lower it).
         self._last_clock = 0
+        self._clock_lock = threading.Lock()
         self._restoring = False
         self._log: Any = None
         #: True when opening found Redis behind its log and rebuilt it.
@@ -1342,8 +1345,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
     def _notify(self, changes: list[Change]) -> None:
         for change in changes:
+            # Compared again under the lock: a racing write may have raised it.
             if change[0] == PUT and change[3] > self._last_clock:
-                self._last_clock = change[3]
+                with self._clock_lock:
+                    self._last_clock = max(self._last_clock, change[3])
         if changes and self._listener is not None:
             self._listener(changes)
 

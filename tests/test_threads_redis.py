@@ -16,6 +16,8 @@ import pytest
 from redis_service import redis_board
 from threaded import run_all
 
+from rankengine.changes import PUT
+
 pytestmark = pytest.mark.redis
 
 #: How long a thread that took its first lock waits for the other thread to
@@ -70,3 +72,56 @@ def test_boards_rebuilt_from_each_other_do_not_deadlock() -> None:
     )
     a._check()
     b._check()
+
+
+class _RacingClock:
+    """A ``_last_clock`` whose first read in each of two threads waits for
+    the other thread's first read, and whose write by the thread with the
+    smaller clock waits for the other write: the interleaving that loses an
+    unguarded read-compare-write ("both read 0, the larger writes first")."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.reads = threading.Barrier(2)
+        self.first_read: set[str] = set()
+        self.larger_written = threading.Event()
+
+    def get(self) -> int:
+        name = threading.current_thread().name
+        value = self.value
+        if name not in self.first_read:
+            self.first_read.add(name)
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self.reads.wait(BLOCKED_S)
+        return value
+
+    def put(self, value: int) -> None:
+        if value == 9:
+            self.value = value
+            self.larger_written.set()
+        else:
+            self.larger_written.wait(BLOCKED_S)
+            self.value = value
+
+
+def test_the_latest_clock_seen_is_not_lowered_by_a_racing_write() -> None:
+    """Two threads note the clocks of their writes (9 and 5) at once: the
+    board must remember 9, the largest, whatever the interleaving (sharded
+    boards plan tie clocks from it)."""
+    from rankengine.redis_board import RedisLeaderboard
+
+    board = redis_board()
+    racing = _RacingClock()
+
+    class Racing(RedisLeaderboard):
+        _last_clock = property(lambda self: racing.get(), lambda self, v: racing.put(v))  # type: ignore[assignment]
+
+    del board.__dict__["_last_clock"]
+    board.__class__ = Racing
+    run_all(
+        [
+            lambda: board._notify([(PUT, "ann", 1, 9)]),
+            lambda: board._notify([(PUT, "bob", 1, 5)]),
+        ]
+    )
+    assert racing.value == 9
