@@ -143,12 +143,19 @@ def check_score(score: object, what: str = "score") -> Number:
     return value
 
 
-def check_member(member: object) -> None:
-    """Raise ``TypeError`` unless ``member`` is a ``str``, ``bytes`` or ``int``.
+def check_member(member: object) -> Member:
+    """Return ``member`` as the plain ``str``, ``bytes`` or ``int`` it is or
+    equals (an instance of a subclass, such as an ``IntEnum``, becomes the
+    plain value, as the event log and Redis keep it), or raise
+    ``TypeError``.
 
-    Runtime complexity: O(1)
+    Runtime complexity: O(1) for a plain value, O(length) for a subclass's
 
-    >>> check_member("player:1")
+    >>> import enum
+    >>> class Level(enum.IntEnum):
+    ...     GOLD = 1
+    >>> check_member("player:1"), check_member(Level.GOLD)
+    ('player:1', 1)
     >>> check_member(["a"])
     Traceback (most recent call last):
     ...
@@ -156,9 +163,15 @@ def check_member(member: object) -> None:
     """
     kind = type(member)
     if kind is str or kind is int or kind is bytes:
-        return
+        return member  # type: ignore[return-value]
     if not is_member(member):
         raise member_error(member)
+    # The base type's own conversion, not one the subclass overrides.
+    if isinstance(member, str):
+        return str.__str__(member)
+    if isinstance(member, bytes):
+        return bytes(memoryview(member))
+    return int.__int__(member)  # type: ignore[arg-type]
 
 
 def is_member(member: object) -> bool:
