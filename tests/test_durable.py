@@ -1766,6 +1766,24 @@ def test_a_union_that_fails_creates_no_directory(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+@pytest.mark.parametrize("order", [("desc", "asc"), ["asc"]])
+def test_a_union_into_a_composite_order_is_refused_before_creating_it(
+    tmp_path: Path, order: Any
+) -> None:
+    """A result order that makes composite scores is refused with the other
+    settings' checks: the union's result board was created, and left open,
+    before its first write refused the scalar sums."""
+    a = Leaderboard()
+    a.set_many({"x": 1, "y": 2})
+    path = tmp_path / "board"
+    for combine in (DurableLeaderboard.union, DurableLeaderboard.intersection):
+        with pytest.raises(TypeError, match=r"composite"):
+            combine([a], path=path, order=order)
+        assert not path.exists()
+    with pytest.raises(TypeError, match=r"composite"):
+        Leaderboard.union([a], order=order)
+
+
 @pytest.mark.parametrize("policy", ["always", "everysec", "never"])
 def test_close_whose_final_fsync_fails_closes_and_raises(tmp_path: Path, policy: str) -> None:
     """The final fsync of close() fails: the board is closed anyway (writes
