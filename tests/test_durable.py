@@ -151,6 +151,33 @@ def test_stored_settings_win_and_conflicts_are_errors(tmp_path: Path) -> None:
         assert board.config()["backend"] == "skiplist"
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"order": "up"},
+        {"order": ("desc", "sideways")},
+        {"tie_break": "bogus"},
+        {"rank_style": "olympic"},
+        {"backend": "nope"},
+    ],
+    ids=repr,
+)
+def test_a_bad_setting_creates_no_board(tmp_path: Path, setting: dict[str, Any]) -> None:
+    """A bad setting is refused before anything is on disk: the directory
+    was created with the bad setting in its manifest, and every later open
+    of it failed on that setting."""
+    path = tmp_path / "board"
+    with pytest.raises(ValueError):
+        open_board(path, **setting)
+    assert not path.exists()
+    with open_board(path) as board:  # a later open makes a good board
+        assert board.config()["order"] == "desc"
+    with pytest.raises(ValueError):  # an existing board is left as it was
+        open_board(path, **setting)
+    with open_board(path) as board:
+        assert board.config()["backend"] == "sortedlist"
+
+
 def test_a_backend_factory_is_not_stored(tmp_path: Path) -> None:
     # As documented: a board created with a factory reopens on "sortedlist"
     # unless the factory is given again; a named backend is stored.
