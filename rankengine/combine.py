@@ -8,8 +8,8 @@ Rules, as in Redis:
   as 0; ``"min"``/``"max"`` keep the lowest/highest;
 * a union holds every member of any input, an intersection only members
   present in all inputs;
-* the inputs must have scalar scores: a composite-score board is refused
-  with ``TypeError``.
+* the inputs and the result have scalar scores: a composite-score board,
+  or a composite ``order`` for the result, is refused with ``TypeError``.
 
 Two details differ from the server's own commands: the weighted scores are
 combined in the order the boards are given (``ZUNIONSTORE`` and
@@ -82,6 +82,13 @@ def combine(
     if aggregate not in _AGGREGATES:
         raise ValueError(f"aggregate must be one of {_AGGREGATES}, not {aggregate!r}")
     settings = {**inputs[0].config(), **config}
+    if isinstance(settings.get("order"), (tuple, list)):
+        # (checked before the result exists: its first write would refuse
+        # the sums only once a durable result's directory had been made)
+        raise TypeError(
+            "union and intersection make scalar scores: the result cannot have "
+            f"the composite order {settings['order']!r}"
+        )
 
     totals: dict[Any, Any] = {}
     seen: dict[Any, int] = {}

@@ -877,10 +877,16 @@ class BoardCore:
     def _zero(self) -> Score:
         return 0 if self._codec.columns is None else (0,) * self._codec.columns
 
-    def _check_member(self, member: object) -> None:
-        check_member(member)
+    def _check_member(self, member: object) -> Member:
+        """``member`` checked for this board and made plain (see
+        :func:`~rankengine.scoring.check_member`), or raise.
+
+        Runtime complexity: O(1)
+        """
+        member = check_member(member)
         if self._tie_break == "member" and self._primary:
             _check_comparable(member, self._member_type)
+        return member
 
 
 def _check_comparable(member: object, held: type | None) -> None:

@@ -51,7 +51,7 @@ from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import Uncopyable
-from rankengine.core import RankStyle, TieBreak, _check_comparable
+from rankengine.core import BoardCore, RankStyle, TieBreak, _check_comparable
 from rankengine.eventlog import (
     MAPPED_SEGMENTS,
     CorruptionError,
@@ -535,6 +535,21 @@ def _check_fsync(policy: object) -> None:
         raise ValueError(f"fsync must be one of {_POLICIES}, not {policy!r}")
 
 
+def _check_settings(explicit: dict[str, Any]) -> None:
+    """Run a board's own checks on the settings given (None: not given)
+    before anything is on disk: a bad one stored in a new board's manifest
+    made every later open of the directory fail.  A backend that is not a
+    name is left to the board itself: it is not stored, and a factory is
+    the caller's code, called once.
+
+    Runtime complexity: O(1)
+    """
+    given = {k: v for k, v in explicit.items() if v is not None}
+    if not isinstance(given.get("backend", ""), str):
+        del given["backend"]
+    BoardCore(**given)
+
+
 def _make_directory(path: str) -> None:
     """Create directory ``path`` and its missing parents, making each new
     entry durable with an fsync of the directory holding it (without that,
@@ -652,6 +667,13 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         _check_fsync(fsync)
         if on_torn_tail not in _TORN:
             raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
+        explicit = {
+            "order": order,
+            "tie_break": tie_break,
+            "rank_style": rank_style,
+            "backend": backend,
+        }
+        _check_settings(explicit)
         self.path = os.fspath(path)
         self._closed = True  # until fully open
         if create:
@@ -662,12 +684,6 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             raise NotADirectoryError(f"{self.path} is not a directory")
         self._dirlock = DirectoryLock(self.path)
         try:
-            explicit = {
-                "order": order,
-                "tie_break": tie_break,
-                "rank_style": rank_style,
-                "backend": backend,
-            }
             fresh = _resolve_config(None, explicit, self.path)
             manifest = _open_manifest(self.path, _stored_config(fresh), create)
             config = _resolve_config(manifest.config, explicit, self.path)

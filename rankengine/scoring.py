@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import struct
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
@@ -63,6 +64,10 @@ Member: TypeAlias = str | bytes | int
 MAX_META_DEPTH: Final = 16
 
 _ORDERS: Final = ("desc", "asc")
+
+#: A float's IEEE 754 bits: two floats are the same metadata value when
+#: these are (``0.0`` and ``-0.0`` differ, and a NaN matches itself).
+_FLOAT_BITS: Final = struct.Struct("<d")
 
 #: Digits up to which an int is shown in full in an error message; a longer
 #: one (10**400 has 401 digits) is described by its length, so the message
@@ -138,12 +143,19 @@ def check_score(score: object, what: str = "score") -> Number:
     return value
 
 
-def check_member(member: object) -> None:
-    """Raise ``TypeError`` unless ``member`` is a ``str``, ``bytes`` or ``int``.
+def check_member(member: object) -> Member:
+    """Return ``member`` as the plain ``str``, ``bytes`` or ``int`` it is or
+    equals (an instance of a subclass, such as an ``IntEnum``, becomes the
+    plain value, as the event log and Redis keep it), or raise
+    ``TypeError``.
 
-    Runtime complexity: O(1)
+    Runtime complexity: O(1) for a plain value, O(length) for a subclass's
 
-    >>> check_member("player:1")
+    >>> import enum
+    >>> class Level(enum.IntEnum):
+    ...     GOLD = 1
+    >>> check_member("player:1"), check_member(Level.GOLD)
+    ('player:1', 1)
     >>> check_member(["a"])
     Traceback (most recent call last):
     ...
@@ -151,9 +163,15 @@ def check_member(member: object) -> None:
     """
     kind = type(member)
     if kind is str or kind is int or kind is bytes:
-        return
+        return member  # type: ignore[return-value]
     if not is_member(member):
         raise member_error(member)
+    # The base type's own conversion, not one the subclass overrides.
+    if isinstance(member, str):
+        return str.__str__(member)
+    if isinstance(member, bytes):
+        return bytes(memoryview(member))
+    return int.__int__(member)  # type: ignore[arg-type]
 
 
 def is_member(member: object) -> bool:
@@ -274,11 +292,15 @@ def _same_meta(a: object, b: object) -> bool:
     """Are two checked metadata values the same, types included?  ``==``
     would take ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) for one
     another, and a write of the new one would then be skipped as a no-op,
-    leaving the old one in memory and out of the log.
+    leaving the old one in memory and out of the log.  Floats are the same
+    when their bits are: a NaN is then the same as itself (``==`` says it is
+    not, and the same metadata written again would count as a change).
 
     Runtime complexity: O(size of the metadata)
 
     >>> _same_meta({"k": [1, "a"]}, {"k": [1, "a"]}), _same_meta({"k": 1}, {"k": 1.0})
+    (True, False)
+    >>> _same_meta({"k": math.nan}, {"k": math.nan}), _same_meta(0.0, -0.0)
     (True, False)
     """
     if type(a) is not type(b):
@@ -291,7 +313,7 @@ def _same_meta(a: object, b: object) -> bool:
         return len(a) == len(b) and all(map(_same_meta, a, b))
     if type(a) is float:
         assert isinstance(b, float)
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+        return _FLOAT_BITS.pack(a) == _FLOAT_BITS.pack(b)
     return a == b
 
 

@@ -6,6 +6,7 @@ and logical clock before and after, and runs ``_check()``.
 
 from __future__ import annotations
 
+import enum
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -660,6 +661,67 @@ def test_reads_find_a_member_given_as_a_str_subclass(tmp_path: Any, kind: str, r
     finally:
         if hasattr(board, "close"):
             board.close()
+
+
+class _Level(enum.IntEnum):
+    """An ``int`` subclass: writes accept it as the ``int`` it equals."""
+
+    GOLD = 7
+
+
+class _Blob(bytes):
+    """A ``bytes`` subclass: writes accept it as the ``bytes`` it equals."""
+
+
+#: A second member of each plain kind.
+_OTHER: dict[type, Any] = {str: "dee", int: 8, bytes: b"dee"}
+
+
+def _filler(member: Any, i: int) -> Any:
+    """Member ``i`` of a batch alongside ``member``, of its plain kind."""
+    if isinstance(member, str):
+        return f"z{i}"
+    return b"z%d" % i if isinstance(member, bytes) else 100 + i
+
+
+#: Every write that adds a member, given ``m``: each path that takes one.
+_MEMBER_WRITES: dict[str, Any] = {
+    "set": lambda b, m: b.set(m, 40),
+    "set-meta": lambda b, m: b.set(m, 40, meta={"k": 1}),
+    "setitem": lambda b, m: b.__setitem__(m, 40),
+    "incr": lambda b, m: b.incr(m, 40),
+    "incr-float": lambda b, m: b.incr(m, 40.5),
+    "incr-when": lambda b, m: b.incr(m, 40, when="better"),
+    "set-many": lambda b, m: b.set_many([(m, 40)]),
+    "set-many-when": lambda b, m: b.set_many([(m, 40)], when="new"),
+    "set-many-bulk": lambda b, m: b.set_many([(m, 40)] + [(_filler(m, i), i) for i in range(9)]),
+    "incr-many": lambda b, m: b.incr_many([(m, 40)]),
+}
+
+
+@pytest.mark.parametrize("write", list(_MEMBER_WRITES))
+@pytest.mark.parametrize("tie_break", ["first", "member"])
+@pytest.mark.parametrize(
+    ("member", "plain"), [(_Name("cid"), "cid"), (_Level.GOLD, 7), (_Blob(b"cid"), b"cid")]
+)
+def test_a_member_given_as_a_subclass_is_stored_as_the_plain_value(
+    make_board: Any, write: str, tie_break: str, member: Any, plain: Any
+) -> None:
+    """A write takes a ``str``/``bytes``/``int`` subclass as the plain value
+    it equals, as the log and Redis keep it: reads return the plain value
+    (as after a reopen), and a board that breaks ties by member, first given
+    the subclass, takes plain members of the same kind (it refused them:
+    "holds _Name members; str members would not compare")."""
+    for empty in (True, False):
+        board = make_board(tie_break=tie_break)
+        if not empty:
+            board.set(type(plain)(), 1)  # "" / 0 / b"": the plain kind first
+        _MEMBER_WRITES[write](board, member)
+        board.set(plain, 41)  # the same member, given plainly
+        assert [type(m) for m in board] == [type(plain)] * len(board)
+        assert board.score(plain) == 41 and board.rank(member) == 1
+        board.set(_OTHER[type(plain)], 2)  # another plain one
+        board._check()
 
 
 @pytest.mark.parametrize(

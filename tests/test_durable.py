@@ -151,6 +151,33 @@ def test_stored_settings_win_and_conflicts_are_errors(tmp_path: Path) -> None:
         assert board.config()["backend"] == "skiplist"
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"order": "up"},
+        {"order": ("desc", "sideways")},
+        {"tie_break": "bogus"},
+        {"rank_style": "olympic"},
+        {"backend": "nope"},
+    ],
+    ids=repr,
+)
+def test_a_bad_setting_creates_no_board(tmp_path: Path, setting: dict[str, Any]) -> None:
+    """A bad setting is refused before anything is on disk: the directory
+    was created with the bad setting in its manifest, and every later open
+    of it failed on that setting."""
+    path = tmp_path / "board"
+    with pytest.raises(ValueError):
+        open_board(path, **setting)
+    assert not path.exists()
+    with open_board(path) as board:  # a later open makes a good board
+        assert board.config()["order"] == "desc"
+    with pytest.raises(ValueError):  # an existing board is left as it was
+        open_board(path, **setting)
+    with open_board(path) as board:
+        assert board.config()["backend"] == "sortedlist"
+
+
 def test_a_backend_factory_is_not_stored(tmp_path: Path) -> None:
     # As documented: a board created with a factory reopens on "sortedlist"
     # unless the factory is given again; a named backend is stored.
@@ -1764,6 +1791,24 @@ def test_a_union_that_fails_creates_no_directory(tmp_path: Path) -> None:
     with pytest.raises(OverflowError, match=r"weighted score of 'half'"):
         DurableLeaderboard.union([half], weights=[10**400], path=path)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("order", [("desc", "asc"), ["asc"]])
+def test_a_union_into_a_composite_order_is_refused_before_creating_it(
+    tmp_path: Path, order: Any
+) -> None:
+    """A result order that makes composite scores is refused with the other
+    settings' checks: the union's result board was created, and left open,
+    before its first write refused the scalar sums."""
+    a = Leaderboard()
+    a.set_many({"x": 1, "y": 2})
+    path = tmp_path / "board"
+    for combine in (DurableLeaderboard.union, DurableLeaderboard.intersection):
+        with pytest.raises(TypeError, match=r"composite"):
+            combine([a], path=path, order=order)
+        assert not path.exists()
+    with pytest.raises(TypeError, match=r"composite"):
+        Leaderboard.union([a], order=order)
 
 
 @pytest.mark.parametrize("policy", ["always", "everysec", "never"])

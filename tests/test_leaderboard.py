@@ -742,6 +742,37 @@ def test_metadata_of_another_type_or_sign_replaces_the_equal_old_one(
         assert got["k"] is True and math.copysign(1.0, got["z"][0]) == -1.0
 
 
+def test_metadata_holding_nan_written_again_changes_nothing(make_board: Any) -> None:
+    # NaN is unequal to itself: the same metadata written again was taken for
+    # new metadata, so set() reported a change and the log got another record
+    board = make_board()
+    data: dict[str, Any] = {"x": math.nan, "l": [1.0, math.nan], "d": {"y": -math.nan}}
+    assert board.set("ann", 1, meta=data) is True
+    before = snapshot(board)
+    assert board.set("ann", 1, meta=data) is False
+    board.set_meta("ann", data)
+    assert board.set("ann", 1, meta={"x": math.nan}) is True  # other metadata: a change
+    assert board.set("ann", 1, meta={"x": 0.0}) is True
+    board._check()
+    assert snapshot(board)[2:] == before[2:]  # the clock did not move
+
+
+@pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])
+def test_metadata_holding_nan_written_again_records_nothing(backend: str) -> None:
+    board = Leaderboard(backend=backend)  # type: ignore[arg-type]
+    data: dict[str, Any] = {"x": math.nan, "l": [math.nan]}
+    board.set("ann", 1, meta=data)
+    records: list[Any] = []
+    board._listener = records.append
+    board.set("ann", 1, meta=data)
+    board.set_meta("ann", data)
+    assert records == []
+    # a NaN of the other sign is another value, as -0.0 is
+    board.set_meta("ann", {"x": -math.nan, "l": [math.nan]})
+    assert len(records) == 1
+    assert math.copysign(1.0, board.meta("ann")["x"]) == -1.0
+
+
 def test_infinities(make_board: Any) -> None:
     board = make_board()
     board.set_many({"top": INF, "mid": 0, "low": -INF})

@@ -150,6 +150,32 @@ class LeaderboardMachine(RuleBasedStateMachine):
         pairs = [(self.member(i), self.score(p)) for i, p in items]
         self.same(lambda x: x.incr_many(pairs))
 
+    @rule(i=IDX, pair=PAIRS)
+    def setitem(self, i: int, pair: Any) -> None:
+        """``board[m] = s`` is ``set(m, s)`` (metadata stays)."""
+        m, s = self.member(i), self.score(pair)
+        self.model.set(m, s)
+        self.board[m] = s
+
+    @rule(i=IDX)
+    def delitem(self, i: int) -> None:
+        """``del board[m]`` is ``remove(m)``; an absent member is a ``KeyError``."""
+        m = self.member(i)
+        if self.model.remove(m):
+            del self.board[m]
+        else:
+            with pytest.raises(KeyError):
+                del self.board[m]
+
+    @rule(items=st.dictionaries(IDX, PAIRS, max_size=8), when=WHENS, increment=FLAGS)
+    def batch_of_a_mapping(self, items: dict[int, Any], when: Any, increment: bool) -> None:
+        """``set_many``/``incr_many`` given a mapping, not pairs."""
+        mapping = {self.member(i): self.score(p) for i, p in items.items()}
+        if increment:
+            self.same(lambda x: x.incr_many(mapping))
+        else:
+            self.same(lambda x: x.set_many(mapping, when=when))
+
     @rule(pair=PAIRS, count=st.integers(1, CROWD), bulk=FLAGS)
     def crowd_onto(self, pair: Any, count: int, bulk: bool) -> None:
         """The first ``count`` crowd members onto one score: one by one, or by
