@@ -183,7 +183,7 @@ class BoardCore:
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
         _check_style(rank_style)
         self._codec = ScoreCodec(order)
-        self._order = order
+        self._order = self._codec.order
         self._desc = self._codec.descending
         # flags read on every write (cheaper than re-deriving them)
         self._scalar = self._codec.columns is None

@@ -207,7 +207,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         self._name = name
         self._prefix = prefix
         self._codec = ScoreCodec(order)
-        self._order = order
+        self._order = self._codec.order
         self._desc = self._codec.descending
         self._tie_break: TieBreak = tie_break
         self._rank_style: RankStyle = rank_style

@@ -1792,3 +1792,18 @@ def test_rank_for_score_on_a_board_that_breaks_ties_by_member(make_board: Any) -
     assert board.rank_for_score(5, style="dense") == 1
     board.set("c", 5)  # lands between d and b, not at 3
     assert board.rank("c") == 2
+
+
+def test_an_order_given_as_a_list_is_the_boards_own(make_board: Any) -> None:
+    # The board keeps its own tuple, not the caller's list: changing the
+    # list afterwards changes neither the board's settings nor a twin built
+    # from them (a copy used to rank by the changed directions).
+    directions = ["desc", "asc"]
+    board = make_board(order=directions)
+    board.set_many({"ann": (10, 30), "bob": (10, 20)})
+    directions[1] = "desc"
+    assert board.order == ("desc", "asc")
+    assert board.config()["order"] == ("desc", "asc")
+    assert list(board) == ["bob", "ann"]
+    if hasattr(board, "copy"):
+        assert list(board.copy()) == ["bob", "ann"]
