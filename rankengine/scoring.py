@@ -274,12 +274,15 @@ def _same_meta(a: object, b: object) -> bool:
     """Are two checked metadata values the same, types included?  ``==``
     would take ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) for one
     another, and a write of the new one would then be skipped as a no-op,
-    leaving the old one in memory and out of the log.
+    leaving the old one in memory and out of the log.  Two NaNs are the
+    same (``==`` would call every write of metadata holding one a change).
 
     Runtime complexity: O(size of the metadata)
 
     >>> _same_meta({"k": [1, "a"]}, {"k": [1, "a"]}), _same_meta({"k": 1}, {"k": 1.0})
     (True, False)
+    >>> _same_meta({"k": math.nan}, {"k": math.nan})
+    True
     """
     if type(a) is not type(b):
         return False
@@ -291,7 +294,8 @@ def _same_meta(a: object, b: object) -> bool:
         return len(a) == len(b) and all(map(_same_meta, a, b))
     if type(a) is float:
         assert isinstance(b, float)
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+        same = a == b or (a != a and b != b)  # NaN is unequal to itself
+        return same and math.copysign(1.0, a) == math.copysign(1.0, b)
     return a == b
 
 

@@ -1807,3 +1807,15 @@ def test_an_order_given_as_a_list_is_the_boards_own(make_board: Any) -> None:
     assert list(board) == ["bob", "ann"]
     if hasattr(board, "copy"):
         assert list(board.copy()) == ["bob", "ann"]
+
+
+def test_metadata_holding_nan_is_the_same_metadata_when_set_again(make_board: Any) -> None:
+    # NaN is unequal to itself, so identical metadata holding one counted as
+    # new: every repeat reported a change (and a durable board logged it).
+    board = make_board()
+    assert board.set("ann", 1, meta={"ratio": math.nan, "tags": [math.nan]}) is True
+    assert board.set("ann", 1, meta={"ratio": math.nan, "tags": [math.nan]}) is False
+    # a different value, or a NaN where there was none, is still a change
+    assert board.set("ann", 1, meta={"ratio": 0.5, "tags": [math.nan]}) is True
+    assert board.set("ann", 1, meta={"ratio": math.nan, "tags": [math.nan]}) is True
+    board._check()
