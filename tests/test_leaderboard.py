@@ -1819,3 +1819,17 @@ def test_metadata_holding_nan_is_the_same_metadata_when_set_again(make_board: An
     assert board.set("ann", 1, meta={"ratio": 0.5, "tags": [math.nan]}) is True
     assert board.set("ann", 1, meta={"ratio": math.nan, "tags": [math.nan]}) is True
     board._check()
+
+
+def test_check_catches_a_dense_count_on_the_wrong_score() -> None:
+    # _check() promises that the dense counts agree with the board; it used
+    # to compare only their total, so a count moved from one score to
+    # another (the total unchanged) passed.
+    board = Leaderboard()
+    board.set_many({"ann": 1, "bob": 2, "cid": 2})
+    assert board.rank("ann", style="dense") == 2  # builds the counts
+    board._check()
+    assert board._counts is not None
+    board._counts[1], board._counts[2] = 2, 1
+    with pytest.raises(AssertionError, match="dense counts out of step"):
+        board._check()
