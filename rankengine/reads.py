@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
@@ -28,7 +29,13 @@ from rankengine.core import (
 )
 from rankengine.scoring import Member, Score, check_meta, describe, member_error
 
-__all__ = ["DEFAULT_PAGE_SIZE", "BoardReads", "PercentileMethod", "rank_outside"]
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "BoardReads",
+    "PercentileMethod",
+    "check_percentile",
+    "rank_outside",
+]
 
 PercentileMethod: TypeAlias = Literal["below", "at_or_below", "midpoint"]
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
@@ -53,6 +60,38 @@ def rank_outside(rank: int, n: int) -> IndexError:
     if n == 0:
         return IndexError(f"rank {rank} is outside the board: it is empty")
     return IndexError(f"rank {rank} is outside 1..{n} (or -{n}..-1 counting from the bottom)")
+
+
+def check_percentile(p: object) -> int | float:
+    """``p`` as the ``int`` or ``float`` percentile it stands for, or a
+    ``ValueError`` unless it is a number from 0 to 100.
+
+    Any real number is taken (a NumPy ``float32`` or ``int64``, a
+    ``Fraction``): an integer as an ``int``, any other as the ``float`` it
+    converts to.  A ``bool``, a string, ``None`` and NaN are refused.
+
+    Runtime complexity: O(1)
+
+    >>> from fractions import Fraction
+    >>> check_percentile(90), check_percentile(Fraction(25, 2))
+    (90, 12.5)
+    >>> check_percentile(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: percentile must be a number from 0 to 100, not True
+    """
+    value: int | float
+    if type(p) is int or type(p) is float:
+        value = p
+    elif isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+    elif isinstance(p, numbers.Integral):
+        value = int(p)
+    else:
+        value = float(p)
+    if not 0 <= value <= 100:
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+    return value
 
 
 class BoardReads(BoardCore):
@@ -276,8 +315,7 @@ class BoardReads(BoardCore):
         >>> [board.score_at_percentile(p) for p in (0, 50, 90)]
         [10, 30, 46.0]
         """
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
-            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        p = check_percentile(p)
         with self._lock:
             n = len(self)
             if n == 0:

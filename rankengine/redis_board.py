@@ -49,7 +49,13 @@ from rankengine.core import (
 )
 from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
-from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
+from rankengine.reads import (
+    DEFAULT_PAGE_SIZE,
+    PercentileMethod,
+    _interpolate,
+    check_percentile,
+    rank_outside,
+)
 from rankengine.redis_codec import (
     _TAGS,
     MAXCLOCK,
@@ -683,8 +689,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
-            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        p = check_percentile(p)
         result = self._run("SCORE_AT", repr(float(p)))
         n = int(result[0])
         if n == 0:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import random
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -803,6 +805,35 @@ def test_score_at_percentile_interpolates(make_board: Any, order: str, p: float,
     board = make_board(order=order)
     board.set_many({"a": 10, "b": 20, "c": 30, "d": 40, "e": 50})
     assert board.score_at_percentile(p) == pytest.approx(want)
+
+
+@numbers.Real.register
+class Percent:
+    """A real number that is neither an ``int`` nor a ``float``, as a NumPy
+    ``float32`` is not: it says so to ``numbers`` and converts with ``float()``."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __repr__(self) -> str:
+        return f"Percent({self.value})"
+
+
+@pytest.mark.parametrize(
+    "p",
+    [Percent(90), Percent(12.5), Fraction(45, 2), Fraction(100)],
+    ids=repr,
+)
+def test_score_at_percentile_takes_any_real_number(make_or_sharded: Any, p: Any) -> None:
+    # A NumPy float32 or int64 percentile was refused with "percentile must
+    # be a number from 0 to 100, not np.float32(90.0)": it is one, so it is
+    # read as the float it equals.
+    board = make_or_sharded()
+    board.set_many({"a": 10, "b": 20, "c": 30, "d": 40, "e": 50})
+    assert board.score_at_percentile(p) == board.score_at_percentile(float(p))
 
 
 @pytest.mark.parametrize(
