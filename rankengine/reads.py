@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
@@ -664,12 +665,15 @@ def _interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
     the infinite one wins; between ``-inf`` and ``inf``, the lower neighbour
     is returned.  Finite floats near opposite ends of the float range have a
     difference that overflows to ``inf``; they are weighed separately
-    instead, so the result stays between them.  A neighbour that is an int
-    beyond the float range has no float to interpolate to (the result is a
-    float): an ``OverflowError`` says so.
+    instead, so the result stays between them, and so are ints within the
+    float range whose difference is not (``-10**308`` and ``10**308``).  A
+    neighbour that is an int beyond the float range has no float to
+    interpolate to (the result is a float): an ``OverflowError`` says so.
 
     >>> _interpolate(10, 20, 0.25, 50), _interpolate(-1e308, 1e308, 0.75, 50)
     (12.5, 5e+307)
+    >>> _interpolate(-(10**308), 10**308, 0.75, 50)
+    5e+307
     """
     assert not isinstance(low, tuple) and not isinstance(high, tuple)  # scalar boards only
     if low == high:
@@ -681,7 +685,11 @@ def _interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
         return high
     try:
         span = high - low
-        if type(span) is float and math.isinf(span):
+        # a gap beyond the float range: two floats' overflows to inf, two
+        # ints' stays an int that no float holds (10**308 - -10**308)
+        if (type(span) is float and math.isinf(span)) or (
+            type(span) is int and abs(span) > sys.float_info.max
+        ):
             return low * (1 - frac) + high * frac
         return low + span * frac
     except OverflowError:

@@ -861,7 +861,13 @@ def test_score_at_percentile_infinite_neighbours(
         ([-1e308, 1e308], 50, 0.0),
         ([-1e308, 1e308], 75, 5e307),
         ([-sys.float_info.max, sys.float_info.max], 50, 0.0),
+        # ints within the float range whose difference is not: they raised
+        # OverflowError, saying an int lay beyond the float range
+        ([-(10**308), 10**308], 50, 0.0),
+        ([-(10**308), 10**308], 75, 5e307),
+        ([-(10**308), 1e308], 25, -5e307),
     ],
+    ids=["floats", "floats-75", "float-max", "ints", "ints-75", "int-and-float"],
 )
 def test_score_at_percentile_between_huge_opposite_neighbours(
     make_board: Any, scores: list[Any], p: float, want: Any
