@@ -183,7 +183,7 @@ class BoardCore:
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
         _check_style(rank_style)
         self._codec = ScoreCodec(order)
-        self._order = order
+        self._order = self._codec.order
         self._desc = self._codec.descending
         # flags read on every write (cheaper than re-deriving them)
         self._scalar = self._codec.columns is None
@@ -562,12 +562,15 @@ class BoardCore:
                 assert not clocks or max(clocks) <= self._clock, (
                     "tie clock ahead of the board clock"
                 )
-            # dense counts agree with the index
+            # dense counts agree with the index: each score's count is the
+            # number of members holding it (equal values, 1 and 1.0, are one score)
             if self._counts is not None:
                 assert self._distinct is not None
-                assert sum(self._counts.values()) == len(self._primary)
+                members_of: dict[Any, int] = {}
+                for primary in self._primary.values():
+                    members_of[primary] = members_of.get(primary, 0) + 1
+                assert self._counts == members_of, "dense counts out of step"
                 assert list(self._distinct) == sorted(self._counts), "distinct scores out of step"
-                assert all(c > 0 for c in self._counts.values())
 
     def _commit(self, changes: list[Change]) -> None:
         """Show ``changes`` to the listener (the log), then apply them.

@@ -37,6 +37,7 @@ True
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Final
 
 from rankengine.scoring import describe
@@ -68,6 +69,25 @@ def _finite(value: object) -> bool:
         return math.isfinite(value)
     except OverflowError:  # an int beyond the float range
         return False
+
+
+def _check_bound(value: object, what: str) -> None:
+    """Raise unless ``value`` is a number :meth:`PackedScore.floor` can place:
+    any real number (a fraction or an infinity too), but not a ``bool`` and
+    not NaN, which compares false with everything and so would sort nowhere.
+
+    Runtime complexity: O(1)
+
+    >>> _check_bound(2.5, "time")
+    >>> _check_bound(True, "score")
+    Traceback (most recent call last):
+    ...
+    TypeError: score must be a number, not bool
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a number, not {type(value).__name__}")
+    if value != value:
+        raise ValueError(f"{what} must not be NaN")
 
 
 class PackedScore:
@@ -210,7 +230,8 @@ class PackedScore:
         range bound that no packed value equals is rounded to its packed
         neighbours (the next one up is ``floor + 1``).  Times are compared
         as :meth:`unpack` gives them back, so the answer agrees with
-        comparing the original pairs.
+        comparing the original pairs.  NaN (which sorts nowhere) is a
+        ``ValueError``, a ``bool`` or a non-number a ``TypeError``.
 
         Runtime complexity: O(bits + log(max_score - min_score)): a binary
         search over the packed range.
@@ -224,7 +245,13 @@ class PackedScore:
         True
         >>> week.floor(week.min_score - 1, 0) is None
         True
+        >>> week.floor(float("nan"), 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: score must not be NaN
         """
+        _check_bound(score, "score")
+        _check_bound(t, "time")
         target = self._order_key(score, t)
         lo = self.min_score << self.bits  # every int in [lo, hi] is a packed value
         hi = (self.max_score << self.bits) + self.max_tick

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
@@ -28,7 +30,13 @@ from rankengine.core import (
 )
 from rankengine.scoring import Member, Score, check_meta, describe, member_error
 
-__all__ = ["DEFAULT_PAGE_SIZE", "BoardReads", "PercentileMethod", "rank_outside"]
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "BoardReads",
+    "PercentileMethod",
+    "check_percentile",
+    "rank_outside",
+]
 
 PercentileMethod: TypeAlias = Literal["below", "at_or_below", "midpoint"]
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
@@ -53,6 +61,38 @@ def rank_outside(rank: int, n: int) -> IndexError:
     if n == 0:
         return IndexError(f"rank {rank} is outside the board: it is empty")
     return IndexError(f"rank {rank} is outside 1..{n} (or -{n}..-1 counting from the bottom)")
+
+
+def check_percentile(p: object) -> int | float:
+    """``p`` as the ``int`` or ``float`` percentile it stands for, or a
+    ``ValueError`` unless it is a number from 0 to 100.
+
+    Any real number is taken (a NumPy ``float32`` or ``int64``, a
+    ``Fraction``): an integer as an ``int``, any other as the ``float`` it
+    converts to.  A ``bool``, a string, ``None`` and NaN are refused.
+
+    Runtime complexity: O(1)
+
+    >>> from fractions import Fraction
+    >>> check_percentile(90), check_percentile(Fraction(25, 2))
+    (90, 12.5)
+    >>> check_percentile(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: percentile must be a number from 0 to 100, not True
+    """
+    value: int | float
+    if type(p) is int or type(p) is float:
+        value = p
+    elif isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+    elif isinstance(p, numbers.Integral):
+        value = int(p)
+    else:
+        value = float(p)
+    if not 0 <= value <= 100:
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+    return value
 
 
 class BoardReads(BoardCore):
@@ -276,8 +316,7 @@ class BoardReads(BoardCore):
         >>> [board.score_at_percentile(p) for p in (0, 50, 90)]
         [10, 30, 46.0]
         """
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
-            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        p = check_percentile(p)
         with self._lock:
             n = len(self)
             if n == 0:
@@ -626,12 +665,15 @@ def _interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
     the infinite one wins; between ``-inf`` and ``inf``, the lower neighbour
     is returned.  Finite floats near opposite ends of the float range have a
     difference that overflows to ``inf``; they are weighed separately
-    instead, so the result stays between them.  A neighbour that is an int
-    beyond the float range has no float to interpolate to (the result is a
-    float): an ``OverflowError`` says so.
+    instead, so the result stays between them, and so are ints within the
+    float range whose difference is not (``-10**308`` and ``10**308``).  A
+    neighbour that is an int beyond the float range has no float to
+    interpolate to (the result is a float): an ``OverflowError`` says so.
 
     >>> _interpolate(10, 20, 0.25, 50), _interpolate(-1e308, 1e308, 0.75, 50)
     (12.5, 5e+307)
+    >>> _interpolate(-(10**308), 10**308, 0.75, 50)
+    5e+307
     """
     assert not isinstance(low, tuple) and not isinstance(high, tuple)  # scalar boards only
     if low == high:
@@ -643,7 +685,11 @@ def _interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
         return high
     try:
         span = high - low
-        if type(span) is float and math.isinf(span):
+        # a gap beyond the float range: two floats' overflows to inf, two
+        # ints' stays an int that no float holds (10**308 - -10**308)
+        if (type(span) is float and math.isinf(span)) or (
+            type(span) is int and abs(span) > sys.float_info.max
+        ):
             return low * (1 - frac) + high * frac
         return low + span * frac
     except OverflowError:

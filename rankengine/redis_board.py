@@ -49,7 +49,13 @@ from rankengine.core import (
 )
 from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
-from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
+from rankengine.reads import (
+    DEFAULT_PAGE_SIZE,
+    PercentileMethod,
+    _interpolate,
+    check_percentile,
+    rank_outside,
+)
 from rankengine.redis_codec import (
     _TAGS,
     MAXCLOCK,
@@ -207,7 +213,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         self._name = name
         self._prefix = prefix
         self._codec = ScoreCodec(order)
-        self._order = order
+        self._order = self._codec.order
         self._desc = self._codec.descending
         self._tie_break: TieBreak = tie_break
         self._rank_style: RankStyle = rank_style
@@ -686,8 +692,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
-            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        p = check_percentile(p)
         result = self._run("SCORE_AT", repr(float(p)))
         n = int(result[0])
         if n == 0:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import numbers
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 __all__ = [
@@ -333,12 +333,21 @@ class ScoreCodec:
     7
     >>> ScoreCodec(("asc", "desc", "asc")).primary((1, 2, 3))
     (1, -2, 3)
+    >>> ScoreCodec(["desc", "asc"]).order
+    ('desc', 'asc')
     """
 
-    __slots__ = ("_flip", "columns", "descending", "directions")
+    __slots__ = ("_flip", "columns", "descending", "directions", "order")
 
     def __init__(self, order: Order | tuple[Order, ...]) -> None:
-        directions = (order,) if isinstance(order, str) else tuple(order)
+        if isinstance(order, str):
+            directions: tuple[Any, ...] = (order,)
+        elif isinstance(order, (bytes, bytearray)) or not isinstance(order, Iterable):
+            raise TypeError(
+                f"order must be 'desc', 'asc' or a tuple of them, not {type(order).__name__}"
+            )
+        else:
+            directions = tuple(order)
         if not directions:
             raise ValueError("order needs at least one column direction")
         for direction in directions:
@@ -347,6 +356,9 @@ class ScoreCodec:
                     f"order must be 'desc' or 'asc' (or a tuple of them), not {direction!r}"
                 )
         self.directions: tuple[Order, ...] = directions
+        #: The order as the board keeps it: the direction, or the tuple of
+        #: them (its own, never the list a caller passed and may change).
+        self.order: Order | tuple[Order, ...] = order if isinstance(order, str) else directions
         self.columns: int | None = None if isinstance(order, str) else len(directions)
         self.descending: bool = directions[0] == "desc"
         self._flip = tuple(direction != directions[0] for direction in directions)

@@ -72,7 +72,13 @@ from rankengine.core import (
 )
 from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
-from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
+from rankengine.reads import (
+    DEFAULT_PAGE_SIZE,
+    PercentileMethod,
+    _interpolate,
+    check_percentile,
+    rank_outside,
+)
 from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
 from rankengine.redis_codec import MAXCLOCK
 from rankengine.scoring import Member, Score, ScoreCodec, check_lookup, check_member, is_member
@@ -603,8 +609,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S log N)
         """
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 100:
-            raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+        p = check_percentile(p)
         with self._lock:
             sizes = self._sizes()
             n = sum(sizes)

@@ -26,6 +26,7 @@ Entries are plain tuples ``(member, score, rank, meta)``.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from functools import cmp_to_key
 from typing import Any
@@ -366,7 +367,10 @@ class Model:
             return a
         if math.isinf(a) or math.isinf(b):
             return a if math.isinf(a) else b
-        if isinstance(b - a, float) and math.isinf(b - a):  # finite, but the gap overflows
+        gap = b - a
+        if (isinstance(gap, float) and math.isinf(gap)) or (
+            isinstance(gap, int) and abs(gap) > sys.float_info.max
+        ):  # finite, but the gap is beyond the float range
             return a * (1 - (x - lo)) + b * (x - lo)
         return a + (b - a) * (x - lo)
 

@@ -765,3 +765,15 @@ def test_union_of_one_board_says_to_pass_a_list(make_board: Any) -> None:
     with pytest.raises(TypeError, match=r"weights must be a list of numbers, one per board"):
         a.union([a, b], weights=5)  # was Python's "'int' object is not iterable"
     a._check()
+
+
+@pytest.mark.parametrize(
+    ("order", "match"),
+    [(5, "not int"), (None, "not NoneType"), (b"desc", "not bytes")],
+    ids=["int", "none", "bytes"],
+)
+def test_an_order_of_the_wrong_type_is_named(make_board: Any, order: Any, match: str) -> None:
+    # (5 and None failed with "'int' object is not iterable"; b"desc" was
+    # read as the directions 100, 101, 115, 99)
+    with pytest.raises(TypeError, match=rf"order must be 'desc', 'asc' or a tuple.*{match}"):
+        make_board(order=order)

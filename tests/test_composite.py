@@ -15,7 +15,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from outcomes import exact
+from model import Model
+from outcomes import apply, exact
+from outcomes import outcome as typed_outcome
 
 from rankengine import Leaderboard
 
@@ -144,3 +146,82 @@ def test_metadata_of_subclassed_values_is_stored_as_plain_values(tmp_path: Path)
         assert exact(again.meta("ann")) == exact(read)
     finally:
         again.close()
+
+
+#: Columns that tie across types (1 and 1.0, 0 and -0.0), infinities and an
+#: int beyond 2**53, few enough values that runs of equal scores are common.
+TIED_COLUMN = st.sampled_from([0, -0.0, 1, 1.0, -1, 0.5, math.inf, -math.inf, 2**53 + 1])
+DELTA_COLUMN = st.sampled_from([0, -0.0, 1, -1, 0.5, math.inf, -math.inf])
+MANY_MEMBERS = st.sampled_from([f"p{i:02d}" for i in range(16)])
+WHENS = st.sampled_from([None, None, "new", "present", "better", "worse"])
+STYLES = ("unique", "dense", "competition")
+#: What a read returned or raised, numbers typed; the model's plain tuples
+#: equal the board's Entry rows.
+outcome = functools.partial(typed_outcome, containers=False)
+
+
+def _reads(target: Any, probes: list[Any], spans: list[Any], ps: list[float]) -> list[Any]:
+    """Every read of this area, as comparable outcomes: rows in each style,
+    percentiles, hypothetical ranks, score ranges and score percentiles."""
+    out: list[Any] = []
+    members = [f"p{i:02d}" for i in range(16)]
+    for style in STYLES:
+        out.append(outcome(lambda s=style: target.by_rank(1, -1, style=s)))
+        out.append(outcome(lambda s=style: [target.rank(m, style=s) for m in members]))
+        for score in probes:
+            out.append(outcome(lambda x=score, s=style: target.rank_for_score(x, style=s)))
+        for low, high, low_in, high_in in spans:
+            flags = {"min_inclusive": low_in, "max_inclusive": high_in}
+            out.append(
+                outcome(lambda a=low, b=high, f=flags, s=style: target.by_score(a, b, style=s, **f))
+            )
+            out.append(outcome(lambda a=low, b=high, f=flags: target.count(a, b, **f)))
+    for method in ("below", "at_or_below", "midpoint"):
+        out.append(outcome(lambda m=method: [target.percentile(x, method=m) for x in members]))
+    out.append(outcome(lambda: [target.score_at_percentile(p) for p in [0, 50, 100, *ps]]))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    order=ORDERS,
+    tie_break=st.sampled_from(["first", "member"]),
+    backend=st.sampled_from(["sortedlist", "skiplist"]),
+    data=st.data(),
+)
+def test_composite_reads_after_any_writes_match_the_model(
+    order: tuple[str, ...], tie_break: str, backend: str, data: Any
+) -> None:
+    # Ranks in every style, hypothetical ranks, percentiles and score ranges
+    # of a composite board, after increments, batches, pops and prunes (the
+    # dense counts are built before the writes half of the time, so they are
+    # maintained through them), against the plain model's sort.
+    score = st.tuples(*[TIED_COLUMN] * len(order))
+    delta = st.tuples(*[DELTA_COLUMN] * len(order))
+    write = st.one_of(
+        st.tuples(st.just("set"), MANY_MEMBERS, score, WHENS),
+        st.tuples(st.just("incr"), MANY_MEMBERS, delta, WHENS),
+        st.tuples(
+            st.just("set_many"), st.lists(st.tuples(MANY_MEMBERS, score), max_size=12), WHENS
+        ),
+        st.tuples(st.just("incr_many"), st.lists(st.tuples(MANY_MEMBERS, delta), max_size=4)),
+        st.tuples(st.just("remove"), MANY_MEMBERS),
+        st.tuples(st.just("pop_best"), st.integers(0, 2)),
+        st.tuples(st.just("pop_worst"), st.integers(0, 2)),
+        st.tuples(st.just("remove_by_rank"), st.integers(-4, 4).filter(bool), st.just(-1)),
+        st.tuples(st.just("remove_by_score"), score, score, st.booleans(), st.booleans()),
+        st.tuples(st.just("keep_top"), st.integers(4, 16)),
+    )
+    model = Model(order=order, tie_break=tie_break)
+    board = Leaderboard(order=order, tie_break=tie_break, backend=backend)  # type: ignore[arg-type]
+    if data.draw(st.booleans()):
+        # builds the dense counts on the empty board
+        assert board.rank_for_score((0,) * len(order), style="dense") == 1
+    for op in data.draw(st.lists(write, min_size=1, max_size=15)):
+        assert apply(board, op, containers=False) == apply(model, op, containers=False), op
+    board._check()
+    bound = st.none() | score
+    probes = data.draw(st.lists(score, min_size=1, max_size=3))
+    spans = data.draw(st.lists(st.tuples(bound, bound, st.booleans(), st.booleans()), max_size=3))
+    ps = data.draw(st.lists(st.floats(0, 100), max_size=2))
+    assert _reads(board, probes, spans, ps) == _reads(model, probes, spans, ps)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import random
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -836,6 +838,35 @@ def test_score_at_percentile_interpolates(make_board: Any, order: str, p: float,
     assert board.score_at_percentile(p) == pytest.approx(want)
 
 
+@numbers.Real.register
+class Percent:
+    """A real number that is neither an ``int`` nor a ``float``, as a NumPy
+    ``float32`` is not: it says so to ``numbers`` and converts with ``float()``."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __repr__(self) -> str:
+        return f"Percent({self.value})"
+
+
+@pytest.mark.parametrize(
+    "p",
+    [Percent(90), Percent(12.5), Fraction(45, 2), Fraction(100)],
+    ids=repr,
+)
+def test_score_at_percentile_takes_any_real_number(make_or_sharded: Any, p: Any) -> None:
+    # A NumPy float32 or int64 percentile was refused with "percentile must
+    # be a number from 0 to 100, not np.float32(90.0)": it is one, so it is
+    # read as the float it equals.
+    board = make_or_sharded()
+    board.set_many({"a": 10, "b": 20, "c": 30, "d": 40, "e": 50})
+    assert board.score_at_percentile(p) == board.score_at_percentile(float(p))
+
+
 @pytest.mark.parametrize(
     ("scores", "want"),
     [
@@ -861,7 +892,13 @@ def test_score_at_percentile_infinite_neighbours(
         ([-1e308, 1e308], 50, 0.0),
         ([-1e308, 1e308], 75, 5e307),
         ([-sys.float_info.max, sys.float_info.max], 50, 0.0),
+        # ints within the float range whose difference is not: they raised
+        # OverflowError, saying an int lay beyond the float range
+        ([-(10**308), 10**308], 50, 0.0),
+        ([-(10**308), 10**308], 75, 5e307),
+        ([-(10**308), 1e308], 25, -5e307),
     ],
+    ids=["floats", "floats-75", "float-max", "ints", "ints-75", "int-and-float"],
 )
 def test_score_at_percentile_between_huge_opposite_neighbours(
     make_board: Any, scores: list[Any], p: float, want: Any
@@ -1823,3 +1860,32 @@ def test_rank_for_score_on_a_board_that_breaks_ties_by_member(make_board: Any) -
     assert board.rank_for_score(5, style="dense") == 1
     board.set("c", 5)  # lands between d and b, not at 3
     assert board.rank("c") == 2
+
+
+def test_an_order_given_as_a_list_is_the_boards_own(make_board: Any) -> None:
+    # The board keeps its own tuple, not the caller's list: changing the
+    # list afterwards changes neither the board's settings nor a twin built
+    # from them (a copy used to rank by the changed directions).
+    directions = ["desc", "asc"]
+    board = make_board(order=directions)
+    board.set_many({"ann": (10, 30), "bob": (10, 20)})
+    directions[1] = "desc"
+    assert board.order == ("desc", "asc")
+    assert board.config()["order"] == ("desc", "asc")
+    assert list(board) == ["bob", "ann"]
+    if hasattr(board, "copy"):
+        assert list(board.copy()) == ["bob", "ann"]
+
+
+def test_check_catches_a_dense_count_on_the_wrong_score() -> None:
+    # _check() promises that the dense counts agree with the board; it used
+    # to compare only their total, so a count moved from one score to
+    # another (the total unchanged) passed.
+    board = Leaderboard()
+    board.set_many({"ann": 1, "bob": 2, "cid": 2})
+    assert board.rank("ann", style="dense") == 2  # builds the counts
+    board._check()
+    assert board._counts is not None
+    board._counts[1], board._counts[2] = 2, 1
+    with pytest.raises(AssertionError, match="dense counts out of step"):
+        board._check()

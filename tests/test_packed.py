@@ -165,3 +165,26 @@ def test_window_settings_beyond_the_float_range_are_value_errors(
     start, length, *resolution = args
     with pytest.raises(ValueError, match=match):
         PackedScore(start, length, resolution=resolution[0] if resolution else 1.0)
+
+
+@pytest.mark.parametrize(
+    ("score", "t", "error", "match"),
+    [
+        (float("nan"), 0, ValueError, "score must not be NaN"),
+        (100, float("nan"), ValueError, "time must not be NaN"),
+        (True, 0, TypeError, "score must be a number, not bool"),
+        (100, False, TypeError, "time must be a number, not bool"),
+        ("100", 0, TypeError, "score must be a number, not str"),
+        (100, None, TypeError, "time must be a number, not NoneType"),
+    ],
+    ids=["nan-score", "nan-time", "bool-score", "bool-time", "str-score", "none-time"],
+)
+def test_floor_refuses_what_is_not_a_number(
+    score: object, t: object, error: type[Exception], match: str
+) -> None:
+    # NaN compares false with everything: without a check, floor(nan, 0)
+    # answered the lowest packed value and floor(100, nan) the last of 99
+    # points, as if the pair sorted below them; a bool was taken for 0 or 1.
+    packer = PackedScore(0, WEEK)
+    with pytest.raises(error, match=match):
+        packer.floor(score, t)  # type: ignore[arg-type]
