@@ -515,11 +515,29 @@ def _picture(shape: Shape, trace: Trace | None, marked: Any, layout: Layout, wid
     return "\n".join((_INDENT + line).rstrip() for line in text.splitlines())
 
 
+def _table(rows: Sequence[Sequence[str]], minimum: Sequence[int]) -> list[str]:
+    """Rows of cells as lines whose columns line up: every cell but a row's
+    last is padded to its column's width (``minimum``, or the widest cell of
+    the column: a long label or a large span), then two spaces.
+
+    >>> _table([["level", "span"], ["L0", "1 -> 2"], ["L10", "9"]], [4])
+    ['level  span', 'L0     1 -> 2', 'L10    9']
+    """
+    widths = [
+        max([low, *(len(row[j]) for row in rows if j < len(row) - 1)])
+        for j, low in enumerate(minimum)
+    ]
+    return [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)), row[-1]])
+        for row in rows
+    ]
+
+
 def _update_table(trace: Trace, labels: Sequence[str]) -> str:
-    rows = [f"{_INDENT}level  update[i]  rank[i]"]
+    rows = [["level", "update[i]", "rank[i]"]]
     for level, node, rank in trace.stops:
-        rows.append(f"{_INDENT}L{level:<5} {labels[node]:<10} {rank}")
-    return "\n".join(rows)
+        rows.append([f"L{level}", labels[node], str(rank)])
+    return _rows(_table(rows, [5, 9]))
 
 
 def _check(predicted: Shape, real: Shape, operation: str) -> None:
@@ -591,21 +609,21 @@ def _link_changes(
     spans[0] += [length] * (level - shape.level)  # new levels: HEAD -> NIL
     changes: list[SpanChange] = []
     marked: set[tuple[int, int]] = set()
-    lines = [f"level  update[i]  rank[i]  d   {'update[i] span':<18}{new_label} span"]
+    rows = [["level", "update[i]", "rank[i]", "d", "update[i] span", f"{new_label} span"]]
     for i in range(level):
         u = update[i] if i < shape.level else 0
         ri = rank[i] if i < shape.level else 0
         d = r0 - ri
         old = spans[u][i]
-        row = f"L{i:<5} {labels[u]:<10} {ri:<8} "
+        row = [f"L{i}", labels[u], str(ri)]
         if i < height:
             # u now stops at the new node, d steps behind update[0] plus one;
             # the new node takes the rest of u's old link.
             spans[u][i] = d + 1
             spans[new][i] = old - d
-            row += f"{d:<3} {f'{old} -> {d} + 1 = {d + 1}':<18}{old} - {d} = {old - d}"
+            row += [str(d), f"{old} -> {d} + 1 = {d + 1}", f"{old} - {d} = {old - d}"]
             if i >= shape.level:
-                row += (
+                row[-1] += (
                     "   (HEAD -> NIL, kept from step 3)"
                     if kept
                     else f"   (new level: HEAD -> NIL spanned all {length})"
@@ -616,10 +634,11 @@ def _link_changes(
         else:
             # Above the new node the link from update[i] passes over it.
             spans[u][i] = old + 1
-            row += f"{'-':<3} {f'{old} -> {old} + 1 = {old + 1}':<18}-   (passes over it)"
+            row += ["-", f"{old} -> {old} + 1 = {old + 1}", "-   (passes over it)"]
             changes.append(SpanChange(i, labels[u], old, old + 1, "passes over the new node"))
             marked.add((i, u))
-        lines.append(row)
+        rows.append(row)
+    lines = _table(rows, [5, 9, 7, 2, 16])
     entries = [*shape.entries[:r0], entry, *shape.entries[r0:]]
     heights = [level, *shape.heights[1:new], height, *shape.heights[new:]]
     rebuilt = make_shape(entries, heights, shape.label_mode)
@@ -759,26 +778,27 @@ def _unlink_changes(
     spans = [list(s) for s in shape.spans]
     changes: list[SpanChange] = []
     marked: set[tuple[int, int]] = set()
-    lines = [f"level  update[i]  {labels[x]} span  update[i] span"]
+    rows = [["level", "update[i]", f"{labels[x]} span", "update[i] span"]]
     for i in range(shape.level):
         u = update[i]
         old = spans[u][i]
-        row = f"L{i:<5} {labels[u]:<10} "
+        row = [f"L{i}", labels[u]]
         if i < height:
             # u takes over x's link: its own span plus x's, minus the step
             # that landed on x.
             xs = shape.spans[x][i]
             spans[u][i] = old + xs - 1
-            row += f"{xs:<{len(labels[x]) + 6}} {old} + {xs} - 1 = {old + xs - 1}"
+            row += [str(xs), f"{old} + {xs} - 1 = {old + xs - 1}"]
             changes.append(SpanChange(i, labels[u], old, old + xs - 1, "takes over the link"))
             changes.append(SpanChange(i, labels[x], xs, None, "the node is gone"))
         else:
             # Above x's height the link skipped over x: one step fewer.
             spans[u][i] = old - 1
-            row += f"{'-':<{len(labels[x]) + 6}} {old} - 1 = {old - 1}   (passed over it)"
+            row += ["-", f"{old} - 1 = {old - 1}   (passed over it)"]
             changes.append(SpanChange(i, labels[u], old, old - 1, "one node fewer to pass"))
-        lines.append(row)
+        rows.append(row)
         marked.add((i, u))
+    lines = _table(rows, [5, 9, len(f"{labels[x]} span")])
     del spans[x]
     entries = [*shape.entries[: x - 1], *shape.entries[x:]]
     heights = [*shape.heights[1:x], *shape.heights[x + 1 :]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import random
 import re
@@ -803,3 +804,51 @@ def test_insert_and_delete_narrate_the_search_the_code_runs(
     assert left["update"] == [labels[node] for node in story.trace.update()]
     if not delete:
         assert left["rank"] == [rank for _, _, rank in reversed(story.trace.stops)]
+
+
+def _tables(text: str) -> list[list[str]]:
+    """The tables of a narration: a header line naming ``update[i]``, then
+    its rows (``L0 ...``), as lines."""
+    lines = text.splitlines()
+    tables = []
+    for k, line in enumerate(lines):
+        if line.lstrip().startswith("level  update[i]"):
+            rows = itertools.takewhile(lambda s: re.match(r"\s*L\d+  ", s), lines[k + 1 :])
+            tables.append([line, *rows])
+    return tables
+
+
+def _assert_columns_line_up(table: list[str]) -> None:
+    """Every row has a cell under each column title of the header, cut off
+    from the cell before it by at least two spaces."""
+    header = table[0]
+    starts = [m.start() for m in re.finditer(r"(?<=  )\S", header)]
+    assert starts, header
+    for row in table[1:]:
+        for at in starts:
+            assert row[at - 2 : at] == "  " and row[at] != " ", (
+                f"column {at} of\n{header}\n{row}\ndoes not line up"
+            )
+
+
+def test_narration_tables_line_up_with_long_labels_and_wide_spans() -> None:
+    # The tables had fixed widths (10 for a label, 18 for a formula): a
+    # longer label or a three-digit span ran into the next column, and
+    # "244 -> 123 + 1 = 124" followed by "244 - 123 = 121" read as
+    # "... = 124244 - 123 = 121".
+    n = 150
+    members = [f"member_number_{i}" for i in range(n)]
+    rng = HeightScript(4)
+    sl = teaching_list(range(n), rng=rng, members=members)
+    story = narrate_insert(sl, n, member="the_new_member", height=sl.level + 1, rng=rng)
+    stories = [story, narrate_update(sl, n, -1), narrate_update(sl, -1, n)]
+    stories += [narrate_delete(sl, n)]
+    for label in ("score", "member"):
+        sl = teaching_list(range(n), rng=4, members=members)
+        stories.append(narrate_insert(sl, n, label=label))
+    for story in stories:
+        tables = _tables(story.text)
+        assert len(tables) >= 2
+        for table in tables:
+            _assert_columns_line_up(table)
+    assert re.search(r"150 -> 150 \+ 1 = 151  +150 - 150 = 0", stories[0].text)
