@@ -177,6 +177,8 @@ def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
     >>> entry = (10, 3, "ann")
     >>> label_of(entry), label_of(entry, "member"), label_of(entry, "key")
     ('10', 'ann', '10/3')
+    >>> print(label_of((1, 0, "big bad\\x1b[7mwolf"), "member"))
+    big_bad\\x1b[7mwolf
     """
     primary, tie, member = entry
     if mode == "score":
@@ -189,8 +191,13 @@ def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
         text = str(mode(entry))
     else:
         raise ValueError(f"label must be 'score', 'member', 'key' or a function, not {mode!r}")
-    # One line, no spaces: a label must stay one column of the picture.
-    return "_".join(text.split()) or "''"
+    # One line, no spaces: a label must stay one column of the picture.  What
+    # a terminal would not print as a character of its own (a control
+    # character, an escape sequence's ESC, a lone surrogate) is spelled out.
+    text = "_".join(text.split())
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return text or "''"
 
 
 def forward_of(heights: Sequence[int]) -> tuple[tuple[int, ...], ...]:

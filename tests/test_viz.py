@@ -236,6 +236,23 @@ def test_labels_and_boards() -> None:
         shape_of(teaching_list([1]), "nope")  # type: ignore[arg-type]
 
 
+def test_labels_spell_out_what_a_terminal_does_not_print() -> None:
+    # A control character in a member (ESC, NUL, DEL) went raw into the text
+    # picture: a terminal ran the escape or drew nothing, and the links no
+    # longer met their nodes; a lone surrogate (what an undecodable byte of
+    # a command-line argument becomes) made printing the picture fail.
+    members = ["a\x1b[7mb", "\x00", "c\x7f", "d\ud800", "e\u200bf", "ok"]
+    sl = teaching_list(range(6), members=members, rng=2)
+    text = render_text(sl, label="member", legend=False)
+    text.encode("utf-8")  # no lone surrogate left
+    assert all(ch.isprintable() for line in text.splitlines() for ch in line)
+    labels = shape_of(sl, "member").labels[1:-1]
+    assert labels == ("a\\x1b[7mb", "\\x00", "c\\x7f", "d\\ud800", "e\\u200bf", "ok")
+    # the level-0 row is the labels, each framed by its links
+    row = text.splitlines()[-2].split()
+    assert row[1::2] == ["HEAD", *labels, "NIL"]
+
+
 def test_empty_list_draws() -> None:
     empty = teaching_list([])
     assert render_text(empty, legend=False).splitlines()[0].split() == ["L0", "HEAD", "-0>", "NIL"]
@@ -300,11 +317,12 @@ def test_svg_escapes_labels_and_narration_has_two_panels() -> None:
     root = ET.fromstring(story.svg())
     assert len(_classes(root, "title")) == 2
     assert len(_classes(root, "changed")) == len(story.marked)
-    # characters XML cannot hold at all are spelled out, not written raw
+    # characters XML cannot hold at all (and control characters, as in the
+    # text pictures) are spelled out, not written raw
     odd = teaching_list([1, 2], members=["a\x01b", "c\ud800\x7fd"], rng=2)
     root = ET.fromstring(render_svg(odd, label="member"))
     labels = {g.get("data-label") for g in _classes(root, "node")}
-    assert labels >= {"a\\x01b", "c\\ud800\x7fd"}
+    assert labels >= {"a\\x01b", "c\\ud800\\x7fd"}
 
 
 def _doc_commands() -> list[list[str]]:
