@@ -54,6 +54,8 @@ from rankengine.viz import (
     Layout,
     Panel,
     Shape,
+    _ljust,
+    _text_width,
     counted,
     label_of,
     make_shape,
@@ -378,9 +380,9 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     """
     shape = shape_of(source)
     labels = shape.labels
-    width = max(len(labels[node]) for _, node, _ in trace.stops)
-    width = max([width, *(len(labels[s.src]) for s in trace.steps)])
-    width = max([width, *(len(labels[node]) for _, node, _ in trace.starts)])
+    width = max(_text_width(labels[node]) for _, node, _ in trace.stops)
+    width = max([width, *(_text_width(labels[s.src]) for s in trace.steps)])
+    width = max([width, *(_text_width(labels[node]) for _, node, _ in trace.starts)])
     restarts = dict(trace.restarts())
     starts = {level: rank for level, _, rank in trace.starts}
     if trace.starts:
@@ -410,7 +412,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         if level in restarts:
             n += 1
             node = restarts[level]
-            start = f"{n:>2}. L{level:<2} at {labels[node]:<{width}}  "
+            start = f"{n:>2}. L{level:<2} at {_ljust(labels[node], width)}  "
             start += f"start at update[{level}], rank {starts[level]}"
             if above is not None:
                 start += (
@@ -428,7 +430,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             else:
                 cond = f"{before} + {step.span} <= {target}"
             lines.append(
-                f"{n:>2}. L{level:<2} at {labels[step.src]:<{width}}  {cond}: cross, "
+                f"{n:>2}. L{level:<2} at {_ljust(labels[step.src], width)}  {cond}: cross, "
                 f"span {step.span}, rank {before} + {step.span} = {step.rank}"
             )
         if trace.found == stop and not trace.strict:
@@ -442,7 +444,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         else:
             why = f"next is {_key_word(shape, nxt)} {'>=' if trace.strict else '>'} {target}"
         lines.append(
-            f"{n:>2}. L{level:<2} at {labels[stop]:<{width}}  {why}: "
+            f"{n:>2}. L{level:<2} at {_ljust(labels[stop], width)}  {why}: "
             + (f"drop to L{level - 1}" if level else "end of the walk")
         )
     crossed = len(trace.steps)
@@ -524,11 +526,11 @@ def _table(rows: Sequence[Sequence[str]], minimum: Sequence[int]) -> list[str]:
     ['level  span', 'L0     1 -> 2', 'L10    9']
     """
     widths = [
-        max([low, *(len(row[j]) for row in rows if j < len(row) - 1)])
+        max([low, *(_text_width(row[j]) for row in rows if j < len(row) - 1)])
         for j, low in enumerate(minimum)
     ]
     return [
-        "  ".join([*(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)), row[-1]])
+        "  ".join([*(_ljust(cell, w) for cell, w in zip(row[:-1], widths, strict=False)), row[-1]])
         for row in rows
     ]
 
@@ -798,7 +800,7 @@ def _unlink_changes(
             changes.append(SpanChange(i, labels[u], old, old - 1, "one node fewer to pass"))
         rows.append(row)
         marked.add((i, u))
-    lines = _table(rows, [5, 9, len(f"{labels[x]} span")])
+    lines = _table(rows, [5, 9, 0])  # the title is the widest span cell
     del spans[x]
     entries = [*shape.entries[: x - 1], *shape.entries[x:]]
     heights = [*shape.heights[1:x], *shape.heights[x + 1 :]]

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -198,6 +199,57 @@ def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
     if not text.isprintable():
         text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
     return text or "''"
+
+
+def _char_width(ch: str) -> int:
+    """Terminal columns of one character: 0 for a combining mark, 2 for a
+    wide (East Asian wide or fullwidth) one, else 1."""
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def _cells(text: str) -> list[str]:
+    """``text`` cut into terminal columns, one string each: a wide character
+    fills two (itself, then ``""``), a combining mark joins the character it
+    marks (a mark with none before it gets a space)."""
+    if text.isascii():
+        return list(text)
+    cells: list[str] = []
+    for ch in text:
+        width = _char_width(ch)
+        if width == 0:
+            if cells:
+                cells[-2 if cells[-1] == "" else -1] += ch
+            else:
+                cells.append(" " + ch)
+        else:
+            cells += [ch, ""][:width]
+    return cells
+
+
+def _text_width(text: str) -> int:
+    """How many terminal columns ``text`` takes (see :func:`label_of`): a
+    wide character (CJK, fullwidth, most emoji) takes two, a combining
+    accent none.  The pictures place labels by it.
+
+    Runtime complexity: O(len(text))
+
+    >>> _text_width("bob"), _text_width("漢字"), _text_width("e\u0301te\u0301")
+    (3, 4, 3)
+    """
+    return len(text) if text.isascii() else len(_cells(text))
+
+
+def _ljust(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal columns.
+
+    Runtime complexity: O(len(text) + width)
+
+    >>> _ljust("漢字", 6) + "|"
+    '漢字  |'
+    """
+    return text + " " * (width - _text_width(text))
 
 
 def forward_of(heights: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -531,7 +583,7 @@ def _style(
 def _columns(shape: Shape, prefix: int) -> list[int]:
     x = [prefix]
     for k in range(1, shape.nil + 1):
-        x.append(x[-1] + len(shape.labels[k - 1]) + _MIN_GAP)
+        x.append(x[-1] + _text_width(shape.labels[k - 1]) + _MIN_GAP)
     return x
 
 
@@ -544,7 +596,7 @@ def _prefix(shape: Shape) -> int:
 
 
 def _center(labels: Sequence[str], x: Sequence[int], k: int) -> int:
-    return x[k] + (len(labels[k]) - 1) // 2
+    return x[k] + (_text_width(labels[k]) - 1) // 2
 
 
 def _link_body(n: int, span: int, fill: str) -> str:
@@ -581,9 +633,11 @@ def _horizontal(
         row = list(f"L{i}".ljust(prefix)) + [" "] * (total - prefix)
         k = 0
         while k != nil:
-            row[x[k] : x[k] + len(labels[k])] = labels[k]
+            # one item per terminal column (a wide character's second is "")
+            cells = _cells(labels[k])
+            row[x[k] : x[k] + len(cells)] = cells
             dst = shape.forward[k][i]
-            start, end = x[k] + len(labels[k]) + 1, x[dst] - 1
+            start, end = x[k] + len(cells) + 1, x[dst] - 1
             fill = _H_FILL[_style(i, k, followed, changed)]
             row[start:end] = _link_body(end - start, shape.spans[k][i], fill)
             k = dst
@@ -606,7 +660,7 @@ def _horizontal(
         row = list("rank".ljust(prefix)) + [" "] * (total - prefix)
         for k in range(nil):
             text = str(k)
-            at = x[k] + max(0, (len(labels[k]) - len(text)) // 2)
+            at = x[k] + max(0, (_text_width(labels[k]) - len(text)) // 2)
             row[at : at + len(text)] = text
         rows.append("".join(row).rstrip())
     return rows
@@ -649,7 +703,7 @@ def _vertical(
                 row.append(" " + _V_FILL[_style(i, current[i], followed, changed)])
         cells.append(row)
     cw = max(len(c) for row in cells for c in row) + 2
-    lw = max(len(lab) for lab in labels)
+    lw = max(_text_width(lab) for lab in labels)
     rw = max(len("rank"), len(str(shape.length)))
     head = (
         (f"{'rank':>{rw}}  " if ranks else "")
@@ -659,7 +713,7 @@ def _vertical(
     rows = [head.rstrip()]
     for k, row in enumerate(cells):
         rank = "" if k == nil else str(k)
-        line = (f"{rank:>{rw}}  " if ranks else "") + labels[k].ljust(lw)
+        line = (f"{rank:>{rw}}  " if ranks else "") + _ljust(labels[k], lw)
         line += "".join(c.ljust(cw) for c in row)
         if trace is not None and k == trace.end:
             if trace.found == k and not trace.strict:
@@ -828,7 +882,7 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
     labels = shape.labels
     nil = shape.nil
     level = shape.level
-    box = [max(40, _CHAR_W * len(lab) + 16) for lab in labels]
+    box = [max(40, _CHAR_W * _text_width(lab) + 16) for lab in labels]
     x = [_LEFT]
     for k in range(nil):
         x.append(x[-1] + box[k] + _GAP)
@@ -926,6 +980,6 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
         out.append(
             f'<text class="caption" x="{_LEFT}" y="{y}" fill="#444444">{_escape(line)}</text>'
         )
-    text_width = _LEFT + _CHAR_W * max(len(line) for line in [panel.title, *legend, *panel.caption])
-    width = max(x[nil] + box[nil], text_width) + 16
+    lines = [panel.title, *legend, *panel.caption]
+    width = max(x[nil] + box[nil], _LEFT + _CHAR_W * max(map(_text_width, lines))) + 16
     return out, width, y - top

@@ -15,6 +15,7 @@ import itertools
 import os
 import random
 import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -251,6 +252,60 @@ def test_labels_spell_out_what_a_terminal_does_not_print() -> None:
     # the level-0 row is the labels, each framed by its links
     row = text.splitlines()[-2].split()
     assert row[1::2] == ["HEAD", *labels, "NIL"]
+
+
+def _columns_of(text: str) -> int:
+    """How many terminal columns ``text`` takes: two for a wide (East Asian)
+    character, none for a combining mark, one for any other."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+
+
+def _flat(line: str) -> str:
+    """``line`` with one character per terminal column: a wide character
+    becomes two "w", a combining mark goes."""
+    return "".join(ch if _columns_of(ch) == 1 else "w" * _columns_of(ch) for ch in line)
+
+
+def test_wide_and_combining_labels_keep_the_columns() -> None:
+    # Columns were counted in code points: a label of wide characters (CJK,
+    # fullwidth letters, most emoji) takes two terminal columns each and a
+    # combining accent none, so every link and node after it on its level
+    # was drawn off its column, and rows of different levels disagreed.
+    members = ["漢字", "bob", "ＡＢＣ", "e\u0301te\u0301", "😀", "zoe"]
+    rng = HeightScript(0).force(1, 3, 1, 2, 1, 2)
+    sl = teaching_list(range(6), members=members, rng=rng)
+    trace = trace_key(sl, 5)
+    text = render_text(sl, trace, label="member", legend=False, layout="horizontal")
+    rows = text.splitlines()
+    levels = [row for row in rows if re.match(r"L\d", row)]
+
+    def column(row: str, word: str) -> int:
+        return _columns_of(row[: row.index(word)])
+
+    assert len({column(row, "NIL") for row in levels}) == 1, text
+    for name in ("bob", "e\u0301te\u0301", "zoe"):  # on more than one level
+        assert len({column(row, name) for row in levels if name in row}) == 1, text
+    # the end of the search (^) and the rank sit under the middle of their node
+    assert column(rows[-2], "^") == column(levels[-1], "zoe") + 1, text
+    assert column(rows[-1], " 6") == column(levels[-1], "zoe"), text
+
+    vertical = render_text(sl, label="member", legend=False, layout="vertical")
+    # every line: rank, label, then the L0 column at the same place
+    lead = [re.match(r" *\d* +\S+ +", line) for line in vertical.splitlines()[1:]]
+    assert len({_columns_of(m.group()) for m in lead if m}) == 1, vertical
+
+    lines = explain(trace, shape_of(sl, "member")).splitlines()[2:-1]
+    assert len({column(line, "next is") for line in lines if "next is" in line}) == 1
+
+    story = narrate_insert(sl, 2.5, member="新しい", label="member", height=3, rng=rng)
+    for table in _tables(story.text):
+        _assert_columns_line_up(table)
+    svg = ET.fromstring(render_svg(sl, label="member"))
+    boxes = {g.get("data-label"): g.find(f"{SVG}rect") for g in _classes(svg, "node")}
+    assert int(boxes["漢字"].get("width", "0")) > int(boxes["bob"].get("width", "0"))  # type: ignore[union-attr]
 
 
 def test_empty_list_draws() -> None:
@@ -838,7 +893,9 @@ def _tables(text: str) -> list[list[str]]:
 
 def _assert_columns_line_up(table: list[str]) -> None:
     """Every row has a cell under each column title of the header, cut off
-    from the cell before it by at least two spaces."""
+    from the cell before it by at least two spaces (counted in terminal
+    columns: see _columns_of)."""
+    table = [_flat(line) for line in table]
     header = table[0]
     starts = [m.start() for m in re.finditer(r"(?<=  )\S", header)]
     assert starts, header
