@@ -784,6 +784,9 @@ def test_svg_title_of_one_entry_is_singular() -> None:
         (["show", "1", "--random", "3"], "give scores or --random N, not both"),
         (["trace", "1", "--random", "3", "--find", "1"], "give scores or --random N, not both"),
         (["show", "a=1", "a=2"], "every NAME must be different"),
+        # the inserted entry's name too (it labels a node with --label member)
+        (["trace", "a=1", "b=2", "--insert", "a=3"], "every NAME must be different"),
+        (["trace", "b=1", "s2=2", "--insert", "3"], "every NAME must be different"),
     ],
 )
 def test_conflicting_arguments_are_usage_errors(args: list[str], message: str) -> None:
