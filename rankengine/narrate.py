@@ -513,7 +513,8 @@ def _find(shape: Shape, primary: Any, tie: Any) -> int:
 
 
 def _picture(shape: Shape, trace: Trace | None, marked: Any, layout: Layout, width: int) -> str:
-    text = render_text(shape, trace, changed=marked, layout=layout, width=width)
+    # indented: the picture has that much less room
+    text = render_text(shape, trace, changed=marked, layout=layout, width=width - len(_INDENT))
     return "\n".join((_INDENT + line).rstrip() for line in text.splitlines())
 
 

@@ -438,6 +438,24 @@ def test_narrations_agree_with_the_real_list(
             assert change.old is not None or change.new is not None
 
 
+def test_narration_pictures_fit_in_the_width() -> None:
+    # A narration indents its pictures by four columns, but chose their
+    # layout by the width left before indenting: a horizontal picture that
+    # just fitted in ``width`` came out four columns wider than asked.
+    sl, _ = lecture()
+    picture = render_text(sl, legend=False, ranks=False).splitlines()
+    width = max(len(line) for line in picture)
+    for story in (narrate_delete(sl, 25, width=width), narrate_update(sl, 40, 48, width=width)):
+        rows = [line for line in story.text.splitlines() if re.match(r"    L\d+ +HEAD ", line)]
+        assert rows and max(len(line) for line in rows) <= width
+    sl, _ = lecture()
+    for story in (
+        narrate_delete(sl, 25, width=width + 4),
+        narrate_update(sl, 40, 48, width=width + 4),
+    ):
+        assert "\n    L0    HEAD " in story.text  # still horizontal where it fits
+
+
 def test_insert_narration_tells_update_rank_and_spans() -> None:
     sl, rng = lecture()
     story = narrate_insert(sl, 35, height=3, rng=rng)
