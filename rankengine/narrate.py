@@ -239,7 +239,9 @@ def trace_key(
     level: the walk of an insert or delete, whose stops are ``update[i]``.
     Without ``tie``, the target is the first entry with score ``primary``.
 
-    Runtime complexity: O(log N) expected
+    Runtime complexity: O(log N) expected on a Shape with ``tie`` (without
+    it, O(N) to find the entry); a SkipList is first copied into a Shape
+    (:func:`~rankengine.viz.shape_of`), O(N * level)
 
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
@@ -290,7 +292,9 @@ def trace_finger(source: SkipList | Shape | Any, primary: Any, tie: Any, start: 
     still linked: the walk may cross it and stop on it, and ranks past it
     count it.  The stops are the new ``update[i]`` and ``rank[i]``.
 
-    Runtime complexity: O(log N) expected, less for a small move
+    Runtime complexity: O(log N) expected on a Shape, less for a small move;
+    a SkipList is first copied into one (:func:`~rankengine.viz.shape_of`),
+    O(N * level)
 
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
@@ -335,7 +339,8 @@ def trace_rank(source: SkipList | Shape | Any, rank: int) -> Trace:
     ``zslGetElementByRank``): cross a link whenever its span does not
     overshoot the rank.
 
-    Runtime complexity: O(log N) expected
+    Runtime complexity: O(log N) expected on a Shape; a SkipList is first
+    copied into one (:func:`~rankengine.viz.shape_of`), O(N * level)
 
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
