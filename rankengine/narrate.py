@@ -431,7 +431,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             n += 1
             before = step.rank - step.span
             if trace.kind == "key":
-                cond = f"next is {_key_word(shape, step.dst)} {test} {target}"
+                cond = f"next is {_key_word(shape, step.dst, trace.target)} {test} {target}"
             else:
                 cond = f"{before} + {step.span} <= {target}"
             lines.append(
@@ -447,7 +447,8 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         elif trace.kind == "rank":
             why = f"{rank} + {shape.spans[stop][level]} > {target}"
         else:
-            why = f"next is {_key_word(shape, nxt)} {'>=' if trace.strict else '>'} {target}"
+            word = _key_word(shape, nxt, trace.target)
+            why = f"next is {word} {'>=' if trace.strict else '>'} {target}"
         lines.append(
             f"{n:>2}. L{level:<2} at {_ljust(labels[stop], width)}  {why}: "
             + (f"drop to L{level - 1}" if level else "end of the walk")
@@ -475,11 +476,15 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     return "\n".join(lines)
 
 
-def _key_word(shape: Shape, node: int) -> str:
-    """How a node's key reads in a sentence: its score, or ``score/tie``
-    when another entry has the same score."""
+def _key_word(shape: Shape, node: int, target: tuple[Any, ...]) -> str:
+    """How a node's key reads in a comparison with ``target``: its score, or
+    ``score/tie`` when another entry has the same score, or the target
+    does with another tie (as the target is then written: see
+    :func:`_target_text`)."""
     primary, tie = shape.key(node)
-    if sum(1 for p, _, _ in shape.entries if p == primary) > 1:
+    if sum(1 for p, _, _ in shape.entries if p == primary) > 1 or (
+        len(target) == 2 and target[0] == primary and target[1] != tie
+    ):
         return f"{primary}/{tie}"
     return str(primary)
 

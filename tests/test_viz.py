@@ -546,6 +546,22 @@ def test_narrations_compare_keys_not_equal_labels() -> None:
     assert "while the next key is < 20." in narrate_delete(sl, 20).text
 
 
+def test_explain_writes_a_key_as_the_target_is_written() -> None:
+    # explain() wrote a node's key as its bare score unless another node had
+    # that score, even when the target was written score/tie: "next is
+    # 5 <= 5/9" compared a score with a key, and read as false.
+    sl = SkipList(HeightScript(1).force(1, 1, 1))
+    for primary, tie, member in [(1, 0, "a"), (5, 7, "b"), (9, 0, "c")]:
+        sl.insert(primary, tie, member)
+    text = explain(trace_key(sl, 5, 9), sl)
+    assert "next is 5/7 <= 5/9: cross" in text
+    assert "next is 5/7 > 5/3: end of the walk" in explain(trace_key(sl, 5, 3), sl)
+    assert "next is 5/7 < 5/9: cross" in explain(trace_key(sl, 5, 9, strict=True), sl)
+    # a target of the node's own key, or of another score, reads as before
+    assert "next is 5 <= 5: cross" in explain(trace_key(sl, 5), sl)
+    assert "next is 5 <= 6: cross" in explain(trace_key(sl, 6), sl)
+
+
 def test_narration_errors_leave_the_list_alone() -> None:
     sl, rng = lecture()
     before = shape_of(sl)
