@@ -194,10 +194,13 @@ def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
         raise ValueError(f"label must be 'score', 'member', 'key' or a function, not {mode!r}")
     # One line, no spaces: a label must stay one column of the picture.  What
     # a terminal would not print as a character of its own (a control
-    # character, an escape sequence's ESC, a lone surrogate) is spelled out.
+    # character, an escape sequence's ESC, a lone surrogate, an accent with
+    # no letter before it to mark) is spelled out.
     text = "_".join(text.split())
     if not text.isprintable():
         text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    if text and unicodedata.combining(text[0]):
+        text = ascii(text[0])[1:-1] + text[1:]
     return text or "''"
 
 

@@ -274,9 +274,11 @@ def test_wide_and_combining_labels_keep_the_columns() -> None:
     # fullwidth letters, most emoji) takes two terminal columns each and a
     # combining accent none, so every link and node after it on its level
     # was drawn off its column, and rows of different levels disagreed.
-    members = ["漢字", "bob", "ＡＢＣ", "e\u0301te\u0301", "😀", "zoe"]
-    rng = HeightScript(0).force(1, 3, 1, 2, 1, 2)
-    sl = teaching_list(range(6), members=members, rng=rng)
+    members = ["漢字", "bob", "ＡＢＣ", "e\u0301te\u0301", "😀", "zoe", "\u0301ma"]
+    rng = HeightScript(0).force(1, 3, 1, 2, 1, 2, 1)
+    sl = teaching_list(range(7), members=members, rng=rng)
+    # an accent with no letter before it to mark is spelled out
+    assert shape_of(sl, "member").labels[-2] == "\\u0301ma"
     trace = trace_key(sl, 5)
     text = render_text(sl, trace, label="member", legend=False, layout="horizontal")
     rows = text.splitlines()
