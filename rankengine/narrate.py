@@ -389,6 +389,8 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     width = max([width, *(_text_width(labels[s.src]) for s in trace.steps)])
     width = max([width, *(_text_width(labels[node]) for _, node, _ in trace.starts)])
     restarts = dict(trace.restarts())
+    # the step numbers' width: at most a start and a drop per level, and the links
+    nw = max(2, len(str(len(trace.steps) + 2 * len(trace.stops))))
     starts = {level: rank for level, _, rank in trace.starts}
     if trace.starts:
         target = _target_text(trace, shape)
@@ -417,7 +419,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         if level in restarts:
             n += 1
             node = restarts[level]
-            start = f"{n:>2}. L{level:<2} at {_ljust(labels[node], width)}  "
+            start = f"{n:>{nw}}. L{level:<2} at {_ljust(labels[node], width)}  "
             start += f"start at update[{level}], rank {starts[level]}"
             if above is not None:
                 start += (
@@ -435,7 +437,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             else:
                 cond = f"{before} + {step.span} <= {target}"
             lines.append(
-                f"{n:>2}. L{level:<2} at {_ljust(labels[step.src], width)}  {cond}: cross, "
+                f"{n:>{nw}}. L{level:<2} at {_ljust(labels[step.src], width)}  {cond}: cross, "
                 f"span {step.span}, rank {before} + {step.span} = {step.rank}"
             )
         if trace.found == stop and not trace.strict:
@@ -450,7 +452,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             word = _key_word(shape, nxt, trace.target)
             why = f"next is {word} {'>=' if trace.strict else '>'} {target}"
         lines.append(
-            f"{n:>2}. L{level:<2} at {_ljust(labels[stop], width)}  {why}: "
+            f"{n:>{nw}}. L{level:<2} at {_ljust(labels[stop], width)}  {why}: "
             + (f"drop to L{level - 1}" if level else "end of the walk")
         )
     crossed = len(trace.steps)

@@ -564,6 +564,15 @@ def test_explain_writes_a_key_as_the_target_is_written() -> None:
     assert "next is 5 <= 6: cross" in explain(trace_key(sl, 6), sl)
 
 
+def test_explain_numbers_a_long_walk_in_one_column() -> None:
+    # The step numbers were padded to two digits: from step 100 on, the
+    # rest of each line moved one column right.
+    sl = teaching_list(range(150), rng=1, max_level=1)
+    steps = [line for line in explain(trace_key(sl, 149), sl).splitlines() if ". L0 " in line]
+    assert len(steps) == 150
+    assert {line.index(". L0 ") for line in steps} == {3}
+
+
 def test_narration_errors_leave_the_list_alone() -> None:
     sl, rng = lecture()
     before = shape_of(sl)
