@@ -36,6 +36,7 @@ Invariant of a :class:`Shape` (the skip list's, copied)::
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import re
@@ -316,8 +317,9 @@ def shape_of(source: SkipList | Shape | Any, label: LabelMode | None = None) -> 
     :class:`~rankengine.Leaderboard`) into a :class:`Shape`.
 
     Reads the node structure (the ``header`` and the nodes' forward links,
-    spans and entries, see :mod:`rankengine.skiplist`) once; the links are
-    the list's real forward pointers.
+    spans and entries, see :mod:`rankengine.skiplist`) once, holding a
+    board's lock as its reads do; the links are the list's real forward
+    pointers.
 
     Runtime complexity: O(N * level)
 
@@ -338,9 +340,15 @@ def shape_of(source: SkipList | Shape | Any, label: LabelMode | None = None) -> 
                 "expected a SkipList, a Shape, or a Leaderboard with backend='skiplist', "
                 f"not {type(source).__name__}"
             )
-        source = index
-        label = "member" if label is None else label
-    mode: LabelMode = "score" if label is None else label
+        # the board's own lock, as its reads hold it: a write from another
+        # thread must not change the list in the middle of the copy
+        with getattr(source, "_lock", None) or contextlib.nullcontext():
+            return _copy_shape(index, "member" if label is None else label)
+    return _copy_shape(source, "score" if label is None else label)
+
+
+def _copy_shape(source: SkipList, mode: LabelMode) -> Shape:
+    """The body of :func:`shape_of`: copy the nodes of ``source``."""
     header = source.header
     level = source.level
     nodes = list(source._nodes())

@@ -237,6 +237,25 @@ def test_labels_and_boards() -> None:
         shape_of(teaching_list([1]), "nope")  # type: ignore[arg-type]
 
 
+def test_a_board_is_copied_under_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # shape_of read a board's skip list without the board's lock: a write
+    # from another thread in the middle of the copy linked a node the copy
+    # had not numbered (KeyError) or changed spans under it.
+    board = Leaderboard(backend=lambda: SkipList(random.Random(8)))
+    board.set_many([("ann", 30), ("bob", 10), ("cid", 20)])
+    lock = board._lock
+    held = []
+    nodes = SkipList._nodes
+
+    def watched(self: SkipList) -> Any:
+        held.append(lock._is_owned())  # type: ignore[attr-defined]
+        return nodes(self)
+
+    monkeypatch.setattr(SkipList, "_nodes", watched)
+    assert shape_of(board).labels[1:-1] == ("bob", "cid", "ann")
+    assert held == [True]
+
+
 def test_labels_spell_out_what_a_terminal_does_not_print() -> None:
     # A control character in a member (ESC, NUL, DEL) went raw into the text
     # picture: a terminal ran the escape or drew nothing, and the links no
