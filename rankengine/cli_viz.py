@@ -271,6 +271,12 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(f"--height must not exceed --max-level ({args.max_level})")
     rng = HeightScript(args.seed, max_level=args.max_level)
     sl = _build(parser, args, rng)
+    member: str | None = None
+    if args.insert is not None:
+        # named as _build names the entries: each name labels one node
+        member = args.insert[0] or f"s{len(sl)}"
+        if any(m == member for _, _, m in sl):
+            parser.error(f"every NAME must be different ({member!r} is in the list)")
     layout, width = args.layout, args.width
     if args.find is not None or args.rank is not None:
         shape = shape_of(sl, args.label)
@@ -291,8 +297,8 @@ def _trace(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     style: dict[str, Any] = {"label": args.label, "layout": layout, "width": width}
     summary = _summary(sl, args)  # the list before the operation, as the story starts
     if args.insert is not None:
-        name, score = args.insert
-        story = narrate_insert(sl, score, member=name, height=args.height, rng=rng, **style)
+        score = args.insert[1]
+        story = narrate_insert(sl, score, member=member, height=args.height, rng=rng, **style)
     elif args.delete is not None:
         story = narrate_delete(sl, args.delete, **style)
     else:

@@ -54,6 +54,8 @@ from rankengine.viz import (
     Layout,
     Panel,
     Shape,
+    _ljust,
+    _text_width,
     counted,
     label_of,
     make_shape,
@@ -237,7 +239,9 @@ def trace_key(
     level: the walk of an insert or delete, whose stops are ``update[i]``.
     Without ``tie``, the target is the first entry with score ``primary``.
 
-    Runtime complexity: O(log N) expected
+    Runtime complexity: O(log N) expected on a Shape with ``tie`` (without
+    it, O(N) to find the entry); a SkipList is first copied into a Shape
+    (:func:`~rankengine.viz.shape_of`), O(N * level)
 
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
@@ -288,7 +292,9 @@ def trace_finger(source: SkipList | Shape | Any, primary: Any, tie: Any, start: 
     still linked: the walk may cross it and stop on it, and ranks past it
     count it.  The stops are the new ``update[i]`` and ``rank[i]``.
 
-    Runtime complexity: O(log N) expected, less for a small move
+    Runtime complexity: O(log N) expected on a Shape, less for a small move;
+    a SkipList is first copied into one (:func:`~rankengine.viz.shape_of`),
+    O(N * level)
 
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
@@ -333,7 +339,8 @@ def trace_rank(source: SkipList | Shape | Any, rank: int) -> Trace:
     ``zslGetElementByRank``): cross a link whenever its span does not
     overshoot the rank.
 
-    Runtime complexity: O(log N) expected
+    Runtime complexity: O(log N) expected on a Shape; a SkipList is first
+    copied into one (:func:`~rankengine.viz.shape_of`), O(N * level)
 
     >>> from rankengine.viz import teaching_list
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
@@ -378,10 +385,12 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     """
     shape = shape_of(source)
     labels = shape.labels
-    width = max(len(labels[node]) for _, node, _ in trace.stops)
-    width = max([width, *(len(labels[s.src]) for s in trace.steps)])
-    width = max([width, *(len(labels[node]) for _, node, _ in trace.starts)])
+    width = max(_text_width(labels[node]) for _, node, _ in trace.stops)
+    width = max([width, *(_text_width(labels[s.src]) for s in trace.steps)])
+    width = max([width, *(_text_width(labels[node]) for _, node, _ in trace.starts)])
     restarts = dict(trace.restarts())
+    # the step numbers' width: at most a start and a drop per level, and the links
+    nw = max(2, len(str(len(trace.steps) + 2 * len(trace.stops))))
     starts = {level: rank for level, _, rank in trace.starts}
     if trace.starts:
         target = _target_text(trace, shape)
@@ -410,7 +419,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         if level in restarts:
             n += 1
             node = restarts[level]
-            start = f"{n:>2}. L{level:<2} at {labels[node]:<{width}}  "
+            start = f"{n:>{nw}}. L{level:<2} at {_ljust(labels[node], width)}  "
             start += f"start at update[{level}], rank {starts[level]}"
             if above is not None:
                 start += (
@@ -424,11 +433,11 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             n += 1
             before = step.rank - step.span
             if trace.kind == "key":
-                cond = f"next is {_key_word(shape, step.dst)} {test} {target}"
+                cond = f"next is {_key_word(shape, step.dst, trace.target)} {test} {target}"
             else:
                 cond = f"{before} + {step.span} <= {target}"
             lines.append(
-                f"{n:>2}. L{level:<2} at {labels[step.src]:<{width}}  {cond}: cross, "
+                f"{n:>{nw}}. L{level:<2} at {_ljust(labels[step.src], width)}  {cond}: cross, "
                 f"span {step.span}, rank {before} + {step.span} = {step.rank}"
             )
         if trace.found == stop and not trace.strict:
@@ -440,9 +449,10 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         elif trace.kind == "rank":
             why = f"{rank} + {shape.spans[stop][level]} > {target}"
         else:
-            why = f"next is {_key_word(shape, nxt)} {'>=' if trace.strict else '>'} {target}"
+            word = _key_word(shape, nxt, trace.target)
+            why = f"next is {word} {'>=' if trace.strict else '>'} {target}"
         lines.append(
-            f"{n:>2}. L{level:<2} at {labels[stop]:<{width}}  {why}: "
+            f"{n:>{nw}}. L{level:<2} at {_ljust(labels[stop], width)}  {why}: "
             + (f"drop to L{level - 1}" if level else "end of the walk")
         )
     crossed = len(trace.steps)
@@ -468,11 +478,15 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     return "\n".join(lines)
 
 
-def _key_word(shape: Shape, node: int) -> str:
-    """How a node's key reads in a sentence: its score, or ``score/tie``
-    when another entry has the same score."""
+def _key_word(shape: Shape, node: int, target: tuple[Any, ...]) -> str:
+    """How a node's key reads in a comparison with ``target``: its score, or
+    ``score/tie`` when another entry has the same score, or the target
+    does with another tie (as the target is then written: see
+    :func:`_target_text`)."""
     primary, tie = shape.key(node)
-    if sum(1 for p, _, _ in shape.entries if p == primary) > 1:
+    if sum(1 for p, _, _ in shape.entries if p == primary) > 1 or (
+        len(target) == 2 and target[0] == primary and target[1] != tie
+    ):
         return f"{primary}/{tie}"
     return str(primary)
 
@@ -511,15 +525,34 @@ def _find(shape: Shape, primary: Any, tie: Any) -> int:
 
 
 def _picture(shape: Shape, trace: Trace | None, marked: Any, layout: Layout, width: int) -> str:
-    text = render_text(shape, trace, changed=marked, layout=layout, width=width)
+    # indented: the picture has that much less room
+    text = render_text(shape, trace, changed=marked, layout=layout, width=width - len(_INDENT))
     return "\n".join((_INDENT + line).rstrip() for line in text.splitlines())
 
 
+def _table(rows: Sequence[Sequence[str]], minimum: Sequence[int]) -> list[str]:
+    """Rows of cells as lines whose columns line up: every cell but a row's
+    last is padded to its column's width (``minimum``, or the widest cell of
+    the column: a long label or a large span), then two spaces.
+
+    >>> _table([["level", "span"], ["L0", "1 -> 2"], ["L10", "9"]], [4])
+    ['level  span', 'L0     1 -> 2', 'L10    9']
+    """
+    widths = [
+        max([low, *(_text_width(row[j]) for row in rows if j < len(row) - 1)])
+        for j, low in enumerate(minimum)
+    ]
+    return [
+        "  ".join([*(_ljust(cell, w) for cell, w in zip(row[:-1], widths, strict=False)), row[-1]])
+        for row in rows
+    ]
+
+
 def _update_table(trace: Trace, labels: Sequence[str]) -> str:
-    rows = [f"{_INDENT}level  update[i]  rank[i]"]
+    rows = [["level", "update[i]", "rank[i]"]]
     for level, node, rank in trace.stops:
-        rows.append(f"{_INDENT}L{level:<5} {labels[node]:<10} {rank}")
-    return "\n".join(rows)
+        rows.append([f"L{level}", labels[node], str(rank)])
+    return _rows(_table(rows, [5, 9]))
 
 
 def _check(predicted: Shape, real: Shape, operation: str) -> None:
@@ -591,21 +624,21 @@ def _link_changes(
     spans[0] += [length] * (level - shape.level)  # new levels: HEAD -> NIL
     changes: list[SpanChange] = []
     marked: set[tuple[int, int]] = set()
-    lines = [f"level  update[i]  rank[i]  d   {'update[i] span':<18}{new_label} span"]
+    rows = [["level", "update[i]", "rank[i]", "d", "update[i] span", f"{new_label} span"]]
     for i in range(level):
         u = update[i] if i < shape.level else 0
         ri = rank[i] if i < shape.level else 0
         d = r0 - ri
         old = spans[u][i]
-        row = f"L{i:<5} {labels[u]:<10} {ri:<8} "
+        row = [f"L{i}", labels[u], str(ri)]
         if i < height:
             # u now stops at the new node, d steps behind update[0] plus one;
             # the new node takes the rest of u's old link.
             spans[u][i] = d + 1
             spans[new][i] = old - d
-            row += f"{d:<3} {f'{old} -> {d} + 1 = {d + 1}':<18}{old} - {d} = {old - d}"
+            row += [str(d), f"{old} -> {d} + 1 = {d + 1}", f"{old} - {d} = {old - d}"]
             if i >= shape.level:
-                row += (
+                row[-1] += (
                     "   (HEAD -> NIL, kept from step 3)"
                     if kept
                     else f"   (new level: HEAD -> NIL spanned all {length})"
@@ -616,10 +649,11 @@ def _link_changes(
         else:
             # Above the new node the link from update[i] passes over it.
             spans[u][i] = old + 1
-            row += f"{'-':<3} {f'{old} -> {old} + 1 = {old + 1}':<18}-   (passes over it)"
+            row += ["-", f"{old} -> {old} + 1 = {old + 1}", "-   (passes over it)"]
             changes.append(SpanChange(i, labels[u], old, old + 1, "passes over the new node"))
             marked.add((i, u))
-        lines.append(row)
+        rows.append(row)
+    lines = _table(rows, [5, 9, 7, 2, 16])
     entries = [*shape.entries[:r0], entry, *shape.entries[r0:]]
     heights = [level, *shape.heights[1:new], height, *shape.heights[new:]]
     rebuilt = make_shape(entries, heights, shape.label_mode)
@@ -759,26 +793,27 @@ def _unlink_changes(
     spans = [list(s) for s in shape.spans]
     changes: list[SpanChange] = []
     marked: set[tuple[int, int]] = set()
-    lines = [f"level  update[i]  {labels[x]} span  update[i] span"]
+    rows = [["level", "update[i]", f"{labels[x]} span", "update[i] span"]]
     for i in range(shape.level):
         u = update[i]
         old = spans[u][i]
-        row = f"L{i:<5} {labels[u]:<10} "
+        row = [f"L{i}", labels[u]]
         if i < height:
             # u takes over x's link: its own span plus x's, minus the step
             # that landed on x.
             xs = shape.spans[x][i]
             spans[u][i] = old + xs - 1
-            row += f"{xs:<{len(labels[x]) + 6}} {old} + {xs} - 1 = {old + xs - 1}"
+            row += [str(xs), f"{old} + {xs} - 1 = {old + xs - 1}"]
             changes.append(SpanChange(i, labels[u], old, old + xs - 1, "takes over the link"))
             changes.append(SpanChange(i, labels[x], xs, None, "the node is gone"))
         else:
             # Above x's height the link skipped over x: one step fewer.
             spans[u][i] = old - 1
-            row += f"{'-':<{len(labels[x]) + 6}} {old} - 1 = {old - 1}   (passed over it)"
+            row += ["-", f"{old} - 1 = {old - 1}   (passed over it)"]
             changes.append(SpanChange(i, labels[u], old, old - 1, "one node fewer to pass"))
-        lines.append(row)
+        rows.append(row)
         marked.add((i, u))
+    lines = _table(rows, [5, 9, 0])  # the title is the widest span cell
     del spans[x]
     entries = [*shape.entries[: x - 1], *shape.entries[x:]]
     heights = [*shape.heights[1:x], *shape.heights[x + 1 :]]

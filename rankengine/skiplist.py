@@ -24,9 +24,9 @@ Redis).  Summing the spans of the links a search crosses gives the rank of
 the node it stops on, so rank (:meth:`SkipList.position`) and its inverse,
 the node at a rank (:meth:`SkipList.entry`), are both O(log N)::
 
-    level 2   H ------------4--------------> 40 ----------2------> nil
-    level 1   H ------2----> 20 -----2-----> 40 ----1--> 50 ---1-> nil
-    level 0   H --1-> 10 -1> 20 --1> 30 --1> 40 ---1---> 50 -1> 60 -0-> nil
+    level 2   H -------------4-------------> 40 ---------2---------> nil
+    level 1   H -----2-----> 20 -----2-----> 40 -1-> 50 -----1-----> nil
+    level 0   H -1-> 10 -1-> 20 -1-> 30 -1-> 40 -1-> 50 -1-> 60 -0-> nil
 
     rank of 50:  H -4-> 40 (level 2), then 40 -1-> 50 (level 1)  =  5
 
@@ -388,8 +388,8 @@ class SkipList:
         The same walk as :meth:`_search_update`, adding the span of every
         link it crosses.  Inserting 35::
 
-            level 1   H --2--> 20* -------2--------> 40     rank[1] = 2
-            level 0   H -1> 10 -1> 20 -1> 30* --1--> 40     rank[0] = 3
+            level 1   H ----2----> 20* -----2----> 40     rank[1] = 2
+            level 0   H -1> 10 -1> 20 -1-> 30* -1> 40     rank[0] = 3
 
         rank[0] is where the new node goes minus one: it becomes rank 4.
         """
@@ -420,7 +420,7 @@ class SkipList:
         then cross no link at all, and the header's path is not walked
         again.  Moving X (25) to 45 (``*``: update[i], ``#``: new_update[i])::
 
-            level 1   H --2--> 20* -------3-------> 40# ----> 50
+            level 1   H ----2----> 20* -------3-------> 40# -1> 50
             level 0   H -1> 10 -1> 20* -1> X -1> 30 -1> 40# -1> 50
 
         Level 1 starts at 20 and steps to 40; level 0 starts at 40 (rank 5,
@@ -461,8 +461,8 @@ class SkipList:
         also crosses a node of the run whose level-0 successor is still in
         the run::
 
-            level 1   H ----------> 7a* ----------------------> 9
-            level 0   H -> 5 -> 7a -> 7b* -> 7c -> 9        (7c: the oldest)
+            level 1   H ------> 7a* --------------> 9
+            level 0   H -> 5 -> 7a --> 7b* -> 7c -> 9     (7c: the oldest)
 
         On level 1, 7a is crossed (its successor 7b has primary 7), 9 is
         not; on level 0, 7b is crossed, 7c is not (its successor is 9).
@@ -565,10 +565,10 @@ class SkipList:
         Inserting X of height 2 between 20 and 30 (``d = rank[0] - rank[i]``
         is how far update[i] is behind update[0])::
 
-            before                            after
-            level 2   H ------4------> 40     H -------5--------> 40
-            level 1   H --2--> 20 --2> 40     H --2--> 20 -1> X -2> 40
-            level 0   H ... 20 -1> 30         H ... 20 -1> X -1> 30
+            before                               after
+            level 2   H --------4-------> 40     H -----------5----------> 40
+            level 1   H -2> 20 ----2----> 40     H -2> 20 -1> X ----2----> 40
+            level 0   H ... 20 -1> 30            H ... 20 -1> X -1> 30
 
         On level 1, update[1] = 20 and d = 0: 20 now stops at X (span
         d + 1 = 1) and X takes the rest of 20's old span (2 - d = 2).  On
@@ -620,10 +620,10 @@ class SkipList:
 
         Needs ``update[]`` from a search for ``x``'s key.  Deleting X::
 
-            before                                  after
-            level 2   H ---------5--------> 40      H -------4-------> 40
-            level 1   H --2--> 20 -1> X -2> 40      H --2--> 20 --2--> 40
-            level 0   H ... 20 -1> X -1> 30         H ... 20 -1> 30
+            before                                     after
+            level 2   H -----------5----------> 40     H --------4-------> 40
+            level 1   H -2> 20 -1> X ----2----> 40     H -2> 20 ----2----> 40
+            level 0   H ... 20 -1> X -1> 30            H ... 20 -1> 30
 
         On X's levels update[i] takes over X's link: its span grows by X's
         span and loses the step into X (1 + 2 - 1 = 2).  Above X the link
@@ -665,7 +665,7 @@ class SkipList:
         level (each is a sub-sequence of level 0).  Spans count nodes, not
         keys, so they do not change either: only the key is replaced::
 
-            level 1   H --2--> 20 ---------3--------> 40
+            level 1   H -2> 20 ---------3---------> 40
             level 0   H ... 20 -1> X(25) -1> 30 -1> 40
 
             move 25 -> 27:  20 < 27 < 30, only X's key changes
@@ -689,7 +689,7 @@ class SkipList:
         Walk down from the top, crossing a link whenever its span does not
         overshoot the target (Redis ``zslGetElementByRank``).  Finding rank 3::
 
-            level 1   H --2--> 20 ------2------> 40
+            level 1   H ----2----> 20 ----2----> 40
             level 0   H -1> 10 -1> 20 -1> 30 -1> 40
 
         Level 1: 0 + 2 <= 3, cross to 20; 2 + 2 > 3, drop.  Level 0:
@@ -891,7 +891,7 @@ class SkipList:
         of a tall node between X and ``end``, usually none above level 0)
         take the first node tall enough found walking back from X::
 
-            level 1   H ---------> 7a ----------------> 7c* ------> 9
+            level 1   H ------> 7a ----------> 7c* -------> 9
             level 0   H -> 5 -> 7a -> X(7b) -> 7c* -> 7d -> 9     (7d: the end)
 
             update[0] = update[1] = 7c (*) are not before X: walking back
@@ -1024,9 +1024,9 @@ class SkipList:
 
         Loading five entries whose heights are 1, 3, 1, 2, 1::
 
-            level 2   H ------------2-----------> B ------------3-----------> nil
-            level 1   H ------------2-----------> B ------2-----> D ----1---> nil
-            level 0   H --1--> A --1--> B --1--> C --1--> D --1--> E --0--> nil
+            level 2   H ------2-----> B --------------3-------------> nil
+            level 1   H ------2-----> B ------2-----> D ------1-----> nil
+            level 0   H --1-> A --1-> B --1-> C --1-> D --1-> E --0-> nil
 
             prev = E                      (last node on level 0)
             last[1:]      = [D, B]        (last node on levels 1 and 2)

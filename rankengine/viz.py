@@ -36,9 +36,11 @@ Invariant of a :class:`Shape` (the skip list's, copied)::
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -177,6 +179,8 @@ def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
     >>> entry = (10, 3, "ann")
     >>> label_of(entry), label_of(entry, "member"), label_of(entry, "key")
     ('10', 'ann', '10/3')
+    >>> print(label_of((1, 0, "big bad\\x1b[7mwolf"), "member"))
+    big_bad\\x1b[7mwolf
     """
     primary, tie, member = entry
     if mode == "score":
@@ -189,8 +193,67 @@ def label_of(entry: Entry3, mode: LabelMode = "score") -> str:
         text = str(mode(entry))
     else:
         raise ValueError(f"label must be 'score', 'member', 'key' or a function, not {mode!r}")
-    # One line, no spaces: a label must stay one column of the picture.
-    return "_".join(text.split()) or "''"
+    # One line, no spaces: a label must stay one column of the picture.  What
+    # a terminal would not print as a character of its own (a control
+    # character, an escape sequence's ESC, a lone surrogate, an accent with
+    # no letter before it to mark) is spelled out.
+    text = "_".join(text.split())
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    if text and unicodedata.combining(text[0]):
+        text = ascii(text[0])[1:-1] + text[1:]
+    return text or "''"
+
+
+def _char_width(ch: str) -> int:
+    """Terminal columns of one character: 0 for a combining mark, 2 for a
+    wide (East Asian wide or fullwidth) one, else 1."""
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+
+
+def _cells(text: str) -> list[str]:
+    """``text`` cut into terminal columns, one string each: a wide character
+    fills two (itself, then ``""``), a combining mark joins the character it
+    marks (a mark with none before it gets a space)."""
+    if text.isascii():
+        return list(text)
+    cells: list[str] = []
+    for ch in text:
+        width = _char_width(ch)
+        if width == 0:
+            if cells:
+                cells[-2 if cells[-1] == "" else -1] += ch
+            else:
+                cells.append(" " + ch)
+        else:
+            cells += [ch, ""][:width]
+    return cells
+
+
+def _text_width(text: str) -> int:
+    """How many terminal columns ``text`` takes (see :func:`label_of`): a
+    wide character (CJK, fullwidth, most emoji) takes two, a combining
+    accent none.  The pictures place labels by it.
+
+    Runtime complexity: O(len(text))
+
+    >>> _text_width("bob"), _text_width("漢字"), _text_width("e\u0301te\u0301")
+    (3, 4, 3)
+    """
+    return len(text) if text.isascii() else len(_cells(text))
+
+
+def _ljust(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal columns.
+
+    Runtime complexity: O(len(text) + width)
+
+    >>> _ljust("漢字", 6) + "|"
+    '漢字  |'
+    """
+    return text + " " * (width - _text_width(text))
 
 
 def forward_of(heights: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -254,8 +317,9 @@ def shape_of(source: SkipList | Shape | Any, label: LabelMode | None = None) -> 
     :class:`~rankengine.Leaderboard`) into a :class:`Shape`.
 
     Reads the node structure (the ``header`` and the nodes' forward links,
-    spans and entries, see :mod:`rankengine.skiplist`) once; the links are
-    the list's real forward pointers.
+    spans and entries, see :mod:`rankengine.skiplist`) once, holding a
+    board's lock as its reads do; the links are the list's real forward
+    pointers.
 
     Runtime complexity: O(N * level)
 
@@ -276,9 +340,15 @@ def shape_of(source: SkipList | Shape | Any, label: LabelMode | None = None) -> 
                 "expected a SkipList, a Shape, or a Leaderboard with backend='skiplist', "
                 f"not {type(source).__name__}"
             )
-        source = index
-        label = "member" if label is None else label
-    mode: LabelMode = "score" if label is None else label
+        # the board's own lock, as its reads hold it: a write from another
+        # thread must not change the list in the middle of the copy
+        with getattr(source, "_lock", None) or contextlib.nullcontext():
+            return _copy_shape(index, "member" if label is None else label)
+    return _copy_shape(source, "score" if label is None else label)
+
+
+def _copy_shape(source: SkipList, mode: LabelMode) -> Shape:
+    """The body of :func:`shape_of`: copy the nodes of ``source``."""
     header = source.header
     level = source.level
     nodes = list(source._nodes())
@@ -524,7 +594,7 @@ def _style(
 def _columns(shape: Shape, prefix: int) -> list[int]:
     x = [prefix]
     for k in range(1, shape.nil + 1):
-        x.append(x[-1] + len(shape.labels[k - 1]) + _MIN_GAP)
+        x.append(x[-1] + _text_width(shape.labels[k - 1]) + _MIN_GAP)
     return x
 
 
@@ -537,7 +607,7 @@ def _prefix(shape: Shape) -> int:
 
 
 def _center(labels: Sequence[str], x: Sequence[int], k: int) -> int:
-    return x[k] + (len(labels[k]) - 1) // 2
+    return x[k] + (_text_width(labels[k]) - 1) // 2
 
 
 def _link_body(n: int, span: int, fill: str) -> str:
@@ -574,9 +644,11 @@ def _horizontal(
         row = list(f"L{i}".ljust(prefix)) + [" "] * (total - prefix)
         k = 0
         while k != nil:
-            row[x[k] : x[k] + len(labels[k])] = labels[k]
+            # one item per terminal column (a wide character's second is "")
+            cells = _cells(labels[k])
+            row[x[k] : x[k] + len(cells)] = cells
             dst = shape.forward[k][i]
-            start, end = x[k] + len(labels[k]) + 1, x[dst] - 1
+            start, end = x[k] + len(cells) + 1, x[dst] - 1
             fill = _H_FILL[_style(i, k, followed, changed)]
             row[start:end] = _link_body(end - start, shape.spans[k][i], fill)
             k = dst
@@ -599,7 +671,7 @@ def _horizontal(
         row = list("rank".ljust(prefix)) + [" "] * (total - prefix)
         for k in range(nil):
             text = str(k)
-            at = x[k] + max(0, (len(labels[k]) - len(text)) // 2)
+            at = x[k] + max(0, (_text_width(labels[k]) - len(text)) // 2)
             row[at : at + len(text)] = text
         rows.append("".join(row).rstrip())
     return rows
@@ -642,7 +714,7 @@ def _vertical(
                 row.append(" " + _V_FILL[_style(i, current[i], followed, changed)])
         cells.append(row)
     cw = max(len(c) for row in cells for c in row) + 2
-    lw = max(len(lab) for lab in labels)
+    lw = max(_text_width(lab) for lab in labels)
     rw = max(len("rank"), len(str(shape.length)))
     head = (
         (f"{'rank':>{rw}}  " if ranks else "")
@@ -652,7 +724,7 @@ def _vertical(
     rows = [head.rstrip()]
     for k, row in enumerate(cells):
         rank = "" if k == nil else str(k)
-        line = (f"{rank:>{rw}}  " if ranks else "") + labels[k].ljust(lw)
+        line = (f"{rank:>{rw}}  " if ranks else "") + _ljust(labels[k], lw)
         line += "".join(c.ljust(cw) for c in row)
         if trace is not None and k == trace.end:
             if trace.found == k and not trace.strict:
@@ -821,7 +893,7 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
     labels = shape.labels
     nil = shape.nil
     level = shape.level
-    box = [max(40, _CHAR_W * len(lab) + 16) for lab in labels]
+    box = [max(40, _CHAR_W * _text_width(lab) + 16) for lab in labels]
     x = [_LEFT]
     for k in range(nil):
         x.append(x[-1] + box[k] + _GAP)
@@ -919,6 +991,6 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
         out.append(
             f'<text class="caption" x="{_LEFT}" y="{y}" fill="#444444">{_escape(line)}</text>'
         )
-    text_width = _LEFT + _CHAR_W * max(len(line) for line in [panel.title, *legend, *panel.caption])
-    width = max(x[nil] + box[nil], text_width) + 16
+    lines = [panel.title, *legend, *panel.caption]
+    width = max(x[nil] + box[nil], _LEFT + _CHAR_W * max(map(_text_width, lines))) + 16
     return out, width, y - top

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import random
 import re
+import unicodedata
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -235,6 +237,98 @@ def test_labels_and_boards() -> None:
         shape_of(teaching_list([1]), "nope")  # type: ignore[arg-type]
 
 
+def test_a_board_is_copied_under_its_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # shape_of read a board's skip list without the board's lock: a write
+    # from another thread in the middle of the copy linked a node the copy
+    # had not numbered (KeyError) or changed spans under it.
+    board = Leaderboard(backend=lambda: SkipList(random.Random(8)))
+    board.set_many([("ann", 30), ("bob", 10), ("cid", 20)])
+    lock = board._lock
+    held = []
+    nodes = SkipList._nodes
+
+    def watched(self: SkipList) -> Any:
+        held.append(lock._is_owned())  # type: ignore[attr-defined]
+        return nodes(self)
+
+    monkeypatch.setattr(SkipList, "_nodes", watched)
+    assert shape_of(board).labels[1:-1] == ("bob", "cid", "ann")
+    assert held == [True]
+
+
+def test_labels_spell_out_what_a_terminal_does_not_print() -> None:
+    # A control character in a member (ESC, NUL, DEL) went raw into the text
+    # picture: a terminal ran the escape or drew nothing, and the links no
+    # longer met their nodes; a lone surrogate (what an undecodable byte of
+    # a command-line argument becomes) made printing the picture fail.
+    members = ["a\x1b[7mb", "\x00", "c\x7f", "d\ud800", "e\u200bf", "ok"]
+    sl = teaching_list(range(6), members=members, rng=2)
+    text = render_text(sl, label="member", legend=False)
+    text.encode("utf-8")  # no lone surrogate left
+    assert all(ch.isprintable() for line in text.splitlines() for ch in line)
+    labels = shape_of(sl, "member").labels[1:-1]
+    assert labels == ("a\\x1b[7mb", "\\x00", "c\\x7f", "d\\ud800", "e\\u200bf", "ok")
+    # the level-0 row is the labels, each framed by its links
+    row = text.splitlines()[-2].split()
+    assert row[1::2] == ["HEAD", *labels, "NIL"]
+
+
+def _columns_of(text: str) -> int:
+    """How many terminal columns ``text`` takes: two for a wide (East Asian)
+    character, none for a combining mark, one for any other."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+
+
+def _flat(line: str) -> str:
+    """``line`` with one character per terminal column: a wide character
+    becomes two "w", a combining mark goes."""
+    return "".join(ch if _columns_of(ch) == 1 else "w" * _columns_of(ch) for ch in line)
+
+
+def test_wide_and_combining_labels_keep_the_columns() -> None:
+    # Columns were counted in code points: a label of wide characters (CJK,
+    # fullwidth letters, most emoji) takes two terminal columns each and a
+    # combining accent none, so every link and node after it on its level
+    # was drawn off its column, and rows of different levels disagreed.
+    members = ["漢字", "bob", "ＡＢＣ", "e\u0301te\u0301", "😀", "zoe", "\u0301ma"]
+    rng = HeightScript(0).force(1, 3, 1, 2, 1, 2, 1)
+    sl = teaching_list(range(7), members=members, rng=rng)
+    # an accent with no letter before it to mark is spelled out
+    assert shape_of(sl, "member").labels[-2] == "\\u0301ma"
+    trace = trace_key(sl, 5)
+    text = render_text(sl, trace, label="member", legend=False, layout="horizontal")
+    rows = text.splitlines()
+    levels = [row for row in rows if re.match(r"L\d", row)]
+
+    def column(row: str, word: str) -> int:
+        return _columns_of(row[: row.index(word)])
+
+    assert len({column(row, "NIL") for row in levels}) == 1, text
+    for name in ("bob", "e\u0301te\u0301", "zoe"):  # on more than one level
+        assert len({column(row, name) for row in levels if name in row}) == 1, text
+    # the end of the search (^) and the rank sit under the middle of their node
+    assert column(rows[-2], "^") == column(levels[-1], "zoe") + 1, text
+    assert column(rows[-1], " 6") == column(levels[-1], "zoe"), text
+
+    vertical = render_text(sl, label="member", legend=False, layout="vertical")
+    # every line: rank, label, then the L0 column at the same place
+    lead = [re.match(r" *\d* +\S+ +", line) for line in vertical.splitlines()[1:]]
+    assert len({_columns_of(m.group()) for m in lead if m}) == 1, vertical
+
+    lines = explain(trace, shape_of(sl, "member")).splitlines()[2:-1]
+    assert len({column(line, "next is") for line in lines if "next is" in line}) == 1
+
+    story = narrate_insert(sl, 2.5, member="新しい", label="member", height=3, rng=rng)
+    for table in _tables(story.text):
+        _assert_columns_line_up(table)
+    svg = ET.fromstring(render_svg(sl, label="member"))
+    boxes = {g.get("data-label"): g.find(f"{SVG}rect") for g in _classes(svg, "node")}
+    assert int(boxes["漢字"].get("width", "0")) > int(boxes["bob"].get("width", "0"))  # type: ignore[union-attr]
+
+
 def test_empty_list_draws() -> None:
     empty = teaching_list([])
     assert render_text(empty, legend=False).splitlines()[0].split() == ["L0", "HEAD", "-0>", "NIL"]
@@ -299,11 +393,12 @@ def test_svg_escapes_labels_and_narration_has_two_panels() -> None:
     root = ET.fromstring(story.svg())
     assert len(_classes(root, "title")) == 2
     assert len(_classes(root, "changed")) == len(story.marked)
-    # characters XML cannot hold at all are spelled out, not written raw
+    # characters XML cannot hold at all (and control characters, as in the
+    # text pictures) are spelled out, not written raw
     odd = teaching_list([1, 2], members=["a\x01b", "c\ud800\x7fd"], rng=2)
     root = ET.fromstring(render_svg(odd, label="member"))
     labels = {g.get("data-label") for g in _classes(root, "node")}
-    assert labels >= {"a\\x01b", "c\\ud800\x7fd"}
+    assert labels >= {"a\\x01b", "c\\ud800\\x7fd"}
 
 
 def _doc_commands() -> list[list[str]]:
@@ -362,6 +457,24 @@ def test_narrations_agree_with_the_real_list(
         assert story.after == shape_of(sl)
         for change in story.changes:
             assert change.old is not None or change.new is not None
+
+
+def test_narration_pictures_fit_in_the_width() -> None:
+    # A narration indents its pictures by four columns, but chose their
+    # layout by the width left before indenting: a horizontal picture that
+    # just fitted in ``width`` came out four columns wider than asked.
+    sl, _ = lecture()
+    picture = render_text(sl, legend=False, ranks=False).splitlines()
+    width = max(len(line) for line in picture)
+    for story in (narrate_delete(sl, 25, width=width), narrate_update(sl, 40, 48, width=width)):
+        rows = [line for line in story.text.splitlines() if re.match(r"    L\d+ +HEAD ", line)]
+        assert rows and max(len(line) for line in rows) <= width
+    sl, _ = lecture()
+    for story in (
+        narrate_delete(sl, 25, width=width + 4),
+        narrate_update(sl, 40, 48, width=width + 4),
+    ):
+        assert "\n    L0    HEAD " in story.text  # still horizontal where it fits
 
 
 def test_insert_narration_tells_update_rank_and_spans() -> None:
@@ -452,6 +565,31 @@ def test_narrations_compare_keys_not_equal_labels() -> None:
     assert "while the next key is < 5/0." in story.text
     sl = teaching_list([10, 20, 30], rng=7)  # distinct scores read as before
     assert "while the next key is < 20." in narrate_delete(sl, 20).text
+
+
+def test_explain_writes_a_key_as_the_target_is_written() -> None:
+    # explain() wrote a node's key as its bare score unless another node had
+    # that score, even when the target was written score/tie: "next is
+    # 5 <= 5/9" compared a score with a key, and read as false.
+    sl = SkipList(HeightScript(1).force(1, 1, 1))
+    for primary, tie, member in [(1, 0, "a"), (5, 7, "b"), (9, 0, "c")]:
+        sl.insert(primary, tie, member)
+    text = explain(trace_key(sl, 5, 9), sl)
+    assert "next is 5/7 <= 5/9: cross" in text
+    assert "next is 5/7 > 5/3: end of the walk" in explain(trace_key(sl, 5, 3), sl)
+    assert "next is 5/7 < 5/9: cross" in explain(trace_key(sl, 5, 9, strict=True), sl)
+    # a target of the node's own key, or of another score, reads as before
+    assert "next is 5 <= 5: cross" in explain(trace_key(sl, 5), sl)
+    assert "next is 5 <= 6: cross" in explain(trace_key(sl, 6), sl)
+
+
+def test_explain_numbers_a_long_walk_in_one_column() -> None:
+    # The step numbers were padded to two digits: from step 100 on, the
+    # rest of each line moved one column right.
+    sl = teaching_list(range(150), rng=1, max_level=1)
+    steps = [line for line in explain(trace_key(sl, 149), sl).splitlines() if ". L0 " in line]
+    assert len(steps) == 150
+    assert {line.index(". L0 ") for line in steps} == {3}
 
 
 def test_narration_errors_leave_the_list_alone() -> None:
@@ -710,6 +848,9 @@ def test_svg_title_of_one_entry_is_singular() -> None:
         (["show", "1", "--random", "3"], "give scores or --random N, not both"),
         (["trace", "1", "--random", "3", "--find", "1"], "give scores or --random N, not both"),
         (["show", "a=1", "a=2"], "every NAME must be different"),
+        # the inserted entry's name too (it labels a node with --label member)
+        (["trace", "a=1", "b=2", "--insert", "a=3"], "every NAME must be different"),
+        (["trace", "b=1", "s2=2", "--insert", "3"], "every NAME must be different"),
     ],
 )
 def test_conflicting_arguments_are_usage_errors(args: list[str], message: str) -> None:
@@ -803,3 +944,53 @@ def test_insert_and_delete_narrate_the_search_the_code_runs(
     assert left["update"] == [labels[node] for node in story.trace.update()]
     if not delete:
         assert left["rank"] == [rank for _, _, rank in reversed(story.trace.stops)]
+
+
+def _tables(text: str) -> list[list[str]]:
+    """The tables of a narration: a header line naming ``update[i]``, then
+    its rows (``L0 ...``), as lines."""
+    lines = text.splitlines()
+    tables = []
+    for k, line in enumerate(lines):
+        if line.lstrip().startswith("level  update[i]"):
+            rows = itertools.takewhile(lambda s: re.match(r"\s*L\d+  ", s), lines[k + 1 :])
+            tables.append([line, *rows])
+    return tables
+
+
+def _assert_columns_line_up(table: list[str]) -> None:
+    """Every row has a cell under each column title of the header, cut off
+    from the cell before it by at least two spaces (counted in terminal
+    columns: see _columns_of)."""
+    table = [_flat(line) for line in table]
+    header = table[0]
+    starts = [m.start() for m in re.finditer(r"(?<=  )\S", header)]
+    assert starts, header
+    for row in table[1:]:
+        for at in starts:
+            assert row[at - 2 : at] == "  " and row[at] != " ", (
+                f"column {at} of\n{header}\n{row}\ndoes not line up"
+            )
+
+
+def test_narration_tables_line_up_with_long_labels_and_wide_spans() -> None:
+    # The tables had fixed widths (10 for a label, 18 for a formula): a
+    # longer label or a three-digit span ran into the next column, and
+    # "244 -> 123 + 1 = 124" followed by "244 - 123 = 121" read as
+    # "... = 124244 - 123 = 121".
+    n = 150
+    members = [f"member_number_{i}" for i in range(n)]
+    rng = HeightScript(4)
+    sl = teaching_list(range(n), rng=rng, members=members)
+    story = narrate_insert(sl, n, member="the_new_member", height=sl.level + 1, rng=rng)
+    stories = [story, narrate_update(sl, n, -1), narrate_update(sl, -1, n)]
+    stories += [narrate_delete(sl, n)]
+    for label in ("score", "member"):
+        sl = teaching_list(range(n), rng=4, members=members)
+        stories.append(narrate_insert(sl, n, label=label))
+    for story in stories:
+        tables = _tables(story.text)
+        assert len(tables) >= 2
+        for table in tables:
+            _assert_columns_line_up(table)
+    assert re.search(r"150 -> 150 \+ 1 = 151  +150 - 150 = 0", stories[0].text)
