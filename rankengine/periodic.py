@@ -527,8 +527,7 @@ class PeriodicLeaderboard(Uncopyable):
             if board is not None:
                 return board
             current = self._calendar.period_of(now)
-            oldest = self._calendar.shift(current, -self._keep)
-            if oldest.start <= target.start <= current.start:
+            if self._oldest_kept(current) <= target.start <= current.start:
                 return Leaderboard(**self._plain_config)
             raise KeyError(f"period {target.name} is not held in memory")
 
@@ -912,11 +911,32 @@ class PeriodicLeaderboard(Uncopyable):
     # Internals
     # ------------------------------------------------------------------
     def _resolve(self, period: Period | str) -> Period:
+        """The period of this calendar given as a :class:`Period` or its name.
+
+        A ``Period`` must be one of this calendar's, bounds included: one
+        of another calendar (a day given to a weekly board), or a name with
+        other bounds, would read the board of its name or judge openness by
+        bounds no period of this board has.
+        """
         if isinstance(period, Period):
+            if self._calendar.parse(period.name) != period:
+                raise ValueError(f"{period!r} is not a period of {self._calendar!r}")
             return period
         if isinstance(period, str):
             return self._calendar.parse(period)
         raise TypeError(f"period must be a Period or a name, not {period!r}")
+
+    def _oldest_kept(self, current: Period) -> int:
+        """The start of the oldest period kept queryable behind ``current``:
+        ``keep`` periods back, or the calendar's first period (in year 1)
+        when there are fewer before it."""
+        oldest = current
+        for _ in range(self._keep):
+            try:
+                oldest = self._calendar.previous(oldest)
+            except ValueError:  # no period before the first one of year 1
+                break
+        return oldest.start
 
     def _advance(self, closed: list[Period] | None = None) -> float:
         """Read the clock; create the current period; close and drop old ones
@@ -955,7 +975,7 @@ class PeriodicLeaderboard(Uncopyable):
                     crash_point("after_close_marker")
                 if closed is not None:
                     closed.append(period)
-        oldest = self._calendar.shift(current, -self._keep).start
+        oldest = self._oldest_kept(current)
         for name in [n for n in self._closed if self._periods[n].start < oldest]:
             self._drop(self._periods[name])
         self._horizon = min(
@@ -1081,7 +1101,7 @@ class PeriodicLeaderboard(Uncopyable):
             if self._now > -math.inf and self._horizon > -math.inf and not self._shut:
                 current = self._calendar.period_of(self._now)
                 assert current.name in self._periods, "current period not held"
-                oldest = self._calendar.shift(current, -self._keep).start
+                oldest = self._oldest_kept(current)
                 for name in self._closed:
                     assert self._periods[name].start >= oldest, f"{name} should have been dropped"
                 # the fast path of _advance is sound: nothing is due before the horizon

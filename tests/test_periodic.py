@@ -1228,3 +1228,51 @@ def test_compact_snapshots_every_period_held(tmp_path: Path) -> None:
         assert {name: again.board(name).items() for name in before} == before
         again._check()
     assert PeriodicLeaderboard("daily").compact() == {}  # in memory
+
+
+# ----------------------------------------------------------------------
+# Review of the periodic board's edges
+# ----------------------------------------------------------------------
+#: 0001-01-01T00:00Z, the start of the first period of every fixed calendar
+#: (it was a Monday, so ISO week 0001-W01 starts there too)
+YEAR_ONE = -62_135_596_800
+
+
+@pytest.mark.parametrize("spec", ["hourly", "daily", "weekly", "monthly"])
+def test_the_first_period_of_the_calendar_is_served_with_keep(spec: str) -> None:
+    # keep=1 looked one period back from the current one; from the first
+    # period of year 1 there is none, and every call raised "outside the
+    # calendar's range" although the docs serve every period of years 1..9999
+    clock = FakeClock(YEAR_ONE + 100)
+    board = PeriodicLeaderboard(spec, keep=1, clock=clock)
+    first = board.calendar.period_of(YEAR_ONE)
+    assert board.incr("ann", 2) == 2
+    assert board.current == first
+    assert board.top() == [("ann", 2, 1, None)]
+    assert board.top(period=first.name) == [("ann", 2, 1, None)]
+    board._check()
+    clock.t = first.end  # the second period: the first is kept behind it
+    assert board.incr("bob", 1) == 1
+    assert [p.name for p in board.periods()] == [first.name, board.current.name]
+    assert board.score("ann", period=first) == 2
+    board._check()
+
+
+def test_a_period_of_another_calendar_is_refused_not_read_by_its_name() -> None:
+    clock = FakeClock(ts("2026-12-02T12:00:00"))  # a Wednesday of 2026-W49
+    weekly = PeriodicLeaderboard("weekly", clock=clock)
+    weekly.incr("ann", 1)
+    week = weekly.current
+    today = Daily().period_of(clock.t)  # a day, not a week of this board
+    forged = Period(week.name, week.start, week.start + DAY)  # the right name, wrong bounds
+    for bad in (today, forged):
+        with pytest.raises(ValueError, match="not a period"):
+            weekly.top(period=bad)
+        with pytest.raises(ValueError, match="not a period"):
+            weekly.board(bad)
+        with pytest.raises(ValueError, match="not a period"):
+            weekly.is_open(bad)
+    # the real period, as a Period or by name, reads as before
+    assert weekly.top(period=week) == weekly.top(period=week.name) == [("ann", 1, 1, None)]
+    assert weekly.is_open(week)
+    weekly._check()
