@@ -24,7 +24,8 @@ archived (if an ``archive`` directory is given) and dropped from memory.
 A write goes to the period of *its own* timestamp when that period is open.
 A write for a closed period is late and follows ``late``: ``"reject"``
 raises :class:`LateEventError` (the default), ``"drop"`` ignores it and
-counts it in :attr:`PeriodicLeaderboard.late_dropped`, ``"current"`` counts
+counts it in :attr:`PeriodicLeaderboard.late_dropped` (bad input still
+raises, as it would on time), ``"current"`` counts
 it in the current period.  A write for a period that has not started yet is
 refused with ``ValueError``.  The board's "now" is the injectable ``clock``
 and never moves backwards.  A write its period's board refuses (bad member,
@@ -75,7 +76,7 @@ from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.manifest import DirectoryLock
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod
-from rankengine.scoring import Member, Score
+from rankengine.scoring import Member, Score, check_member, check_meta
 from rankengine.snapshot import fsync_dir
 
 __all__ = [
@@ -418,9 +419,9 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return False
-                changed = self._boards[period.name].set(member, score, when=when, meta=meta)
+                changed = self._target(period).set(member, score, when=when, meta=meta)
+            if period is None:
+                return False
             self._wrote(period, (member,))
             return changed
 
@@ -436,9 +437,9 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return None
-                result = self._boards[period.name].incr(member, delta, when=when)
+                result = self._target(period).incr(member, delta, when=when)
+            if period is None:
+                return None
             self._wrote(period, (member,))
             return result
 
@@ -455,10 +456,10 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return 0
                 pairs = list(items.items() if isinstance(items, Mapping) else items)
-                changed = self._boards[period.name].set_many(pairs, when=when)
+                changed = self._target(period).set_many(pairs, when=when)
+            if period is None:
+                return 0
             self._wrote(period, [pair[0] for pair in pairs])
             return changed
 
@@ -474,10 +475,10 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return {}
                 pairs = list(items.items() if isinstance(items, Mapping) else items)
-                result = self._boards[period.name].incr_many(pairs)
+                result = self._target(period).incr_many(pairs)
+            if period is None:
+                return {}
             self._wrote(period, result)
             return result
 
@@ -488,9 +489,9 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return False
-                removed = self._boards[period.name].remove(member)
+                removed = self._target(period).remove(member)
+            if period is None:
+                return False
             self._wrote(period, (member,))
             return removed
 
@@ -504,7 +505,11 @@ class PeriodicLeaderboard(Uncopyable):
         Runtime complexity: O(size of meta)
         """
         with self._lock, self._routed(t) as period:
-            if period is not None:
+            if period is None:  # dropped: checked as the board would, not applied
+                check_member(member)
+                if meta is not None:
+                    check_meta(meta)
+            else:
                 self._boards[period.name].set_meta(member, meta)
 
     # ------------------------------------------------------------------
@@ -1015,8 +1020,9 @@ class PeriodicLeaderboard(Uncopyable):
     @contextmanager
     def _routed(self, t: float | None) -> Iterator[Period | None]:
         """Route a write at ``t`` (see :meth:`_route`) and yield its period,
-        or None for a dropped late write; the caller writes to that period's
-        board inside the ``with``.
+        or None for a dropped late write; the caller writes to
+        :meth:`_target` of it inside the ``with`` (a dropped write counts in
+        ``late_dropped`` only if that write succeeds).
 
         If the write raises (bad input the period's board refuses), or
         succeeds but leaves the board empty (``remove`` of an absent member,
@@ -1037,8 +1043,24 @@ class PeriodicLeaderboard(Uncopyable):
             if created and period is not None:
                 self._discard(period)
             raise
-        if created and period is not None and not self._boards[period.name]:
+        if period is None:
+            self._late_dropped += 1  # a good write, dropped: see _target
+        elif created and not self._boards[period.name]:
             self._discard(period)
+
+    def _target(self, period: Period | None) -> Leaderboard:
+        """The board a routed write goes to: its period's, or for a late
+        write that ``late="drop"`` drops, a new scratch board.  A dropped
+        write is still made, on the scratch board, so that bad input raises
+        as it would on time (instead of passing as a dropped event and
+        counting in ``late_dropped``); the scratch board is then forgotten.
+
+        Runtime complexity: O(1) (a dropped write: the cost of the write on
+        an empty board)
+        """
+        if period is None:
+            return Leaderboard(**self._plain_config)
+        return self._boards[period.name]
 
     def _route(self, t: float | None, now: float) -> Period | None:
         """The open period a write at ``t`` goes to (``now`` the board's
@@ -1058,8 +1080,7 @@ class PeriodicLeaderboard(Uncopyable):
         if self._late == "reject":
             raise LateEventError(t, period, now)
         if self._late == "drop":
-            self._late_dropped += 1
-            return None
+            return None  # counted in late_dropped once the write is checked
         return self._calendar.period_of(now)
 
     def _discard(self, period: Period) -> None:

@@ -1276,3 +1276,44 @@ def test_a_period_of_another_calendar_is_refused_not_read_by_its_name() -> None:
     assert weekly.top(period=week) == weekly.top(period=week.name) == [("ann", 1, 1, None)]
     assert weekly.is_open(week)
     weekly._check()
+
+
+#: (name, write, error): a write with bad input, given its time ``t``, and
+#: the error a board gives for that input whenever it comes.
+BAD_WRITES: list[tuple[str, Callable[[PeriodicLeaderboard, float], Any], type[Exception]]] = [
+    ("set score", lambda b, t: b.set("ann", "x", t=t), TypeError),
+    ("set when", lambda b, t: b.set("ann", 1, when="sometimes", t=t), ValueError),  # type: ignore[arg-type]
+    ("set meta", lambda b, t: b.set("ann", 1, meta={"k": object()}, t=t), TypeError),
+    ("incr member", lambda b, t: b.incr(["ann"], 1, t=t), TypeError),  # type: ignore[arg-type]
+    ("set_many", lambda b, t: b.set_many([("ann", 1), ("bob", math.nan)], t=t), ValueError),
+    ("incr_many", lambda b, t: b.incr_many({"ann": "x"}, t=t), TypeError),  # type: ignore[dict-item]
+    ("remove", lambda b, t: b.remove(1.5, t=t), TypeError),  # type: ignore[arg-type]
+    ("set_meta meta", lambda b, t: b.set_meta("ann", {"k": object()}, t=t), TypeError),
+    ("set_meta member", lambda b, t: b.set_meta(2.5, None, t=t), TypeError),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("name", "write", "error"), BAD_WRITES, ids=[w[0] for w in BAD_WRITES])
+def test_a_late_write_with_bad_input_is_refused_not_dropped(
+    name: str, write: Callable[[PeriodicLeaderboard, float], Any], error: type[Exception]
+) -> None:
+    # late="drop" ignored a late write before looking at it: a bad one
+    # returned as a good one does and counted in late_dropped, while the
+    # same call on time raised
+    clock = FakeClock(ts("2026-12-01T12:00:00"))
+    board = daily_board(clock, late="drop")
+    board.set("ann", 5, meta={"k": 1})
+    yesterday = ts("2026-11-30T12:00:00")
+    with pytest.raises(error):
+        write(board, clock.t)  # on time
+    with pytest.raises(error):
+        write(board, yesterday)  # late: the same refusal
+    assert board.late_dropped == 0
+    assert [p.name for p in board.periods()] == ["2026-12-01"]
+    assert board.top(with_meta=True) == [("ann", 5, 1, {"k": 1})]
+    # a good late write is still dropped and counted
+    assert board.set("ann", 7, t=yesterday) is False
+    assert board.set_meta("ann", {"k": 2}, t=yesterday) is None
+    assert board.late_dropped == 2
+    assert board.top(with_meta=True) == [("ann", 5, 1, {"k": 1})]
+    board._check()
