@@ -98,6 +98,9 @@ __all__ = [
 
 LatePolicy: TypeAlias = Literal["reject", "drop", "current"]
 _LATE_POLICIES: Final = ("reject", "drop", "current")
+#: Constructor options that :meth:`PeriodicLeaderboard.open` refuses: a
+#: durable board archives to ``<path>/archive`` and opens its own boards.
+_OPEN_OWNS: Final = ("archive", "board_factory")
 
 
 class LateEventError(ValueError):
@@ -793,7 +796,9 @@ class PeriodicLeaderboard(Uncopyable):
         does not run it again), and ``archive/<name>.rkarchive`` holds
         dropped periods.  Records are stamped with ``clock``.  ``options``
         are the constructor's (``keep``, ``grace``, ``late``, ``on_close``,
-        board settings); pass the same calendar and options on reopen.
+        board settings) but ``archive`` and ``board_factory`` (the archive is
+        ``path/archive``, the boards durable ones: either raises
+        ``TypeError``); pass the same calendar and options on reopen.
 
         Crash rules: a crash after a callback but before its marker runs the
         callback again on reopen (at-least-once); a crash after archiving
@@ -813,6 +818,12 @@ class PeriodicLeaderboard(Uncopyable):
         even if the new process's clock reads earlier.
         """
         _check_fsync(fsync)  # before anything is created or locked
+        # the store makes the period boards and keeps the archive under
+        # path: these would be taken (the archive directory even made) and
+        # then ignored
+        for name in _OPEN_OWNS:
+            if name in options:
+                raise TypeError(f"open() got an unexpected keyword argument {name!r}")
         log_options = _pop_log_options(options)
         board = cls(cal, clock=clock, **options)  # refuses anything else unknown
         board._board_config = {**board._board_config, **log_options}

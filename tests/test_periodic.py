@@ -1317,3 +1317,17 @@ def test_a_late_write_with_bad_input_is_refused_not_dropped(
     assert board.late_dropped == 2
     assert board.top(with_meta=True) == [("ann", 5, 1, {"k": 1})]
     board._check()
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"archive": "elsewhere"}, {"board_factory": lambda period: Leaderboard()}],
+    ids=["archive", "board_factory"],
+)
+def test_open_refuses_the_options_it_would_ignore(tmp_path: Path, option: dict[str, Any]) -> None:
+    # open() took archive= (and made that directory) but archived to
+    # <root>/archive, and took board_factory= but opened its own boards
+    option = {k: tmp_path / v if k == "archive" else v for k, v in option.items()}
+    with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
+        PeriodicLeaderboard.open(tmp_path / "board", "daily", fsync="never", **option)
+    assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
