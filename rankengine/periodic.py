@@ -992,8 +992,14 @@ class PeriodicLeaderboard(Uncopyable):
                 if closed is not None:
                     closed.append(period)
         oldest = self._oldest_kept(current)
-        for name in [n for n in self._closed if self._periods[n].start < oldest]:
-            self._drop(self._periods[name])
+        # oldest first, as they closed (not in the order of the set of
+        # names, which changes from run to run with the hashes of strings)
+        done = sorted(
+            (self._periods[n] for n in self._closed if self._periods[n].start < oldest),
+            key=lambda p: p.start,
+        )
+        for period in done:
+            self._drop(period)
         self._horizon = min(
             [current.end]
             + [p.end + self._grace for n, p in self._periods.items() if n not in self._closed]

@@ -1331,3 +1331,33 @@ def test_open_refuses_the_options_it_would_ignore(tmp_path: Path, option: dict[s
     with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
         PeriodicLeaderboard.open(tmp_path / "board", "daily", fsync="never", **option)
     assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
+
+
+def test_periods_that_fall_out_of_keep_together_are_dropped_oldest_first() -> None:
+    # they were dropped in the order of a set of names (the order of their
+    # hashes, which changes from run to run): archives, the drop hook and a
+    # sliding window's tie order among members whose buckets slid out
+    # together followed it
+    from rankengine.window import SlidingWindowLeaderboard
+
+    spans = 8
+    clock = FakeClock(ts("2026-11-30T00:00:00"))
+    board = PeriodicLeaderboard("hourly", keep=spans, clock=clock)
+    dropped: list[str] = []
+    board._drop_hook = lambda period, _: dropped.append(period.name)
+    window = SlidingWindowLeaderboard("hourly", spans + 1, clock=clock)
+    for i in range(spans):  # one member an hour
+        board.incr(f"m{i}", i + 1)
+        window.incr(f"m{i}", i + 1)
+        clock.t += HOUR
+    held = [p.name for p in board.periods()][:spans]
+    for i in range(spans):  # then the same points for all of them
+        window.incr(f"m{i}", 100)
+    window.refresh()
+    clock.t += spans * HOUR  # the first eight hours fall out together
+    board.tick()
+    window.refresh()
+    assert dropped == held
+    # equal sums (100 each): the buckets that slid out, oldest first
+    assert [e.member for e in window.top(spans)] == [f"m{i}" for i in range(spans)]
+    board._check()
