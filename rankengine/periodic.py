@@ -523,10 +523,11 @@ class PeriodicLeaderboard(Uncopyable):
 
         Writes should go through this object (they are routed and checked);
         a period nobody wrote to and that was never current gives a new,
-        empty, detached board.
+        empty, detached board, if it is within ``keep`` or still open (in
+        its grace: a write to it would be accepted).
 
-        :raises KeyError: the period is neither held nor within ``keep``
-            (it was archived: see :meth:`load_archived`).
+        :raises KeyError: the period is neither held, nor within ``keep``,
+            nor open (it was archived: see :meth:`load_archived`).
         """
         with self._lock:
             now = self._advance()
@@ -535,7 +536,10 @@ class PeriodicLeaderboard(Uncopyable):
             if board is not None:
                 return board
             current = self._calendar.period_of(now)
-            if self._oldest_kept(current) <= target.start <= current.start:
+            # an open period not held has had no write yet (a period leaves
+            # memory only once closed, and closes only after its grace)
+            is_open = target.start <= now < target.end + self._grace
+            if is_open or self._oldest_kept(current) <= target.start <= current.start:
                 return Leaderboard(**self._plain_config)
             raise KeyError(f"period {target.name} is not held in memory")
 

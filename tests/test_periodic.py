@@ -1361,3 +1361,23 @@ def test_periods_that_fall_out_of_keep_together_are_dropped_oldest_first() -> No
     # equal sums (100 each): the buckets that slid out, oldest first
     assert [e.member for e in window.top(spans)] == [f"m{i}" for i in range(spans)]
     board._check()
+
+
+def test_an_open_period_nobody_wrote_to_reads_as_empty_beyond_keep() -> None:
+    # with keep=0 and a grace longer than a period, the hour before last is
+    # still open to writes; read before any write it raised KeyError ("not
+    # held in memory") although a write to it would be accepted
+    clock = FakeClock(ts("2026-11-30T10:30:00"))
+    board = PeriodicLeaderboard("hourly", keep=0, grace=2 * HOUR, clock=clock)
+    board.incr("ann", 1)  # the board starts at 10:30: 09:00-10:00 was never held
+    assert board.is_open("2026-11-30T09")
+    assert board.top(period="2026-11-30T09") == []
+    assert board.count(period="2026-11-30T09") == 0
+    assert board.incr("bob", 2, t=ts("2026-11-30T09:15:00")) == 2  # the write it reads
+    assert board.top(period="2026-11-30T09") == [("bob", 2, 1, None)]
+    clock.t = ts("2026-11-30T12:00:00")  # 09:00 closes (and is dropped: keep=0)
+    with pytest.raises(KeyError):
+        board.top(period="2026-11-30T09")
+    with pytest.raises(KeyError):
+        board.top(period="2026-11-30T08")  # closed before the board began
+    board._check()
