@@ -939,7 +939,10 @@ class PeriodicLeaderboard(Uncopyable):
         bounds no period of this board has.
         """
         if isinstance(period, Period):
-            if self._calendar.parse(period.name) != period:
+            # a held period is one of the calendar's: no parse (a cron
+            # calendar's scans days) on the common read of one
+            held = self._periods.get(period.name)
+            if held != period and self._calendar.parse(period.name) != period:
                 raise ValueError(f"{period!r} is not a period of {self._calendar!r}")
             return period
         if isinstance(period, str):
