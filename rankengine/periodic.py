@@ -24,7 +24,8 @@ archived (if an ``archive`` directory is given) and dropped from memory.
 A write goes to the period of *its own* timestamp when that period is open.
 A write for a closed period is late and follows ``late``: ``"reject"``
 raises :class:`LateEventError` (the default), ``"drop"`` ignores it and
-counts it in :attr:`PeriodicLeaderboard.late_dropped`, ``"current"`` counts
+counts it in :attr:`PeriodicLeaderboard.late_dropped` (bad input still
+raises, as it would on time), ``"current"`` counts
 it in the current period.  A write for a period that has not started yet is
 refused with ``ValueError``.  The board's "now" is the injectable ``clock``
 and never moves backwards.  A write its period's board refuses (bad member,
@@ -75,7 +76,7 @@ from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.manifest import DirectoryLock
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod
-from rankengine.scoring import Member, Score
+from rankengine.scoring import Member, Score, check_member, check_meta
 from rankengine.snapshot import fsync_dir
 
 __all__ = [
@@ -97,6 +98,9 @@ __all__ = [
 
 LatePolicy: TypeAlias = Literal["reject", "drop", "current"]
 _LATE_POLICIES: Final = ("reject", "drop", "current")
+#: Constructor options that :meth:`PeriodicLeaderboard.open` refuses: a
+#: durable board archives to ``<path>/archive`` and opens its own boards.
+_OPEN_OWNS: Final = ("archive", "board_factory")
 
 
 class LateEventError(ValueError):
@@ -418,9 +422,9 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return False
-                changed = self._boards[period.name].set(member, score, when=when, meta=meta)
+                changed = self._target(period).set(member, score, when=when, meta=meta)
+            if period is None:
+                return False
             self._wrote(period, (member,))
             return changed
 
@@ -436,9 +440,9 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return None
-                result = self._boards[period.name].incr(member, delta, when=when)
+                result = self._target(period).incr(member, delta, when=when)
+            if period is None:
+                return None
             self._wrote(period, (member,))
             return result
 
@@ -455,10 +459,10 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return 0
                 pairs = list(items.items() if isinstance(items, Mapping) else items)
-                changed = self._boards[period.name].set_many(pairs, when=when)
+                changed = self._target(period).set_many(pairs, when=when)
+            if period is None:
+                return 0
             self._wrote(period, [pair[0] for pair in pairs])
             return changed
 
@@ -474,10 +478,10 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return {}
                 pairs = list(items.items() if isinstance(items, Mapping) else items)
-                result = self._boards[period.name].incr_many(pairs)
+                result = self._target(period).incr_many(pairs)
+            if period is None:
+                return {}
             self._wrote(period, result)
             return result
 
@@ -488,9 +492,9 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                if period is None:
-                    return False
-                removed = self._boards[period.name].remove(member)
+                removed = self._target(period).remove(member)
+            if period is None:
+                return False
             self._wrote(period, (member,))
             return removed
 
@@ -504,7 +508,11 @@ class PeriodicLeaderboard(Uncopyable):
         Runtime complexity: O(size of meta)
         """
         with self._lock, self._routed(t) as period:
-            if period is not None:
+            if period is None:  # dropped: checked as the board would, not applied
+                check_member(member)
+                if meta is not None:
+                    check_meta(meta)
+            else:
                 self._boards[period.name].set_meta(member, meta)
 
     # ------------------------------------------------------------------
@@ -515,10 +523,11 @@ class PeriodicLeaderboard(Uncopyable):
 
         Writes should go through this object (they are routed and checked);
         a period nobody wrote to and that was never current gives a new,
-        empty, detached board.
+        empty, detached board, if it is within ``keep`` or still open (in
+        its grace: a write to it would be accepted).
 
-        :raises KeyError: the period is neither held nor within ``keep``
-            (it was archived: see :meth:`load_archived`).
+        :raises KeyError: the period is neither held, nor within ``keep``,
+            nor open (it was archived: see :meth:`load_archived`).
         """
         with self._lock:
             now = self._advance()
@@ -527,8 +536,10 @@ class PeriodicLeaderboard(Uncopyable):
             if board is not None:
                 return board
             current = self._calendar.period_of(now)
-            oldest = self._calendar.shift(current, -self._keep)
-            if oldest.start <= target.start <= current.start:
+            # an open period not held has had no write yet (a period leaves
+            # memory only once closed, and closes only after its grace)
+            is_open = target.start <= now < target.end + self._grace
+            if is_open or self._oldest_kept(current) <= target.start <= current.start:
                 return Leaderboard(**self._plain_config)
             raise KeyError(f"period {target.name} is not held in memory")
 
@@ -789,7 +800,9 @@ class PeriodicLeaderboard(Uncopyable):
         does not run it again), and ``archive/<name>.rkarchive`` holds
         dropped periods.  Records are stamped with ``clock``.  ``options``
         are the constructor's (``keep``, ``grace``, ``late``, ``on_close``,
-        board settings); pass the same calendar and options on reopen.
+        board settings) but ``archive`` and ``board_factory`` (the archive is
+        ``path/archive``, the boards durable ones: either raises
+        ``TypeError``); pass the same calendar and options on reopen.
 
         Crash rules: a crash after a callback but before its marker runs the
         callback again on reopen (at-least-once); a crash after archiving
@@ -809,6 +822,12 @@ class PeriodicLeaderboard(Uncopyable):
         even if the new process's clock reads earlier.
         """
         _check_fsync(fsync)  # before anything is created or locked
+        # the store makes the period boards and keeps the archive under
+        # path: these would be taken (the archive directory even made) and
+        # then ignored
+        for name in _OPEN_OWNS:
+            if name in options:
+                raise TypeError(f"open() got an unexpected keyword argument {name!r}")
         log_options = _pop_log_options(options)
         board = cls(cal, clock=clock, **options)  # refuses anything else unknown
         board._board_config = {**board._board_config, **log_options}
@@ -912,11 +931,35 @@ class PeriodicLeaderboard(Uncopyable):
     # Internals
     # ------------------------------------------------------------------
     def _resolve(self, period: Period | str) -> Period:
+        """The period of this calendar given as a :class:`Period` or its name.
+
+        A ``Period`` must be one of this calendar's, bounds included: one
+        of another calendar (a day given to a weekly board), or a name with
+        other bounds, would read the board of its name or judge openness by
+        bounds no period of this board has.
+        """
         if isinstance(period, Period):
+            # a held period is one of the calendar's: no parse (a cron
+            # calendar's scans days) on the common read of one
+            held = self._periods.get(period.name)
+            if held != period and self._calendar.parse(period.name) != period:
+                raise ValueError(f"{period!r} is not a period of {self._calendar!r}")
             return period
         if isinstance(period, str):
             return self._calendar.parse(period)
         raise TypeError(f"period must be a Period or a name, not {period!r}")
+
+    def _oldest_kept(self, current: Period) -> int:
+        """The start of the oldest period kept queryable behind ``current``:
+        ``keep`` periods back, or the calendar's first period (in year 1)
+        when there are fewer before it."""
+        oldest = current
+        for _ in range(self._keep):
+            try:
+                oldest = self._calendar.previous(oldest)
+            except ValueError:  # no period before the first one of year 1
+                break
+        return oldest.start
 
     def _advance(self, closed: list[Period] | None = None) -> float:
         """Read the clock; create the current period; close and drop old ones
@@ -955,9 +998,15 @@ class PeriodicLeaderboard(Uncopyable):
                     crash_point("after_close_marker")
                 if closed is not None:
                     closed.append(period)
-        oldest = self._calendar.shift(current, -self._keep).start
-        for name in [n for n in self._closed if self._periods[n].start < oldest]:
-            self._drop(self._periods[name])
+        oldest = self._oldest_kept(current)
+        # oldest first, as they closed (not in the order of the set of
+        # names, which changes from run to run with the hashes of strings)
+        done = sorted(
+            (self._periods[n] for n in self._closed if self._periods[n].start < oldest),
+            key=lambda p: p.start,
+        )
+        for period in done:
+            self._drop(period)
         self._horizon = min(
             [current.end]
             + [p.end + self._grace for n, p in self._periods.items() if n not in self._closed]
@@ -995,8 +1044,9 @@ class PeriodicLeaderboard(Uncopyable):
     @contextmanager
     def _routed(self, t: float | None) -> Iterator[Period | None]:
         """Route a write at ``t`` (see :meth:`_route`) and yield its period,
-        or None for a dropped late write; the caller writes to that period's
-        board inside the ``with``.
+        or None for a dropped late write; the caller writes to
+        :meth:`_target` of it inside the ``with`` (a dropped write counts in
+        ``late_dropped`` only if that write succeeds).
 
         If the write raises (bad input the period's board refuses), or
         succeeds but leaves the board empty (``remove`` of an absent member,
@@ -1017,8 +1067,24 @@ class PeriodicLeaderboard(Uncopyable):
             if created and period is not None:
                 self._discard(period)
             raise
-        if created and period is not None and not self._boards[period.name]:
+        if period is None:
+            self._late_dropped += 1  # a good write, dropped: see _target
+        elif created and not self._boards[period.name]:
             self._discard(period)
+
+    def _target(self, period: Period | None) -> Leaderboard:
+        """The board a routed write goes to: its period's, or for a late
+        write that ``late="drop"`` drops, a new scratch board.  A dropped
+        write is still made, on the scratch board, so that bad input raises
+        as it would on time (instead of passing as a dropped event and
+        counting in ``late_dropped``); the scratch board is then forgotten.
+
+        Runtime complexity: O(1) (a dropped write: the cost of the write on
+        an empty board)
+        """
+        if period is None:
+            return Leaderboard(**self._plain_config)
+        return self._boards[period.name]
 
     def _route(self, t: float | None, now: float) -> Period | None:
         """The open period a write at ``t`` goes to (``now`` the board's
@@ -1038,8 +1104,7 @@ class PeriodicLeaderboard(Uncopyable):
         if self._late == "reject":
             raise LateEventError(t, period, now)
         if self._late == "drop":
-            self._late_dropped += 1
-            return None
+            return None  # counted in late_dropped once the write is checked
         return self._calendar.period_of(now)
 
     def _discard(self, period: Period) -> None:
@@ -1081,7 +1146,7 @@ class PeriodicLeaderboard(Uncopyable):
             if self._now > -math.inf and self._horizon > -math.inf and not self._shut:
                 current = self._calendar.period_of(self._now)
                 assert current.name in self._periods, "current period not held"
-                oldest = self._calendar.shift(current, -self._keep).start
+                oldest = self._oldest_kept(current)
                 for name in self._closed:
                     assert self._periods[name].start >= oldest, f"{name} should have been dropped"
                 # the fast path of _advance is sound: nothing is due before the horizon

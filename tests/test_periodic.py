@@ -1228,3 +1228,156 @@ def test_compact_snapshots_every_period_held(tmp_path: Path) -> None:
         assert {name: again.board(name).items() for name in before} == before
         again._check()
     assert PeriodicLeaderboard("daily").compact() == {}  # in memory
+
+
+# ----------------------------------------------------------------------
+# Review of the periodic board's edges
+# ----------------------------------------------------------------------
+#: 0001-01-01T00:00Z, the start of the first period of every fixed calendar
+#: (it was a Monday, so ISO week 0001-W01 starts there too)
+YEAR_ONE = -62_135_596_800
+
+
+@pytest.mark.parametrize("spec", ["hourly", "daily", "weekly", "monthly"])
+def test_the_first_period_of_the_calendar_is_served_with_keep(spec: str) -> None:
+    # keep=1 looked one period back from the current one; from the first
+    # period of year 1 there is none, and every call raised "outside the
+    # calendar's range" although the docs serve every period of years 1..9999
+    clock = FakeClock(YEAR_ONE + 100)
+    board = PeriodicLeaderboard(spec, keep=1, clock=clock)
+    first = board.calendar.period_of(YEAR_ONE)
+    assert board.incr("ann", 2) == 2
+    assert board.current == first
+    assert board.top() == [("ann", 2, 1, None)]
+    assert board.top(period=first.name) == [("ann", 2, 1, None)]
+    board._check()
+    clock.t = first.end  # the second period: the first is kept behind it
+    assert board.incr("bob", 1) == 1
+    assert [p.name for p in board.periods()] == [first.name, board.current.name]
+    assert board.score("ann", period=first) == 2
+    board._check()
+
+
+def test_a_period_of_another_calendar_is_refused_not_read_by_its_name() -> None:
+    clock = FakeClock(ts("2026-12-02T12:00:00"))  # a Wednesday of 2026-W49
+    weekly = PeriodicLeaderboard("weekly", clock=clock)
+    weekly.incr("ann", 1)
+    week = weekly.current
+    today = Daily().period_of(clock.t)  # a day, not a week of this board
+    forged = Period(week.name, week.start, week.start + DAY)  # the right name, wrong bounds
+    for bad in (today, forged):
+        with pytest.raises(ValueError, match="not a period"):
+            weekly.top(period=bad)
+        with pytest.raises(ValueError, match="not a period"):
+            weekly.board(bad)
+        with pytest.raises(ValueError, match="not a period"):
+            weekly.is_open(bad)
+    # the real period, as a Period or by name, reads as before
+    assert weekly.top(period=week) == weekly.top(period=week.name) == [("ann", 1, 1, None)]
+    assert weekly.is_open(week)
+    weekly._check()
+
+
+#: (name, write, error): a write with bad input, given its time ``t``, and
+#: the error a board gives for that input whenever it comes.
+BAD_WRITES: list[tuple[str, Callable[[PeriodicLeaderboard, float], Any], type[Exception]]] = [
+    ("set score", lambda b, t: b.set("ann", "x", t=t), TypeError),
+    ("set when", lambda b, t: b.set("ann", 1, when="sometimes", t=t), ValueError),  # type: ignore[arg-type]
+    ("set meta", lambda b, t: b.set("ann", 1, meta={"k": object()}, t=t), TypeError),
+    ("incr member", lambda b, t: b.incr(["ann"], 1, t=t), TypeError),  # type: ignore[arg-type]
+    ("set_many", lambda b, t: b.set_many([("ann", 1), ("bob", math.nan)], t=t), ValueError),
+    ("incr_many", lambda b, t: b.incr_many({"ann": "x"}, t=t), TypeError),  # type: ignore[dict-item]
+    ("remove", lambda b, t: b.remove(1.5, t=t), TypeError),  # type: ignore[arg-type]
+    ("set_meta meta", lambda b, t: b.set_meta("ann", {"k": object()}, t=t), TypeError),
+    ("set_meta member", lambda b, t: b.set_meta(2.5, None, t=t), TypeError),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize(("name", "write", "error"), BAD_WRITES, ids=[w[0] for w in BAD_WRITES])
+def test_a_late_write_with_bad_input_is_refused_not_dropped(
+    name: str, write: Callable[[PeriodicLeaderboard, float], Any], error: type[Exception]
+) -> None:
+    # late="drop" ignored a late write before looking at it: a bad one
+    # returned as a good one does and counted in late_dropped, while the
+    # same call on time raised
+    clock = FakeClock(ts("2026-12-01T12:00:00"))
+    board = daily_board(clock, late="drop")
+    board.set("ann", 5, meta={"k": 1})
+    yesterday = ts("2026-11-30T12:00:00")
+    with pytest.raises(error):
+        write(board, clock.t)  # on time
+    with pytest.raises(error):
+        write(board, yesterday)  # late: the same refusal
+    assert board.late_dropped == 0
+    assert [p.name for p in board.periods()] == ["2026-12-01"]
+    assert board.top(with_meta=True) == [("ann", 5, 1, {"k": 1})]
+    # a good late write is still dropped and counted
+    assert board.set("ann", 7, t=yesterday) is False
+    assert board.set_meta("ann", {"k": 2}, t=yesterday) is None
+    assert board.late_dropped == 2
+    assert board.top(with_meta=True) == [("ann", 5, 1, {"k": 1})]
+    board._check()
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"archive": "elsewhere"}, {"board_factory": lambda period: Leaderboard()}],
+    ids=["archive", "board_factory"],
+)
+def test_open_refuses_the_options_it_would_ignore(tmp_path: Path, option: dict[str, Any]) -> None:
+    # open() took archive= (and made that directory) but archived to
+    # <root>/archive, and took board_factory= but opened its own boards
+    option = {k: tmp_path / v if k == "archive" else v for k, v in option.items()}
+    with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
+        PeriodicLeaderboard.open(tmp_path / "board", "daily", fsync="never", **option)
+    assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
+
+
+def test_periods_that_fall_out_of_keep_together_are_dropped_oldest_first() -> None:
+    # they were dropped in the order of a set of names (the order of their
+    # hashes, which changes from run to run): archives, the drop hook and a
+    # sliding window's tie order among members whose buckets slid out
+    # together followed it
+    from rankengine.window import SlidingWindowLeaderboard
+
+    spans = 8
+    clock = FakeClock(ts("2026-11-30T00:00:00"))
+    board = PeriodicLeaderboard("hourly", keep=spans, clock=clock)
+    dropped: list[str] = []
+    board._drop_hook = lambda period, _: dropped.append(period.name)
+    window = SlidingWindowLeaderboard("hourly", spans + 1, clock=clock)
+    for i in range(spans):  # one member an hour
+        board.incr(f"m{i}", i + 1)
+        window.incr(f"m{i}", i + 1)
+        clock.t += HOUR
+    held = [p.name for p in board.periods()][:spans]
+    for i in range(spans):  # then the same points for all of them
+        window.incr(f"m{i}", 100)
+    window.refresh()
+    clock.t += spans * HOUR  # the first eight hours fall out together
+    board.tick()
+    window.refresh()
+    assert dropped == held
+    # equal sums (100 each): the buckets that slid out, oldest first
+    assert [e.member for e in window.top(spans)] == [f"m{i}" for i in range(spans)]
+    board._check()
+
+
+def test_an_open_period_nobody_wrote_to_reads_as_empty_beyond_keep() -> None:
+    # with keep=0 and a grace longer than a period, the hour before last is
+    # still open to writes; read before any write it raised KeyError ("not
+    # held in memory") although a write to it would be accepted
+    clock = FakeClock(ts("2026-11-30T10:30:00"))
+    board = PeriodicLeaderboard("hourly", keep=0, grace=2 * HOUR, clock=clock)
+    board.incr("ann", 1)  # the board starts at 10:30: 09:00-10:00 was never held
+    assert board.is_open("2026-11-30T09")
+    assert board.top(period="2026-11-30T09") == []
+    assert board.count(period="2026-11-30T09") == 0
+    assert board.incr("bob", 2, t=ts("2026-11-30T09:15:00")) == 2  # the write it reads
+    assert board.top(period="2026-11-30T09") == [("bob", 2, 1, None)]
+    clock.t = ts("2026-11-30T12:00:00")  # 09:00 closes (and is dropped: keep=0)
+    with pytest.raises(KeyError):
+        board.top(period="2026-11-30T09")
+    with pytest.raises(KeyError):
+        board.top(period="2026-11-30T08")  # closed before the board began
+    board._check()
