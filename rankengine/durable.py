@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import threading
 import time
@@ -535,6 +536,39 @@ def _check_fsync(policy: object) -> None:
         raise ValueError(f"fsync must be one of {_POLICIES}, not {policy!r}")
 
 
+def _check_log_options(
+    on_torn_tail: object = "truncate",
+    compact_min_bytes: object = COMPACT_MIN_BYTES,
+    compact_ratio: object = COMPACT_RATIO,
+    retain_log: object = False,
+) -> None:
+    """Refuse a bad value of a :data:`LOG_OPTIONS` option before anything is
+    on disk (a bad compaction threshold used to surface at the first write,
+    after its record was logged).
+
+    Runtime complexity: O(1)
+
+    >>> _check_log_options(compact_min_bytes=0, compact_ratio=0)
+    >>> _check_log_options(compact_ratio=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: compact_ratio must be a finite number >= 0, not -1.0
+    """
+    if on_torn_tail not in _TORN:
+        raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
+    if compact_min_bytes is not None:
+        if isinstance(compact_min_bytes, bool) or not isinstance(compact_min_bytes, int):
+            raise TypeError(f"compact_min_bytes must be an int or None, not {compact_min_bytes!r}")
+        if compact_min_bytes < 0:
+            raise ValueError(f"compact_min_bytes must be >= 0 or None, not {compact_min_bytes!r}")
+    if isinstance(compact_ratio, bool) or not isinstance(compact_ratio, (int, float)):
+        raise TypeError(f"compact_ratio must be a number, not {compact_ratio!r}")
+    if not (math.isfinite(compact_ratio) and compact_ratio >= 0):
+        raise ValueError(f"compact_ratio must be a finite number >= 0, not {compact_ratio!r}")
+    if not isinstance(retain_log, bool):
+        raise TypeError(f"retain_log must be True or False, not {retain_log!r}")
+
+
 def _make_directory(path: str) -> None:
     """Create directory ``path`` and its missing parents, making each new
     entry durable with an fsync of the directory holding it (without that,
@@ -649,9 +683,22 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         create: bool = True,
         now: Callable[[], int] | None = None,
     ) -> None:
+        # Every option is checked before anything is created or locked: a
+        # bad setting must not reach the new board's MANIFEST.
         _check_fsync(fsync)
-        if on_torn_tail not in _TORN:
-            raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
+        _check_log_options(on_torn_tail, compact_min_bytes, compact_ratio, retain_log)
+        if not isinstance(create, bool):
+            raise TypeError(f"create must be True or False, not {create!r}")
+        if now is not None and not callable(now):
+            raise TypeError(f"now must be a function returning milliseconds, not {now!r}")
+        explicit = {
+            "order": order,
+            "tie_break": tie_break,
+            "rank_style": rank_style,
+            "backend": backend,
+        }
+        fresh = _resolve_config(None, explicit, os.fspath(path))
+        Leaderboard(**fresh)  # refuses a bad setting (a reopen must agree anyway)
         self.path = os.fspath(path)
         self._closed = True  # until fully open
         if create:
@@ -662,13 +709,6 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             raise NotADirectoryError(f"{self.path} is not a directory")
         self._dirlock = DirectoryLock(self.path)
         try:
-            explicit = {
-                "order": order,
-                "tie_break": tie_break,
-                "rank_style": rank_style,
-                "backend": backend,
-            }
-            fresh = _resolve_config(None, explicit, self.path)
             manifest = _open_manifest(self.path, _stored_config(fresh), create)
             config = _resolve_config(manifest.config, explicit, self.path)
             super().__init__(**config)

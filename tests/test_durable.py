@@ -208,6 +208,61 @@ def test_create_false_and_foreign_directories(tmp_path: Path) -> None:
         open_board(tmp_path / "x")
 
 
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"order": "up"}, ValueError, "order must be"),
+        ({"order": ("desc", "up")}, ValueError, "order must be"),
+        ({"order": ()}, ValueError, "at least one column"),
+        ({"tie_break": "last"}, ValueError, "tie_break must be"),
+        ({"rank_style": "olympic"}, ValueError, "rank style must be"),
+        ({"backend": "btree"}, ValueError, "backend must be"),
+        ({"on_torn_tail": "ignore"}, ValueError, "on_torn_tail must be"),
+        ({"compact_min_bytes": "64MB"}, TypeError, "compact_min_bytes must be"),
+        ({"compact_min_bytes": -1}, ValueError, "compact_min_bytes must be"),
+        ({"compact_min_bytes": True}, TypeError, "compact_min_bytes must be"),
+        ({"compact_ratio": "1"}, TypeError, "compact_ratio must be"),
+        ({"compact_ratio": -0.5}, ValueError, "compact_ratio must be"),
+        ({"compact_ratio": math.nan}, ValueError, "compact_ratio must be"),
+        ({"compact_ratio": math.inf}, ValueError, "compact_ratio must be"),
+        ({"retain_log": "yes"}, TypeError, "retain_log must be"),
+        ({"create": "no"}, TypeError, "create must be"),
+        ({"now": 1000}, TypeError, "now must be"),
+    ],
+)
+def test_a_bad_option_is_refused_before_anything_is_on_disk(
+    tmp_path: Path, options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    # A bad order, tie_break, rank_style or backend was refused only after
+    # the new board's segment and MANIFEST were written, with the bad
+    # setting stored in them: every later open of the directory failed.
+    # A bad compaction threshold was taken, and the first write, logged
+    # already, raised: the board did not show the write, the log held it.
+    path = tmp_path / "board"
+    with pytest.raises(error, match=message):
+        open_board(path, **options)
+    assert not path.exists()
+    path.mkdir()  # an existing empty directory is left empty too
+    with pytest.raises(error, match=message):
+        open_board(path, **options)
+    assert list(path.iterdir()) == []
+
+
+def test_option_edges_are_accepted(tmp_path: Path) -> None:
+    # the smallest thresholds: every write past the snapshot's size compacts
+    with open_board(tmp_path, compact_min_bytes=0, compact_ratio=0, retain_log=True) as board:
+        for k in range(5):
+            board.set(f"p{k}", k)
+            deadline = time.monotonic() + 10
+            while board._compactor is not None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        expected = state(board)
+    assert len(read_manifest(str(tmp_path)).snapshots) >= 2
+    with open_board(tmp_path) as again:
+        assert state(again) == expected
+    assert rebuild(tmp_path, from_log=True).items() == expected[0]
+
+
 def test_timestamps_use_the_injected_clock_and_never_go_back(tmp_path: Path) -> None:
     times = iter([1000, 900, 2000])
     with open_board(tmp_path, now=lambda: next(times)) as board:
