@@ -525,8 +525,13 @@ def _check_options(options: Iterable[str], allowed: tuple[str, ...], caller: str
 
 
 def _pop_log_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Take the :data:`LOG_OPTIONS` out of ``options`` and return them."""
-    return {name: options.pop(name) for name in LOG_OPTIONS if name in options}
+    """Take the :data:`LOG_OPTIONS` out of ``options`` and return them,
+    refusing a bad value (the callers make nothing on disk before this)."""
+    log_options: dict[str, Any] = {
+        name: options.pop(name) for name in LOG_OPTIONS if name in options
+    }
+    _check_log_options(**log_options)
+    return log_options
 
 
 def _check_fsync(policy: object) -> None:
