@@ -1139,6 +1139,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 manifest.snapshots, manifest.segments = old_snapshots, old_segments
                 raise
             self._snapshot_size = size
+            self._compact_after = 0  # a failure's deferral ends with a success
         keep = {n for n, _ in manifest.snapshots} | {n for n, _ in manifest.segments}
         for i, name in enumerate(n for n, _ in old_snapshots + old_segments if n not in keep):
             os.remove(os.path.join(directory, name))

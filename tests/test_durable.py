@@ -544,6 +544,49 @@ def test_automatic_compaction_runs_in_the_background(tmp_path: Path) -> None:
         assert state(again) == expected
 
 
+def test_a_failed_background_compaction_defers_only_the_next_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a background compaction failed before it switched segments, the
+    # next one waited for twice the segment's bytes, as meant; but that
+    # threshold was never reset, so every later segment too had to grow
+    # past it before compacting.
+    threshold = 2000
+    real_fsync_dir = durable_module.fsync_dir
+    failures = iter([OSError("I/O error")])
+
+    def fsync_dir_once_failing(path: str) -> None:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        real_fsync_dir(path)
+
+    def wait_for_compactor(board: DurableLeaderboard) -> None:
+        deadline = time.monotonic() + 10
+        while board._compactor is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    with open_board(tmp_path, compact_min_bytes=threshold, compact_ratio=0) as board:
+        monkeypatch.setattr(durable_module, "fsync_dir", fsync_dir_once_failing)
+        with pytest.warns(RuntimeWarning, match="background compaction failed"):
+            while board._writer.record_bytes < threshold:
+                board.incr("ann", 1)
+            wait_for_compactor(board)
+        deferred_to = board._writer.record_bytes * 2
+        assert not read_manifest(str(tmp_path)).snapshots
+        compacted = board.compact()  # succeeds: a new, empty segment
+        assert board._writer.record_bytes < threshold
+        # the next segment compacts past the threshold again, not past deferred_to
+        while board._writer.record_bytes < threshold:
+            board.incr("bob", 1)
+        assert board._writer.record_bytes < deferred_to
+        wait_for_compactor(board)
+        assert read_manifest(str(tmp_path)).snapshots[-1][1] > compacted
+        expected = state(board)
+    with open_board(tmp_path) as again:
+        assert state(again) == expected
+
+
 def test_close_waits_for_a_compaction_running_on_another_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
