@@ -148,6 +148,30 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _checked_clock(now: Callable[[], int]) -> Callable[[], int]:
+    """``now``, refusing a stamp that is not an int of milliseconds (a
+    float from ``time.time() * 1000``, say): the write raises before its
+    record is logged, instead of leaving a record no open can read.
+
+    Runtime complexity: O(1) per call
+
+    >>> _checked_clock(lambda: 1_000)()
+    1000
+    >>> _checked_clock(lambda: 1e12)()
+    Traceback (most recent call last):
+    ...
+    TypeError: now() must return an int of milliseconds, not 1000000000000.0
+    """
+
+    def checked() -> int:
+        stamp = now()
+        if isinstance(stamp, bool) or not isinstance(stamp, int):
+            raise TypeError(f"now() must return an int of milliseconds, not {stamp!r}")
+        return int(stamp)
+
+    return checked
+
+
 def _stored_config(config: dict[str, Any]) -> dict[str, Any]:
     order = config["order"]
     backend = config["backend"]
@@ -746,7 +770,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         self._policy: FsyncPolicy = fsync
         self._sync_each = fsync == "always"
         self._framer = RecordFramer()
-        self._now = now or _now_ms
+        self._now = _now_ms if now is None else _checked_clock(now)
         self._seq = loaded.last_seq
         self._last_ms = loaded.last_ms
         self._active_first = first

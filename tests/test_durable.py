@@ -271,6 +271,23 @@ def test_timestamps_use_the_injected_clock_and_never_go_back(tmp_path: Path) -> 
         assert [e.time_ms for e in board.events()] == [1000, 1000, 2000]
 
 
+@pytest.mark.parametrize("stamp", [1.7e12, True, "1700000000000", None])
+def test_a_clock_returning_no_int_refuses_the_write(tmp_path: Path, stamp: Any) -> None:
+    # now=lambda: time.time() * 1000 (a float) was logged as it was: the
+    # write was acknowledged, and the record it left made every later open
+    # fail with CorruptionError ("timestamp is not a non-negative int").
+    with open_board(tmp_path, fsync="always") as board:
+        board.set("ann", 1)
+    with open_board(tmp_path, fsync="always", now=lambda: stamp) as board:
+        with pytest.raises(TypeError, match="now"):
+            board.set("bob", 2)
+        with pytest.raises(TypeError, match="now"):
+            board.set_many({"bob": 2, "cid": 3})
+        assert board.items() == [("ann", 1)] and board.last_seq == 1
+    with open_board(tmp_path) as again:
+        assert again.items() == [("ann", 1)] and again.last_seq == 1
+
+
 # ----------------------------------------------------------------------
 # fsync policies
 # ----------------------------------------------------------------------
