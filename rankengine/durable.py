@@ -1246,6 +1246,31 @@ def iter_events(
     return _iterate(_open_readers(directory, read_manifest(directory), start), start, stop)
 
 
+def _check_point_in_time(until_seq: object, until_ms: object) -> None:
+    """Refuse an ``until_seq`` that is not a sequence number (an int >= 0:
+    0 is before the first record) and an ``until_ms`` that is not a time in
+    milliseconds (an int or a float, not NaN).
+
+    Runtime complexity: O(1)
+
+    >>> _check_point_in_time(0, 1.7e12)
+    >>> _check_point_in_time(2.5, None)
+    Traceback (most recent call last):
+    ...
+    TypeError: until_seq must be an int (a sequence number), not 2.5
+    """
+    if until_seq is not None:
+        if isinstance(until_seq, bool) or not isinstance(until_seq, int):
+            raise TypeError(f"until_seq must be an int (a sequence number), not {until_seq!r}")
+        if until_seq < 0:
+            raise ValueError(f"until_seq must be >= 0, not {until_seq!r}")
+    if until_ms is not None:
+        if isinstance(until_ms, bool) or not isinstance(until_ms, (int, float)):
+            raise TypeError(f"until_ms must be a number of milliseconds, not {until_ms!r}")
+        if until_ms != until_ms:
+            raise ValueError("until_ms must not be NaN")
+
+
 def rebuild(
     path: str | os.PathLike[str],
     *,
@@ -1265,6 +1290,7 @@ def rebuild(
 
     Runtime complexity: O(N + k) for N snapshot rows and k replayed changes
     """
+    _check_point_in_time(until_seq, until_ms)
     directory = os.fspath(path)
     manifest = read_manifest(directory)
     config = _resolve_config(manifest.config, {"backend": backend}, directory)

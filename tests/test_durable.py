@@ -937,6 +937,32 @@ def test_point_in_time_by_seq_and_by_time(tmp_path: Path) -> None:
         assert state(rebuild(tmp_path, until_ms=ms + 5)) == expected
 
 
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"until_seq": -1}, ValueError),
+        ({"until_seq": True}, TypeError),
+        ({"until_seq": 5.5}, TypeError),
+        ({"until_seq": "5"}, TypeError),
+        ({"until_ms": "2026-11-30"}, TypeError),
+        ({"until_ms": False}, TypeError),
+        ({"until_ms": math.nan}, ValueError),
+    ],
+)
+def test_rebuild_refuses_a_bad_point_in_time(
+    tmp_path: Path, options: dict[str, Any], error: type[Exception]
+) -> None:
+    # until_seq=-1 gave an empty board, True the board after record 1,
+    # 5.5 the board after record 5 with a warning that the log ends before
+    # seq 5.5; a string failed inside the replay with a comparison error.
+    with open_board(tmp_path) as board:
+        fill(board, 20)
+    with pytest.raises(error, match="until_"):
+        rebuild(tmp_path, **options)
+    assert len(rebuild(tmp_path, until_seq=0)) == 0  # before the first record
+    assert state(rebuild(tmp_path, until_ms=1.5e15)) == state(rebuild(tmp_path))
+
+
 # ----------------------------------------------------------------------
 # Torn tails, damage and repair through the board
 # ----------------------------------------------------------------------
