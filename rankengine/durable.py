@@ -1186,15 +1186,19 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         Runtime complexity: O(size of the segments read)
         """
         with self._lock:
-            readers = _open_readers(self.path, self._manifest, start)
+            readers = _open_readers(self.path, self._manifest, start, stop)
             if not self._closed:
                 readers[-1].size = self._writer.end
         return _iterate(readers, start, stop)
 
 
-def _open_readers(directory: str, manifest: Manifest, start: int) -> list[SegmentReader]:
+def _open_readers(
+    directory: str, manifest: Manifest, start: int, stop: int | None
+) -> list[SegmentReader]:
     if isinstance(start, bool) or not isinstance(start, int) or start < 1:
         raise ValueError(f"start must be a seq of 1 or more, not {start!r}")
+    if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int) or stop < 1):
+        raise ValueError(f"stop must be a seq of 1 or more, or None, not {stop!r}")
     segments = manifest.segments
     if not segments:
         return []
@@ -1243,7 +1247,7 @@ def iter_events(
     Runtime complexity: O(size of the segments read)
     """
     directory = os.fspath(path)
-    return _iterate(_open_readers(directory, read_manifest(directory), start), start, stop)
+    return _iterate(_open_readers(directory, read_manifest(directory), start, stop), start, stop)
 
 
 def _check_point_in_time(until_seq: object, until_ms: object) -> None:

@@ -909,6 +909,20 @@ def test_events_from_before_seq_1_are_refused_clearly(tmp_path: Path) -> None:
     assert [e.seq for e in iter_events(tmp_path, 1)] == list(range(1, last + 1))
 
 
+def test_events_up_to_a_bad_stop_are_refused_clearly(tmp_path: Path) -> None:
+    # stop was not checked: 2.5 stopped after seq 2, True and -1 gave no
+    # events, and a string raised a comparison error half-way through.
+    with open_board(tmp_path) as board:
+        fill(board, 5)
+        for stop in (0, -1, 2.5, True, "3"):
+            with pytest.raises(ValueError, match="stop must be a seq of 1 or more"):
+                board.events(1, stop)  # type: ignore[arg-type]
+            with pytest.raises(ValueError, match="stop must be a seq of 1 or more"):
+                iter_events(tmp_path, 1, stop)  # type: ignore[arg-type]
+        assert [e.seq for e in board.events(2, 4)] == [2, 3]
+        assert [e.seq for e in board.events(3, 1)] == []
+
+
 def test_events_iterator_survives_a_compaction(tmp_path: Path) -> None:
     with open_board(tmp_path) as board:
         fill(board, 50)
