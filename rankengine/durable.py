@@ -493,6 +493,39 @@ def load_board(
     return out
 
 
+def _no_board(directory: str) -> FileNotFoundError:
+    return FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
+
+
+def _not_fresh(directory: str, other: str) -> LogError:
+    return LogError(
+        f"{directory} has no {MANIFEST_NAME} but holds {other!r}: refusing to create a "
+        "new board over it (run `rankengine verify` / `rankengine repair` on it)"
+    )
+
+
+def _check_before_locking(directory: str, create: bool) -> None:
+    """Refuse what :func:`_open_manifest` would refuse in a directory that
+    holds no board, before the lock is taken: taking it would leave a
+    ``LOCK`` file in a directory an open does not use (as :func:`repair`
+    avoids too).  The open checks again under the lock.
+
+    A board being created concurrently never shows a name other than its
+    first segment (header only), temporary files and ``LOCK`` before its
+    ``MANIFEST`` exists, so a directory refused here holds no board.
+
+    Runtime complexity: O(files in the directory)
+    """
+    manifest = os.path.join(directory, MANIFEST_NAME)
+    if os.path.lexists(manifest):
+        return
+    if not create:
+        raise _no_board(directory)
+    _, other = creation_leftovers(directory)
+    if other is not None and not os.path.lexists(manifest):
+        raise _not_fresh(directory, other)
+
+
 def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Manifest:
     """Read the manifest, or create a new board if the directory holds none."""
     try:
@@ -500,15 +533,12 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     except FileNotFoundError:
         pass
     if not create:
-        raise FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
+        raise _no_board(directory)
     # A crash while creating leaves only a header-only first segment and
     # temporary files; anything else means this is not a fresh directory.
     stale, other = creation_leftovers(directory)
     if other is not None:
-        raise LogError(
-            f"{directory} has no {MANIFEST_NAME} but holds {other!r}: refusing to create a "
-            "new board over it (run `rankengine verify` / `rankengine repair` on it)"
-        )
+        raise _not_fresh(directory, other)
     for path in stale:
         if not path.endswith("LOCK"):
             os.remove(path)
@@ -736,6 +766,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             raise FileNotFoundError(f"{self.path} does not exist (create=False)")
         elif not os.path.isdir(self.path):
             raise NotADirectoryError(f"{self.path} is not a directory")
+        _check_before_locking(self.path, create)
         self._dirlock = DirectoryLock(self.path)
         try:
             manifest = _open_manifest(self.path, _stored_config(fresh), create)

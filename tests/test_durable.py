@@ -206,6 +206,13 @@ def test_create_false_and_foreign_directories(tmp_path: Path) -> None:
     (tmp_path / "x" / "notes.txt").write_text("mine")
     with pytest.raises(LogError, match="refusing to create"):
         open_board(tmp_path / "x")
+    # Refused before the lock is taken: no LOCK file is left in a directory
+    # that holds no board (as repair does), with create=False either.
+    assert [p.name for p in (tmp_path / "x").iterdir()] == ["notes.txt"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no rankengine board"):
+        open_board(tmp_path / "empty", create=False)
+    assert list((tmp_path / "empty").iterdir()) == []
 
 
 @pytest.mark.parametrize(
