@@ -616,9 +616,11 @@ def _check_log_options(
     if on_torn_tail not in _TORN:
         raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
     if compact_min_bytes is not None:
-        if isinstance(compact_min_bytes, bool) or not isinstance(compact_min_bytes, int):
-            raise TypeError(f"compact_min_bytes must be an int or None, not {compact_min_bytes!r}")
-        if compact_min_bytes < 0:
+        if isinstance(compact_min_bytes, bool) or not isinstance(compact_min_bytes, (int, float)):
+            raise TypeError(
+                f"compact_min_bytes must be a number or None, not {compact_min_bytes!r}"
+            )
+        if not compact_min_bytes >= 0:  # (NaN too)
             raise ValueError(f"compact_min_bytes must be >= 0 or None, not {compact_min_bytes!r}")
     if isinstance(compact_ratio, bool) or not isinstance(compact_ratio, (int, float)):
         raise TypeError(f"compact_ratio must be a number, not {compact_ratio!r}")

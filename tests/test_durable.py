@@ -228,6 +228,7 @@ def test_create_false_and_foreign_directories(tmp_path: Path) -> None:
         ({"compact_min_bytes": "64MB"}, TypeError, "compact_min_bytes must be"),
         ({"compact_min_bytes": -1}, ValueError, "compact_min_bytes must be"),
         ({"compact_min_bytes": True}, TypeError, "compact_min_bytes must be"),
+        ({"compact_min_bytes": math.nan}, ValueError, "compact_min_bytes must be"),
         ({"compact_ratio": "1"}, TypeError, "compact_ratio must be"),
         ({"compact_ratio": -0.5}, ValueError, "compact_ratio must be"),
         ({"compact_ratio": math.nan}, ValueError, "compact_ratio must be"),
@@ -256,18 +257,20 @@ def test_a_bad_option_is_refused_before_anything_is_on_disk(
 
 
 def test_option_edges_are_accepted(tmp_path: Path) -> None:
+    open_board(tmp_path / "float", compact_min_bytes=1e6).close()  # a number of bytes
     # the smallest thresholds: every write past the snapshot's size compacts
-    with open_board(tmp_path, compact_min_bytes=0, compact_ratio=0, retain_log=True) as board:
+    path = tmp_path / "board"
+    with open_board(path, compact_min_bytes=0, compact_ratio=0, retain_log=True) as board:
         for k in range(5):
             board.set(f"p{k}", k)
             deadline = time.monotonic() + 10
             while board._compactor is not None and time.monotonic() < deadline:
                 time.sleep(0.01)
         expected = state(board)
-    assert len(read_manifest(str(tmp_path)).snapshots) >= 2
-    with open_board(tmp_path) as again:
+    assert len(read_manifest(str(path)).snapshots) >= 2
+    with open_board(path) as again:
         assert state(again) == expected
-    assert rebuild(tmp_path, from_log=True).items() == expected[0]
+    assert rebuild(path, from_log=True).items() == expected[0]
 
 
 def test_timestamps_use_the_injected_clock_and_never_go_back(tmp_path: Path) -> None:
