@@ -82,6 +82,7 @@ from rankengine.durable import (
     _check_fsync,
     _check_options,
     _make_directory,
+    _pop_log_options,
 )
 from rankengine.eventlog import crash_point
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle
@@ -599,6 +600,10 @@ class DecayedLeaderboard(Uncopyable):
         """
         _check_fsync(fsync)  # before anything is created or locked
         _check_options(board_config, BOARD_SETTINGS + LOG_OPTIONS, "DecayedLeaderboard.open")
+        # bad values too, before the root is created or locked
+        settings = dict(board_config)
+        _pop_log_options(settings)
+        Leaderboard(**settings)
         root = Path(path)
         _make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import threading
 import time
@@ -145,6 +146,30 @@ _DEFAULTS: Final[dict[str, Any]] = {
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _checked_clock(now: Callable[[], int]) -> Callable[[], int]:
+    """``now``, refusing a stamp that is not an int of milliseconds (a
+    float from ``time.time() * 1000``, say): the write raises before its
+    record is logged, instead of leaving a record no open can read.
+
+    Runtime complexity: O(1) per call
+
+    >>> _checked_clock(lambda: 1_000)()
+    1000
+    >>> _checked_clock(lambda: 1e12)()
+    Traceback (most recent call last):
+    ...
+    TypeError: now() must return an int of milliseconds, not 1000000000000.0
+    """
+
+    def checked() -> int:
+        stamp = now()
+        if isinstance(stamp, bool) or not isinstance(stamp, int):
+            raise TypeError(f"now() must return an int of milliseconds, not {stamp!r}")
+        return int(stamp)
+
+    return checked
 
 
 def _stored_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -468,6 +493,39 @@ def load_board(
     return out
 
 
+def _no_board(directory: str) -> FileNotFoundError:
+    return FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
+
+
+def _not_fresh(directory: str, other: str) -> LogError:
+    return LogError(
+        f"{directory} has no {MANIFEST_NAME} but holds {other!r}: refusing to create a "
+        "new board over it (run `rankengine verify` / `rankengine repair` on it)"
+    )
+
+
+def _check_before_locking(directory: str, create: bool) -> None:
+    """Refuse what :func:`_open_manifest` would refuse in a directory that
+    holds no board, before the lock is taken: taking it would leave a
+    ``LOCK`` file in a directory an open does not use (as :func:`repair`
+    avoids too).  The open checks again under the lock.
+
+    A board being created concurrently never shows a name other than its
+    first segment (header only), temporary files and ``LOCK`` before its
+    ``MANIFEST`` exists, so a directory refused here holds no board.
+
+    Runtime complexity: O(files in the directory)
+    """
+    manifest = os.path.join(directory, MANIFEST_NAME)
+    if os.path.lexists(manifest):
+        return
+    if not create:
+        raise _no_board(directory)
+    _, other = creation_leftovers(directory)
+    if other is not None and not os.path.lexists(manifest):
+        raise _not_fresh(directory, other)
+
+
 def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Manifest:
     """Read the manifest, or create a new board if the directory holds none."""
     try:
@@ -475,15 +533,12 @@ def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Mani
     except FileNotFoundError:
         pass
     if not create:
-        raise FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
+        raise _no_board(directory)
     # A crash while creating leaves only a header-only first segment and
     # temporary files; anything else means this is not a fresh directory.
     stale, other = creation_leftovers(directory)
     if other is not None:
-        raise LogError(
-            f"{directory} has no {MANIFEST_NAME} but holds {other!r}: refusing to create a "
-            "new board over it (run `rankengine verify` / `rankengine repair` on it)"
-        )
+        raise _not_fresh(directory, other)
     for path in stale:
         if not path.endswith("LOCK"):
             os.remove(path)
@@ -524,8 +579,13 @@ def _check_options(options: Iterable[str], allowed: tuple[str, ...], caller: str
 
 
 def _pop_log_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Take the :data:`LOG_OPTIONS` out of ``options`` and return them."""
-    return {name: options.pop(name) for name in LOG_OPTIONS if name in options}
+    """Take the :data:`LOG_OPTIONS` out of ``options`` and return them,
+    refusing a bad value (the callers make nothing on disk before this)."""
+    log_options: dict[str, Any] = {
+        name: options.pop(name) for name in LOG_OPTIONS if name in options
+    }
+    _check_log_options(**log_options)
+    return log_options
 
 
 def _check_fsync(policy: object) -> None:
@@ -548,6 +608,41 @@ def _check_settings(explicit: dict[str, Any]) -> None:
     if not isinstance(given.get("backend", ""), str):
         del given["backend"]
     BoardCore(**given)
+
+
+def _check_log_options(
+    on_torn_tail: object = "truncate",
+    compact_min_bytes: object = COMPACT_MIN_BYTES,
+    compact_ratio: object = COMPACT_RATIO,
+    retain_log: object = False,
+) -> None:
+    """Refuse a bad value of a :data:`LOG_OPTIONS` option before anything is
+    on disk (a bad compaction threshold used to surface at the first write,
+    after its record was logged).
+
+    Runtime complexity: O(1)
+
+    >>> _check_log_options(compact_min_bytes=0, compact_ratio=0)
+    >>> _check_log_options(compact_ratio=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: compact_ratio must be a finite number >= 0, not -1.0
+    """
+    if on_torn_tail not in _TORN:
+        raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
+    if compact_min_bytes is not None:
+        if isinstance(compact_min_bytes, bool) or not isinstance(compact_min_bytes, (int, float)):
+            raise TypeError(
+                f"compact_min_bytes must be a number or None, not {compact_min_bytes!r}"
+            )
+        if not compact_min_bytes >= 0:  # (NaN too)
+            raise ValueError(f"compact_min_bytes must be >= 0 or None, not {compact_min_bytes!r}")
+    if isinstance(compact_ratio, bool) or not isinstance(compact_ratio, (int, float)):
+        raise TypeError(f"compact_ratio must be a number, not {compact_ratio!r}")
+    if not (math.isfinite(compact_ratio) and compact_ratio >= 0):
+        raise ValueError(f"compact_ratio must be a finite number >= 0, not {compact_ratio!r}")
+    if not isinstance(retain_log, bool):
+        raise TypeError(f"retain_log must be True or False, not {retain_log!r}")
 
 
 def _make_directory(path: str) -> None:
@@ -664,15 +759,21 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         create: bool = True,
         now: Callable[[], int] | None = None,
     ) -> None:
+        # Every option is checked before anything is created or locked: a
+        # bad setting must not reach the new board's MANIFEST.
         _check_fsync(fsync)
-        if on_torn_tail not in _TORN:
-            raise ValueError(f"on_torn_tail must be one of {_TORN}, not {on_torn_tail!r}")
+        _check_log_options(on_torn_tail, compact_min_bytes, compact_ratio, retain_log)
+        if not isinstance(create, bool):
+            raise TypeError(f"create must be True or False, not {create!r}")
+        if now is not None and not callable(now):
+            raise TypeError(f"now must be a function returning milliseconds, not {now!r}")
         explicit = {
             "order": order,
             "tie_break": tie_break,
             "rank_style": rank_style,
             "backend": backend,
         }
+        fresh = _resolve_config(None, explicit, os.fspath(path))
         _check_settings(explicit)
         self.path = os.fspath(path)
         self._closed = True  # until fully open
@@ -682,9 +783,9 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             raise FileNotFoundError(f"{self.path} does not exist (create=False)")
         elif not os.path.isdir(self.path):
             raise NotADirectoryError(f"{self.path} is not a directory")
+        _check_before_locking(self.path, create)
         self._dirlock = DirectoryLock(self.path)
         try:
-            fresh = _resolve_config(None, explicit, self.path)
             manifest = _open_manifest(self.path, _stored_config(fresh), create)
             config = _resolve_config(manifest.config, explicit, self.path)
             super().__init__(**config)
@@ -717,7 +818,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         self._policy: FsyncPolicy = fsync
         self._sync_each = fsync == "always"
         self._framer = RecordFramer()
-        self._now = now or _now_ms
+        self._now = _now_ms if now is None else _checked_clock(now)
         self._seq = loaded.last_seq
         self._last_ms = loaded.last_ms
         self._active_first = first
@@ -1110,6 +1211,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 manifest.snapshots, manifest.segments = old_snapshots, old_segments
                 raise
             self._snapshot_size = size
+            self._compact_after = 0  # a failure's deferral ends with a success
         keep = {n for n, _ in manifest.snapshots} | {n for n, _ in manifest.segments}
         for i, name in enumerate(n for n, _ in old_snapshots + old_segments if n not in keep):
             os.remove(os.path.join(directory, name))
@@ -1132,15 +1234,19 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         Runtime complexity: O(size of the segments read)
         """
         with self._lock:
-            readers = _open_readers(self.path, self._manifest, start)
+            readers = _open_readers(self.path, self._manifest, start, stop)
             if not self._closed:
                 readers[-1].size = self._writer.end
         return _iterate(readers, start, stop)
 
 
-def _open_readers(directory: str, manifest: Manifest, start: int) -> list[SegmentReader]:
+def _open_readers(
+    directory: str, manifest: Manifest, start: int, stop: int | None
+) -> list[SegmentReader]:
     if isinstance(start, bool) or not isinstance(start, int) or start < 1:
         raise ValueError(f"start must be a seq of 1 or more, not {start!r}")
+    if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int) or stop < 1):
+        raise ValueError(f"stop must be a seq of 1 or more, or None, not {stop!r}")
     segments = manifest.segments
     if not segments:
         return []
@@ -1189,7 +1295,32 @@ def iter_events(
     Runtime complexity: O(size of the segments read)
     """
     directory = os.fspath(path)
-    return _iterate(_open_readers(directory, read_manifest(directory), start), start, stop)
+    return _iterate(_open_readers(directory, read_manifest(directory), start, stop), start, stop)
+
+
+def _check_point_in_time(until_seq: object, until_ms: object) -> None:
+    """Refuse an ``until_seq`` that is not a sequence number (an int >= 0:
+    0 is before the first record) and an ``until_ms`` that is not a time in
+    milliseconds (an int or a float, not NaN).
+
+    Runtime complexity: O(1)
+
+    >>> _check_point_in_time(0, 1.7e12)
+    >>> _check_point_in_time(2.5, None)
+    Traceback (most recent call last):
+    ...
+    TypeError: until_seq must be an int (a sequence number), not 2.5
+    """
+    if until_seq is not None:
+        if isinstance(until_seq, bool) or not isinstance(until_seq, int):
+            raise TypeError(f"until_seq must be an int (a sequence number), not {until_seq!r}")
+        if until_seq < 0:
+            raise ValueError(f"until_seq must be >= 0, not {until_seq!r}")
+    if until_ms is not None:
+        if isinstance(until_ms, bool) or not isinstance(until_ms, (int, float)):
+            raise TypeError(f"until_ms must be a number of milliseconds, not {until_ms!r}")
+        if until_ms != until_ms:
+            raise ValueError("until_ms must not be NaN")
 
 
 def rebuild(
@@ -1211,6 +1342,7 @@ def rebuild(
 
     Runtime complexity: O(N + k) for N snapshot rows and k replayed changes
     """
+    _check_point_in_time(until_seq, until_ms)
     directory = os.fspath(path)
     manifest = read_manifest(directory)
     config = _resolve_config(manifest.config, {"backend": backend}, directory)

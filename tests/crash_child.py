@@ -1,6 +1,6 @@
 """Child process for tests/test_crash.py: write to a durable board until killed.
 
-Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY [FSYNC [BLOB]]]``
+Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY [FSYNC [BLOB [BATCH]]]]``
 
 Opens ``DIR`` with ``fsync=FSYNC`` (default ``"always"``) and performs ``OPS`` pseudo-random
 writes (seeded, so the parent can regenerate them).  Before each write it
@@ -10,7 +10,10 @@ survive a SIGKILL.  Every ``COMPACT_EVERY`` writes it compacts (so kills
 land inside compactions too); the ``RANKENGINE_CRASH_AT`` environment
 variable makes it kill itself at a named compaction step.  With ``BLOB``
 > 0, every ``set`` carries metadata of about that many bytes, so that a
-kill often lands in the middle of copying a record into the log.  It
+kill often lands in the middle of copying a record into the log.  With
+``BATCH`` > 0, the batch writes are ``set_many`` and ``incr_many`` calls of
+``BATCH`` members each (one record of hundreds of kilobytes, written with
+``write()`` under every policy), so that kills land inside them.  It
 prints ``done`` and exits normally if nobody kills it.
 """
 
@@ -23,7 +26,7 @@ from typing import Any
 from rankengine import Leaderboard
 
 
-def operation(rng: random.Random, i: int, blob: int = 0) -> tuple[str, Any]:
+def operation(rng: random.Random, i: int, blob: int = 0, batch: int = 0) -> tuple[str, Any]:
     """The ``i``-th write of a seeded history (rng advanced in order)."""
     member = f"m{rng.randrange(40)}"
     kind = rng.random()
@@ -36,6 +39,10 @@ def operation(rng: random.Random, i: int, blob: int = 0) -> tuple[str, Any]:
         return ("set", (member, rng.choice([0, 1, 2.5, 10, rng.random()]), meta))
     if kind < 0.85:
         return ("remove", (member,))
+    if batch:
+        # a pool of 4 * batch members: a batch adds some and changes others
+        pairs = [(f"b{rng.randrange(4 * batch)}", rng.randrange(1, 5)) for _ in range(batch)]
+        return ("incr_many" if i % 2 else "set_many", (pairs,))
     return ("set_many", ([(f"m{rng.randrange(40)}", rng.randrange(5)) for _ in range(3)],))
 
 
@@ -48,6 +55,8 @@ def apply(board: Leaderboard, op: tuple[str, Any]) -> None:
         board.set(args[0], args[1], meta=args[2])
     elif name == "remove":
         board.remove(*args)
+    elif name == "incr_many":
+        board.incr_many(*args)
     else:
         board.set_many(*args)
 
@@ -57,11 +66,12 @@ def main(argv: list[str]) -> None:
     compact_every = int(argv[3]) if len(argv) > 3 else 0
     fsync = argv[4] if len(argv) > 4 else "always"
     blob = int(argv[5]) if len(argv) > 5 else 0
+    batch = int(argv[6]) if len(argv) > 6 else 0
     rng = random.Random(seed)
     board = Leaderboard.open(directory, fsync=fsync, compact_min_bytes=None)
     out = sys.stdout
     for i in range(ops):
-        op = operation(rng, i, blob)
+        op = operation(rng, i, blob, batch)
         out.write(f"intent {i}\n")
         out.flush()
         apply(board, op)

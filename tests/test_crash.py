@@ -63,6 +63,7 @@ class Child(AckedChild):
         *,
         fsync: str = "always",
         blob: int = 0,
+        batch: int = 0,
     ) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("RANKENGINE_CRASH_AT", None)
@@ -78,10 +79,12 @@ class Child(AckedChild):
                 str(compact_every),
                 fsync,
                 str(blob),
+                str(batch),
             ],
             env,
         )
         self.blob = blob
+        self.batch = batch
 
     def acked(self) -> tuple[int, int]:
         """(index of the last acknowledged op, its seq); (-1, None) if none."""
@@ -103,7 +106,7 @@ def check_recovery(directory: Path, before: Leaderboard, seed: int, child: Child
     """Reopen ``directory`` and compare it with ``before`` + the child's writes."""
     last_index, last_seq = child.acked()
     rng = random.Random(seed)
-    ops = [operation(rng, i, child.blob) for i in range(last_index + 2)]
+    ops = [operation(rng, i, child.blob, child.batch) for i in range(last_index + 2)]
     expected = before
     for op in ops[: last_index + 1]:
         apply(expected, op)
@@ -195,6 +198,33 @@ def test_sigkill_in_the_middle_of_copies_into_the_map(tmp_path: Path) -> None:
         reference = check_recovery(directory, reference, seed, child)
     assert verify(str(directory)).healthy
     print(f"{torn} of 12 kills left a torn tail")
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec"])
+def test_sigkill_during_large_batches_shows_each_batch_whole_or_not_at_all(
+    tmp_path: Path, policy: str
+) -> None:
+    # set_many / incr_many of 3,000 members: one record each (hundreds of
+    # kilobytes, written with write() even where small records are copied
+    # into a map), so a kill often lands inside one, and inside compactions
+    # of a board of thousands.  After each kill the board holds every
+    # acknowledged batch, and the one in flight wholly or not at all.
+    rng = random.Random(f"batches-{policy}")
+    directory = tmp_path / "board"
+    reference = Leaderboard()
+    for round_number in range(3):
+        seed = rng.randrange(1 << 30)
+        child = Child(
+            directory, seed, ops=100_000, compact_every=rng.choice([0, 4]), fsync=policy, batch=3000
+        )
+        assert child.first_ack.wait(timeout=60), "child never acknowledged a write"
+        time.sleep(rng.uniform(0.05, 0.4))
+        child.proc.send_signal(signal.SIGKILL)
+        code = child.finish()
+        assert code == -signal.SIGKILL, (round_number, code, child.lines[-3:])
+        reference = check_recovery(directory, reference, seed, child)
+    assert len(reference) > 3000
+    assert verify(str(directory)).healthy
 
 
 @pytest.mark.parametrize("step", COMPACTION_STEPS)

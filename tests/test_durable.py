@@ -233,6 +233,71 @@ def test_create_false_and_foreign_directories(tmp_path: Path) -> None:
     (tmp_path / "x" / "notes.txt").write_text("mine")
     with pytest.raises(LogError, match="refusing to create"):
         open_board(tmp_path / "x")
+    # Refused before the lock is taken: no LOCK file is left in a directory
+    # that holds no board (as repair does), with create=False either.
+    assert [p.name for p in (tmp_path / "x").iterdir()] == ["notes.txt"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="holds no rankengine board"):
+        open_board(tmp_path / "empty", create=False)
+    assert list((tmp_path / "empty").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"order": "up"}, ValueError, "order must be"),
+        ({"order": ("desc", "up")}, ValueError, "order must be"),
+        ({"order": ()}, ValueError, "at least one column"),
+        ({"tie_break": "last"}, ValueError, "tie_break must be"),
+        ({"rank_style": "olympic"}, ValueError, "rank style must be"),
+        ({"backend": "btree"}, ValueError, "backend must be"),
+        ({"on_torn_tail": "ignore"}, ValueError, "on_torn_tail must be"),
+        ({"compact_min_bytes": "64MB"}, TypeError, "compact_min_bytes must be"),
+        ({"compact_min_bytes": -1}, ValueError, "compact_min_bytes must be"),
+        ({"compact_min_bytes": True}, TypeError, "compact_min_bytes must be"),
+        ({"compact_min_bytes": math.nan}, ValueError, "compact_min_bytes must be"),
+        ({"compact_ratio": "1"}, TypeError, "compact_ratio must be"),
+        ({"compact_ratio": -0.5}, ValueError, "compact_ratio must be"),
+        ({"compact_ratio": math.nan}, ValueError, "compact_ratio must be"),
+        ({"compact_ratio": math.inf}, ValueError, "compact_ratio must be"),
+        ({"retain_log": "yes"}, TypeError, "retain_log must be"),
+        ({"create": "no"}, TypeError, "create must be"),
+        ({"now": 1000}, TypeError, "now must be"),
+    ],
+)
+def test_a_bad_option_is_refused_before_anything_is_on_disk(
+    tmp_path: Path, options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    # A bad order, tie_break, rank_style or backend was refused only after
+    # the new board's segment and MANIFEST were written, with the bad
+    # setting stored in them: every later open of the directory failed.
+    # A bad compaction threshold was taken, and the first write, logged
+    # already, raised: the board did not show the write, the log held it.
+    path = tmp_path / "board"
+    with pytest.raises(error, match=message):
+        open_board(path, **options)
+    assert not path.exists()
+    path.mkdir()  # an existing empty directory is left empty too
+    with pytest.raises(error, match=message):
+        open_board(path, **options)
+    assert list(path.iterdir()) == []
+
+
+def test_option_edges_are_accepted(tmp_path: Path) -> None:
+    open_board(tmp_path / "float", compact_min_bytes=1e6).close()  # a number of bytes
+    # the smallest thresholds: every write past the snapshot's size compacts
+    path = tmp_path / "board"
+    with open_board(path, compact_min_bytes=0, compact_ratio=0, retain_log=True) as board:
+        for k in range(5):
+            board.set(f"p{k}", k)
+            deadline = time.monotonic() + 10
+            while board._compactor is not None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        expected = state(board)
+    assert len(read_manifest(str(path)).snapshots) >= 2
+    with open_board(path) as again:
+        assert state(again) == expected
+    assert rebuild(path, from_log=True).items() == expected[0]
 
 
 def test_timestamps_use_the_injected_clock_and_never_go_back(tmp_path: Path) -> None:
@@ -241,6 +306,23 @@ def test_timestamps_use_the_injected_clock_and_never_go_back(tmp_path: Path) -> 
         for m in "abc":
             board.set(m, 1)
         assert [e.time_ms for e in board.events()] == [1000, 1000, 2000]
+
+
+@pytest.mark.parametrize("stamp", [1.7e12, True, "1700000000000", None])
+def test_a_clock_returning_no_int_refuses_the_write(tmp_path: Path, stamp: Any) -> None:
+    # now=lambda: time.time() * 1000 (a float) was logged as it was: the
+    # write was acknowledged, and the record it left made every later open
+    # fail with CorruptionError ("timestamp is not a non-negative int").
+    with open_board(tmp_path, fsync="always") as board:
+        board.set("ann", 1)
+    with open_board(tmp_path, fsync="always", now=lambda: stamp) as board:
+        with pytest.raises(TypeError, match="now"):
+            board.set("bob", 2)
+        with pytest.raises(TypeError, match="now"):
+            board.set_many({"bob": 2, "cid": 3})
+        assert board.items() == [("ann", 1)] and board.last_seq == 1
+    with open_board(tmp_path) as again:
+        assert again.items() == [("ann", 1)] and again.last_seq == 1
 
 
 # ----------------------------------------------------------------------
@@ -512,6 +594,49 @@ def test_automatic_compaction_runs_in_the_background(tmp_path: Path) -> None:
         expected = state(board)
     assert len(seen) >= 2, "automatic compaction did not run twice"
     assert len(read_manifest(str(tmp_path)).snapshots) == 1
+    with open_board(tmp_path) as again:
+        assert state(again) == expected
+
+
+def test_a_failed_background_compaction_defers_only_the_next_attempt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a background compaction failed before it switched segments, the
+    # next one waited for twice the segment's bytes, as meant; but that
+    # threshold was never reset, so every later segment too had to grow
+    # past it before compacting.
+    threshold = 2000
+    real_fsync_dir = durable_module.fsync_dir
+    failures = iter([OSError("I/O error")])
+
+    def fsync_dir_once_failing(path: str) -> None:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        real_fsync_dir(path)
+
+    def wait_for_compactor(board: DurableLeaderboard) -> None:
+        deadline = time.monotonic() + 10
+        while board._compactor is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    with open_board(tmp_path, compact_min_bytes=threshold, compact_ratio=0) as board:
+        monkeypatch.setattr(durable_module, "fsync_dir", fsync_dir_once_failing)
+        with pytest.warns(RuntimeWarning, match="background compaction failed"):
+            while board._writer.record_bytes < threshold:
+                board.incr("ann", 1)
+            wait_for_compactor(board)
+        deferred_to = board._writer.record_bytes * 2
+        assert not read_manifest(str(tmp_path)).snapshots
+        compacted = board.compact()  # succeeds: a new, empty segment
+        assert board._writer.record_bytes < threshold
+        # the next segment compacts past the threshold again, not past deferred_to
+        while board._writer.record_bytes < threshold:
+            board.incr("bob", 1)
+        assert board._writer.record_bytes < deferred_to
+        wait_for_compactor(board)
+        assert read_manifest(str(tmp_path)).snapshots[-1][1] > compacted
+        expected = state(board)
     with open_board(tmp_path) as again:
         assert state(again) == expected
 
@@ -821,6 +946,20 @@ def test_events_from_before_seq_1_are_refused_clearly(tmp_path: Path) -> None:
     assert [e.seq for e in iter_events(tmp_path, 1)] == list(range(1, last + 1))
 
 
+def test_events_up_to_a_bad_stop_are_refused_clearly(tmp_path: Path) -> None:
+    # stop was not checked: 2.5 stopped after seq 2, True and -1 gave no
+    # events, and a string raised a comparison error half-way through.
+    with open_board(tmp_path) as board:
+        fill(board, 5)
+        for stop in (0, -1, 2.5, True, "3"):
+            with pytest.raises(ValueError, match="stop must be a seq of 1 or more"):
+                board.events(1, stop)  # type: ignore[arg-type]
+            with pytest.raises(ValueError, match="stop must be a seq of 1 or more"):
+                iter_events(tmp_path, 1, stop)  # type: ignore[arg-type]
+        assert [e.seq for e in board.events(2, 4)] == [2, 3]
+        assert [e.seq for e in board.events(3, 1)] == []
+
+
 def test_events_iterator_survives_a_compaction(tmp_path: Path) -> None:
     with open_board(tmp_path) as board:
         fill(board, 50)
@@ -847,6 +986,32 @@ def test_point_in_time_by_seq_and_by_time(tmp_path: Path) -> None:
         assert state(rebuild(tmp_path, until_seq=seq)) == expected
         assert state(rebuild(tmp_path, until_ms=ms)) == expected
         assert state(rebuild(tmp_path, until_ms=ms + 5)) == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"until_seq": -1}, ValueError),
+        ({"until_seq": True}, TypeError),
+        ({"until_seq": 5.5}, TypeError),
+        ({"until_seq": "5"}, TypeError),
+        ({"until_ms": "2026-11-30"}, TypeError),
+        ({"until_ms": False}, TypeError),
+        ({"until_ms": math.nan}, ValueError),
+    ],
+)
+def test_rebuild_refuses_a_bad_point_in_time(
+    tmp_path: Path, options: dict[str, Any], error: type[Exception]
+) -> None:
+    # until_seq=-1 gave an empty board, True the board after record 1,
+    # 5.5 the board after record 5 with a warning that the log ends before
+    # seq 5.5; a string failed inside the replay with a comparison error.
+    with open_board(tmp_path) as board:
+        fill(board, 20)
+    with pytest.raises(error, match="until_"):
+        rebuild(tmp_path, **options)
+    assert len(rebuild(tmp_path, until_seq=0)) == 0  # before the first record
+    assert state(rebuild(tmp_path, until_ms=1.5e15)) == state(rebuild(tmp_path))
 
 
 # ----------------------------------------------------------------------

@@ -189,6 +189,30 @@ def test_an_unknown_option_is_refused_before_the_root_is_touched(
 
 
 @OPENERS
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"compact_ratio": "x"}, TypeError),
+        ({"compact_min_bytes": -1}, ValueError),
+        ({"retain_log": "yes"}, TypeError),
+        ({"on_torn_tail": "ignore"}, ValueError),
+        ({"order": "up"}, ValueError),
+        ({"tie_break": "last"}, ValueError),
+    ],
+)
+def test_a_bad_option_value_is_refused_before_the_root_is_touched(
+    tmp_path: Path, opener: Any, options: dict[str, Any], error: type[Exception]
+) -> None:
+    # A bad log option: the periodic open accepted it and failed at the
+    # first write, the window and decayed opens after creating the root and
+    # its lock file; a bad setting: the decayed open, after creating them.
+    root = tmp_path / "root"
+    with pytest.raises(error):
+        opener(root, fsync="never", **options)
+    assert not root.exists()
+
+
+@OPENERS
 def test_the_log_options_reach_the_durable_boards(tmp_path: Path, opener: Any) -> None:
     # The window open refused every log option: its window board, which
     # stays in memory, was made with them.
