@@ -318,6 +318,9 @@ class PeriodicLeaderboard(Uncopyable):
         #: before this time, advancing has nothing to do (see _advance)
         self._horizon = -math.inf
         self._late_dropped = 0
+        #: periods that a tick() which raised had closed, oldest first: the
+        #: next tick() returns them (see tick)
+        self._unreported: list[Period] = []
         #: True while an on_close callback runs: a read it makes through this
         #: board must not advance again (it would close the same period again)
         self._closing = False
@@ -396,11 +399,34 @@ class PeriodicLeaderboard(Uncopyable):
     def tick(self) -> list[Period]:
         """Advance to "now": run due close callbacks and archive old periods.
 
-        :return: the periods that closed during this call, oldest first.
+        If a callback (or a durable board's closed marker) raises, the error
+        reaches the caller, and the periods this call had closed before it
+        are returned by the next ``tick()``, ahead of those it closes: every
+        period a ``tick()`` closes is in one ``tick()``'s return value.
+        Periods that other calls close are in none.
+
+        :return: the periods that closed during this call (and during a
+            ``tick()`` before it that raised), oldest first.
+
+        Runtime complexity: O(P log P) for P periods held, plus the callbacks
+        and archives due
+
+        >>> now = [0.0]
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: now[0])
+        >>> board.tick()
+        []
+        >>> now[0] = 86_400.0
+        >>> [p.name for p in board.tick()]
+        ['1970-01-01']
         """
         with self._lock:
-            closed: list[Period] = []
-            self._advance(closed)
+            # periods that a tick() which raised had closed: reported now
+            closed, self._unreported = self._unreported, []
+            try:
+                self._advance(closed)
+            except BaseException:
+                self._unreported = closed
+                raise
             return closed
 
     # ------------------------------------------------------------------
@@ -1161,11 +1187,12 @@ class PeriodicLeaderboard(Uncopyable):
                         self._closing = False
                 crash_point("after_close_callback")
                 self._closed.add(period.name)
+                # closed from here on: reported even if its marker fails
+                if closed is not None:
+                    closed.append(period)
                 if self._store is not None:
                     self._store.mark_closed(period)
                     crash_point("after_close_marker")
-                if closed is not None:
-                    closed.append(period)
         oldest = self._oldest_kept(current)
         # oldest first, as they closed (not in the order of the set of
         # names, which changes from run to run with the hashes of strings)

@@ -1586,3 +1586,90 @@ def test_removals_mark_the_members_they_removed_for_a_sliding_window() -> None:
     window._check()  # every member holds its window sum
     # the hour before is whole; this hour holds fay only
     assert dict(window.items()) == {**ROWS, "fay": 3}
+
+
+# ----------------------------------------------------------------------
+# tick() reports every period it closed, a call that raised too
+# ----------------------------------------------------------------------
+def _two_days_due(on_close: Callable[[Period, Leaderboard], None], **options: Any) -> Any:
+    """A daily board with a day of grace, written on 2026-11-30 and
+    2026-12-01, its clock at 2026-12-03 when both are due to close in one
+    call; the board and the two periods."""
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = PeriodicLeaderboard("daily", grace=DAY, keep=3, clock=clock, on_close=on_close)
+    board.incr("ann", 1)
+    clock.t += DAY
+    board.incr("bob", 2)
+    clock.t += 2 * DAY
+    return board, board.calendar.parse("2026-11-30"), board.calendar.parse("2026-12-01")
+
+
+def test_a_tick_that_raises_reports_the_periods_it_closed_at_the_next_tick() -> None:
+    # the first period closed, then the second one's callback raised: the
+    # tick's list of closed periods was lost with the error, and the first
+    # period (closed, so not closed again) was in no tick's return value
+    calls: list[str] = []
+
+    def flaky(period: Period, board: Leaderboard) -> None:
+        calls.append(period.name)
+        if period.name == "2026-12-01" and calls.count(period.name) == 1:
+            raise RuntimeError("reward service down")
+
+    board, first, second = _two_days_due(flaky)
+    with pytest.raises(RuntimeError):
+        board.tick()
+    # (no call that advances here: it would retry the second callback)
+    assert first.name in board._closed and second.name not in board._closed
+    assert board.tick() == [first, second]  # oldest first, as they closed
+    assert board.tick() == []  # each reported once
+    assert calls == ["2026-11-30", "2026-12-01", "2026-12-01"]
+    board._check()
+
+
+def test_periods_a_raising_tick_closed_wait_for_the_next_tick_not_another_call() -> None:
+    # another call that closes periods reports none (only tick() does); the
+    # periods a raising tick closed stay due to the next tick
+    failures = [1]
+
+    def flaky(period: Period, board: Leaderboard) -> None:
+        if period.name == "2026-12-01" and failures:
+            failures.pop()
+            raise RuntimeError("reward service down")
+
+    board, first, second = _two_days_due(flaky)
+    with pytest.raises(RuntimeError):
+        board.tick()
+    assert board.incr("cid", 3) == 3  # closes the second period
+    assert second.name in board._closed
+    assert board.tick() == [first]
+    assert board.tick() == []
+    board._check()
+
+
+def test_a_period_whose_closed_marker_fails_is_still_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the callback ran and the period counts as closed, then writing its
+    # marker raised: the period was appended to the tick's list only after
+    # the marker, so no tick reported it
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = PeriodicLeaderboard.open(tmp_path, "daily", keep=1, clock=clock, fsync="never")
+    board.incr("ann", 1)
+    store = board._store
+    assert store is not None
+    mark_closed = store.mark_closed
+    broken = [OSError("disk full")]
+
+    def failing(period: Period) -> None:
+        if broken:
+            raise broken.pop()
+        mark_closed(period)
+
+    monkeypatch.setattr(store, "mark_closed", failing)
+    clock.t += DAY
+    with pytest.raises(OSError, match="disk full"):
+        board.tick()
+    assert board.tick() == [board.calendar.parse("2026-11-30")]
+    assert board.tick() == []
+    board._check()
+    board.close()
