@@ -63,6 +63,7 @@ from rankengine.calendars import (
     calendar,
 )
 from rankengine.copying import Uncopyable
+from rankengine.core import _check_count, _member_list
 from rankengine.durable import (
     BOARD_SETTINGS,
     DurableLeaderboard,
@@ -317,6 +318,9 @@ class PeriodicLeaderboard(Uncopyable):
         #: before this time, advancing has nothing to do (see _advance)
         self._horizon = -math.inf
         self._late_dropped = 0
+        #: periods that a tick() which raised had closed, oldest first: the
+        #: next tick() returns them (see tick)
+        self._unreported: list[Period] = []
         #: True while an on_close callback runs: a read it makes through this
         #: board must not advance again (it would close the same period again)
         self._closing = False
@@ -395,11 +399,34 @@ class PeriodicLeaderboard(Uncopyable):
     def tick(self) -> list[Period]:
         """Advance to "now": run due close callbacks and archive old periods.
 
-        :return: the periods that closed during this call, oldest first.
+        If a callback (or a durable board's closed marker) raises, the error
+        reaches the caller, and the periods this call had closed before it
+        are returned by the next ``tick()``, ahead of those it closes: every
+        period a ``tick()`` closes is in one ``tick()``'s return value.
+        Periods that other calls close are in none.
+
+        :return: the periods that closed during this call (and during a
+            ``tick()`` before it that raised), oldest first.
+
+        Runtime complexity: O(P log P) for P periods held, plus the callbacks
+        and archives due
+
+        >>> now = [0.0]
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: now[0])
+        >>> board.tick()
+        []
+        >>> now[0] = 86_400.0
+        >>> [p.name for p in board.tick()]
+        ['1970-01-01']
         """
         with self._lock:
-            closed: list[Period] = []
-            self._advance(closed)
+            # periods that a tick() which raised had closed: reported now
+            closed, self._unreported = self._unreported, []
+            try:
+                self._advance(closed)
+            except BaseException:
+                self._unreported = closed
+                raise
             return closed
 
     # ------------------------------------------------------------------
@@ -496,6 +523,173 @@ class PeriodicLeaderboard(Uncopyable):
             if period is None:
                 return False
             self._wrote(period, (member,))
+            return removed
+
+    def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
+        """:meth:`Leaderboard.remove_many` on the board of the period of
+        ``t`` (default now): every member is checked before any is removed.
+
+        :return: how many were present; 0 also when a late write was dropped.
+
+        Runtime complexity: O(k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.remove_many(["ann", "cid", "zed"]), board.board().items()
+        (2, [('bob', 2)])
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                wanted = _member_list(members)  # read once, inside: a failing iterable undoes
+                removed = self._target(period).remove_many(wanted)
+            if period is None:
+                return 0
+            self._wrote(period, wanted)
+            return removed
+
+    def pop_best(
+        self, count: int = 1, *, t: float | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.pop_best` on the board of the period of ``t``
+        (default now): remove and return up to ``count`` best entries.
+
+        For a closed period (its standings are final) it follows ``late``:
+        ``"reject"`` raises :class:`LateEventError`, ``"drop"`` returns
+        ``[]``, and ``"current"`` pops the best of the *current* period.
+
+        Runtime complexity: O(count log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> [e.member for e in board.pop_best(2)], board.board().items()
+        (['ann', 'bob'], [('cid', 1)])
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                popped = self._target(period).pop_best(count, with_meta=with_meta)
+            if period is None:
+                return []
+            self._wrote(period, [entry.member for entry in popped])
+            return popped
+
+    def pop_worst(
+        self, count: int = 1, *, t: float | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.pop_worst` on the board of the period of ``t``
+        (default now): remove and return up to ``count`` worst entries,
+        worst first.  A closed period: as :meth:`pop_best`.
+
+        Runtime complexity: O(count log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> [e.member for e in board.pop_worst(2)], board.board().items()
+        (['cid', 'bob'], [('ann', 3)])
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                popped = self._target(period).pop_worst(count, with_meta=with_meta)
+            if period is None:
+                return []
+            self._wrote(period, [entry.member for entry in popped])
+            return popped
+
+    def remove_by_rank(self, start: int, stop: int, *, t: float | None = None) -> int:
+        """:meth:`Leaderboard.remove_by_rank` on the board of the period of
+        ``t`` (default now): remove the members ranked ``start`` to ``stop``
+        inclusive (1-based, negative from the bottom).  A closed period: as
+        :meth:`pop_best` (``"current"`` removes those ranks of the current
+        period, ``"drop"`` returns 0).
+
+        Runtime complexity: O(log N + k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.remove_by_rank(2, -1), board.board().items()
+        (2, [('ann', 3)])
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                board = self._target(period)
+                with board._lock:
+                    gone = self._going(period, lambda: board.by_rank(start, stop))
+                    removed = board.remove_by_rank(start, stop)
+            if period is None:
+                return 0
+            self._wrote(period, gone)
+            return removed
+
+    def remove_by_score(
+        self,
+        min: Score | None,  # the names of Leaderboard.remove_by_score
+        max: Score | None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        t: float | None = None,
+    ) -> int:
+        """:meth:`Leaderboard.remove_by_score` on the board of the period of
+        ``t`` (default now): remove every member whose score lies in the
+        range (``None`` leaves an end open).  A closed period: as
+        :meth:`pop_best` (``"current"`` removes that range of the current
+        period, ``"drop"`` returns 0).
+
+        Runtime complexity: O(log N + k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.remove_by_score(None, 2), board.board().items()
+        (2, [('ann', 3)])
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                board = self._target(period)
+                with board._lock:
+                    gone = self._going(
+                        period,
+                        lambda: board.by_score(
+                            min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
+                        ),
+                    )
+                    removed = board.remove_by_score(
+                        min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
+                    )
+            if period is None:
+                return 0
+            self._wrote(period, gone)
+            return removed
+
+    def keep_top(self, n: int, *, t: float | None = None) -> int:
+        """:meth:`Leaderboard.keep_top` on the board of the period of ``t``
+        (default now): keep only its best ``n`` members.  A closed period:
+        as :meth:`pop_best` (``"current"`` prunes the current period,
+        ``"drop"`` returns 0).
+
+        :return: how many were removed.
+
+        Runtime complexity: O(log N + k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.keep_top(1), board.board().items()
+        (2, [('ann', 3)])
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                board = self._target(period)
+                with board._lock:
+                    n = _check_count(n, "n")  # as the board checks it, before n + 1 below
+                    gone = self._going(period, lambda: board.by_rank(n + 1, -1))
+                    removed = board.keep_top(n)
+            if period is None:
+                return 0
+            self._wrote(period, gone)
             return removed
 
     def set_meta(
@@ -993,11 +1187,12 @@ class PeriodicLeaderboard(Uncopyable):
                         self._closing = False
                 crash_point("after_close_callback")
                 self._closed.add(period.name)
+                # closed from here on: reported even if its marker fails
+                if closed is not None:
+                    closed.append(period)
                 if self._store is not None:
                     self._store.mark_closed(period)
                     crash_point("after_close_marker")
-                if closed is not None:
-                    closed.append(period)
         oldest = self._oldest_kept(current)
         # oldest first, as they closed (not in the order of the set of
         # names, which changes from run to run with the hashes of strings)
@@ -1118,6 +1313,19 @@ class PeriodicLeaderboard(Uncopyable):
         self._closed.discard(period.name)
         if self._store is not None:
             self._store.release(period, board)
+
+    def _going(self, period: Period | None, doomed: Callable[[], list[Entry]]) -> list[Member]:
+        """The members a removal by rank or score is about to remove (read
+        with ``doomed``, under the board's lock), for the write hook: the
+        board's own method returns only a count.  Read only when a hook
+        wants them (a sliding window over these buckets) and the write is
+        not a dropped one.
+
+        Runtime complexity: O(log N + k) with a hook, O(1) without
+        """
+        if period is None or self._write_hook is None:
+            return []
+        return [entry.member for entry in doomed()]
 
     def _wrote(self, period: Period, members: Iterable[Member]) -> None:
         if self._write_hook is not None:

@@ -70,7 +70,13 @@ from rankengine.durable import (
     _pop_log_options,
 )
 from rankengine.leaderboard import Entry, Leaderboard, RankStyle, When
-from rankengine.periodic import Calendar, LatePolicy, Period, PeriodicLeaderboard
+from rankengine.periodic import (
+    _OPEN_OWNS,
+    Calendar,
+    LatePolicy,
+    Period,
+    PeriodicLeaderboard,
+)
 from rankengine.scoring import Member, Score
 
 __all__ = ["SlidingWindowLeaderboard"]
@@ -207,7 +213,9 @@ class SlidingWindowLeaderboard(Uncopyable):
             return self._buckets.now() - self._as_of
 
     def window(self) -> list[Period]:
-        """The buckets the window board sums, oldest first, as of the last refresh."""
+        """The buckets the window board sums, oldest first, as of the last
+        refresh: ``buckets`` of them, fewer in the calendar's first periods
+        (there is none before the first one of year 1)."""
         with self._lock:
             return list(self._window)
 
@@ -227,7 +235,10 @@ class SlidingWindowLeaderboard(Uncopyable):
             newest = cal.period_of(now)
             window = [newest]
             for _ in range(self._size - 1):
-                window.append(cal.previous(window[-1]))
+                try:
+                    window.append(cal.previous(window[-1]))
+                except ValueError:  # no bucket before the calendar's first (year 1)
+                    break
             window.reverse()
             names = {p.name for p in window}
             held = self._buckets._boards
@@ -469,10 +480,19 @@ class SlidingWindowLeaderboard(Uncopyable):
         full refresh over the buckets found.  Like the periodic board, it
         holds the lock of ``path`` until :meth:`close` (one writer per
         directory), and a failed open closes what it opened and releases it.
+        ``options`` are the constructor's but ``archive`` and
+        ``board_factory`` (old buckets go to ``path/archive``, the buckets
+        are durable boards: either raises ``TypeError``).
 
         Runtime complexity: O(replay of the buckets + one full refresh)
         """
         _check_fsync(fsync)  # before anything is created or locked
+        # the buckets' store makes the bucket boards and keeps the archive
+        # under path: these would be taken (the archive directory even made)
+        # and then ignored
+        for name in _OPEN_OWNS:
+            if name in options:
+                raise TypeError(f"open() got an unexpected keyword argument {name!r}")
         log_options = _pop_log_options(options)
         window = cls(cal, buckets, clock=clock, **options)  # refuses anything else unknown
         # the buckets are durable boards and take the log options; the

@@ -973,6 +973,11 @@ def _raising_pairs() -> Any:
     raise ValueError("the caller's iterable failed")
 
 
+def _raising_members() -> Any:
+    yield "ann"
+    raise ValueError("the caller's iterable failed")
+
+
 #: (label, write) pairs: each write is refused by the period board's own
 #: validation (or while its arguments are read), not by routing.
 REFUSED_WRITES: list[tuple[str, Any]] = [
@@ -997,6 +1002,13 @@ REFUSED_WRITES: list[tuple[str, Any]] = [
     ("remove bad member", lambda b, t: b.remove(["x"], t=t)),
     ("set_meta absent member", lambda b, t: b.set_meta("zed", {"k": 1}, t=t)),
     ("set_meta bad meta", lambda b, t: b.set_meta("cid", {"k": object()}, t=t)),
+    ("remove_many one bad member", lambda b, t: b.remove_many(["cid", ["x"]], t=t)),
+    ("remove_many iterable fails", lambda b, t: b.remove_many(_raising_members(), t=t)),
+    ("pop_best negative", lambda b, t: b.pop_best(-1, t=t)),
+    ("pop_worst not an int", lambda b, t: b.pop_worst(1.5, t=t)),
+    ("remove_by_rank zero", lambda b, t: b.remove_by_rank(0, -1, t=t)),
+    ("remove_by_score NaN", lambda b, t: b.remove_by_score(None, math.nan, t=t)),
+    ("keep_top negative", lambda b, t: b.keep_top(-1, t=t)),
 ]
 
 
@@ -1028,6 +1040,13 @@ NO_OP_WRITES: list[tuple[str, Any, Any]] = [
     ("set_many empty", lambda b, t: b.set_many({}, t=t), 0),
     ("set_many when present", lambda b, t: b.set_many({"zed": 1}, t=t, when="present"), 0),
     ("incr_many empty", lambda b, t: b.incr_many([], t=t), {}),
+    # the removals below find nothing on an empty board or on {cid: 2}
+    ("remove_many absent", lambda b, t: b.remove_many(["zed"], t=t), 0),
+    ("pop_best none", lambda b, t: b.pop_best(0, t=t), []),
+    ("pop_worst none", lambda b, t: b.pop_worst(0, t=t), []),
+    ("remove_by_rank past the end", lambda b, t: b.remove_by_rank(2, -1, t=t), 0),
+    ("remove_by_score below all", lambda b, t: b.remove_by_score(None, 1, t=t), 0),
+    ("keep_top all", lambda b, t: b.keep_top(1, t=t), 0),
 ]
 
 
@@ -1381,3 +1400,276 @@ def test_an_open_period_nobody_wrote_to_reads_as_empty_beyond_keep() -> None:
     with pytest.raises(KeyError):
         board.top(period="2026-11-30T08")  # closed before the board began
     board._check()
+
+
+# ----------------------------------------------------------------------
+# Parity of writes with Leaderboard: removals by members, pops, pruning
+# ----------------------------------------------------------------------
+#: (name, the write on a Leaderboard given its keyword arguments): each
+#: write that removes members, called the same way on the periodic board
+#: (with ``t=``) and on a plain board.
+REMOVALS: list[tuple[str, Callable[[Any, dict[str, Any]], Any]]] = [
+    ("remove_many", lambda b, kw: b.remove_many(["bob", "zed", "ann", "bob"], **kw)),
+    ("remove_many none", lambda b, kw: b.remove_many([], **kw)),
+    ("pop_best", lambda b, kw: b.pop_best(2, **kw)),
+    ("pop_best meta", lambda b, kw: b.pop_best(with_meta=True, **kw)),
+    ("pop_best all", lambda b, kw: b.pop_best(99, **kw)),
+    ("pop_worst", lambda b, kw: b.pop_worst(2, with_meta=True, **kw)),
+    ("pop_worst none", lambda b, kw: b.pop_worst(0, **kw)),
+    ("remove_by_rank", lambda b, kw: b.remove_by_rank(2, -2, **kw)),
+    ("remove_by_rank clamped", lambda b, kw: b.remove_by_rank(-99, 2, **kw)),
+    ("remove_by_rank empty", lambda b, kw: b.remove_by_rank(3, 2, **kw)),
+    ("remove_by_score", lambda b, kw: b.remove_by_score(2, 5, max_inclusive=False, **kw)),
+    ("remove_by_score open", lambda b, kw: b.remove_by_score(None, 5, **kw)),
+    ("remove_by_score none", lambda b, kw: b.remove_by_score(100, None, **kw)),
+    ("keep_top", lambda b, kw: b.keep_top(2, **kw)),
+    ("keep_top zero", lambda b, kw: b.keep_top(0, **kw)),
+    ("keep_top all", lambda b, kw: b.keep_top(9, **kw)),
+]
+
+#: A board's rows for the removals: ties (bob and cid), metadata, a float.
+ROWS: dict[str, Any] = {"ann": 9, "bob": 5, "cid": 5, "dee": 2.5, "eve": 1}
+
+
+def _plain_with_rows() -> Leaderboard:
+    plain = Leaderboard()
+    plain.set_many(ROWS)
+    plain.set_meta("ann", {"name": "Ann"})
+    plain.set_meta("eve", {"name": "Eve"})
+    return plain
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize("when", ["now", "open past period"])
+@pytest.mark.parametrize(("name", "write"), REMOVALS, ids=[c[0] for c in REMOVALS])
+def test_removals_act_on_the_period_of_their_time_as_on_a_leaderboard(
+    tmp_path: Path, durable: bool, when: str, name: str, write: Any
+) -> None:
+    board, _, options = _daily_in_grace(tmp_path / "board", durable, lambda p, b: None)
+    yesterday = ts("2026-11-30T23:00:00")  # in its grace: open
+    try:
+        for t in (None, yesterday):  # the same rows in both periods
+            board.set_many(ROWS, t=t)
+            board.set_meta("ann", {"name": "Ann"}, t=t)
+            board.set_meta("eve", {"name": "Eve"}, t=t)
+        t = yesterday if when == "open past period" else None
+        other = "2026-12-01" if when == "open past period" else "2026-11-30"
+        plain = _plain_with_rows()
+        assert write(board, {"t": t}) == write(plain, {})
+        target = "2026-11-30" if t is not None else "2026-12-01"
+        assert board.board(target).items() == plain.items()
+        assert board.top(9, period=target, with_meta=True) == plain.top(9, with_meta=True)
+        # the other period is untouched
+        assert board.top(9, period=other, with_meta=True) == _plain_with_rows().top(
+            9, with_meta=True
+        )
+        board._check()
+    finally:
+        if durable:
+            board.close()
+    if durable:  # the removals were logged: a reopen has them
+        with PeriodicLeaderboard.open(
+            tmp_path / "board", "daily", fsync="never", **options
+        ) as again:
+            assert again.board(target).items() == plain.items()
+
+
+#: (name, write, error): each removal with bad arguments, and what a
+#: Leaderboard raises for them.
+BAD_REMOVALS: list[tuple[str, Callable[[Any, dict[str, Any]], Any], type[Exception]]] = [
+    ("remove_many bad member", lambda b, kw: b.remove_many(["ann", ["x"]], **kw), TypeError),
+    ("remove_many a str", lambda b, kw: b.remove_many("ann", **kw), TypeError),
+    ("remove_many fails", lambda b, kw: b.remove_many(_raising_members(), **kw), ValueError),
+    ("pop_best negative", lambda b, kw: b.pop_best(-1, **kw), ValueError),
+    ("pop_best float", lambda b, kw: b.pop_best(1.0, **kw), TypeError),
+    ("pop_worst bool", lambda b, kw: b.pop_worst(True, **kw), TypeError),
+    ("remove_by_rank zero", lambda b, kw: b.remove_by_rank(0, 2, **kw), ValueError),
+    ("remove_by_rank str", lambda b, kw: b.remove_by_rank(1, "2", **kw), TypeError),
+    ("remove_by_score NaN", lambda b, kw: b.remove_by_score(math.nan, 5, **kw), ValueError),
+    ("remove_by_score str", lambda b, kw: b.remove_by_score("1", None, **kw), TypeError),
+    (
+        "remove_by_score flag",
+        lambda b, kw: b.remove_by_score(1, 5, min_inclusive=1, **kw),
+        TypeError,
+    ),
+    ("keep_top negative", lambda b, kw: b.keep_top(-1, **kw), ValueError),
+    ("keep_top None", lambda b, kw: b.keep_top(None, **kw), TypeError),
+]
+
+
+@pytest.mark.parametrize("late", ["reject", "drop", "current"])
+@pytest.mark.parametrize(("name", "write", "error"), BAD_REMOVALS, ids=[c[0] for c in BAD_REMOVALS])
+def test_a_removal_with_bad_arguments_changes_nothing_on_time_or_late(
+    name: str, write: Any, error: type[Exception], late: Any
+) -> None:
+    plain = _plain_with_rows()
+    with pytest.raises(error):
+        write(plain, {})  # the plain board's own refusal
+    assert plain.items() == _plain_with_rows().items()
+    clock = FakeClock(ts("2026-12-01T12:00:00"))
+    board = daily_board(clock, late=late, keep=1)
+    board.set_many(ROWS)
+    yesterday = ts("2026-11-30T12:00:00")  # closed before the board began
+    with pytest.raises(error):
+        write(board, {})
+    for t in (clock.t, ts("2026-12-01T00:00:00")):
+        with pytest.raises(error):
+            write(board, {"t": t})
+    # late: refused as late (reject), or refused as on time (drop, current)
+    with pytest.raises(LateEventError if late == "reject" else error):
+        write(board, {"t": yesterday})
+    assert board.board().items() == plain.items()
+    assert [p.name for p in board.periods()] == ["2026-12-01"]
+    assert board.late_dropped == 0
+    board._check()
+
+
+@pytest.mark.parametrize(("name", "write"), REMOVALS, ids=[c[0] for c in REMOVALS])
+def test_a_removal_for_a_closed_period_follows_the_late_policy(name: str, write: Any) -> None:
+    # a closed period's standings are final: no removal touches them; under
+    # late="current" the removal acts on the current period (as remove and
+    # every other write do), so a pop for a closed period pops the current
+    # period's best, not the closed period's
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    boards = {late: daily_board(clock, late=late, keep=1) for late in ("reject", "drop", "current")}
+    for board in boards.values():
+        board.set_many(ROWS)
+        board.set_meta("ann", {"name": "Ann"})
+        board.set_meta("eve", {"name": "Eve"})
+    clock.t += DAY  # 2026-11-30 closed, kept behind 2026-12-01
+    for board in boards.values():
+        board.set_many({"ann": 1, "fay": 7})
+    yesterday = ts("2026-11-30T18:00:00")
+    today = Leaderboard()
+    today.set_many({"ann": 1, "fay": 7})
+    final = _plain_with_rows().items()
+
+    with pytest.raises(LateEventError, match="2026-11-30"):
+        write(boards["reject"], {"t": yesterday})
+
+    nothing = write(Leaderboard(), {})  # what the write gives on an empty board
+    assert write(boards["drop"], {"t": yesterday}) == nothing
+    assert boards["drop"].late_dropped == 1
+
+    assert write(boards["current"], {"t": yesterday}) == write(today, {})
+    assert boards["current"].board().items() == today.items()
+
+    for late, board in boards.items():
+        assert board.board("2026-11-30").items() == final, late
+        if late != "current":
+            assert board.board().items() == [("fay", 7), ("ann", 1)], late
+        board._check()
+
+
+def test_removals_mark_the_members_they_removed_for_a_sliding_window() -> None:
+    # a window over the buckets recomputes the members a write to a bucket
+    # touched: a removal by rank or score must say which members it removed
+    from rankengine.window import SlidingWindowLeaderboard
+
+    clock = FakeClock(ts("2026-11-30T10:00:00"))
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock, tie_break="member")
+    window.buckets.set_many(ROWS)
+    clock.t += HOUR  # the hour before stays in the window
+    window.buckets.set_many(ROWS)
+    window.refresh()
+    assert window.score("ann") == 18
+    buckets = window.buckets
+    assert buckets.remove_many(["ann"]) == 1
+    # bob and cid tie: Redis order, by member reversed on a descending board
+    assert [e.member for e in buckets.pop_best()] == ["cid"]
+    assert [e.member for e in buckets.pop_worst()] == ["eve"]
+    assert buckets.remove_by_rank(-1, -1) == 1  # dee
+    assert buckets.remove_by_score(5, 5) == 1  # bob
+    buckets.set_many({"fay": 3, "gus": 2})
+    assert buckets.keep_top(1) == 1  # gus
+    window.refresh()
+    window._check()  # every member holds its window sum
+    # the hour before is whole; this hour holds fay only
+    assert dict(window.items()) == {**ROWS, "fay": 3}
+
+
+# ----------------------------------------------------------------------
+# tick() reports every period it closed, a call that raised too
+# ----------------------------------------------------------------------
+def _two_days_due(on_close: Callable[[Period, Leaderboard], None], **options: Any) -> Any:
+    """A daily board with a day of grace, written on 2026-11-30 and
+    2026-12-01, its clock at 2026-12-03 when both are due to close in one
+    call; the board and the two periods."""
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = PeriodicLeaderboard("daily", grace=DAY, keep=3, clock=clock, on_close=on_close)
+    board.incr("ann", 1)
+    clock.t += DAY
+    board.incr("bob", 2)
+    clock.t += 2 * DAY
+    return board, board.calendar.parse("2026-11-30"), board.calendar.parse("2026-12-01")
+
+
+def test_a_tick_that_raises_reports_the_periods_it_closed_at_the_next_tick() -> None:
+    # the first period closed, then the second one's callback raised: the
+    # tick's list of closed periods was lost with the error, and the first
+    # period (closed, so not closed again) was in no tick's return value
+    calls: list[str] = []
+
+    def flaky(period: Period, board: Leaderboard) -> None:
+        calls.append(period.name)
+        if period.name == "2026-12-01" and calls.count(period.name) == 1:
+            raise RuntimeError("reward service down")
+
+    board, first, second = _two_days_due(flaky)
+    with pytest.raises(RuntimeError):
+        board.tick()
+    # (no call that advances here: it would retry the second callback)
+    assert first.name in board._closed and second.name not in board._closed
+    assert board.tick() == [first, second]  # oldest first, as they closed
+    assert board.tick() == []  # each reported once
+    assert calls == ["2026-11-30", "2026-12-01", "2026-12-01"]
+    board._check()
+
+
+def test_periods_a_raising_tick_closed_wait_for_the_next_tick_not_another_call() -> None:
+    # another call that closes periods reports none (only tick() does); the
+    # periods a raising tick closed stay due to the next tick
+    failures = [1]
+
+    def flaky(period: Period, board: Leaderboard) -> None:
+        if period.name == "2026-12-01" and failures:
+            failures.pop()
+            raise RuntimeError("reward service down")
+
+    board, first, second = _two_days_due(flaky)
+    with pytest.raises(RuntimeError):
+        board.tick()
+    assert board.incr("cid", 3) == 3  # closes the second period
+    assert second.name in board._closed
+    assert board.tick() == [first]
+    assert board.tick() == []
+    board._check()
+
+
+def test_a_period_whose_closed_marker_fails_is_still_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the callback ran and the period counts as closed, then writing its
+    # marker raised: the period was appended to the tick's list only after
+    # the marker, so no tick reported it
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    board = PeriodicLeaderboard.open(tmp_path, "daily", keep=1, clock=clock, fsync="never")
+    board.incr("ann", 1)
+    store = board._store
+    assert store is not None
+    mark_closed = store.mark_closed
+    broken = [OSError("disk full")]
+
+    def failing(period: Period) -> None:
+        if broken:
+            raise broken.pop()
+        mark_closed(period)
+
+    monkeypatch.setattr(store, "mark_closed", failing)
+    clock.t += DAY
+    with pytest.raises(OSError, match="disk full"):
+        board.tick()
+    assert board.tick() == [board.calendar.parse("2026-11-30")]
+    assert board.tick() == []
+    board._check()
+    board.close()

@@ -464,3 +464,54 @@ def test_compact_snapshots_the_buckets(tmp_path: Path) -> None:
     with SlidingWindowLeaderboard.open(tmp_path, "hourly", 3, **options) as again:
         assert again.board.items() == sums == [("bob", 7), ("ann", 6)]
     assert SlidingWindowLeaderboard("hourly", 3).compact() == {}  # in memory
+
+
+# ----------------------------------------------------------------------
+# The periodic board's review, mirrored in the window
+# ----------------------------------------------------------------------
+#: 0001-01-01T00:00Z, the start of the first period of every fixed calendar
+#: (a Monday: ISO week 0001-W01 starts there too)
+YEAR_ONE = -62_135_596_800
+
+
+@pytest.mark.parametrize("spec", ["hourly", "daily", "weekly", "monthly"])
+def test_the_first_period_of_the_calendar_is_served_with_several_buckets(spec: str) -> None:
+    # refresh() stepped back buckets - 1 periods with Calendar.previous and
+    # raised in the calendar's first period, which the docs serve
+    clock = FakeClock(YEAR_ONE + 100)
+    window = SlidingWindowLeaderboard(spec, 3, clock=clock)
+    first = window.buckets.calendar.period_of(YEAR_ONE)
+    window.incr("ann", 2)
+    assert window.refresh() == 1
+    assert window.top() == [("ann", 2, 1, None)]
+    assert window.window() == [first]  # no bucket before the first one
+    window._check()
+    clock.t = first.end  # the second period: both buckets summed
+    window.incr("ann", 3)
+    window.incr("bob", 1)
+    window.refresh()
+    assert window.window() == [first, window.buckets.current]
+    assert window.top() == [("ann", 5, 1, None), ("bob", 1, 2, None)]
+    window._check()
+    # in the fourth period the window is the second to the fourth: the
+    # first bucket (ann's 2) has slid out, the second still counts
+    second = window.buckets.current
+    clock.t = window.buckets.calendar.shift(first, 3).start
+    window.refresh()
+    assert window.window()[0] == second
+    assert window.top() == [("ann", 3, 1, None), ("bob", 1, 2, None)]
+    window._check()
+
+
+@pytest.mark.parametrize(
+    "option",
+    [{"archive": "elsewhere"}, {"board_factory": lambda period: Leaderboard()}],
+    ids=["archive", "board_factory"],
+)
+def test_open_refuses_the_options_it_would_ignore(tmp_path: Path, option: dict[str, Any]) -> None:
+    # open() took archive= (and made that directory) but archived to
+    # <root>/archive, and took board_factory= but opened its own boards
+    option = {k: tmp_path / v if k == "archive" else v for k, v in option.items()}
+    with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
+        SlidingWindowLeaderboard.open(tmp_path / "window", "daily", 3, fsync="never", **option)
+    assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
