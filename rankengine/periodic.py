@@ -554,9 +554,10 @@ class PeriodicLeaderboard(Uncopyable):
         """:meth:`Leaderboard.pop_best` on the board of the period of ``t``
         (default now): remove and return up to ``count`` best entries.
 
-        For a closed period (its standings are final) it follows ``late``:
-        ``"reject"`` raises :class:`LateEventError`, ``"drop"`` returns
-        ``[]``, and ``"current"`` pops the best of the *current* period.
+        For a closed period (its standings are final) it raises
+        :class:`LateEventError` under ``late="reject"`` and ``"current"``
+        (moved to the current period, it would pop that period's best, not
+        the closed one's), and returns ``[]`` under ``"drop"``.
 
         Runtime complexity: O(count log N)
 
@@ -567,7 +568,7 @@ class PeriodicLeaderboard(Uncopyable):
         (['ann', 'bob'], [('cid', 1)])
         """
         with self._lock:
-            with self._routed(t) as period:
+            with self._routed(t, redirect=False) as period:
                 popped = self._target(period).pop_best(count, with_meta=with_meta)
             if period is None:
                 return []
@@ -590,7 +591,7 @@ class PeriodicLeaderboard(Uncopyable):
         (['cid', 'bob'], [('ann', 3)])
         """
         with self._lock:
-            with self._routed(t) as period:
+            with self._routed(t, redirect=False) as period:
                 popped = self._target(period).pop_worst(count, with_meta=with_meta)
             if period is None:
                 return []
@@ -601,8 +602,7 @@ class PeriodicLeaderboard(Uncopyable):
         """:meth:`Leaderboard.remove_by_rank` on the board of the period of
         ``t`` (default now): remove the members ranked ``start`` to ``stop``
         inclusive (1-based, negative from the bottom).  A closed period: as
-        :meth:`pop_best` (``"current"`` removes those ranks of the current
-        period, ``"drop"`` returns 0).
+        :meth:`pop_best` (``"drop"`` returns 0).
 
         Runtime complexity: O(log N + k log N)
 
@@ -613,7 +613,7 @@ class PeriodicLeaderboard(Uncopyable):
         (2, [('ann', 3)])
         """
         with self._lock:
-            with self._routed(t) as period:
+            with self._routed(t, redirect=False) as period:
                 board = self._target(period)
                 with board._lock:
                     gone = self._going(period, lambda: board.by_rank(start, stop))
@@ -635,8 +635,7 @@ class PeriodicLeaderboard(Uncopyable):
         """:meth:`Leaderboard.remove_by_score` on the board of the period of
         ``t`` (default now): remove every member whose score lies in the
         range (``None`` leaves an end open).  A closed period: as
-        :meth:`pop_best` (``"current"`` removes that range of the current
-        period, ``"drop"`` returns 0).
+        :meth:`pop_best` (``"drop"`` returns 0).
 
         Runtime complexity: O(log N + k log N)
 
@@ -647,7 +646,7 @@ class PeriodicLeaderboard(Uncopyable):
         (2, [('ann', 3)])
         """
         with self._lock:
-            with self._routed(t) as period:
+            with self._routed(t, redirect=False) as period:
                 board = self._target(period)
                 with board._lock:
                     gone = self._going(
@@ -667,8 +666,7 @@ class PeriodicLeaderboard(Uncopyable):
     def keep_top(self, n: int, *, t: float | None = None) -> int:
         """:meth:`Leaderboard.keep_top` on the board of the period of ``t``
         (default now): keep only its best ``n`` members.  A closed period:
-        as :meth:`pop_best` (``"current"`` prunes the current period,
-        ``"drop"`` returns 0).
+        as :meth:`pop_best` (``"drop"`` returns 0).
 
         :return: how many were removed.
 
@@ -681,7 +679,7 @@ class PeriodicLeaderboard(Uncopyable):
         (2, [('ann', 3)])
         """
         with self._lock:
-            with self._routed(t) as period:
+            with self._routed(t, redirect=False) as period:
                 board = self._target(period)
                 with board._lock:
                     n = _check_count(n, "n")  # as the board checks it, before n + 1 below
@@ -1237,7 +1235,7 @@ class PeriodicLeaderboard(Uncopyable):
             self._store.release(period, board)
 
     @contextmanager
-    def _routed(self, t: float | None) -> Iterator[Period | None]:
+    def _routed(self, t: float | None, *, redirect: bool = True) -> Iterator[Period | None]:
         """Route a write at ``t`` (see :meth:`_route`) and yield its period,
         or None for a dropped late write; the caller writes to
         :meth:`_target` of it inside the ``with`` (a dropped write counts in
@@ -1252,7 +1250,7 @@ class PeriodicLeaderboard(Uncopyable):
         the current period's is held already.
         """
         now = self._advance()
-        period = self._route(t, now)
+        period = self._route(t, now, redirect=redirect)
         created = period is not None and period.name not in self._boards
         if period is not None:
             self._ensure(period)
@@ -1281,9 +1279,13 @@ class PeriodicLeaderboard(Uncopyable):
             return Leaderboard(**self._plain_config)
         return self._boards[period.name]
 
-    def _route(self, t: float | None, now: float) -> Period | None:
+    def _route(self, t: float | None, now: float, *, redirect: bool = True) -> Period | None:
         """The open period a write at ``t`` goes to (``now`` the board's
-        time), or None (dropped late write).  Creates no board."""
+        time), or None (dropped late write).  Creates no board.
+
+        ``redirect=False``: a late write is refused under ``late="current"``
+        too (a write that picks its members by the standings: moved to the
+        current period it would pick other members)."""
         if t is None:
             # held already, unless close() stopped advancing or a close
             # callback is running
@@ -1296,7 +1298,7 @@ class PeriodicLeaderboard(Uncopyable):
             )
         if now < period.end + self._grace and period.name not in self._closed:
             return period
-        if self._late == "reject":
+        if self._late == "reject" or (self._late == "current" and not redirect):
             raise LateEventError(t, period, now)
         if self._late == "drop":
             return None  # counted in late_dropped once the write is checked
