@@ -23,7 +23,8 @@ with keyword arguments); a destination that already holds a board (a
 durable board's path, a Redis board's name) is refused with ``ValueError``.
 Its first-to-reach tie order follows first appearance: inputs in the order
 given, each read best first.  A member's metadata comes from the first input
-that has some.
+that has some.  The result's members and metadata are one write: a durable
+result logs them as one record, so a crash leaves all of it or none.
 
 >>> from rankengine import Leaderboard
 >>> a, b = Leaderboard(), Leaderboard()
@@ -115,10 +116,9 @@ def combine(
     # exists: a durable result's directory is only created for a good union.
     result = cls(**settings)
     _check_new(result, "board")
-    result.set_many(list(totals.items()))
-    for member, data in metas.items():
-        if member in totals:
-            result.set_meta(member, data)
+    # One write (one record on a durable result): a crash leaves the whole
+    # union with its metadata or nothing, never scores without metadata.
+    result._load_new(list(totals.items()), {m: data for m, data in metas.items() if m in totals})
     return result
 
 

@@ -1997,3 +1997,45 @@ def test_close_whose_final_fsync_fails_closes_and_raises(tmp_path: Path, policy:
     board.close()
     with open_board(tmp_path) as again:  # the lock was released
         assert state(again) == expected
+
+
+def _inputs_with_metadata() -> tuple[Leaderboard, Leaderboard]:
+    """Two boards sharing members, with metadata on some members of each
+    (and a member whose metadata only the second board has)."""
+    a, b = Leaderboard(), Leaderboard()
+    a.set_many({"ann": 10, "bob": 5, "cid": 5})
+    b.set_many({"bob": 7, "dan": 1, "cid": 2})
+    a.set_meta("ann", {"from": "a"})
+    a.set_meta("bob", {"from": "a"})
+    b.set_meta("bob", {"from": "b"})
+    b.set_meta("dan", {"from": "b", "tags": ["x"]})
+    return a, b
+
+
+@pytest.mark.parametrize("tie_break", ["first", "member"])
+@pytest.mark.parametrize("intersect", [False, True])
+def test_a_durable_union_is_one_record_with_its_metadata(
+    tmp_path: Path, tie_break: str, intersect: bool
+) -> None:
+    """The result's scores and metadata are one write: one record holding
+    every PUT and then every META, so a crash leaves all of it or none.
+    The durable result (live and reopened) equals the in-memory one."""
+    a, b = _inputs_with_metadata()
+    combine = DurableLeaderboard.intersection if intersect else DurableLeaderboard.union
+    in_memory = (Leaderboard.intersection if intersect else Leaderboard.union)(
+        [a, b], tie_break=tie_break
+    )
+    path = tmp_path / "result"
+    with combine([a, b], path=path, fsync="always", tie_break=tie_break) as result:
+        assert result.last_seq == 1
+        (event,) = list(result.events())
+        kinds = [change[0] for change in event.changes]
+        members = [m for m, _ in in_memory.items()]
+        with_meta = [m for m in members if in_memory.meta(m) is not None]
+        assert kinds == [0] * len(members) + [2] * len(with_meta)  # PUTs, then METAs
+        assert state(result) == state(in_memory)
+        result._check()
+    with DurableLeaderboard(path) as reopened:
+        assert state(reopened) == state(in_memory)
+        assert reopened.meta("bob") == {"from": "a"}
+        reopened._check()
