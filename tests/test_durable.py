@@ -2039,3 +2039,33 @@ def test_a_durable_union_is_one_record_with_its_metadata(
         assert state(reopened) == state(in_memory)
         assert reopened.meta("bob") == {"from": "a"}
         reopened._check()
+
+
+#: A record limit small enough for a test: a few hundred members' removals
+#: go over it, batches of a few dozen stay under it.
+SMALL_RECORD_LIMIT = 4096
+
+
+def test_clear_of_a_board_too_big_for_one_record_says_how_to_empty_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """clear() logs one DEL per member in one record; on a board whose
+    removals do not fit in one record it cannot be split by the caller, so
+    the error must not say "split the batch": it names clear() and the way
+    out, and the board and its log are unchanged."""
+    monkeypatch.setattr(eventlog_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
+    members = [f"member-{i:05d}" for i in range(600)]
+    with open_board(tmp_path) as board:
+        for start in range(0, len(members), 50):
+            board.set_many({m: i for i, m in enumerate(members[start : start + 50])})
+        before, seq = state(board), board.last_seq
+        with pytest.raises(ValueError, match=r"clear\(\).*remove_by_rank") as caught:
+            board.clear()
+        assert "split the batch" not in str(caught.value)
+        assert state(board) == before and board.last_seq == seq
+        board._check()
+        while len(board):  # the way out the error gives
+            board.remove_by_rank(1, 100)
+        assert len(board) == 0
+    with open_board(tmp_path) as reopened:
+        assert len(reopened) == 0 and reopened.clock == before[-1]
