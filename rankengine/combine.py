@@ -118,7 +118,16 @@ def combine(
     _check_new(result, "board")
     # One write (one record on a durable result): a crash leaves the whole
     # union with its metadata or nothing, never scores without metadata.
-    result._load_new(list(totals.items()), {m: data for m, data in metas.items() if m in totals})
+    try:
+        result._load_new(
+            list(totals.items()), {m: data for m, data in metas.items() if m in totals}
+        )
+    except BaseException:
+        # (a durable result refused its record -- over the record limit, or
+        # disk full: nobody else holds it, so it must not keep its
+        # directory locked; it stays an empty board a union may be run into)
+        _close(result)
+        raise
     return result
 
 
@@ -172,13 +181,22 @@ def _check_new(result: Any, where: str) -> None:
     Runtime complexity: O(1)
     """
     if len(result) or result.clock:
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
+        _close(result)
         raise ValueError(
             f"the {where} for the result already holds a board (members or history): "
             "union and intersection write a new board"
         )
+
+
+def _close(result: Any) -> None:
+    """Close a result board that is not handed to the caller (a durable
+    board's directory lock, a Redis board's client), if it has ``close``.
+
+    Runtime complexity: O(1) plus what its ``close`` does
+    """
+    close = getattr(result, "close", None)
+    if close is not None:
+        close()
 
 
 def _weigh(weight: Any, score: Any, member: Any) -> Any:

@@ -2069,3 +2069,21 @@ def test_clear_of_a_board_too_big_for_one_record_says_how_to_empty_it(
         assert len(board) == 0
     with open_board(tmp_path) as reopened:
         assert len(reopened) == 0 and reopened.clock == before[-1]
+
+
+def test_a_durable_union_too_big_for_one_record_releases_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result's one record is refused (over the record limit): the
+    error is raised, the result board is closed (its directory not left
+    locked by a board nobody holds), and the union can be run into the
+    empty directory once it fits."""
+    a = Leaderboard()
+    a.set_many({f"member-{i:05d}": i for i in range(600)})
+    path = tmp_path / "result"
+    monkeypatch.setattr(eventlog_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
+    with pytest.raises(ValueError, match=r"log record"):
+        DurableLeaderboard.union([a], path=path)
+    monkeypatch.undo()
+    with DurableLeaderboard.union([a], path=path) as result:
+        assert result.items() == a.items() and result.last_seq == 1
