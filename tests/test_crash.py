@@ -383,7 +383,7 @@ def test_sigkill_during_a_durable_union_leaves_it_whole_or_empty(tmp_path: Path)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("RANKENGINE_CRASH_AT", None)
     rng = random.Random("durable-union")
-    for round_number in range(3):
+    for round_number in range(5):
         directory = tmp_path / f"union-{round_number}"
         child = AckedChild([sys.executable, str(UNION_CHILD), str(directory)], env)
         deadline = time.monotonic() + 60
@@ -398,7 +398,7 @@ def test_sigkill_during_a_durable_union_leaves_it_whole_or_empty(tmp_path: Path)
                 assert time.monotonic() < deadline
                 time.sleep(0.0005)
         else:
-            time.sleep(rng.uniform(0, 0.05))
+            time.sleep(rng.uniform(0, 0.08))  # before, inside or after the union
         child.proc.send_signal(signal.SIGKILL)
         child.finish()
         acked = "ack\n" in child.lines
