@@ -23,7 +23,8 @@ with keyword arguments); a destination that already holds a board (a
 durable board's path, a Redis board's name) is refused with ``ValueError``.
 Its first-to-reach tie order follows first appearance: inputs in the order
 given, each read best first.  A member's metadata comes from the first input
-that has some.
+that has some.  The result's members and metadata are one write: a durable
+result logs them as one record, so a crash leaves all of it or none.
 
 >>> from rankengine import Leaderboard
 >>> a, b = Leaderboard(), Leaderboard()
@@ -115,10 +116,18 @@ def combine(
     # exists: a durable result's directory is only created for a good union.
     result = cls(**settings)
     _check_new(result, "board")
-    result.set_many(list(totals.items()))
-    for member, data in metas.items():
-        if member in totals:
-            result.set_meta(member, data)
+    # One write (one record on a durable result): a crash leaves the whole
+    # union with its metadata or nothing, never scores without metadata.
+    try:
+        result._load_new(
+            list(totals.items()), {m: data for m, data in metas.items() if m in totals}
+        )
+    except BaseException:
+        # (a durable result refused its record -- over the record limit, or
+        # disk full: nobody else holds it, so it must not keep its
+        # directory locked; it stays an empty board a union may be run into)
+        _close(result)
+        raise
     return result
 
 
@@ -172,13 +181,22 @@ def _check_new(result: Any, where: str) -> None:
     Runtime complexity: O(1)
     """
     if len(result) or result.clock:
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
+        _close(result)
         raise ValueError(
             f"the {where} for the result already holds a board (members or history): "
             "union and intersection write a new board"
         )
+
+
+def _close(result: Any) -> None:
+    """Close a result board that is not handed to the caller (a durable
+    board's directory lock, a Redis board's client), if it has ``close``.
+
+    Runtime complexity: O(1) plus what its ``close`` does
+    """
+    close = getattr(result, "close", None)
+    if close is not None:
+        close()
 
 
 def _weigh(weight: Any, score: Any, member: Any) -> Any:

@@ -60,6 +60,7 @@ from rankengine.eventlog import (
     LogError,
     MappedSegmentWriter,
     RecordFramer,
+    RecordTooLargeError,
     RecoveryWarning,
     SegmentReader,
     SegmentWriter,
@@ -906,6 +907,30 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 f"{self.path}: an fsync failed ({self._failure}); the log may be missing writes "
                 "the OS had accepted, so this board refuses further writes: close and reopen it"
             ) from self._failure
+
+    def clear(self) -> None:
+        """Remove every member (and all metadata), as :meth:`Leaderboard.clear`.
+
+        It is one write, so one log record with a removal per member; a
+        board whose removals would not fit in one record
+        (:data:`~rankengine.eventlog.MAX_FRAME_BYTES`, about 1 GiB: tens of
+        millions of members with short names) raises
+        :class:`~rankengine.eventlog.RecordTooLargeError` and is unchanged.
+        The error says how to empty it instead: in slices, each its own write.
+
+        Runtime complexity: O(N)
+        """
+        try:
+            super().clear()
+        except RecordTooLargeError as exc:
+            raise RecordTooLargeError(
+                exc.size,
+                exc.limit,
+                what=f"clear() of this board ({len(self)} members, one removal each)",
+                advice="empty it in slices instead, e.g. board.remove_by_rank(1, 100_000) "
+                "until it is empty (each slice is its own write, so a crash can leave "
+                "the board part-emptied)",
+            ) from None
 
     # ------------------------------------------------------------------
     # The write path

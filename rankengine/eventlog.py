@@ -93,6 +93,7 @@ __all__ = [
     "LogError",
     "MappedSegmentWriter",
     "RecordFramer",
+    "RecordTooLargeError",
     "RecoveryWarning",
     "SegmentReader",
     "SegmentWriter",
@@ -225,6 +226,25 @@ class TornTailError(LogError):
         )
 
 
+class RecordTooLargeError(ValueError):
+    """One write would make a log record over :data:`MAX_FRAME_BYTES`
+    (``size`` bytes against ``limit``); nothing was logged or applied.
+    ``what`` names the write and ``advice`` says what to do instead.
+
+    >>> str(RecordTooLargeError(5000, 4096))
+    'one write would make a 5000-byte log record, over the 4096-byte limit: split the batch'
+    """
+
+    def __init__(
+        self, size: int, limit: int, *, what: str = "one write", advice: str = "split the batch"
+    ) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{what} would make a {size}-byte log record, over the {limit}-byte limit: {advice}"
+        )
+
+
 class RecoveryWarning(UserWarning):
     """Opening a board had to work around something (and says what)."""
 
@@ -332,10 +352,7 @@ def frame(payload: bytes) -> bytes:
     if size < _SMALL_FRAME:
         return _LENGTH_HEADS[size] + _U32.pack(zlib.crc32(payload)) + payload
     if size > MAX_FRAME_BYTES:
-        raise ValueError(
-            f"one write would make a {size}-byte log record, over the "
-            f"{MAX_FRAME_BYTES}-byte limit: split the batch"
-        )
+        raise RecordTooLargeError(size, MAX_FRAME_BYTES)
     head = size.to_bytes(4, "big")
     return FRAME.pack(size, zlib.crc32(head), zlib.crc32(payload)) + payload
 

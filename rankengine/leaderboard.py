@@ -677,7 +677,49 @@ class Leaderboard(BoardReads, ItemWrites):
             pairs.append((member, check(value, what)))
         return pairs
 
-    def _load_empty(self, items: Mapping[Any, Any] | list[Any]) -> int | None:
+    def _load_new(
+        self, items: list[tuple[Any, Any]], metas: Mapping[Any, Mapping[str, Any]]
+    ) -> None:
+        """Fill an empty board with ``items`` (each member once) and give the
+        members in ``metas`` their metadata, as ONE write: what
+        :meth:`set_many` of the items and then :meth:`set_meta` of each of
+        ``metas`` leave, logged as one record (every PUT, then every META),
+        so a durable board shows all of it after a crash or none of it.  All
+        is validated before anything is logged or applied.
+
+        Runtime complexity: O(k log k) for k items, plus the size of the metadata
+        """
+        with self._lock:
+            if self._primary:
+                raise ValueError("_load_new fills an empty board only")
+            known = {member for member, _ in items}
+            if len(known) != len(items):
+                raise ValueError("_load_new takes each member once")
+            missing = [member for member in metas if member not in known]
+            if missing:
+                raise KeyError(f"no member {missing[0]!r}: add a score before its metadata")
+            clean = {self._check_member(m): check_meta(data) for m, data in metas.items()}
+            if self._load_empty(items, clean) is not None:
+                return
+            pairs = self._check_pairs(items, "score")
+            if not pairs:
+                return
+            clock = self._clock
+            puts: list[Change] = [(PUT, m, s, clock + i) for i, (m, s) in enumerate(pairs, 1)]
+            notes: list[Change] = [(META, m, data) for m, data in clean.items()]
+            if self._listener is not None:
+                self._listener(puts + notes)
+            # PUT and META changes commute (scores and metadata are apart):
+            # applied apart, the puts can be bulk-loaded as one batch
+            self._apply(puts)
+            if notes:
+                self._apply(notes)
+
+    def _load_empty(
+        self,
+        items: Mapping[Any, Any] | list[Any],
+        metas: dict[Any, dict[str, Any]] | None = None,
+    ) -> int | None:
         """:meth:`set_many` into an empty board, column by column; None when
         the batch needs the general path (composite scores, ties by member,
         a member given twice, a value that is not a plain ``str``/``bytes``/
@@ -689,6 +731,9 @@ class Leaderboard(BoardReads, ItemWrites):
         types, one ``dict(zip())``, a sort of row numbers by score, and the
         index's bulk load.  Measured at N = 1,000,000: 3.1-4.4 s instead of 13 s
         (build times printed by ``bench/compare.py``).
+
+        ``metas`` (checked metadata of some of the members, for
+        :meth:`_load_new`) goes into the same log record, after the PUTs.
         """
         if not (self._scalar and self._first) or len(items) < 2:
             return None
@@ -714,7 +759,10 @@ class Leaderboard(BoardReads, ItemWrites):
         clock = self._clock
         clocks = range(clock + 1, clock + n + 1)
         if self._listener is not None:
-            self._listener(list(zip(itertools.repeat(PUT), members, scores, clocks)))
+            changes: list[Change] = list(zip(itertools.repeat(PUT), members, scores, clocks))
+            if metas:
+                changes += [(META, member, data) for member, data in metas.items()]
+            self._listener(changes)
         # Ascending index order is by (score, tie).  A stable sort of the row
         # numbers by score keeps batch order among equal scores: right for an
         # ascending board (tie = clock); a descending board (tie = -clock)
@@ -725,7 +773,7 @@ class Leaderboard(BoardReads, ItemWrites):
             list(map(members.__getitem__, order)),
             list(map(scores.__getitem__, order)),
             list(map(clocks.__getitem__, order)),
-            {},
+            metas or {},
             clock + n,
             by_member=by_member,
         )

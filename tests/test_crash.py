@@ -23,13 +23,14 @@ from typing import Any
 import pytest
 
 from rankengine import Leaderboard
-from rankengine.durable import rebuild
+from rankengine.durable import DurableLeaderboard, rebuild
 from rankengine.eventlog import MAP_FRAME_LIMIT, MAPPED_SEGMENTS, SegmentReader
 from rankengine.manifest import verify
 
 sys.path.insert(0, str(Path(__file__).parent))
 from acked_child import AckedChild
 from crash_child import apply, operation
+from union_child import inputs as union_inputs
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 
@@ -350,3 +351,60 @@ def test_verify_calls_a_kill_right_after_taking_the_lock_no_damage(tmp_path: Pat
     with Leaderboard.open(tmp_path, fsync="always") as board:
         board.set("ann", 1)
     assert verify(str(tmp_path)).healthy
+
+
+UNION_CHILD = Path(__file__).with_name("union_child.py")
+
+
+def _union_recovered_whole_or_empty(directory: Path, acked: bool) -> bool:
+    """Reopen a killed durable union's result: it holds the whole union
+    (scores, metadata, clock) or nothing; True if it holds the union."""
+    expected = Leaderboard.union(union_inputs())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn tail is allowed (and reported)
+        recovered = Leaderboard.open(directory, fsync="never", compact_min_bytes=None)
+    try:
+        recovered._check()
+        if not acked and len(recovered) == 0:
+            assert recovered.clock == 0
+            return False
+        assert state(recovered) == state(expected)
+        return True
+    finally:
+        recovered.close()  # type: ignore[attr-defined]
+
+
+def test_sigkill_during_a_durable_union_leaves_it_whole_or_empty(tmp_path: Path) -> None:
+    """A durable union with metadata is killed once its log has grown past
+    the segment header (its first record is written), then at random
+    moments: after each kill the result holds the whole union with all its
+    metadata, or nothing, and a union into an empty result can be run
+    again."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("RANKENGINE_CRASH_AT", None)
+    rng = random.Random("durable-union")
+    for round_number in range(5):
+        directory = tmp_path / f"union-{round_number}"
+        child = AckedChild([sys.executable, str(UNION_CHILD), str(directory)], env)
+        deadline = time.monotonic() + 60
+        while not any(line == "ready\n" for line in child.lines):
+            assert time.monotonic() < deadline and child.proc.poll() is None, child.lines
+            time.sleep(0.001)
+        if round_number == 0:
+            # past the first record: the header frame is far smaller than this
+            while child.proc.poll() is None and not any(
+                f.stat().st_size > 20_000 for f in directory.glob("log-*.seg")
+            ):
+                assert time.monotonic() < deadline
+                time.sleep(0.0005)
+        else:
+            time.sleep(rng.uniform(0, 0.08))  # before, inside or after the union
+        child.proc.send_signal(signal.SIGKILL)
+        child.finish()
+        acked = "ack\n" in child.lines
+        if not directory.exists():
+            continue
+        if not _union_recovered_whole_or_empty(directory, acked):
+            # an empty result is no board yet: the union may be run again
+            DurableLeaderboard.union(union_inputs(), path=directory).close()
+            assert _union_recovered_whole_or_empty(directory, True)

@@ -1997,3 +1997,93 @@ def test_close_whose_final_fsync_fails_closes_and_raises(tmp_path: Path, policy:
     board.close()
     with open_board(tmp_path) as again:  # the lock was released
         assert state(again) == expected
+
+
+def _inputs_with_metadata() -> tuple[Leaderboard, Leaderboard]:
+    """Two boards sharing members, with metadata on some members of each
+    (and a member whose metadata only the second board has)."""
+    a, b = Leaderboard(), Leaderboard()
+    a.set_many({"ann": 10, "bob": 5, "cid": 5})
+    b.set_many({"bob": 7, "dan": 1, "cid": 2})
+    a.set_meta("ann", {"from": "a"})
+    a.set_meta("bob", {"from": "a"})
+    b.set_meta("bob", {"from": "b"})
+    b.set_meta("dan", {"from": "b", "tags": ["x"]})
+    return a, b
+
+
+@pytest.mark.parametrize("tie_break", ["first", "member"])
+@pytest.mark.parametrize("intersect", [False, True])
+def test_a_durable_union_is_one_record_with_its_metadata(
+    tmp_path: Path, tie_break: str, intersect: bool
+) -> None:
+    """The result's scores and metadata are one write: one record holding
+    every PUT and then every META, so a crash leaves all of it or none.
+    The durable result (live and reopened) equals the in-memory one."""
+    a, b = _inputs_with_metadata()
+    combine = DurableLeaderboard.intersection if intersect else DurableLeaderboard.union
+    in_memory = (Leaderboard.intersection if intersect else Leaderboard.union)(
+        [a, b], tie_break=tie_break
+    )
+    path = tmp_path / "result"
+    with combine([a, b], path=path, fsync="always", tie_break=tie_break) as result:
+        assert result.last_seq == 1
+        (event,) = list(result.events())
+        kinds = [change[0] for change in event.changes]
+        members = [m for m, _ in in_memory.items()]
+        with_meta = [m for m in members if in_memory.meta(m) is not None]
+        assert kinds == [0] * len(members) + [2] * len(with_meta)  # PUTs, then METAs
+        assert state(result) == state(in_memory)
+        result._check()
+    with DurableLeaderboard(path) as reopened:
+        assert state(reopened) == state(in_memory)
+        assert reopened.meta("bob") == {"from": "a"}
+        reopened._check()
+
+
+#: A record limit small enough for a test: a few hundred members' removals
+#: go over it, batches of a few dozen stay under it.
+SMALL_RECORD_LIMIT = 4096
+
+
+def test_clear_of_a_board_too_big_for_one_record_says_how_to_empty_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """clear() logs one DEL per member in one record; on a board whose
+    removals do not fit in one record it cannot be split by the caller, so
+    the error must not say "split the batch": it names clear() and the way
+    out, and the board and its log are unchanged."""
+    monkeypatch.setattr(eventlog_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
+    members = [f"member-{i:05d}" for i in range(600)]
+    with open_board(tmp_path) as board:
+        for start in range(0, len(members), 50):
+            board.set_many({m: i for i, m in enumerate(members[start : start + 50])})
+        before, seq = state(board), board.last_seq
+        with pytest.raises(ValueError, match=r"clear\(\).*remove_by_rank") as caught:
+            board.clear()
+        assert "split the batch" not in str(caught.value)
+        assert state(board) == before and board.last_seq == seq
+        board._check()
+        while len(board):  # the way out the error gives
+            board.remove_by_rank(1, 100)
+        assert len(board) == 0
+    with open_board(tmp_path) as reopened:
+        assert len(reopened) == 0 and reopened.clock == before[-1]
+
+
+def test_a_durable_union_too_big_for_one_record_releases_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result's one record is refused (over the record limit): the
+    error is raised, the result board is closed (its directory not left
+    locked by a board nobody holds), and the union can be run into the
+    empty directory once it fits."""
+    a = Leaderboard()
+    a.set_many({f"member-{i:05d}": i for i in range(600)})
+    path = tmp_path / "result"
+    monkeypatch.setattr(eventlog_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
+    with pytest.raises(ValueError, match=r"log record"):
+        DurableLeaderboard.union([a], path=path)
+    monkeypatch.undo()
+    with DurableLeaderboard.union([a], path=path) as result:
+        assert result.items() == a.items() and result.last_seq == 1

@@ -1425,6 +1425,45 @@ def test_union_metadata_and_config(make_board: Any) -> None:
     assert a.union([a]).items() == a.items()
 
 
+@pytest.mark.parametrize("tie_break", ["first", "member"])
+@pytest.mark.parametrize("order", ["desc", "asc"])
+@pytest.mark.parametrize("size", [1, 2, 300])
+@pytest.mark.parametrize("index", ["sortedlist", "skiplist"])
+def test_union_is_set_many_then_set_meta_of_each(
+    index: str, tie_break: str, order: str, size: int
+) -> None:
+    """The documented result, written out: the combined scores set with one
+    ``set_many`` in first-appearance order, then each member's metadata
+    from the first board that has some.  Equal scores make the tie order
+    (clocks, or members) visible in the items."""
+    a, b = Leaderboard(backend=index), Leaderboard(backend=index)
+    a.set_many([(i, i % 3) for i in range(size)])
+    b.set_many([(i, i % 2) for i in range(size // 2, size + 5)])
+    for i in range(0, size, 3):
+        a.set_meta(i, {"from": "a", "i": i})
+    for i in range(size // 2, size + 5, 2):
+        b.set_meta(i, {"from": "b"})
+    for intersect in (False, True):
+        combine = Leaderboard.intersection if intersect else Leaderboard.union
+        result = combine([a, b], tie_break=tie_break, order=order)
+        totals: dict[Any, Any] = {}
+        for board in (a, b):
+            for member, score in board.items():
+                totals[member] = totals.get(member, 0) + score
+        if intersect:
+            totals = {m: s for m, s in totals.items() if m in a and m in b}
+        expected = Leaderboard(tie_break=tie_break, order=order)
+        expected.set_many(list(totals.items()))
+        for member in totals:
+            data = a.meta(member) or b.meta(member)
+            if data is not None:
+                expected.set_meta(member, data)
+        assert result.items() == expected.items()
+        assert [result.meta(m) for m in result] == [expected.meta(m) for m in expected]
+        assert result.clock == expected.clock == len(totals)
+        result._check()
+
+
 def test_union_into_member_ties_refuses_mixed_members_before_creating_it(
     tmp_path: Path,
 ) -> None:
