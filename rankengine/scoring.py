@@ -41,6 +41,7 @@ import math
 import numbers
 import struct
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, Final, Literal, TypeAlias
 
 __all__ = [
@@ -342,7 +343,8 @@ class ScoreCodec:
     def __init__(self, order: Order | tuple[Order, ...]) -> None:
         if isinstance(order, str):
             directions: tuple[Any, ...] = (order,)
-        elif isinstance(order, (bytes, bytearray)) or not isinstance(order, Iterable):
+        elif isinstance(order, (bytes, bytearray, AbstractSet)) or not isinstance(order, Iterable):
+            # (a set has no column order: its directions would follow string hashing)
             raise TypeError(
                 f"order must be 'desc', 'asc' or a tuple of them, not {type(order).__name__}"
             )

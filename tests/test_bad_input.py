@@ -769,8 +769,16 @@ def test_union_of_one_board_says_to_pass_a_list(make_board: Any) -> None:
 
 @pytest.mark.parametrize(
     ("order", "match"),
-    [(5, "not int"), (None, "not NoneType"), (b"desc", "not bytes")],
-    ids=["int", "none", "bytes"],
+    [
+        (5, "not int"),
+        (None, "not NoneType"),
+        (b"desc", "not bytes"),
+        # a set has no column order: {"desc", "asc"} would give each column
+        # a direction by string hashing, different from run to run
+        ({"desc", "asc"}, "not set"),
+        (frozenset({"desc"}), "not frozenset"),
+    ],
+    ids=["int", "none", "bytes", "set", "frozenset"],
 )
 def test_an_order_of_the_wrong_type_is_named(make_board: Any, order: Any, match: str) -> None:
     # (5 and None failed with "'int' object is not iterable"; b"desc" was
