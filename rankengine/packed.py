@@ -133,6 +133,8 @@ class PackedScore:
                 raise ValueError(f"{name} must be a finite number, not {describe(value)}")
         if window_length <= 0 or resolution <= 0:
             raise ValueError("window_length and resolution must be positive")
+        if not isinstance(descending, bool):
+            raise TypeError(f"descending must be True or False, not {descending!r}")
         self.window_start = float(window_start)
         self.resolution = float(resolution)
         self.descending = descending
@@ -270,13 +272,29 @@ class PackedScore:
         return (score, -t) if self.descending else (score, t)
 
     def unpack(self, packed: int | float) -> tuple[int, float]:
-        """``(score, time)`` back from a packed value (time at tick resolution)."""
+        """``(score, time)`` back from a packed value (time at tick resolution).
+
+        :meth:`pack` makes values within +-``EXACT_LIMIT``, where a double is
+        exact; any other value (int or float) is refused.
+
+        Runtime complexity: O(1)
+
+        >>> day = PackedScore(0, 86400)
+        >>> day.unpack(day.pack(7, 60.0))
+        (7, 60.0)
+        >>> day.unpack(2**60)
+        Traceback (most recent call last):
+        ...
+        ValueError: 1152921504606846976 is not an exact packed value
+        """
         if isinstance(packed, float):
             if not packed.is_integer() or abs(packed) > EXACT_LIMIT:
                 raise ValueError(f"{packed!r} is not an exact packed value")
             packed = int(packed)
         if isinstance(packed, bool) or not isinstance(packed, int):
             raise TypeError(f"packed value must be an int or float, not {type(packed).__name__}")
+        if abs(packed) > EXACT_LIMIT:
+            raise ValueError(f"{describe(packed)} is not an exact packed value")
         score = packed >> self.bits
         rest = packed & self.max_tick
         tick = self.max_tick - rest if self.descending else rest

@@ -188,3 +188,21 @@ def test_floor_refuses_what_is_not_a_number(
     packer = PackedScore(0, WEEK)
     with pytest.raises(error, match=match):
         packer.floor(score, t)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("packed", [2**53 + 1, -(2**53) - 1, 10**30])
+def test_unpack_refuses_an_int_no_pack_makes_as_it_refuses_the_float(packed: int) -> None:
+    # a float beyond 2**53 was refused, the same value as an int unpacked
+    # into a score pack() would never give
+    day = PackedScore(0, 86400)
+    with pytest.raises(ValueError, match="not an exact packed value"):
+        day.unpack(packed)
+    assert day.unpack(day.pack(day.max_score, 0.0)) == (day.max_score, 0.0)
+    assert day.unpack(day.pack(day.min_score, 86399.0)) == (day.min_score, 86399.0)
+
+
+@pytest.mark.parametrize("descending", ["no", 0, None, 1.0])
+def test_descending_must_be_a_bool(descending: object) -> None:
+    # "no" is truthy: it made a descending packing
+    with pytest.raises(TypeError, match="descending must be True or False"):
+        PackedScore(0, 86400, descending=descending)  # type: ignore[arg-type]
