@@ -306,7 +306,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             else [packing.window_start, packing.bits, packing.resolution, packing.descending],
         }
 
-    def _open(self, log: Any, fsync: FsyncPolicy) -> None:
+    def _open(self, log: Any = None, fsync: FsyncPolicy = "everysec") -> None:
         """Store the board's settings in Redis unless it has some (checking
         them), then attach the log.  A log directory is opened (or created)
         only once Redis's settings are known to agree."""
