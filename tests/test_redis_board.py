@@ -405,6 +405,14 @@ def test_packed_board_needs_a_matching_direction(redis_client: Any) -> None:
     assert list(b) == ["b", "a"]  # later time first, as asked
 
 
+def test_packing_direction_is_a_bool(redis_client: Any) -> None:
+    """``descending=1`` passed for True but was stored as 1: the same board
+    opened with ``descending=True`` was then refused as another setting."""
+    for flag in (1, 0, "yes", None):
+        with pytest.raises(TypeError, match="descending must be True or False"):
+            PackedScore(0, WEEK, descending=flag)  # type: ignore[arg-type]
+
+
 # A packed window small enough for random bounds to hit its edges: ticks of
 # half a second from t = 1000, 64 ticks (6 bits), so time bounds land on
 # ticks, between them, and outside the window.
