@@ -144,8 +144,9 @@ class RedisOptions(TypedDict, total=False):
 class RedisLeaderboard(Uncopyable, ItemWrites):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
-    :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client,
-        or a URL (``redis://host:port/db``).
+    :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client
+        (without ``decode_responses``: the board reads bytes), or a URL
+        (``redis://host:port/db``).
     :param name: the board's name; its keys are ``{prefix}{{name}}:z`` and so
         on, the braces making ``name`` the Redis Cluster hash tag.
     :param prefix: prepended to every key (no braces: the name is the hash tag).
@@ -255,6 +256,12 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             import redis as redis_py
 
             redis = redis_py.Redis.from_url(redis)
+        encoder = redis.get_encoder() if hasattr(redis, "get_encoder") else None
+        if getattr(encoder, "decode_responses", False):
+            raise ValueError(
+                "the client decodes replies (decode_responses=True); the board reads "
+                "bytes: give it a client without decode_responses"
+            )
         self._client = redis
         self._name = name
         self._prefix = prefix

@@ -620,6 +620,23 @@ def test_a_refused_open_stores_nothing_in_redis(
         given["log"].close()
 
 
+def test_a_client_that_decodes_replies_is_refused(redis_url: str, redis_client: Any) -> None:
+    """The board stores bytes (members, metadata, ordkeys): a client that
+    decodes replies to str wrote, then failed on its first read."""
+    import redis
+
+    name = unique_name()
+    for client in (
+        redis.Redis.from_url(redis_url, decode_responses=True),
+        f"{redis_url}?decode_responses=true",
+    ):
+        with pytest.raises(ValueError, match="decode_responses"):
+            RedisLeaderboard(client, name)
+    assert _stored(redis_client, name) == []
+    with pytest.raises(TypeError, match="redis must be a redis-py client or a URL"):
+        RedisLeaderboard(None, name)
+
+
 def test_a_log_directory_is_not_created_for_a_board_redis_refuses(
     redis_client: Any, tmp_path: Any
 ) -> None:
