@@ -938,13 +938,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     # Durability: the event log, verification, rebuild
     # ------------------------------------------------------------------
     def _attach_log(self, log: str | os.PathLike[str], fsync: FsyncPolicy) -> None:
-        durable = Leaderboard.open(
-            log,
-            fsync=fsync,
-            order=self._order,
-            tie_break=self._tie_break,
-            rank_style=self._rank_style,
-        )
+        # Not rank_style: it is each handle's default, not the board's, and
+        # a log directory refuses a style other than the one it stored.
+        durable = Leaderboard.open(log, fsync=fsync, order=self._order, tie_break=self._tie_break)
         try:
             self._adopt_log(durable, self._init())
         except BaseException:

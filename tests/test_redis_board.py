@@ -650,6 +650,19 @@ def test_a_log_directory_is_not_created_for_a_board_redis_refuses(
         assert logged.log["ann"] == 1
 
 
+def test_rank_style_is_each_handles_own_with_a_log_too(redis_client: Any, tmp_path: Any) -> None:
+    """``rank_style`` is each client's default, not a setting of the board:
+    a logged board reopened with another one opens (the log's directory
+    held the first handle's style, and refused any other)."""
+    name = unique_name()
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as first:
+        first.set_many({"ann": 5, "bob": 5, "cid": 1})
+    with RedisLeaderboard(redis_client, name, log=tmp_path, rank_style="dense") as again:
+        assert (again.rank_style, again.rank("cid")) == ("dense", 2)
+        again.set("dee", 0)
+        assert again.verify() == [] and again.repairs == 0
+
+
 def test_the_stored_order_is_the_boards_own(redis_client: Any) -> None:
     """``order`` is stored as the board keeps it (a tuple of directions), not
     as given: any iterable the in-process board takes is one board."""
