@@ -211,6 +211,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         shard's settings are stored, so a refused board creates no shard.
         ``log`` is refused: each shard needs a log of its own (build the
         shards with ``RedisLeaderboard(..., log=...)`` and pass them in).
+
+        Runtime complexity: O(S), two round trips per shard (the check, then
+        the open).
         """
         count = _check_shard_count(shards)
         if not isinstance(name, str):
