@@ -133,6 +133,8 @@ class PackedScore:
                 raise ValueError(f"{name} must be a finite number, not {describe(value)}")
         if window_length <= 0 or resolution <= 0:
             raise ValueError("window_length and resolution must be positive")
+        # A bool, not any truthy value: a Redis board stores it with its
+        # settings, where 1 and True would be two different boards.
         if not isinstance(descending, bool):
             raise TypeError(f"descending must be True or False, not {descending!r}")
         self.window_start = float(window_start)

@@ -94,6 +94,9 @@ __all__ = [
 
 #: Key suffixes, in the order every script receives them (see redis_scripts).
 KEY_SUFFIXES: Final = ("z", "h", "m", "d", "c", "s")
+#: The Redis type each key holds (checked on open: a write that met another
+#: application's value half-way through its script would be half-applied).
+_KEY_TYPES: Final = ("zset", "hash", "hash", "zset", "hash", "hash")
 #: Changes per COMMIT script when restoring a whole board (a script blocks
 #: the server while it runs: about 10 ms per 2000 members).
 RESTORE_CHUNK: Final = 2000
@@ -141,8 +144,9 @@ class RedisOptions(TypedDict, total=False):
 class RedisLeaderboard(Uncopyable, ItemWrites):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
-    :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client,
-        or a URL (``redis://host:port/db``).
+    :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client
+        (without ``decode_responses``: the board reads bytes), or a URL
+        (``redis://host:port/db``).
     :param name: the board's name; its keys are ``{prefix}{{name}}:z`` and so
         on, the braces making ``name`` the Redis Cluster hash tag.
     :param prefix: prepended to every key (no braces: the name is the hash tag).
@@ -196,6 +200,45 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         log: str | os.PathLike[str] | Leaderboard | None = None,
         fsync: Literal["always", "everysec", "never"] = "everysec",
     ) -> None:
+        self._setup(
+            redis,
+            name,
+            prefix=prefix,
+            order=order,
+            tie_break=tie_break,
+            rank_style=rank_style,
+            packing=packing,
+            log=log,
+            fsync=fsync,
+        )
+        self._open(log, fsync)
+
+    @classmethod
+    def _unopened(cls, redis: Any, name: str, **options: Any) -> RedisLeaderboard:
+        """A handle whose arguments are checked but which has not been to
+        Redis yet: :meth:`_open` it (a sharded board checks every shard's
+        stored settings first, so a refused shard leaves none created)."""
+        board = cls.__new__(cls)
+        board._setup(redis, name, **options)
+        return board
+
+    def _setup(
+        self,
+        redis: Any,
+        name: str,
+        *,
+        prefix: str = "rankengine:",
+        order: Order | tuple[Order, ...] = "desc",
+        tie_break: TieBreak = "first",
+        rank_style: RankStyle = "unique",
+        packing: PackedScore | None = None,
+        log: str | os.PathLike[str] | Leaderboard | None = None,
+        fsync: Literal["always", "everysec", "never"] = "everysec",
+    ) -> None:
+        """Check every argument and set the handle up, without a round trip:
+        nothing reaches Redis (or the log directory) before all are good."""
+        if not isinstance(redis, str) and not hasattr(redis, "evalsha"):
+            raise TypeError(f"redis must be a redis-py client or a URL, not {type(redis).__name__}")
         if not isinstance(name, str) or not name or "{" in name or "}" in name:
             raise ValueError(f"name must be a non-empty str without braces, not {name!r}")
         # Braces before the name would make the prefix the hash tag: every
@@ -205,14 +248,23 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         if tie_break not in ("first", "member"):
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
         _check_style(rank_style)
+        if packing is not None and not isinstance(packing, PackedScore):
+            raise TypeError(f"packing must be a PackedScore or None, not {type(packing).__name__}")
+        self._codec = ScoreCodec(order)
+        _check_log(log, fsync, self._codec.order, tie_break)
         if isinstance(redis, str):
             import redis as redis_py
 
             redis = redis_py.Redis.from_url(redis)
+        encoder = redis.get_encoder() if hasattr(redis, "get_encoder") else None
+        if getattr(encoder, "decode_responses", False):
+            raise ValueError(
+                "the client decodes replies (decode_responses=True); the board reads "
+                "bytes: give it a client without decode_responses"
+            )
         self._client = redis
         self._name = name
         self._prefix = prefix
-        self._codec = ScoreCodec(order)
         self._order = self._codec.order
         self._desc = self._codec.descending
         self._tie_break: TieBreak = tie_break
@@ -250,18 +302,28 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         #: How many times a write found Redis out of step with the log and
         #: rebuilt it first.
         self.repairs = 0
-        config = {
+        # The order as the board keeps it (the directions, not the iterable
+        # given), so that every order one in-process board takes is one board.
+        self._config = {
             "version": CONFIG_VERSION,
-            "order": list(order) if isinstance(order, tuple) else order,
+            "order": list(self._order) if isinstance(self._order, tuple) else self._order,
             "tie_break": tie_break,
             "packing": None
             if packing is None
             else [packing.window_start, packing.bits, packing.resolution, packing.descending],
         }
-        self._config = config
-        writes = self._init()
-        if log is not None:
-            self._attach_log(log, fsync, writes)
+
+    def _open(self, log: Any = None, fsync: FsyncPolicy = "everysec") -> None:
+        """Store the board's settings in Redis unless it has some (checking
+        them), then attach the log.  A log directory is opened (or created)
+        only once Redis's settings are known to agree."""
+        if log is None:
+            self._init()
+        elif isinstance(log, Leaderboard):
+            self._adopt_log(log, self._init())
+        else:
+            self._init(store=False)
+            self._attach_log(log, fsync)
 
     # ------------------------------------------------------------------
     # Configuration
@@ -875,19 +937,12 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     # ------------------------------------------------------------------
     # Durability: the event log, verification, rebuild
     # ------------------------------------------------------------------
-    def _attach_log(self, log: Any, fsync: FsyncPolicy, writes: int) -> None:
-        if isinstance(log, Leaderboard):
-            self._adopt_log(log, writes)
-            return
-        durable = Leaderboard.open(
-            log,
-            fsync=fsync,
-            order=self._order,
-            tie_break=self._tie_break,
-            rank_style=self._rank_style,
-        )
+    def _attach_log(self, log: str | os.PathLike[str], fsync: FsyncPolicy) -> None:
+        # Not rank_style: it is each handle's default, not the board's, and
+        # a log directory refuses a style other than the one it stored.
+        durable = Leaderboard.open(log, fsync=fsync, order=self._order, tie_break=self._tie_break)
         try:
-            self._adopt_log(durable, writes)
+            self._adopt_log(durable, self._init())
         except BaseException:
             # A board that failed to open leaves its log closed (unlocked),
             # free to be opened again.
@@ -896,8 +951,6 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             raise
 
     def _adopt_log(self, durable: Leaderboard, writes: int) -> None:
-        if durable.config()["order"] != self._order or durable.tie_break != self._tie_break:
-            raise ValueError("the log holds a board with another order or tie_break")
         self._log = durable
         self._listener = self._log_changes
         logged = int(getattr(durable, "last_seq", 0))
@@ -1277,16 +1330,61 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     # ------------------------------------------------------------------
     # Helpers
     # ------------------------------------------------------------------
-    def _init(self) -> int:
-        """Store the board's settings unless it has some, check them, and
-        return the write counter."""
-        stored, writes = self._run("INIT", json.dumps(self._config, sort_keys=True))
-        if json.loads(stored) != self._config:
+    def _init(self, *, store: bool = True) -> int:
+        """Check the board's keys and stored settings against this handle's,
+        storing them first (``store``) unless the board has some, and return
+        the write counter."""
+        from redis.exceptions import ResponseError
+
+        try:
+            stored, writes = self._run(
+                "INIT", json.dumps(self._config, sort_keys=True), _flag(store)
+            )
+        except ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            # Every script reads the state hash first: it is the key at fault.
+            raise self._wrong_type(5, self._client.type(self._keys[5])) from None
+        if stored is None:  # no board yet, and asked not to store
+            return int(writes)
+        config = self._stored_config(stored)
+        if config != self._config:
             raise ValueError(
-                f"Redis board {self._name!r} was created with {json.loads(stored)}; "
+                f"Redis board {self._name!r} was created with {config}; "
                 f"it cannot be opened with {self._config}"
             )
         return int(writes)
+
+    def _stored_config(self, stored: bytes | str) -> dict[str, Any]:
+        """The settings stored in Redis, parsed; ``ValueError`` when they are
+        damaged or in a format of another version of rankengine."""
+        try:
+            parsed = json.loads(stored)
+        except ValueError:  # not JSON (or not UTF-8)
+            parsed = None
+        config: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        version = config.get("version")
+        if type(version) is not int or (
+            version == CONFIG_VERSION and config.keys() != self._config.keys()
+        ):
+            raise ValueError(
+                f"Redis board {self._name!r} has damaged settings in {self._keys[5]!r} "
+                f"(field 'config'): {stored!r}"
+            )
+        if version != CONFIG_VERSION:
+            raise ValueError(
+                f"Redis board {self._name!r} was stored by another version of rankengine "
+                f"(settings format version {version}; this one reads version {CONFIG_VERSION})"
+            )
+        return config
+
+    def _wrong_type(self, index: int, have: bytes | str) -> ValueError:
+        """The error for a board key that holds a value of another type."""
+        kind = have.decode() if isinstance(have, bytes) else have
+        return ValueError(
+            f"Redis key {self._keys[index]!r} of board {self._name!r} holds a {kind}, not "
+            f"the {_KEY_TYPES[index]} the board keeps there: another application uses it"
+        )
 
     def _run(self, name: str, *args: Any) -> Any:
         writes = name in _WRITES
@@ -1327,6 +1425,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         return f"{self._keys[5][:-1]}r:{self._handle}.{os.getpid()}.{threading.get_ident()}"
 
     def _error(self, exc: ScriptError) -> Exception:
+        if exc.code == "KEYTYPE":
+            index, have = exc.detail.split(" ", 1)
+            return self._wrong_type(int(index) - 1, have)
         if exc.code == "TYPE":
             have, got = (_TAGS.get(ord(c), c) for c in exc.detail[:2])
             return TypeError(
@@ -1703,6 +1804,26 @@ def _pipeline(client: Any, calls: list[Pending]) -> list[Any]:
 # ----------------------------------------------------------------------
 # Module helpers
 # ----------------------------------------------------------------------
+def _check_log(log: object, fsync: object, order: Any, tie_break: object) -> None:
+    """Refuse ``log``/``fsync`` values a board could not use, before it goes
+    to Redis: a directory, or an open durable board of the same ``order`` and
+    ``tie_break`` (anything else would fail only at the first write)."""
+    from rankengine.durable import DurableLeaderboard, _check_fsync
+
+    _check_fsync(fsync)
+    if log is None or isinstance(log, (str, os.PathLike)):
+        return
+    if not isinstance(log, DurableLeaderboard):
+        raise TypeError(
+            "log must be a directory or an open durable board (Leaderboard.open), "
+            f"not {type(log).__name__}"
+        )
+    if log.closed:
+        raise ValueError("the event log given is closed")
+    if log.order != order or log.tie_break != tie_break:
+        raise ValueError("the log holds a board with another order or tie_break")
+
+
 def _check_when(when: object) -> None:
     if when not in _WHEN_VALUES:
         raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")

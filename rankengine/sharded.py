@@ -176,6 +176,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         for board in boards:
             if not isinstance(board, (Leaderboard, RedisLeaderboard)):
                 raise TypeError(f"shards must be Leaderboard or RedisLeaderboard, not {board!r}")
+        _check_distinct(boards)
         first = boards[0]
         _check_agreement(boards)
         style = first.rank_style if rank_style is None else rank_style
@@ -196,7 +197,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         >>> ShardedLeaderboard.local(4, order="asc").order
         'asc'
         """
-        return cls([Leaderboard(**config) for _ in range(shards)])
+        return cls([Leaderboard(**config) for _ in range(_check_shard_count(shards))])
 
     @classmethod
     def on_redis(
@@ -204,10 +205,32 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
     ) -> ShardedLeaderboard:
         """``shards`` Redis boards named ``name:0``, ``name:1``, ...: each its
         own hash tag, so on a Redis Cluster they spread over the slots (and
-        the masters) while each shard's keys stay together."""
+        the masters) while each shard's keys stay together.
+
+        Every shard's arguments and stored settings are checked before any
+        shard's settings are stored, so a refused board creates no shard.
+        ``log`` is refused: each shard needs a log of its own (build the
+        shards with ``RedisLeaderboard(..., log=...)`` and pass them in).
+
+        Runtime complexity: O(S), two round trips per shard (the check, then
+        the open).
+        """
+        count = _check_shard_count(shards)
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, not {type(name).__name__}")
+        if config.get("log") is not None:
+            raise ValueError(
+                "a sharded board needs one log per shard, not one for all: build the "
+                "shards with RedisLeaderboard(..., log=...) and pass them to ShardedLeaderboard"
+            )
         boards = [
-            RedisLeaderboard(redis, f"{name}:{i}", prefix=prefix, **config) for i in range(shards)
+            RedisLeaderboard._unopened(redis, f"{name}:{i}", prefix=prefix, **config)
+            for i in range(count)
         ]
+        for board in boards:
+            board._init(store=False)
+        for board in boards:
+            board._open()
         return cls(boards)
 
     # ------------------------------------------------------------------
@@ -1006,6 +1029,47 @@ def _describe_packing(packing: PackedScore | None) -> str:
         f"PackedScore(window_start={packing.window_start}, bits={packing.bits}, "
         f"resolution={packing.resolution}, descending={packing.descending})"
     )
+
+
+def _check_shard_count(shards: object) -> int:
+    """``shards`` as a number of shards: an int (not a bool), at least 1.
+
+    Runtime complexity: O(1)
+
+    >>> _check_shard_count(True)
+    Traceback (most recent call last):
+    ...
+    TypeError: shards must be an int, not bool
+    """
+    count = _check_int(shards, "shards")
+    if count < 1:
+        raise ValueError(f"shards must be at least 1, not {count}")
+    return count
+
+
+def _check_distinct(boards: list[Any]) -> None:
+    """Raise ``ValueError`` when two shards are one board (one object, or two
+    handles on the same keys of one client), which would hold each other's
+    members, or two Redis shards share one event log (each would rebuild
+    from the other's records).
+
+    Runtime complexity: O(S)
+    """
+    boards_seen: dict[Any, int] = {}
+    logs_seen: dict[int, int] = {}
+    for i, board in enumerate(boards):
+        remote = isinstance(board, RedisLeaderboard)
+        ident = (id(board.redis), tuple(board.keys)) if remote else id(board)
+        if ident in boards_seen:
+            raise ValueError(f"shards {boards_seen[ident]} and {i} are one board")
+        boards_seen[ident] = i
+        if remote and board.log is not None:
+            if id(board.log) in logs_seen:
+                raise ValueError(
+                    f"shards {logs_seen[id(board.log)]} and {i} share one event log: "
+                    "each shard needs its own"
+                )
+            logs_seen[id(board.log)] = i
 
 
 def _check_agreement(boards: list[Any]) -> None:

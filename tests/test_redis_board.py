@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -404,6 +405,14 @@ def test_packed_board_needs_a_matching_direction(redis_client: Any) -> None:
     assert list(b) == ["b", "a"]  # later time first, as asked
 
 
+def test_packing_direction_is_a_bool(redis_client: Any) -> None:
+    """``descending=1`` passed for True but was stored as 1: the same board
+    opened with ``descending=True`` was then refused as another setting."""
+    for flag in (1, 0, "yes", None):
+        with pytest.raises(TypeError, match="descending must be True or False"):
+            PackedScore(0, WEEK, descending=flag)  # type: ignore[arg-type]
+
+
 # A packed window small enough for random bounds to hit its edges: ticks of
 # half a second from t = 1000, 64 ticks (6 bits), so time bounds land on
 # ticks, between them, and outside the window.
@@ -550,6 +559,164 @@ def test_two_clients_share_one_board(redis_url: str) -> None:
     assert one.clock == two.clock == 2
     with pytest.raises(ValueError, match="cannot be opened"):
         RedisLeaderboard(redis_url, name, order="desc")
+
+
+# ----------------------------------------------------------------------
+# Settings: checked before anything is stored in Redis
+# ----------------------------------------------------------------------
+def _stored(client: Any, name: str) -> list[bytes]:
+    """Every key of board ``name`` under the default prefix."""
+    return sorted(client.keys(f"rankengine:{{{name}}}:*"))
+
+
+def _closed_log(path: Any) -> Leaderboard:
+    log = Leaderboard.open(path)
+    log.close()
+    return log
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"fsync": "sometimes"}, ValueError, "fsync must be one of"),
+        ({"fsync": "sometimes", "log": "LOG"}, ValueError, "fsync must be one of"),
+        ({"log": 42}, TypeError, "log must be"),
+        ({"log": "PLAIN"}, TypeError, "log must be"),
+        ({"log": "CLOSED"}, ValueError, "closed"),
+        ({"log": "DESC"}, ValueError, "another order"),
+        ({"log": "LOG-DESC"}, ValueError, "order='desc'"),
+        ({"packing": "week"}, TypeError, "packing must be a PackedScore"),
+    ],
+)
+def test_a_refused_open_stores_nothing_in_redis(
+    redis_client: Any, tmp_path: Any, options: dict[str, Any], error: type, match: str
+) -> None:
+    """Every option is checked before the board's settings go to Redis: a
+    refused open leaves no board behind, so a correct open of the same name
+    afterwards (here with order="asc") is not held to the refused settings."""
+    given = {"order": "desc", **options}
+    if given.get("packing") == "week":
+        given["order"] = ("desc", "asc")
+    log = given.get("log")
+    if log == "LOG":
+        given["log"] = tmp_path / "log"
+    elif log == "PLAIN":
+        given["log"] = Leaderboard()  # no event log: it would fail at the first write
+    elif log == "CLOSED":
+        given["log"] = _closed_log(tmp_path / "closed")
+    elif log == "DESC":
+        given["log"] = Leaderboard.open(tmp_path / "desc", order="asc")
+    elif log == "LOG-DESC":
+        Leaderboard.open(tmp_path / "asc", order="asc").close()
+        given["log"] = tmp_path / "asc"
+    name = unique_name()
+    with pytest.raises(error, match=match):
+        RedisLeaderboard(redis_client, name, **given)
+    assert _stored(redis_client, name) == []
+    again = RedisLeaderboard(redis_client, name, order="asc")
+    again.set("ann", 1)
+    assert again.items() == [("ann", 1)]
+    if hasattr(given.get("log"), "close"):
+        given["log"].close()
+
+
+def test_a_client_that_decodes_replies_is_refused(redis_url: str, redis_client: Any) -> None:
+    """The board stores bytes (members, metadata, ordkeys): a client that
+    decodes replies to str wrote, then failed on its first read."""
+    import redis
+
+    name = unique_name()
+    for client in (
+        redis.Redis.from_url(redis_url, decode_responses=True),
+        f"{redis_url}?decode_responses=true",
+    ):
+        with pytest.raises(ValueError, match="decode_responses"):
+            RedisLeaderboard(client, name)
+    assert _stored(redis_client, name) == []
+    with pytest.raises(TypeError, match="redis must be a redis-py client or a URL"):
+        RedisLeaderboard(None, name)
+
+
+def test_a_log_directory_is_not_created_for_a_board_redis_refuses(
+    redis_client: Any, tmp_path: Any
+) -> None:
+    name = unique_name()
+    RedisLeaderboard(redis_client, name, order="asc")
+    with pytest.raises(ValueError, match="was created with"):
+        RedisLeaderboard(redis_client, name, order="desc", log=tmp_path / "log")
+    assert not (tmp_path / "log").exists()
+    with RedisLeaderboard(redis_client, name, order="asc", log=tmp_path / "log") as logged:
+        logged.set("ann", 1)  # the right settings open it, log and all
+        assert logged.log["ann"] == 1
+
+
+def test_rank_style_is_each_handles_own_with_a_log_too(redis_client: Any, tmp_path: Any) -> None:
+    """``rank_style`` is each client's default, not a setting of the board:
+    a logged board reopened with another one opens (the log's directory
+    held the first handle's style, and refused any other)."""
+    name = unique_name()
+    with RedisLeaderboard(redis_client, name, log=tmp_path) as first:
+        first.set_many({"ann": 5, "bob": 5, "cid": 1})
+    with RedisLeaderboard(redis_client, name, log=tmp_path, rank_style="dense") as again:
+        assert (again.rank_style, again.rank("cid")) == ("dense", 2)
+        again.set("dee", 0)
+        assert again.verify() == [] and again.repairs == 0
+
+
+def test_the_stored_order_is_the_boards_own(redis_client: Any) -> None:
+    """``order`` is stored as the board keeps it (a tuple of directions), not
+    as given: any iterable the in-process board takes is one board."""
+    name = unique_name()
+    b = RedisLeaderboard(redis_client, name, order=iter(["desc", "asc"]))
+    assert b.order == Leaderboard(order=iter(["desc", "asc"])).order == ("desc", "asc")
+    b.set("ann", (1, 2))
+    for order in (("desc", "asc"), ["desc", "asc"]):
+        assert RedisLeaderboard(redis_client, name, order=order).items() == [("ann", (1, 2))]
+    one = unique_name()
+    RedisLeaderboard(redis_client, one, order={"desc": 1})  # a one-column composite
+    assert RedisLeaderboard(redis_client, one, order=("desc",)).order == ("desc",)
+
+
+@pytest.mark.parametrize(
+    ("stored", "match"),
+    [
+        (b"garbage{", "damaged"),
+        (b"\xff\xfe", "damaged"),
+        (b"[1, 2]", "damaged"),
+        (b'{"order": "desc"}', "damaged"),
+        (
+            b'{"order": "desc", "packing": null, "tie_break": "first", "version": 2}',
+            "format version 2",
+        ),
+        (
+            b'{"order": "desc", "packing": null, "tie_break": "first", "version": true}',
+            "damaged",
+        ),
+    ],
+)
+def test_damaged_or_newer_stored_settings_are_clear_errors(
+    redis_client: Any, stored: bytes, match: str
+) -> None:
+    name = unique_name()
+    key = f"rankengine:{{{name}}}:s"
+    redis_client.hset(key, "config", stored)
+    with pytest.raises(ValueError, match=match):
+        RedisLeaderboard(redis_client, name)
+    assert redis_client.hgetall(key) == {b"config": stored}
+
+
+@pytest.mark.parametrize("suffix", list("zhmdcs"))
+def test_a_key_of_another_type_is_refused_on_open(redis_client: Any, suffix: str) -> None:
+    """Another application's value at one of the board's keys: opening the
+    board says so and writes nothing (a write would fail half-way through
+    its script, which Redis does not roll back)."""
+    name = unique_name()
+    key = f"rankengine:{{{name}}}:{suffix}"
+    redis_client.set(key, "someone else's")
+    with pytest.raises(ValueError, match=rf"{re.escape(key)}.* holds a string"):
+        RedisLeaderboard(redis_client, name)
+    assert _stored(redis_client, name) == [key.encode()]
+    assert redis_client.get(key) == b"someone else's"
 
 
 class _Counting:

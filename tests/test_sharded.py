@@ -408,3 +408,70 @@ def test_durable_shards_survive_a_restart(tmp_path: Any) -> None:
     assert (again.items(), again.clock) == expected
     for board in again.shards:
         board.close()
+
+
+@pytest.mark.parametrize(
+    ("shards", "error"), [(True, TypeError), (2.0, TypeError), ("2", TypeError), (0, ValueError)]
+)
+def test_a_bad_shard_count_is_refused(shards: Any, error: type) -> None:
+    with pytest.raises(error, match="shards must"):
+        ShardedLeaderboard.local(shards)
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize(
+    ("shards", "options", "refusal"),
+    [
+        (True, {}, (TypeError, "shards must be an int")),
+        (2.0, {}, (TypeError, "shards must be an int")),
+        (-1, {}, (ValueError, "shards must be at least 1")),
+        (2, {"name": 5}, (TypeError, "name must be a str")),
+        (2, {"log": "LOG"}, (ValueError, "one log per shard")),
+        (2, {"rank_style": "best"}, (ValueError, "rank style")),
+    ],
+)
+def test_a_refused_sharded_board_on_redis_creates_no_shard(
+    redis_client: Any, tmp_path: Any, shards: Any, options: dict[str, Any], refusal: Any
+) -> None:
+    name = options.pop("name", unique_name())
+    if options.get("log") == "LOG":
+        options["log"] = tmp_path / "log"
+    error, match = refusal
+    with pytest.raises(error, match=match):
+        ShardedLeaderboard.on_redis(redis_client, name, shards, **options)
+    assert redis_client.keys(f"rankengine:{{{name}:*") == []
+    assert not (tmp_path / "log").exists()
+
+
+@pytest.mark.redis
+def test_a_shard_with_other_settings_leaves_no_shard_created(redis_client: Any) -> None:
+    """Shard 2 exists with another order: opening the sharded board is
+    refused before shards 0 and 1 are created, so they do not hold it to
+    the refused order (and the board opens with the right one)."""
+    name = unique_name()
+    RedisLeaderboard(redis_client, f"{name}:2", order="asc")
+    with pytest.raises(ValueError, match=rf"'{name}:2' was created with"):
+        ShardedLeaderboard.on_redis(redis_client, name, 3)
+    assert redis_client.keys(f"rankengine:{{{name}:*") == [f"rankengine:{{{name}:2}}:s".encode()]
+    board = ShardedLeaderboard.on_redis(redis_client, name, 3, order="asc")
+    board.set_many({f"p{i}": i for i in range(9)})
+    assert [e.member for e in board.top(2)] == ["p0", "p1"]
+
+
+@pytest.mark.redis
+def test_one_board_twice_is_no_sharded_board(redis_client: Any, tmp_path: Any) -> None:
+    """Two shards that are one board (one object, or two handles on the same
+    keys) would hold each other's members; two Redis shards that share one
+    event log would each rebuild from the other's records."""
+    local = Leaderboard()
+    with pytest.raises(ValueError, match="shards 0 and 1 are one board"):
+        ShardedLeaderboard([local, local])
+    name = unique_name()
+    one, two = RedisLeaderboard(redis_client, name), RedisLeaderboard(redis_client, name)
+    with pytest.raises(ValueError, match="shards 1 and 2 are one board"):
+        ShardedLeaderboard([Leaderboard(), one, two])
+    with Leaderboard.open(tmp_path) as log:
+        logged = [RedisLeaderboard(redis_client, unique_name(), log=log) for _ in range(2)]
+        with pytest.raises(ValueError, match="shards 0 and 1 share one event log"):
+            ShardedLeaderboard(logged)
+        assert len(log) == 0

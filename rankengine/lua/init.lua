@@ -1,5 +1,15 @@
--- Store the config on first use; return it and the write counter.
--- ARGV: 2 config JSON.
+-- Open a board: check that each key holds what the board keeps there (the
+-- state hash is checked by reading it, above), store the settings unless
+-- the board has some (ARGV[3] '1'), and return the stored settings (nil for
+-- none) and the write counter.
+-- ARGV: 2 settings (JSON), 3 '1' to store them, '0' to only read.
 
-redis.call('HSETNX', S, 'config', ARGV[2])
-return {redis.call('HGET', S, 'config'), fmt('%.0f', writes_now)}
+for i, want in ipairs({'zset', 'hash', 'hash', 'zset', 'hash'}) do
+  local have = redis.call('TYPE', KEYS[i]).ok
+  if have ~= 'none' and have ~= want then fail('KEYTYPE', i .. ' ' .. have) end
+end
+if ARGV[3] == '1' and not ST[5] then
+  redis.call('HSET', S, 'config', ARGV[2])
+  return {ARGV[2], fmt('%.0f', writes_now)}
+end
+return {ST[5], fmt('%.0f', writes_now)}
