@@ -261,6 +261,42 @@ def test_metadata_comes_from_the_newest_bucket_that_has_some() -> None:
     assert window.board.meta("bob") is None and "ann" not in window
 
 
+def test_metadata_set_on_a_bucket_reaches_the_window_at_the_next_refresh() -> None:
+    # buckets.set_meta changed the bucket but did not mark the member: the
+    # window kept the old metadata until the member was written again
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 1, meta={"name": "Ann"})
+    window.set("bob", 2)
+    window.refresh()
+    window.buckets.set_meta("ann", {"name": "Ann B."})
+    window.buckets.set_meta("bob", {"name": "Bob"})
+    assert window.refresh() == 2
+    assert window.board.meta("ann") == {"name": "Ann B."}
+    assert window.board.meta("bob") == {"name": "Bob"}
+    window.buckets.set_meta("ann", None)  # removing it reaches the window too
+    assert window.refresh() == 1
+    assert window.board.meta("ann") is None
+    window._check()
+
+
+def test_a_refused_set_meta_on_a_bucket_marks_nothing() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 1, meta={"name": "Ann"})
+    window.refresh()
+    with pytest.raises(KeyError):
+        window.buckets.set_meta("zed", {"name": "Zed"})  # absent from the bucket
+    with pytest.raises(TypeError):
+        window.buckets.set_meta("ann", {"when": 1j})  # not metadata
+    with pytest.raises(LateEventError):
+        window.buckets.set_meta("ann", {"name": "Late"}, t=START - HOUR)  # a closed hour
+    assert window.bucket().meta("ann") == {"name": "Ann"}
+    assert window.refresh() == 0  # nothing to recompute
+    assert "zed" not in window and window.board.meta("ann") == {"name": "Ann"}
+    window._check()
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     steps=st.lists(
