@@ -123,6 +123,17 @@ class DecayedLeaderboard(Uncopyable):
     :param board_config: ``tie_break``, ``rank_style``, ``backend``; the
         order is always "highest decayed value first".
 
+    Writes: :meth:`add`, :meth:`add_many`, :meth:`set`, :meth:`set_many`,
+    :meth:`remove`, :meth:`remove_many`, :meth:`set_meta`, :meth:`pop_best`,
+    :meth:`pop_worst`, :meth:`keep_top`, :meth:`remove_by_rank` and
+    :meth:`rebase`.  Decay scales every score by one factor, so ranks never
+    change with time and the removals by rank act on the stored board as
+    they are; pops return decayed values at now, as the reads do.  There is
+    no ``remove_by_score``: its bounds are decayed values, which would have
+    to be divided by the factor into stored units, and a score exactly on a
+    bound could then fall on either side of it by rounding.  Read the
+    members with :meth:`items` or :meth:`top` and :meth:`remove_many` them.
+
     Copying: ``copy.copy``, ``copy.deepcopy`` and pickling raise
     :class:`TypeError` (the board runs on a clock function and a board
     factory, and a durable one owns its root directory);
@@ -300,6 +311,46 @@ class DecayedLeaderboard(Uncopyable):
                 self.rebase(new_t0)
             return self._board.set(member, stored)
 
+    def set_many(
+        self,
+        items: Mapping[Member, float] | Iterable[tuple[Member, float]],
+        *,
+        t: float | None = None,
+    ) -> int:
+        """Make each member's decayed value at time ``t`` (default now) equal
+        its value: what a loop of :meth:`set` does (a member given twice
+        ends with its last value), in one board write (one log record on a
+        durable board).  Every item is checked first, before a re-base: a
+        bad one raises and changes nothing.
+
+        Runtime complexity: O(k log N) (O(N log N) when it triggers a re-base)
+
+        :return: how many members were added or had their score changed.
+        :raises OverflowError: a stored score would not be finite.
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 10.0)
+        >>> board.set_many({"ann": 5, "bob": 2}, t=0.0)
+        2
+        >>> [(m, round(v, 4)) for m, v in board.items()]
+        [('ann', 1.8394), ('bob', 0.7358)]
+        """
+        with self._lock:
+            now = self._now(None)
+            when = now if t is None else _finite(t, "t")
+            pairs = list(items.items() if isinstance(items, Mapping) else items)
+            # pairs and members as the board checks them, then the values and
+            # the stored scores, all before a re-base, which cannot be undone
+            self._board._check_pairs(pairs, "value")
+            for member, value in pairs:
+                _check_points(value, member)
+            if not pairs:
+                return 0  # nothing to set: no re-base either (a new epoch, durably)
+            new_t0, weight = self._plan(when, now)
+            stored = [(member, _check_sum(value * weight, member)) for member, value in pairs]
+            if new_t0 is not None:
+                self.rebase(new_t0)
+            return self._board.set_many(stored)
+
     def remove(self, member: Member) -> bool:
         """Remove ``member``.
 
@@ -307,6 +358,98 @@ class DecayedLeaderboard(Uncopyable):
         """
         with self._lock:
             return self._board.remove(member)
+
+    def remove_many(self, members: Iterable[Member]) -> int:
+        """Remove ``members`` in one board write; every member is checked
+        before any is removed.
+
+        Runtime complexity: O(k log N)
+
+        :return: how many were present.
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 0.0)
+        >>> _ = board.add_many({"ann": 3, "bob": 2, "cid": 1})
+        >>> board.remove_many(["ann", "cid", "zed"]), board.items()
+        (2, [('bob', 2.0)])
+        """
+        with self._lock:
+            return self._board.remove_many(members)
+
+    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
+        """Replace (or with ``None`` remove) a present member's metadata
+        (``KeyError`` for an absent one); decay leaves it as it is, a
+        re-base carries it over.
+
+        Runtime complexity: O(size of meta)
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 0.0)
+        >>> _ = board.add("ann", 3)
+        >>> board.set_meta("ann", {"name": "Ann"})
+        >>> board.top(with_meta=True)
+        [Entry(member='ann', score=3.0, rank=1, meta={'name': 'Ann'})]
+        """
+        with self._lock:
+            self._board.set_meta(member, meta)
+
+    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` best entries (with their ranks
+        before removal), their scores the decayed values at now, as
+        :meth:`top` reads them.
+
+        Runtime complexity: O(count log N)
+
+        >>> board = DecayedLeaderboard(half_life=60.0, t0=0, clock=lambda: 60.0)
+        >>> _ = board.add_many({"ann": 8, "bob": 4}, t=0.0)
+        >>> board.pop_best(), board.items()
+        ([Entry(member='ann', score=4.0, rank=1, meta=None)], [('bob', 2.0)])
+        """
+        with self._lock:
+            now = self._now(None)  # read before anything is removed
+            return self._convert(self._board.pop_best(count, with_meta=with_meta), now)
+
+    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` worst entries, worst first, their
+        scores the decayed values at now (see :meth:`pop_best`).
+
+        Runtime complexity: O(count log N)
+
+        >>> board = DecayedLeaderboard(half_life=60.0, t0=0, clock=lambda: 60.0)
+        >>> _ = board.add_many({"ann": 8, "bob": 4}, t=0.0)
+        >>> board.pop_worst(), board.items()
+        ([Entry(member='bob', score=2.0, rank=2, meta=None)], [('ann', 4.0)])
+        """
+        with self._lock:
+            now = self._now(None)  # read before anything is removed
+            return self._convert(self._board.pop_worst(count, with_meta=with_meta), now)
+
+    def keep_top(self, n: int) -> int:
+        """Keep only the best ``n`` members (ranks do not change with time);
+        return how many were removed.
+
+        Runtime complexity: O(log N + k log N) for k removed
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 0.0)
+        >>> _ = board.add_many({"ann": 3, "bob": 2, "cid": 1})
+        >>> board.keep_top(1), board.items()
+        (2, [('ann', 3.0)])
+        """
+        with self._lock:
+            return self._board.keep_top(n)
+
+    def remove_by_rank(self, start: int, stop: int) -> int:
+        """Remove the members ranked ``start`` to ``stop`` inclusive (1-based,
+        negative counts from the bottom; see :meth:`Leaderboard.remove_by_rank`);
+        return how many were removed.
+
+        Runtime complexity: O(log N + k log N) for k removed
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 0.0)
+        >>> _ = board.add_many({"ann": 3, "bob": 2, "cid": 1})
+        >>> board.remove_by_rank(2, -1), board.items()
+        (2, [('ann', 3.0)])
+        """
+        with self._lock:
+            return self._board.remove_by_rank(start, stop)
 
     def rebase(self, t0: float | None = None) -> None:
         """Move the base time forward to ``t0`` (default now), rescaling every

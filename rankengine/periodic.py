@@ -699,13 +699,17 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(size of meta)
         """
-        with self._lock, self._routed(t) as period:
-            if period is None:  # dropped: checked as the board would, not applied
-                check_member(member)
-                if meta is not None:
-                    check_meta(meta)
-            else:
-                self._boards[period.name].set_meta(member, meta)
+        with self._lock:
+            with self._routed(t) as period:
+                if period is None:  # dropped: checked as the board would, not applied
+                    check_member(member)
+                    if meta is not None:
+                        check_meta(meta)
+                else:
+                    self._boards[period.name].set_meta(member, meta)
+            if period is not None:
+                # a window over these buckets copies the newest metadata at refresh
+                self._wrote(period, (member,))
 
     # ------------------------------------------------------------------
     # Reads

@@ -103,7 +103,16 @@ class SlidingWindowLeaderboard(Uncopyable):
         be numbers (composite scores cannot be summed).
 
     A member's metadata in the window is the one in its newest bucket that
-    has any (set with ``set(..., meta=...)``), copied at refresh.
+    has any (set with ``set(..., meta=...)`` or :meth:`set_meta`), copied
+    at refresh.
+
+    Writes: ``set``, ``incr``, ``set_many``, ``incr_many``, ``remove``,
+    ``remove_many`` and ``set_meta``, each to the bucket of ``t`` (default
+    now).  There are no pops and no removals by rank or score (``pop_best``,
+    ``keep_top``, ...): the window's standings are sums over buckets, and
+    removing a member from one bucket leaves its other buckets counting, so
+    such a write could not do what its name says.  ``buckets`` has them,
+    for one bucket's own standings.
 
     Ties on a first-to-reach board (the default): a refresh writes the
     members it recomputes in the order their sums changed (a write puts its
@@ -373,6 +382,53 @@ class SlidingWindowLeaderboard(Uncopyable):
         """
         with self._lock:
             return self._buckets.remove(member, t=t)
+
+    def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
+        """Remove ``members`` from the bucket of ``t`` (default now); their
+        other buckets still count.  Every member is checked before any is
+        removed: a bad one raises and changes nothing.
+
+        :return: how many were in that bucket.
+
+        Runtime complexity: O(k log N)
+
+        >>> now = [1_796_032_800.0]                      # 2026-11-30T10:00Z
+        >>> window = SlidingWindowLeaderboard("hourly", 2, clock=lambda: now[0])
+        >>> window.set_many({"ann": 3, "bob": 2})
+        2
+        >>> now[0] += 3600
+        >>> window.set_many({"ann": 5, "cid": 1})
+        2
+        >>> window.remove_many(["ann", "cid", "zed"])
+        2
+        >>> _ = window.refresh()
+        >>> window.items()                               # ann's hour before still counts
+        [('ann', 3), ('bob', 2)]
+        """
+        with self._lock:
+            return self._buckets.remove_many(members, t=t)
+
+    def set_meta(
+        self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
+    ) -> None:
+        """Replace (or with ``None`` remove) ``member``'s metadata in the
+        bucket of ``t`` (default now), where ``member`` must have a score
+        (``KeyError`` otherwise).  The window shows the metadata of the
+        member's newest bucket that has any, from the next refresh on.
+
+        Runtime complexity: O(size of meta)
+
+        >>> now = [1_796_032_800.0]                      # 2026-11-30T10:00Z
+        >>> window = SlidingWindowLeaderboard("hourly", 2, clock=lambda: now[0])
+        >>> window.set("ann", 3)
+        True
+        >>> window.set_meta("ann", {"name": "Ann"})
+        >>> _ = window.refresh()
+        >>> window.top(with_meta=True)
+        [Entry(member='ann', score=3, rank=1, meta={'name': 'Ann'})]
+        """
+        with self._lock:
+            self._buckets.set_meta(member, meta, t=t)
 
     # ------------------------------------------------------------------
     # Reads (from the materialised window)

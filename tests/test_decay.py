@@ -673,3 +673,221 @@ def test_an_empty_batch_is_no_write_and_no_rebase(tmp_path: Path) -> None:
         assert (board.t0, board.rebases, sorted(p.name for p in path.iterdir())) == before
         board.add_many([("bob", 1)])  # a real write re-bases as before
         assert board.rebases == 1
+
+
+# ----------------------------------------------------------------------
+# The writes a Leaderboard has: each equals a sequence of existing calls
+# ----------------------------------------------------------------------
+def _twins(durable: bool, root: Path, clock: FakeClock) -> tuple[Any, Any, Any]:
+    """Two decayed boards on one clock (``a`` gets the new write, ``b`` the
+    equivalent calls), each holding the same events with ties, and a
+    function that reopens both (durable) or returns them as they are."""
+
+    def make(name: str) -> DecayedLeaderboard:
+        if durable:
+            return DecayedLeaderboard.open(
+                root / name, half_life=HOUR, clock=clock, fsync="never", rebase_after=3.0
+            )
+        return DecayedLeaderboard(half_life=HOUR, t0=clock.t, clock=clock, rebase_after=3.0)
+
+    a, b = make("a"), make("b")
+    start = clock.t
+    for board in (a, b):
+        clock.t = start
+        board.add_many({"ann": 8, "bob": 4, "cid": 4, "dee": 2})
+        clock.t = start + HOUR
+        board.add_many({"eve": 2, "fay": 1, "gus": 3.5})  # eve ties bob, after him
+        board.add("hal", 1, t=start)
+        board.board.set_meta("bob", {"team": "red"})
+        board.board.set_meta("fay", {"team": "blue"})
+
+    def reopen(pair: tuple[Any, Any]) -> tuple[Any, Any]:
+        if not durable:
+            return pair
+        for board in pair:
+            board.close()
+        return make("a"), make("b")
+
+    return a, b, reopen
+
+
+def _same(a: DecayedLeaderboard, b: DecayedLeaderboard) -> None:
+    """The same base, stored scores (bit for bit, in rank order), metadata
+    and decayed reads."""
+    assert (a.t0, a.rebases) == (b.t0, b.rebases)
+    assert a.board.items() == b.board.items()
+    assert {m: a.board.meta(m) for m in a.board} == {m: b.board.meta(m) for m in b.board}
+    assert a.top(20, with_meta=True) == b.top(20, with_meta=True)
+    a._check()
+    b._check()
+
+
+def _removed_in_turn(board: DecayedLeaderboard, entries: list[Any]) -> int:
+    return sum(board.remove(entry.member) for entry in entries)
+
+
+def _popped_in_turn(board: DecayedLeaderboard, entries: list[Any]) -> list[Any]:
+    """``entries`` (read before), after removing each of them in turn."""
+    assert _removed_in_turn(board, entries) == len(entries)
+    return entries
+
+
+def _with_meta(board: DecayedLeaderboard, entries: list[Any]) -> list[Any]:
+    return [e._replace(meta=board.board.meta(e.member)) for e in entries]
+
+
+#: Each new write on ``a`` and the existing calls that do the same on ``b``;
+#: both return values must be equal.
+_EQUIVALENT_WRITES: dict[str, tuple[Any, Any]] = {
+    "set_many": (
+        lambda a: a.set_many([("ann", 1.5), ("zed", 6), ("bob", 4), ("ann", 2)]),
+        # distinct members whose stored score changed: ann, zed, bob
+        lambda b: len(
+            {m for m, v in [("ann", 1.5), ("zed", 6), ("bob", 4), ("ann", 2)] if b.set(m, v)}
+        ),
+    ),
+    "set_many-at-t": (
+        lambda a: a.set_many({"cid": 9, "ivy": 3}, t=a.t0 + 600),
+        lambda b: sum(b.set(m, v, t=b.t0 + 600) for m, v in {"cid": 9, "ivy": 3}.items()),
+    ),
+    "set_many-empty": (lambda a: a.set_many([]), lambda b: 0),
+    "set_meta": (
+        lambda a: [a.set_meta("ann", {"n": 1}), a.set_meta("bob", None)],
+        lambda b: [b.board.set_meta("ann", {"n": 1}), b.board.set_meta("bob", None)],
+    ),
+    "remove_many": (
+        lambda a: a.remove_many(["bob", "zed", "fay", "bob"]),
+        lambda b: sum(b.remove(m) for m in ["bob", "zed", "fay", "bob"]),
+    ),
+    "pop_best": (
+        lambda a: a.pop_best(3, with_meta=True),
+        lambda b: _popped_in_turn(b, b.top(3, style="unique", with_meta=True)),
+    ),
+    "pop_best-all": (
+        lambda a: a.pop_best(99),
+        lambda b: _popped_in_turn(b, b.top(99, style="unique")),
+    ),
+    "pop_worst": (
+        lambda a: a.pop_worst(4, with_meta=True),
+        lambda b: _popped_in_turn(b, _with_meta(b, b.by_rank(-4, -1, style="unique"))[::-1]),
+    ),
+    "keep_top": (
+        lambda a: a.keep_top(3),
+        lambda b: _removed_in_turn(b, b.by_rank(4, -1)),
+    ),
+    "remove_by_rank": (
+        lambda a: a.remove_by_rank(2, 5),
+        lambda b: _removed_in_turn(b, b.by_rank(2, 5)),
+    ),
+    "remove_by_rank-from-bottom": (
+        lambda a: a.remove_by_rank(-2, -1),
+        lambda b: _removed_in_turn(b, b.by_rank(-2, -1)),
+    ),
+}
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize("name", list(_EQUIVALENT_WRITES))
+def test_each_new_write_equals_the_existing_calls_it_stands_for(
+    tmp_path: Path, name: str, durable: bool
+) -> None:
+    clock = FakeClock(1_796_000_000.0)
+    a, b, reopen = _twins(durable, tmp_path, clock)
+    try:
+        _same(a, b)
+        clock.t += 1800  # decayed reads and popped scores at this now, on both
+        new, old = _EQUIVALENT_WRITES[name]
+        got, expected = new(a), old(b)
+        assert got == expected
+        if name.startswith("pop_"):
+            assert got and all(e.member not in a for e in got)
+        _same(a, b)
+        a, b = reopen((a, b))
+        _same(a, b)
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+def test_set_many_due_a_rebase_equals_a_loop_of_set(tmp_path: Path, durable: bool) -> None:
+    """The first set of the loop re-bases; the batch re-bases once, to the
+    same base, before writing every value with the same weight."""
+    clock = FakeClock(1_796_000_000.0)
+    a, b, reopen = _twins(durable, tmp_path, clock)
+    try:
+        clock.t += 10 * HOUR  # more than rebase_after (3) time constants after t0
+        rebases = a.rebases
+        batch = [("ann", 1.0), ("zed", 0.25), ("cid", 7.0)]
+        for t in (clock.t - 1800, clock.t):
+            assert a.set_many(batch, t=t) == sum(b.set(m, v, t=t) for m, v in batch)
+            _same(a, b)
+        assert a.rebases == rebases + 1 and a.t0 == clock.t - 1800
+        assert a.score("zed", at=clock.t) == pytest.approx(0.25, rel=1e-12)
+        a, b = reopen((a, b))
+        _same(a, b)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_popped_scores_are_decayed_values_at_now() -> None:
+    clock = FakeClock(0.0)
+    board = DecayedLeaderboard(half_life=HOUR, t0=0.0, clock=clock)
+    board.add_many({"ann": 8.0, "bob": 4.0, "cid": 2.0})
+    clock.t = 2 * HOUR  # two half-lives: a quarter is left
+    best = board.pop_best()
+    assert [(e.member, e.rank) for e in best] == [("ann", 1)]
+    assert best[0].score == pytest.approx(2.0, rel=1e-12)
+    worst = board.pop_worst(2)
+    assert [(e.member, e.rank) for e in worst] == [("cid", 2), ("bob", 1)]
+    assert [e.score for e in worst] == pytest.approx([0.5, 1.0], rel=1e-12)
+    assert len(board) == 0
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["memory", "durable"])
+@pytest.mark.parametrize(
+    ("write", "error"),
+    [
+        (lambda b: b.set_many([("ann", 1), ("bob", math.nan)]), ValueError),
+        (lambda b: b.set_many([("ann", 1), ("bob", "2")]), TypeError),
+        (lambda b: b.set_many([("ann", 1), (["bob"], 2)]), TypeError),
+        (lambda b: b.set_many([("ann", 1), ("bob", 10**400)]), OverflowError),
+        (lambda b: b.set_many([("ann", 1), "bob"]), TypeError),
+        (lambda b: b.set_many([("ann", 1)], t=math.inf), ValueError),
+        (lambda b: b.set_meta("zed", {"n": 1}), KeyError),
+        (lambda b: b.set_meta("ann", {"n": 1j}), TypeError),
+        (lambda b: b.remove_many(["ann", ["bob"]]), TypeError),
+        (lambda b: b.pop_best(-1), ValueError),
+        (lambda b: b.pop_worst(1.0), TypeError),
+        (lambda b: b.keep_top(-1), ValueError),
+        (lambda b: b.remove_by_rank(0, 2), ValueError),
+        (lambda b: b.remove_by_rank(1, "2"), TypeError),
+    ],
+)
+def test_a_new_write_given_bad_input_changes_nothing(
+    tmp_path: Path, write: Any, error: type[Exception], durable: bool
+) -> None:
+    clock = FakeClock(1.0)
+    path = tmp_path / "hot"
+    if durable:
+        board = DecayedLeaderboard.open(path, tau=1.0, clock=clock, fsync="never")
+    else:
+        board = DecayedLeaderboard(tau=1.0, t0=0.0, clock=clock)
+    try:
+        board.add_many({"ann": 3, "bob": 2})
+        board.board.set_meta("ann", {"n": 0})
+        clock.t = 100.0  # 99 tau later: a set_many now is due a re-base
+        if durable:
+            board.board.flush()  # type: ignore[attr-defined]
+        before = (board.t0, board.rebases, board.board, board.board.items())
+        files = tree(path) if durable else []
+        with pytest.raises(error):
+            write(board)
+        assert (board.t0, board.rebases, board.board, board.board.items()) == before
+        assert board.board.meta("ann") == {"n": 0}
+        if durable:
+            assert tree(path) == files
+        board._check()
+    finally:
+        board.close()

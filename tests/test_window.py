@@ -261,6 +261,121 @@ def test_metadata_comes_from_the_newest_bucket_that_has_some() -> None:
     assert window.board.meta("bob") is None and "ann" not in window
 
 
+def test_metadata_set_on_a_bucket_reaches_the_window_at_the_next_refresh() -> None:
+    # buckets.set_meta changed the bucket but did not mark the member: the
+    # window kept the old metadata until the member was written again
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 1, meta={"name": "Ann"})
+    window.set("bob", 2)
+    window.refresh()
+    window.buckets.set_meta("ann", {"name": "Ann B."})
+    window.buckets.set_meta("bob", {"name": "Bob"})
+    assert window.refresh() == 2
+    assert window.board.meta("ann") == {"name": "Ann B."}
+    assert window.board.meta("bob") == {"name": "Bob"}
+    window.buckets.set_meta("ann", None)  # removing it reaches the window too
+    assert window.refresh() == 1
+    assert window.board.meta("ann") is None
+    window._check()
+
+
+def test_a_refused_set_meta_on_a_bucket_marks_nothing() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 1, meta={"name": "Ann"})
+    window.refresh()
+    with pytest.raises(KeyError):
+        window.buckets.set_meta("zed", {"name": "Zed"})  # absent from the bucket
+    with pytest.raises(TypeError):
+        window.buckets.set_meta("ann", {"when": 1j})  # not metadata
+    with pytest.raises(LateEventError):
+        window.buckets.set_meta("ann", {"name": "Late"}, t=START - HOUR)  # a closed hour
+    assert window.bucket().meta("ann") == {"name": "Ann"}
+    assert window.refresh() == 0  # nothing to recompute
+    assert "zed" not in window and window.board.meta("ann") == {"name": "Ann"}
+    window._check()
+
+
+def test_set_meta_goes_to_the_bucket_of_t_and_the_newest_metadata_wins() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 3, grace=HOUR, clock=clock)
+    window.set_many({"ann": 1, "bob": 2})
+    clock.t += HOUR
+    window.set_many({"ann": 3, "bob": 4})
+    assert window.set_meta("ann", {"name": "Ann"}) is None  # this hour's bucket
+    # bob in the hour before (open: within its grace); no newer bucket has any
+    window.set_meta("bob", {"name": "Bob"}, t=START)
+    assert window.bucket().meta("ann") == {"name": "Ann"} and window.bucket().meta("bob") is None
+    assert window.bucket(HOURLY.period_of(START)).meta("bob") == {"name": "Bob"}
+    assert window.refresh() == 2
+    assert window.top(with_meta=True) == [
+        ("bob", 6, 1, {"name": "Bob"}),
+        ("ann", 4, 2, {"name": "Ann"}),
+    ]
+    # the older bucket's metadata does not hide the newer one's
+    window.set_meta("ann", {"name": "Old Ann"}, t=START)
+    window.refresh()
+    assert window.board.meta("ann") == {"name": "Ann"}
+    # removed from the newest bucket: the older one's shows
+    window.set_meta("ann", None)
+    window.refresh()
+    assert window.board.meta("ann") == {"name": "Old Ann"}
+    window._check()
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda w: w.set_meta("zed", {"n": 1}), KeyError),  # in no bucket
+        (lambda w: w.set_meta("bob", {"n": 1}), KeyError),  # not in this hour's bucket
+        (lambda w: w.set_meta("ann", {"n": 1j}), TypeError),
+        (lambda w: w.set_meta(["ann"], {"n": 1}), TypeError),
+        (lambda w: w.set_meta("ann", {"n": 1}, t=START - HOUR), LateEventError),
+        (lambda w: w.set_meta("ann", {"n": 1}, t=START + 2 * HOUR), ValueError),  # not begun
+        (lambda w: w.remove_many(["ann", ["bob"]]), TypeError),
+        (lambda w: w.remove_many(["ann", 1.5]), TypeError),
+        (lambda w: w.remove_many(["ann"], t=START - HOUR), LateEventError),
+        (lambda w: w.remove_many(["ann"], t=math.nan), ValueError),
+    ],
+)
+def test_refused_set_meta_and_remove_many_change_nothing(call: Any, error: type) -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 3, clock=clock)
+    window.set("bob", 5)
+    clock.t += HOUR
+    window.set("ann", 2, meta={"n": 0})
+    window.refresh()
+    before = (window.top(with_meta=True), window.bucket().items(), window.buckets.periods())
+    with pytest.raises(error):
+        call(window)
+    assert window.refresh() == 0  # nothing marked for a recompute
+    after = (window.top(with_meta=True), window.bucket().items(), window.buckets.periods())
+    assert after == before and window.bucket().meta("ann") == {"n": 0}
+    window._check()
+
+
+def test_remove_many_removes_from_the_bucket_of_t_and_other_buckets_still_count() -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 3, grace=HOUR, clock=clock, tie_break="member")
+    window.set_many({"ann": 1, "bob": 2, "cid": 3})
+    clock.t += HOUR
+    window.set_many({"ann": 10, "bob": 20, "dee": 40})
+    window.refresh()
+    assert window.items() == [("dee", 40), ("bob", 22), ("ann", 11), ("cid", 3)]
+    # this hour: ann and dee go, zed was never there
+    assert window.remove_many(["ann", "dee", "zed"]) == 2
+    assert window.items() == [("dee", 40), ("bob", 22), ("ann", 11), ("cid", 3)]  # stale
+    assert window.refresh() == 3
+    assert window.items() == [("bob", 22), ("cid", 3), ("ann", 1)]  # ann's older hour counts
+    # the hour before (still open): ann and cid leave it, and the window
+    assert window.remove_many(iter(["ann", "cid"]), t=START) == 2
+    window.refresh()
+    assert window.items() == [("bob", 22)]
+    assert window.remove_many([]) == 0
+    window._check()
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     steps=st.lists(
@@ -335,7 +450,19 @@ def test_ties_in_the_window_rank_in_the_order_the_writes_reached_them() -> None:
 
 window_ops = st.lists(
     st.tuples(
-        st.sampled_from(["incr", "incr_many", "set", "set_many", "meta", "remove", "refresh"]),
+        st.sampled_from(
+            [
+                "incr",
+                "incr_many",
+                "set",
+                "set_many",
+                "meta",
+                "set_meta",
+                "remove",
+                "remove_many",
+                "refresh",
+            ]
+        ),
         st.sampled_from(["ann", "bob", "cid"]),
         st.integers(-5, 9),
         st.sampled_from([0, 0, 600, HOUR, 2 * HOUR, 5 * HOUR]),  # clock step
@@ -438,6 +565,21 @@ def test_sums_and_metadata_equal_a_model_of_buckets_under_every_late_policy_and_
                 window.set(member, value, t=t, meta={"v": value})
                 bucket[member] = value
                 bucket_meta[member] = {"v": value}
+            elif op == "set_meta":
+                meta = None if value < 0 else {"v": value}
+                if member not in bucket:
+                    with pytest.raises(KeyError):
+                        window.set_meta(member, meta, t=t)
+                    continue
+                window.set_meta(member, meta, t=t)
+                if meta is None:
+                    bucket_meta.pop(member, None)
+                else:
+                    bucket_meta[member] = meta
+            elif op == "remove_many":
+                assert window.remove_many([member, "zed"], t=t) == (member in bucket)
+                bucket.pop(member, None)
+                bucket_meta.pop(member, None)
             else:
                 window.remove(member, t=t)
                 bucket.pop(member, None)
