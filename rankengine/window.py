@@ -588,7 +588,8 @@ class SlidingWindowLeaderboard(Uncopyable):
 
     def _check(self) -> None:
         """Verify the buckets, the window board, and that every member not
-        touched since the last refresh holds exactly its window sum."""
+        touched since the last refresh holds exactly its window sum and the
+        metadata of its newest bucket that has any."""
         with self._lock:
             self._buckets._check()
             self._board._check()
@@ -610,6 +611,9 @@ class SlidingWindowLeaderboard(Uncopyable):
                     if total != total:
                         total = 0.0
                 assert self._board.score(member, _MISSING) == total, (member, total)
+                newest = [b._meta[member] for b in reversed(boards) if member in b._meta]
+                meta = newest[0] if newest else None
+                assert self._board._meta.get(member) == meta, ("metadata", member, meta)
 
     def __repr__(self) -> str:
         return (

@@ -280,6 +280,22 @@ def test_metadata_set_on_a_bucket_reaches_the_window_at_the_next_refresh() -> No
     window._check()
 
 
+def test_check_catches_window_metadata_out_of_step_with_the_buckets() -> None:
+    # _check() verified the sums only, so a window showing stale metadata
+    # (the bug above) passed it
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 1, meta={"name": "Ann"})
+    clock.t += HOUR
+    window.set("ann", 2, meta={"name": "Ann B."})  # the newest bucket's wins
+    window.refresh()
+    window._check()
+    assert window.board.meta("ann") == {"name": "Ann B."}
+    window._board._meta["ann"] = {"name": "Ann"}  # the older bucket's: stale
+    with pytest.raises(AssertionError, match="metadata"):
+        window._check()
+
+
 def test_a_refused_set_meta_on_a_bucket_marks_nothing() -> None:
     clock = FakeClock(START)
     window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
