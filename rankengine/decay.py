@@ -391,6 +391,20 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             self._board.set_meta(member, meta)
 
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """A copy of ``member``'s metadata, or None (absent, or none set).
+
+        Runtime complexity: O(size of meta)
+
+        >>> board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 0.0)
+        >>> _ = board.add("ann", 3)
+        >>> board.set_meta("ann", {"name": "Ann"})
+        >>> board.meta("ann"), board.meta("bob")
+        ({'name': 'Ann'}, None)
+        """
+        with self._lock:
+            return self._board.meta(member)
+
     def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
         """Remove and return up to ``count`` best entries (with their ranks
         before removal), their scores the decayed values at now, as

@@ -891,3 +891,17 @@ def test_a_new_write_given_bad_input_changes_nothing(
         board._check()
     finally:
         board.close()
+
+
+def test_meta_reads_a_members_metadata_as_a_copy() -> None:
+    board = DecayedLeaderboard(tau=10.0, t0=0, clock=lambda: 0.0)
+    board.add("ann", 3)
+    board.set_meta("ann", {"name": "Ann", "tags": ["a"]})
+    got = board.meta("ann")
+    assert got == {"name": "Ann", "tags": ["a"]}
+    assert got is not None
+    got["tags"].append("b")  # a copy: the board keeps its own
+    assert board.meta("ann") == {"name": "Ann", "tags": ["a"]}
+    assert board.meta("bob") is None
+    with pytest.raises(TypeError):
+        board.meta(["not", "a", "member"])  # type: ignore[arg-type]
