@@ -46,6 +46,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias, TypedDict
 
@@ -201,6 +202,23 @@ def open_board(
     """Open (or create) the durable board in directory ``path``; see
     :class:`DurableLeaderboard` for the options."""
     return _durable_class(cls)(path, **options)
+
+
+def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -> None:
+    """The ``everysec`` fsync thread of ``board``, until ``stop`` is set.
+
+    It holds the board only while it syncs (a strong reference would keep a
+    board dropped without ``close()`` alive, and this thread with it,
+    forever), and ends once the board is gone.
+
+    Runtime complexity: one fsync a second while there are writes
+    """
+    while not stop.wait(FLUSH_INTERVAL_S):
+        live = board()
+        if live is None:
+            return
+        live._background_sync()
+        del live
 
 
 # ----------------------------------------------------------------------
@@ -751,11 +769,23 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         self._flusher: threading.Thread | None = None
         self._closed = False
         if fsync == "everysec":
+            # (the thread holds the board by a weak reference: see _flush_loop)
             self._flusher = threading.Thread(
-                target=self._flush_loop, name="rankengine-fsync", daemon=True
+                target=_flush_loop,
+                args=(weakref.ref(self), self._stop),
+                name="rankengine-fsync",
+                daemon=True,
             )
-            self._flusher.start()
+            try:
+                self._flusher.start()
+            except BaseException:  # (no thread to be had: nothing stays open)
+                self._closed = self._released = True
+                self._writer.close()
+                self._dirlock.release()
+                raise
         self._listener = self._append
+        #: the directory is this board's to release from now on (see __del__)
+        self._dirlock.released_by_owner = True
 
     # ------------------------------------------------------------------
     # State
@@ -865,10 +895,6 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 while self._sync_started is not None:
                     self._sync_cond.wait()
 
-    def _flush_loop(self) -> None:
-        while not self._stop.wait(FLUSH_INTERVAL_S):
-            self._background_sync()
-
     def _background_sync(self) -> None:
         with self._sync_lock:
             if not self._dirty or self._failure is not None:
@@ -927,6 +953,40 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                     return
                 self._closed = True
             self._close()
+
+    def __del__(self) -> None:
+        """A board dropped without :meth:`close`: warn, as an unclosed file
+        does, and give back what it holds: stop its fsync thread, write the
+        log back under ``everysec``, close the segment, release the directory.
+
+        It runs only when nothing else references the board (its threads
+        hold it weakly, or only while they work), so it takes no lock; it
+        never joins a thread (it may run on the fsync thread itself, which
+        then stops at its next wake-up).  Whatever fails here is dropped.
+
+        Runtime complexity: one fsync when writes are not yet synced
+        """
+        if self.__dict__.get("_released", True):
+            return  # closed, or the open failed (it released what it held)
+        self._closed = self._released = True
+        try:
+            warnings.warn(
+                f"durable board {self.path!r} was never closed; close it or use a with block",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+        finally:  # (under -W error the warning raises: release all the same)
+            self._stop.set()
+            # (the segment's file may have been finalized before this board:
+            # a closed file raises ValueError, and nothing is lost, since
+            # every acknowledged record is in the OS page cache already)
+            with contextlib.suppress(Exception):
+                if self._dirty and self._failure is None:
+                    self._writer.sync()
+            with contextlib.suppress(Exception):
+                self._writer.close()
+            self._dirlock.release()
 
     def _close(self) -> None:
         """What close() does once it has marked the board closed (under its lock)."""

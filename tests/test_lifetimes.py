@@ -1,0 +1,118 @@
+"""Resource lifetimes: what a board holds (files, threads, locks, maps,
+processes) is given back when it is closed, when opening it fails, and
+when it is dropped without being closed.
+
+The counts come from the process itself (``/proc/self/fd``,
+``threading.enumerate()``), so these tests run where ``/proc`` exists.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import warnings
+import weakref
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankengine import Leaderboard
+from rankengine.durable import DurableLeaderboard
+from rankengine.periodic import PeriodicLeaderboard
+
+pytestmark = pytest.mark.skipif(
+    not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc/self/fd"
+)
+
+POLICIES = ["always", "everysec", "never"]
+
+
+def open_fds() -> set[str]:
+    """The descriptors this process has open."""
+    return set(os.listdir("/proc/self/fd"))
+
+
+def rankengine_threads() -> list[threading.Thread]:
+    """The background threads of durable boards that are still running."""
+    return [t for t in threading.enumerate() if t.name.startswith("rankengine-")]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_dropped_durable_board_is_collected_and_releases_everything(
+    tmp_path: Path, policy: Any
+) -> None:
+    """A board dropped without close() is garbage collected (no background
+    thread keeps it alive), warns as an unclosed file does, and gives back
+    its descriptors, its thread and its directory lock: the directory
+    opens again in the same process, with every write in it."""
+    before_fds, before_threads = open_fds(), rankengine_threads()
+    board = Leaderboard.open(tmp_path, fsync=policy)
+    board.set("ann", 1)
+    board.incr("bob", 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ref = weakref.ref(board)
+        del board
+        gc.collect()
+    assert ref() is None, "the dropped board is still referenced"
+    assert any(
+        issubclass(w.category, ResourceWarning) and "never closed" in str(w.message) for w in caught
+    ), [str(w.message) for w in caught]
+    for thread in rankengine_threads():
+        if thread not in before_threads:
+            thread.join(timeout=5)
+    assert rankengine_threads() == before_threads
+    assert open_fds() <= before_fds
+    with Leaderboard.open(tmp_path) as again:
+        assert again.items() == [("bob", 2), ("ann", 1)]
+
+
+def test_closed_board_does_not_warn_when_dropped(tmp_path: Path) -> None:
+    """Only a board never closed warns: closing it (or a with block) is the
+    release, and a board whose open failed holds nothing to warn about."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Leaderboard.open(tmp_path, fsync="everysec") as board:
+            board.set("ann", 1)
+        del board
+        with pytest.raises(ValueError):
+            Leaderboard.open(tmp_path, order="asc")
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+def test_durable_board_class_is_collected(tmp_path: Path) -> None:
+    """The subclass made for a user's Leaderboard subclass behaves alike."""
+
+    class Mine(Leaderboard):
+        pass
+
+    board = Mine.open(tmp_path, fsync="everysec")
+    assert isinstance(board, DurableLeaderboard)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        ref = weakref.ref(board)
+        del board
+        gc.collect()
+    assert ref() is None
+    with Mine.open(tmp_path):
+        pass
+
+
+def test_dropped_periodic_board_releases_its_root(tmp_path: Path) -> None:
+    """A durable periodic board dropped without close() gives back its
+    root's lock as well as its period boards': the root opens again."""
+    clock = lambda: 1_764_547_200.0  # noqa: E731 - 2025-12-01T00:00:00Z
+    board = PeriodicLeaderboard.open(tmp_path, "daily", clock=clock, fsync="everysec")
+    board.incr("ann", 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ref = weakref.ref(board)
+        del board
+        gc.collect()
+    assert ref() is None
+    assert any(issubclass(w.category, ResourceWarning) for w in caught)
+    with PeriodicLeaderboard.open(tmp_path, "daily", clock=clock, fsync="never") as again:
+        assert again.board().items() == [("ann", 3)]
