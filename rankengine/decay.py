@@ -64,6 +64,7 @@ tested:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -333,15 +334,25 @@ class DecayedLeaderboard(Uncopyable):
                     return
                 raise ValueError(f"t0 only moves forward: {new_t0} < {self._t0}")
             fresh = self._factory(new_t0)
-            with old._lock:
-                rows = old.items()  # best first: equal results keep this order
-                metas = {m: old.meta(m) for m in old._meta}
-            # each stored score's decayed value at new_t0: a multiplication by
-            # e^(-(new_t0 - t0) / tau), through logarithms after a silence so
-            # long that the factor alone would underflow (see _decayed)
-            fresh.set_many([(member, self._decayed(stored, new_t0)) for member, stored in rows])
-            for member, meta in metas.items():
-                fresh.set_meta(member, meta)
+            try:
+                with old._lock:
+                    rows = old.items()  # best first: equal results keep this order
+                    metas = {m: old.meta(m) for m in old._meta}
+                # each stored score's decayed value at new_t0: a multiplication
+                # by e^(-(new_t0 - t0) / tau), through logarithms after a
+                # silence so long that the factor alone would underflow (see
+                # _decayed)
+                fresh.set_many([(member, self._decayed(stored, new_t0)) for member, stored in rows])
+                for member, meta in metas.items():
+                    fresh.set_meta(member, meta)
+            except BaseException:
+                # (a durable new board holds a thread, a file and its
+                # directory's lock: give them back; the error is the news)
+                close = getattr(fresh, "close", None)
+                if close is not None:
+                    with contextlib.suppress(OSError):
+                        close()
+                raise
             self._board, self._t0 = fresh, new_t0
             self.rebases += 1
             if self._rebase_hook is not None:
@@ -675,8 +686,13 @@ class DecayedLeaderboard(Uncopyable):
             board._board = _promote(board._board, final, reopen)
 
         def switch(old: Leaderboard, fresh: Leaderboard) -> None:
-            board._board = _promote(fresh, root / f"epoch-{board._t0!r}", reopen)
-            old.close()  # type: ignore[attr-defined]
+            try:
+                board._board = _promote(fresh, root / f"epoch-{board._t0!r}", reopen)
+            finally:
+                # (the old base is closed even when the new one could not be
+                # installed: this board no longer serves it, and its files
+                # stay, for the next open to choose)
+                old.close()  # type: ignore[attr-defined]
             # hidden first (one atomic step), so that a crash while deleting
             # leaves a leftover the next open removes, never a half-deleted
             # epoch-* directory that looks like a damaged board

@@ -8,6 +8,7 @@ The counts come from the process itself (``/proc/self/fd``,
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from rankengine import Leaderboard
+from rankengine.decay import DecayedLeaderboard
 from rankengine.durable import DurableLeaderboard
 from rankengine.periodic import PeriodicLeaderboard
 
@@ -116,3 +118,78 @@ def test_dropped_periodic_board_releases_its_root(tmp_path: Path) -> None:
     assert any(issubclass(w.category, ResourceWarning) for w in caught)
     with PeriodicLeaderboard.open(tmp_path, "daily", clock=clock, fsync="never") as again:
         assert again.board().items() == [("ann", 3)]
+
+
+def test_a_failed_rebase_closes_the_board_it_was_building(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-base whose new board cannot take the rescaled scores (a full
+    disk) leaves the old base serving, closes the new board (its thread,
+    its file, its lock), and a later re-base works."""
+    now = [0.0]
+    board = DecayedLeaderboard.open(tmp_path, tau=10.0, clock=lambda: now[0], fsync="everysec")
+    board.add("ann", 3)
+    board.add("bob", 5)
+    before_fds, before_threads = open_fds(), rankengine_threads()
+    real_append = DurableLeaderboard._append
+
+    def disk_full(self: DurableLeaderboard, changes: list[Any]) -> None:
+        if ".tmp-epoch-" in self.path:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_append(self, changes)
+
+    monkeypatch.setattr(DurableLeaderboard, "_append", disk_full)
+    now[0] = 30.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(OSError, match="No space"):
+            board.rebase()
+        gc.collect()
+    # closed by the re-base, not left to the garbage collector
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert board.t0 == 0.0 and board.board.items() == [("bob", 5), ("ann", 3)]
+    for thread in rankengine_threads():
+        if thread not in before_threads:
+            thread.join(timeout=5)
+    assert rankengine_threads() == before_threads
+    assert open_fds() <= before_fds
+    monkeypatch.undo()
+    board.rebase()
+    assert board.t0 == 30.0
+    assert [m for m, _ in board.board.items()] == ["bob", "ann"]
+    board.close()
+
+
+def test_a_rebase_that_fails_to_install_its_base_closes_the_old_board(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the new base cannot be renamed into place, the old base is still
+    closed (its thread, file and lock released), not left open behind a
+    board that no longer references it."""
+    now = [0.0]
+    board = DecayedLeaderboard.open(tmp_path, tau=10.0, clock=lambda: now[0], fsync="everysec")
+    board.add("ann", 3)
+    before_threads = rankengine_threads()
+    real_replace = os.replace
+
+    def refuse_epoch(src: Any, dst: Any) -> None:
+        if Path(dst).name.startswith("epoch-"):
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse_epoch)
+    now[0] = 30.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(OSError, match="Input/output"):
+            board.rebase()
+        gc.collect()
+    monkeypatch.undo()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    for thread in rankengine_threads():
+        if thread not in before_threads:
+            thread.join(timeout=5)
+    assert len(rankengine_threads()) < len(before_threads)  # the old base's thread stopped
+    board.close()
+    with DecayedLeaderboard.open(tmp_path, tau=10.0, clock=lambda: now[0]) as again:
+        assert again.board.items() == [("ann", 3)]
