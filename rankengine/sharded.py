@@ -73,7 +73,7 @@ from rankengine.core import (
 from rankengine.leaderboard import Leaderboard, When
 from rankengine.packed import PackedScore
 from rankengine.reads import DEFAULT_PAGE_SIZE, PercentileMethod, _interpolate, rank_outside
-from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
+from rankengine.redis_board import _MISSING, RedisLeaderboard, _client_from_url, encode_member
 from rankengine.redis_codec import MAXCLOCK
 from rankengine.scoring import Member, Score, ScoreCodec, check_lookup, check_member, is_member
 from rankengine.shard_merge import Shard, ShardMerge
@@ -181,6 +181,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         self._tie_break = first.tie_break
         self._rank_style: RankStyle = style
         self._lock = threading.RLock()
+        #: the client :meth:`on_redis` made from a URL for every shard (closed by close())
+        self._own_client: Any = None
         self._clock = max(self._map(Shard.clock))
 
     @classmethod
@@ -198,11 +200,23 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
     ) -> ShardedLeaderboard:
         """``shards`` Redis boards named ``name:0``, ``name:1``, ...: each its
         own hash tag, so on a Redis Cluster they spread over the slots (and
-        the masters) while each shard's keys stay together."""
-        boards = [
-            RedisLeaderboard(redis, f"{name}:{i}", prefix=prefix, **config) for i in range(shards)
-        ]
-        return cls(boards)
+        the masters) while each shard's keys stay together.
+
+        ``redis`` is a client or a URL: for a URL the shards share one client
+        (so a read is one pipelined round trip, not one per shard), which
+        :meth:`close` closes.
+
+        Runtime complexity: O(S), one round trip per shard
+        """
+        own = _client_from_url(redis) if isinstance(redis, str) else None
+        board = cls(
+            [
+                RedisLeaderboard(own or redis, f"{name}:{i}", prefix=prefix, **config)
+                for i in range(shards)
+            ]
+        )
+        board._own_client = own
+        return board
 
     # ------------------------------------------------------------------
     # Copying and pickling
@@ -292,7 +306,14 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         return shard_of(member, len(self._boards))
 
     def close(self) -> None:
-        """Nothing to release (kept so that every board can be closed alike)."""
+        """Close the Redis client :meth:`on_redis` made from a URL; otherwise
+        nothing to release (the shards are the caller's).  Reads and writes
+        after it reconnect, as a closed redis-py client does.
+
+        Runtime complexity: O(1)
+        """
+        if self._own_client is not None:
+            self._own_client.close()
 
     def __len__(self) -> int:
         with self._lock:  # a sum over shards: not split by a batch

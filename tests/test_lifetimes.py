@@ -12,17 +12,25 @@ import errno
 import gc
 import os
 import threading
+import time
 import warnings
 import weakref
 from pathlib import Path
 from typing import Any
 
 import pytest
+from redis_service import (  # noqa: F401 - fixtures
+    redis_client_fixture,
+    redis_server_fixture,
+    redis_url_fixture,
+)
 
 from rankengine import Leaderboard
 from rankengine.decay import DecayedLeaderboard
 from rankengine.durable import DurableLeaderboard
 from rankengine.periodic import PeriodicLeaderboard
+from rankengine.redis_board import RedisLeaderboard
+from rankengine.sharded import ShardedLeaderboard
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc/self/fd"
@@ -193,3 +201,56 @@ def test_a_rebase_that_fails_to_install_its_base_closes_the_old_board(
     board.close()
     with DecayedLeaderboard.open(tmp_path, tau=10.0, clock=lambda: now[0]) as again:
         assert again.board.items() == [("ann", 3)]
+
+
+#: How often, and how long apart, to look again for a connection the
+#: server has not yet noticed closing (it reads the close on a later turn
+#: of its event loop than the command asking).
+POLLS, POLL_S = 200, 0.01
+
+
+def connections(admin: Any, name: str, want: int) -> int:
+    """How many connections named ``name`` the Redis server has open, once
+    that is ``want`` or after :data:`POLLS` looks (then it is the last count)."""
+    for _ in range(POLLS):
+        count = sum(1 for c in admin.client_list() if c.get("name") == name)
+        if count == want:
+            break
+        time.sleep(POLL_S)
+    return count
+
+
+@pytest.mark.redis
+def test_sharded_board_on_a_url_opens_one_connection(redis_url: str, redis_client: Any) -> None:
+    """``ShardedLeaderboard.on_redis(url, ...)`` shares one client among its
+    shards (one connection, one pipelined round trip per read), and
+    close() gives that connection back."""
+    url = f"{redis_url}?client_name=lifetimes-sharded"
+    board = ShardedLeaderboard.on_redis(url, "lifetimes-sharded", 4)
+    board.set_many({f"p{i}": i for i in range(20)})
+    assert [e.member for e in board.top(3)] == ["p19", "p18", "p17"]
+    assert board.rank("p10") == 10
+    assert connections(redis_client, "lifetimes-sharded", 1) == 1
+    board.close()
+    assert connections(redis_client, "lifetimes-sharded", 0) == 0
+    assert board.rank("p10") == 10  # reads reconnect, as a closed redis-py client does
+    board.close()
+
+
+@pytest.mark.redis
+def test_redis_board_on_a_url_closes_its_connection(redis_url: str, redis_client: Any) -> None:
+    """A board given a URL makes its own client, so close() closes it (a
+    client passed in stays the caller's)."""
+    url = f"{redis_url}?client_name=lifetimes-board"
+    for i in range(5):
+        with RedisLeaderboard(url, f"lifetimes-{i}") as board:
+            board.set("ann", i)
+            assert connections(redis_client, "lifetimes-board", 1) == 1
+        assert connections(redis_client, "lifetimes-board", 0) == 0
+    kept = board  # (still referenced: only close() may have released it)
+    assert kept.score("ann") == 4
+    kept.close()
+    with RedisLeaderboard(redis_client, "lifetimes-own") as mine:
+        mine.set("ann", 1)
+    assert redis_client.ping()
+    assert mine.score("ann") == 1
