@@ -35,9 +35,11 @@ published as empty windows (at most ``keep`` of them, however long the gap).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -193,7 +195,10 @@ def _serve(conn: Connection, config: dict[str, Any]) -> None:
     tracker = TopK(**config)
     failure: str | None = None
     while True:
-        op, payload = conn.recv()
+        try:
+            op, payload = conn.recv()
+        except EOFError:  # the parent closed its end, or died: nothing left to serve
+            break
         try:
             if op == "counts":
                 tracker.add_counts(payload)
@@ -580,6 +585,33 @@ class PartitionedTopK:
         self._stopped = self._stopped or bool(self._procs)
         self._conns = []
         self._procs = []
+
+    def __del__(self) -> None:
+        """A process pipeline dropped without :meth:`close`: warn, as an
+        unclosed file does, and tell its workers to stop (without waiting
+        for them: this may run inside the garbage collector).  Under the
+        fork start method the end of the pipe alone would not stop them:
+        each worker holds a copy of the parent's end.
+
+        Runtime complexity: O(P)
+        """
+        conns = getattr(self, "_conns", None)
+        if not conns:
+            return  # closed, in-process, or never started
+        self._conns = []
+        try:
+            warnings.warn(
+                f"a PartitionedTopK with {len(conns)} worker processes was never closed",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+        finally:  # (under -W error the warning raises: stop them all the same)
+            for conn in conns:
+                with contextlib.suppress(Exception):
+                    conn.send(("stop", None))
+                with contextlib.suppress(Exception):
+                    conn.close()
 
     def __enter__(self) -> PartitionedTopK:
         return self

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import errno
 import gc
+import multiprocessing
 import os
+import sys
 import threading
 import time
 import warnings
@@ -31,6 +33,8 @@ from rankengine.durable import DurableLeaderboard
 from rankengine.periodic import PeriodicLeaderboard
 from rankengine.redis_board import RedisLeaderboard
 from rankengine.sharded import ShardedLeaderboard
+from rankengine.topk import TopK
+from rankengine.trending import PartitionedTopK, _serve
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc/self/fd"
@@ -254,3 +258,45 @@ def test_redis_board_on_a_url_closes_its_connection(redis_url: str, redis_client
         mine.set("ann", 1)
     assert redis_client.ping()
     assert mine.score("ann") == 1
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_a_dropped_process_pipeline_lets_its_workers_exit_cleanly() -> None:
+    """A process pipeline dropped without close() warns, as an unclosed file
+    does, and stops its workers: they exit with status 0 (under fork a
+    worker holds a copy of its pipe's other end, so before, it waited for
+    a message forever)."""
+    pipe = PartitionedTopK(2, k=3, width=32, depth=2, processes=True, mp_context="fork")
+    pipe.add("a")
+    pipe.snapshot()
+    workers = list(pipe._procs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del pipe
+        gc.collect()
+    assert any(issubclass(w.category, ResourceWarning) for w in caught)
+    for worker in workers:
+        worker.join(10)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+
+
+def test_a_worker_whose_parent_end_closes_exits_cleanly() -> None:
+    """A worker whose pipe ends (the parent died, or dropped it) stops with
+    status 0 instead of dying of an EOFError with a traceback."""
+    parent, child = multiprocessing.Pipe()
+    config = TopK(3, width=32, depth=2).config()
+    raised: list[BaseException] = []
+
+    def serve() -> None:  # (in a thread: the worker's loop, as a process runs it)
+        try:
+            _serve(child, config)
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=serve)
+    worker.start()
+    parent.send(("counts", {"a": 1}))
+    parent.close()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert raised == []
