@@ -1008,9 +1008,11 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             except OSError as exc:
                 error = exc
             finally:
-                self._writer.close()
-                self._dirlock.release()
-                self._released = True
+                try:
+                    self._writer.close()
+                finally:  # (its error is raised, after the directory is released)
+                    self._dirlock.release()
+                    self._released = True
         if error is not None:
             raise error
 

@@ -300,3 +300,35 @@ def test_a_worker_whose_parent_end_closes_exits_cleanly() -> None:
     worker.join(10)
     assert not worker.is_alive()
     assert raised == []
+
+
+class FailingClose:
+    """A segment file whose close() fails (an I/O error reported at close,
+    as on a network file system) after closing the file."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def close(self) -> None:
+        self.inner.close()
+        raise OSError(errno.EIO, "Input/output error")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_close_releases_the_directory_when_closing_the_segment_fails(
+    tmp_path: Path, policy: Any
+) -> None:
+    """close() raises the error, but the board is closed and the directory
+    released all the same, as when its final fsync fails."""
+    board = Leaderboard.open(tmp_path, fsync=policy)
+    board.set("ann", 1)
+    board._writer.file = FailingClose(board._writer.file)
+    with pytest.raises(OSError, match="Input/output"):
+        board.close()
+    assert board.closed
+    with Leaderboard.open(tmp_path) as again:
+        assert again.items() == [("ann", 1)]
+    board.close()  # nothing left to do
