@@ -30,6 +30,7 @@ from redis_service import (  # noqa: F401 - fixtures
 from rankengine import Leaderboard
 from rankengine.decay import DecayedLeaderboard
 from rankengine.durable import DurableLeaderboard
+from rankengine.eventlog import CorruptionError, LogError, TornTailError
 from rankengine.periodic import PeriodicLeaderboard
 from rankengine.redis_board import RedisLeaderboard
 from rankengine.sharded import ShardedLeaderboard
@@ -81,6 +82,59 @@ def test_dropped_durable_board_is_collected_and_releases_everything(
     assert open_fds() <= before_fds
     with Leaderboard.open(tmp_path) as again:
         assert again.items() == [("bob", 2), ("ann", 1)]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_open_write_compact_close_gives_everything_back(tmp_path: Path, policy: Any) -> None:
+    """Opening, writing to, compacting (by hand and in the background) and
+    closing a board, over and over, leaves no descriptor and no thread."""
+    before_fds, before_threads = open_fds(), rankengine_threads()
+    for i in range(20):
+        with Leaderboard.open(tmp_path, fsync=policy, compact_min_bytes=256) as board:
+            for j in range(12):
+                board.incr(f"p{j}", 1)
+            if i % 4 == 0:
+                board.compact()
+    assert open_fds() <= before_fds
+    assert rankengine_threads() == before_threads
+    with Leaderboard.open(tmp_path) as board:
+        assert board["p0"] == 20
+
+
+def test_failed_opens_leave_nothing_open(tmp_path: Path) -> None:
+    """An open refused half way (the directory locked by another board, a
+    setting that disagrees with the stored one, a damaged manifest, a torn
+    tail refused) holds nothing afterwards: no descriptor, no thread, and
+    the directory opens once the cause is gone."""
+    with Leaderboard.open(tmp_path, fsync="never") as board:
+        board.set_many({"ann": 1, "bob": 2})
+    before_fds, before_threads = open_fds(), rankengine_threads()
+    holder = Leaderboard.open(tmp_path)
+    for _ in range(5):
+        with pytest.raises(LogError, match="already open"):
+            Leaderboard.open(tmp_path, fsync="everysec")
+    holder.close()
+    for _ in range(5):
+        with pytest.raises(ValueError, match="order"):
+            Leaderboard.open(tmp_path, fsync="everysec", order="asc")
+    segment = next(p for p in tmp_path.iterdir() if p.suffix == ".seg")
+    data = segment.read_bytes()
+    segment.write_bytes(data[:-3])
+    for _ in range(5):
+        with pytest.raises(TornTailError):
+            Leaderboard.open(tmp_path, fsync="everysec", on_torn_tail="refuse")
+    segment.write_bytes(data)
+    manifest = tmp_path / "MANIFEST"
+    good = manifest.read_bytes()
+    manifest.write_bytes(good + b"xx")
+    for _ in range(5):
+        with pytest.raises(CorruptionError):
+            Leaderboard.open(tmp_path, fsync="everysec")
+    manifest.write_bytes(good)
+    assert open_fds() <= before_fds
+    assert rankengine_threads() == before_threads
+    with Leaderboard.open(tmp_path) as board:
+        assert board.items() == [("bob", 2), ("ann", 1)]
 
 
 def test_closed_board_does_not_warn_when_dropped(tmp_path: Path) -> None:
