@@ -47,7 +47,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 from rankengine.changes import DEL, META, PUT, Change
@@ -1197,7 +1197,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             readers = _open_readers(self.path, self._manifest, start)
             if not self._closed:
                 readers[-1].size = self._writer.end
-        return _iterate(readers, start, stop)
+        return _Events(readers, start, stop)
 
 
 def _open_readers(directory: str, manifest: Manifest, start: int) -> list[SegmentReader]:
@@ -1223,7 +1223,35 @@ def _open_readers(directory: str, manifest: Manifest, start: int) -> list[Segmen
     return readers
 
 
-def _iterate(readers: list[SegmentReader], start: int, stop: int | None) -> Iterator[Event]:
+class _Events(Iterator[Event]):
+    """The events of segments opened at the call: the end of the events,
+    :meth:`close` or dropping it closes the files, also before the first
+    event was read (a generator's own ``close()`` runs nothing until it has
+    started, which left the files to the garbage collector)."""
+
+    def __init__(self, readers: list[SegmentReader], start: int, stop: int | None) -> None:
+        self._readers = readers
+        self._events = _iterate(readers, start, stop)
+
+    def __next__(self) -> Event:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stop the iteration and close the files (idempotent).
+
+        Runtime complexity: O(number of segments)
+        """
+        self._events.close()
+        for reader in self._readers:
+            reader.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _iterate(
+    readers: list[SegmentReader], start: int, stop: int | None
+) -> Generator[Event, None, None]:
     try:
         for reader in readers:
             for event in reader.events():
@@ -1236,7 +1264,7 @@ def _iterate(readers: list[SegmentReader], start: int, stop: int | None) -> Iter
                 warnings.warn(
                     f"{reader.torn.path}: log ends in a torn tail at offset {reader.torn.offset}",
                     TornTailWarning,
-                    stacklevel=2,
+                    stacklevel=3,  # (the caller of _Events.__next__)
                 )
     finally:
         for reader in readers:
@@ -1251,7 +1279,7 @@ def iter_events(
     Runtime complexity: O(size of the segments read)
     """
     directory = os.fspath(path)
-    return _iterate(_open_readers(directory, read_manifest(directory), start), start, stop)
+    return _Events(_open_readers(directory, read_manifest(directory), start), start, stop)
 
 
 def rebuild(

@@ -29,7 +29,7 @@ from redis_service import (  # noqa: F401 - fixtures
 
 from rankengine import Leaderboard
 from rankengine.decay import DecayedLeaderboard
-from rankengine.durable import DurableLeaderboard
+from rankengine.durable import DurableLeaderboard, iter_events
 from rankengine.eventlog import CorruptionError, LogError, TornTailError
 from rankengine.periodic import PeriodicLeaderboard
 from rankengine.redis_board import RedisLeaderboard
@@ -386,3 +386,31 @@ def test_close_releases_the_directory_when_closing_the_segment_fails(
     with Leaderboard.open(tmp_path) as again:
         assert again.items() == [("ann", 1)]
     board.close()  # nothing left to do
+
+
+def test_closing_an_events_iterator_closes_its_files(tmp_path: Path) -> None:
+    """events() and iter_events() open their segments at the call; closing
+    the iterator closes them, also before the first event was read (a
+    generator's close() does nothing until it has started: the files were
+    left to the garbage collector, which warned that they were unclosed)."""
+    with Leaderboard.open(tmp_path, fsync="never", retain_log=True) as board:
+        board.set("ann", 1)
+        board.compact()
+        board.set("bob", 2)
+        before = open_fds()
+        for make in (board.events, lambda: iter_events(tmp_path)):
+            events = make()
+            assert len(open_fds() - before) == 2  # (the two segments)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                events.close()
+                gc.collect()
+            assert open_fds() <= before
+            assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+            del events
+        events = board.events()
+        assert next(events).seq == 1
+        events.close()
+        assert open_fds() <= before
+        assert [e.seq for e in board.events()] == [1, 2]
+        assert open_fds() <= before
