@@ -414,3 +414,36 @@ def test_closing_an_events_iterator_closes_its_files(tmp_path: Path) -> None:
         assert open_fds() <= before
         assert [e.seq for e in board.events()] == [1, 2]
         assert open_fds() <= before
+
+
+def test_periodic_close_closes_every_period_when_one_fails(tmp_path: Path) -> None:
+    """When the final fsync of one period's board fails, close() still
+    closes the other periods' boards (their threads, files and locks) and
+    the root, then raises that error."""
+    now = [1_764_547_200.0]  # 2025-12-01T00:00:00Z
+    before_threads = rankengine_threads()
+    board = PeriodicLeaderboard.open(
+        tmp_path, "daily", clock=lambda: now[0], keep=3, fsync="everysec"
+    )
+    for _ in range(3):
+        board.incr("ann", 1)
+        now[0] += 86_400
+    board.incr("ann", 1)
+    held = list(board._boards.values())
+    assert len(held) >= 3
+
+    def failing_sync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    first = held[0]
+    assert isinstance(first, DurableLeaderboard)
+    first._writer.sync_fn = failing_sync
+    with pytest.raises(OSError, match="Input/output"):
+        board.close()
+    assert all(b.closed for b in held)  # type: ignore[attr-defined]
+    for thread in rankengine_threads():
+        if thread not in before_threads:
+            thread.join(timeout=5)
+    assert rankengine_threads() == before_threads
+    with PeriodicLeaderboard.open(tmp_path, "daily", clock=lambda: now[0], keep=3) as again:
+        assert again.board().items() == [("ann", 1)]
