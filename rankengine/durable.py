@@ -883,10 +883,23 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             self._compact_min or 0, self._compact_ratio * self._snapshot_size, self._compact_after
         )
         if writer.record_bytes >= due:
+            # (set before the start: the thread clears it when it ends)
             self._compactor = threading.Thread(
                 target=self._compact_in_background, name="rankengine-compact", daemon=True
             )
-            self._compactor.start()
+            try:
+                self._compactor.start()
+            except RuntimeError as exc:
+                # Out of threads.  The write that made compaction due is
+                # logged already, so it must not fail: retry after as many
+                # bytes again, as after a failed background compaction.
+                self._compactor = None
+                self._compact_after = writer.record_bytes * 2
+                warnings.warn(
+                    f"{self.path}: background compaction could not start: {exc}",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
 
     def _wait_if_stalled(self) -> None:
         started = self._sync_started

@@ -447,3 +447,30 @@ def test_periodic_close_closes_every_period_when_one_fails(tmp_path: Path) -> No
     assert rankengine_threads() == before_threads
     with PeriodicLeaderboard.open(tmp_path, "daily", clock=lambda: now[0], keep=3) as again:
         assert again.board().items() == [("ann", 1)]
+
+
+def test_a_compaction_thread_that_cannot_start_fails_no_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When no thread can be started for a due compaction (the process is
+    out of threads), the write that made it due still succeeds (its record
+    is logged already), the board warns, and close() works."""
+    real_start = threading.Thread.start
+
+    def no_compactor(self: threading.Thread) -> None:
+        if self.name == "rankengine-compact":
+            raise RuntimeError("can't start new thread")
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", no_compactor)
+    board = Leaderboard.open(tmp_path, fsync="never", compact_min_bytes=64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(20):
+            board.incr("ann", 1)
+    assert board["ann"] == 20
+    assert any("compaction" in str(w.message) for w in caught)
+    board.close()
+    monkeypatch.undo()
+    with Leaderboard.open(tmp_path) as again:
+        assert again["ann"] == 20
