@@ -764,6 +764,8 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         #: True once close() has released the log and the directory; until
         #: then another close() finishes what an interrupted one left
         self._released = False
+        #: the process that opened the board (see __del__)
+        self._pid = os.getpid()
         self._compactor: threading.Thread | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -981,6 +983,11 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         """
         if self.__dict__.get("_released", True):
             return  # closed, or the open failed (it released what it held)
+        if self._pid != os.getpid():
+            # a forked child's copy of a board its parent may still write to:
+            # the files are the parent's (trimming the segment would cut the
+            # space under the parent's memory map)
+            return
         self._closed = self._released = True
         try:
             warnings.warn(

@@ -474,3 +474,34 @@ def test_a_compaction_thread_that_cannot_start_fails_no_write(
     monkeypatch.undo()
     with Leaderboard.open(tmp_path) as again:
         assert again["ann"] == 20
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_board_dropped_in_a_forked_child_is_left_to_the_parent(tmp_path: Path) -> None:
+    """A forked child holds a copy of the parent's board; if that copy
+    becomes garbage in the child, its finalizer must not touch the files
+    the parent still writes (trimming the segment would cut the reserved
+    space under the parent's memory map)."""
+    board = Leaderboard.open(tmp_path, fsync="never")
+    board.set("ann", 1)
+    segment = max(p for p in tmp_path.iterdir() if p.suffix == ".seg")
+    size = segment.stat().st_size
+    holder = [board]
+    del board
+    pid = os.fork()
+    if pid == 0:  # the child: drop its copy, collect it, and leave at once
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                holder.clear()
+                gc.collect()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    assert segment.stat().st_size == size
+    board = holder.pop()
+    board.set("bob", 2)
+    board.close()
+    with Leaderboard.open(tmp_path) as again:
+        assert again.items() == [("bob", 2), ("ann", 1)]
