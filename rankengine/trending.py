@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import math
 import multiprocessing
+import os
 import time
 import warnings
 from collections import deque
@@ -237,6 +238,7 @@ class PartitionedTopK:
         "_buffered",
         "_conns",
         "_parts",
+        "_pid",
         "_procs",
         "_route",
         "_stopped",
@@ -286,6 +288,8 @@ class PartitionedTopK:
         self._procs: list[Any] = []
         #: close() stopped the worker processes (in-process, close is a no-op)
         self._stopped = False
+        #: the process that started the workers (see __del__)
+        self._pid = os.getpid()
         if not processes:
             self._parts = [TopK(**self.config) for _ in range(partitions)]
             return
@@ -598,6 +602,8 @@ class PartitionedTopK:
         conns = getattr(self, "_conns", None)
         if not conns:
             return  # closed, in-process, or never started
+        if self._pid != os.getpid():
+            return  # a forked child's copy: the workers are its parent's
         self._conns = []
         try:
             warnings.warn(

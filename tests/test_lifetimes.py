@@ -505,3 +505,24 @@ def test_a_board_dropped_in_a_forked_child_is_left_to_the_parent(tmp_path: Path)
     board.close()
     with Leaderboard.open(tmp_path) as again:
         assert again.items() == [("bob", 2), ("ann", 1)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_pipeline_dropped_in_a_forked_child_leaves_the_parents_workers() -> None:
+    """A forked child's copy of a pipeline that becomes garbage there must
+    not stop the workers the parent still counts with."""
+    holder = [PartitionedTopK(2, k=3, width=32, depth=2, processes=True, mp_context="fork")]
+    pid = os.fork()
+    if pid == 0:  # the child: drop its copy, collect it, and leave at once
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                holder.clear()
+                gc.collect()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    with holder.pop() as pipe:
+        pipe.add("a")
+        assert [(t.key, t.count) for t in pipe.snapshot().top()] == [("a", 1)]
