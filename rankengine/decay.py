@@ -82,6 +82,7 @@ from rankengine.durable import (
     FsyncPolicy,
     _check_fsync,
     _check_options,
+    _check_settings,
     _make_directory,
 )
 from rankengine.eventlog import crash_point
@@ -148,14 +149,7 @@ class DecayedLeaderboard(Uncopyable):
         rebase_after: float = REBASE_AFTER,
         **board_config: Any,
     ) -> None:
-        if (half_life is None) == (tau is None):
-            raise ValueError("give exactly one of half_life and tau")
-        span = _positive(half_life if tau is None else tau, "half_life" if tau is None else "tau")
-        if "order" in board_config and board_config["order"] != "desc":
-            raise ValueError("a decayed board ranks the highest value first (order='desc')")
-        if not (isinstance(rebase_after, (int, float)) and 0 < rebase_after <= _EXP_SAFE):
-            raise ValueError(f"rebase_after must be in (0, {_EXP_SAFE}], not {rebase_after!r}")
-        self._tau = span / math.log(2) if tau is None else span
+        self._tau = _decay_tau(half_life, tau, rebase_after, board_config)
         self._clock = clock
         self._rebase_after = float(rebase_after)
         self._board_config = board_config
@@ -608,8 +602,11 @@ class DecayedLeaderboard(Uncopyable):
 
         Runtime complexity: O(replay) to open
         """
-        _check_fsync(fsync)  # before anything is created or locked
+        # before anything is created or locked
+        _check_fsync(fsync)
         _check_options(board_config, BOARD_SETTINGS + LOG_OPTIONS, "DecayedLeaderboard.open")
+        _decay_tau(half_life, tau, rebase_after, board_config)
+        _check_settings({name: board_config.get(name) for name in BOARD_SETTINGS})
         root = Path(path)
         _make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not
@@ -743,6 +740,32 @@ class DecayedLeaderboard(Uncopyable):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _decay_tau(
+    half_life: float | None, tau: float | None, rebase_after: float, board_config: dict[str, Any]
+) -> float:
+    """The e-folding time the settings give, or the error they deserve (the
+    checks of :class:`DecayedLeaderboard`, which its durable open makes
+    before it creates anything).
+
+    Runtime complexity: O(1)
+
+    >>> _decay_tau(None, 10.0, 30.0, {})
+    10.0
+    >>> _decay_tau(None, None, 30.0, {})
+    Traceback (most recent call last):
+    ...
+    ValueError: give exactly one of half_life and tau
+    """
+    if (half_life is None) == (tau is None):
+        raise ValueError("give exactly one of half_life and tau")
+    span = _positive(half_life if tau is None else tau, "half_life" if tau is None else "tau")
+    if "order" in board_config and board_config["order"] != "desc":
+        raise ValueError("a decayed board ranks the highest value first (order='desc')")
+    if not (isinstance(rebase_after, (int, float)) and 0 < rebase_after <= _EXP_SAFE):
+        raise ValueError(f"rebase_after must be in (0, {_EXP_SAFE}], not {rebase_after!r}")
+    return span / math.log(2) if tau is None else span
 
 
 def _promote(
