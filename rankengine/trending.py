@@ -579,13 +579,15 @@ class PartitionedTopK:
         for conn in self._conns:
             try:
                 conn.send(("stop", None))
-                conn.close()
-            except OSError:  # pragma: no cover - worker already gone
+            except OSError:  # the worker is gone already
                 pass
+            finally:
+                conn.close()
         for proc in self._procs:
             proc.join(timeout=10)
             if proc.is_alive():  # pragma: no cover - stuck worker
                 proc.terminate()
+                proc.join()  # (reaped: no zombie left behind)
         self._stopped = self._stopped or bool(self._procs)
         self._conns = []
         self._procs = []

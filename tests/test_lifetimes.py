@@ -526,3 +526,16 @@ def test_a_pipeline_dropped_in_a_forked_child_leaves_the_parents_workers() -> No
     with holder.pop() as pipe:
         pipe.add("a")
         assert [(t.key, t.count) for t in pipe.snapshot().top()] == [("a", 1)]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_close_closes_the_pipe_of_a_worker_that_died() -> None:
+    """close() closes every pipe, the one to a worker that died too (sending
+    it the stop message fails), and reaps every worker."""
+    pipe = PartitionedTopK(2, k=3, width=32, depth=2, processes=True, mp_context="fork")
+    conns, workers = list(pipe._conns), list(pipe._procs)
+    workers[0].kill()
+    workers[0].join(10)
+    pipe.close()
+    assert [conn.closed for conn in conns] == [True, True]
+    assert [worker.is_alive() for worker in workers] == [False, False]
