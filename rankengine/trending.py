@@ -294,13 +294,19 @@ class PartitionedTopK:
             self._parts = [TopK(**self.config) for _ in range(partitions)]
             return
         ctx: Any = multiprocessing.get_context(mp_context)
-        for _ in range(partitions):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(child, self.config), daemon=True)
-            proc.start()
-            child.close()
-            self._conns.append(parent)
-            self._procs.append(proc)
+        try:
+            for _ in range(partitions):
+                parent, child = ctx.Pipe()
+                self._conns.append(parent)
+                try:
+                    proc = ctx.Process(target=_serve, args=(child, self.config), daemon=True)
+                    proc.start()
+                finally:
+                    child.close()
+                self._procs.append(proc)
+        except BaseException:
+            self.close()  # (the workers started already: stopped, not left behind)
+            raise
 
     @property
     def processes(self) -> bool:

@@ -539,3 +539,30 @@ def test_close_closes_the_pipe_of_a_worker_that_died() -> None:
     pipe.close()
     assert [conn.closed for conn in conns] == [True, True]
     assert [worker.is_alive() for worker in workers] == [False, False]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fork start method")
+def test_a_pipeline_whose_worker_cannot_start_stops_the_ones_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """If a worker cannot be started, the pipeline's constructor stops the
+    workers it started already and closes their pipes (nothing is left to a
+    finalizer, which would warn about a pipeline never closed)."""
+    started: list[Any] = []
+    real_start = multiprocessing.process.BaseProcess.start
+
+    def start_one(self: Any) -> None:
+        if started:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        real_start(self)
+        started.append(self)
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start_one)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(OSError, match="temporarily unavailable"):
+            PartitionedTopK(3, k=3, width=32, depth=2, processes=True, mp_context="fork")
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    started[0].join(10)
+    assert started[0].exitcode == 0
