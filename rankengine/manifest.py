@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import gc
 import os
 import re
 import signal
@@ -248,11 +249,31 @@ def write_manifest(directory: str, manifest: Manifest, *, step: str = "manifest"
     crash_point(f"after_{step}")
 
 
+def _lock_after_collecting(fd: int) -> bool:
+    """Take the lock on ``fd`` after a garbage collection; False if it is
+    still held.  For a lock this process holds: its holder may be a board
+    dropped without ``close()`` that only the collector releases (a board
+    is part of reference cycles), so a collection can free the directory.
+
+    Runtime complexity: one full garbage collection
+    """
+    import fcntl
+
+    gc.collect()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
 class DirectoryLock:
     """An exclusive ``flock`` on ``directory/LOCK``: one writer per directory.
 
     The kernel releases it when the process dies, so a crash never leaves a
     stale lock.  Where ``fcntl`` is missing (Windows) it only records the pid.
+    A lock this process holds already is tried once more after a garbage
+    collection (its holder may be a board dropped without ``close()``).
     """
 
     def __init__(self, directory: str) -> None:
@@ -273,10 +294,11 @@ class DirectoryLock:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:
                     holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-                    raise LogError(
-                        f"{directory} is already open for writing (by process {holder or '?'}); "
-                        "close that board first"
-                    ) from None
+                    if holder != str(os.getpid()) or not _lock_after_collecting(fd):
+                        raise LogError(
+                            f"{directory} is already open for writing (by process "
+                            f"{holder or '?'}); close that board first"
+                        ) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except BaseException:

@@ -566,3 +566,27 @@ def test_a_pipeline_whose_worker_cannot_start_stops_the_ones_started(
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
     started[0].join(10)
     assert started[0].exitcode == 0
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_directory_opens_again_right_after_its_board_was_dropped(
+    tmp_path: Path, policy: Any
+) -> None:
+    """A board dropped without close() is released when the garbage
+    collector collects it; an open of its directory in the same process
+    does not have to wait for that: finding the lock held by this very
+    process, it collects the garbage and tries once more.  A board still
+    in use keeps the directory."""
+    gc.disable()  # (so that only the open can collect the dropped board)
+    try:
+        board = Leaderboard.open(tmp_path, fsync=policy)
+        board.set("ann", 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            del board
+            with Leaderboard.open(tmp_path, fsync=policy) as again:
+                assert again.items() == [("ann", 1)]
+                with pytest.raises(LogError, match="already open"):
+                    Leaderboard.open(tmp_path)
+    finally:
+        gc.enable()
