@@ -782,8 +782,10 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 self._flusher.start()
             except BaseException:  # (no thread to be had: nothing stays open)
                 self._closed = self._released = True
-                self._writer.close()
-                self._dirlock.release()
+                try:
+                    self._writer.close()
+                finally:
+                    self._dirlock.release()
                 raise
         self._listener = self._append
         #: the directory is this board's to release from now on (see __del__)
@@ -977,7 +979,8 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         It runs only when nothing else references the board (its threads
         hold it weakly, or only while they work), so it takes no lock; it
         never joins a thread (it may run on the fsync thread itself, which
-        then stops at its next wake-up).  Whatever fails here is dropped.
+        then stops at its next wake-up).  A step that fails does not stop
+        the ones after it.
 
         Runtime complexity: one fsync when writes are not yet synced
         """
