@@ -64,6 +64,7 @@ tested:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -81,6 +82,7 @@ from rankengine.durable import (
     FsyncPolicy,
     _check_fsync,
     _check_options,
+    _check_settings,
     _make_directory,
     _pop_log_options,
 )
@@ -159,14 +161,7 @@ class DecayedLeaderboard(Uncopyable):
         rebase_after: float = REBASE_AFTER,
         **board_config: Any,
     ) -> None:
-        if (half_life is None) == (tau is None):
-            raise ValueError("give exactly one of half_life and tau")
-        span = _positive(half_life if tau is None else tau, "half_life" if tau is None else "tau")
-        if "order" in board_config and board_config["order"] != "desc":
-            raise ValueError("a decayed board ranks the highest value first (order='desc')")
-        if not (isinstance(rebase_after, (int, float)) and 0 < rebase_after <= _EXP_SAFE):
-            raise ValueError(f"rebase_after must be in (0, {_EXP_SAFE}], not {rebase_after!r}")
-        self._tau = span / math.log(2) if tau is None else span
+        self._tau = _decay_tau(half_life, tau, rebase_after, board_config)
         self._clock = clock
         self._rebase_after = float(rebase_after)
         self._board_config = board_config
@@ -491,15 +486,25 @@ class DecayedLeaderboard(Uncopyable):
                     return
                 raise ValueError(f"t0 only moves forward: {new_t0} < {self._t0}")
             fresh = self._factory(new_t0)
-            with old._lock:
-                rows = old.items()  # best first: equal results keep this order
-                metas = {m: old.meta(m) for m in old._meta}
-            # each stored score's decayed value at new_t0: a multiplication by
-            # e^(-(new_t0 - t0) / tau), through logarithms after a silence so
-            # long that the factor alone would underflow (see _decayed)
-            fresh.set_many([(member, self._decayed(stored, new_t0)) for member, stored in rows])
-            for member, meta in metas.items():
-                fresh.set_meta(member, meta)
+            try:
+                with old._lock:
+                    rows = old.items()  # best first: equal results keep this order
+                    metas = {m: old.meta(m) for m in old._meta}
+                # each stored score's decayed value at new_t0: a multiplication
+                # by e^(-(new_t0 - t0) / tau), through logarithms after a
+                # silence so long that the factor alone would underflow (see
+                # _decayed)
+                fresh.set_many([(member, self._decayed(stored, new_t0)) for member, stored in rows])
+                for member, meta in metas.items():
+                    fresh.set_meta(member, meta)
+            except BaseException:
+                # (a durable new board holds a thread, a file and its
+                # directory's lock: give them back; the error is the news)
+                close = getattr(fresh, "close", None)
+                if close is not None:
+                    with contextlib.suppress(OSError):
+                        close()
+                raise
             self._board, self._t0 = fresh, new_t0
             self.rebases += 1
             if self._rebase_hook is not None:
@@ -755,12 +760,14 @@ class DecayedLeaderboard(Uncopyable):
 
         Runtime complexity: O(replay) to open
         """
-        _check_fsync(fsync)  # before anything is created or locked
+        # before anything is created or locked
+        _check_fsync(fsync)
         _check_options(board_config, BOARD_SETTINGS + LOG_OPTIONS, "DecayedLeaderboard.open")
         # bad values too, before the root is created or locked
         settings = dict(board_config)
         _pop_log_options(settings)
-        Leaderboard(**settings)
+        _decay_tau(half_life, tau, rebase_after, board_config)
+        _check_settings({name: board_config.get(name) for name in BOARD_SETTINGS})
         root = Path(path)
         _make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not
@@ -837,8 +844,13 @@ class DecayedLeaderboard(Uncopyable):
             board._board = _promote(board._board, final, reopen)
 
         def switch(old: Leaderboard, fresh: Leaderboard) -> None:
-            board._board = _promote(fresh, root / f"epoch-{board._t0!r}", reopen)
-            old.close()  # type: ignore[attr-defined]
+            try:
+                board._board = _promote(fresh, root / f"epoch-{board._t0!r}", reopen)
+            finally:
+                # (the old base is closed even when the new one could not be
+                # installed: this board no longer serves it, and its files
+                # stay, for the next open to choose)
+                old.close()  # type: ignore[attr-defined]
             # hidden first (one atomic step), so that a crash while deleting
             # leaves a leftover the next open removes, never a half-deleted
             # epoch-* directory that looks like a damaged board
@@ -889,6 +901,32 @@ class DecayedLeaderboard(Uncopyable):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _decay_tau(
+    half_life: float | None, tau: float | None, rebase_after: float, board_config: dict[str, Any]
+) -> float:
+    """The e-folding time the settings give, or the error they deserve (the
+    checks of :class:`DecayedLeaderboard`, which its durable open makes
+    before it creates anything).
+
+    Runtime complexity: O(1)
+
+    >>> _decay_tau(None, 10.0, 30.0, {})
+    10.0
+    >>> _decay_tau(None, None, 30.0, {})
+    Traceback (most recent call last):
+    ...
+    ValueError: give exactly one of half_life and tau
+    """
+    if (half_life is None) == (tau is None):
+        raise ValueError("give exactly one of half_life and tau")
+    span = _positive(half_life if tau is None else tau, "half_life" if tau is None else "tau")
+    if "order" in board_config and board_config["order"] != "desc":
+        raise ValueError("a decayed board ranks the highest value first (order='desc')")
+    if not (isinstance(rebase_after, (int, float)) and 0 < rebase_after <= _EXP_SAFE):
+        raise ValueError(f"rebase_after must be in (0, {_EXP_SAFE}], not {rebase_after!r}")
+    return span / math.log(2) if tau is None else span
 
 
 def _promote(

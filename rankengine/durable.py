@@ -47,7 +47,8 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+import weakref
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 from rankengine.changes import DEL, META, PUT, Change
@@ -227,6 +228,23 @@ def open_board(
     """Open (or create) the durable board in directory ``path``; see
     :class:`DurableLeaderboard` for the options."""
     return _durable_class(cls)(path, **options)
+
+
+def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -> None:
+    """The ``everysec`` fsync thread of ``board``, until ``stop`` is set.
+
+    It holds the board only while it syncs (a strong reference would keep a
+    board dropped without ``close()`` alive, and this thread with it,
+    forever), and ends once the board is gone.
+
+    Runtime complexity: one fsync a second while there are writes
+    """
+    while not stop.wait(FLUSH_INTERVAL_S):
+        live = board()
+        if live is None:
+            return
+        live._background_sync()
+        del live
 
 
 # ----------------------------------------------------------------------
@@ -848,16 +866,32 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         #: True once close() has released the log and the directory; until
         #: then another close() finishes what an interrupted one left
         self._released = False
+        #: the process that opened the board (see __del__)
+        self._pid = os.getpid()
         self._compactor: threading.Thread | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._closed = False
         if fsync == "everysec":
+            # (the thread holds the board by a weak reference: see _flush_loop)
             self._flusher = threading.Thread(
-                target=self._flush_loop, name="rankengine-fsync", daemon=True
+                target=_flush_loop,
+                args=(weakref.ref(self), self._stop),
+                name="rankengine-fsync",
+                daemon=True,
             )
-            self._flusher.start()
+            try:
+                self._flusher.start()
+            except BaseException:  # (no thread to be had: nothing stays open)
+                self._closed = self._released = True
+                try:
+                    self._writer.close()
+                finally:
+                    self._dirlock.release()
+                raise
         self._listener = self._append
+        #: the directory is this board's to release from now on (see __del__)
+        self._dirlock.released_by_owner = True
 
     # ------------------------------------------------------------------
     # State
@@ -979,10 +1013,23 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             self._compact_min or 0, self._compact_ratio * self._snapshot_size, self._compact_after
         )
         if writer.record_bytes >= due:
+            # (set before the start: the thread clears it when it ends)
             self._compactor = threading.Thread(
                 target=self._compact_in_background, name="rankengine-compact", daemon=True
             )
-            self._compactor.start()
+            try:
+                self._compactor.start()
+            except RuntimeError as exc:
+                # Out of threads.  The write that made compaction due is
+                # logged already, so it must not fail: retry after as many
+                # bytes again, as after a failed background compaction.
+                self._compactor = None
+                self._compact_after = writer.record_bytes * 2
+                warnings.warn(
+                    f"{self.path}: background compaction could not start: {exc}",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
 
     def _wait_if_stalled(self) -> None:
         started = self._sync_started
@@ -990,10 +1037,6 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             with self._sync_cond:
                 while self._sync_started is not None:
                     self._sync_cond.wait()
-
-    def _flush_loop(self) -> None:
-        while not self._stop.wait(FLUSH_INTERVAL_S):
-            self._background_sync()
 
     def _background_sync(self) -> None:
         with self._sync_lock:
@@ -1054,6 +1097,46 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 self._closed = True
             self._close()
 
+    def __del__(self) -> None:
+        """A board dropped without :meth:`close`: warn, as an unclosed file
+        does, and give back what it holds: stop its fsync thread, write the
+        log back under ``everysec``, close the segment, release the directory.
+
+        It runs only when nothing else references the board (its threads
+        hold it weakly, or only while they work), so it takes no lock; it
+        never joins a thread (it may run on the fsync thread itself, which
+        then stops at its next wake-up).  A step that fails does not stop
+        the ones after it.
+
+        Runtime complexity: one fsync when writes are not yet synced
+        """
+        if self.__dict__.get("_released", True):
+            return  # closed, or the open failed (it released what it held)
+        if self._pid != os.getpid():
+            # a forked child's copy of a board its parent may still write to:
+            # the files are the parent's (trimming the segment would cut the
+            # space under the parent's memory map)
+            return
+        self._closed = self._released = True
+        try:
+            warnings.warn(
+                f"durable board {self.path!r} was never closed; close it or use a with block",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+        finally:  # (under -W error the warning raises: release all the same)
+            self._stop.set()
+            # (the segment's file may have been finalized before this board:
+            # a closed file raises ValueError, and nothing is lost, since
+            # every acknowledged record is in the OS page cache already)
+            with contextlib.suppress(Exception):
+                if self._dirty and self._failure is None:
+                    self._writer.sync()
+            with contextlib.suppress(Exception):
+                self._writer.close()
+            self._dirlock.release()
+
     def _close(self) -> None:
         """What close() does once it has marked the board closed (under its lock)."""
         self._stop.set()
@@ -1074,9 +1157,11 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             except OSError as exc:
                 error = exc
             finally:
-                self._writer.close()
-                self._dirlock.release()
-                self._released = True
+                try:
+                    self._writer.close()
+                finally:  # (its error is raised, after the directory is released)
+                    self._dirlock.release()
+                    self._released = True
         if error is not None:
             raise error
 
@@ -1262,7 +1347,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             readers = _open_readers(self.path, self._manifest, start, stop)
             if not self._closed:
                 readers[-1].size = self._writer.end
-        return _iterate(readers, start, stop)
+        return _Events(readers, start, stop)
 
 
 def _open_readers(
@@ -1292,7 +1377,35 @@ def _open_readers(
     return readers
 
 
-def _iterate(readers: list[SegmentReader], start: int, stop: int | None) -> Iterator[Event]:
+class _Events(Iterator[Event]):
+    """The events of segments opened at the call: the end of the events,
+    :meth:`close` or dropping it closes the files, also before the first
+    event was read (a generator's own ``close()`` runs nothing until it has
+    started, which left the files to the garbage collector)."""
+
+    def __init__(self, readers: list[SegmentReader], start: int, stop: int | None) -> None:
+        self._readers = readers
+        self._events = _iterate(readers, start, stop)
+
+    def __next__(self) -> Event:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stop the iteration and close the files (idempotent).
+
+        Runtime complexity: O(number of segments)
+        """
+        self._events.close()
+        for reader in self._readers:
+            reader.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _iterate(
+    readers: list[SegmentReader], start: int, stop: int | None
+) -> Generator[Event, None, None]:
     try:
         for reader in readers:
             for event in reader.events():
@@ -1305,7 +1418,7 @@ def _iterate(readers: list[SegmentReader], start: int, stop: int | None) -> Iter
                 warnings.warn(
                     f"{reader.torn.path}: log ends in a torn tail at offset {reader.torn.offset}",
                     TornTailWarning,
-                    stacklevel=2,
+                    stacklevel=3,  # (the caller of _Events.__next__)
                 )
     finally:
         for reader in readers:
@@ -1320,7 +1433,7 @@ def iter_events(
     Runtime complexity: O(size of the segments read)
     """
     directory = os.fspath(path)
-    return _iterate(_open_readers(directory, read_manifest(directory), start, stop), start, stop)
+    return _Events(_open_readers(directory, read_manifest(directory), start, stop), start, stop)
 
 
 def _check_point_in_time(until_seq: object, until_ms: object) -> None:

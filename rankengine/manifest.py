@@ -32,11 +32,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import gc
 import os
 import re
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
@@ -247,38 +249,84 @@ def write_manifest(directory: str, manifest: Manifest, *, step: str = "manifest"
     crash_point(f"after_{step}")
 
 
+def _lock_after_collecting(fd: int) -> bool:
+    """Take the lock on ``fd`` after a garbage collection; False if it is
+    still held.  For a lock this process holds: its holder may be a board
+    dropped without ``close()`` that only the collector releases (a board
+    is part of reference cycles), so a collection can free the directory.
+
+    Runtime complexity: one full garbage collection
+    """
+    import fcntl
+
+    gc.collect()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
 class DirectoryLock:
     """An exclusive ``flock`` on ``directory/LOCK``: one writer per directory.
 
     The kernel releases it when the process dies, so a crash never leaves a
     stale lock.  Where ``fcntl`` is missing (Windows) it only records the pid.
+    A lock this process holds already is tried once more after a garbage
+    collection (its holder may be a board dropped without ``close()``).
     """
 
     def __init__(self, directory: str) -> None:
+        #: True when the holder releases the lock in its own finalizer (a
+        #: durable board does, after closing its log): this lock's
+        #: finalizer then leaves it to the holder
+        self.released_by_owner = False
+        self._fd = -1
         self.path = os.path.join(directory, LOCK_NAME)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows
-            fcntl = None  # type: ignore[assignment]
-        if fcntl is not None:
             try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                holder = os.pread(self._fd, 32, 0).decode("ascii", "replace").strip()
-                os.close(self._fd)
-                raise LogError(
-                    f"{directory} is already open for writing (by process {holder or '?'}); "
-                    "close that board first"
-                ) from None
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+                import fcntl
+            except ImportError:  # pragma: no cover - Windows
+                fcntl = None  # type: ignore[assignment]
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                    if holder != str(os.getpid()) or not _lock_after_collecting(fd):
+                        raise LogError(
+                            f"{directory} is already open for writing (by process "
+                            f"{holder or '?'}); close that board first"
+                        ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)  # (a failed lock holds nothing)
+            raise
+        self._fd = fd
 
     def release(self) -> None:
         """Release the lock (idempotent)."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def __del__(self) -> None:
+        """A lock dropped without :meth:`release` (its holder was never
+        closed): warn, as an unclosed file does, and release it, so that the
+        directory can be opened again by this process."""
+        if self._fd < 0 or self.released_by_owner:
+            return
+        try:
+            warnings.warn(
+                f"the lock on {self.path!r} was never released (its board was not closed)",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+        finally:  # (under -W error the warning raises: release all the same)
+            self.release()
 
 
 # ----------------------------------------------------------------------

@@ -252,10 +252,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             raise TypeError(f"packing must be a PackedScore or None, not {type(packing).__name__}")
         self._codec = ScoreCodec(order)
         _check_log(log, fsync, self._codec.order, tie_break)
+        #: a client this board made from a URL is its own, closed by close()
+        self._own_client = isinstance(redis, str)
         if isinstance(redis, str):
-            import redis as redis_py
-
-            redis = redis_py.Redis.from_url(redis)
+            redis = _client_from_url(redis)
         encoder = redis.get_encoder() if hasattr(redis, "get_encoder") else None
         if getattr(encoder, "decode_responses", False):
             raise ValueError(
@@ -412,9 +412,19 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         return value  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        """Close the event log, if any (the Redis client is the caller's)."""
-        if self._log is not None:
-            self._log.close()
+        """Close the event log, if any, and the Redis client if this board
+        made it from a URL (a client passed in is the caller's).  Reads and
+        writes after it reconnect, as a closed redis-py client does (a
+        write to a board with a log raises: the log is closed).
+
+        Runtime complexity: O(1), plus closing the log
+        """
+        try:
+            if self._log is not None:
+                self._log.close()
+        finally:
+            if self._own_client:
+                self._client.close()
 
     def __enter__(self) -> RedisLeaderboard:
         return self
@@ -1782,6 +1792,14 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
                 raise reply
             out[i] = calls[i].decode(reply)
     return out
+
+
+def _client_from_url(url: str) -> Any:
+    """A redis-py client for ``url`` (``redis://host:port/db``); its owner
+    closes it.  Runtime complexity: O(1) (it connects at its first command)."""
+    import redis as redis_py
+
+    return redis_py.Redis.from_url(url)
 
 
 def _pipeline(client: Any, calls: list[Pending]) -> list[Any]:

@@ -79,7 +79,7 @@ from rankengine.reads import (
     check_percentile,
     rank_outside,
 )
-from rankengine.redis_board import _MISSING, RedisLeaderboard, encode_member
+from rankengine.redis_board import _MISSING, RedisLeaderboard, _client_from_url, encode_member
 from rankengine.redis_codec import MAXCLOCK
 from rankengine.scoring import Member, Score, ScoreCodec, check_lookup, check_member, is_member
 from rankengine.shard_merge import Shard, ShardMerge
@@ -188,6 +188,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         self._tie_break = first.tie_break
         self._rank_style: RankStyle = style
         self._lock = threading.RLock()
+        #: the client :meth:`on_redis` made from a URL for every shard (closed by close())
+        self._own_client: Any = None
         self._clock = max(self._map(Shard.clock))
 
     @classmethod
@@ -211,6 +213,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         shard's settings are stored, so a refused board creates no shard.
         ``log`` is refused: each shard needs a log of its own (build the
         shards with ``RedisLeaderboard(..., log=...)`` and pass them in).
+        ``redis`` is a client or a URL: for a URL the shards share one client
+        (so a read is one pipelined round trip, not one per shard), which
+        :meth:`close` closes.
 
         Runtime complexity: O(S), two round trips per shard (the check, then
         the open).
@@ -223,15 +228,23 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
                 "a sharded board needs one log per shard, not one for all: build the "
                 "shards with RedisLeaderboard(..., log=...) and pass them to ShardedLeaderboard"
             )
-        boards = [
-            RedisLeaderboard._unopened(redis, f"{name}:{i}", prefix=prefix, **config)
-            for i in range(count)
-        ]
-        for board in boards:
-            board._init(store=False)
-        for board in boards:
-            board._open()
-        return cls(boards)
+        own = _client_from_url(redis) if isinstance(redis, str) else None
+        try:
+            boards = [
+                RedisLeaderboard._unopened(own or redis, f"{name}:{i}", prefix=prefix, **config)
+                for i in range(count)
+            ]
+            for board in boards:
+                board._init(store=False)
+            for board in boards:
+                board._open()
+        except BaseException:
+            if own is not None:
+                own.close()
+            raise
+        sharded = cls(boards)
+        sharded._own_client = own
+        return sharded
 
     # ------------------------------------------------------------------
     # Copying and pickling
@@ -321,7 +334,14 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         return shard_of(member, len(self._boards))
 
     def close(self) -> None:
-        """Nothing to release (kept so that every board can be closed alike)."""
+        """Close the Redis client :meth:`on_redis` made from a URL; otherwise
+        nothing to release (the shards are the caller's).  Reads and writes
+        after it reconnect, as a closed redis-py client does.
+
+        Runtime complexity: O(1)
+        """
+        if self._own_client is not None:
+            self._own_client.close()
 
     def __len__(self) -> int:
         with self._lock:  # a sum over shards: not split by a batch

@@ -35,9 +35,12 @@ published as empty windows (at most ``keep`` of them, however long the gap).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
+import os
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -193,7 +196,10 @@ def _serve(conn: Connection, config: dict[str, Any]) -> None:
     tracker = TopK(**config)
     failure: str | None = None
     while True:
-        op, payload = conn.recv()
+        try:
+            op, payload = conn.recv()
+        except EOFError:  # the parent closed its end, or died: nothing left to serve
+            break
         try:
             if op == "counts":
                 tracker.add_counts(payload)
@@ -232,6 +238,7 @@ class PartitionedTopK:
         "_buffered",
         "_conns",
         "_parts",
+        "_pid",
         "_procs",
         "_route",
         "_stopped",
@@ -281,17 +288,25 @@ class PartitionedTopK:
         self._procs: list[Any] = []
         #: close() stopped the worker processes (in-process, close is a no-op)
         self._stopped = False
+        #: the process that started the workers (see __del__)
+        self._pid = os.getpid()
         if not processes:
             self._parts = [TopK(**self.config) for _ in range(partitions)]
             return
         ctx: Any = multiprocessing.get_context(mp_context)
-        for _ in range(partitions):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_serve, args=(child, self.config), daemon=True)
-            proc.start()
-            child.close()
-            self._conns.append(parent)
-            self._procs.append(proc)
+        try:
+            for _ in range(partitions):
+                parent, child = ctx.Pipe()
+                self._conns.append(parent)
+                try:
+                    proc = ctx.Process(target=_serve, args=(child, self.config), daemon=True)
+                    proc.start()
+                finally:
+                    child.close()
+                self._procs.append(proc)
+        except BaseException:
+            self.close()  # (the workers started already: stopped, not left behind)
+            raise
 
     @property
     def processes(self) -> bool:
@@ -570,16 +585,47 @@ class PartitionedTopK:
         for conn in self._conns:
             try:
                 conn.send(("stop", None))
-                conn.close()
-            except OSError:  # pragma: no cover - worker already gone
+            except OSError:  # the worker is gone already
                 pass
+            finally:
+                conn.close()
         for proc in self._procs:
             proc.join(timeout=10)
             if proc.is_alive():  # pragma: no cover - stuck worker
                 proc.terminate()
+                proc.join()  # (reaped: no zombie left behind)
         self._stopped = self._stopped or bool(self._procs)
         self._conns = []
         self._procs = []
+
+    def __del__(self) -> None:
+        """A process pipeline dropped without :meth:`close`: warn, as an
+        unclosed file does, and tell its workers to stop (without waiting
+        for them: this may run inside the garbage collector).  Under the
+        fork start method the end of the pipe alone would not stop them:
+        each worker holds a copy of the parent's end.
+
+        Runtime complexity: O(P)
+        """
+        conns = getattr(self, "_conns", None)
+        if not conns:
+            return  # closed, in-process, or never started
+        if self._pid != os.getpid():
+            return  # a forked child's copy: the workers are its parent's
+        self._conns = []
+        try:
+            warnings.warn(
+                f"a PartitionedTopK with {len(conns)} worker processes was never closed",
+                ResourceWarning,
+                stacklevel=2,
+                source=self,
+            )
+        finally:  # (under -W error the warning raises: stop them all the same)
+            for conn in conns:
+                with contextlib.suppress(Exception):
+                    conn.send(("stop", None))
+                with contextlib.suppress(Exception):
+                    conn.close()
 
     def __enter__(self) -> PartitionedTopK:
         return self

@@ -213,6 +213,37 @@ def test_a_bad_option_value_is_refused_before_the_root_is_touched(
 
 
 @OPENERS
+@pytest.mark.parametrize(
+    "bad",
+    [{"tie_break": "sideways"}, {"rank_style": "sideways"}, {"backend": "sideways"}],
+    ids=["tie_break", "rank_style", "backend"],
+)
+def test_a_bad_board_setting_is_refused_before_the_root_is_touched(
+    tmp_path: Path, opener: Any, bad: dict[str, Any]
+) -> None:
+    # The decayed open refused a bad board setting only when it opened its
+    # first base, after creating the root and its lock file.
+    root = tmp_path / "root"
+    with pytest.raises(ValueError, match=r"tie.break|rank style|backend"):
+        opener(root, **bad)
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"half_life": -1.0}, {"half_life": None}, {"rebase_after": 1e9}],
+    ids=["negative", "missing", "rebase_after"],
+)
+def test_a_bad_decay_setting_is_refused_before_the_root_is_touched(
+    tmp_path: Path, bad: dict[str, Any]
+) -> None:
+    root = tmp_path / "root"
+    with pytest.raises(ValueError):
+        DecayedLeaderboard.open(root, **{"half_life": 3600.0, **bad})
+    assert not root.exists()
+
+
+@OPENERS
 def test_the_log_options_reach_the_durable_boards(tmp_path: Path, opener: Any) -> None:
     # The window open refused every log option: its window board, which
     # stays in memory, was made with them.
