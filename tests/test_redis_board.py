@@ -919,6 +919,32 @@ def test_a_union_whose_reply_was_lost_is_applied_once(
         assert union_state(result) == union_state(Leaderboard.union(inputs))
 
 
+def test_a_chunk_refused_part_way_leaves_no_board(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis does not roll a transaction back: a chunk it refuses (here the
+    second, told a wrong count of the members before it, standing in for
+    Redis out of memory) leaves the first chunk's members in Redis, and the
+    union removes the new board before it raises."""
+    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 4)
+    send = ScriptRunner.transaction
+    left: list[int] = []
+
+    def spoiled(runner: ScriptRunner, name: str, keys: list[str], calls: list[list[Any]]) -> Any:
+        calls[1][1] = 99  # [mode, members before, last?, rows...]
+        try:
+            return send(runner, name, keys, calls)
+        finally:
+            left.append(runner.client.zcard(keys[0]))
+
+    monkeypatch.setattr(ScriptRunner, "transaction", spoiled)
+    name = unique_name()
+    with pytest.raises(ValueError, match="new board"):
+        RedisLeaderboard.union(union_inputs(12), redis=redis_client, name=name)
+    assert left == [4]  # the first chunk ran
+    assert redis_client.keys(f"*{{{name}}}*") == []
+
+
 @pytest.mark.parametrize("chunk", [None, 1])
 def test_the_bulk_load_of_a_union_fills_only_an_empty_board(
     redis_client: Any, monkeypatch: pytest.MonkeyPatch, chunk: int | None
