@@ -100,6 +100,15 @@ _KEY_TYPES: Final = ("zset", "hash", "hash", "zset", "hash", "hash")
 #: Changes per COMMIT script when restoring a whole board (a script blocks
 #: the server while it runs: about 10 ms per 2000 members).
 RESTORE_CHUNK: Final = 2000
+#: Members per LOAD script when a union or intersection fills its new board;
+#: a bigger result goes as several, in one MULTI/EXEC transaction.  A
+#: chunk is one command of five arguments per member: a few MB with
+#: typical metadata, well below what Redis takes in one command (512 MB
+#: per argument, 1 GB of query buffer per client), and a command redis-py
+#: builds and sends without holding the whole result twice in memory.
+LOAD_CHUNK: Final = 5000
+#: ... and at most this many bytes of arguments per chunk (large metadata).
+LOAD_CHUNK_BYTES: Final = 32 * 1024 * 1024
 #: Attempts of an exact (read, compute, compare-and-set) write under contention.
 CAS_ATTEMPTS: Final = 100
 #: Format of the stored configuration.
@@ -117,6 +126,7 @@ _WRITES: Final = frozenset(
         "SET_META",
         "REMOVE_RANGE",
         "COMMIT",
+        "LOAD",
     )
 )
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
@@ -919,7 +929,13 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         holds a board is refused with ``ValueError``: the result is a new
         board); other keywords override its settings.
 
-        Runtime complexity: O(T log T) for T input entries in all.
+        The result's members and metadata are one write, checked before
+        anything is sent: one script, or for more than :data:`LOAD_CHUNK`
+        members several in one MULTI/EXEC transaction (still atomic).  A
+        client that dies part-way leaves the whole result or an empty board.
+
+        Runtime complexity: O(T log T) for T input entries in all; one round
+        trip for the write.
         """
         from rankengine.combine import _board_list
 
@@ -936,13 +952,72 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         aggregate: Literal["sum", "min", "max"] = "sum",
         **config: Any,
     ) -> RedisLeaderboard:
-        """A new Redis board with the members present in every one of ``boards``.
+        """A new Redis board with the members present in every one of
+        ``boards``, written as :meth:`union` writes its result.
 
-        Runtime complexity: O(T log T) for T input entries in all.
+        Runtime complexity: O(T log T) for T input entries in all; one round
+        trip for the write.
         """
         from rankengine.combine import _board_list
 
         return _combine(cls, _board_list(boards), weights, aggregate, intersect=True, config=config)
+
+    def _load_new(
+        self, items: list[tuple[Any, Any]], metas: Mapping[Any, Mapping[str, Any]]
+    ) -> None:
+        """Fill this new, empty board with ``items`` (each member once) and
+        give the members in ``metas`` their metadata, as ONE write: what
+        :meth:`set_many` of the items and then :meth:`set_meta` of each of
+        ``metas`` leave (the k-th item gets tie clock k), counted as one
+        write and logged, on a board with an event log, as one record (every
+        PUT, then every META), as :meth:`Leaderboard._load_new` does.  Every
+        member, score and metadata is checked before anything is sent.
+
+        One LOAD script fills the board; a result of more than
+        :data:`LOAD_CHUNK` members (or :data:`LOAD_CHUNK_BYTES` of
+        arguments) goes as several, all in one MULTI/EXEC transaction, which
+        Redis runs back to back: still one atomic write, and like any script
+        it blocks the server while it runs (about 10 ms per 2,000 members).
+        The script refuses a board that holds members or has a clock.
+
+        Runtime complexity: O(k log k) for k items, plus the size of the
+        metadata; one round trip.
+        """
+        pairs, keys, _ = self._check_pairs(items, "score")
+        if len(set(keys)) != len(keys):
+            raise ValueError("_load_new takes each member once")
+        known = set(dict(pairs))
+        missing = [member for member in metas if member not in known]
+        if missing:
+            raise KeyError(f"no member {missing[0]!r}: add a score before its metadata")
+        clean = {member: check_meta(data) for member, data in metas.items()}
+        blobs = {member: encode_meta(data) for member, data in clean.items()}
+        chunks: list[list[Any]] = []
+        size = 0
+        for (member, value), key in zip(pairs, keys, strict=True):
+            row = (key, *self._format.encode(value), blobs.get(member, b""))
+            width = sum(map(len, row))
+            if not chunks or len(chunks[-1]) == 5 * LOAD_CHUNK or size + width > LOAD_CHUNK_BYTES:
+                chunks.append([])
+                size = 0
+            chunks[-1].extend(row)
+            size += width
+        if not chunks:
+            return
+        calls: list[list[Any]] = []
+        done = 0  # members the chunks before hold
+        for chunk in chunks:
+            calls.append([done, "0", *chunk])
+            done += len(chunk) // 5
+        calls[-1][1] = "1"  # the last one counts the write
+        puts: list[Change] = [(PUT, m, score, k) for k, (m, score) in enumerate(pairs, 1)]
+        notes: list[Change] = [(META, m, data) for m, data in clean.items()]
+        with self._writing():
+            if len(calls) == 1:
+                self._run("LOAD", *calls[0])
+            else:
+                self._run_together("LOAD", calls)
+            self._notify(puts + notes)
 
     # ------------------------------------------------------------------
     # Durability: the event log, verification, rebuild
@@ -1397,6 +1472,22 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         )
 
     def _run(self, name: str, *args: Any) -> Any:
+        return self._send(name, lambda keys, mode: self._scripts(name, keys, [mode, *args]))
+
+    def _run_together(self, name: str, calls: list[list[Any]]) -> list[Any]:
+        """Run script ``name`` once per argument list of ``calls``, in one
+        MULTI/EXEC transaction, as ONE write: every call carries the same
+        call number (and write guard), so the script must count the write
+        and keep its reply in its last call only (see ``load.lua``)."""
+        chunks = self._scripts.transaction
+        return self._send(  # type: ignore[no-any-return]
+            name, lambda keys, mode: chunks(name, keys, [[mode, *args] for args in calls])
+        )
+
+    def _send(self, name: str, send: Callable[[list[str], str], Any]) -> Any:
+        """``send(keys, mode)`` a call of script ``name``: numbered and
+        guarded if it writes, sent again after the board's settings are
+        stored again, or after Redis is rebuilt from the log."""
         writes = name in _WRITES
         guarded = self._log is not None and writes and not self._restoring
         keys = [*self._keys, self._reply_key()] if writes else self._keys
@@ -1408,7 +1499,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             if guarded:
                 mode += f":{self._log.last_seq}"
             try:
-                return self._scripts(name, keys, [mode, *args])
+                return send(keys, mode)
             except ScriptError as exc:
                 if exc.code == "CONFIG" and not stored:
                     # Redis lost the board (a restart, a flush) since it was
@@ -1991,11 +2082,12 @@ def _combine(
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
     result = cls(client, name, **settings)
     _check_new(result, f"name {name!r}")
+    # One write, checked before anything is sent: a client that dies leaves
+    # the whole result with its metadata, or an empty board.
     try:
-        result.set_many(list(totals.items()))
-        for member, data in metas.items():
-            if member in totals:
-                result.set_meta(member, data)
+        result._load_new(
+            list(totals.items()), {m: data for m, data in metas.items() if m in totals}
+        )
     except BaseException:
         # A score Redis cannot hold (an int beyond a double's range read from
         # an in-process board), say: the board is new (checked above), so

@@ -16,7 +16,8 @@ writes)::
     KEYS[3]  M  hash        member -> metadata (msgpack)
     KEYS[4]  D  sorted set  distinct score -> double   (dense ranks, built on
     KEYS[5]  C  hash        distinct score -> count     the first dense read)
-    KEYS[6]  S  hash        config, clock, writes, inexact, dense
+    KEYS[6]  S  hash        config, clock, writes, inexact, dense (and
+                            loading, between the chunks of one LOAD)
     KEYS[7]  R  string      the caller's last write: call number, reply
                             (writes only; one per handle, process and
                             thread; expires after 300 s)
@@ -110,6 +111,7 @@ _NEEDS: Final[dict[str, tuple[str, ...]]] = {
     "INCR_MANY": (*_WRITER, "sum"),
     "REMOVE": _WRITER,
     "COMMIT": _WRITER,
+    "LOAD": _WRITER,
     "CLEAR": (),
     "SET_META": ("order", "tags"),
     "REMOVE_RANGE": ("order", "dense", "clock", "lookup", "write", "read", "count"),
@@ -187,9 +189,55 @@ class ScriptRunner:
                 self.load()
                 return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
         except ResponseError as exc:
-            message = str(exc)
-            if message.startswith("RANKENGINE_"):
-                head = message.split(" script:", maxsplit=1)[0]
-                code, _, detail = head[len("RANKENGINE_") :].partition(" ")
-                raise ScriptError(code, detail) from None
+            refusal = _refusal(exc)
+            if refusal is not None:
+                raise refusal from None
             raise
+
+    def transaction(self, name: str, keys: list[str], calls: list[list[Any]]) -> list[Any]:
+        """Run script ``name`` once per argument list of ``calls``, all in one
+        MULTI/EXEC transaction: one round trip, and Redis runs the calls back
+        to back, no other client's command in between.  On ``NOSCRIPT`` (which
+        every call of one script gets alike: none of them ran) the scripts are
+        loaded and the transaction is sent again.  Raises the first call's
+        error.  A transaction is not rolled back: a call that fails does not
+        undo the calls before it, so callers check everything first.
+
+        Runtime complexity: O(1) round trips besides the scripts' own work.
+        """
+        from redis.exceptions import NoScriptError
+
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=True)
+            for args in calls:
+                # (a cluster pipeline refuses its evalsha method, but runs a
+                # transaction of commands on one slot: the board's hash tag)
+                pipe.execute_command("EVALSHA", self.sha[name], len(keys), *keys, *args)
+            replies = list(pipe.execute(raise_on_error=False))
+            if attempt == 0 and any(isinstance(reply, NoScriptError) for reply in replies):
+                self.load()
+                continue
+            break
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise _refusal(reply) or reply
+        return replies
+
+
+def _refusal(exc: Exception) -> ScriptError | None:
+    """The :class:`ScriptError` of a script that refused its input
+    (``RANKENGINE_<CODE> <detail>``), or None for any other error.
+
+    Runtime complexity: O(length of the message)
+
+    >>> _refusal(Exception("RANKENGINE_VALUE NaN script: 1a2b, on @user_script:9."))
+    ScriptError('VALUE NaN')
+    >>> _refusal(Exception("OOM command not allowed")) is None
+    True
+    """
+    message = str(exc)
+    if not message.startswith("RANKENGINE_"):
+        return None
+    head = message.split(" script:", maxsplit=1)[0]
+    code, _, detail = head[len("RANKENGINE_") :].partition(" ")
+    return ScriptError(code, detail)

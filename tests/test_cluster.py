@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from redis_service import Cluster, redis_cluster_fixture, unique_name  # noqa: F401
 
+import rankengine.redis_board as redis_board_module
 from rankengine import Leaderboard
 from rankengine.redis_board import RedisLeaderboard
 from rankengine.sharded import ShardedLeaderboard
@@ -115,6 +116,26 @@ def test_boards_on_the_cluster_answer_as_one_board(cluster_client: Any) -> None:
             board._check()
     finally:
         sharded.close()
+
+
+def test_a_union_in_chunks_is_one_transaction_on_the_cluster(
+    cluster_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A union bigger than one LOAD chunk goes as one MULTI/EXEC to the
+    master of the result's slot (the board's keys share it), with its
+    metadata, and equals the in-process union."""
+    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 6)
+    a, b = Leaderboard(), Leaderboard()
+    a.set_many({f"p{i}": i % 5 for i in range(30)})
+    b.set_many({f"p{i}": i % 3 for i in range(20, 40)})
+    for i in range(0, 40, 3):
+        (a if f"p{i}" in a else b).set_meta(f"p{i}", {"i": i})
+    here = Leaderboard.union([a, b], weights=[1, 2])
+    there = RedisLeaderboard.union([a, b], weights=[1, 2], redis=cluster_client)
+    assert there.items() == here.items() and there.clock == here.clock == 40
+    assert [there.meta(m) for m in there] == [here.meta(m) for m in here]
+    assert there.writes == 1
+    there._check()
 
 
 def move_slot(cluster: Cluster, slot: int, source: int, target: int) -> None:

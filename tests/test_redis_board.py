@@ -29,6 +29,7 @@ from redis_service import (  # noqa: F401 - fixtures
     unique_name,
 )
 
+import rankengine.redis_board as redis_board_module
 from rankengine import Leaderboard
 from rankengine.durable import rebuild as rebuild_from_directory
 from rankengine.packed import PackedScore
@@ -40,6 +41,7 @@ from rankengine.redis_board import (
     encode_member,
 )
 from rankengine.redis_codec import MAX_INT_SCORE
+from rankengine.redis_scripts import ScriptRunner
 from rankengine.scoring import ScoreCodec
 from rankengine.sharded import ShardedLeaderboard
 
@@ -870,6 +872,263 @@ def test_union_refuses_a_name_that_already_holds_a_board(redis_client: Any) -> N
     assert len(emptied) == 0
     fresh = unique_name()
     assert RedisLeaderboard.intersection([a, b], name=fresh).items() == [("y", 5)]
+
+
+class WireClient:
+    """A redis-py client as seen on the wire: it counts round trips (a
+    pipeline's ``execute`` is one, and notes how many commands it carried),
+    and can send every round trip twice (its first reply lost: redis-py
+    sends the call again, the whole MULTI/EXEC for a transaction) or die
+    after ``dies_after`` of them (a killed process: nothing more reaches
+    Redis, not even the cleanup of a failed union)."""
+
+    def __init__(self, inner: Any, *, dies_after: int | None = None, resend: bool = False) -> None:
+        self.inner = inner
+        self.dies_after = dies_after
+        self.resend = resend
+        self.round_trips = 0
+        #: (transaction?, commands) of every pipeline executed
+        self.pipelines: list[tuple[bool, int]] = []
+
+    def trip(self, send: Callable[[], Any]) -> Any:
+        import redis
+
+        if self.dies_after is not None and self.round_trips >= self.dies_after:
+            raise redis.ConnectionError("the client process died")
+        self.round_trips += 1
+        if self.resend:
+            send()  # this reply is lost
+        return send()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name == "pipeline":
+            return lambda *args, **kwargs: WirePipeline(self, attr, args, kwargs)
+        if not callable(attr):
+            return attr
+        return lambda *args, **kwargs: self.trip(lambda: attr(*args, **kwargs))
+
+
+class WirePipeline:
+    """A pipeline of a :class:`WireClient`: calls are queued, ``execute``
+    sends them (as a new pipeline of the real client) in one round trip."""
+
+    def __init__(self, client: WireClient, make: Any, args: Any, kwargs: Any) -> None:
+        self.client = client
+        self.make = lambda: make(*args, **kwargs)
+        self.transaction = bool(kwargs.get("transaction", args[0] if args else True))
+        self.queued: list[tuple[str, Any, Any]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def queue(*args: Any, **kwargs: Any) -> WirePipeline:
+            self.queued.append((name, args, kwargs))
+            return self
+
+        return queue
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        queued, self.queued = self.queued, []
+        self.client.pipelines.append((self.transaction, len(queued)))
+
+        def send() -> Any:
+            pipe = self.make()
+            for name, call_args, call_kwargs in queued:
+                getattr(pipe, name)(*call_args, **call_kwargs)
+            return pipe.execute(*args, **kwargs)
+
+        return self.client.trip(send)
+
+
+def union_inputs(size: int) -> list[Leaderboard]:
+    """Two in-process boards over ``size`` members (a third of them in both),
+    every member with metadata, ties among the scores."""
+    a, b = Leaderboard(), Leaderboard()
+    a.set_many({f"p{i}": i % 7 for i in range(2 * size // 3)})
+    b.set_many({f"p{i}": (i % 4) / 2 for i in range(size // 3, size)})
+    for i in range(size):
+        (a if f"p{i}" in a else b).set_meta(f"p{i}", {"i": i, "name": f"player {i}"})
+    return [a, b]
+
+
+def union_state(b: Any) -> Any:
+    """Everything a union decides: rows in order (ties included), exact
+    scores, metadata and the clock."""
+    return exact(b.items()), [b.meta(m) for m in b], b.clock
+
+
+def test_a_union_with_metadata_is_one_round_trip_whatever_its_size(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result's members and metadata go in one write: the union's round
+    trips (open the new board, see that it is empty, fill it) do not grow
+    with its members, nor with its chunks (one MULTI/EXEC carries them)."""
+    ScriptRunner(redis_client).load()  # (a server that has none loads them first)
+    trips = []
+    for size in (3, 300):
+        inputs = union_inputs(size)
+        wire = WireClient(redis_client)
+        result = RedisLeaderboard.union(inputs, redis=wire)
+        trips.append(wire.round_trips)
+        assert union_state(result) == union_state(Leaderboard.union(inputs))
+    # settings (INIT), len and clock of the new board (it must be new), the write
+    assert trips == [4, 4]
+    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 40)
+    wire = WireClient(redis_client)
+    result = RedisLeaderboard.union(inputs, redis=wire)
+    assert wire.round_trips == 4
+    assert wire.pipelines == [(True, 8)]  # 300 members: 8 scripts in one transaction
+    assert union_state(result) == union_state(Leaderboard.union(inputs))
+    result._check()
+    # Chunks are cut by size too: a member's row here is over 25 bytes (its
+    # metadata alone over 20), so 300 rows are over 7,500 bytes, 4 chunks or more.
+    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 5000)
+    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK_BYTES", 2000)
+    wire = WireClient(redis_client)
+    result = RedisLeaderboard.union(inputs, redis=wire)
+    assert wire.round_trips == 4
+    ((transaction, scripts),) = wire.pipelines
+    assert transaction and scripts >= 4
+    assert union_state(result) == union_state(Leaderboard.union(inputs))
+
+
+def test_a_client_that_dies_during_a_union_leaves_all_of_it_or_nothing(
+    redis_client: Any,
+) -> None:
+    """Kill the client after each of the union's round trips in turn: the
+    name then holds the whole union with every metadata, or no member (and
+    the union can be run into it again), never scores without metadata."""
+    ScriptRunner(redis_client).load()
+    inputs = union_inputs(20)
+    expected = union_state(Leaderboard.union(inputs))
+    name = unique_name()
+    for alive in itertools.count():
+        wire = WireClient(redis_client, dies_after=alive)
+        try:
+            RedisLeaderboard.union(inputs, redis=wire, name=name)
+        except Exception as exc:
+            assert "the client process died" in str(exc)
+        else:
+            break
+        # the write is the union's last round trip: a client that died
+        # before it has sent none of the result
+        assert len(RedisLeaderboard(redis_client, name)) == 0, alive
+    assert alive == 4  # and the union then runs into the same name
+    assert union_state(RedisLeaderboard(redis_client, name)) == expected
+
+
+@pytest.mark.parametrize("aggregate", ["sum", "min", "max"])
+@pytest.mark.parametrize("intersect", [False, True])
+@pytest.mark.parametrize(
+    "result", [{"order": "desc", "tie_break": "first"}, {"order": "asc", "tie_break": "member"}]
+)
+def test_a_union_in_chunks_equals_the_in_process_union(
+    redis_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    aggregate: str,
+    intersect: bool,
+    result: dict[str, str],
+) -> None:
+    """Inputs with metadata (one on Redis, one in process), weights, every
+    aggregate, union and intersection, both tie rules: sent in chunks of 7
+    members, the Redis result is the in-process one, tie order and clock
+    included."""
+    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 7)
+    a, b = union_inputs(45)
+    there_a = board(redis_client)
+    there_a.set_many(a.items())
+    for member in a:
+        there_a.set_meta(member, a.meta(member))
+    kind = "intersection" if intersect else "union"
+    options = {"weights": [2, -0.5], "aggregate": aggregate, **result}
+    here = getattr(Leaderboard, kind)([a, b], **options)
+    there = getattr(RedisLeaderboard, kind)([there_a, b], **options)
+    assert len(here) > 3 * 7 if not intersect else len(here) > 7  # more than one chunk
+    assert union_state(there) == union_state(here)
+    assert there.config() == {k: v for k, v in here.config().items() if k != "backend"}
+    there._check()
+
+
+@pytest.mark.parametrize("chunk", [None, 4])
+def test_a_logged_union_is_one_write_and_one_record(
+    redis_client: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, chunk: int | None
+) -> None:
+    """On a result with an event log, the union is one write for Redis's
+    write counter and one record (every PUT, then every META), in one
+    script or in chunks; Redis and the log agree."""
+    if chunk is not None:
+        monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", chunk)
+    inputs = union_inputs(30)
+    expected = Leaderboard.union(inputs)
+    log = tmp_path / "union"
+    with RedisLeaderboard.union(inputs, redis=redis_client, log=log, fsync="always") as result:
+        assert result.writes == result.log.last_seq == 1
+        (event,) = list(result.log.events())
+        assert [change[0] for change in event.changes] == [0] * 30 + [2] * 30
+        assert result.verify() == []
+        assert union_state(result) == union_state(expected)
+    assert union_state(rebuild_from_directory(log)) == union_state(expected)
+
+
+@pytest.mark.parametrize("chunk", [None, 4])
+def test_a_union_whose_reply_was_lost_is_applied_once(
+    redis_client: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, chunk: int | None
+) -> None:
+    """redis-py sends a call again (a whole MULTI/EXEC for a transaction)
+    when its reply is lost: the union's write, sent twice, still counts
+    once and leaves the result as the in-process union."""
+    if chunk is not None:
+        monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", chunk)
+    inputs = union_inputs(30)
+    wire = WireClient(redis_client, resend=True)
+    with RedisLeaderboard.union(inputs, redis=wire, log=tmp_path, fsync="always") as result:
+        assert result.writes == result.log.last_seq == 1
+        assert result.verify() == []
+        assert union_state(result) == union_state(Leaderboard.union(inputs))
+
+
+def test_a_chunk_refused_part_way_leaves_no_board(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis does not roll a transaction back: a chunk it refuses (here the
+    second, told a wrong count of the members before it, standing in for
+    Redis out of memory) leaves the first chunk's members in Redis, and the
+    union removes the new board before it raises."""
+    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 4)
+    send = ScriptRunner.transaction
+    left: list[int] = []
+
+    def spoiled(runner: ScriptRunner, name: str, keys: list[str], calls: list[list[Any]]) -> Any:
+        calls[1][1] = 99  # [mode, members before, last?, rows...]
+        try:
+            return send(runner, name, keys, calls)
+        finally:
+            left.append(runner.client.zcard(keys[0]))
+
+    monkeypatch.setattr(ScriptRunner, "transaction", spoiled)
+    name = unique_name()
+    with pytest.raises(ValueError, match="new board"):
+        RedisLeaderboard.union(union_inputs(12), redis=redis_client, name=name)
+    assert left == [4]  # the first chunk ran
+    assert redis_client.keys(f"*{{{name}}}*") == []
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+def test_the_bulk_load_of_a_union_fills_only_an_empty_board(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch, chunk: int | None
+) -> None:
+    """Checked by the script too: a name written to after the union saw it
+    empty is refused, and keeps what it holds.  In chunks of one member,
+    the second chunk finds the board as a first chunk would have left it
+    (one member, clock 1), but not that chunk's mark: refused too."""
+    if chunk is not None:
+        monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", chunk)
+    b = board(redis_client)
+    b.set("other", 1)
+    with pytest.raises(ValueError, match="new board"):
+        b._load_new([("x", 1), ("y", 2)], {"x": {"k": 1}})
+    assert union_state(b) == (exact([("other", 1)]), [None], 1)
+    assert b.writes == 1
+    b._check()
 
 
 # ----------------------------------------------------------------------
