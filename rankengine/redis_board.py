@@ -113,6 +113,16 @@ LOAD_CHUNK_BYTES: Final = 32 * 1024 * 1024
 CAS_ATTEMPTS: Final = 100
 #: Format of the stored configuration.
 CONFIG_VERSION: Final = 1
+#: The format of a sharded board's shard: the settings and ``"shard"``, its
+#: place ``[index, count]`` (a member's shard depends on both).  A board of
+#: its own stays in format 1, which earlier versions of rankengine open; they
+#: refuse a shard, whose place they would not check.
+SHARD_CONFIG_VERSION: Final = 2
+#: The fields of the stored configuration, by format version.
+_CONFIG_FIELDS: Final = {
+    CONFIG_VERSION: frozenset(("version", "order", "tie_break", "packing")),
+    SHARD_CONFIG_VERSION: frozenset(("version", "order", "tie_break", "packing", "shard")),
+}
 
 #: Scripts that write: on a logged board they carry the write guard.
 _WRITES: Final = frozenset(
@@ -314,7 +324,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         self.repairs = 0
         # The order as the board keeps it (the directions, not the iterable
         # given), so that every order one in-process board takes is one board.
-        self._config = {
+        self._config: dict[str, Any] = {
             "version": CONFIG_VERSION,
             "order": list(self._order) if isinstance(self._order, tuple) else self._order,
             "tie_break": tie_break,
@@ -322,6 +332,20 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             if packing is None
             else [packing.window_start, packing.bits, packing.resolution, packing.descending],
         }
+
+    def _place(self, index: int, count: int) -> None:
+        """Make this unopened handle shard ``index`` of a sharded board of
+        ``count`` shards: opening it stores that place with a new board's
+        settings, and refuses a board stored with another place."""
+        self._config = {**self._config, "version": SHARD_CONFIG_VERSION, "shard": [index, count]}
+
+    @property
+    def _shard_place(self) -> tuple[int, int] | None:
+        """The board's place in a sharded board as stored in Redis
+        (``(index, count)``), or None for a board created on its own or by
+        an earlier version of rankengine."""
+        place = self._config.get("shard")
+        return None if place is None else (place[0], place[1])
 
     def _open(self, log: Any = None, fsync: FsyncPolicy = "everysec") -> None:
         """Store the board's settings in Redis unless it has some (checking
@@ -1433,11 +1457,23 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         if stored is None:  # no board yet, and asked not to store
             return int(writes)
         config = self._stored_config(stored)
-        if config != self._config:
+        if _board_settings(config) != _board_settings(self._config):
             raise ValueError(
                 f"Redis board {self._name!r} was created with {config}; "
                 f"it cannot be opened with {self._config}"
             )
+        have, want = config.get("shard"), self._config.get("shard")
+        if have is not None and want is not None and have != want:
+            raise ValueError(
+                f"Redis board {self._name!r} was created as shard {have[0]} of {have[1]} "
+                f"of a sharded board; it cannot be opened as shard {want[0]} of {want[1]}: "
+                "a member's shard depends on both, so members would be looked up on the "
+                "wrong shard and written to two"
+            )
+        # The handle takes the place stored (none on a board created on its
+        # own or by an earlier version), so storing the settings again after
+        # Redis lost them keeps it.
+        self._config = config
         return int(writes)
 
     def _stored_config(self, stored: bytes | str) -> dict[str, Any]:
@@ -1449,17 +1485,20 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             parsed = None
         config: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
         version = config.get("version")
+        fields = _CONFIG_FIELDS.get(version) if type(version) is int else None
         if type(version) is not int or (
-            version == CONFIG_VERSION and config.keys() != self._config.keys()
+            fields is not None
+            and (config.keys() != fields or ("shard" in config and not _is_place(config["shard"])))
         ):
             raise ValueError(
                 f"Redis board {self._name!r} has damaged settings in {self._keys[5]!r} "
                 f"(field 'config'): {stored!r}"
             )
-        if version != CONFIG_VERSION:
+        if fields is None:
             raise ValueError(
                 f"Redis board {self._name!r} was stored by another version of rankengine "
-                f"(settings format version {version}; this one reads version {CONFIG_VERSION})"
+                f"(settings format version {version}; this one reads versions "
+                f"{CONFIG_VERSION} and {SHARD_CONFIG_VERSION})"
             )
         return config
 
@@ -1945,6 +1984,33 @@ def _fast(step: Score) -> bool:
 
 def _flag(value: bool) -> str:
     return "1" if value else "0"
+
+
+def _board_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Stored settings without the format version and the shard's place:
+    what every handle on the board must have alike.
+
+    Runtime complexity: O(1)
+
+    >>> _board_settings({"version": 2, "order": "desc", "shard": [0, 3]})
+    {'order': 'desc'}
+    """
+    return {k: v for k, v in config.items() if k not in ("version", "shard")}
+
+
+def _is_place(value: object) -> bool:
+    """Whether ``value`` is a stored shard place ``[index, count]``: two ints
+    (not bools) with ``0 <= index < count``.
+
+    Runtime complexity: O(1)
+
+    >>> _is_place([2, 3]), _is_place([3, 3]), _is_place([0, True]), _is_place("0/3")
+    (True, False, False, False)
+    """
+    if type(value) is not list or len(value) != 2:
+        return False
+    index, count = value
+    return type(index) is int and type(count) is int and 0 <= index < count
 
 
 def _first(pair: tuple[int, Any]) -> int:

@@ -150,9 +150,15 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
     """A leaderboard whose members are spread over several shard boards.
 
     :param shards: the shard boards, all empty or all filled by a sharded
-        board with the same number of shards (the placement depends on it):
-        in-process :class:`~rankengine.Leaderboard` boards,
+        board with the same number of shards, in the same order (the
+        placement depends on both): in-process
+        :class:`~rankengine.Leaderboard` boards,
         :class:`~rankengine.redis_board.RedisLeaderboard` boards, or a mix.
+        A Redis shard created by :meth:`on_redis` stores its place (shard i
+        of S), and one given at another index or among another number of
+        shards is refused; a shard with no stored place (created on its own,
+        or by an earlier version; durable and in-process shards) is not
+        checked.
         They must share ``order``, ``tie_break``, ``rank_style`` and (Redis
         shards) ``packing``: a packed shard with an exact one (in-process, or
         Redis without packing) is refused, as is any other mismatch.
@@ -179,6 +185,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         _check_distinct(boards)
         first = boards[0]
         _check_agreement(boards)
+        _check_places(boards)
         style = first.rank_style if rank_style is None else rank_style
         _check_style(style)
         self._boards = boards
@@ -211,6 +218,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Every shard's arguments and stored settings are checked before any
         shard's settings are stored, so a refused board creates no shard.
+        Each shard stores its place (shard i of ``shards``) with its
+        settings: shards created with another number of shards are refused
+        (shards stored without a place, by an earlier version, are not).
         ``log`` is refused: each shard needs a log of its own (build the
         shards with ``RedisLeaderboard(..., log=...)`` and pass them in).
         ``redis`` is a client or a URL: for a URL the shards share one client
@@ -234,6 +244,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
                 RedisLeaderboard._unopened(own or redis, f"{name}:{i}", prefix=prefix, **config)
                 for i in range(count)
             ]
+            for i, board in enumerate(boards):
+                board._place(i, count)
             for board in boards:
                 board._init(store=False)
             for board in boards:
@@ -1108,6 +1120,28 @@ def _check_agreement(boards: list[Any]) -> None:
                     f"shard {i} has {setting} {shown(have[setting])}, shard 0 has "
                     f"{setting} {shown(value)}: every shard must have the same {setting}"
                 )
+
+
+def _check_places(boards: list[Any]) -> None:
+    """Raise ``ValueError`` naming the first shard stored as another shard
+    (another index, or one of another number of shards) than it is here.
+
+    A Redis shard created by :meth:`ShardedLeaderboard.on_redis` stores its
+    place; a shard without one (an in-process or durable board, a Redis board
+    created on its own or by an earlier version) is taken as given.  The
+    places were read when the shards were opened: no round trip.
+
+    Runtime complexity: O(S)
+    """
+    for i, board in enumerate(boards):
+        place = board._shard_place if isinstance(board, RedisLeaderboard) else None
+        if place is not None and place != (i, len(boards)):
+            raise ValueError(
+                f"shard {i} ({board.name!r}) was created as shard {place[0]} of {place[1]}; "
+                f"this board has {len(boards)} shards: a member's shard depends on both, so "
+                f"members would be looked up on the wrong shard (pass the {place[1]} shards "
+                "in the order they were created)"
+            )
 
 
 def _rank_window(start: int, stop: int, n: int) -> tuple[int, int]:

@@ -687,8 +687,25 @@ def test_the_stored_order_is_the_boards_own(redis_client: Any) -> None:
         (b"[1, 2]", "damaged"),
         (b'{"order": "desc"}', "damaged"),
         (
-            b'{"order": "desc", "packing": null, "tie_break": "first", "version": 2}',
-            "format version 2",
+            b'{"order": "desc", "packing": null, "tie_break": "first", "version": 3}',
+            "format version 3",
+        ),
+        # format 2 is a shard's: the settings and its place [index, count]
+        (b'{"order": "desc", "packing": null, "tie_break": "first", "version": 2}', "damaged"),
+        (
+            b'{"order": "desc", "packing": null, "shard": [0, 3], "tie_break": "first", '
+            b'"version": 1}',
+            "damaged",
+        ),
+        (
+            b'{"order": "desc", "packing": null, "shard": [3, 3], "tie_break": "first", '
+            b'"version": 2}',
+            "damaged",
+        ),
+        (
+            b'{"order": "desc", "packing": null, "shard": [0, true], "tie_break": "first", '
+            b'"version": 2}',
+            "damaged",
         ),
         (
             b'{"order": "desc", "packing": null, "tie_break": "first", "version": true}',
@@ -904,9 +921,13 @@ class WireClient:
         attr = getattr(self.inner, name)
         if name == "pipeline":
             return lambda *args, **kwargs: WirePipeline(self, attr, args, kwargs)
-        if not callable(attr):
+        if not callable(attr) or name in LOCAL_CALLS:
             return attr
         return lambda *args, **kwargs: self.trip(lambda: attr(*args, **kwargs))
+
+
+#: Client methods that answer without going to the server.
+LOCAL_CALLS = frozenset({"get_encoder"})
 
 
 class WirePipeline:

@@ -475,3 +475,77 @@ def test_one_board_twice_is_no_sharded_board(redis_client: Any, tmp_path: Any) -
         with pytest.raises(ValueError, match="shards 0 and 1 share one event log"):
             ShardedLeaderboard(logged)
         assert len(log) == 0
+
+
+def _stored_keys(client: Any, name: str) -> dict[bytes, bytes]:
+    """Every key of the sharded board ``name`` and its serialized value."""
+    return {key: client.dump(key) for key in client.keys(f"rankengine:{{{name}:*")}
+
+
+@pytest.mark.redis
+def test_a_sharded_board_on_redis_reopens_only_as_it_was_created(redis_client: Any) -> None:
+    """A member's shard is ``shard_of(member, S)``: the same shards opened
+    with another S, or in another order, would look members up on the wrong
+    shard (missing them) and write them again on another (two scores for one
+    member).  Each shard records its place (shard i of S) when it is created,
+    and any other place is refused before anything is written."""
+    name = unique_name()
+    board = ShardedLeaderboard.on_redis(redis_client, name, 3)
+    members = {f"p{i}": i for i in range(30)}
+    board.set_many(members)
+    # The placements disagree for some members, so a wrong S would misplace them.
+    assert any(shard_of(m, 3) != shard_of(m, 4) for m in members)
+    before = _stored_keys(redis_client, name)
+    with pytest.raises(ValueError, match=rf"'{name}:0' was created as shard 0 of 3\b.*0 of 4"):
+        ShardedLeaderboard.on_redis(redis_client, name, 4)
+    with pytest.raises(ValueError, match=rf"'{name}:0' was created as shard 0 of 3\b.*0 of 2"):
+        ShardedLeaderboard.on_redis(redis_client, name, 2)
+    with pytest.raises(ValueError, match=rf"shard 0 \('{name}:2'\) was created as shard 2 of 3"):
+        ShardedLeaderboard(list(reversed(board.shards)))
+    with pytest.raises(ValueError, match=r"shard 0 .* of 3; this board has 2 shards"):
+        ShardedLeaderboard(board.shards[:2])
+    handles = [RedisLeaderboard(redis_client, f"{name}:{i}") for i in (0, 2, 1)]
+    with pytest.raises(ValueError, match=rf"shard 1 \('{name}:2'\) was created as shard 2 of 3"):
+        ShardedLeaderboard(handles)
+    assert _stored_keys(redis_client, name) == before  # no shard 3, nothing written
+    for again in (
+        ShardedLeaderboard.on_redis(redis_client, name, 3),
+        ShardedLeaderboard([handles[0], handles[2], handles[1]]),
+    ):
+        assert dict(again.items()) == members and again.score("p7") == 7
+        again._check()
+
+
+@pytest.mark.redis
+def test_shards_stored_without_a_place_open_unchecked(redis_client: Any) -> None:
+    """Shards stored in the format before places were recorded (as earlier
+    versions of rankengine, or ``RedisLeaderboard`` on its own, store them)
+    open as any shard, and opening them records nothing."""
+    name = unique_name()
+    legacy = b'{"order": "desc", "packing": null, "tie_break": "first", "version": 1}'
+    handles = [RedisLeaderboard(redis_client, f"{name}:{i}") for i in range(3)]
+    assert [redis_client.hget(h.keys[5], "config") for h in handles] == [legacy] * 3
+    ShardedLeaderboard(handles).set_many({f"p{i}": i for i in range(12)})
+    again = ShardedLeaderboard.on_redis(redis_client, name, 3)
+    assert again.rank("p11") == 1 and len(again) == 12
+    assert [redis_client.hget(h.keys[5], "config") for h in handles] == [legacy] * 3
+
+
+@pytest.mark.redis
+def test_a_shard_keeps_its_place_when_redis_loses_it(redis_client: Any) -> None:
+    """A handle stores the settings again when Redis lost the board (a
+    restart, a flush): with the shard's place, also on a handle opened on
+    its own, so the shards are still refused with another count."""
+    name = unique_name()
+    board = ShardedLeaderboard.on_redis(redis_client, name, 2)
+    alone = RedisLeaderboard(redis_client, f"{name}:1")
+    assert alone._shard_place == (1, 2)
+    redis_client.delete(*board.shards[0].keys, *alone.keys)
+    members = [f"p{i}" for i in range(10)]
+    alone.set(next(m for m in members if board.shard_of(m) == 1), 2)  # stores shard 1's
+    board.set(next(m for m in members if board.shard_of(m) == 0), 1)  # and shard 0's
+    with pytest.raises(ValueError, match=rf"'{name}:0' was created as shard 0 of 2\b"):
+        ShardedLeaderboard.on_redis(redis_client, name, 3)
+    redis_client.delete(*board.shards[0].keys)
+    with pytest.raises(ValueError, match=rf"'{name}:1' was created as shard 1 of 2\b"):
+        ShardedLeaderboard.on_redis(redis_client, name, 3)
