@@ -639,6 +639,53 @@ def test_reads_of_an_absent_hashable_member_are_unchanged(
             board.close()
 
 
+#: Hashable values that are not members but equal one (``True == 1``,
+#: ``1.0 == 1``, ``memoryview(b"ann") == b"ann"``) and hash alike, with
+#: the member each equals.  A write refuses every one of them.
+_LOOKALIKES = [
+    pytest.param(True, 1, id="bool"),
+    pytest.param(False, 0, id="bool-false"),
+    pytest.param(1.0, 1, id="float"),
+    pytest.param(Fraction(1), 1, id="fraction"),
+    pytest.param(Decimal(1), 1, id="decimal"),
+    pytest.param(complex(1, 0), 1, id="complex"),
+    pytest.param(memoryview(b"ann"), b"ann", id="memoryview"),
+]
+
+
+@pytest.mark.parametrize(("value", "member"), _LOOKALIKES)
+@pytest.mark.parametrize(("kind", "read"), _KIND_READS)
+def test_a_value_that_only_equals_a_member_is_absent(
+    tmp_path: Any, kind: str, read: str, value: Any, member: Any
+) -> None:
+    """A hashable value that is not a member is absent even when it equals
+    one (``1.0 == 1``): an in-process board's reads looked it up in a dict
+    and found the member (``rank(True)`` was member 1's rank, ``entry(1.0)``
+    an ``Entry`` with member ``1.0``) while Redis and sharded boards, and
+    the documented rule, answer that it is absent."""
+    board = _unhashable_board(kind, tmp_path / "board")
+    try:
+        if kind == "decayed":
+            board.add(member, 40)
+        else:
+            board.set(member, 40, **({"meta": {"team": "red"}} if read == "meta" else {}))
+        if kind == "window":
+            board.refresh()  # the window shows the buckets as of a refresh
+        assert _MEMBER_READS[read](board, member) != _ABSENT_ANSWERS[read]  # present
+        answer = _ABSENT_ANSWERS[read]
+        if answer is KeyError:
+            with pytest.raises(KeyError):
+                _MEMBER_READS[read](board, value)
+            return
+        got = _MEMBER_READS[read](board, value)
+        if read == "entries":
+            got = got[1]
+        assert got == answer
+    finally:
+        if hasattr(board, "close"):
+            board.close()
+
+
 class _Name(str):
     """A ``str`` subclass: writes accept it as the ``str`` it equals."""
 
