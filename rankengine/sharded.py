@@ -545,6 +545,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(k S log N)
         """
+        style = self._style(style)  # checked even when no member is given
         wanted = _member_list(members)
         with self._lock:  # every entry from the same board, not split by a write
             return [self.entry(m, style=style, with_meta=with_meta) for m in wanted]

@@ -151,6 +151,7 @@ BAD_STYLES = [
     case(lambda b: b.around("nobody", style="x"), ValueError, "around-style-absent-member"),
     case(lambda b: b.by_score(99, 100, style="x"), ValueError, "by-score-style-empty-range"),
     case(lambda b: b.by_score(limit=0, style="x"), ValueError, "by-score-style-limit-0"),
+    case(lambda b: b.entries([], style="x"), ValueError, "entries-style-no-members"),
 ]
 
 BAD_PERCENTILES = [
@@ -226,6 +227,15 @@ BAD_BATCHES = [
 )
 def test_bad_input_changes_nothing(make_board: Any, action: Any, error: type[Exception]) -> None:
     assert_rejected(seeded(make_board), action, error)
+
+
+@pytest.mark.parametrize(("action", "error"), BAD_STYLES)
+def test_a_bad_style_is_refused_by_every_board(
+    make_or_sharded: Any, action: Any, error: type[Exception]
+) -> None:
+    # a sharded board checked the style of entries() member by member, so
+    # entries([], style="x") returned [] where every other board refused it
+    assert_rejected(seeded(make_or_sharded), action, error)
 
 
 @pytest.mark.parametrize("order", ["asc", ("desc", "asc")])
