@@ -1022,6 +1022,24 @@ def _check_int(value: object, what: str) -> int:
     raise TypeError(f"{what} must be an int, not {type(value).__name__}")
 
 
+def _check_flag(value: object, what: str) -> bool:
+    """``value`` if it is a ``bool``, else a ``TypeError``: a flag given as
+    ``"no"`` or ``0`` is more likely a slip than a choice (``"no"`` is true).
+
+    Runtime complexity: O(1)
+
+    >>> _check_flag(True, "fill")
+    True
+    >>> _check_flag("no", "fill")
+    Traceback (most recent call last):
+    ...
+    TypeError: fill must be a bool, not str
+    """
+    if value is True or value is False:
+        return value
+    raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+
+
 def _check_count(value: object, what: str) -> int:
     value = _check_int(value, what)
     if value < 0:

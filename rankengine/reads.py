@@ -23,6 +23,7 @@ from rankengine.core import (
     Entry,
     RankStyle,
     _check_count,
+    _check_flag,
     _check_int,
     _check_size,
     _check_style,
@@ -452,6 +453,7 @@ class BoardReads(BoardCore):
         with self._lock:
             above = _check_count(above, "above")
             below = _check_count(below, "below")
+            fill = _check_flag(fill, "fill")
             style = self._style(style)  # checked even when the member is absent
             primary = self._lookup(member)
             if primary is _MISSING:

@@ -65,6 +65,7 @@ from rankengine.core import (
     ItemWrites,
     RankStyle,
     _check_count,
+    _check_flag,
     _check_int,
     _check_size,
     _check_style,
@@ -707,6 +708,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         """
         above = _check_count(above, "above")
         below = _check_count(below, "below")
+        fill = _check_flag(fill, "fill")
         style = self._style(style)
         shard = self._shard_or_none(member)
         if shard is None:

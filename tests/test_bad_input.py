@@ -154,6 +154,14 @@ BAD_STYLES = [
     case(lambda b: b.entries([], style="x"), ValueError, "entries-style-no-members"),
 ]
 
+#: ``fill`` is a flag like the inclusive ones: fill="no" filled the window.
+BAD_FLAGS = [
+    case(lambda b: b.around("bob", 5, 0, fill="no"), TypeError, "around-fill-str"),
+    case(lambda b: b.around("bob", 5, 0, fill=1), TypeError, "around-fill-int"),
+    case(lambda b: b.around("bob", 5, 0, fill=None), TypeError, "around-fill-none"),
+    case(lambda b: b.around("nobody", fill="yes"), TypeError, "around-fill-absent-member"),
+]
+
 BAD_PERCENTILES = [
     case(lambda b: b.percentile("ann", method="median"), ValueError, "percentile-method"),
     case(lambda b: b.percentile("nobody", method="x"), ValueError, "percentile-method-absent"),
@@ -221,6 +229,7 @@ BAD_BATCHES = [
     + BAD_RANGES
     + BAD_COUNTS
     + BAD_STYLES
+    + BAD_FLAGS
     + BAD_PERCENTILES
     + BAD_META
     + BAD_BATCHES,
@@ -229,8 +238,8 @@ def test_bad_input_changes_nothing(make_board: Any, action: Any, error: type[Exc
     assert_rejected(seeded(make_board), action, error)
 
 
-@pytest.mark.parametrize(("action", "error"), BAD_STYLES)
-def test_a_bad_style_is_refused_by_every_board(
+@pytest.mark.parametrize(("action", "error"), BAD_STYLES + BAD_FLAGS)
+def test_a_bad_style_or_flag_is_refused_by_every_board(
     make_or_sharded: Any, action: Any, error: type[Exception]
 ) -> None:
     # a sharded board checked the style of entries() member by member, so
