@@ -48,6 +48,7 @@ from rankengine.scoring import (
     ScoreCodec,
     check_member,
     check_meta,
+    is_member,
     member_error,
 )
 
@@ -274,22 +275,26 @@ class BoardCore:
         return len(self._primary)
 
     def __contains__(self, member: object) -> bool:
-        try:
-            return member in self._primary
-        except TypeError:
-            raise member_error(member) from None
+        return self._lookup(member) is not _MISSING
 
     def _lookup(self, member: object) -> Any:
         """The member's primary key, or ``_MISSING`` when it is absent; a
         value that cannot be looked up (unhashable) raises the write's
         :func:`~rankengine.scoring.member_error`.  (``rank`` inlines it.)
 
+        A value that is not a member but equals one (``True`` or ``1.0`` for
+        the member ``1``, ``memoryview(b"a")`` for ``b"a"``) is absent, as on
+        a Redis or sharded board: the dict alone would find the member.
+
         Runtime complexity: O(1)
         """
-        try:  # free unless it raises: no type test on the read path
-            return self._primary.get(member, _MISSING)
+        try:  # free unless it raises: no type test before the look-up
+            primary = self._primary.get(member, _MISSING)
         except TypeError:
             raise member_error(member) from None
+        if primary is not _MISSING and type(member) is not str and _lookalike(member):
+            return _MISSING
+        return primary
 
     def __repr__(self) -> str:
         return (
@@ -892,6 +897,22 @@ class BoardCore:
         return member
 
 
+def _lookalike(value: object) -> bool:
+    """True for a value found in a dict of members that is not a member: it
+    only equals one (``True == 1``, ``1.0 == 1``).  A plain ``str``, ``int``
+    or ``bytes`` costs two or three identity tests.
+
+    Runtime complexity: O(1)
+
+    >>> _lookalike("ann"), _lookalike(1), _lookalike(True), _lookalike(1.0)
+    (False, False, True, True)
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is bytes:
+        return False
+    return not is_member(value)
+
+
 def _check_comparable(member: object, held: type | None) -> None:
     """Raise unless ``member`` compares with the members of a board that
     breaks ties by member and holds ``held`` members (None: any type).
@@ -999,6 +1020,24 @@ def _check_int(value: object, what: str) -> int:
     if not isinstance(value, bool) and hasattr(type(value), "__index__"):
         return operator.index(value)  # type: ignore[arg-type]
     raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+
+
+def _check_flag(value: object, what: str) -> bool:
+    """``value`` if it is a ``bool``, else a ``TypeError``: a flag given as
+    ``"no"`` or ``0`` is more likely a slip than a choice (``"no"`` is true).
+
+    Runtime complexity: O(1)
+
+    >>> _check_flag(True, "fill")
+    True
+    >>> _check_flag("no", "fill")
+    Traceback (most recent call last):
+    ...
+    TypeError: fill must be a bool, not str
+    """
+    if value is True or value is False:
+        return value
+    raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
 
 
 def _check_count(value: object, what: str) -> int:

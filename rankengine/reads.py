@@ -23,9 +23,11 @@ from rankengine.core import (
     Entry,
     RankStyle,
     _check_count,
+    _check_flag,
     _check_int,
     _check_size,
     _check_style,
+    _lookalike,
     _member_list,
 )
 from rankengine.scoring import Member, Score, check_meta, describe, member_error
@@ -100,12 +102,9 @@ class BoardReads(BoardCore):
 
     def __getitem__(self, member: Member) -> Score:
         """The score of ``member``; ``KeyError`` when absent."""
-        try:
-            primary = self._primary[member]
-        except KeyError:
-            raise KeyError(member) from None
-        except TypeError:
-            raise member_error(member) from None
+        primary = self._lookup(member)
+        if primary is _MISSING:
+            raise KeyError(member)
         return self._codec.score(primary)  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[Member]:
@@ -140,7 +139,8 @@ class BoardReads(BoardCore):
                 style = self._rank_style
             else:
                 _check_style(style)
-            if primary is _MISSING:
+            # (a str, the usual member, skips the call: the hottest read)
+            if primary is _MISSING or (type(member) is not str and _lookalike(member)):
                 return None
             if style == "unique":
                 # inlined _rank_of for the hottest read (saves two calls)
@@ -336,10 +336,9 @@ class BoardReads(BoardCore):
         Runtime complexity: O(size of meta)
         """
         with self._lock:
-            try:
-                data = self._meta.get(member)
-            except TypeError:
-                raise member_error(member) from None
+            if self._lookup(member) is _MISSING:
+                return None
+            data = self._meta.get(member)
             return None if data is None else check_meta(data)
 
     def top(
@@ -454,6 +453,7 @@ class BoardReads(BoardCore):
         with self._lock:
             above = _check_count(above, "above")
             below = _check_count(below, "below")
+            fill = _check_flag(fill, "fill")
             style = self._style(style)  # checked even when the member is absent
             primary = self._lookup(member)
             if primary is _MISSING:

@@ -42,6 +42,7 @@ from rankengine.core import (
     RankStyle,
     TieBreak,
     _check_count,
+    _check_flag,
     _check_int,
     _check_size,
     _check_style,
@@ -883,6 +884,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         """
         above = _check_count(above, "above")
         below = _check_count(below, "below")
+        fill = _check_flag(fill, "fill")
         style = self._style(style)  # checked even when the member is absent
         key = self._key_or_none(member)
         if key is None:

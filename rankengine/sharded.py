@@ -65,6 +65,7 @@ from rankengine.core import (
     ItemWrites,
     RankStyle,
     _check_count,
+    _check_flag,
     _check_int,
     _check_size,
     _check_style,
@@ -600,6 +601,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(k S log N)
         """
+        style = self._style(style)  # checked even when no member is given
         wanted = _member_list(members)
         with self._lock:  # every entry from the same board, not split by a write
             return [self.entry(m, style=style, with_meta=with_meta) for m in wanted]
@@ -761,6 +763,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         """
         above = _check_count(above, "above")
         below = _check_count(below, "below")
+        fill = _check_flag(fill, "fill")
         style = self._style(style)
         shard = self._shard_or_none(member)
         if shard is None:

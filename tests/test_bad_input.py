@@ -151,6 +151,15 @@ BAD_STYLES = [
     case(lambda b: b.around("nobody", style="x"), ValueError, "around-style-absent-member"),
     case(lambda b: b.by_score(99, 100, style="x"), ValueError, "by-score-style-empty-range"),
     case(lambda b: b.by_score(limit=0, style="x"), ValueError, "by-score-style-limit-0"),
+    case(lambda b: b.entries([], style="x"), ValueError, "entries-style-no-members"),
+]
+
+#: ``fill`` is a flag like the inclusive ones: fill="no" filled the window.
+BAD_FLAGS = [
+    case(lambda b: b.around("bob", 5, 0, fill="no"), TypeError, "around-fill-str"),
+    case(lambda b: b.around("bob", 5, 0, fill=1), TypeError, "around-fill-int"),
+    case(lambda b: b.around("bob", 5, 0, fill=None), TypeError, "around-fill-none"),
+    case(lambda b: b.around("nobody", fill="yes"), TypeError, "around-fill-absent-member"),
 ]
 
 BAD_PERCENTILES = [
@@ -220,12 +229,22 @@ BAD_BATCHES = [
     + BAD_RANGES
     + BAD_COUNTS
     + BAD_STYLES
+    + BAD_FLAGS
     + BAD_PERCENTILES
     + BAD_META
     + BAD_BATCHES,
 )
 def test_bad_input_changes_nothing(make_board: Any, action: Any, error: type[Exception]) -> None:
     assert_rejected(seeded(make_board), action, error)
+
+
+@pytest.mark.parametrize(("action", "error"), BAD_STYLES + BAD_FLAGS)
+def test_a_bad_style_or_flag_is_refused_by_every_board(
+    make_or_sharded: Any, action: Any, error: type[Exception]
+) -> None:
+    # a sharded board checked the style of entries() member by member, so
+    # entries([], style="x") returned [] where every other board refused it
+    assert_rejected(seeded(make_or_sharded), action, error)
 
 
 @pytest.mark.parametrize("order", ["asc", ("desc", "asc")])
@@ -632,6 +651,53 @@ def test_reads_of_an_absent_hashable_member_are_unchanged(
         got = _MEMBER_READS[read](board, absent)
         if read == "entries":
             assert got[0] is not None and got[0].member == "ann"
+            got = got[1]
+        assert got == answer
+    finally:
+        if hasattr(board, "close"):
+            board.close()
+
+
+#: Hashable values that are not members but equal one (``True == 1``,
+#: ``1.0 == 1``, ``memoryview(b"ann") == b"ann"``) and hash alike, with
+#: the member each equals.  A write refuses every one of them.
+_LOOKALIKES = [
+    pytest.param(True, 1, id="bool"),
+    pytest.param(False, 0, id="bool-false"),
+    pytest.param(1.0, 1, id="float"),
+    pytest.param(Fraction(1), 1, id="fraction"),
+    pytest.param(Decimal(1), 1, id="decimal"),
+    pytest.param(complex(1, 0), 1, id="complex"),
+    pytest.param(memoryview(b"ann"), b"ann", id="memoryview"),
+]
+
+
+@pytest.mark.parametrize(("value", "member"), _LOOKALIKES)
+@pytest.mark.parametrize(("kind", "read"), _KIND_READS)
+def test_a_value_that_only_equals_a_member_is_absent(
+    tmp_path: Any, kind: str, read: str, value: Any, member: Any
+) -> None:
+    """A hashable value that is not a member is absent even when it equals
+    one (``1.0 == 1``): an in-process board's reads looked it up in a dict
+    and found the member (``rank(True)`` was member 1's rank, ``entry(1.0)``
+    an ``Entry`` with member ``1.0``) while Redis and sharded boards, and
+    the documented rule, answer that it is absent."""
+    board = _unhashable_board(kind, tmp_path / "board")
+    try:
+        if kind == "decayed":
+            board.add(member, 40)
+        else:
+            board.set(member, 40, **({"meta": {"team": "red"}} if read == "meta" else {}))
+        if kind == "window":
+            board.refresh()  # the window shows the buckets as of a refresh
+        assert _MEMBER_READS[read](board, member) != _ABSENT_ANSWERS[read]  # present
+        answer = _ABSENT_ANSWERS[read]
+        if answer is KeyError:
+            with pytest.raises(KeyError):
+                _MEMBER_READS[read](board, value)
+            return
+        got = _MEMBER_READS[read](board, value)
+        if read == "entries":
             got = got[1]
         assert got == answer
     finally:

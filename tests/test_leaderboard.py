@@ -1023,6 +1023,40 @@ def test_page_clamps(make_board: Any, number: int, size: int, want_ranks: list[i
     assert members(got) == [f"p{10 - r}" for r in want_ranks]
 
 
+#: A count beyond the float range (about 1.8e308): it is an int like any other.
+HUGE = 10**400
+
+
+@pytest.mark.parametrize(
+    ("read", "want_ranks"),
+    [
+        (lambda b: b.page(1, HUGE), list(range(1, 11))),
+        (lambda b: b.page(2, HUGE), list(range(1, 11))),  # clamped to the only page
+        (lambda b: b.page(HUGE, 4), [9, 10]),
+        (lambda b: b.page(-HUGE, 4), [1, 2, 3, 4]),
+        (lambda b: b.top(HUGE), list(range(1, 11))),
+        (lambda b: b.around("p5", HUGE, 0), [1, 2, 3, 4, 5]),
+        (lambda b: b.around("p5", 0, HUGE), [5, 6, 7, 8, 9, 10]),
+        (lambda b: b.around("p5", 0, HUGE, fill=True), list(range(1, 11))),
+        (lambda b: b.by_rank(-HUGE, HUGE), list(range(1, 11))),
+        (lambda b: b.by_rank(HUGE, -HUGE), []),
+        (lambda b: b.by_score(offset=1, limit=HUGE), list(range(2, 11))),
+        (lambda b: b.by_score(offset=HUGE), []),
+    ],
+)
+def test_counts_beyond_the_float_range(
+    make_or_sharded: Any, read: Any, want_ranks: list[int]
+) -> None:
+    # a Redis board's script reads numbers as doubles: a page size beyond
+    # the double range was inf there, page 1 started at (1 - 1) * inf = NaN
+    # and Redis answered "value is not an integer or out of range"
+    board = ten(make_or_sharded)
+    got = read(board)
+    assert ranks(got) == want_ranks
+    assert members(got) == [f"p{10 - r}" for r in want_ranks]
+    assert board.pages(HUGE) == 1
+
+
 def test_pages(make_board: Any) -> None:
     board = ten(make_board)
     assert board.pages(4) == 3

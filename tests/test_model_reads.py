@@ -217,3 +217,113 @@ def test_in_process_boards_match_the_model() -> None:
 @pytest.mark.redis
 def test_redis_boards_match_the_model() -> None:
     check_kinds(["redis", "sharded-redis"], examples=15)
+
+
+# ----------------------------------------------------------------------
+# Metadata, iteration and friends lists
+# ----------------------------------------------------------------------
+#: Metadata to write: none, flat, nested, and an empty dict (not "none").
+METAS = st.sampled_from([None, {"n": 1}, {"n": 2}, {"l": [1, {"x": 2}]}, {}])
+#: A friends list: members present or not, repeated, and hashable values
+#: that are no member at all (the member list holds only strings).
+FRIENDS = st.lists(st.sampled_from([*MEMBERS[:16], "zed", 5, b"p01", ("p01",), None]), max_size=6)
+META_WRITE = st.one_of(
+    WRITE,
+    st.tuples(st.just("set"), MEMBER, SCORES, WHENS, METAS),
+    st.tuples(st.just("set_meta"), MEMBER, METAS),
+    st.tuples(st.just("pop_best"), st.integers(0, 2), st.just(True)),
+)
+
+
+def meta_reads(target: Any, data: dict[str, Any]) -> list[Any]:
+    """Every range and point read with ``with_meta=True``, iteration,
+    membership, and a friends list with repeats and non-members."""
+    out: list[Any] = [
+        outcome(lambda: list(target)),
+        outcome(lambda: [m in target for m in MEMBERS]),
+        outcome(lambda: [target.meta(m) for m in MEMBERS]),
+    ]
+    for style in ("unique", "dense", "competition"):
+        with_meta: dict[str, Any] = {"style": style, "with_meta": True}
+        out.append(outcome(lambda kw=with_meta: target.entries(data["friends"], **kw)))
+        out.append(outcome(lambda kw=with_meta: target.top(TOP_CACHE_SIZE + 2, **kw)))
+        out.append(outcome(lambda kw=with_meta: target.by_rank(1, -1, **kw)))
+        out.append(outcome(lambda kw=with_meta: target.by_score(**kw)))
+        for number, size in data["pages"]:
+            out.append(outcome(lambda n=number, z=size, kw=with_meta: target.page(n, z, **kw)))
+        for member, above, below, fill in data["around"]:
+            out.append(
+                outcome(
+                    lambda m=member, a=above, b=below, f=fill, kw=with_meta: target.around(
+                        m, a, b, fill=f, **kw
+                    )
+                )
+            )
+        for rank in data["at"]:
+            out.append(outcome(lambda r=rank, kw=with_meta: target.at(r, **kw)))
+    return out
+
+
+META_ARGS = st.fixed_dictionaries(
+    {
+        "friends": FRIENDS,
+        "pages": st.lists(st.tuples(st.integers(-1, 10), st.integers(1, 12)), max_size=2),
+        "around": st.lists(
+            st.tuples(MEMBER, st.integers(0, 6), st.integers(0, 6), FLAG), max_size=3
+        ),
+        "at": st.lists(st.integers(-45, 45).filter(bool), max_size=2),
+    }
+)
+
+
+def check_meta_kinds(kinds: list[str], examples: int) -> None:
+    @given(
+        config=CONFIGS,
+        start=st.lists(st.tuples(st.just("set"), MEMBER, SCORES, st.none(), METAS), max_size=40),
+        ops=st.lists(META_WRITE, max_size=25),
+        args=META_ARGS,
+    )
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    def run(
+        config: dict[str, Any],
+        start: list[Any],
+        ops: list[Any],
+        args: dict[str, Any],
+    ) -> None:
+        model = Model(**config)
+        boards = {kind: KINDS[kind](**config) for kind in kinds}
+        try:
+            for op in [*start, *ops]:
+                want = write(model, op)
+                for kind, board in boards.items():
+                    assert write(board, op) == want, (kind, op)
+            expected = meta_reads(model, args)
+            for kind, board in boards.items():
+                got = meta_reads(board, args)
+                for j, (g, w) in enumerate(zip(got, expected, strict=True)):
+                    assert g == w, (kind, j, g, w)
+                # the rows' metadata are copies: changing them changes nothing
+                for entry in board.by_rank(1, -1, with_meta=True):
+                    if entry.meta is not None:
+                        entry.meta["changed"] = True
+                assert meta_reads(board, args) == expected, kind
+        finally:
+            for board in boards.values():
+                close = getattr(board, "close", None)
+                if close is not None:
+                    close()
+
+    run()
+
+
+def test_in_process_reads_with_metadata_match_the_model() -> None:
+    check_meta_kinds(["sortedlist", "skiplist", "sharded"], examples=30)
+
+
+@pytest.mark.redis
+def test_redis_reads_with_metadata_match_the_model() -> None:
+    check_meta_kinds(["redis", "sharded-redis"], examples=10)

@@ -19,7 +19,9 @@ elseif sel == 'win' then
 elseif sel == 'page' then
   local size = tonumber(ARGV[6])
   local number = math.min(math.max(tonumber(ARGV[5]), 1), math.max(math.ceil(n / size), 1))
-  lo = (number - 1) * size
+  -- page 1 starts at 0 whatever its size: a size beyond the double range
+  -- reads as inf here, and (1 - 1) * inf is NaN
+  if number == 1 then lo = 0 else lo = (number - 1) * size end
   hi = math.min(lo + size, n)
 elseif sel == 'around' then
   local old = lookup(ARGV[5])
