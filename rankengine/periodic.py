@@ -26,7 +26,9 @@ A write for a closed period is late and follows ``late``: ``"reject"``
 raises :class:`LateEventError` (the default), ``"drop"`` ignores it and
 counts it in :attr:`PeriodicLeaderboard.late_dropped` (bad input still
 raises, as it would on time), ``"current"`` counts
-it in the current period.  A write for a period that has not started yet is
+it in the current period (but a pop or a removal by rank or score, which
+picks its members by the closed period's final standings, raises
+:class:`LateEventError` under ``"current"`` too).  A write for a period that has not started yet is
 refused with ``ValueError``.  The board's "now" is the injectable ``clock``
 and never moves backwards.  A write its period's board refuses (bad member,
 score, ``when`` or metadata) changes nothing: no board is left behind for

@@ -381,7 +381,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
     @property
     def order(self) -> Order | tuple[Order, ...]:
-        """The board's order as given at creation."""
+        """The board's order as given at creation (a list of directions
+        given is kept as the board's own tuple)."""
         return self._order
 
     @property
