@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rankengine.calendars import Calendar, Cron, Daily, Every, Hourly, Monthly, Period, Weekly
     from rankengine.decay import DecayedLeaderboard
     from rankengine.durable import DurableLeaderboard
-    from rankengine.eventlog import CorruptionError, LogError, TornTailError
+    from rankengine.eventlog import CorruptionError, LogError, RecordTooLargeError, TornTailError
     from rankengine.packed import PackedScore
     from rankengine.periodic import LateEventError, PeriodicLeaderboard
     from rankengine.redis_board import RedisLeaderboard
@@ -57,6 +57,7 @@ __all__ = [
     "PartitionedTopK",
     "Period",
     "PeriodicLeaderboard",
+    "RecordTooLargeError",
     "RedisLeaderboard",
     "ShardedLeaderboard",
     "SkipList",
@@ -86,6 +87,7 @@ _LAZY: dict[str, str] = {
     "DurableLeaderboard": "rankengine.durable",
     "CorruptionError": "rankengine.eventlog",
     "LogError": "rankengine.eventlog",
+    "RecordTooLargeError": "rankengine.eventlog",
     "TornTailError": "rankengine.eventlog",
     "PackedScore": "rankengine.packed",
     "LateEventError": "rankengine.periodic",

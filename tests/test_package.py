@@ -54,11 +54,13 @@ def test_every_name_the_docs_import_is_public() -> None:
 
 
 def test_the_log_errors_a_durable_board_raises_are_exported() -> None:
-    from rankengine.eventlog import CorruptionError, LogError, TornTailError
+    from rankengine.eventlog import CorruptionError, LogError, RecordTooLargeError, TornTailError
 
-    assert (rankengine.LogError, rankengine.CorruptionError, rankengine.TornTailError) == (
-        LogError,
-        CorruptionError,
-        TornTailError,
-    )
-    assert {"LogError", "CorruptionError", "TornTailError"} <= set(rankengine.__all__)
+    assert (
+        rankengine.LogError,
+        rankengine.CorruptionError,
+        rankengine.TornTailError,
+        rankengine.RecordTooLargeError,
+    ) == (LogError, CorruptionError, TornTailError, RecordTooLargeError)
+    errors = {"LogError", "CorruptionError", "TornTailError", "RecordTooLargeError"}
+    assert errors <= set(rankengine.__all__)
