@@ -356,6 +356,12 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         if self._own_client is not None:
             self._own_client.close()
 
+    def __enter__(self) -> ShardedLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __len__(self) -> int:
         with self._lock:  # a sum over shards: not split by a batch
             return sum(self._sizes())

@@ -97,7 +97,9 @@ class SlidingWindowLeaderboard(Uncopyable):
         at least this old.  ``None``: only :meth:`refresh` refreshes.
     :param grace, late, clock, archive, board_factory: as for
         :class:`~rankengine.periodic.PeriodicLeaderboard` (late writes,
-        injectable clock, where old buckets go, durable buckets).
+        injectable clock, where old buckets go, durable buckets);
+        :meth:`open` makes durable buckets under its own directory and
+        refuses ``archive`` and ``board_factory``.
     :param board_config: settings of the buckets and the window board
         (``order``, ``tie_break``, ``rank_style``, ``backend``); scores must
         be numbers (composite scores cannot be summed).
@@ -477,6 +479,21 @@ class SlidingWindowLeaderboard(Uncopyable):
         Runtime complexity: O(1)
         """
         return self.board.score(member, default)
+
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """A copy of ``member``'s metadata in the window (its newest bucket's
+        that has any, as of the last refresh), or None.
+
+        Runtime complexity: O(size of meta)
+
+        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
+        >>> window.set("ann", 3, meta={"name": "Ann"})
+        True
+        >>> _ = window.refresh()
+        >>> window.meta("ann"), window.meta("bob")
+        ({'name': 'Ann'}, None)
+        """
+        return self.board.meta(member)
 
     def entry(
         self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False

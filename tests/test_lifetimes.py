@@ -296,6 +296,22 @@ def test_sharded_board_on_a_url_opens_one_connection(redis_url: str, redis_clien
 
 
 @pytest.mark.redis
+def test_a_sharded_board_on_a_url_closes_its_connection_in_a_with_block(
+    redis_url: str, redis_client: Any
+) -> None:
+    """A sharded board is a context manager, as a Redis board is: the with
+    block closes the client ``on_redis(url, ...)`` made."""
+    url = f"{redis_url}?client_name=lifetimes-sharded-with"
+    with ShardedLeaderboard.on_redis(url, "lifetimes-sharded-with", 3) as board:
+        board.set_many({f"p{i}": i for i in range(9)})
+        assert connections(redis_client, "lifetimes-sharded-with", 1) == 1
+    assert connections(redis_client, "lifetimes-sharded-with", 0) == 0
+    with ShardedLeaderboard.local(2) as local:  # nothing to release: harmless
+        local.set("ann", 1)
+    assert local.score("ann") == 1
+
+
+@pytest.mark.redis
 def test_redis_board_on_a_url_closes_its_connection(redis_url: str, redis_client: Any) -> None:
     """A board given a URL makes its own client, so close() closes it (a
     client passed in stays the caller's)."""

@@ -673,3 +673,24 @@ def test_open_refuses_the_options_it_would_ignore(tmp_path: Path, option: dict[s
     with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
         SlidingWindowLeaderboard.open(tmp_path / "window", "daily", 3, fsync="never", **option)
     assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
+
+
+def test_meta_reads_a_members_metadata_in_the_window() -> None:
+    # the window could be given metadata (set(..., meta=), set_meta) but had
+    # no meta(member) to read it back, unlike every other board
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 1, meta={"name": "Ann", "tags": ["a"]})
+    clock.t += HOUR
+    window.set("ann", 2)  # the newest bucket has none: the older one's shows
+    window.refresh()
+    assert window.meta("ann") == {"name": "Ann", "tags": ["a"]}
+    window.set_meta("ann", {"name": "Ann C."})  # now the newest bucket's wins
+    window.refresh()
+    assert window.meta("ann") == {"name": "Ann C."}
+    got = window.meta("ann")
+    assert got is not None
+    got["name"] = "changed"  # a copy
+    assert window.meta("ann") == {"name": "Ann C."}
+    assert window.meta("bob") is None
+    window._check()
