@@ -492,6 +492,22 @@ def test_a_compaction_thread_that_cannot_start_fails_no_write(
         assert again["ann"] == 20
 
 
+def drop_in_a_forked_child(holder: list[Any]) -> None:
+    """Fork; the child drops its copy of what ``holder`` holds, collects it
+    (its finalizers run there) and leaves at once; wait for it to succeed."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                holder.clear()
+                gc.collect()
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_board_dropped_in_a_forked_child_is_left_to_the_parent(tmp_path: Path) -> None:
     """A forked child holds a copy of the parent's board; if that copy
@@ -504,17 +520,7 @@ def test_a_board_dropped_in_a_forked_child_is_left_to_the_parent(tmp_path: Path)
     size = segment.stat().st_size
     holder = [board]
     del board
-    pid = os.fork()
-    if pid == 0:  # the child: drop its copy, collect it, and leave at once
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                holder.clear()
-                gc.collect()
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    assert status == 0
+    drop_in_a_forked_child(holder)
     assert segment.stat().st_size == size
     board = holder.pop()
     board.set("bob", 2)
@@ -528,17 +534,7 @@ def test_a_pipeline_dropped_in_a_forked_child_leaves_the_parents_workers() -> No
     """A forked child's copy of a pipeline that becomes garbage there must
     not stop the workers the parent still counts with."""
     holder = [PartitionedTopK(2, k=3, width=32, depth=2, processes=True, mp_context="fork")]
-    pid = os.fork()
-    if pid == 0:  # the child: drop its copy, collect it, and leave at once
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                holder.clear()
-                gc.collect()
-        finally:
-            os._exit(0)
-    _, status = os.waitpid(pid, 0)
-    assert status == 0
+    drop_in_a_forked_child(holder)
     with holder.pop() as pipe:
         pipe.add("a")
         assert [(t.key, t.count) for t in pipe.snapshot().top()] == [("a", 1)]
