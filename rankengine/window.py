@@ -520,7 +520,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + above + below)
         """
-        fill = _check_flag(fill, "fill")  # before a refresh is due
+        fill = _check_flag(fill, "fill")  # before self.board runs a refresh that is due
         return self.board.around(member, above, below, fill=fill, style=style)
 
     def page(self, number: int, size: int = 25, *, style: RankStyle | None = None) -> list[Entry]:
