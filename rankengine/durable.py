@@ -53,7 +53,7 @@ from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 from rankengine.changes import DEL, META, PUT, Change
 from rankengine.copying import Uncopyable
-from rankengine.core import BoardCore, RankStyle, TieBreak, _check_comparable
+from rankengine.core import BoardCore, RankStyle, TieBreak, _check_comparable, _check_flag
 from rankengine.eventlog import (
     MAPPED_SEGMENTS,
     CorruptionError,
@@ -1481,6 +1481,7 @@ def rebuild(
     Runtime complexity: O(N + k) for N snapshot rows and k replayed changes
     """
     _check_point_in_time(until_seq, until_ms)
+    from_log = _check_flag(from_log, "from_log")  # "no" ignored the snapshots
     directory = os.fspath(path)
     manifest = read_manifest(directory)
     config = _resolve_config(manifest.config, {"backend": backend}, directory)

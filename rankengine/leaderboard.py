@@ -57,6 +57,7 @@ from rankengine.core import (
     RankStyle,
     TieBreak,
     _check_count,
+    _check_flag,
     _member_list,
 )
 from rankengine.reads import BoardReads
@@ -833,6 +834,7 @@ class Leaderboard(BoardReads, ItemWrites):
     # ------------------------------------------------------------------
 
     def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
+        with_meta = _check_flag(with_meta, "with_meta")  # before anything is popped
         with self._lock:
             count = _check_count(count, "count")
             n = len(self)

@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
+from rankengine.core import _check_flag
 from rankengine.eventlog import (
     PREFIX_BYTES,
     CorruptionError,
@@ -813,6 +814,8 @@ def repair(
     """
     import shutil
 
+    # dry_run=None repaired for real, "no" only pretended to
+    dry_run = _check_flag(dry_run, "dry_run")
     if not os.path.lexists(os.path.join(directory, MANIFEST_NAME)) and not board_files(directory):
         # checked before taking the lock, which would leave a LOCK file in
         # a directory that is no board (nothing here to repair from)

@@ -65,7 +65,7 @@ from rankengine.calendars import (
     calendar,
 )
 from rankengine.copying import Uncopyable
-from rankengine.core import _check_count, _member_list
+from rankengine.core import _check_count, _check_flag, _member_list
 from rankengine.durable import (
     BOARD_SETTINGS,
     DurableLeaderboard,
@@ -569,6 +569,7 @@ class PeriodicLeaderboard(Uncopyable):
         >>> [e.member for e in board.pop_best(2)], board.board().items()
         (['ann', 'bob'], [('cid', 1)])
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:
             with self._routed(t, redirect=False) as period:
                 popped = self._target(period).pop_best(count, with_meta=with_meta)
@@ -592,6 +593,7 @@ class PeriodicLeaderboard(Uncopyable):
         >>> [e.member for e in board.pop_worst(2)], board.board().items()
         (['cid', 'bob'], [('ann', 3)])
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:
             with self._routed(t, redirect=False) as period:
                 popped = self._target(period).pop_worst(count, with_meta=with_meta)
@@ -753,6 +755,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).top(k, style=style, with_meta=with_meta)
 
@@ -788,6 +791,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).entry(member, style=style, with_meta=with_meta)
 
@@ -806,6 +810,8 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + above + below)
         """
+        fill = _check_flag(fill, "fill")
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).around(
                 member, above, below, fill=fill, style=style, with_meta=with_meta
@@ -824,6 +830,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + size)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).page(number, size, style=style, with_meta=with_meta)
 
@@ -848,6 +855,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).by_rank(start, stop, style=style, with_meta=with_meta)
 
@@ -868,6 +876,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).by_score(
                 min,
@@ -910,6 +919,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).at(rank, style=style, with_meta=with_meta)
 
@@ -925,6 +935,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(k log N)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).entries(members, style=style, with_meta=with_meta)
 

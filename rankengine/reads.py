@@ -29,6 +29,7 @@ from rankengine.core import (
     _check_style,
     _lookalike,
     _member_list,
+    _not_a_flag,
 )
 from rankengine.scoring import Member, Score, check_meta, describe, member_error
 
@@ -169,6 +170,8 @@ class BoardReads(BoardCore):
         >>> board.entry("ann", with_meta=True)
         Entry(member='ann', score=7, rank=1, meta={'name': 'Ann'})
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             style = self._style(style)
             primary = self._lookup(member)
@@ -198,6 +201,8 @@ class BoardReads(BoardCore):
         >>> board.entries(["bob", "zed"])
         [Entry(member='bob', score=9, rank=1, meta=None), None]
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             style = self._style(style)
             out: list[Entry | None] = []
@@ -218,6 +223,8 @@ class BoardReads(BoardCore):
 
         Runtime complexity: O(log N)
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             style = self._style(style)
             n = len(self)
@@ -348,6 +355,8 @@ class BoardReads(BoardCore):
 
         Runtime complexity: O(log N + k)
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             k = _check_count(k, "k")
             return self._entries_between(0, min(k, len(self)), self._style(style), with_meta)
@@ -376,6 +385,8 @@ class BoardReads(BoardCore):
         >>> [e.member for e in board.by_rank(2, 99)], board.by_rank(3, 2)
         (['b', 'c'], [])
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             lo, hi = self._rank_window(start, stop)
             return self._entries_between(lo, hi, self._style(style), with_meta)
@@ -403,6 +414,8 @@ class BoardReads(BoardCore):
         >>> [e.rank for e in board.page(2, 2)], [e.rank for e in board.page(9, 2)]
         ([3, 4], [5])
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             number = _check_int(number, "page number")
             size = _check_size(size)
@@ -450,6 +463,8 @@ class BoardReads(BoardCore):
         >>> [e.rank for e in board.around("p8", 2, 2, fill=True)]
         [1, 2, 3, 4, 5]
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             above = _check_count(above, "above")
             below = _check_count(below, "below")
@@ -499,6 +514,8 @@ class BoardReads(BoardCore):
         >>> [e.member for e in board.by_score(10, 30, max_inclusive=False)]
         ['b', 'a']
         """
+        if with_meta is not False and with_meta is not True:
+            raise _not_a_flag(with_meta, "with_meta")
         with self._lock:
             offset = _check_count(offset, "offset")
             if limit is not None:

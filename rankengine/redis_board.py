@@ -666,6 +666,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(count log N), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         return self._pop(count, best=True, with_meta=with_meta)
 
     def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
@@ -673,6 +674,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(count log N), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         return self._pop(count, best=False, with_meta=with_meta)
 
     def remove_by_rank(self, start: int, stop: int) -> int:
@@ -735,6 +737,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         return self._entries([member], _STYLE_CODE[self._style(style)], with_meta)[0]
 
     def entries(
@@ -748,6 +751,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(k log N), one round trip for the whole list.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         return self._entries(_member_list(members), _STYLE_CODE[self._style(style)], with_meta)
 
     def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
@@ -755,6 +759,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         rank = _check_int(rank, "rank")
         style = self._style(style)
         result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), "at", rank)
@@ -823,6 +828,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         k = _check_count(k, "k")
         return self._range(style, with_meta, "win", 0, k)
 
@@ -838,6 +844,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         start = _check_int(start, "start")
         stop = _check_int(stop, "stop")
         if start == 0 or stop == 0:
@@ -856,6 +863,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + size), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         number = _check_int(number, "page number")
         size = _check_size(size)
         return self._range(style, with_meta, "page", number, size)
@@ -883,6 +891,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + above + below), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         above = _check_count(above, "above")
         below = _check_count(below, "below")
         fill = _check_flag(fill, "fill")
@@ -908,6 +917,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         offset = _check_count(offset, "offset")
         if limit is not None:
             limit = _check_count(limit, "limit")

@@ -492,6 +492,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (count + log N))
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         count = _check_count(count, "count")
         with self._lock:
             rows = self._window(0, count, with_meta)
@@ -504,6 +505,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (count + log N))
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         count = _check_count(count, "count")
         with self._lock:
             sizes = self._sizes()
@@ -578,6 +580,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S log N)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         style = self._style(style)
         shard = self._shard_or_none(member)
         if shard is None:
@@ -607,6 +610,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(k S log N)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         style = self._style(style)  # checked even when no member is given
         wanted = _member_list(members)
         with self._lock:  # every entry from the same board, not split by a write
@@ -617,6 +621,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S log N)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         style = self._style(style)
         given = _check_int(rank, "rank")
         with self._lock:
@@ -698,6 +703,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S k + k log S)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         k = _check_count(k, "k")
         style = self._style(style)
         with self._lock:
@@ -715,6 +721,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (k + log N)) when the first guess holds
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         style = self._style(style)
         with self._lock:
             sizes = self._sizes()
@@ -733,6 +740,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (size + log N)) when the first guess holds
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         number = _check_int(number, "page number")
         size = _check_size(size)
         style = self._style(style)
@@ -767,6 +775,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (log N + above + below))
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         above = _check_count(above, "above")
         below = _check_count(below, "below")
         fill = _check_flag(fill, "fill")
@@ -808,6 +817,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (k + log N))
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         offset = _check_count(offset, "offset")
         if limit is not None:
             limit = _check_count(limit, "limit")

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from xml.sax.saxutils import escape as _xml_escape
 from xml.sax.saxutils import quoteattr as _xml_quoteattr
 
+from rankengine.core import _check_flag
 from rankengine.index import Entry3
 from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _forwards, _height, _spans
 
@@ -566,6 +567,8 @@ def render_text(
     :param changed: ``(level, node)`` of links to mark as changed.
     :param label: node labels (see :func:`shape_of`).
     """
+    legend = _check_flag(legend, "legend")
+    ranks = _check_flag(ranks, "ranks")
     shape = shape_of(source, label)
     changed = set(changed)
     if layout not in ("auto", "horizontal", "vertical"):

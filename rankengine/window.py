@@ -62,6 +62,7 @@ from typing import Any, Final
 
 from rankengine.combine import _aggregate
 from rankengine.copying import Uncopyable
+from rankengine.core import _check_flag
 from rankengine.durable import (
     BOARD_SETTINGS,
     FsyncPolicy,
@@ -464,6 +465,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         return self.board.top(k, style=style, with_meta=with_meta)
 
     def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
@@ -502,6 +504,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N)
         """
+        with_meta = _check_flag(with_meta, "with_meta")
         return self.board.entry(member, style=style, with_meta=with_meta)
 
     def around(
@@ -517,6 +520,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + above + below)
         """
+        fill = _check_flag(fill, "fill")  # before self.board runs a refresh that is due
         return self.board.around(member, above, below, fill=fill, style=style)
 
     def page(self, number: int, size: int = 25, *, style: RankStyle | None = None) -> list[Entry]:

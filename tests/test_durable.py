@@ -1014,6 +1014,31 @@ def test_rebuild_refuses_a_bad_point_in_time(
     assert state(rebuild(tmp_path, until_ms=1.5e15)) == state(rebuild(tmp_path))
 
 
+@pytest.mark.parametrize("value", ["no", 1, None], ids=["str", "int", "none"])
+def test_rebuild_and_repair_refuse_a_flag_that_is_not_a_bool(tmp_path: Path, value: object) -> None:
+    """``rebuild(from_log="no")`` ignored the snapshots and ``repair(dry_run=None)``
+    repaired for real (``dry_run="no"`` only pretended to): both refuse a
+    flag that is not a bool, as a board refuses ``with_meta="no"``, before
+    anything is read or changed."""
+    with open_board(tmp_path) as board:
+        fill(board, 20)
+    name = type(value).__name__
+    with pytest.raises(TypeError, match=rf"^from_log must be a bool, not {name}$"):
+        rebuild(tmp_path, from_log=value)  # type: ignore[arg-type]
+    seg = seg_files(tmp_path)[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF  # damage for repair to cut
+    seg.write_bytes(bytes(data))
+
+    def files() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+
+    before = (sorted(p.name for p in tmp_path.iterdir()), files())
+    with pytest.raises(TypeError, match=rf"^dry_run must be a bool, not {name}$"):
+        repair(str(tmp_path), dry_run=value)  # type: ignore[arg-type]
+    assert (sorted(p.name for p in tmp_path.iterdir()), files()) == before
+
+
 # ----------------------------------------------------------------------
 # Torn tails, damage and repair through the board
 # ----------------------------------------------------------------------

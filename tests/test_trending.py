@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
 import subprocess
@@ -310,6 +311,25 @@ def test_bad_input_to_windows_changes_nothing() -> None:
     ]:
         with pytest.raises(ValueError):
             TumblingWindows(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["no", 1, None], ids=["str", "int", "none"])
+def test_flags_of_the_trending_api_must_be_bools(value: object) -> None:
+    """``include_current=1`` counted as True (and ``keep + 1`` windows),
+    ``None`` failed with Python's ``unsupported operand``; ``processes="no"``
+    started worker processes.  Each is refused, as a board refuses a
+    ``with_meta`` that is not a bool, before anything starts or changes."""
+    tw = TumblingWindows(10.0, k=2, width=16, depth=2, clock=FakeClock())
+    tw.add("a", ts=1.0)
+    state = (tw.current, tw.late_events, tw._source.snapshot().to_bytes())
+    words = rf"^include_current must be a bool, not {type(value).__name__}$"
+    with pytest.raises(TypeError, match=words):
+        tw.sliding(1, include_current=value)  # type: ignore[arg-type]
+    assert (tw.current, tw.late_events, tw._source.snapshot().to_bytes()) == state
+    children = multiprocessing.active_children()
+    with pytest.raises(TypeError, match=rf"^processes must be a bool, not {type(value).__name__}$"):
+        PartitionedTopK(2, k=2, width=16, depth=2, processes=value)  # type: ignore[arg-type]
+    assert multiprocessing.active_children() == children
 
 
 # -- partitioned pipeline --------------------------------------------------------

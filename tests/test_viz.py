@@ -349,6 +349,20 @@ def test_auto_layout_switches_to_vertical_when_too_wide() -> None:
         render_text(sl, layout="diagonal")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("value", ["no", 1, None], ids=["str", "int", "none"])
+def test_flags_of_the_pictures_must_be_bools(value: Any) -> None:
+    """``legend="no"`` drew the legend, ``ranks=None`` left the ranks out and
+    ``strict=1`` drew an insert's walk: a flag that is not a bool is refused,
+    as a board refuses ``with_meta="no"``."""
+    sl = teaching_list([10, 20, 5], rng=1)
+    name = type(value).__name__
+    for what in ("legend", "ranks"):
+        with pytest.raises(TypeError, match=rf"^{what} must be a bool, not {name}$"):
+            render_text(sl, **{what: value})
+    with pytest.raises(TypeError, match=rf"^strict must be a bool, not {name}$"):
+        trace_key(sl, 20, strict=value)
+
+
 # ----------------------------------------------------------------------
 # SVG
 # ----------------------------------------------------------------------
