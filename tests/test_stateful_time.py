@@ -20,10 +20,21 @@ which of them are closed, the late policy, ``grace`` and ``keep``.
   the periods held, every held period's items (with score types) and
   metadata, the close callbacks run (once each, in order, with the final
   standings), ``late_dropped``, and the archived periods and their files.
+
+A second machine drives a :class:`DecayedLeaderboard` (in memory, or durable
+with close and reopen) next to :class:`DecayModel`, the direct formula
+``sum points * e^(-(at - t) / tau)`` over each member's events: every write
+(events stamped now, in the past, a little ahead, and so far ahead that
+they must raise), ``rebase``, clock steps up to silences of 750 time
+constants.  After every step the decayed values equal the formula to a
+relative 1e-9, now and later, the board's order is the formula's except
+between members that close, a re-base keeps the order exactly, and a reopen
+brings back the same base and the same stored scores bit for bit.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
 import tempfile
@@ -39,6 +50,7 @@ from model import Model
 from test_stateful import exact, norm
 
 from rankengine import Leaderboard
+from rankengine.decay import DecayedLeaderboard
 from rankengine.periodic import Hourly, LateEventError, Period, PeriodicLeaderboard
 
 HOUR = 3_600
@@ -450,3 +462,262 @@ PeriodicMachine.TestCase.settings = STATEFUL_TIME_SETTINGS
 DurablePeriodicMachine.TestCase.settings = STATEFUL_TIME_SETTINGS
 TestPeriodic = PeriodicMachine.TestCase
 TestPeriodicDurable = DurablePeriodicMachine.TestCase
+
+
+# ----------------------------------------------------------------------
+# Decayed boards
+# ----------------------------------------------------------------------
+HALF_LIFE = 60.0
+TAU = HALF_LIFE / math.log(2)
+POINTS = st.sampled_from([1.0, 1.0, 2.0, 0.5, 3, 10.0, -1.0])
+#: How far from now a write is stamped, in time constants (1000: so far
+#: ahead that the event's value now is not a double).
+STAMP_OFFSETS = st.one_of(st.none(), st.sampled_from([0.0, -1.0, -3.5, -800.0, 0.5, 1.0, 1000.0]))
+#: Relative tolerance of a decayed value against the direct formula.
+REL = 1e-9
+
+
+class DecayModel:
+    """A decayed board as ``docs/time.md`` describes it, by the direct
+    formula: each member's events ``(points, t)`` (a ``set`` replaces them
+    with its value at its time), worth ``sum points * e^(-(at - t) / tau)``
+    at time ``at``; no base time, no re-bases."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, list[tuple[float, float]]] = {}
+        self.metas: dict[str, Any] = {}
+
+    def value(self, member: str, at: float) -> tuple[float, float]:
+        """The member's value at ``at`` and the tolerance it is good to."""
+        terms = [p * math.exp(-(at - t) / TAU) for p, t in self.events[member]]
+        return math.fsum(terms), REL * sum(abs(x) for x in terms) + 1e-300
+
+    def close_to(self, member: str, got: float, at: float) -> bool:
+        want, tol = self.value(member, at)
+        return abs(got - want) <= tol
+
+    def remove(self, member: str) -> None:
+        self.events.pop(member, None)
+        self.metas.pop(member, None)
+
+
+class DecayMachine(RuleBasedStateMachine):
+    """A decayed board (tie-break by first to reach) and :class:`DecayModel`.
+
+    Decayed values must equal the direct formula to a relative ``1e-9``;
+    the board's order must be the model's except between members whose
+    values are that close; a re-base (on demand, or due after 64 time
+    constants) keeps the order exactly; a durable reopen brings back the
+    very same stored scores under the very same base."""
+
+    durable = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = FakeClock(START)
+        self.path = tempfile.mkdtemp(prefix="rankengine-stateful-decay-")
+        self.model = DecayModel()
+        self.board = self.open()
+
+    def open(self) -> DecayedLeaderboard:
+        if self.durable:
+            return DecayedLeaderboard.open(
+                self.path, half_life=HALF_LIFE, clock=self.clock, fsync="never", tie_break="first"
+            )
+        return DecayedLeaderboard(half_life=HALF_LIFE, clock=self.clock, tie_break="first")
+
+    def teardown(self) -> None:
+        self.board.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def stamp(self, offset: float | None) -> float:
+        return self.clock.t if offset is None else self.clock.t + offset * TAU
+
+    def order_agrees(self, before: list[str], at: float) -> None:
+        """Members listed best first: each is at least the next one's model
+        value, up to their tolerances."""
+        for upper, lower in itertools.pairwise(before):
+            (a, ta), (b, tb) = self.model.value(upper, at), self.model.value(lower, at)
+            assert a >= b - ta - tb, (upper, a, lower, b)
+
+    # ------------------------------------------------------------------
+    # writes
+    # ------------------------------------------------------------------
+    @rule(m=MEMBERS, p=POINTS, offset=STAMP_OFFSETS)
+    def add(self, m: str, p: float, offset: float | None) -> None:
+        """``add`` returns the decayed value at now; one stamped so far
+        ahead that it is not a double raises and changes nothing."""
+        t = self.stamp(offset)
+        if offset is not None and offset > 700:
+            with pytest.raises(OverflowError):
+                self.board.add(m, p, t=t)
+            return
+        got = self.board.add(m, p, t=None if offset is None else t)
+        self.model.events.setdefault(m, []).append((p, t))
+        assert self.model.close_to(m, got, self.clock.t)
+
+    @rule(items=st.lists(st.tuples(MEMBERS, POINTS), max_size=4), offset=STAMP_OFFSETS)
+    def add_many(self, items: list[tuple[str, float]], offset: float | None) -> None:
+        """``add_many``: every item at one time (a member twice: both count)."""
+        t = self.stamp(offset)
+        if items and offset is not None and offset > 700:
+            with pytest.raises(OverflowError):
+                self.board.add_many(items, t=t)
+            return
+        got = self.board.add_many(items, t=None if offset is None else t)
+        for m, p in items:
+            self.model.events.setdefault(m, []).append((p, t))
+        assert set(got) == {m for m, _ in items}
+        assert all(self.model.close_to(m, v, self.clock.t) for m, v in got.items())
+
+    @rule(m=MEMBERS, v=POINTS, offset=STAMP_OFFSETS)
+    def set(self, m: str, v: float, offset: float | None) -> None:
+        """``set`` makes the value at ``t`` equal ``v``."""
+        t = self.stamp(offset)
+        if offset is not None and offset > 700:
+            with pytest.raises(OverflowError):
+                self.board.set(m, v, t=t)
+            return
+        self.board.set(m, v, t=None if offset is None else t)
+        self.model.events[m] = [(v, t)]
+
+    @rule(items=st.lists(st.tuples(MEMBERS, POINTS), max_size=4), offset=STAMP_OFFSETS)
+    def set_many(self, items: list[tuple[str, float]], offset: float | None) -> None:
+        """``set_many`` is a loop of ``set`` (the last value of a member wins)."""
+        t = self.stamp(offset)
+        if items and offset is not None and offset > 700:
+            with pytest.raises(OverflowError):
+                self.board.set_many(items, t=t)
+            return
+        self.board.set_many(items, t=None if offset is None else t)
+        for m, v in items:
+            self.model.events[m] = [(v, t)]
+
+    @rule(m=MEMBERS)
+    def remove(self, m: str) -> None:
+        """``remove`` says whether the member was there."""
+        assert self.board.remove(m) == (m in self.model.events)
+        self.model.remove(m)
+
+    @rule(ms=st.lists(MEMBERS, max_size=3))
+    def remove_many(self, ms: list[str]) -> None:
+        """``remove_many`` counts the members that were present."""
+        assert self.board.remove_many(ms) == len(set(ms) & self.model.events.keys())
+        for m in ms:
+            self.model.remove(m)
+
+    @rule(m=MEMBERS, meta=METAS)
+    def set_meta(self, m: str, meta: Any) -> None:
+        """``set_meta`` of an absent member is a ``KeyError``."""
+        if m not in self.model.events:
+            with pytest.raises(KeyError):
+                self.board.set_meta(m, meta)
+            return
+        self.board.set_meta(m, meta)
+        if meta is None:
+            self.model.metas.pop(m, None)
+        else:
+            self.model.metas[m] = meta
+
+    @rule(count=st.integers(0, 3), best=FLAGS, with_meta=FLAGS)
+    def pop(self, count: int, best: bool, with_meta: bool) -> None:
+        """Pops take the board's best (worst) members, worth their decayed
+        values at now, with their metadata when asked."""
+        order = [m for m, _ in self.board.board.items()]
+        popped = (self.board.pop_best if best else self.board.pop_worst)(count, with_meta=with_meta)
+        taken = order[:count] if best else order[::-1][:count]
+        assert [e.member for e in popped] == taken
+        for e in popped:
+            assert self.model.close_to(e.member, e.score, self.clock.t)
+            assert e.meta == (self.model.metas.get(e.member) if with_meta else None)
+            self.model.remove(e.member)
+
+    @rule(n=st.integers(0, 4))
+    def keep_top(self, n: int) -> None:
+        """``keep_top`` removes all but the board's best ``n``."""
+        order = [m for m, _ in self.board.board.items()]
+        assert self.board.keep_top(n) == len(order[n:])
+        for m in order[n:]:
+            self.model.remove(m)
+
+    @rule(start=RANKS, stop=RANKS)
+    def remove_by_rank(self, start: int, stop: int) -> None:
+        """``remove_by_rank`` removes the members in that rank window."""
+        order = [m for m, _ in self.board.board.items()]
+        n = len(order)
+        first = start + n + 1 if start < 0 else start
+        last = stop + n + 1 if stop < 0 else stop
+        doomed = order[max(first, 1) - 1 : max(last, 0)]
+        assert self.board.remove_by_rank(start, stop) == len(doomed)
+        for m in doomed:
+            self.model.remove(m)
+
+    @rule(ahead=st.sampled_from([None, 0.0, 1.0, 70.0, -1.0]))
+    def rebase(self, ahead: float | None) -> None:
+        """``rebase`` (to now, or ``ahead`` time constants from ``t0``) keeps
+        the order exactly and the values up to rounding; a ``t0`` before the
+        current one is a ``ValueError``."""
+        order = [m for m, _ in self.board.board.items()]
+        target = self.clock.t if ahead is None else self.board.t0 + ahead * TAU
+        if target < self.board.t0:
+            with pytest.raises(ValueError):
+                self.board.rebase(None if ahead is None else target)
+            return
+        self.board.rebase(None if ahead is None else target)
+        assert self.board.t0 == target
+        assert [m for m, _ in self.board.board.items()] == order
+
+    # ------------------------------------------------------------------
+    # time
+    # ------------------------------------------------------------------
+    @rule(taus=st.sampled_from([0.0, 0.25, 1.0, 3.0, 65.0, 750.0, -0.5]))
+    def step(self, taus: float) -> None:
+        """The clock moves (a long silence too, and back a little)."""
+        self.clock.t += taus * TAU
+
+    # ------------------------------------------------------------------
+    # after every step
+    # ------------------------------------------------------------------
+    @invariant()
+    def matches_model(self) -> None:
+        """``_check()``; the same members and metadata; values to the direct
+        formula now and later; the order the model's up to tolerance."""
+        board, model = self.board, self.model
+        board._check()
+        now = self.clock.t
+        for at in (None, now + 2 * TAU):
+            items = board.items(at=at)
+            assert {m for m, _ in items} == model.events.keys()
+            for m, v in items:
+                assert model.close_to(m, v, now if at is None else at), (m, v)
+            self.order_agrees([m for m, _ in items], now if at is None else at)
+        assert {m: board.meta(m) for m in model.events} == {
+            m: model.metas.get(m) for m in model.events
+        }
+        assert [e.member for e in board.top(len(model.events) + 1)] == [m for m, _ in board.items()]
+
+
+class DurableDecayMachine(DecayMachine):
+    """The same on a durable board, closed and reopened now and then."""
+
+    durable = True
+
+    @rule(m=MEMBERS)
+    def close_and_reopen(self, m: str) -> None:
+        """After ``close()`` a write raises; a reopen has the same base, the
+        same stored scores bit for bit, in the same order, and the metadata."""
+        t0, stored = self.board.t0, exact(self.board.board.items())
+        metas = {m: self.board.meta(m) for m in self.model.events}
+        self.board.close()
+        with pytest.raises(ValueError):
+            self.board.add(m, 1.0)
+        self.board = self.open()
+        assert self.board.t0 == t0
+        assert exact(self.board.board.items()) == stored
+        assert {m: self.board.meta(m) for m in self.model.events} == metas
+
+
+DecayMachine.TestCase.settings = STATEFUL_TIME_SETTINGS
+DurableDecayMachine.TestCase.settings = STATEFUL_TIME_SETTINGS
+TestDecay = DecayMachine.TestCase
+TestDecayDurable = DurableDecayMachine.TestCase
