@@ -28,7 +28,7 @@ with close and reopen) next to :class:`DecayModel`, the direct formula
 they must raise), ``rebase``, clock steps up to silences of 750 time
 constants.  After every step the decayed values equal the formula to a
 relative 1e-9, now and later, the board's order is the formula's except
-between members that close, a re-base keeps the order exactly, and a reopen
+between members that close in value, a re-base keeps the order exactly, and a reopen
 brings back the same base and the same stored scores bit for bit.
 """
 
@@ -95,6 +95,10 @@ def rows(board: Any) -> list[Any]:
     return [(m, exact(s), board.meta(m)) for m, s in board.items()]
 
 
+class CallbackFailed(Exception):
+    """What an armed close callback raises."""
+
+
 class PeriodicModel:
     """A periodic board as ``docs/time.md`` describes it, kept obvious.
 
@@ -115,9 +119,16 @@ class PeriodicModel:
         self.callbacks: list[tuple[str, list[Any]]] = []
         self.archived: dict[str, list[Any]] = {}
         self.late_dropped = 0
+        #: the next close callback raises (see :meth:`advance`)
+        self.fail_next = False
+        #: periods closed by a tick() that raised
+        self.unreported: list[str] = []
 
-    def advance(self) -> list[str]:
-        """Advance to the clock; the names of the periods closed, oldest first."""
+    def advance(self, closed: list[str] | None = None) -> None:
+        """Advance to the clock, appending the names of the periods it
+        closes to ``closed``, oldest first.  An armed callback failure
+        raises at the next close, which then does not happen (nor anything
+        after it): the next call retries it."""
         self.now = max(self.now, self.clock())
         current = CALENDAR.period_of(self.now)
         self.hold(current)
@@ -127,15 +138,30 @@ class PeriodicModel:
             if p.name not in self.closed and self.now >= p.end + self.grace
         ]
         for period in closing:
+            if self.fail_next:
+                self.fail_next = False
+                raise CallbackFailed(period.name)
             self.callbacks.append((period.name, rows(self.boards[period.name])))
             self.closed.add(period.name)
+            if closed is not None:
+                closed.append(period.name)
         oldest = CALENDAR.shift(current, -self.keep).start
         for name in sorted(self.closed, key=lambda n: self.periods[n].start):
             if self.periods[name].start < oldest:
                 self.archived[name] = rows(self.boards[name])
                 del self.boards[name], self.periods[name]
                 self.closed.discard(name)
-        return [p.name for p in closing]
+
+    def tick(self) -> list[str]:
+        """What ``tick()`` returns: the periods it closes, after those that a
+        ``tick()`` which raised had closed."""
+        closed, self.unreported = self.unreported, []
+        try:
+            self.advance(closed)
+        except CallbackFailed:
+            self.unreported = closed
+            raise
+        return closed
 
     def hold(self, period: Period) -> Model:
         if period.name not in self.boards:
@@ -196,9 +222,24 @@ class PeriodicMachine(RuleBasedStateMachine):
         self.callbacks: list[tuple[str, list[Any]]] = []
         self.options: dict[str, Any] = {}
         self.checked_archives: set[str] = set()
+        self.fail_next = False
 
     def on_close(self, period: Period, board: Leaderboard) -> None:
+        if self.fail_next:
+            self.fail_next = False
+            raise CallbackFailed(period.name)
         self.callbacks.append((period.name, rows(board)))
+
+    def advanced(self, call: Callable[[], Any]) -> bool:
+        """Advance the model; if a callback fails there, ``call`` (on the
+        board) must fail the same way, and the step ends (False)."""
+        try:
+            self.model.advance()
+        except CallbackFailed as exc:
+            with pytest.raises(CallbackFailed, match=str(exc)):
+                call()
+            return False
+        return True
 
     def open(self) -> PeriodicLeaderboard:
         if self.durable:
@@ -257,7 +298,8 @@ class PeriodicMachine(RuleBasedStateMachine):
         input still raises when dropped (checked on an empty model unless
         ``check_dropped`` is False)."""
         assert self.board is not None
-        self.model.advance()
+        if not self.advanced(lambda: call(self.board)):
+            return
         t = self.stamp(t_spec)
         model = self.model
         try:
@@ -380,8 +422,19 @@ class PeriodicMachine(RuleBasedStateMachine):
     def tick(self) -> None:
         """``tick()`` returns the periods it closed, oldest first."""
         assert self.board is not None
-        closed = self.model.advance()
+        try:
+            closed = self.model.tick()
+        except CallbackFailed as exc:
+            with pytest.raises(CallbackFailed, match=str(exc)):
+                self.board.tick()
+            return
         assert [p.name for p in self.board.tick()] == closed
+
+    @rule()
+    def fail_next_callback(self) -> None:
+        """The next close callback raises: the call that runs it raises, and
+        the period closes at a later call (at-least-once)."""
+        self.fail_next = self.model.fail_next = True
 
     # ------------------------------------------------------------------
     # reads
@@ -391,7 +444,9 @@ class PeriodicMachine(RuleBasedStateMachine):
         """Reads of the current period (``period=None``) or one ``back``
         periods before it, given as a ``Period`` or its name."""
         assert self.board is not None
-        self.model.advance()
+        board = self.board
+        if not self.advanced(lambda: board.top(period=None)):
+            return
         current = CALENDAR.period_of(self.model.now)
         period = current if back is None else CALENDAR.shift(current, -back)
         arg: Period | str | None = None
@@ -422,7 +477,9 @@ class PeriodicMachine(RuleBasedStateMachine):
         if board is None:
             return
         board._check()
-        model.advance()
+        if not self.advanced(board.periods):
+            board._check()
+            model.advance()
         assert [p.name for p in board.periods()] == sorted(
             model.boards, key=lambda n: model.periods[n].start
         )
@@ -448,7 +505,9 @@ class DurablePeriodicMachine(PeriodicMachine):
         the same periods, runs no callback again, and starts from the time
         its files prove was reached."""
         assert self.board is not None
-        self.model.advance()
+        board = self.board
+        if not self.advanced(board.board):
+            return
         before = rows(self.board.board())
         self.board.close()
         assert rows(self.board.board()) == before
