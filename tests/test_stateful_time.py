@@ -419,6 +419,17 @@ class PeriodicMachine(RuleBasedStateMachine):
         self.clock.t -= back
 
     @rule()
+    def clock_back_before_the_last_close(self) -> None:
+        """The clock reads just before the latest ``end + grace`` of a closed
+        or archived period: no such period may open again (a durable reopen
+        starts from the time its files prove was reached)."""
+        model = self.model
+        ends = [model.periods[n].end for n in model.closed]
+        ends += [CALENDAR.parse(n).end for n in model.archived]
+        if ends:
+            self.clock.t = min(self.clock.t, max(ends) + model.grace - 1.0)
+
+    @rule()
     def tick(self) -> None:
         """``tick()`` returns the periods it closed, oldest first."""
         assert self.board is not None
