@@ -477,6 +477,13 @@ class PeriodicMachine(RuleBasedStateMachine):
         assert exact(self.board.score(m, period=arg)) == exact(model.score(m))
         assert self.board.meta(m, period=arg) == model.meta(m)
         assert self.board.count(period=arg) == len(model)
+        assert exact(norm(self.board.around(m, 1, 1, period=arg, fill=True))) == exact(
+            model.around(m, 1, 1, fill=True)
+        )
+        assert exact(norm(self.board.page(2, 2, period=arg))) == exact(model.page(2, 2))
+        assert exact(norm(self.board.by_rank(2, -1, period=arg))) == exact(model.by_rank(2, -1))
+        assert norm(self.board.entries([m, "zed"], period=arg)) == model.entries([m, "zed"])
+        assert self.board.percentile(m, period=arg) == model.percentile(m)
 
     # ------------------------------------------------------------------
     # after every step
