@@ -525,6 +525,33 @@ def test_a_failing_callback_is_retried() -> None:
     assert board.score("ann") is None  # the failed write never happened
 
 
+def test_a_callback_that_raises_leaves_a_board_that_checks_until_the_retry() -> None:
+    # 2026-11-30 closed (its callback ran) and is kept; then a jump of two
+    # days, and 2026-12-01's callback raises before anything is dropped:
+    # 2026-11-30, closed and now out of keep, is still held until the retry
+    # finishes the advance, and _check() must accept that state
+    clock = FakeClock(ts("2026-11-30T12:00:00"))
+    failures = [1]
+
+    def flaky(period: Period, board: Leaderboard) -> None:
+        if period.name == "2026-12-01" and failures:
+            failures.pop()
+            raise RuntimeError("reward service down")
+
+    board = daily_board(clock, keep=1, on_close=flaky)
+    board.incr("ann", 1)
+    clock.t += DAY
+    board.incr("bob", 1)
+    clock.t += 2 * DAY
+    with pytest.raises(RuntimeError):
+        board.tick()
+    assert "2026-11-30" in board._closed and "2026-12-01" not in board._closed
+    board._check()
+    assert [p.name for p in board.tick()] == ["2026-12-01"]
+    assert [p.name for p in board.periods()] == ["2026-12-03"]
+    board._check()
+
+
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="keep"):
         PeriodicLeaderboard("daily", keep=-1)
