@@ -569,14 +569,7 @@ class PeriodicLeaderboard(Uncopyable):
         >>> [e.member for e in board.pop_best(2)], board.board().items()
         (['ann', 'bob'], [('cid', 1)])
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        with self._lock:
-            with self._routed(t, redirect=False) as period:
-                popped = self._target(period).pop_best(count, with_meta=with_meta)
-            if period is None:
-                return []
-            self._wrote(period, [entry.member for entry in popped])
-            return popped
+        return self._pop("pop_best", count, t, with_meta)
 
     def pop_worst(
         self, count: int = 1, *, t: float | None = None, with_meta: bool = False
@@ -593,10 +586,24 @@ class PeriodicLeaderboard(Uncopyable):
         >>> [e.member for e in board.pop_worst(2)], board.board().items()
         (['cid', 'bob'], [('ann', 3)])
         """
+        return self._pop("pop_worst", count, t, with_meta)
+
+    def _pop(
+        self,
+        pop: Literal["pop_best", "pop_worst"],
+        count: int,
+        t: float | None,
+        with_meta: bool,
+    ) -> list[Entry]:
+        """:meth:`pop_best` or :meth:`pop_worst` (``pop`` names the period
+        board's method), routed as they say.
+
+        Runtime complexity: O(count log N)
+        """
         with_meta = _check_flag(with_meta, "with_meta")
         with self._lock:
             with self._routed(t, redirect=False) as period:
-                popped = self._target(period).pop_worst(count, with_meta=with_meta)
+                popped: list[Entry] = getattr(self._target(period), pop)(count, with_meta=with_meta)
             if period is None:
                 return []
             self._wrote(period, [entry.member for entry in popped])
