@@ -1365,20 +1365,6 @@ def test_a_late_write_with_bad_input_is_refused_not_dropped(
     board._check()
 
 
-@pytest.mark.parametrize(
-    "option",
-    [{"archive": "elsewhere"}, {"board_factory": lambda period: Leaderboard()}],
-    ids=["archive", "board_factory"],
-)
-def test_open_refuses_the_options_it_would_ignore(tmp_path: Path, option: dict[str, Any]) -> None:
-    # open() took archive= (and made that directory) but archived to
-    # <root>/archive, and took board_factory= but opened its own boards
-    option = {k: tmp_path / v if k == "archive" else v for k, v in option.items()}
-    with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
-        PeriodicLeaderboard.open(tmp_path / "board", "daily", fsync="never", **option)
-    assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
-
-
 def test_periods_that_fall_out_of_keep_together_are_dropped_oldest_first() -> None:
     # they were dropped in the order of a set of names (the order of their
     # hashes, which changes from run to run): archives, the drop hook and a

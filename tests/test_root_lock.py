@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from rankengine import Entry
+from rankengine import Entry, Leaderboard
 from rankengine.decay import DecayedLeaderboard
 from rankengine.durable import DurableLeaderboard
 from rankengine.eventlog import LogError
@@ -161,6 +161,24 @@ OPENERS = pytest.mark.parametrize(
     ],
     ids=["periodic", "window", "decayed"],
 )
+
+
+@OPENERS
+@pytest.mark.parametrize(
+    "option",
+    [{"archive": "elsewhere"}, {"board_factory": lambda period: Leaderboard()}],
+    ids=["archive", "board_factory"],
+)
+def test_open_refuses_the_options_it_would_ignore(
+    tmp_path: Path, opener: Any, option: dict[str, Any]
+) -> None:
+    # the periodic and window opens took archive= (and made that directory)
+    # but archived under their own root, and took board_factory= but opened
+    # their own boards
+    option = {k: tmp_path / v if k == "archive" else v for k, v in option.items()}
+    with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
+        opener(tmp_path / "root", fsync="never", **option)
+    assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
 
 
 @OPENERS

@@ -661,20 +661,6 @@ def test_the_first_period_of_the_calendar_is_served_with_several_buckets(spec: s
     window._check()
 
 
-@pytest.mark.parametrize(
-    "option",
-    [{"archive": "elsewhere"}, {"board_factory": lambda period: Leaderboard()}],
-    ids=["archive", "board_factory"],
-)
-def test_open_refuses_the_options_it_would_ignore(tmp_path: Path, option: dict[str, Any]) -> None:
-    # open() took archive= (and made that directory) but archived to
-    # <root>/archive, and took board_factory= but opened its own boards
-    option = {k: tmp_path / v if k == "archive" else v for k, v in option.items()}
-    with pytest.raises(TypeError, match=f"'{next(iter(option))}'"):
-        SlidingWindowLeaderboard.open(tmp_path / "window", "daily", 3, fsync="never", **option)
-    assert list(tmp_path.iterdir()) == []  # neither the root nor the archive made
-
-
 def test_meta_reads_a_members_metadata_in_the_window() -> None:
     # the window could be given metadata (set(..., meta=), set_meta) but had
     # no meta(member) to read it back, unlike every other board
