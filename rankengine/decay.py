@@ -552,14 +552,25 @@ class DecayedLeaderboard(Uncopyable):
             return None if found is None else self._convert([found], at)[0]
 
     def entries(
-        self, members: Iterable[Member], *, at: float | None = None, style: RankStyle | None = None
+        self,
+        members: Iterable[Member],
+        *,
+        at: float | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
     ) -> list[Entry | None]:
         """Entries for a list of members, None for missing ones.
 
         Runtime complexity: O(k log N)
+
+        >>> board = DecayedLeaderboard(half_life=60.0, t0=0, clock=lambda: 60.0)
+        >>> _ = board.add("ann", 8, t=0.0)
+        >>> board.set_meta("ann", {"name": "Ann"})
+        >>> board.entries(["ann", "bob"], with_meta=True)
+        [Entry(member='ann', score=4.0, rank=1, meta={'name': 'Ann'}), None]
         """
         with self._lock:
-            found = self._board.entries(members, style=style)
+            found = self._board.entries(members, style=style, with_meta=with_meta)
             now = self._now(at)
             return [None if e is None else self._convert([e], now)[0] for e in found]
 
@@ -585,13 +596,15 @@ class DecayedLeaderboard(Uncopyable):
         *,
         at: float | None = None,
         style: RankStyle | None = None,
+        with_meta: bool = False,
     ) -> list[Entry]:
         """Entries ranked ``start`` to ``stop`` inclusive (see :meth:`Leaderboard.by_rank`).
 
         Runtime complexity: O(log N + k)
         """
         with self._lock:
-            return self._convert(self._board.by_rank(start, stop, style=style), at)
+            found = self._board.by_rank(start, stop, style=style, with_meta=with_meta)
+            return self._convert(found, at)
 
     def page(
         self,
@@ -600,13 +613,21 @@ class DecayedLeaderboard(Uncopyable):
         *,
         at: float | None = None,
         style: RankStyle | None = None,
+        with_meta: bool = False,
     ) -> list[Entry]:
         """Page ``number`` of ``size`` entries (see :meth:`Leaderboard.page`).
 
         Runtime complexity: O(log N + size)
+
+        >>> board = DecayedLeaderboard(half_life=60.0, t0=0, clock=lambda: 60.0)
+        >>> _ = board.add_many({"ann": 8, "bob": 4}, t=0.0)
+        >>> board.set_meta("bob", {"name": "Bob"})
+        >>> board.page(2, 1, with_meta=True)
+        [Entry(member='bob', score=2.0, rank=2, meta={'name': 'Bob'})]
         """
         with self._lock:
-            return self._convert(self._board.page(number, size, style=style), at)
+            found = self._board.page(number, size, style=style, with_meta=with_meta)
+            return self._convert(found, at)
 
     def around(
         self,
@@ -617,13 +638,16 @@ class DecayedLeaderboard(Uncopyable):
         at: float | None = None,
         fill: bool = False,
         style: RankStyle | None = None,
+        with_meta: bool = False,
     ) -> list[Entry]:
         """The member and its neighbours (see :meth:`Leaderboard.around`).
 
         Runtime complexity: O(log N + above + below)
         """
         with self._lock:
-            found = self._board.around(member, above, below, fill=fill, style=style)
+            found = self._board.around(
+                member, above, below, fill=fill, style=style, with_meta=with_meta
+            )
             return self._convert(found, at)
 
     def items(self, *, at: float | None = None) -> list[tuple[Member, float]]:

@@ -515,20 +515,46 @@ class SlidingWindowLeaderboard(Uncopyable):
         *,
         fill: bool = False,
         style: RankStyle | None = None,
+        with_meta: bool = False,
     ) -> list[Entry]:
         """:meth:`Leaderboard.around` over the window.
 
         Runtime complexity: O(log N + above + below)
-        """
-        fill = _check_flag(fill, "fill")  # before self.board runs a refresh that is due
-        return self.board.around(member, above, below, fill=fill, style=style)
 
-    def page(self, number: int, size: int = 25, *, style: RankStyle | None = None) -> list[Entry]:
+        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
+        >>> window.set_many({"ann": 3, "bob": 2})
+        2
+        >>> window.set_meta("bob", {"name": "Bob"})
+        >>> _ = window.refresh()
+        >>> [e.meta for e in window.around("bob", 1, 0, with_meta=True)]
+        [None, {'name': 'Bob'}]
+        """
+        # before self.board runs a refresh that is due
+        fill = _check_flag(fill, "fill")
+        with_meta = _check_flag(with_meta, "with_meta")
+        return self.board.around(member, above, below, fill=fill, style=style, with_meta=with_meta)
+
+    def page(
+        self,
+        number: int,
+        size: int = 25,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
         """:meth:`Leaderboard.page` over the window.
 
         Runtime complexity: O(log N + size)
+
+        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
+        >>> window.set("ann", 3, meta={"name": "Ann"})
+        True
+        >>> _ = window.refresh()
+        >>> window.page(1, with_meta=True)
+        [Entry(member='ann', score=3, rank=1, meta={'name': 'Ann'})]
         """
-        return self.board.page(number, size, style=style)
+        with_meta = _check_flag(with_meta, "with_meta")  # before a due refresh
+        return self.board.page(number, size, style=style, with_meta=with_meta)
 
     def items(self) -> list[tuple[Member, Score]]:
         """``(member, total)`` pairs over the window, best first.

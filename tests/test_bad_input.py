@@ -296,8 +296,23 @@ _FLAG_KINDS: dict[str, list[str] | None] = {
     "periodic": None,
     "periodic-past": None,  # period= and t= of a past period still open
     "periodic-dropped": ["pop-best", "pop-worst", "pop-best-0"],  # t= of a closed one
-    "window": ["entry", "entry-absent", "top", "top-0"],
-    "decayed": ["entry", "entry-absent", "top", "top-0", "pop-best", "pop-worst", "pop-best-0"],
+    "window": ["entry", "entry-absent", "top", "top-0", "page", "around", "around-absent"],
+    "decayed": [
+        "entry",
+        "entry-absent",
+        "entries",
+        "entries-none",
+        "top",
+        "top-0",
+        "by-rank",
+        "by-rank-empty",
+        "page",
+        "around",
+        "around-absent",
+        "pop-best",
+        "pop-worst",
+        "pop-best-0",
+    ],
 }
 
 

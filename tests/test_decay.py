@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankengine import Leaderboard
 from rankengine.decay import REBASE_AFTER, DecayedLeaderboard
 from rankengine.manifest import LOCK_NAME, read_manifest
 
@@ -905,3 +906,52 @@ def test_meta_reads_a_members_metadata_as_a_copy() -> None:
     assert board.meta("bob") is None
     with pytest.raises(TypeError):
         board.meta(["not", "a", "member"])  # type: ignore[arg-type]
+
+
+#: The decayed board's reads that take ``with_meta=``, each called with
+#: ``kw`` on the decayed board or on a plain board of its stored scores.
+_DECAYED_META_READS: dict[str, Any] = {
+    "top": lambda b, **kw: b.top(5, **kw),
+    "entry": lambda b, **kw: [b.entry("bob", **kw)],
+    "entries": lambda b, **kw: b.entries(["cid", "nobody", "ann", "bob"], **kw),
+    "by_rank": lambda b, **kw: b.by_rank(2, -1, style="dense", **kw),
+    "page": lambda b, **kw: b.page(1, 2, **kw),
+    "page-2": lambda b, **kw: b.page(2, 1, **kw),
+    "around": lambda b, **kw: b.around("bob", 1, 1, **kw),
+    "around-fill": lambda b, **kw: b.around("ann", 0, 2, fill=True, **kw),
+}
+
+
+@pytest.mark.parametrize("at", [None, 5 * HOUR], ids=["now", "at"])
+@pytest.mark.parametrize("read", list(_DECAYED_META_READS))
+def test_decayed_reads_return_the_metadata_on_request(read: str, at: float | None) -> None:
+    # entries, by_rank, page and around took no with_meta=, unlike top and entry
+    board = DecayedLeaderboard(half_life=HOUR, t0=0, clock=FakeClock(2 * HOUR))
+    board.add_many({"ann": 40, "bob": 20, "cid": 10}, t=0.0)
+    board.set_meta("ann", {"name": "Ann", "tags": ["a"]})
+    board.set_meta("bob", {"name": "Bob"})
+    plain = Leaderboard()
+    plain.set_many(board.board.items())  # the stored scores
+    plain.set_meta("ann", {"name": "Ann", "tags": ["a"]})
+    plain.set_meta("bob", {"name": "Bob"})
+    call = _DECAYED_META_READS[read]
+    kw = {} if at is None else {"at": at}
+
+    def decayed(rows: list[Any]) -> list[Any]:
+        """``rows`` of the plain board, their scores the decayed values."""
+        return [None if e is None else e._replace(score=board.score(e.member, **kw)) for e in rows]
+
+    got = call(board, with_meta=True, **kw)
+    assert got == decayed(call(plain, with_meta=True))
+    assert any(e is not None and e.meta is not None for e in got)
+    assert all(e is None or e.score < plain.score(e.member) for e in got)  # decayed
+    for e in got:  # copies: changing them changes nothing
+        if e is not None and e.meta is not None:
+            e.meta["name"] = "changed"
+            e.meta.setdefault("tags", []).append("b")
+    assert call(board, with_meta=True, **kw) == decayed(call(plain, with_meta=True))
+    assert board.meta("ann") == {"name": "Ann", "tags": ["a"]}
+    assert call(board, **kw) == decayed(call(plain))
+    assert all(e is None or e.meta is None for e in call(board, **kw))
+    assert call(board, with_meta=False, **kw) == call(board, **kw)
+    board._check()

@@ -680,3 +680,64 @@ def test_meta_reads_a_members_metadata_in_the_window() -> None:
     assert window.meta("ann") == {"name": "Ann C."}
     assert window.meta("bob") is None
     window._check()
+
+
+#: The window's reads that take ``with_meta=``, each called with ``kw``
+#: on the window or on a plain board holding the window's sums.
+_WINDOW_META_READS: dict[str, Any] = {
+    "top": lambda b, **kw: b.top(5, **kw),
+    "entry": lambda b, **kw: [b.entry("bob", **kw)],
+    "page": lambda b, **kw: b.page(1, 2, **kw),
+    "page-2": lambda b, **kw: b.page(2, 1, style="dense", **kw),
+    "around": lambda b, **kw: b.around("bob", 1, 1, **kw),
+    "around-fill": lambda b, **kw: b.around("ann", 0, 2, fill=True, **kw),
+}
+
+
+@pytest.mark.parametrize("read", list(_WINDOW_META_READS))
+def test_window_reads_return_the_metadata_on_request(read: str) -> None:
+    # page and around took no with_meta=, unlike top and entry
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set("ann", 5, meta={"name": "Ann", "tags": ["a"]})
+    window.set("bob", 3)
+    clock.t += HOUR
+    window.set("bob", 1)
+    window.set("cid", 2)
+    window.set_meta("bob", {"name": "Bob"})  # the newest bucket's
+    window.refresh()
+    plain = Leaderboard()
+    plain.set("ann", 5, meta={"name": "Ann", "tags": ["a"]})
+    plain.set("bob", 4, meta={"name": "Bob"})
+    plain.set("cid", 2)
+    call = _WINDOW_META_READS[read]
+    got = call(window, with_meta=True)
+    assert got == call(plain, with_meta=True)
+    assert any(e.meta is not None for e in got)
+    assert {e.member: e.meta for e in got} == {
+        e.member: {"ann": {"name": "Ann", "tags": ["a"]}, "bob": {"name": "Bob"}}.get(e.member)
+        for e in got
+    }
+    for e in got:  # copies: changing them changes nothing
+        if e.meta is not None:
+            e.meta["name"] = "changed"
+            e.meta.setdefault("tags", []).append("b")
+    assert call(window, with_meta=True) == call(plain, with_meta=True)
+    assert call(window) == [e._replace(meta=None) for e in call(plain, with_meta=True)]
+    assert call(window, with_meta=False) == call(window)
+    window._check()
+
+
+@pytest.mark.parametrize("read", list(_WINDOW_META_READS))
+@pytest.mark.parametrize("value", ["no", 1, None])
+def test_a_bad_with_meta_is_refused_before_a_due_refresh(read: str, value: Any) -> None:
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, refresh_every=0, clock=clock)
+    window.set("ann", 5, meta={"name": "Ann"})
+    window.set_many({"bob": 3, "cid": 2})
+    as_of = window.as_of
+    with pytest.raises(TypeError, match=rf"^with_meta must be a bool, not {type(value).__name__}"):
+        _WINDOW_META_READS[read](window, with_meta=value)
+    assert window.as_of == as_of  # no refresh ran
+    assert window._board.items() == []
+    window._check()
