@@ -1375,6 +1375,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         """The number of members."""
         return Pending(self, "SIZE", (), int)
 
+    def _shard_clock(self) -> Pending:
+        """The tie clock as stored, as :attr:`clock` reads it."""
+        return Pending(self, "CLOCK", (), int)
+
     def _shard_rank_for(self, score: Score, style: RankStyle) -> Pending:
         """As :meth:`rank_for_score`."""
         text, ok = self._hypothetical(score, style)

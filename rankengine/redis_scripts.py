@@ -105,6 +105,7 @@ _WRITER: Final = ("order", "dense", "clock", "tags", "lookup", "write")
 _NEEDS: Final[dict[str, tuple[str, ...]]] = {
     "INIT": (),
     "SIZE": (),
+    "CLOCK": (),
     "SET": _WRITER,
     "INCR": (*_WRITER, "sum"),
     "SET_MANY": _WRITER,

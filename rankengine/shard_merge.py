@@ -183,11 +183,12 @@ class Shard:
                 board._clock = max(board._clock, clock)
                 yield
 
-    def clock(self) -> int:
-        """The shard's clock as stored (a round trip on Redis)."""
+    def clock(self) -> int | Pending:
+        """The shard's clock as stored (on Redis a pending script call, so
+        that every shard's is read in one pipelined round trip per client)."""
         board = self.board
         if self.remote:
-            return int(board.clock)
+            return board._shard_clock()
         return int(board._clock)
 
     def last_clock(self) -> int:

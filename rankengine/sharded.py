@@ -228,8 +228,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         (so a read is one pipelined round trip, not one per shard), which
         :meth:`close` closes.
 
-        Runtime complexity: O(S), three round trips per shard (the check,
-        the open, then reading its logical clock).
+        Runtime complexity: O(S), two round trips per shard (the check, the
+        open), then one per client to read every shard's logical clock.
         """
         count = _check_shard_count(shards)
         if not isinstance(name, str):

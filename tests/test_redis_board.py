@@ -1697,3 +1697,18 @@ def test_union_matches_in_process_and_the_servers_own_zunionstore(
         orders = {_redis_rule(case["aggregate"], list(p)) for p in itertools.permutations(weighted)}
         if exactly and len(orders) == 1:
             assert served[member] == float(score), (member, weighted)
+
+
+def test_a_sharded_board_reads_its_shards_clocks_in_one_round_trip(redis_client: Any) -> None:
+    """The global clock is the largest shard clock: read from every shard at
+    once (one pipelined round trip per client), not one round trip each, as
+    the other whole-board reads are."""
+    ScriptRunner(redis_client).load()
+    wire = WireClient(redis_client)
+    board = ShardedLeaderboard.on_redis(wire, unique_name("clocks"), 4)
+    board.set_many({f"p{i}": i for i in range(12)})
+    want = max(shard.clock for shard in board.shards)  # each read alone
+    assert want == 12
+    before = wire.round_trips
+    assert board.clock == want
+    assert wire.round_trips - before == 1

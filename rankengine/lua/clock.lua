@@ -1,0 +1,4 @@
+-- The tie clock as stored (sharded boards read every shard's clock at once,
+-- in one pipelined round trip per client).  The core read it already.
+
+return fmt('%.0f', clock_now)
