@@ -187,9 +187,7 @@ class Shard:
         """The shard's clock as stored (on Redis a pending script call, so
         that every shard's is read in one pipelined round trip per client)."""
         board = self.board
-        if self.remote:
-            return board._shard_clock()
-        return int(board._clock)
+        return board._shard_clock() if self.remote else int(board._clock)
 
     def last_clock(self) -> int:
         """The latest clock this process saw the shard use (no round trip)."""
