@@ -63,7 +63,7 @@ with the sections it uses in front of it (defining a Lua function costs
 about as much as a Redis call, so each script defines only what it needs).
 
 >>> sorted(SCRIPTS)[:4]
-['CLEAR', 'COMMIT', 'ENTRIES', 'INCR']
+['CLEAR', 'CLOCK', 'COMMIT', 'ENTRIES']
 >>> "local function put" in SCRIPTS["SET"], "local function put" in SCRIPTS["RANGE"]
 (True, False)
 """
