@@ -25,6 +25,7 @@ re-exported here).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import math
@@ -302,6 +303,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
         self._calls = itertools.count(1)
+        #: The SHA1 of the settings as stored when this handle opened the
+        #: board (or stored them again): every write passes it, and refuses
+        #: a board stored with others (see _send).
+        self._stored_sha = ""
         # Lock order: this board's lock, then its log's (a logged write and
         # rebuild() from the log).  No other board's lock is taken under it:
         # rebuild(source) and verify(source) copy the source under its own
@@ -1474,6 +1479,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         if stored is None:  # no board yet, and asked not to store
             return int(writes)
         config = self._stored_config(stored)
+        raw_config = stored if isinstance(stored, bytes) else stored.encode()
         if _board_settings(config) != _board_settings(self._config):
             raise ValueError(
                 f"Redis board {self._name!r} was created with {config}; "
@@ -1491,7 +1497,26 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         # own or by an earlier version), so storing the settings again after
         # Redis lost them keeps it.
         self._config = config
+        self._stored_sha = hashlib.sha1(raw_config, usedforsecurity=False).hexdigest()
         return int(writes)
+
+    def _recheck(self) -> None:
+        """A write found the board stored with settings other than those this
+        handle opened it with (Redis lost it, another process created it
+        again): read them again, and go on if they agree with this handle's
+        (the same settings, stored by another version or without a shard's
+        place); otherwise raise a ``ValueError``.
+
+        Runtime complexity: O(1), one round trip (only after such a refusal).
+        """
+        try:
+            self._init(store=False)
+        except ValueError as exc:
+            raise ValueError(
+                f"Redis board {self._name!r} was lost while this handle had it open (a "
+                "restart without persistence, a flush) and created again with other "
+                f"settings; this handle's writes would corrupt it, so none is made: {exc}"
+            ) from None
 
     def _stored_config(self, stored: bytes | str) -> dict[str, Any]:
         """The settings stored in Redis, parsed; ``ValueError`` when they are
@@ -1541,17 +1566,27 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         )
 
     def _send(self, name: str, send: Callable[[list[str], str], Any]) -> Any:
-        """``send(keys, mode)`` a call of script ``name``: numbered and
-        guarded if it writes, sent again after the board's settings are
-        stored again, or after Redis is rebuilt from the log."""
+        """``send(keys, mode)`` a call of script ``name``: numbered, bound to
+        the stored settings and guarded if it writes, sent again after the
+        board's settings are stored (or read) again, or after Redis is
+        rebuilt from the log.
+
+        Runtime complexity: one round trip, plus one after a lost board or
+        a failed write guard; besides the script's own work.
+        """
         writes = name in _WRITES
         guarded = self._log is not None and writes and not self._restoring
         keys = [*self._keys, self._reply_key()] if writes else self._keys
-        stored = repaired = False
+        stored = repaired = rechecked = False
         while True:
             # A write is numbered: sent again by the client after a lost
-            # reply, it gets the reply of its first run (see lib_core.lua).
-            mode = f"{self._mode}#{next(self._calls)}" if writes else self._mode
+            # reply, it gets the reply of its first run (see lib_core.lua),
+            # and names the settings it was encoded for.
+            mode = self._mode
+            if writes:
+                mode += f"#{next(self._calls)}"
+                if self._stored_sha:  # (none before the settings are first stored)
+                    mode += f"@{self._stored_sha}"
             if guarded:
                 mode += f":{self._log.last_seq}"
             try:
@@ -1563,6 +1598,13 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
                     # so another process cannot open it with other ones.
                     self._init()
                     stored = True
+                    continue
+                if exc.code == "SETTINGS" and not rechecked:
+                    # The board was stored again with other settings: they
+                    # are read again, and the write goes on only if they
+                    # agree with this handle's.
+                    self._recheck()
+                    rechecked = True
                     continue
                 if exc.code != "STALE" or repaired:
                     raise self._error(exc) from None

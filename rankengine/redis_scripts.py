@@ -50,9 +50,11 @@ the caller's reply key, ``R``: see ``lib_core.lua``).
 first column), ``f``/``m`` (tie-break), the number of columns whose ordkey
 the element carries (``1`` for scalar and packed boards), the number of
 kind letters, then, on a write, ``#`` and the call number (a call sent
-again after a lost reply gets its first run's reply), then, on a write to
-a board with an event log, ``:`` and the log's last sequence number (the
-write guard).  Scripts raise ``RANKENGINE_<CODE>
+again after a lost reply gets its first run's reply), ``@`` and the SHA1
+of the settings the handle opened the board with, as stored (a write
+refuses a board stored again with others: Redis lost it and another
+process created it), then, on a write to a board with an event log, ``:``
+and the log's last sequence number (the write guard).  Scripts raise ``RANKENGINE_<CODE>
 <detail>`` before any write (Redis does not roll back a script that fails
 half-way).
 

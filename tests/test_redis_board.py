@@ -1591,6 +1591,134 @@ def test_a_board_written_after_redis_lost_it_keeps_its_settings(redis_client: An
     b._check()
 
 
+def _contents(client: Any, keys: list[str]) -> list[Any]:
+    """Everything a board's six keys hold, to compare before and after."""
+    z, h, m, d, c, s = keys
+    return [
+        client.zrange(z, 0, -1, withscores=True),
+        client.hgetall(h),
+        client.hgetall(m),
+        client.zrange(d, 0, -1, withscores=True),
+        client.hgetall(c),
+        client.hgetall(s),
+    ]
+
+
+#: (settings of the handle that had the board, scores it writes; settings of
+#: the process that creates it again, scores it writes)
+OTHER_SETTINGS = {
+    "order": ({"order": "desc"}, (1, 2), {"order": "asc"}, (5, 6)),
+    "tie_break": ({}, (1, 2), {"tie_break": "member"}, (5, 6)),
+    "composite": (
+        {"order": ("desc", "asc")},
+        ((1, 2), (3, 4)),
+        {"order": ("desc", "desc")},
+        ((5, 6), (7, 8)),
+    ),
+    "packing": (
+        {"order": ("desc", "asc")},
+        ((1, 2), (3, 4)),
+        {"order": ("desc", "asc"), "packing": PackedScore(window_start=0, window_length=WEEK)},
+        ((5, 6), (7, 8)),
+    ),
+}
+
+
+@pytest.mark.parametrize("setting", sorted(OTHER_SETTINGS))
+def test_a_write_refuses_a_lost_board_created_again_with_other_settings(
+    redis_client: Any, setting: str
+) -> None:
+    """Redis loses the board while a handle has it open, and another process
+    creates it again with other settings: the handle's writes, which would
+    write its own encoding (order, ties, columns) into the new board, raise
+    and change nothing; the new board's own handle goes on as before."""
+    name = unique_name()
+    mine, (s1, s2), theirs, (t1, t2) = OTHER_SETTINGS[setting]
+    p1 = RedisLeaderboard(redis_client, name, **mine)
+    p1.set("ann", s1)
+    redis_client.delete(*p1.keys)  # a restart without persistence, or a FLUSHALL
+    p2 = RedisLeaderboard(redis_client, name, **theirs)
+    p2.set("bob", t1)
+    before = _contents(redis_client, p2.keys)
+    writes: list[Callable[[], object]] = [
+        lambda: p1.set("cid", s2),
+        lambda: p1.set("bob", s2),
+        lambda: p1.set_many({"cid": s2, "dan": s1}),
+        lambda: p1.remove("bob"),
+        lambda: p1.remove_many(["bob"]),
+        lambda: p1.set_meta("bob", {"x": 1}),
+        p1.pop_best,
+        lambda: p1.remove_by_rank(1, 1),
+        p1.clear,
+    ]
+    if setting in ("order", "tie_break"):  # scalar boards
+        writes += [lambda: p1.incr("bob", 1), lambda: p1.incr_many({"bob": 1, "cid": 2})]
+    for write in writes:
+        with pytest.raises(ValueError, match="created again with other settings"):
+            write()
+        assert _contents(redis_client, p2.keys) == before
+    assert p2.items() == [("bob", t1)]
+    p2.set("cid", t2)  # the board's own handle is not held up
+    assert p2.score("cid") == t2
+    p2._check()
+
+
+def test_a_write_goes_on_into_a_lost_board_created_again_with_its_settings(
+    redis_client: Any,
+) -> None:
+    """The same settings stored again by another process (or by this one):
+    the handle's writes go on as before."""
+    name = unique_name()
+    p1 = RedisLeaderboard(redis_client, name, order="asc")
+    p1.set("ann", 1)
+    redis_client.delete(*p1.keys)
+    p2 = RedisLeaderboard(redis_client, name, order="asc")
+    p2.set("bob", 2)
+    p1.set("cid", 3)
+    assert p2.items() == [("bob", 2), ("cid", 3)]
+    p2._check()
+
+
+def test_a_logged_write_refuses_a_lost_board_created_again_with_other_settings(
+    redis_client: Any, tmp_path: Any
+) -> None:
+    """On a logged board the refusal comes before the write guard: the
+    handle does not rebuild its log's board into the other process's."""
+    name = unique_name()
+    p1 = RedisLeaderboard(redis_client, name, log=tmp_path / "log")
+    p1.set("ann", 1)
+    redis_client.delete(*p1.keys)
+    p2 = RedisLeaderboard(redis_client, name, order="asc")
+    p2.set("bob", 5)
+    before = _contents(redis_client, p2.keys)
+    with pytest.raises(ValueError, match="created again with other settings"):
+        p1.set("cid", 2)
+    assert _contents(redis_client, p2.keys) == before
+    assert p1.repairs == 0 and p1.log.items() == [("ann", 1)]
+    p1.close()
+
+
+def test_settings_stored_in_other_bytes_are_the_same_settings(redis_client: Any) -> None:
+    """A write compares the settings as stored, byte for byte, so a board
+    whose settings another version stored in other bytes (here: other
+    spacing and key order) is written as before; and when Redis loses it
+    and it is created again with the same settings in this version's bytes,
+    the handle reads them again (one round trip) and goes on."""
+    name = unique_name()
+    keys = RedisLeaderboard._unopened(redis_client, name).keys
+    config = {"version": 1, "tie_break": "first", "packing": None, "order": "asc"}
+    redis_client.hset(keys[5], "config", json.dumps(config, separators=(",", ":")))
+    p1 = RedisLeaderboard(redis_client, name, order="asc")
+    p1.set("ann", 1)
+    assert p1.items() == [("ann", 1)]
+    redis_client.delete(*keys)
+    p2 = RedisLeaderboard(redis_client, name, order="asc")
+    p2.set("bob", 2)
+    p1.set("cid", 3)
+    assert p2.items() == [("bob", 2), ("cid", 3)]
+    p2._check()
+
+
 # Union and intersection: the in-process and the Redis implementations against
 # each other and against the server's own ZUNIONSTORE / ZINTERSTORE.
 INF = math.inf

@@ -39,10 +39,20 @@ local function touched() writes_now, dirty = writes_now + 1, true end
 -- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
 -- that many writes (it lost some, or has one the log does not).
 local GUARD = string.match(MODE, ':(%d+)$')
+-- A write also passes, after '@' in ARGV[1], the SHA1 of the settings its
+-- handle opened the board with, as stored (the config field, read above
+-- anyway).  If Redis lost the board while the handle had it open and
+-- another process created it again with other settings (order, ties,
+-- columns, packing), the handle's encoding would corrupt it: the write
+-- refuses before any change, and the client reads the settings again.
+local SETTINGS = string.match(MODE, '@(%x+)')
 -- A board opened before Redis lost it (a restart, a flush) has no settings:
 -- a write waits until the client has stored them again (as on open).
 local function guard()
   if not ST[5] then fail('CONFIG', 'the board has no settings') end
+  if SETTINGS and redis.sha1hex(ST[5]) ~= SETTINGS then
+    fail('SETTINGS', 'the board was created again with other settings')
+  end
   if GUARD and writes_now ~= tonumber(GUARD) then
     fail('STALE', fmt('%.0f', writes_now) .. ' ' .. GUARD)
   end
