@@ -18,9 +18,10 @@ are common; boards reach a few dozen members, past the cached top rows
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -171,6 +172,25 @@ CONFIGS = st.fixed_dictionaries(
 )
 
 
+@contextlib.contextmanager
+def opened(kinds: list[str], config: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """One new board of each kind with ``config``, closed afterwards."""
+    boards = {kind: KINDS[kind](**config) for kind in kinds}
+    try:
+        yield boards
+    finally:
+        for board in boards.values():
+            close = getattr(board, "close", None)
+            if close is not None:
+                close()
+
+
+def assert_reads_agree(kind: str, got: list[Any], expected: list[Any]) -> None:
+    """Each read of a board of ``kind`` equals the model's, one by one."""
+    for j, (g, w) in enumerate(zip(got, expected, strict=True)):
+        assert g == w, (kind, j, g, w)
+
+
 def check_kinds(kinds: list[str], examples: int) -> None:
     @given(
         config=CONFIGS,
@@ -185,8 +205,7 @@ def check_kinds(kinds: list[str], examples: int) -> None:
     )
     def run(config: dict[str, Any], start: list[Any], ops: list[Any], args: dict[str, Any]) -> None:
         model = Model(**config)
-        boards = {kind: KINDS[kind](**config) for kind in kinds}
-        try:
+        with opened(kinds, config) as boards:
             want = write(model, ("set_many", start, None))
             for kind, board in boards.items():
                 assert write(board, ("set_many", start, None)) == want, kind
@@ -197,15 +216,8 @@ def check_kinds(kinds: list[str], examples: int) -> None:
                     assert got == want, (kind, i, op, got, want)
             expected = reads(model, args)
             for kind, board in boards.items():
-                got = reads(board, args)
-                for j, (g, w) in enumerate(zip(got, expected, strict=True)):
-                    assert g == w, (kind, j, g, w)
+                assert_reads_agree(kind, reads(board, args), expected)
                 board._check()
-        finally:
-            for board in boards.values():
-                close = getattr(board, "close", None)
-                if close is not None:
-                    close()
 
     run()
 
@@ -295,27 +307,19 @@ def check_meta_kinds(kinds: list[str], examples: int) -> None:
         args: dict[str, Any],
     ) -> None:
         model = Model(**config)
-        boards = {kind: KINDS[kind](**config) for kind in kinds}
-        try:
+        with opened(kinds, config) as boards:
             for op in [*start, *ops]:
                 want = write(model, op)
                 for kind, board in boards.items():
                     assert write(board, op) == want, (kind, op)
             expected = meta_reads(model, args)
             for kind, board in boards.items():
-                got = meta_reads(board, args)
-                for j, (g, w) in enumerate(zip(got, expected, strict=True)):
-                    assert g == w, (kind, j, g, w)
+                assert_reads_agree(kind, meta_reads(board, args), expected)
                 # the rows' metadata are copies: changing them changes nothing
                 for entry in board.by_rank(1, -1, with_meta=True):
                     if entry.meta is not None:
                         entry.meta["changed"] = True
                 assert meta_reads(board, args) == expected, kind
-        finally:
-            for board in boards.values():
-                close = getattr(board, "close", None)
-                if close is not None:
-                    close()
 
     run()
 
