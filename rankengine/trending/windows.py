@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Final, Protocol
 
-from rankengine.board.core import _check_flag
+from rankengine.board.checks import check_flag
 from rankengine.trending.hashing import Key, check_count_map, check_key, count_keys, make_indexer
 from rankengine.trending.sketch import check_positive
 from rankengine.trending.topk import TopItem, TopK, merge_topk
@@ -275,7 +275,7 @@ class PartitionedTopK:
         """
         check_positive(partitions, "partitions")
         check_positive(flush_events, "flush_events")
-        processes = _check_flag(processes, "processes")  # "no" started workers
+        processes = check_flag(processes, "processes")  # "no" started workers
         template = TopK(k, **tracker_options)
         self.config = template.config()
         self.partitions = partitions
@@ -1030,7 +1030,7 @@ class TumblingWindows:
         :return: a new tracker
         """
         check_positive(windows, "windows")
-        include_current = _check_flag(include_current, "include_current")
+        include_current = check_flag(include_current, "include_current")
         most = self.keep + include_current
         if windows > most:
             raise ValueError(f"windows must be 1 to {most} (keep={self.keep}), not {windows}")
