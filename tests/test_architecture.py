@@ -184,7 +184,7 @@ def layer_violations(graph: Graph, rules: dict[str, frozenset[str]]) -> list[str
     out = []
     for imp in graph.imports:
         src, dst = package_of(imp.importer), package_of(imp.target)
-        if src == dst or src == "(root)":
+        if src in (dst, "(root)"):
             continue
         if dst not in rules.get(src, frozenset()):
             out.append(f"{imp.importer}:{imp.line} imports {imp.target} ({src} -> {dst})")
@@ -334,7 +334,9 @@ def test_the_graph_reads_every_form_of_import(tmp_path: Path) -> None:
             "__init__.py": "",
             "board/__init__.py": "",
             "board/m.py": "x = 1\n",
-            "board/n.py": "import demo.board.m\nfrom demo.board import m\nfrom demo.board.m import x\n",
+            "board/n.py": (
+                "import demo.board.m\nfrom demo.board import m\nfrom demo.board.m import x\n"
+            ),
         },
     )
     graph = read_graph(pkg)
