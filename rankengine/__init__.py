@@ -33,7 +33,7 @@ from rankengine.board.leaderboard import Entry, Leaderboard
 if TYPE_CHECKING:
     from rankengine.board.packed import PackedScore
     from rankengine.durable.board import DurableLeaderboard
-    from rankengine.durable.eventlog import (
+    from rankengine.durable.records import (
         CorruptionError,
         LogError,
         RecordTooLargeError,
@@ -111,10 +111,10 @@ _LAZY: dict[str, str] = {
     "Weekly": "rankengine.timed.calendars",
     "DecayedLeaderboard": "rankengine.timed.decay",
     "DurableLeaderboard": "rankengine.durable.board",
-    "CorruptionError": "rankengine.durable.eventlog",
-    "LogError": "rankengine.durable.eventlog",
-    "RecordTooLargeError": "rankengine.durable.eventlog",
-    "TornTailError": "rankengine.durable.eventlog",
+    "CorruptionError": "rankengine.durable.records",
+    "LogError": "rankengine.durable.records",
+    "RecordTooLargeError": "rankengine.durable.records",
+    "TornTailError": "rankengine.durable.records",
     "PackedScore": "rankengine.board.packed",
     "LateEventError": "rankengine.timed.periodic",
     "PeriodicLeaderboard": "rankengine.timed.periodic",

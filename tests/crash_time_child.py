@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rankengine import Leaderboard
-from rankengine.durable.eventlog import CRASH_ENV
+from rankengine.durable.records import CRASH_ENV
 from rankengine.timed.calendars import Every
 from rankengine.timed.decay import DecayedLeaderboard
 from rankengine.timed.periodic import PeriodicLeaderboard

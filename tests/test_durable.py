@@ -33,17 +33,17 @@ from rankengine.cli.log import main as cli
 from rankengine.durable import board as durable_module
 from rankengine.durable import eventlog as eventlog_module
 from rankengine.durable import manifest as manifest_module
+from rankengine.durable import records as records_module
 from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
-from rankengine.durable.eventlog import (
-    MAPPED_SEGMENTS,
+from rankengine.durable.eventlog import MAPPED_SEGMENTS, SegmentWriter
+from rankengine.durable.manifest import read_manifest, repair, segment_name, verify
+from rankengine.durable.records import (
     CorruptionError,
     LogError,
     RecoveryWarning,
-    SegmentWriter,
     TornTailError,
     TornTailWarning,
 )
-from rankengine.durable.manifest import read_manifest, repair, segment_name, verify
 from rankengine.timed.periodic import PeriodicLeaderboard
 
 BACKENDS: list[Any] = ["sortedlist", "skiplist", ListIndex]
@@ -2078,6 +2078,7 @@ def test_clear_of_a_board_too_big_for_one_record_says_how_to_empty_it(
     removals do not fit in one record it cannot be split by the caller, so
     the error must not say "split the batch": it names clear() and the way
     out, and the board and its log are unchanged."""
+    monkeypatch.setattr(records_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
     monkeypatch.setattr(eventlog_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
     members = [f"member-{i:05d}" for i in range(600)]
     with open_board(tmp_path) as board:
@@ -2106,6 +2107,7 @@ def test_a_durable_union_too_big_for_one_record_releases_its_directory(
     a = Leaderboard()
     a.set_many({f"member-{i:05d}": i for i in range(600)})
     path = tmp_path / "result"
+    monkeypatch.setattr(records_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
     monkeypatch.setattr(eventlog_module, "MAX_FRAME_BYTES", SMALL_RECORD_LIMIT)
     with pytest.raises(ValueError, match=r"log record"):
         DurableLeaderboard.union([a], path=path)

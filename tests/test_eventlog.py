@@ -17,17 +17,19 @@ from hypothesis import strategies as st
 
 from rankengine.board.changes import DEL, META, PUT
 from rankengine.durable.eventlog import (
-    FRAME_HEADER_BYTES,
     MAP_FRAME_LIMIT,
     MAP_GROW_BYTES,
     MAPPED_SEGMENTS,
+    MappedSegmentWriter,
+    SegmentReader,
+    SegmentWriter,
+)
+from rankengine.durable.records import (
+    FRAME_HEADER_BYTES,
     CorruptionError,
     Event,
     LogError,
-    MappedSegmentWriter,
     RecordFramer,
-    SegmentReader,
-    SegmentWriter,
     decode_record,
     encode_record,
     frame,

@@ -3,7 +3,7 @@
 The log, snapshot and manifest readers are fed random bytes, mutated valid
 files, and *checksum-valid* frames around arbitrary msgpack values (what a
 buggy or hostile writer could produce).  Each must return valid data or
-raise :class:`~rankengine.durable.eventlog.CorruptionError` (``ValueError`` for the
+raise :class:`~rankengine.durable.records.CorruptionError` (``ValueError`` for the
 bare record decoder) -- never another exception, a hang or a huge
 allocation.  No pickle is used anywhere: msgpack only decodes plain values.
 
@@ -27,20 +27,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankengine.board.changes import META, PUT
-from rankengine.durable.eventlog import (
+from rankengine.durable.eventlog import SegmentReader, SegmentWriter
+from rankengine.durable.manifest import Manifest, parse_manifest, segment_name, write_manifest
+from rankengine.durable.records import (
     PREFIX_BYTES,
     SEGMENT_MAGIC,
     CorruptionError,
     Event,
-    SegmentReader,
-    SegmentWriter,
     decode_record,
     encode_record,
     frame,
     pack,
     write_prefix,
 )
-from rankengine.durable.manifest import Manifest, parse_manifest, segment_name, write_manifest
 from rankengine.durable.snapshot import read_snapshot, write_snapshot
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

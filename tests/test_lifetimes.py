@@ -29,7 +29,7 @@ from redis_service import (  # noqa: F401 - fixtures
 
 from rankengine import Leaderboard
 from rankengine.durable.board import DurableLeaderboard, iter_events
-from rankengine.durable.eventlog import CorruptionError, LogError, TornTailError
+from rankengine.durable.records import CorruptionError, LogError, TornTailError
 from rankengine.redis.board import RedisLeaderboard
 from rankengine.sharded.board import ShardedLeaderboard
 from rankengine.timed.decay import DecayedLeaderboard

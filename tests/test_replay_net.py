@@ -25,7 +25,7 @@ from listindex import ListIndex
 from rankengine import Leaderboard
 from rankengine.board.changes import DEL, PUT
 from rankengine.durable.board import DurableLeaderboard, rebuild
-from rankengine.durable.eventlog import CorruptionError
+from rankengine.durable.records import CorruptionError
 
 
 @pytest.fixture(

@@ -22,8 +22,8 @@ import pytest
 
 from rankengine import Entry, Leaderboard
 from rankengine.durable.board import DurableLeaderboard
-from rankengine.durable.eventlog import LogError
 from rankengine.durable.manifest import LOCK_NAME, verify
+from rankengine.durable.records import LogError
 from rankengine.timed.decay import DecayedLeaderboard
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.window import SlidingWindowLeaderboard

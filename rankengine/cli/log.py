@@ -59,7 +59,6 @@ from rankengine.cli.args import ArgumentParser, non_negative, output_path
 from rankengine.cli.files import output_file
 from rankengine.cli.main import interrupted, reader_gone
 from rankengine.durable.board import rebuild
-from rankengine.durable.eventlog import LogError, RecoveryWarning
 from rankengine.durable.manifest import (
     MANIFEST_NAME,
     Report,
@@ -68,6 +67,7 @@ from rankengine.durable.manifest import (
     repair,
     verify,
 )
+from rankengine.durable.records import LogError, RecoveryWarning
 
 __all__ = ["main", "register"]
 

@@ -56,19 +56,9 @@ from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.eventlog import (
     MAPPED_SEGMENTS,
-    CorruptionError,
-    Event,
-    LogError,
     MappedSegmentWriter,
-    RecordFramer,
-    RecordTooLargeError,
-    RecoveryWarning,
     SegmentReader,
     SegmentWriter,
-    TornTail,
-    TornTailError,
-    TornTailWarning,
-    crash_point,
 )
 from rankengine.durable.manifest import (
     MANIFEST_NAME,
@@ -98,6 +88,18 @@ from rankengine.durable.options import (
     check_settings,
     make_directory,
     pop_log_options,
+)
+from rankengine.durable.records import (
+    CorruptionError,
+    Event,
+    LogError,
+    RecordFramer,
+    RecordTooLargeError,
+    RecoveryWarning,
+    TornTail,
+    TornTailError,
+    TornTailWarning,
+    crash_point,
 )
 from rankengine.durable.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
 
@@ -615,8 +617,8 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         when reopening, the stored settings are used and an explicit
         different ``order``/``tie_break``/``rank_style`` is an error.
     :param on_torn_tail: ``"truncate"`` (cut an interrupted last record with a
-        :class:`~rankengine.durable.eventlog.TornTailWarning`) or ``"refuse"``
-        (raise :class:`~rankengine.durable.eventlog.TornTailError`).
+        :class:`~rankengine.durable.records.TornTailWarning`) or ``"refuse"``
+        (raise :class:`~rankengine.durable.records.TornTailError`).
     :param compact_min_bytes: compact automatically (in a background thread)
         when the records since the last snapshot exceed this many bytes and
         ``compact_ratio`` times the snapshot; None turns it off.
@@ -821,9 +823,9 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
 
         It is one write, so one log record with a removal per member; a
         board whose removals would not fit in one record
-        (:data:`~rankengine.durable.eventlog.MAX_FRAME_BYTES`, about 1 GiB: tens of
+        (:data:`~rankengine.durable.records.MAX_FRAME_BYTES`, about 1 GiB: tens of
         millions of members with short names) raises
-        :class:`~rankengine.durable.eventlog.RecordTooLargeError` and is unchanged.
+        :class:`~rankengine.durable.records.RecordTooLargeError` and is unchanged.
         The error says how to empty it instead: in slices, each its own write.
 
         Runtime complexity: O(N)

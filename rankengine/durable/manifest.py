@@ -7,7 +7,7 @@ A board directory holds::
     log-00000000000000001235.seg      records from seq 1235 on
     LOCK                              held (flock) by the process writing
 
-The manifest is one framed msgpack map (see :mod:`rankengine.durable.eventlog`)::
+The manifest is one framed msgpack map (see :mod:`rankengine.durable.records`)::
 
     {"format": 1, "generation": g, "written_ms": t, "config": {...},
      "snapshots": [[name, seq], ...],        oldest first
@@ -47,24 +47,21 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 from rankengine.board.checks import check_flag
-from rankengine.durable.eventlog import (
+from rankengine.durable.eventlog import SegmentReader, SegmentWriter, _Damage, read_frames
+from rankengine.durable.options import make_directory
+from rankengine.durable.records import (
     FRAME,
     PREFIX_BYTES,
     CorruptionError,
     LogError,
-    SegmentReader,
-    SegmentWriter,
-    _Damage,
     check_prefix,
     crash_point,
     decode_record,
     frame,
     pack,
-    read_frames,
     unpack,
     write_prefix,
 )
-from rankengine.durable.options import make_directory
 from rankengine.durable.snapshot import fsync_dir, read_snapshot
 
 __all__ = [
@@ -189,7 +186,7 @@ def read_manifest(directory: str) -> Manifest:
     """Read and check ``directory/MANIFEST``.
 
     Raises ``FileNotFoundError`` when there is none and
-    :class:`~rankengine.durable.eventlog.CorruptionError` when it is damaged.
+    :class:`~rankengine.durable.records.CorruptionError` when it is damaged.
 
     Runtime complexity: O(size of the manifest)
     """
@@ -790,13 +787,13 @@ def repair(
     directory it creates is fsynced into its parent, so a power cut cannot
     lose what was saved.  Takes the directory lock, but not in a directory
     that holds no ``MANIFEST`` and no snapshot or segment: that is no
-    board, and repair raises :class:`~rankengine.durable.eventlog.LogError`,
+    board, and repair raises :class:`~rankengine.durable.records.LogError`,
     leaving it as it was.
 
     Every step is decided before any file is touched, so a repair that
-    cannot work (:class:`~rankengine.durable.eventlog.LogError` when no consistent
+    cannot work (:class:`~rankengine.durable.records.LogError` when no consistent
     state is left) changes nothing.  If a step itself fails (an I/O error),
-    the :class:`~rankengine.durable.eventlog.LogError` lists the steps already done
+    the :class:`~rankengine.durable.records.LogError` lists the steps already done
     and where the backup is.
 
     Ctrl-C while the file steps run is held until the last one is done

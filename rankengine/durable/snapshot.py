@@ -19,7 +19,7 @@ stored as one msgpack extension object holding the raw 8-byte values, a
              | ext 2 (int64 LE)     (a typed column: 8 bytes per value)
              | ext 3 (float64 LE)
 
-Frames are those of :mod:`rankengine.durable.eventlog` (length, two CRC32s,
+Frames are those of :mod:`rankengine.durable.records` (length, two CRC32s,
 payload).  The trailer proves the file is complete: a snapshot without it
 is refused, never half-loaded.
 
@@ -49,16 +49,15 @@ from typing import Any, Final
 import msgpack
 
 from rankengine.board.scoring import check_meta
-from rankengine.durable.eventlog import (
+from rankengine.durable.eventlog import _Damage, read_frames
+from rankengine.durable.records import (
     PREFIX_BYTES,
     CorruptionError,
-    _Damage,
     _ext_hook,
     check_prefix,
     crash_point,
     frame,
     pack,
-    read_frames,
     unpack,
     write_prefix,
 )

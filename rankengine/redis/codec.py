@@ -66,8 +66,8 @@ from typing import Any, Final
 
 from rankengine.board.packed import PackedScore
 from rankengine.board.scoring import Member, Score, ScoreCodec, check_member, describe
-from rankengine.durable.eventlog import pack as pack_meta
-from rankengine.durable.eventlog import unpack as unpack_meta
+from rankengine.durable.records import pack as pack_meta
+from rankengine.durable.records import unpack as unpack_meta
 
 __all__ = [
     "MAXCLOCK",

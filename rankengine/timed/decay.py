@@ -89,8 +89,8 @@ from rankengine.durable.board import (
     open_board_as,
     pop_log_options,
 )
-from rankengine.durable.eventlog import crash_point
 from rankengine.durable.manifest import DirectoryLock
+from rankengine.durable.records import crash_point
 
 __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
 
@@ -779,7 +779,7 @@ class DecayedLeaderboard(Uncopyable):
         One process at a time: opening takes ``path/LOCK`` (as a board
         directory does) before it reads or cleans up anything, and holds it
         until :meth:`close`, so a second writer gets
-        :class:`~rankengine.durable.eventlog.LogError` ("already open for writing")
+        :class:`~rankengine.durable.records.LogError` ("already open for writing")
         and never removes a base this one is building.  A failed open
         closes what it opened and releases the lock.
 

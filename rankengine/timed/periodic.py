@@ -67,8 +67,8 @@ from rankengine.durable.board import (
     open_board_as,
     pop_log_options,
 )
-from rankengine.durable.eventlog import crash_point
 from rankengine.durable.manifest import DirectoryLock
+from rankengine.durable.records import crash_point
 from rankengine.durable.snapshot import fsync_dir
 from rankengine.timed.calendars import (
     Calendar,
@@ -1031,7 +1031,7 @@ class PeriodicLeaderboard(Uncopyable):
         One process at a time: opening takes ``path/LOCK`` (as a board
         directory does) before it reads or cleans up anything, and holds it
         until :meth:`close`, so a second writer gets
-        :class:`~rankengine.durable.eventlog.LogError` ("already open for writing")
+        :class:`~rankengine.durable.records.LogError` ("already open for writing")
         and never removes a file this one is writing.
         Reopening never moves "now" back: it starts from the latest time
         the files prove was reached (a held period's start, a closed or
