@@ -1,9 +1,9 @@
 """The explorer's sorted-list side: the same operation on a real
-:class:`~rankengine.sortedlist.SortedListIndex`, recorded while it runs.
+:class:`~rankengine.index.sortedlist.SortedListIndex`, recorded while it runs.
 
 The index is kept with the smallest load (:data:`LOAD`), so a board of a
 dozen entries already has several blocks.  Its scores are
-:class:`~rankengine.explore_count.Counted` (so its columns are lists, as
+:class:`~rankengine.teach.explore_count.Counted` (so its columns are lists, as
 for any score that is not a machine integer or float).  For one operation,
 every block, the block maxima, the cached block offsets and the positional
 tree are swapped for look-alikes that note each slot read and each slot
@@ -22,9 +22,9 @@ from array import array
 from collections.abc import Iterable
 from typing import Any, Final
 
-from rankengine.explore_count import Counted, Tally
-from rankengine.index import Entry3
-from rankengine.sortedlist import MIN_LOAD, SortedListIndex
+from rankengine.teach.explore_count import Counted, Tally
+from rankengine.index.protocol import Entry3
+from rankengine.index.sortedlist import MIN_LOAD, SortedListIndex
 
 __all__ = ["LOAD", "SortedMirror"]
 
@@ -160,7 +160,7 @@ class SortedMirror:
 
     def run(self, operation: str, *args: Any) -> dict[str, Any]:
         """Run ``operation`` (``insert``, ``remove``, ``move``, ``position``,
-        ``entry``) with ``args`` as :func:`~rankengine.explore_count.count_skiplist`
+        ``entry``) with ``args`` as :func:`~rankengine.teach.explore_count.count_skiplist`
         takes them; return the layouts before and after, the slots read in
         order (``[column, block, slot]``: ``maxes``, ``offsets``, ``tree``,
         or a block of the ``p``/``t``/``m`` column), the blocks split or

@@ -2,9 +2,9 @@
 exported step by step as JSON for a page that only draws.
 
 An :class:`Explorer` holds a small board twice: in a real
-:class:`~rankengine.skiplist.SkipList` (heights drawn with the level
+:class:`~rankengine.index.skiplist.SkipList` (heights drawn with the level
 probability ``p`` it was given) and in a real
-:class:`~rankengine.sortedlist.SortedListIndex` with tiny blocks, so that
+:class:`~rankengine.index.sortedlist.SortedListIndex` with tiny blocks, so that
 blocks show.  :meth:`Explorer.run` performs one operation (insert, delete,
 search, score change, rank of a member, entry at a rank) on both and returns
 a record:
@@ -16,11 +16,11 @@ a record:
   of which search is done, the rank reached and its sum of spans, the links
   marked as changed;
 * ``sorted``: what the same operation did to the blocks, recorded while it
-  ran (:mod:`rankengine.explore_sorted`);
+  ran (:mod:`rankengine.teach.explore_sorted`);
 * ``cost``: comparisons and memory touched, for each structure, counted
   while the real code ran on keys that count their comparisons.
 
-The frames are cut from the narration's own text (:mod:`rankengine.narrate`,
+The frames are cut from the narration's own text (:mod:`rankengine.teach.narrate`,
 which checks itself against the real list), so the page shows what
 ``rankengine trace`` prints, one line at a time.  Nothing here decides where
 a search goes: the traces do.
@@ -42,9 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from rankengine.explore_count import count_skiplist
-from rankengine.explore_sorted import SortedMirror
-from rankengine.narrate import (
+from rankengine.teach.explore_count import count_skiplist
+from rankengine.teach.explore_sorted import SortedMirror
+from rankengine.teach.narrate import (
     Narration,
     Trace,
     explain,
@@ -54,8 +54,8 @@ from rankengine.narrate import (
     trace_key,
     trace_rank,
 )
-from rankengine.skiplist import MAX_LEVEL, P, SkipList
-from rankengine.viz import HeightScript, LabelMode, Shape, make_shape, random_scores, shape_of
+from rankengine.index.skiplist import MAX_LEVEL, P, SkipList
+from rankengine.teach.viz import HeightScript, LabelMode, Shape, make_shape, random_scores, shape_of
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -155,7 +155,7 @@ def shape_json(shape: Shape) -> dict[str, Any]:
 
     Runtime complexity: O(N * level)
 
-    >>> from rankengine.viz import teaching_list
+    >>> from rankengine.teach.viz import teaching_list
     >>> shape_json(shape_of(teaching_list([2, 1], rng=1)))["labels"]
     ['HEAD', '1', '2', 'NIL']
     """

@@ -5,12 +5,12 @@ count their comparisons.
 :class:`Tally` and notes which stored entry was read.
 :func:`count_skiplist` rebuilds a skip list of the same shape (same entries,
 same heights) with counted scores, runs one operation of the real
-:class:`~rankengine.skiplist.SkipList` on it, and reports the score
+:class:`~rankengine.index.skiplist.SkipList` on it, and reports the score
 comparisons it made, the nodes it read (each node is one Python list, a
 separate object on the heap: one likely cache miss per node) and the node
 slots it wrote (links and spans).
 
->>> from rankengine.viz import shape_of, teaching_list
+>>> from rankengine.teach.viz import shape_of, teaching_list
 >>> shape = shape_of(teaching_list([10, 20, 30, 40], rng=1))
 >>> cost = count_skiplist(shape, "position", (30, 2))
 >>> cost["comparisons"] > 0, cost["writes"]
@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from rankengine.narrate import trace_rank
-from rankengine.skiplist import MAX_LEVEL, SkipList
-from rankengine.viz import HeightScript, Shape
+from rankengine.teach.narrate import trace_rank
+from rankengine.index.skiplist import MAX_LEVEL, SkipList
+from rankengine.teach.viz import HeightScript, Shape
 
 __all__ = ["Counted", "Tally", "count_skiplist"]
 
