@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from rankengine.index.skiplist import MAX_LEVEL, P, SkipList
 from rankengine.teach.explore_count import count_skiplist
 from rankengine.teach.explore_sorted import SortedMirror
 from rankengine.teach.narrate import (
@@ -54,7 +55,6 @@ from rankengine.teach.narrate import (
     trace_key,
     trace_rank,
 )
-from rankengine.index.skiplist import MAX_LEVEL, P, SkipList
 from rankengine.teach.viz import HeightScript, LabelMode, Shape, make_shape, random_scores, shape_of
 
 __all__ = [
@@ -200,21 +200,10 @@ class _Frames:
     frames: list[dict[str, Any]]
 
     def add(self, kind: str, text: str, shape: str, **extra: Any) -> None:
-        frame: dict[str, Any] = {
-            "kind": kind,
-            "text": text,
-            "shape": shape,
-            "trace": None,
-            "steps": 0,
-            "drops": 0,
-            "restarts": 0,
-            "at": None,
-            "rank": None,
-            "sum": None,
-            "marked": [],
-            "focus": None,
-        }
-        frame.update(extra)
+        """A frame; fields left at their defaults (no search, nothing
+        marked: None, 0 or empty) are left out, to keep pages small."""
+        frame: dict[str, Any] = {"kind": kind, "text": text, "shape": shape}
+        frame.update((k, v) for k, v in extra.items() if v is not None and v not in (0, []))
         self.frames.append(frame)
 
     def search(
@@ -340,7 +329,7 @@ class Explorer:
     Runtime complexity: each :meth:`run` is O(N * level) (the pictures)
 
     >>> ex = Explorer([30, 10, 20], seed=1)
-    >>> ex.run({"op": "search", "score": 20})["skiplist"]["trace"]["rank"]
+    >>> ex.run({"op": "search", "score": 20})["skiplist"]["traces"]["search"]["rank"]
     2
 
     :param scores: the scores, inserted in this order.
@@ -524,7 +513,6 @@ class Explorer:
                 "before": shape_json(shape),
                 "after": shape_json(shape),
                 "traces": {"search": trace_json(trace)},
-                "trace": trace_json(trace),
                 "frames": frames.frames,
                 "text": explain(trace, shape),
             },
@@ -590,7 +578,6 @@ class Explorer:
             "skiplist": {
                 **shapes,
                 "traces": traces,
-                "trace": traces["search"],
                 "frames": frames.frames,
                 "text": story.text,
                 "in_place": story.in_place,

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from rankengine.teach.narrate import trace_rank
 from rankengine.index.skiplist import MAX_LEVEL, SkipList
+from rankengine.teach.narrate import trace_rank
 from rankengine.teach.viz import HeightScript, Shape
 
 __all__ = ["Counted", "Tally", "count_skiplist"]

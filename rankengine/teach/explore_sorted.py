@@ -22,9 +22,9 @@ from array import array
 from collections.abc import Iterable
 from typing import Any, Final
 
-from rankengine.teach.explore_count import Counted, Tally
 from rankengine.index.protocol import Entry3
 from rankengine.index.sortedlist import MIN_LOAD, SortedListIndex
+from rankengine.teach.explore_count import Counted, Tally
 
 __all__ = ["LOAD", "SortedMirror"]
 
