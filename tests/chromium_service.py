@@ -59,10 +59,8 @@ def _try_install() -> None:
     if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
         return
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "-o", "DPkg::Lock::Timeout=300", "chromium", "chromium-driver"],
-    ):
+    install = ["apt-get", "install", "-y", "-o", "DPkg::Lock::Timeout=300"]
+    for command in (["apt-get", "update"], [*install, "chromium", "chromium-driver"]):
         result = subprocess.run(command, env=env, capture_output=True, check=False)
         if result.returncode != 0:
             return

@@ -314,9 +314,15 @@ def test_the_page_shows_the_narration_frame_by_frame(browser: Any, tmp_path: Pat
             "return [...performance.getEntriesByType('resource')].length"
         )
     finally:
-        browser.execute_cdp_cmd("Network.emulateNetworkConditions", {
-            "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1,
-        })
+        browser.execute_cdp_cmd(
+            "Network.emulateNetworkConditions",
+            {
+                "offline": False,
+                "latency": 0,
+                "downloadThroughput": -1,
+                "uploadThroughput": -1,
+            },
+        )
 
 
 def test_another_p_is_a_pregenerated_board(browser: Any, tmp_path: Path) -> None:
@@ -331,7 +337,9 @@ def test_another_p_is_a_pregenerated_board(browser: Any, tmp_path: Path) -> None
     browser.find_element(By.ID, "newboard").click()
     info = browser.find_element(By.ID, "boardinfo").text
     assert "p = 0.5" in info
-    other = next(b for b in data["boards"] if b["board"]["p"] == 0.5 and b["board"]["max_level"] == 32)
+    other = next(
+        b for b in data["boards"] if b["board"]["p"] == 0.5 and b["board"]["max_level"] == 32
+    )
     dom = browser.execute_script(READ)
     assert dom["labels"] == other["ops"][0]["skiplist"]["before"]["labels"][:-1]
     bars = browser.execute_script(

@@ -303,6 +303,15 @@ class BoardCore:
             f"rank_style={self._rank_style!r}, members={len(self)})"
         )
 
+    def _repr_html_(self) -> str:
+        """How a notebook shows the board: the skip list's picture while it
+        is small, else its best entries
+        (:func:`rankengine.teach.notebook.html_of`)."""
+        # imported here: the pictures are built on the boards (an import cycle)
+        from rankengine.teach.notebook import html_of
+
+        return html_of(self)
+
     def _export(self) -> Iterator[tuple[Member, Score, int, dict[str, Any] | None]]:
         """Every member as ``(member, score, clock, meta)`` in ascending index
         order (the order :meth:`_restore` bulk-loads without sorting).

@@ -295,6 +295,14 @@ class SkipList:
             body += ", ..."
         return f"SkipList([{body}], length={self.length}, level={self.level})"
 
+    def _repr_html_(self) -> str:
+        """How a notebook shows the list: its picture while it is small
+        (:func:`rankengine.teach.notebook.html_of`), else a summary."""
+        # imported here: the pictures are built on this module (an import cycle)
+        from rankengine.teach.notebook import html_of
+
+        return html_of(self)
+
     def clear(self) -> None:
         """Remove every entry.
 

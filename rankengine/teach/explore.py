@@ -647,5 +647,3 @@ def _number(value: Any, name: str) -> int | float:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{name} must be finite, not {value!r}")
     return value
-
-

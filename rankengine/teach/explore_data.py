@@ -174,9 +174,7 @@ def board_data(ex: Explorer, ops: Sequence[dict[str, Any]], *, full: bool = True
         e = list(ex.sl)
         if e:
             records.append(ex.run({"op": "search", "score": e[len(e) // 2][0]}))
-            records.append(
-                ex.run({"op": "insert", "score": _between(e[0][0], e[-1][0]) + 0.5})
-            )
+            records.append(ex.run({"op": "insert", "score": _between(e[0][0], e[-1][0]) + 0.5}))
             tallest = max(ex.sl, key=lambda entry: _height_of(ex, entry))
             records.append(ex.run({"op": "delete", "member": tallest[2]}))
     return {"board": start, "ops": [_slim(r) for r in records], "recorded": len(ops)}

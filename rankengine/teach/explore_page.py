@@ -395,7 +395,7 @@ def page_html(data: dict[str, Any], *, title: str = "Skip-list explorer") -> str
     payload = payload.replace("</", "<\\/")
     safe_title = title.replace("&", "&amp;").replace("<", "&lt;")
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{safe_title}</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<style>{_STYLE}</style></head><body>{_BODY}"

@@ -1,0 +1,166 @@
+"""The explorer's data, command and notebook pictures, without a browser
+(tests/test_explore_browser.py drives the page)."""
+
+from __future__ import annotations
+
+import json
+import random
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankengine import Leaderboard
+from rankengine.cli.main import main
+from rankengine.index.skiplist import SkipList
+from rankengine.teach.explore import STEP_KINDS, Explorer, histogram
+from rankengine.teach.explore_data import static_data
+from rankengine.teach.notebook import MAX_DRAWN, html_of
+from rankengine.teach.viz import shape_of, teaching_list
+
+
+def _replay(record: dict[str, Any]) -> None:
+    """The frames of a record are consistent with its own shapes and traces."""
+    sl = record["skiplist"]
+    for frame in sl["frames"]:
+        assert frame["kind"] in STEP_KINDS
+        shape = sl[frame["shape"]]
+        nil = len(shape["labels"]) - 1
+        for spans in shape["spans"][:1]:
+            assert len(spans) == shape["heights"][0]
+        if "trace" in frame:
+            trace = sl["traces"][frame["trace"]]
+            crossed = trace["steps"][: frame.get("steps", 0)]
+            for level, src, dst, span, _ in crossed:
+                assert shape["forward"][src][level] == dst and shape["spans"][src][level] == span
+            if frame["kind"] == "cross":
+                assert frame["rank"] == crossed[-1][4]
+        for level, node in frame.get("marked", []):
+            assert 0 <= node < nil and level < shape["heights"][node]
+
+
+def test_every_operation_on_random_boards_matches_both_structures() -> None:
+    rng = random.Random(5)
+    for seed in range(6):
+        ex = Explorer.random(12, seed=seed, p=rng.choice([0.5, 0.25, 0.125]), max_level=4)
+        for _ in range(12):
+            entries = list(ex.sl)
+            kind = rng.choice(["insert", "delete", "search", "update", "rank", "at"])
+            p, _, m = rng.choice(entries)
+            if kind == "insert":
+                op: dict[str, Any] = {"op": "insert", "score": rng.randrange(1, 200)}
+            elif kind == "update":
+                op = {"op": "update", "member": m, "new": rng.randrange(1, 200)}
+            elif kind == "at":
+                op = {"op": "at", "rank": rng.randrange(1, len(entries) + 1)}
+            elif kind == "rank":
+                op = {"op": "rank", "member": m}
+            else:
+                op = {"op": kind, "score": p}
+            record = ex.run(op)  # runs _check(): both structures agree
+            _replay(record)
+            json.dumps(record)  # plain JSON
+            assert record["board"]["shape"] == record["skiplist"]["after"]
+            flat = [p for block in record["sorted"]["after"]["scores"] for p in block]
+            assert flat == [e[0] for e in ex.sl]
+            if kind in ("search", "rank"):
+                assert record["cost"]["sorted"]["comparisons"] > 0
+                rank = record["skiplist"]["traces"]["search"]["rank"]
+                assert record["sorted"]["result"] == rank
+                assert record["cost"]["skiplist"]["result"] == rank
+            if kind == "at":
+                assert record["sorted"]["result"] == record["cost"]["skiplist"]["result"]
+            if len(ex.sl) < 4:
+                ex.run({"op": "insert", "score": rng.randrange(1, 200)})
+
+
+def test_bad_operations_change_nothing() -> None:
+    ex = Explorer([30, 10, 20], seed=1)
+    before = shape_of(ex.sl)
+    for op in (
+        {"op": "jump"},
+        {"op": "delete", "score": 99},
+        {"op": "insert", "score": "x"},
+        {"op": "insert", "score": 5, "height": 0},
+        {"op": "insert", "score": 5, "member": "s0"},
+        {"op": "update", "score": 10, "new": float("nan")},
+        {"op": "at", "rank": 9},
+        {"op": "rank", "member": "nobody"},
+    ):
+        with pytest.raises(ValueError):
+            ex.run(op)
+        assert shape_of(ex.sl) == before
+        ex._check()
+
+
+def test_histogram_expectation() -> None:
+    h = histogram([1] * 6 + [2] * 2, 0.25, 2)
+    assert h["counts"] == [6, 2]
+    # at max_level the draw stops: the top bar expects N * p^k, not * (1 - p)
+    assert h["expected"] == [6.0, 2.0]
+
+
+def test_other_p_boards_are_drawn_with_that_p() -> None:
+    data = static_data(Explorer.random(40, seed=2))
+    ps = {b["board"]["p"] for b in data["boards"]}
+    assert ps == {0.5, 0.25, 0.125}
+    tall = {b["board"]["p"]: max(b["board"]["shape"]["heights"]) for b in data["boards"]}
+    assert tall[0.5] >= tall[0.125]
+
+
+def test_cli_writes_one_self_contained_page(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "page.html"
+    code = main(["explore", "30", "10", "50", "--seed", "8", "--do", "insert 20@2", "-o", str(out)])
+    assert code == 0
+    html = out.read_text(encoding="utf-8")
+    assert "<script src" not in html and "<link" not in html and "@import" not in html
+    assert 'id="data"' in html and len(html.encode()) < 300_000
+    assert "written to" in capsys.readouterr().out
+    data = json.loads(html.split('id="data">')[1].split("</script>")[0].replace("<\\/", "</"))
+    assert data["boards"][0]["ops"][0]["title"] == "Insert 20"
+
+
+@pytest.mark.parametrize(
+    "args", [["--p", "1.5"], ["--do", "jump 3"], ["--max-level", "0"], ["1", "--random", "3"]]
+)
+def test_cli_refuses_bad_arguments(args: list[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["explore", *args, "-o", str(tmp_path / "x.html")])
+    assert exc.value.code == 2
+    assert not (tmp_path / "x.html").exists()
+
+
+# ----------------------------------------------------------------------
+# Notebook pictures
+# ----------------------------------------------------------------------
+
+
+def test_a_small_skip_list_draws_itself() -> None:
+    sl = teaching_list([30, 10, 20], rng=1)
+    root = ET.fromstring(sl._repr_html_())
+    labels = [g.get("data-label") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+    assert [label for label in labels if label] == ["10", "20", "30"]
+
+
+def test_a_big_skip_list_prints_a_summary() -> None:
+    sl = SkipList(random.Random(1))
+    sl.build([(k, 0, f"m{k}") for k in range(MAX_DRAWN + 1)])
+    html = sl._repr_html_()
+    assert "<svg" not in html and f"{MAX_DRAWN + 1} entries" in html
+    small = SkipList(random.Random(1))
+    small.build([(k, 0, f"m{k}") for k in range(MAX_DRAWN)])
+    assert small._repr_html_().startswith("<svg")
+
+
+def test_boards_draw_themselves() -> None:
+    board = Leaderboard(backend=lambda: SkipList(random.Random(1)))
+    board.set_many({"ann": 120, "bob": 80, "cid": 95})
+    root = ET.fromstring(board._repr_html_())
+    labels = [g.get("data-label") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+    assert [label for label in labels if label] == ["bob", "cid", "ann"]
+    fast = Leaderboard(backend="sortedlist")
+    fast.set_many({f"p{k}": k for k in range(15)})
+    html = html_of(fast)
+    assert "<svg" not in html and "<td>p14</td>" in html and "5 more" in html
+    assert html == fast._repr_html_()
