@@ -206,7 +206,7 @@ function drawSkip(shape, f, trace) {
     }
   }
   const defs = el(svg, "defs", {});
-  const mk = el(defs, "marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse"});
+  const mk = el(defs, "marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerUnits: "userSpaceOnUse", markerWidth: 9, markerHeight: 9, orient: "auto-start-reverse"});
   el(mk, "path", {d: "M 0 0 L 10 5 L 0 10 z", fill: "#555"});
   if (trace) {
     for (const [lvl, node] of trace.drops.slice(0, f.drops || 0)) {
