@@ -164,3 +164,21 @@ def test_boards_draw_themselves() -> None:
     html = html_of(fast)
     assert "<svg" not in html and "<td>p14</td>" in html and "5 more" in html
     assert html == fast._repr_html_()
+
+
+def test_named_and_tiny_boards() -> None:
+    ex = Explorer([120, 80, 95, 95], members=["ann", "bob", "cid", "dee"], seed=2)
+    data = static_data(ex)
+    titles = [r["title"] for r in data["boards"][0]["ops"]]
+    assert "Insert s4 (" in " ".join(titles)
+    changes = [t for t in titles if t.startswith("Change")]
+    assert changes and all(" -> " in t for t in changes)
+    for board in data["boards"]:
+        assert board["ops"], board["board"]["p"]
+        for record in board["ops"]:
+            _replay(record)
+    labels = data["boards"][0]["board"]["shape"]["labels"]
+    assert labels == ["HEAD", "bob", "cid", "dee", "ann", "NIL"]
+    for scores in ([], [5]):
+        for board in static_data(Explorer(scores))["boards"]:
+            assert board["ops"]  # every board has something to play

@@ -390,6 +390,17 @@ def test_served_page_runs_a_typed_operation(browser: Any) -> None:
         WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "error").text)
         assert "9999" in browser.find_element(By.ID, "error").text
         assert len(Select(browser.find_element(By.ID, "scenario")).options) == count + 1
+        # a new board with another p: the server draws it from the board's scores
+        scores = [p for p, _, _ in reference.ex.sl]
+        Select(browser.find_element(By.ID, "p")).select_by_value("0.5")
+        browser.find_element(By.ID, "newboard").click()
+        WebDriverWait(browser, 20).until(
+            lambda d: "p = 0.5" in d.find_element(By.ID, "boardinfo").text
+        )
+        dom = browser.execute_script(READ)
+        expected = shape_of(Explorer(scores, p=0.5, seed=SEED).sl)
+        assert dom["labels"] == list(expected.labels[:-1])
+        assert sorted(tuple(link[:4]) for link in dom["links"]) == _links(expected)
     finally:
         server.shutdown()
         server.server_close()

@@ -465,6 +465,10 @@ class Explorer:
             trace = trace_rank(before, rank)
             record = self._read(kind, trace, before, rank)
         self._check()
+        if self.label == "member" and kind in ("insert", "delete", "update"):
+            # member labels say who, not what score: the title says both
+            moved = record["skiplist"]["before"], record["skiplist"]["after"]
+            record["title"] += f" ({_score_change(kind, op, moved)})"
         record["op"] = dict(op)
         record["board"] = self.board()
         return record
@@ -505,7 +509,14 @@ class Explorer:
             title = f"Rank of {name}" if kind == "rank" else f"Search for {name}"
             count = count_skiplist(shape, "position", target)
             sorted_side = self.sorted.run("position", target)
-        frames.add("intro", title, "before")
+        intro = title
+        if kind == "rank":
+            # a board finds a member's key in its hash map, then walks
+            intro = (
+                f"{title}: the hash map gives the member's key {target!r} (score, tie); "
+                "then the rank walk (Redis's zslGetRank) adds up the spans it crosses."
+            )
+        frames.add("intro", intro, "before")
         frames.search("search", trace, shape, "before")
         return {
             "title": title,
@@ -639,6 +650,22 @@ class Explorer:
                 else:
                     marked = [[i, k] for i, k in sorted(story.marked) if i <= level]
                     frames.add("span", f"{header}\n{line}", "after", marked=marked, level=level)
+
+
+def _score_change(kind: str, op: dict[str, Any], shapes: tuple[dict[str, Any], ...]) -> str:
+    """The scores of a write on a member-labelled board: ``35``, ``80 -> 95``."""
+    if kind == "insert":
+        return str(op["score"])
+    before, after = shapes
+    gone = set(before["members"]) - set(after["members"])
+    if kind == "delete":
+        name = gone.pop() if gone else op.get("member")
+        return str(before["scores"][before["members"].index(name)])
+    name = op.get("member")
+    if name is None:
+        name = before["members"][before["scores"].index(op["score"])]
+    old = before["scores"][before["members"].index(name)]
+    return f"{old} -> {after['scores'][after['members'].index(name)]}"
 
 
 def _number(value: Any, name: str) -> int | float:

@@ -172,7 +172,9 @@ def board_data(ex: Explorer, ops: Sequence[dict[str, Any]], *, full: bool = True
         records += scenarios(ex)
     else:
         e = list(ex.sl)
-        if e:
+        if not e:
+            records.append(ex.run({"op": "insert", "score": 10}))
+        else:
             records.append(ex.run({"op": "search", "score": e[len(e) // 2][0]}))
             records.append(ex.run({"op": "insert", "score": _between(e[0][0], e[-1][0]) + 0.5}))
             tallest = max(ex.sl, key=lambda entry: _height_of(ex, entry))

@@ -95,6 +95,7 @@ _BODY: Final = """
   <button id="prev" title="back (left arrow)">&#x25C0;</button>
   <button id="next" title="forward (right arrow)">&#x25B6;</button>
   <button id="last" title="last step (End)">&raquo;</button>
+  <button id="play" title="play / pause (space)">play</button>
   <span id="frameno"></span>
   <span id="stepkind" data-kind=""></span>
   <span>rank so far: <b id="ranksum" data-rank=""></b></span>
@@ -129,7 +130,7 @@ _BODY: Final = """
  <h2>The same operation on the sorted list</h2>
  <div class="muted" id="sortedinfo"></div>
  <div class="scroll"><svg id="sorted" xmlns="http://www.w3.org/2000/svg"></svg></div>
- <h2>Cost</h2>
+ <h2>Cost: comparisons and memory touched</h2>
  <table class="cost" id="cost"></table>
  <div class="muted">Counted while the real code ran, on scores that count their comparisons.
  Skip list: nodes read (each node is an object of its own), node slots written.
@@ -299,6 +300,13 @@ function render() {
   $("next").disabled = $("last").disabled = S.frame === fs.length - 1;
 }
 function go(n) { S.frame = Math.max(0, Math.min(frames().length - 1, n)); render(); }
+let timer = null;
+function play() {
+  if (timer !== null) { clearInterval(timer); timer = null; $("play").textContent = "play"; return; }
+  if (S.frame === frames().length - 1) go(0);
+  $("play").textContent = "pause";
+  timer = setInterval(() => { if (S.frame >= frames().length - 1) play(); else go(S.frame + 1); }, 1200);
+}
 
 function fillScenarios() {
   const sel = $("scenario"), b = board();
@@ -361,8 +369,9 @@ $("next").onclick = () => go(S.frame + 1);
 $("prev").onclick = () => go(S.frame - 1);
 $("first").onclick = () => go(0);
 $("last").onclick = () => go(frames().length - 1);
-$("scenario").onchange = () => { S.op = Number($("scenario").value); S.frame = 0; fillScenarios(); render(); };
+$("scenario").onchange = () => { if (timer !== null) play(); S.op = Number($("scenario").value); S.frame = 0; fillScenarios(); render(); };
 $("newboard").onclick = newBoard;
+$("play").onclick = play;
 $("opform").onsubmit = runOp;
 document.addEventListener("keydown", (e) => {
   if (e.target.tagName === "INPUT") return;
@@ -370,6 +379,7 @@ document.addEventListener("keydown", (e) => {
   else if (e.key === "ArrowLeft") go(S.frame - 1);
   else if (e.key === "Home") go(0);
   else if (e.key === "End") go(frames().length - 1);
+  else if (e.key === " ") { e.preventDefault(); play(); }
 });
 if (!DATA.live) {
   for (const e of $("opform").elements) e.disabled = true;
