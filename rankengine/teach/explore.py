@@ -471,6 +471,13 @@ class Explorer:
             record["title"] += f" ({_score_change(kind, op, moved)})"
         record["op"] = dict(op)
         record["board"] = self.board()
+        sl = record["skiplist"]
+        # the histogram of each shape drawn, so the page shows the one in view
+        sl["histograms"] = {
+            name: histogram(sl[name]["heights"][1:], self.p, self.max_level)
+            for name in ("before", "middle", "after")
+            if name in sl
+        }
         return record
 
     def _insert(self, op: dict[str, Any], before: Shape) -> dict[str, Any]:

@@ -155,10 +155,10 @@ def _height_of(ex: Explorer, entry: tuple[Any, Any, Any]) -> int:
 
 def _slim(record: dict[str, Any]) -> dict[str, Any]:
     """A record as a static page keeps it: no full narration text (the
-    frames carry it line by line), only the histogram of the board after."""
-    out = dict(record)
+    frames carry it line by line) and no copy of the board after (the
+    record's ``after`` shape and histogram are that board)."""
+    out = {k: v for k, v in record.items() if k != "board"}
     out["skiplist"] = {k: v for k, v in record["skiplist"].items() if k != "text"}
-    out["board"] = {"histogram": record["board"]["histogram"]}
     return out
 
 

@@ -40,10 +40,11 @@ header h1{font-size:18px;margin:0 12px 0 0}
 header label{font-size:13px}
 select,input,button{font:inherit;font-size:13px}
 button{cursor:pointer;padding:2px 10px}
-main{display:grid;grid-template-columns:minmax(0,3fr) minmax(280px,1fr);gap:12px;padding:12px}
+main{display:grid;grid-template-columns:minmax(0,2fr) minmax(360px,1fr);gap:12px;padding:12px}
 section{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px;min-width:0}
 h2{font-size:15px;margin:0 0 6px}
 .scroll{overflow-x:auto}
+.fit #skiplist{max-width:100%;height:auto}
 #controls{display:flex;gap:8px;align-items:center;flex-wrap:wrap;margin-bottom:8px}
 #frameno{font-variant-numeric:tabular-nums;min-width:70px}
 #stepkind{display:inline-block;padding:1px 8px;border-radius:10px;background:#e8eef8;font-size:12px}
@@ -99,6 +100,7 @@ _BODY: Final = """
   <span id="frameno"></span>
   <span id="stepkind" data-kind=""></span>
   <span>rank so far: <b id="ranksum" data-rank=""></b></span>
+  <label class="muted"><input type="checkbox" id="fit" checked> fit width</label>
  </div>
  <h2 id="title"></h2>
  <div id="steptext"></div>
@@ -130,6 +132,11 @@ _BODY: Final = """
  <h2>The same operation on the sorted list</h2>
  <div class="muted" id="sortedinfo"></div>
  <div class="scroll"><svg id="sorted" xmlns="http://www.w3.org/2000/svg"></svg></div>
+ <div class="muted">maxes: the last score of each block, bisected to choose the block;
+ block k: its scores, bisected for the slot (ties and members sit in parallel blocks);
+ offsets: entries before each block, the positional index's cache; tree: the positional
+ tree of sortedcontainers, built on the first look-up by position that needs it.
+ An insert or delete shifts the slots after it in its block (a memmove).</div>
  <h2>Cost: comparisons and memory touched</h2>
  <table class="cost" id="cost"></table>
  <div class="muted">Counted while the real code ran, on scores that count their comparisons.
@@ -232,7 +239,7 @@ function drawSorted(rec, f) {
   const lay = after ? side.after : side.before;
   const names = board().board.label === "member" ? lay.members : lay.scores.map((b) => b.map(String));
   const reads = after ? [] : side.reads;
-  const cell = 44, h = 24;
+  const cell = 40, h = 24;
   let y = 8, width = 300;
   const readAt = new Map();
   reads.forEach((r, n) => { const k = r[0] + ":" + r[1] + ":" + r[2]; if (!readAt.has(k)) readAt.set(k, n + 1); });
@@ -264,8 +271,8 @@ function drawSorted(rec, f) {
   $("cost").innerHTML = rows.map((r, n) => "<tr>" + r.map((v) => (n ? "<td>" : "<th>") + v + (n ? "</td>" : "</th>")).join("") + "</tr>").join("");
 }
 
-function drawHistogram(b) {
-  const h = b.histogram, svg = $("histogram");
+function drawHistogram(h) {
+  const svg = $("histogram");
   svg.innerHTML = "";
   const n = h.counts.length, bw = 34, H = 120, top = Math.max(1, ...h.counts, ...h.expected);
   const W = 40 + n * (bw + 10);
@@ -279,7 +286,8 @@ function drawHistogram(b) {
     el(g, "text", {x: x + bw / 2, y: H + 26, "text-anchor": "middle", style: "font-size:11px"}, "k=" + k);
   });
   $("histinfo").textContent = `Bars: nodes reaching exactly k levels above level 0 (N = ${h.n}). ` +
-    `Red lines: expected N * p^k * (1 - p) with p = ${h.p}.`;
+    `Red lines: expected N * p^k * (1 - p) with p = ${h.p}` +
+    (h.counts.length === board().board.max_level ? " (N * p^k on the top level, where the draw stops)." : ".");
 }
 
 function render() {
@@ -287,6 +295,7 @@ function render() {
   const shape = sl[f.shape] || sl.before;
   const trace = f.trace ? sl.traces[f.trace] : null;
   drawSkip(shape, f, trace);
+  drawHistogram(sl.histograms[f.shape] || sl.histograms.before);
   drawSorted(rec, f);
   $("title").textContent = rec.title;
   $("frameno").textContent = `${S.frame + 1} / ${fs.length}`;
@@ -319,7 +328,6 @@ function fillScenarios() {
   sel.value = S.op;
   const sh = b.board.shape;
   $("boardinfo").textContent = `${sh.labels.length - 2} entries, ${sh.heights[0]} levels, p = ${b.board.p}, max level ${b.board.max_level}, seed ${b.board.seed}`;
-  drawHistogram(board().ops.length ? record().board || b.board : b.board);
 }
 function fillSettings() {
   const ps = [...new Set(DATA.choices.p)], ms = [...new Set(DATA.choices.max_level)];
@@ -372,6 +380,8 @@ $("last").onclick = () => go(frames().length - 1);
 $("scenario").onchange = () => { if (timer !== null) play(); S.op = Number($("scenario").value); S.frame = 0; fillScenarios(); render(); };
 $("newboard").onclick = newBoard;
 $("play").onclick = play;
+$("fit").onchange = () => document.body.classList.toggle("fit", $("fit").checked);
+document.body.classList.toggle("fit", $("fit").checked);
 $("opform").onsubmit = runOp;
 document.addEventListener("keydown", (e) => {
   if (e.target.tagName === "INPUT") return;
