@@ -182,3 +182,12 @@ def test_named_and_tiny_boards() -> None:
     for scores in ([], [5]):
         for board in static_data(Explorer(scores))["boards"]:
             assert board["ops"]  # every board has something to play
+
+
+@pytest.mark.parametrize("max_level", [1, 2])
+def test_scenarios_on_a_capped_list(max_level: int) -> None:
+    ex = Explorer([3, 1, 2, 5, 4, 9, 7], max_level=max_level, seed=3)
+    data = static_data(ex)
+    inserts = [r for r in data["boards"][0]["ops"] if r["op"]["op"] == "insert"]
+    assert inserts and all(r["op"]["height"] <= max_level for r in inserts)
+    assert max(data["boards"][0]["board"]["shape"]["heights"]) <= max_level

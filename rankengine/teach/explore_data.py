@@ -118,7 +118,7 @@ def scenarios(ex: Explorer) -> list[dict[str, Any]]:
         return out
     m = n // 2
     new_score = _between(e[m - 1][0], e[m][0])
-    height = max(2, min(ex.max_level, ex.sl.level))
+    height = min(ex.max_level, max(2, ex.sl.level))
     inserted = f"s{ex._next_tie}"
     out.append(ex.run({"op": "insert", "score": new_score, "height": height}))
     e = entries()
