@@ -191,3 +191,32 @@ def test_scenarios_on_a_capped_list(max_level: int) -> None:
     inserts = [r for r in data["boards"][0]["ops"] if r["op"]["op"] == "insert"]
     assert inserts and all(r["op"]["height"] <= max_level for r in inserts)
     assert max(data["boards"][0]["board"]["shape"]["heights"]) <= max_level
+
+
+def test_cli_reads_a_board_from_a_file(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "page.html"
+    for name, text in (
+        ("board.json", '{"ann": 120, "bob": 80, "cid": 95.5}'),
+        ("board.csv", "# name,score\nann,120\n\nbob,80\ncid 95.5\n"),
+    ):
+        source = tmp_path / name
+        source.write_text(text, encoding="utf-8")
+        assert main(["explore", "--from", str(source), "-o", str(out)]) == 0
+        html = out.read_text(encoding="utf-8")
+        data = json.loads(html.split('id="data">')[1].split("</script>")[0])
+        assert data["boards"][0]["board"]["shape"]["labels"] == ["HEAD", "bob", "cid", "ann", "NIL"]
+        out.unlink()
+    for text in ("ann,12\nann,13\n", "ann,lots\n", "justaname\n", '{"ann": "x"}'):
+        source = tmp_path / "bad.csv"
+        source.write_text(text, encoding="utf-8")
+        assert main(["explore", "--from", str(source), "-o", str(out)]) == 1
+        assert "bad.csv" in capsys.readouterr().err
+        assert not out.exists()
+
+
+def test_frames_name_the_comparison() -> None:
+    ex = Explorer([30, 10, 50, 20, 60, 5, 40, 15, 25, 45], seed=8)
+    frames = ex.run({"op": "at", "rank": 7})["skiplist"]["frames"]
+    compared = [f["compare"] for f in frames if f["kind"] in ("cross", "drop")]
+    assert all(c in f["text"] for c, f in zip(compared, frames[2:], strict=False))
+    assert compared[0].startswith("0 + ") and compared[0].endswith("<= 7")

@@ -27,13 +27,13 @@ from typing import Any, Final
 
 from rankengine.cli.args import HelpFormatter, output_path, whole_number
 from rankengine.cli.files import output_file
-from rankengine.cli.viz import _entry
+from rankengine.cli.viz import _entry, _number
 from rankengine.index.skiplist import MAX_LEVEL, P
 from rankengine.teach.explore import DEFAULT_SIZE, MAX_SIZE, Explorer
 from rankengine.teach.explore_data import board_data, parse_op, static_data
 from rankengine.teach.explore_page import page_html
 
-__all__ = ["make_server", "register"]
+__all__ = ["make_server", "read_board", "register"]
 
 #: Seed of the heights (and random scores) when none is given.
 DEFAULT_SEED: Final = 7
@@ -67,6 +67,13 @@ def register(sub: Any) -> None:
         f"{DEFAULT_SIZE} random scores)",
     )
     p.add_argument("--random", type=_count, metavar="N", help="N random distinct scores instead")
+    p.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE",
+        help="read the board from FILE: a JSON object {name: score}, or lines 'name,score' "
+        "(or 'name score')",
+    )
     p.add_argument(
         "--seed",
         type=whole_number,
@@ -146,8 +153,11 @@ def _operation(text: str) -> dict[str, Any]:
 
 def _board(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Explorer:
     entries: list[tuple[str | None, int | float]] = args.scores
-    if entries and args.random is not None:
-        parser.error("give scores or --random N, not both")
+    given = [bool(entries), args.random is not None, args.source is not None]
+    if sum(given) > 1:
+        parser.error("give scores, --random N or --from FILE, not two of them")
+    if args.source is not None:
+        entries = read_board(args.source)
     settings = {"p": args.p, "max_level": args.max_level, "seed": args.seed}
     if not entries:
         return Explorer.random(args.random or DEFAULT_SIZE, **settings)
@@ -160,6 +170,42 @@ def _board(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Explore
         if len(set(members)) != len(members):
             parser.error("every NAME must be different")
     return Explorer([score for _, score in entries], members=members, **settings)
+
+
+def read_board(path: str) -> list[tuple[str | None, int | float]]:
+    """``(name, score)`` pairs from a JSON object ``{name: score}`` or from
+    lines ``name,score`` / ``name score`` (blank lines and ``#`` comments
+    skipped).
+
+    :raises ValueError: for a score that is not a finite number, a name
+        given twice, or a file in neither form.
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    pairs: list[tuple[str | None, Any]] = []
+    if text.lstrip().startswith("{"):
+        data = json.loads(text)
+        pairs = [(str(name), score) for name, score in data.items()]
+    else:
+        for number, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, sep, score = line.replace(",", " ").rpartition(" ")
+            if not sep or not name.strip():
+                raise ValueError(f"{path}:{number}: expected 'name,score', got {line!r}")
+            pairs.append((name.strip(), score.strip()))
+    out: list[tuple[str | None, int | float]] = []
+    for name, score in pairs:
+        try:
+            value = _number(str(score))
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"{path}: {name}: {exc}") from None
+        out.append((name, value))
+    names = [name for name, _ in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{path}: a name appears twice")
+    return out
 
 
 def _explore(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

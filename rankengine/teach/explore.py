@@ -102,6 +102,8 @@ STEP_KINDS: Final = (
 )
 _NUMBERED: Final = re.compile(r"^\s*\d+\. L(\d+)\s")
 _ROW: Final = re.compile(r"^L(\d+)\s")
+#: The comparison in a line of :func:`explain`: ``next is 25 <= 45``, ``5 + 4 > 7``.
+_COMPARED: Final = re.compile(r"  (next is [^:]+|\S+ \+ \S+ [<>]=? \S+): ")
 
 
 def draw_height(rng: random.Random, p: float, max_level: int) -> int:
@@ -242,11 +244,13 @@ class _Frames:
             elif kind == "drop":
                 drops += 1
                 at = [level - 1, node]
+            compared = _COMPARED.search(line)
             self.add(
                 kind,
                 line,
                 shape_name,
                 **base,
+                compare=compared.group(1) if compared else None,
                 steps=steps,
                 drops=drops,
                 restarts=restarts,

@@ -65,6 +65,7 @@ svg text{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:13px}
 .cursor{fill:none;stroke:#1565c0;stroke-width:2.6}
 .end{fill:none;stroke:#d62728;stroke-width:2.6;stroke-dasharray:5 3}
 .start{fill:#d62728}
+.cmp{fill:#1565c0;font-weight:bold}
 .rank{fill:#888}
 table.cost{border-collapse:collapse;width:100%}
 table.cost td,table.cost th{border-bottom:1px solid #eee;padding:2px 6px;text-align:right}
@@ -229,6 +230,7 @@ function drawSkip(shape, f, trace) {
   if (f.at) {
     const [lvl, node] = f.at;
     el(svg, "rect", {class: "cursor", "data-level": lvl, "data-node": node, x: x[node] - 3, y: rowY(lvl) - 3, width: box[node] + 6, height: boxH + 6, rx: 4});
+    if (f.compare) el(svg, "text", {class: "cmp", x: x[node] + box[node] + 6, y: rowY(lvl) - 6}, f.compare);
   }
 }
 
