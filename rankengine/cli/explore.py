@@ -182,7 +182,7 @@ def read_board(path: str) -> list[tuple[str | None, int | float]]:
     """
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    pairs: list[tuple[str | None, Any]] = []
+    pairs: list[tuple[str, Any]] = []
     if text.lstrip().startswith("{"):
         data = json.loads(text)
         pairs = [(str(name), score) for name, score in data.items()]
