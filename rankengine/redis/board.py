@@ -33,29 +33,27 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, overload
+from typing import Any, Final, Literal, NamedTuple, TypedDict, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.copying import Uncopyable
-from rankengine.board.core import (
-    Entry,
-    ItemWrites,
-    RankStyle,
-    TieBreak,
-    _check_count,
-    _check_flag,
-    _check_int,
-    _check_size,
-    _check_style,
-    _member_list,
+from rankengine.board.checks import (
+    check_count,
+    check_flag,
+    check_int,
+    check_size,
+    check_style,
+    member_list,
 )
+from rankengine.board.combine import aggregate_scores, board_list, check_new, weigh, weight_list
+from rankengine.board.copying import Uncopyable
+from rankengine.board.core import Entry, ItemWrites, RankStyle, TieBreak
 from rankengine.board.leaderboard import Leaderboard, When
 from rankengine.board.packed import PackedScore
 from rankengine.board.reads import (
     DEFAULT_PAGE_SIZE,
     PercentileMethod,
-    _interpolate,
     check_percentile,
+    interpolate,
     rank_outside,
 )
 from rankengine.board.scoring import (
@@ -63,11 +61,12 @@ from rankengine.board.scoring import (
     Order,
     Score,
     ScoreCodec,
-    _same_meta,
     check_lookup,
     check_meta,
     is_member,
+    same_meta,
 )
+from rankengine.durable.board import DurableLeaderboard, FsyncPolicy, check_fsync, open_board_as
 from rankengine.redis.codec import (
     _TAGS,
     MAXCLOCK,
@@ -82,13 +81,12 @@ from rankengine.redis.codec import (
 )
 from rankengine.redis.scripts import ScriptError, ScriptRunner
 
-if TYPE_CHECKING:
-    from rankengine.durable.board import FsyncPolicy
-
 __all__ = [
+    "MISSING",
     "Pending",
     "RedisLeaderboard",
     "ScoreFormat",
+    "client_from_url",
     "decode_member",
     "encode_member",
     "run_pipelined",
@@ -144,7 +142,9 @@ _WRITES: Final = frozenset(
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
 _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
-_MISSING: Final = object()
+#: What a score look-up returns for an absent member (shared with the
+#: sharded board's merges, which read the same look-ups).
+MISSING: Final = object()
 
 
 # ----------------------------------------------------------------------
@@ -269,7 +269,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             raise ValueError(f"prefix must be a str without braces, not {prefix!r}")
         if tie_break not in ("first", "member"):
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
-        _check_style(rank_style)
+        check_style(rank_style)
         if packing is not None and not isinstance(packing, PackedScore):
             raise TypeError(f"packing must be a PackedScore or None, not {type(packing).__name__}")
         self._codec = ScoreCodec(order)
@@ -277,7 +277,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         #: a client this board made from a URL is its own, closed by close()
         self._own_client = isinstance(redis, str)
         if isinstance(redis, str):
-            redis = _client_from_url(redis)
+            redis = client_from_url(redis)
         encoder = redis.get_encoder() if hasattr(redis, "get_encoder") else None
         if getattr(encoder, "decode_responses", False):
             raise ValueError(
@@ -447,8 +447,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         )
 
     def __getitem__(self, member: Member) -> Score:
-        value = self.score(member, _MISSING)
-        if value is _MISSING:
+        value = self.score(member, MISSING)
+        if value is MISSING:
             raise KeyError(member)
         return value  # type: ignore[no-any-return]
 
@@ -619,7 +619,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(k log N), one round trip.
         """
-        wanted = _member_list(members)
+        wanted = member_list(members)
         keys = [self._member(member) for member in wanted]
         if not keys:
             return 0
@@ -671,7 +671,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(count log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self._pop(count, best=True, with_meta=with_meta)
 
     def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
@@ -679,7 +679,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(count log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self._pop(count, best=False, with_meta=with_meta)
 
     def remove_by_rank(self, start: int, stop: int) -> int:
@@ -688,8 +688,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O((log N + k) log N), one round trip.
         """
-        start = _check_int(start, "start")
-        stop = _check_int(stop, "stop")
+        start = check_int(start, "start")
+        stop = check_int(stop, "stop")
         if start == 0 or stop == 0:
             raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
         return self._remove_range("rank", start, stop)
@@ -713,7 +713,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O((log N + k) log N), one round trip.
         """
-        n = _check_count(n, "n")
+        n = check_count(n, "n")
         return self._remove_range("rank", n + 1, -1)
 
     # ------------------------------------------------------------------
@@ -742,7 +742,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self._entries([member], _STYLE_CODE[self._style(style)], with_meta)[0]
 
     def entries(
@@ -756,16 +756,16 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(k log N), one round trip for the whole list.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        return self._entries(_member_list(members), _STYLE_CODE[self._style(style)], with_meta)
+        with_meta = check_flag(with_meta, "with_meta")
+        return self._entries(member_list(members), _STYLE_CODE[self._style(style)], with_meta)
 
     def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
         """The entry at a 1-based position (``-1`` is the last); ``IndexError`` outside.
 
         Runtime complexity: O(log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        rank = _check_int(rank, "rank")
+        with_meta = check_flag(with_meta, "with_meta")
+        rank = check_int(rank, "rank")
         style = self._style(style)
         result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), "at", rank)
         if int(result[0]) == -2:
@@ -821,7 +821,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         if self._codec.columns is not None or lo == x:
             return low_score
         high_score = self._score_of_row(result[4], result[5], result[6])
-        return _interpolate(low_score, high_score, x - lo, p)
+        return interpolate(low_score, high_score, x - lo, p)
 
     # ------------------------------------------------------------------
     # Range reads
@@ -833,8 +833,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        k = _check_count(k, "k")
+        with_meta = check_flag(with_meta, "with_meta")
+        k = check_count(k, "k")
         return self._range(style, with_meta, "win", 0, k)
 
     def by_rank(
@@ -849,9 +849,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        start = _check_int(start, "start")
-        stop = _check_int(stop, "stop")
+        with_meta = check_flag(with_meta, "with_meta")
+        start = check_int(start, "start")
+        stop = check_int(stop, "stop")
         if start == 0 or stop == 0:
             raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
         return self._range(style, with_meta, "rank", start, stop)
@@ -868,9 +868,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + size), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        number = _check_int(number, "page number")
-        size = _check_size(size)
+        with_meta = check_flag(with_meta, "with_meta")
+        number = check_int(number, "page number")
+        size = check_size(size)
         return self._range(style, with_meta, "page", number, size)
 
     def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
@@ -878,7 +878,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(1), one round trip.
         """
-        size = _check_size(size)
+        size = check_size(size)
         return -(-len(self) // size)
 
     def around(
@@ -896,10 +896,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + above + below), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        above = _check_count(above, "above")
-        below = _check_count(below, "below")
-        fill = _check_flag(fill, "fill")
+        with_meta = check_flag(with_meta, "with_meta")
+        above = check_count(above, "above")
+        below = check_count(below, "below")
+        fill = check_flag(fill, "fill")
         style = self._style(style)  # checked even when the member is absent
         key = self._key_or_none(member)
         if key is None:
@@ -922,10 +922,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        offset = _check_count(offset, "offset")
+        with_meta = check_flag(with_meta, "with_meta")
+        offset = check_count(offset, "offset")
         if limit is not None:
-            limit = _check_count(limit, "limit")
+            limit = check_count(limit, "limit")
         style = self._style(style)  # before the range, as on an in-process board
         span = self._span(min, max, min_inclusive, max_inclusive)
         return self._range(style, with_meta, "score", *span, offset, -1 if limit is None else limit)
@@ -979,11 +979,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         Runtime complexity: O(T log T) for T input entries in all; one round
         trip for the write.
         """
-        from rankengine.board.combine import _board_list
-
-        return _combine(
-            cls, _board_list(boards), weights, aggregate, intersect=False, config=config
-        )
+        return _combine(cls, board_list(boards), weights, aggregate, intersect=False, config=config)
 
     @classmethod
     def intersection(
@@ -1000,9 +996,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         Runtime complexity: O(T log T) for T input entries in all; one round
         trip for the write.
         """
-        from rankengine.board.combine import _board_list
-
-        return _combine(cls, _board_list(boards), weights, aggregate, intersect=True, config=config)
+        return _combine(cls, board_list(boards), weights, aggregate, intersect=True, config=config)
 
     def _load_new(
         self, items: list[tuple[Any, Any]], metas: Mapping[Any, Mapping[str, Any]]
@@ -1067,7 +1061,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     def _attach_log(self, log: str | os.PathLike[str], fsync: FsyncPolicy) -> None:
         # Not rank_style: it is each handle's default, not the board's, and
         # a log directory refuses a style other than the one it stored.
-        durable = Leaderboard.open(log, fsync=fsync, order=self._order, tie_break=self._tie_break)
+        durable = open_board_as(
+            Leaderboard, log, fsync=fsync, order=self._order, tie_break=self._tie_break
+        )
         try:
             self._adopt_log(durable, self._init())
         except BaseException:
@@ -1290,11 +1286,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     def _commit(self, changes: list[Change], expect: Iterable[tuple[Member, Any]] = ()) -> bool:
         """Apply explicit changes (``PUT`` with its own clock, ``DEL``,
         ``META``) in one script, after checking ``expect``: ``(member, score
-        or _MISSING)`` pairs the board must hold.  False (nothing written)
+        or MISSING)`` pairs the board must hold.  False (nothing written)
         when a precondition failed.  Used by sharded batches and replay."""
         ops: list[Any] = []
         for member, expected in expect:
-            if expected is _MISSING:
+            if expected is MISSING:
                 ops.extend(("X", self._member(member), "", "", ""))
             else:
                 ops.extend(("X", self._member(member), *self._format.encode(expected)))
@@ -1465,7 +1461,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         """Check the board's keys and stored settings against this handle's,
         storing them first (``store``) unless the board has some, and return
         the write counter."""
-        from redis.exceptions import ResponseError
+        from redis.exceptions import ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         try:
             stored, writes = self._run(
@@ -1699,7 +1695,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     def _style(self, style: RankStyle | None) -> RankStyle:
         if style is None:
             return self._rank_style
-        _check_style(style)
+        check_style(style)
         return style
 
     def _tie(self, clock: int, member: Member) -> Any:
@@ -1790,18 +1786,18 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         lo, comp, dense = int(result[0]), int(result[2]), int(result[3])
         out: list[Entry] = []
         rank = lo + 1
-        prev: Any = _MISSING
+        prev: Any = MISSING
         shared = 0
         for element, text, kind, data in _quads(result[4:]):
             ok, _, key = self._split_element(element)
             order_key = (float(text), ok)
             if style == "unique":
                 shown = rank
-            elif prev is _MISSING or order_key != prev:
+            elif prev is MISSING or order_key != prev:
                 if style == "competition":
-                    shown = rank if prev is not _MISSING else comp + 1
+                    shown = rank if prev is not MISSING else comp + 1
                 else:
-                    shown = dense + 1 if prev is _MISSING else shared + 1
+                    shown = dense + 1 if prev is MISSING else shared + 1
                 shared = shown
             else:
                 shown = shared
@@ -1822,7 +1818,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             return len(result)
 
     def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
-        count = _check_count(count, "count")
+        count = check_count(count, "count")
         if count == 0:
             return []
         with self._writing():
@@ -1840,14 +1836,14 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         return out
 
     def _state_of(self, members: list[Any]) -> dict[Any, Any]:
-        """Exact current scores of some members (``_MISSING`` when absent)."""
+        """Exact current scores of some members (``MISSING`` when absent)."""
         keys = list(dict.fromkeys(self._member(m) for m in members))
         result = self._run("ENTRIES", "-", "0", *keys)
         out: dict[Any, Any] = {}
         for i, key in enumerate(keys):
             text, element, kind = result[5 * i : 5 * i + 3]
             if text is None:
-                out[decode_member(key)] = _MISSING
+                out[decode_member(key)] = MISSING
             else:
                 ok, _, _ = self._split_element(element)
                 out[decode_member(key)] = self._format.decode(text, ok, kind)
@@ -1861,7 +1857,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         codec = self._codec
         for _ in range(CAS_ATTEMPTS):
             old = self._state_of([member])[member]
-            if old is _MISSING:
+            if old is MISSING:
                 if when == "present":
                     return None
                 base = 0 if codec.columns is None else (0,) * codec.columns
@@ -1871,7 +1867,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
                 base = old
             new = codec.add(base, step, member)
             self._format.encode(new)  # refuse what cannot be stored before writing
-            if old is not _MISSING:
+            if old is not MISSING:
                 if when == "better" and not codec.better(new, old):
                     return None
                 if when == "worse" and not codec.better(old, new):
@@ -1897,8 +1893,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             step_no = 0
             for member, step in pairs:
                 old = current.get(member, before[member])
-                new = codec.add(zero if old is _MISSING else old, step, member)
-                if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                new = codec.add(zero if old is MISSING else old, step, member)
+                if old is not MISSING and codec.primary(new) == codec.primary(old):
                     results[member] = old  # an equal sum (5 + 0.0) keeps the stored score
                     continue
                 results[member] = new
@@ -1923,7 +1919,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         raise RuntimeError(f"incr_many lost {CAS_ATTEMPTS} races in a row")
 
     def _expected(self, old: Any) -> tuple[Any, ...]:
-        return ("", "", "") if old is _MISSING else self._format.encode(old)
+        return ("", "", "") if old is MISSING else self._format.encode(old)
 
 
 # ----------------------------------------------------------------------
@@ -1947,7 +1943,7 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
 
     Runtime complexity: one round trip per server, plus the scripts' work.
     """
-    from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError, TryAgainError
+    from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError, TryAgainError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
     out: list[Any] = [None] * len(calls)
     groups: dict[int, tuple[Any, list[int]]] = {}
@@ -1983,17 +1979,17 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
     return out
 
 
-def _client_from_url(url: str) -> Any:
+def client_from_url(url: str) -> Any:
     """A redis-py client for ``url`` (``redis://host:port/db``); its owner
     closes it.  Runtime complexity: O(1) (it connects at its first command)."""
-    import redis as redis_py
+    import redis as redis_py  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
     return redis_py.Redis.from_url(url)
 
 
 def _pipeline(client: Any, calls: list[Pending]) -> list[Any]:
     """One pipeline of script calls; loads the scripts and retries once on NOSCRIPT."""
-    from redis.exceptions import NoScriptError
+    from redis.exceptions import NoScriptError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
     for attempt in range(2):
         pipe = client.pipeline(transaction=False)
@@ -2015,9 +2011,7 @@ def _check_log(log: object, fsync: object, order: Any, tie_break: object) -> Non
     """Refuse ``log``/``fsync`` values a board could not use, before it goes
     to Redis: a directory, or an open durable board of the same ``order`` and
     ``tie_break`` (anything else would fail only at the first write)."""
-    from rankengine.durable.board import DurableLeaderboard, _check_fsync
-
-    _check_fsync(fsync)
+    check_fsync(fsync)
     if log is None or isinstance(log, (str, os.PathLike)):
         return
     if not isinstance(log, DurableLeaderboard):
@@ -2126,7 +2120,7 @@ def _changes_between(
             put.append((PUT, member, score, clock))
             if meta is not None:
                 metas.append((META, member, meta))
-        elif not _same_meta(current[member][3], meta):
+        elif not same_meta(current[member][3], meta):
             metas.append((META, member, meta))
     return removed + put + metas
 
@@ -2166,8 +2160,6 @@ def _combine(
     config: dict[str, Any],
 ) -> RedisLeaderboard:
     """Union/intersection over any boards with the public API (Redis rules)."""
-    from rankengine.board.combine import _aggregate, _check_new, _weigh, _weight_list
-
     if not inputs:
         raise ValueError("combine needs at least one board")
     for board in inputs:
@@ -2175,7 +2167,7 @@ def _combine(
             raise TypeError(f"can only combine leaderboards, not {type(board).__name__}")
         if not isinstance(board.order, str):
             raise TypeError("composite-score boards cannot be combined with weights")
-    factors = _weight_list(weights, len(inputs))
+    factors = weight_list(weights, len(inputs))
     if aggregate not in ("sum", "min", "max"):
         raise ValueError(f"aggregate must be one of ('sum', 'min', 'max'), not {aggregate!r}")
     first = inputs[0]
@@ -2192,9 +2184,9 @@ def _combine(
     metas: dict[Any, dict[str, Any]] = {}
     for board, weight in zip(inputs, factors, strict=True):
         for entry in board.by_rank(1, -1, with_meta=True):
-            value = _weigh(weight, entry.score, entry.member)
+            value = weigh(weight, entry.score, entry.member)
             if entry.member in totals:
-                totals[entry.member] = _aggregate(
+                totals[entry.member] = aggregate_scores(
                     aggregate, totals[entry.member], value, entry.member
                 )
                 seen[entry.member] += 1
@@ -2206,7 +2198,7 @@ def _combine(
     if intersect:
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
     result = cls(client, name, **settings)
-    _check_new(result, f"name {name!r}")
+    check_new(result, f"name {name!r}")
     # One write, checked before anything is sent: a client that dies leaves
     # the whole result with its metadata, or an empty board.
     try:

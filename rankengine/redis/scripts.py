@@ -183,7 +183,7 @@ class ScriptRunner:
                 self.client.script_load(source)
 
     def __call__(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        from redis.exceptions import NoScriptError, ResponseError
+        from redis.exceptions import NoScriptError, ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         try:
             try:
@@ -208,7 +208,7 @@ class ScriptRunner:
 
         Runtime complexity: O(1) round trips besides the scripts' own work.
         """
-        from redis.exceptions import NoScriptError
+        from redis.exceptions import NoScriptError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         for attempt in range(2):
             pipe = self.client.pipeline(transaction=True)
