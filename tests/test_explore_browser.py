@@ -68,6 +68,10 @@ return {
 """
 
 
+#: Steps forwards with the page's own button, from its script.
+NEXT = 'document.getElementById("next").click();'
+
+
 def _make() -> Explorer:
     return Explorer(SCORES, seed=SEED)
 
@@ -243,25 +247,40 @@ def _frames(driver: Any) -> int:
 
 
 def _walk(driver: Any, checker: Checker, shot: Path | None) -> None:
-    """Step through every frame forwards, checking each; then back once."""
+    """Step through every frame forwards, checking each; then back: the
+    button, the left arrow key and Home show the frames seen before.
+
+    The first step forwards is a real click; the later ones click the
+    button from the page's script and read the frame in the same round
+    trip (the same handler runs; the suite stays fast)."""
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
     n = _frames(driver)
-    first_dom = driver.execute_script(READ)
+    seen = [driver.execute_script(READ)]
     shot_taken = False
     for i in range(n):
-        dom = first_dom if i == 0 else driver.execute_script(READ)
+        dom = seen[i]
         assert dom["frameno"] == f"{i + 1} / {n}"
         checker.frame(dom)
         if shot is not None and not shot_taken and dom["kind"] in ("table", "result"):
             driver.save_screenshot(str(shot))
             shot_taken = True
-        if i < n - 1:
+        if i == 0 and n > 1:
             driver.find_element(By.ID, "next").click()
-    # backwards: one step back shows the previous frame again
+            seen.append(driver.execute_script(READ))
+        elif i < n - 1:
+            seen.append(driver.execute_script(NEXT + READ))
+    assert driver.find_element(By.ID, "next").get_attribute("disabled") is not None
+    if n < 3:
+        return
     driver.find_element(By.ID, "prev").click()
-    back = driver.execute_script(READ)
-    assert back["frameno"] == f"{n - 1} / {n}"
+    assert driver.execute_script(READ) == seen[n - 2]
+    ActionChains(driver).send_keys(Keys.ARROW_LEFT).perform()
+    assert driver.execute_script(READ) == seen[n - 3]
+    ActionChains(driver).send_keys(Keys.HOME).perform()
+    assert driver.execute_script(READ) == seen[0]
 
 
 def _shots(name: str) -> Path | None:

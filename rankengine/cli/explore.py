@@ -177,6 +177,8 @@ def read_board(path: str) -> list[tuple[str | None, int | float]]:
     lines ``name,score`` / ``name score`` (blank lines and ``#`` comments
     skipped).
 
+    Runtime complexity: O(size of the file)
+
     :raises ValueError: for a score that is not a finite number, a name
         given twice, or a file in neither form.
     """
@@ -273,7 +275,10 @@ def make_server(
     live board: ``GET /`` the page (``ops`` and the scenarios already
     run), ``POST /api/op`` one operation, ``POST /api/board`` a new board
     with ``p``/``max_level``; errors come back as ``{"error": ...}`` with
-    status 400 and change nothing.  Call ``serve_forever()`` on it."""
+    status 400 and change nothing.  Call ``serve_forever()`` on it.
+
+    Runtime complexity: O(N * level) per operation served
+    """
     first = board_data(explorer, ops)
     live = _Live(explorer)
     choices = {

@@ -178,7 +178,10 @@ def _json_value(value: Any) -> Any:
 
 
 def trace_json(trace: Trace) -> dict[str, Any]:
-    """A :class:`Trace` as plain JSON (steps as ``[level, src, dst, span, rank]``)."""
+    """A :class:`Trace` as plain JSON (steps as ``[level, src, dst, span, rank]``).
+
+    Runtime complexity: O(steps + level)
+    """
     return {
         "steps": [[s.level, s.src, s.dst, s.span, s.rank] for s in trace.steps],
         "drops": [list(d) for d in trace.drops()],
@@ -391,7 +394,10 @@ class Explorer:
     # ------------------------------------------------------------------
 
     def board(self) -> dict[str, Any]:
-        """The board now: its shape, sorted blocks, histogram and settings."""
+        """The board now: its shape, sorted blocks, histogram and settings.
+
+        Runtime complexity: O(N * level)
+        """
         shape = shape_of(self.sl, self.label)
         return {
             "p": self.p,

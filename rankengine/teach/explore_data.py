@@ -165,7 +165,10 @@ def _slim(record: dict[str, Any]) -> dict[str, Any]:
 def board_data(ex: Explorer, ops: Sequence[dict[str, Any]], *, full: bool = True) -> dict[str, Any]:
     """One board of the page: its state now, the recorded ``ops`` (run
     first, in order), then :func:`scenarios` (all of them with ``full``,
-    else a search, an insert and a delete)."""
+    else a search, an insert and a delete).
+
+    Runtime complexity: O(operations * N * level)
+    """
     start = ex.board()
     records = [ex.run(op) for op in ops]
     if full:

@@ -111,6 +111,7 @@ _BODY: Final = """
   <span><i class="sw" style="background:#1565c0"></i>where the walk stands</span>
   <span><i class="sw" style="background:#e67e00"></i>links whose span changed</span>
   <span>the number on a link is its span: level-0 steps it jumps</span>
+  <span>keys: &larr; &rarr; step, Home / End, space plays</span>
  </div>
  <div id="opbox">
   <h2>Your own operation</h2>
@@ -120,7 +121,7 @@ _BODY: Final = """
    <option value="rank">rank of member</option><option value="at">entry at rank</option></select>
    <label>score <input id="score" type="number" step="any"></label>
    <label>new <input id="newscore" type="number" step="any"></label>
-   <label>member <input id="member" type="text"></label>
+   <label>member <input id="member" type="text" placeholder="or by name"></label>
    <label>rank <input id="rankin" type="number" min="1"></label>
    <label>height <input id="height" type="number" min="1"></label>
    <button id="run" type="submit">run</button>
@@ -379,7 +380,16 @@ $("next").onclick = () => go(S.frame + 1);
 $("prev").onclick = () => go(S.frame - 1);
 $("first").onclick = () => go(0);
 $("last").onclick = () => go(frames().length - 1);
-$("scenario").onchange = () => { if (timer !== null) play(); S.op = Number($("scenario").value); S.frame = 0; fillScenarios(); render(); };
+$("scenario").onchange = () => { if (timer !== null) play(); S.op = Number($("scenario").value); S.frame = 0; fillScenarios(); render(); $("scenario").blur(); };
+// the fields an operation reads: the others are hidden
+const FIELDS = {insert: ["score", "member", "height"], delete: ["score", "member"], search: ["score", "member"],
+  update: ["score", "member", "newscore"], rank: ["member"], at: ["rankin"]};
+function showFields() {
+  for (const id of ["score", "newscore", "member", "rankin", "height"])
+    $(id).parentElement.style.display = FIELDS[$("op").value].includes(id) ? "" : "none";
+}
+$("op").onchange = showFields;
+showFields();
 $("newboard").onclick = newBoard;
 $("play").onclick = play;
 $("fit").onchange = () => document.body.classList.toggle("fit", $("fit").checked);

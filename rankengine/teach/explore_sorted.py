@@ -121,18 +121,27 @@ class SortedMirror:
         self.tally.reset()
 
     def entries(self) -> list[Entry3]:
-        """The entries, scores unwrapped."""
+        """The entries, scores unwrapped.
+
+        Runtime complexity: O(N)
+        """
         return [(_raw(p), t, m) for p, t, m in self.index.iter_range(0, len(self.index))]
 
     def check(self, entries: list[Entry3]) -> None:
-        """The index is sound and holds ``entries``."""
+        """The index is sound and holds ``entries``.
+
+        Runtime complexity: O(N)
+        """
         self.index._check()
         assert self.entries() == entries, (self.entries(), entries)
 
     def blocks(self) -> dict[str, Any]:
         """The layout: scores and members per block, the block maxima, the
         cached offsets still exact, the positional tree (empty until a
-        look-up needs it)."""
+        look-up needs it).
+
+        Runtime complexity: O(N)
+        """
         index = self.index
         return {
             "scores": [[_raw(p) for p in block] for block in index._lists],
