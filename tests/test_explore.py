@@ -14,7 +14,7 @@ import pytest
 from rankengine import Leaderboard
 from rankengine.cli.main import main
 from rankengine.index.skiplist import SkipList
-from rankengine.teach.explore import STEP_KINDS, Explorer, histogram
+from rankengine.teach.explore import MAX_SIZE, STEP_KINDS, Explorer, histogram
 from rankengine.teach.explore_data import static_data
 from rankengine.teach.notebook import MAX_DRAWN, html_of
 from rankengine.teach.viz import shape_of, teaching_list
@@ -92,6 +92,13 @@ def test_bad_operations_change_nothing() -> None:
             ex.run(op)
         assert shape_of(ex.sl) == before
         ex._check()
+
+
+def test_a_full_board_refuses_an_insert() -> None:
+    ex = Explorer.random(MAX_SIZE, seed=1)
+    with pytest.raises(ValueError, match="full"):
+        ex.run({"op": "insert", "score": 1})
+    assert len(ex.sl) == MAX_SIZE
 
 
 def test_histogram_expectation() -> None:

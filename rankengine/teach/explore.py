@@ -491,6 +491,8 @@ class Explorer:
         return record
 
     def _insert(self, op: dict[str, Any], before: Shape) -> dict[str, Any]:
+        if len(self.sl) >= MAX_SIZE:
+            raise ValueError(f"the board is full ({MAX_SIZE} entries: the page draws every node)")
         score = _number(op.get("score"), "score")
         tie = self._next_tie
         member = op.get("member")
