@@ -126,6 +126,15 @@ def test_cli_writes_one_self_contained_page(tmp_path: Path, capsys: Any) -> None
     assert "written to" in capsys.readouterr().out
     data = json.loads(html.split('id="data">')[1].split("</script>")[0].replace("<\\/", "</"))
     assert data["boards"][0]["ops"][0]["title"] == "Insert 20"
+    changes = data["boards"][0]["ops"][0]["skiplist"]["changes"]
+    assert {"level": 0, "node": "20", "old": None, "new": 1, "why": "the rest of the old link"} in (
+        changes
+    )
+    raw = tmp_path / "page.json"
+    assert (
+        main(["explore", "30", "10", "50", "--seed", "8", "-o", str(out), "--json", str(raw)]) == 0
+    )
+    assert json.loads(raw.read_text(encoding="utf-8"))["boards"][0]["board"]["seed"] == 8
 
 
 @pytest.mark.parametrize(

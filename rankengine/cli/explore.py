@@ -110,6 +110,12 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help=f"the page to write (default: {DEFAULT_OUTPUT}; with --serve, none)",
     )
+    p.add_argument(
+        "--json",
+        type=output_path,
+        metavar="FILE",
+        help="also write the page's data (boards, operations, frames) as JSON",
+    )
     p.add_argument("--serve", action="store_true", help="serve the page on 127.0.0.1")
     p.add_argument(
         "--port",
@@ -225,7 +231,12 @@ def _explore(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             server.server_close()
         return 0
     path = args.output or DEFAULT_OUTPUT
-    size = _write(path, static_data(explorer, args.do))
+    data = static_data(explorer, args.do)
+    if args.json is not None:
+        with output_file(args.json) as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+    size = _write(path, data)
     print(f"Explorer written to {path} ({size:,} bytes); open it in a browser.")
     return 0
 

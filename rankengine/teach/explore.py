@@ -611,6 +611,10 @@ class Explorer:
                 "frames": frames.frames,
                 "text": story.text,
                 "in_place": story.in_place,
+                "changes": [
+                    {"level": c.level, "node": c.node, "old": c.old, "new": c.new, "why": c.why}
+                    for c in story.changes
+                ],
             },
             "sorted": sorted_side,
             "cost": {"skiplist": count, "sorted": sorted_side["cost"]},
