@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankengine import Leaderboard
 from rankengine.cli.main import main
@@ -236,3 +238,52 @@ def test_frames_name_the_comparison() -> None:
     compared = [f["compare"] for f in frames if f["kind"] in ("cross", "drop")]
     assert all(c in f["text"] for c, f in zip(compared, frames[2:], strict=False))
     assert compared[0].startswith("0 + ") and compared[0].endswith("<= 7")
+
+
+@st.composite
+def _boards(draw: Any) -> tuple[list[Any], int, float, list[tuple[str, Any]]]:
+    scores = draw(st.lists(st.one_of(st.integers(1, 9), st.integers(1, 60)), max_size=14))
+    max_level = draw(st.sampled_from([1, 2, 3, 32]))
+    p = draw(st.sampled_from([0.75, 0.5, 0.25]))
+    ops = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["insert", "delete", "search", "update", "rank", "at"]),
+                st.integers(0, 1000),
+            ),
+            max_size=8,
+        )
+    )
+    return scores, max_level, p, ops
+
+
+@settings(max_examples=40, deadline=None)
+@given(_boards())
+def test_any_operation_sequence_narrates_and_checks(board: Any) -> None:
+    """Every operation on every board (ties, tiny max levels) narrates; the
+    narration's own checks and both structures' ``_check`` hold after each."""
+    scores, max_level, p, ops = board
+    ex = Explorer(scores, p=p, max_level=max_level, seed=len(scores))
+    for kind, pick in ops:
+        entries = list(ex.sl)
+        if not entries or kind == "insert":
+            op: dict[str, Any] = {"op": "insert", "score": pick % 30}
+        else:
+            score, _, member = entries[pick % len(entries)]
+            if kind == "update":
+                op = {"op": "update", "member": member, "new": pick % 30}
+            elif kind == "at":
+                op = {"op": "at", "rank": pick % len(entries) + 1}
+            elif kind == "rank":
+                op = {"op": "rank", "member": member}
+            else:
+                op = {"op": kind, "score": score}
+        record = ex.run(op)
+        _replay(record)
+        if kind in ("search", "rank", "at") and entries:
+            layout = record["sorted"]["before"]
+            for column, block, slot in record["sorted"]["reads"]:
+                if column in ("p", "t", "m"):
+                    assert 0 <= slot < len(layout["scores"][block])
+                elif column == "maxes":
+                    assert 0 <= slot < len(layout["maxes"])

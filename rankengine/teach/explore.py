@@ -458,7 +458,7 @@ class Explorer:
         elif kind == "update":
             key = self._key(op)
             new = (_number(op.get("new"), "new"), key[1])
-            if any((p, t) == new for p, t, _ in self.sl):
+            if new != key and any((p, t) == new for p, t, _ in self.sl):
                 raise ValueError(f"key {new!r} is already present")
             count = count_skiplist(before, "move", key, new)
             sorted_side = self.sorted.run("move", key, new)
