@@ -344,6 +344,29 @@ def test_the_page_shows_the_narration_frame_by_frame(browser: Any, tmp_path: Pat
         )
 
 
+def test_a_named_board_is_labelled_with_names(browser: Any, tmp_path: Path) -> None:
+    """Nodes labelled with members: a recorded insert and a score change."""
+    from selenium.webdriver.support.ui import Select
+
+    names = ["ann", "bob", "cid", "dee", "eve", "fay"]
+    scores = [120, 80, 95, 60, 140, 110]
+    ops = [parse_op("insert gus=100@2"), parse_op("update 80 130")]
+    data = static_data(Explorer(scores, members=names, seed=SEED), ops)
+    page = tmp_path / "named.html"
+    page.write_text(page_html(data), encoding="utf-8")
+    browser.get(page.as_uri())
+    reference = Reference()
+    reference.ex = Explorer(scores, members=names, seed=SEED)
+    reference.next_tie = len(scores)
+    for index, record in enumerate(data["boards"][0]["ops"][:2]):
+        Select(browser.find_element("id", "scenario")).select_by_index(index)
+        before, told = reference.perform(record["op"])
+        assert "gus" in before.labels or index == 0
+        _walk(browser, Checker(before, told), None)
+    dom = browser.execute_script(READ)
+    assert "gus" in dom["labels"] and "bob" in dom["labels"]
+
+
 def test_another_p_is_a_pregenerated_board(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
