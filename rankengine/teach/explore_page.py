@@ -299,6 +299,8 @@ function render() {
   const trace = f.trace ? sl.traces[f.trace] : null;
   drawSkip(shape, f, trace);
   drawHistogram(sl.histograms[f.shape] || sl.histograms.before);
+  const b = board().board;
+  $("boardinfo").textContent = `${shape.labels.length - 2} entries, ${shape.heights[0]} levels, p = ${b.p}, max level ${b.max_level}, seed ${b.seed}`;
   drawSorted(rec, f);
   $("title").textContent = rec.title;
   $("frameno").textContent = `${S.frame + 1} / ${fs.length}`;
@@ -329,8 +331,6 @@ function fillScenarios() {
     sel.appendChild(o);
   });
   sel.value = S.op;
-  const sh = b.board.shape;
-  $("boardinfo").textContent = `${sh.labels.length - 2} entries, ${sh.heights[0]} levels, p = ${b.board.p}, max level ${b.board.max_level}, seed ${b.board.seed}`;
 }
 function fillSettings() {
   const ps = [...new Set(DATA.choices.p)], ms = [...new Set(DATA.choices.max_level)];
