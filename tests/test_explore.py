@@ -18,6 +18,7 @@ from rankengine.cli.main import main
 from rankengine.index.skiplist import SkipList
 from rankengine.teach.explore import MAX_SIZE, STEP_KINDS, Explorer, histogram
 from rankengine.teach.explore_data import static_data
+from rankengine.teach.explore_page import page_html
 from rankengine.teach.notebook import MAX_DRAWN, html_of
 from rankengine.teach.viz import shape_of, teaching_list
 
@@ -287,3 +288,9 @@ def test_any_operation_sequence_narrates_and_checks(board: Any) -> None:
                     assert 0 <= slot < len(layout["scores"][block])
                 elif column == "maxes":
                     assert 0 <= slot < len(layout["maxes"])
+
+
+def test_the_largest_board_makes_a_page_under_budget() -> None:
+    data = static_data(Explorer.random(MAX_SIZE, seed=4))
+    assert len(page_html(data).encode()) < 300_000
+    assert all(r["op"]["op"] != "insert" for r in data["boards"][0]["ops"])  # it is full

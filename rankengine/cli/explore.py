@@ -39,6 +39,8 @@ __all__ = ["make_server", "read_board", "register"]
 DEFAULT_SEED: Final = 7
 #: Where the page is written when no ``-o`` is given.
 DEFAULT_OUTPUT: Final = "skiplist-explorer.html"
+#: A page heavier than this gets a note (the issue's budget for a USB stick page).
+PAGE_BUDGET: Final = 300_000
 #: The largest request body the server reads (an operation is a few dozen bytes).
 MAX_BODY: Final = 4096
 
@@ -238,6 +240,10 @@ def _explore(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             f.write("\n")
     size = _write(path, data)
     print(f"Explorer written to {path} ({size:,} bytes); open it in a browser.")
+    if size > PAGE_BUDGET:
+        print(
+            f"(over {PAGE_BUDGET // 1000} KB: fewer entries or --do operations make a lighter page)"
+        )
     return 0
 
 

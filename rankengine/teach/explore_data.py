@@ -16,16 +16,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from rankengine.teach.explore import Explorer
+from rankengine.teach.explore import MAX_SIZE, Explorer
 from rankengine.teach.viz import shape_of
 
-__all__ = ["OTHER_MAX_LEVELS", "OTHER_PS", "parse_op", "scenarios", "static_data"]
+__all__ = [
+    "OTHER_MAX_LEVELS",
+    "OTHER_PS",
+    "SMALL_BOARD",
+    "board_data",
+    "parse_op",
+    "scenarios",
+    "static_data",
+]
 
 #: Level probabilities a static page has boards for (the server takes any).
 OTHER_PS: Final = (0.5, 0.25, 0.125)
 #: Max levels a static page has boards for, besides the board's own: a low
 #: cap crowds the top level.
 OTHER_MAX_LEVELS: Final = (3,)
+#: Boards up to this size get an insert and a delete on their other-``p``
+#: boards too; larger ones only a search, which keeps a page of 60 entries
+#: under 300 KB (each narrated write of a large board is ~10 KB).
+SMALL_BOARD: Final = 30
 
 
 def parse_op(text: str) -> dict[str, Any]:
@@ -116,6 +128,8 @@ def scenarios(ex: Explorer) -> list[dict[str, Any]]:
     out.append(ex.run({"op": "rank", "member": e[n // 3][2]}))
     if n < 4:
         return out
+    if n >= MAX_SIZE:
+        return out  # a full board takes no insert
     m = n // 2
     new_score = _between(e[m - 1][0], e[m][0])
     height = min(ex.max_level, max(2, ex.sl.level))
@@ -165,7 +179,8 @@ def _slim(record: dict[str, Any]) -> dict[str, Any]:
 def board_data(ex: Explorer, ops: Sequence[dict[str, Any]], *, full: bool = True) -> dict[str, Any]:
     """One board of the page: its state now, the recorded ``ops`` (run
     first, in order), then :func:`scenarios` (all of them with ``full``,
-    else a search, an insert and a delete).
+    else a search, and an insert and a delete up to :data:`SMALL_BOARD`
+    entries).  A full board (``MAX_SIZE``) gets no insert.
 
     Runtime complexity: O(operations * N * level)
     """
@@ -179,17 +194,19 @@ def board_data(ex: Explorer, ops: Sequence[dict[str, Any]], *, full: bool = True
             records.append(ex.run({"op": "insert", "score": 10}))
         else:
             records.append(ex.run({"op": "search", "score": e[len(e) // 2][0]}))
-            records.append(ex.run({"op": "insert", "score": _between(e[0][0], e[-1][0]) + 0.5}))
-            tallest = max(ex.sl, key=lambda entry: _height_of(ex, entry))
-            records.append(ex.run({"op": "delete", "member": tallest[2]}))
+            if len(e) <= SMALL_BOARD:
+                middle = _between(e[0][0], e[-1][0]) + 0.5
+                records.append(ex.run({"op": "insert", "score": middle}))
+                tallest = max(ex.sl, key=lambda entry: _height_of(ex, entry))
+                records.append(ex.run({"op": "delete", "member": tallest[2]}))
     return {"board": start, "ops": [_slim(r) for r in records], "recorded": len(ops)}
 
 
 def static_data(ex: Explorer, ops: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The data of a static page: ``ex`` with ``ops`` and the scenarios,
     then the same scores with heights drawn for each other ``p`` of
-    :data:`OTHER_PS` and max level of :data:`OTHER_MAX_LEVELS` (a search,
-    an insert and a delete each).
+    :data:`OTHER_PS` and max level of :data:`OTHER_MAX_LEVELS` (a search
+    each, an insert and a delete on small boards).
 
     Runtime complexity: O(boards * operations * N * level)
     """
