@@ -28,7 +28,9 @@ import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from rankengine.board.core import BoardCore
 from rankengine.board.leaderboard import Entry, Leaderboard
+from rankengine.index.skiplist import SkipList
 
 if TYPE_CHECKING:
     from rankengine.board.packed import PackedScore
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
         RecordTooLargeError,
         TornTailError,
     )
-    from rankengine.index.skiplist import SkipList
     from rankengine.index.sortedlist import SortedListIndex
     from rankengine.redis.board import RedisLeaderboard
     from rankengine.sharded.board import ShardedLeaderboard
@@ -153,6 +154,21 @@ class _StoreAlias:
 
 Leaderboard.open = _StoreAlias("open")  # type: ignore[assignment]
 Leaderboard.connect = _StoreAlias("connect")  # type: ignore[assignment]
+
+
+def _repr_html_(self: Any) -> str:
+    """How a notebook (Jupyter) shows a skip list or an in-process board:
+    the skip list's SVG picture while it is small, else a summary or the
+    best entries (:func:`rankengine.teach.notebook.html_of`).  Attached
+    here, in the package root, for the reason the aliases above are: the
+    pictures are built on the index and board packages, which must not
+    import them."""
+    notebook = importlib.import_module("rankengine.teach.notebook")
+    return str(notebook.html_of(self))
+
+
+BoardCore._repr_html_ = _repr_html_  # type: ignore[attr-defined]
+SkipList._repr_html_ = _repr_html_  # type: ignore[attr-defined]
 
 
 def __getattr__(name: str) -> Any:

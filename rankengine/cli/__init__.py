@@ -2,8 +2,8 @@
 
 Owns the entry point (``main``), shared argument types (``args``), output
 files (``files``), the log tools (``log``: inspect, verify, repair, replay),
-trending (``trending``), the skip-list pictures (``viz``) and the demo
-(``demo``).
+trending (``trending``), the skip-list pictures (``viz``), the explorer
+page and its server (``explore``) and the demo (``demo``).
 
 May import: every other package; nothing imports it.
 """

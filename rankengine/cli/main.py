@@ -32,6 +32,7 @@ __all__ = ["EXIT_INTERRUPTED", "interrupted", "main", "reader_gone"]
 COMMAND_MODULES: Final = (
     "rankengine.cli.demo",
     "rankengine.cli.viz",
+    "rankengine.cli.explore",
     "rankengine.cli.log",
     "rankengine.cli.trending",
 )

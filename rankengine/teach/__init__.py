@@ -1,8 +1,10 @@
 """Teaching: pictures and narration of the skip list.
 
-Owns the text and SVG pictures (``viz``) and the step-by-step narration of
+Owns the text and SVG pictures (``viz``), the step-by-step narration of
 searches, inserts, deletes and score changes that checks itself against the
-real list (``narrate``).
+real list (``narrate``), the explorer's data, counted costs, scenarios and
+page (``explore``, ``explore_count``, ``explore_sorted``, ``explore_data``,
+``explore_page``) and the notebook pictures (``notebook``).
 
 May import: :mod:`rankengine.index` and :mod:`rankengine.board`.
 """
