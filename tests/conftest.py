@@ -201,8 +201,11 @@ def repair_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]
     import rankengine.durable.board as durable_module
     import rankengine.durable.manifest as manifest_module
     import rankengine.durable.options as options_module
+    import rankengine.durable.repair as repair_module
 
-    return _record_fsyncs(monkeypatch, manifest_module, durable_module, options_module)
+    return _record_fsyncs(
+        monkeypatch, manifest_module, repair_module, durable_module, options_module
+    )
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from rankengine.durable.manifest import verify
+from rankengine.durable.verify import verify
 
 sys.path.insert(0, str(Path(__file__).parent))
 from acked_child import AckedChild

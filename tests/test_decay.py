@@ -370,7 +370,7 @@ def test_a_crash_while_deleting_the_old_base_leaves_no_half_deleted_epoch(
     """Killed while a re-base deletes the old base: no ``epoch-*`` directory
     is left half deleted (one that ``rankengine verify`` calls damaged), and
     the reopen keeps the new base."""
-    from rankengine.durable.manifest import verify
+    from rankengine.durable.verify import verify
 
     clock = FakeClock(1_796_000_000.0)
     path = tmp_path / "hot"

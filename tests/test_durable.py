@@ -34,9 +34,10 @@ from rankengine.durable import board as durable_module
 from rankengine.durable import eventlog as eventlog_module
 from rankengine.durable import manifest as manifest_module
 from rankengine.durable import records as records_module
+from rankengine.durable import repair as repair_module
 from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
 from rankengine.durable.eventlog import MAPPED_SEGMENTS, SegmentWriter
-from rankengine.durable.manifest import read_manifest, repair, segment_name, verify
+from rankengine.durable.manifest import read_manifest, segment_name
 from rankengine.durable.records import (
     CorruptionError,
     LogError,
@@ -44,6 +45,8 @@ from rankengine.durable.records import (
     TornTailError,
     TornTailWarning,
 )
+from rankengine.durable.repair import repair
+from rankengine.durable.verify import verify
 from rankengine.timed.periodic import PeriodicLeaderboard
 
 BACKENDS: list[Any] = ["sortedlist", "skiplist", ListIndex]
@@ -1213,7 +1216,7 @@ def test_a_repair_step_that_fails_says_what_was_done_and_where(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(manifest_module, "write_manifest", broken)
+    monkeypatch.setattr(repair_module, "write_manifest", broken)
     backup = tmp_path.parent / "saved"
     with pytest.raises(LogError) as info:
         repair(str(tmp_path), backup_dir=str(backup))

@@ -244,11 +244,13 @@ def atheris_main() -> None:  # pragma: no cover - run by hand
 
     import rankengine.durable.eventlog
     import rankengine.durable.manifest
+    import rankengine.durable.records
     import rankengine.durable.snapshot
 
     # coverage feedback for the readers only (instrument_all takes minutes)
     for module in (
         rankengine.durable.eventlog,
+        rankengine.durable.records,
         rankengine.durable.snapshot,
         rankengine.durable.manifest,
     ):

@@ -22,8 +22,9 @@ import pytest
 
 from rankengine import Entry, Leaderboard
 from rankengine.durable.board import DurableLeaderboard
-from rankengine.durable.manifest import LOCK_NAME, verify
+from rankengine.durable.manifest import LOCK_NAME
 from rankengine.durable.records import LogError
+from rankengine.durable.verify import verify
 from rankengine.timed.decay import DecayedLeaderboard
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.window import SlidingWindowLeaderboard

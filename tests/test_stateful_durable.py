@@ -51,8 +51,8 @@ from test_stateful import (
 
 from rankengine import Leaderboard
 from rankengine.durable.board import DurableLeaderboard, rebuild
-from rankengine.durable.manifest import verify
 from rankengine.durable.records import LogError
+from rankengine.durable.verify import verify
 
 DURABLE_BACKENDS = ["sortedlist", "skiplist"]
 OTHER_BACKEND = {"sortedlist": "skiplist", "skiplist": "sortedlist"}

@@ -59,15 +59,10 @@ from rankengine.cli.args import ArgumentParser, non_negative, output_path
 from rankengine.cli.files import output_file
 from rankengine.cli.main import interrupted, reader_gone
 from rankengine.durable.board import rebuild
-from rankengine.durable.manifest import (
-    MANIFEST_NAME,
-    Report,
-    board_files,
-    read_manifest,
-    repair,
-    verify,
-)
+from rankengine.durable.manifest import MANIFEST_NAME, read_manifest
 from rankengine.durable.records import LogError, RecoveryWarning
+from rankengine.durable.repair import repair
+from rankengine.durable.verify import Report, board_files, verify
 
 __all__ = ["main", "register"]
 

@@ -46,7 +46,7 @@ from typing import Any, Final, TextIO
 
 from rankengine.cli.args import HelpFormatter, positive
 from rankengine.cli.main import EXIT_INTERRUPTED
-from rankengine.durable.manifest import ctrl_c_held
+from rankengine.durable.repair import ctrl_c_held
 from rankengine.trending.topk import TopK
 
 __all__ = ["register", "run"]

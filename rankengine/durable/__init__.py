@@ -2,8 +2,9 @@
 
 Owns the record format and errors (``records``), the segments
 (``eventlog``), snapshots
-(``snapshot``), the directory's manifest, lock, verify and repair
-(``manifest``), and the durable board that logs every change before it is
+(``snapshot``), the directory's manifest and lock (``manifest``), the
+checks of ``rankengine verify`` (``verify``) and ``rankengine repair``
+(``repair``), and the durable board that logs every change before it is
 acknowledged (``board``).
 
 May import: :mod:`rankengine.board` and :mod:`rankengine.index`.

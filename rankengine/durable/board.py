@@ -66,7 +66,6 @@ from rankengine.durable.manifest import (
     SNAPSHOT_RE,
     DirectoryLock,
     Manifest,
-    creation_leftovers,
     read_manifest,
     segment_name,
     snapshot_name,
@@ -102,6 +101,7 @@ from rankengine.durable.records import (
     crash_point,
 )
 from rankengine.durable.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
+from rankengine.durable.verify import creation_leftovers
 
 __all__ = [
     "BOARD_SETTINGS",

@@ -54,6 +54,7 @@ what was damaged.
 A torn tail is cut off on open (with a warning, or refused on request);
 damage refuses to open and names the file and offset.
 
+>>> from rankengine.durable.records import FRAME_HEADER_BYTES, decode_record, encode_record, frame
 >>> payload = encode_record(1, 1_700_000_000_000, [(0, "ann", 10, 1)])
 >>> data = frame(payload)
 >>> len(data) - len(payload)
@@ -334,6 +335,7 @@ class SegmentReader:
     None).  Damage raises :class:`CorruptionError`.
 
     >>> import tempfile, os
+    >>> from rankengine.durable.records import encode_record, frame
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = os.path.join(tmp, "log.seg")
     ...     w = SegmentWriter.create(path, {"first_seq": 1})
@@ -600,6 +602,7 @@ class MappedSegmentWriter(SegmentWriter):
     it to simulate a full disk.
 
     >>> import tempfile, os
+    >>> from rankengine.durable.records import encode_record, frame
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     path = os.path.join(tmp, "log.seg")
     ...     w = MappedSegmentWriter.create(path, {"first_seq": 1})
