@@ -2,7 +2,8 @@
 
 Owns the :class:`OrderedIndex` protocol (``protocol``) and its two backends:
 the skip list with span widths (``skiplist``, the teaching text, Redis's
-design) and the ``sortedcontainers``-backed index (``sortedlist``, the speed
+design; its node layout in ``skipnode`` and its extras in
+``skiplist_extras``) and the ``sortedcontainers``-backed index (``sortedlist``, the speed
 backend).
 
 May import: nothing else in rankengine.

@@ -1,0 +1,153 @@
+"""A/B: an index backend as it is now against the same backend at a git ref.
+
+Usage (from the repository root)::
+
+    python bench/ab_index.py                        # skiplist: main vs this tree, --quick
+    python bench/ab_index.py --ref HEAD~1 --backend sortedlist -- --workloads mixed,rank
+
+The ``rankengine/index/`` package of ``--ref`` is read with ``git show``
+into a private package (its ``rankengine.index`` imports renamed: the index
+package imports nothing else of rankengine), and both versions join
+``bench/compare.py`` as two more systems, ``<backend>@<ref>`` and
+``<backend>@work``, each a :class:`rankengine.Leaderboard` of this tree
+over that version of the index, with node heights drawn from the same seed.
+So the A/B runs in one process, interleaved slice by slice with the peers
+(``pyskiplist`` and the naive recipe are included for the ratios), and only
+the index differs.  Arguments after ``--`` go to ``bench/compare.py``
+(default: ``--quick --workloads mixed,rank,top10``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # run from a checkout without installing
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import compare  # noqa: E402
+import peers  # noqa: E402
+
+#: The seed of every A/B board's node heights (skip list): both versions
+#: draw the same heights, so they hold the same shape.
+SEED = 2024
+
+#: The index class each backend name stands for, in ``rankengine.index``.
+CLASSES = {"skiplist": ("skiplist", "SkipList"), "sortedlist": ("sortedlist", "SortedListIndex")}
+
+#: The private package name the ref's ``rankengine/index`` is loaded as.
+REF_PACKAGE = "_ab_ref_index"
+
+
+def load_ref_index(ref: str, into: Path) -> None:
+    """Write ``rankengine/index/*.py`` at ``ref`` under ``into/REF_PACKAGE``,
+    its own imports renamed, and put ``into`` on ``sys.path``."""
+    names = subprocess.run(
+        ["git", "ls-tree", "--name-only", ref, "rankengine/index/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    package = into / REF_PACKAGE
+    package.mkdir()
+    for name in names:
+        if not name.endswith(".py"):
+            continue
+        text = subprocess.run(
+            ["git", "show", f"{ref}:{name}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+        (package / Path(name).name).write_text(text.replace("rankengine.index", REF_PACKAGE))
+    sys.path.insert(0, str(into))
+
+
+def factory(module: str, cls: str) -> Callable[[], Any]:
+    """A no-argument factory of ``module.cls`` (seeded for a skip list)."""
+    index_class = getattr(__import__(module, fromlist=[cls]), cls)
+    if cls == "SkipList":
+        return lambda: index_class(random.Random(SEED))
+    return index_class  # type: ignore[no-any-return]
+
+
+def system(name: str, make_index: Callable[[], Any]) -> type[peers.System]:
+    """A ``compare.py`` system: a Leaderboard of this tree over ``make_index``."""
+
+    class AB(peers.RankEngine):
+        unsupported = frozenset({"recovery", "durable-mixed"})
+
+        def __init__(self) -> None:
+            from rankengine import Leaderboard
+
+            self.board = Leaderboard(backend=make_index)
+            self._bind()
+
+    AB.name = name
+    AB.__name__ = AB.__qualname__ = f"AB_{name}"
+    return AB
+
+
+def summary(runs: list[dict[str, Any]], work: str, ref: str, peer: str) -> str:
+    """work / ref and work / peer, median over median, per (workload, N)."""
+    median = {
+        (r["workload"], r["n"], r["system"]): r["ops_per_s"]["median"]
+        for r in runs
+        if r["ops_per_s"] is not None
+    }
+    lines = [f"\n{'workload':14} {'N':>9} {work + ' / ' + ref:>28} {work + ' / ' + peer:>28}"]
+    for workload, n in sorted({(w, n) for w, n, _ in median}):
+        mine = median.get((workload, n, work))
+        if mine is None:
+            continue
+        cells = [
+            f"{mine / median[workload, n, other]:.3f}x" if (workload, n, other) in median else "-"
+            for other in (ref, peer)
+        ]
+        lines.append(f"{workload:14} {n:>9,} {cells[0]:>28} {cells[1]:>28}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    split = argv.index("--") if "--" in argv else len(argv)
+    ours, theirs = argv[:split], argv[split + 1 :]
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ref", default="main", help="the git ref to compare with (default main)")
+    p.add_argument("--backend", choices=sorted(CLASSES), default="skiplist")
+    args = p.parse_args(ours)
+    module, cls = CLASSES[args.backend]
+    with tempfile.TemporaryDirectory() as tmp:
+        load_ref_index(args.ref, Path(tmp))
+        ref_name = f"{args.backend}@{args.ref}"
+        work_name = f"{args.backend}@work"
+        added = {
+            ref_name: system(ref_name, factory(f"{REF_PACKAGE}.{module}", cls)),
+            work_name: system(work_name, factory(f"rankengine.index.{module}", cls)),
+        }
+        peers.PYTHON_SYSTEMS.update(added)
+        peers.ALL_SYSTEMS = (*peers.ALL_SYSTEMS, *added)
+        peer = "pyskiplist" if args.backend == "skiplist" else "sortedcontainers-naive"
+        rest = theirs or ["--quick", "--workloads", "mixed,rank,top10"]
+        if not any(a.startswith("--systems") for a in rest):
+            rest = [*rest, "--systems", f"{ref_name},{work_name},{peer}"]
+        if not any(a.startswith("--json") for a in rest):
+            rest = [*rest, "--json", str(Path(tmp) / "ab.json")]
+        json_path = Path(rest[rest.index("--json") + 1]) if "--json" in rest else None
+        code = compare.main(rest)
+        if json_path is not None and json_path.exists():
+            runs = json.loads(json_path.read_text())["runs"]
+            print(summary(runs, work_name, ref_name, peer))
+        return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
