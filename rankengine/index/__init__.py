@@ -11,13 +11,20 @@ May import: nothing else in rankengine.
 
 from __future__ import annotations
 
-from rankengine.index.protocol import PROTOCOL_METHODS, RUN_SCAN_LIMIT, Entry3, OrderedIndex
+from rankengine.index.protocol import (
+    PROTOCOL_METHODS,
+    RUN_SCAN_LIMIT,
+    DuplicateKeyError,
+    Entry3,
+    OrderedIndex,
+)
 from rankengine.index.skiplist import SkipList
 from rankengine.index.sortedlist import SortedListIndex
 
 __all__ = [
     "PROTOCOL_METHODS",
     "RUN_SCAN_LIMIT",
+    "DuplicateKeyError",
     "Entry3",
     "OrderedIndex",
     "SkipList",

@@ -105,7 +105,7 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-from rankengine.index.protocol import Entry3
+from rankengine.index.protocol import DuplicateKeyError, Entry3
 from rankengine.index.skiplist_extras import FINGER_REACH, SkipListExtras
 from rankengine.index.skipnode import (
     BACKWARD,
@@ -400,11 +400,11 @@ class SkipList(SkipListExtras):
         :param primary: the score part of the key.
         :param tie: the tie-break; ``(primary, tie)`` must not be present.
         :param member: the value stored with the key.
-        :raises ValueError: if the key is already present.
+        :raises DuplicateKeyError: if the key is already present (nothing changes).
         """
         nxt = self._search_update_rank(primary, tie)[FORWARD[0]]
         if nxt is not None and nxt[PRIMARY] == primary and nxt[TIE] == tie:
-            raise ValueError(f"key {(primary, tie)!r} is already present")
+            raise DuplicateKeyError(f"key {(primary, tie)!r} is already present")
         x = new_node(primary, tie, member, self._random_level())
         self._link(x)
         return self._near(x)
@@ -553,7 +553,7 @@ class SkipList(SkipListExtras):
         [(1, 0, 'y'), (10, 0, 'x'), (30, 0, 'z')]
 
         :raises KeyError: if the old key is absent.
-        :raises ValueError: if the new key is already present (nothing changes).
+        :raises DuplicateKeyError: if the new key is already present (nothing changes).
         """
         # The search records ranks too: the finger search of a move ahead
         # needs them.
@@ -588,7 +588,7 @@ class SkipList(SkipListExtras):
                 # Put the node back where it was before reporting the clash.
                 self._search_update_rank(primary, tie)
                 self._link(x)
-                raise ValueError(f"key {(new_primary, new_tie)!r} is already present")
+                raise DuplicateKeyError(f"key {(new_primary, new_tie)!r} is already present")
             x[PRIMARY] = new_primary
             x[TIE] = new_tie
             self._link(x)

@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from rankengine.index.protocol import RUN_SCAN_LIMIT
+from rankengine.index.protocol import RUN_SCAN_LIMIT, DuplicateKeyError
 from rankengine.index.skipnode import (
     BACKWARD,
     FORWARD,
@@ -161,7 +161,7 @@ class SkipListExtras:
         a move against ~26 us with scores below 10**7, ~28 us against
         ~34 us with scores below 10**6.)
 
-        :raises ValueError: if ``(p, t)`` is present (nothing changes).
+        :raises DuplicateKeyError: if ``(p, t)`` is present (nothing changes).
         """
         self._search_ahead(p, t)
         update = self._update
@@ -173,7 +173,7 @@ class SkipListExtras:
         # x's level-0 successor in the list without x.
         nxt = x[level0] if w0 is x else w0[level0]
         if nxt is not None and nxt[PRIMARY] == p and nxt[TIE] == t:
-            raise ValueError(f"key {(p, t)!r} is already present")
+            raise DuplicateKeyError(f"key {(p, t)!r} is already present")
         # Not in place (move() checked), so w0 is after x: one rank lower
         # once x is out.
         r0 = new_rank[0] - 1
@@ -371,7 +371,7 @@ class SkipListExtras:
         [(1, -9, 'b'), (1, 0, 'a'), (5, -8, 'c')]
 
         :raises KeyError: if no node with ``primary`` holds ``member``.
-        :raises ValueError: if the new key is already present (nothing changes).
+        :raises DuplicateKeyError: if the new key is already present (nothing changes).
         """
         x = self._search_run_end(primary)
         if x is None or x[PRIMARY] != primary:
