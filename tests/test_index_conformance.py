@@ -1104,6 +1104,12 @@ class IndexMachine(RuleBasedStateMachine):
         distance = self.ref.run_distance(primary, member, oldest_last=self.index.oldest_last)
         assert show([self.index.tie_of(primary, member)]) == show([(tie, distance)])
         assert self.index.position_of(primary, member) == self.ref.position(primary, tie)
+        # The member under another primary is not found.
+        other = self.key_at(idx + 1)[0]
+        if other != primary:
+            for call in (self.index.tie_of, self.index.position_of):
+                with pytest.raises(KeyError):
+                    call(other, member)
 
     @precondition(lambda self: self.hooked)
     @rule(data=st.data())

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 from test_index_conformance import BACKENDS, IndexMachine
 
 from rankengine.index.skiplist import MAX_LEVEL, P, SkipList, node_entry, node_height
@@ -406,7 +406,7 @@ class SkipListMachine(IndexMachine):
         at = (finger[1] - 1 if finger is not None else 0) + delta
         self._read_near(at, width, reverse)
 
-    @rule()
+    @invariant()
     def backward_from_the_tail(self) -> None:
         assert backward_walk(self.index) == self.ref.rows()[::-1]
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 from listindex import ListIndex
 from test_index_conformance import IndexMachine
 
@@ -721,7 +721,7 @@ class SortedListMachine(IndexMachine):
         assert exact(ps) == exact([p for p, _, _ in want])
         assert ms == [m for _, _, m in want]
 
-    @rule()
+    @invariant()
     def columns_keep_their_types(self) -> None:
         ps, ts, ms = self.index.columns()
         assert exact(list(ps)) == exact([p for p, _ in self.ref.keys])
