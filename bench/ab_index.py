@@ -15,6 +15,12 @@ So the A/B runs in one process, interleaved slice by slice with the peers
 (``pyskiplist`` and the naive recipe are included for the ratios), and only
 the index differs.  Arguments after ``--`` go to ``bench/compare.py``
 (default: ``--quick --workloads mixed,rank,top10``).
+
+``--opcodes`` counts instead of timing: the bytecode instructions each
+version executes per index operation (``sys.settrace`` with opcode events),
+on the same list.  A count is deterministic, so it shows a difference of a
+few percent that the noise of a shared machine hides in the timings; it
+does not weigh instructions (a global look-up costs more than a constant).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -97,6 +104,72 @@ def system(name: str, make_index: Callable[[], Any]) -> type[peers.System]:
     return AB
 
 
+#: --opcodes: the list size and the number of operations counted.
+OPCODE_N = 5_000
+OPCODE_OPS = 300
+
+
+def opcodes(ref: Callable[[], Any], work: Callable[[], Any]) -> str:
+    """Bytecode instructions per operation of the index, ref and work."""
+    rng = random.Random(SEED)
+    rows = sorted((rng.randrange(10**6), i, f"p{i}") for i in range(OPCODE_N))
+    keys = [rows[rng.randrange(OPCODE_N)][:2] for _ in range(OPCODE_OPS)]
+    count = [0]
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "opcode":
+            count[0] += 1
+        return local
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if "index" not in frame.f_code.co_filename:
+            return None
+        frame.f_trace_opcodes = True
+        return local
+
+    def position(index: Any) -> None:
+        for key in keys:
+            index.position(*key)
+
+    def top10(index: Any) -> None:
+        n = len(index)
+        for _ in keys:
+            list(index.iter_range(n - 10, n, reverse=True))
+
+    def increment(index: Any) -> None:  # a move ahead, and back
+        for p, t in keys:
+            index.move(p, t, p + 37, t)
+            index.move(p + 37, t, p, t)
+
+    def insert_remove(index: Any) -> None:
+        for j, (p, _) in enumerate(keys):
+            index.insert(p, -1 - j, "x")
+        for j, (p, _) in enumerate(keys):
+            index.remove(p, -1 - j)
+
+    def entry(index: Any) -> None:
+        for j in range(len(keys)):
+            index.entry((j * 7919) % OPCODE_N)
+
+    lines = [f"\nopcodes per operation, N = {OPCODE_N:,}: ref, work, work / ref"]
+    for run in (position, top10, increment, insert_remove, entry):
+        counts = []
+        for make in (ref, work):
+            index = make()
+            index.build(rows)
+            count[0] = 0
+            sys.settrace(tracer)
+            try:
+                run(index)
+            finally:
+                sys.settrace(None)
+            index._check()
+            counts.append(count[0] / OPCODE_OPS)
+        a, b = counts
+        lines.append(f"{run.__name__:14} {a:8.1f} {b:8.1f} {b / a:7.3f}")
+    return "\n".join(lines)
+
+
 def summary(runs: list[dict[str, Any]], work: str, ref: str, peer: str) -> str:
     """work / ref and work / peer, median over median, per (workload, N)."""
     median = {
@@ -123,10 +196,15 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ref", default="main", help="the git ref to compare with (default main)")
     p.add_argument("--backend", choices=sorted(CLASSES), default="skiplist")
+    p.add_argument("--opcodes", action="store_true", help="count bytecodes instead of timing")
     args = p.parse_args(ours)
     module, cls = CLASSES[args.backend]
     with tempfile.TemporaryDirectory() as tmp:
         load_ref_index(args.ref, Path(tmp))
+        if args.opcodes:
+            ref_index = factory(f"{REF_PACKAGE}.{module}", cls)
+            print(opcodes(ref_index, factory(f"rankengine.index.{module}", cls)))
+            return 0
         ref_name = f"{args.backend}@{args.ref}"
         work_name = f"{args.backend}@work"
         added = {

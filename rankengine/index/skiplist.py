@@ -110,6 +110,7 @@ from rankengine.index.skiplist_extras import FINGER_REACH, SkipListExtras
 from rankengine.index.skipnode import (
     BACKWARD,
     FORWARD,
+    LEVELS,
     LINKS_AT,
     MAX_LEVEL,
     MEMBER,
@@ -310,11 +311,12 @@ class SkipList(SkipListExtras):
     # 1. Search: update[] and rank[]
     # ------------------------------------------------------------------
     #
-    # Every search loop has the same shape.  For level i it reads the two
-    # slot numbers once, ``forward = FORWARD[i]`` and ``span = SPAN[i]``, so
-    # that ``x[forward]`` reads as Redis's ``x->level[i].forward`` and
-    # ``x[span]`` as ``x->level[i].span``.  "The next key is smaller than
-    # (p, t)" is written out as
+    # Every search loop has the same shape: ``for i, forward, span in
+    # LEVELS[self.level]`` visits the levels from the top down, with the slot
+    # numbers of level i's link (see skipnode), so that ``x[forward]`` reads
+    # as Redis's ``x->level[i].forward`` and ``x[span]`` as
+    # ``x->level[i].span``.  "The next key is smaller than (p, t)" is
+    # written out as
     #
     #     (q := y[PRIMARY]) < p or (q == p and y[TIE] < t)
     #
@@ -338,8 +340,7 @@ class SkipList(SkipListExtras):
         """
         update = self._update
         x = self.header
-        for i in range(self.level - 1, -1, -1):
-            forward = FORWARD[i]
+        for i, forward, _ in LEVELS[self.level]:
             y = x[forward]
             while y is not None and ((q := y[PRIMARY]) < p or (q == p and y[TIE] < t)):
                 x = y
@@ -364,9 +365,7 @@ class SkipList(SkipListExtras):
         rank = self._rank
         x = self.header
         r = 0
-        for i in range(self.level - 1, -1, -1):
-            forward = FORWARD[i]
-            span = SPAN[i]
+        for i, forward, span in LEVELS[self.level]:
             y = x[forward]
             while y is not None and ((q := y[PRIMARY]) < p or (q == p and y[TIE] < t)):
                 r += x[span]
@@ -649,9 +648,7 @@ class SkipList(SkipListExtras):
         t = tie
         x = self.header
         r = 0
-        for i in range(self.level - 1, -1, -1):
-            forward = FORWARD[i]
-            span = SPAN[i]
+        for _, forward, span in LEVELS[self.level]:
             y = x[forward]
             while y is not None and ((q := y[PRIMARY]) < p or (q == p and y[TIE] < t)):
                 r += x[span]
@@ -685,9 +682,7 @@ class SkipList(SkipListExtras):
         """
         x = self.header
         r = 0
-        for i in range(self.level - 1, -1, -1):
-            forward = FORWARD[i]
-            span = SPAN[i]
+        for _, forward, span in LEVELS[self.level]:
             y = x[forward]
             while y is not None and ((q := y[PRIMARY]) < p or (q == p and y[TIE] < t)):
                 r += x[span]
@@ -710,9 +705,7 @@ class SkipList(SkipListExtras):
         """
         x = self.header
         r = 0
-        for i in range(self.level - 1, -1, -1):
-            forward = FORWARD[i]
-            span = SPAN[i]
+        for _, forward, span in LEVELS[self.level]:
             y = x[forward]
             while y is not None and (y[PRIMARY] <= primary if inclusive else y[PRIMARY] < primary):
                 r += x[span]
@@ -778,9 +771,7 @@ class SkipList(SkipListExtras):
                 r -= 1
             return x
         traversed = 0
-        for i in range(self.level - 1, -1, -1):
-            forward = FORWARD[i]
-            span = SPAN[i]
+        for _, forward, span in LEVELS[self.level]:
             y = x[forward]
             while y is not None and traversed + x[span] <= rank:
                 traversed += x[span]

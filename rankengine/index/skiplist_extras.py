@@ -53,6 +53,7 @@ from rankengine.index.protocol import RUN_SCAN_LIMIT, DuplicateKeyError
 from rankengine.index.skipnode import (
     BACKWARD,
     FORWARD,
+    LEVELS,
     LINKS_AT,
     MEMBER,
     PRIMARY,
@@ -129,14 +130,12 @@ class SkipListExtras:
         top = self.level - 1
         x = update[top]
         r = rank[top]
-        for i in range(top, -1, -1):
+        for i, forward, span in LEVELS[self.level]:
             if rank[i] > r:
                 # The old predecessor on this level is ahead of where the
                 # level above stopped: start there.
                 x = update[i]
                 r = rank[i]
-            forward = FORWARD[i]
-            span = SPAN[i]
             y = x[forward]
             while y is not None and ((q := y[PRIMARY]) < p or (q == p and y[TIE] < t)):
                 r += x[span]
@@ -314,9 +313,7 @@ class SkipListExtras:
         x = self.header
         r = 0
         if self.oldest_last:
-            for i in range(self.level - 1, -1, -1):
-                forward = FORWARD[i]
-                span = SPAN[i]
+            for _, forward, span in LEVELS[self.level]:
                 y = x[forward]
                 while y is not None and y[PRIMARY] <= primary:
                     r += x[span]
@@ -326,9 +323,7 @@ class SkipListExtras:
             into_run = BACKWARD
             step = -1
         else:
-            for i in range(self.level - 1, -1, -1):
-                forward = FORWARD[i]
-                span = SPAN[i]
+            for _, forward, span in LEVELS[self.level]:
                 y = x[forward]
                 while y is not None and y[PRIMARY] < primary:
                     r += x[span]
@@ -405,9 +400,7 @@ class SkipListExtras:
         x = self.header
         r = 0
         last = self.oldest_last
-        for i in range(self.level - 1, -1, -1):
-            forward = FORWARD[i]
-            span = SPAN[i]
+        for i, forward, span in LEVELS[self.level]:
             y = x[forward]
             if last:
                 while y is not None and (

@@ -17,10 +17,10 @@ so the skip list reads a node through these names::
     x->level[i].span            x[SPAN[i]]
 
 ``FORWARD`` and ``SPAN`` are tuples of slot numbers (``FORWARD[i] ==
-4 + 2 * i``, ``SPAN[i] == FORWARD[i] + 1``): a search loop reads both once
-per level into locals and then indexes the node with them, which costs what
-the slot arithmetic it replaces cost (measured A/B with ``bench/compare.py``,
-see the commit that introduced the names).  A node's height is
+4 + 2 * i``, ``SPAN[i] == FORWARD[i] + 1``); a search loop takes both with
+its level from ``LEVELS`` and then indexes the node with them, which costs
+what the slot arithmetic it replaces cost (measured A/B with
+``bench/ab_index.py``, see the commits that introduced the names).  A node's height is
 ``(len(x) - 4) // 2`` (:func:`node_height`); ``backward`` is the previous
 node on level 0 (``None`` for the first node).  The header is a node with no
 entry and ``MAX_LEVEL``-many links (or the list's ``max_level``).
@@ -50,6 +50,8 @@ that are not hot (``_check``, the tests, the teaching pictures in
 (10, 'ann', None, 0)
 >>> node_height(x), node_entry(x)
 (2, (10, 0, 'ann'))
+>>> LEVELS[3]
+((2, 8, 9), (1, 6, 7), (0, 4, 5))
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from rankengine.index.protocol import Entry3
 __all__ = [
     "BACKWARD",
     "FORWARD",
+    "LEVELS",
     "LINKS_AT",
     "MAX_LEVEL",
     "MEMBER",
@@ -96,6 +99,15 @@ FORWARD: Final = tuple(4 + 2 * i for i in range(MAX_LEVEL))
 SPAN: Final = tuple(5 + 2 * i for i in range(MAX_LEVEL))
 #: Slots before the links: a node of height h has ``LINKS_AT + 2 * h`` slots.
 LINKS_AT: Final = 4
+#: ``LEVELS[n]``: the levels of an ``n``-level list from the top down, each
+#: as ``(i, FORWARD[i], SPAN[i])``.  A search runs ``for i, forward, span in
+#: LEVELS[level]`` (Redis: ``for (i = zsl->level-1; i >= 0; i--)``) and then
+#: reads ``x[forward]`` and ``x[span]``: the two slot numbers come with the
+#: level, not from arithmetic or look-ups in every step (measured: this keeps
+#: a search's bytecode as short as the slot arithmetic it replaces).
+LEVELS: Final = tuple(
+    tuple((i, FORWARD[i], SPAN[i]) for i in range(n - 1, -1, -1)) for n in range(MAX_LEVEL + 1)
+)
 
 
 def new_node(primary: Any, tie: Any, member: Any, height: int) -> Node:
