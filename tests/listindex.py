@@ -79,6 +79,7 @@ class ListIndex:
     def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> None:
         i = self.position(primary, tie)
         if (new_primary, new_tie) == (primary, tie):
+            self.keys[i] = (new_primary, new_tie)  # an equal key: the new values
             return
         if self.has(new_primary, new_tie):
             raise DuplicateKeyError(f"key {(new_primary, new_tie)!r} is already present")

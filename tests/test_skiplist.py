@@ -394,7 +394,7 @@ class SkipListMachine(IndexMachine):
     def move_tallest(self, data: st.DataObject, tie: int, by_member: bool) -> None:
         """Move the first node of the top level."""
         primary, old_tie = self.tallest()
-        self._move(primary, old_tie, self.primary(data), tie, by_member)
+        self._move(primary, old_tie, self.primary(data), self.tie(tie), by_member)
 
     @rule(delta=st.integers(-40, 40), width=st.integers(0, 6), reverse=st.booleans())
     def read_near_finger(self, delta: int, width: int, reverse: bool) -> None:

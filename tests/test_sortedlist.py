@@ -611,7 +611,7 @@ class SortedListMachine(IndexMachine):
         i = self._position(data, inclusive_end=False)
         j = min(len(rows) - 1, max(0, i + data.draw(st.integers(-3, 3))))
         p, t, _ = rows[i]
-        tie = rows[j][1] + data.draw(st.sampled_from([-1, 0, 1]))
+        tie = self.shift(rows[j][1], data.draw(st.sampled_from([-1, 0, 1])))
         self._move(p, t, rows[j][0], tie, by_member)
 
     @precondition(lambda self: len(self.ref) > 0)
@@ -623,7 +623,7 @@ class SortedListMachine(IndexMachine):
         p, t, _ = data.draw(st.sampled_from(rows))
         q = data.draw(st.sampled_from(rows))[0]
         run = [tt for pp, tt, _ in rows if pp == q]
-        newest = min(run) - 1 if self.index.oldest_last else max(run) + 1
+        newest = self.shift(min(run), -1) if self.index.oldest_last else self.shift(max(run), 1)
         self._move(p, t, q, newest, True)
 
     @precondition(lambda self: len(self.ref) > 1)
@@ -638,7 +638,7 @@ class SortedListMachine(IndexMachine):
             assert self.index.position(p, t) == self.ref.position(p, t)
         p, t, _ = rows[0] if up else rows[-1]
         q, u, _ = rows[-1] if up else rows[0]
-        self._move(p, t, q, u + (1 if up else -1), by_member)
+        self._move(p, t, q, self.shift(u, 1 if up else -1), by_member)
 
     @rule(data=st.data(), how=st.sampled_from(["lists", "columns"]))
     def rebuild_columns(self, data: st.DataObject, how: str) -> None:
@@ -674,10 +674,13 @@ class SortedListMachine(IndexMachine):
         ts: Any = array("q", [k % step for k in range(n)])
         if ties == "list":
             ts = list(ts)
+        if self.str_ties:
+            ts = [self.tie(k % step) for k in range(n)]
         ms = [self.new_member() for _ in range(n)]
         self.index.build_columns(ps, ts, ms)
         self.ref.build(zip(list(ps), list(ts), ms, strict=True))
 
+    @precondition(lambda self: not self.str_ties)
     @rule(data=st.data(), tie=st.sampled_from([BIG, -BIG - 1, 0.5, 2**70]))
     def insert_a_tie_beyond_int64(self, data: st.DataObject, tie: Any) -> None:
         """A tie that does not fit an int64 column (it turns into a list)."""

@@ -199,8 +199,9 @@ class OrderedIndex(Protocol):
         """Re-key an entry (a score change), keeping its member.
 
         The old key must be present (``KeyError``) and the new key absent
-        (:class:`DuplicateKeyError`, changing nothing); a move onto the old
-        key itself changes nothing.  When the new key
+        (:class:`DuplicateKeyError`, changing nothing); a move onto a key
+        equal to the old one (``5`` and ``5.0``, ``0`` and ``-0.0``) keeps
+        the entry's place and stores the new values.  When the new key
         still sorts strictly between the entry's neighbours the entry is
         changed in place (Redis ``zslUpdateScore``); otherwise it is moved.
         Returns whether the entry now lies near the oldest end of its run,

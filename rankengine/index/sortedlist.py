@@ -878,7 +878,13 @@ class SortedListIndex:
                 else:
                     b = bisect_left(ts, new_tie, b, hi)
                     if ts[b] == new_tie:
-                        if b == a:  # the new key is the old key: nothing to do
+                        if b == a:
+                            # The new key equals the old one (5 and 5.0, 0
+                            # and -0.0): the entry keeps its place and takes
+                            # the new values, as every backend does.
+                            ps[a] = new_primary
+                            ts[a] = new_tie
+                            maxes[i] = ps[-1]
                             return self._near(i, a, new_primary)
                         key = (new_primary, new_tie)
                         raise DuplicateKeyError(f"key {key!r} is already present")
