@@ -108,7 +108,8 @@ listed here and in the API reference.)
 ``move_member(primary, member, new_primary, new_tie) -> bool | None``
     :meth:`~OrderedIndex.move` for the entry ``tie_of`` finds, in the same
     search; returns what ``move`` returns.  Raises ``KeyError`` if no such
-    entry, ``ValueError`` (changing nothing) if the new key is present.
+    entry, :class:`DuplicateKeyError` (changing nothing) if the new key is
+    present.
     Cost: O(log N) plus the entries scanned past.  Without it: ``tie_of``
     (or its fallback), then ``move`` (two searches).
 ``columns() -> (primaries, ties, members)``
@@ -136,7 +137,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Protocol, TypeAlias
 
-__all__ = ["PROTOCOL_METHODS", "RUN_SCAN_LIMIT", "Entry3", "OrderedIndex"]
+__all__ = ["PROTOCOL_METHODS", "RUN_SCAN_LIMIT", "DuplicateKeyError", "Entry3", "OrderedIndex"]
 
 #: A first-to-reach board keeps a member's tie only when the member arrived
 #: at least this many entries from the oldest end of its run of equal
@@ -154,6 +155,19 @@ RUN_SCAN_LIMIT: Final = 8
 Entry3: TypeAlias = tuple[Any, Any, Any]
 
 
+class DuplicateKeyError(KeyError, ValueError):
+    """An ``insert``, ``move`` or ``move_member`` onto a key that is present.
+
+    Every backend raises this one error, and changes nothing.  It is both a
+    ``KeyError`` (the key is the problem, as for an absent key) and a
+    ``ValueError`` (what the skip list raised before the backends agreed),
+    so callers written against either keep working.
+
+    >>> issubclass(DuplicateKeyError, KeyError), issubclass(DuplicateKeyError, ValueError)
+    (True, True)
+    """
+
+
 class OrderedIndex(Protocol):
     """What the board needs from an ordered index.  All methods are O(log N)
     except the iterators (O(log N) to start, O(1) amortised per entry),
@@ -168,7 +182,8 @@ class OrderedIndex(Protocol):
         ...
 
     def insert(self, primary: Any, tie: Any, member: Any) -> bool | None:
-        """Add an entry.  The key ``(primary, tie)`` must not be present.
+        """Add an entry.  The key ``(primary, tie)`` must not be present
+        (:class:`DuplicateKeyError` if it is, changing nothing).
 
         Returns whether the entry lies near the oldest end of its run (see
         the module documentation): True, False, or None for "cannot tell".
@@ -176,13 +191,17 @@ class OrderedIndex(Protocol):
         ...
 
     def remove(self, primary: Any, tie: Any) -> None:
-        """Remove the entry with this key.  It must be present."""
+        """Remove the entry with this key.  It must be present (``KeyError``
+        if it is not)."""
         ...
 
     def move(self, primary: Any, tie: Any, new_primary: Any, new_tie: Any) -> bool | None:
         """Re-key an entry (a score change), keeping its member.
 
-        The old key must be present and the new key absent.  When the new key
+        The old key must be present (``KeyError``) and the new key absent
+        (:class:`DuplicateKeyError`, changing nothing); a move onto a key
+        equal to the old one (``5`` and ``5.0``, ``0`` and ``-0.0``) keeps
+        the entry's place and stores the new values.  When the new key
         still sorts strictly between the entry's neighbours the entry is
         changed in place (Redis ``zslUpdateScore``); otherwise it is moved.
         Returns whether the entry now lies near the oldest end of its run,
@@ -220,7 +239,9 @@ class OrderedIndex(Protocol):
     def build(self, entries: Iterable[Entry3]) -> None:
         """Replace the contents with ``entries``, which are already sorted
         ascending by key with unique keys, in O(N) (bulk load, no per-entry
-        search)."""
+        search).  ``entries`` may be read lazily from this index itself.  A
+        row that is not a triple raises ``ValueError``; then, or if reading
+        ``entries`` raises, the index is left empty."""
         ...
 
     def _check(self) -> None:

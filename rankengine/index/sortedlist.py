@@ -132,7 +132,7 @@ from typing import Any, Final, Protocol, TypeAlias
 
 from sortedcontainers import SortedList  # type: ignore[import-untyped, unused-ignore]
 
-from rankengine.index.protocol import RUN_SCAN_LIMIT, Entry3
+from rankengine.index.protocol import RUN_SCAN_LIMIT, DuplicateKeyError, Entry3
 
 __all__ = ["DEFAULT_LOAD", "MIN_LOAD", "SortedListIndex"]
 
@@ -705,7 +705,7 @@ class SortedListIndex:
         :param primary: the score part of the key
         :param tie: the tie-break part of the key
         :param member: the payload stored with the key
-        :raises KeyError: if the key is already present
+        :raises DuplicateKeyError: if the key is already present (a ``KeyError``)
         """
         if not (_fits(primary, self._ptype) and _fits(tie, self._ttype)):
             self._admit(primary, tie)
@@ -732,7 +732,7 @@ class SortedListIndex:
             hi = bisect_right(ps, primary, a)
             a = bisect_left(ts, tie, a, hi)
             if a < hi and ts[a] == tie:
-                raise KeyError((primary, tie))
+                raise DuplicateKeyError(f"key {(primary, tie)!r} is already present")
         ps.insert(a, primary)
         ts.insert(a, tie)
         self._members[i].insert(a, member)
@@ -785,7 +785,8 @@ class SortedListIndex:
         >>> [m for _, _, m in index.iter_range(0, 3)]
         ['b', 'a', 'c']
 
-        :raises KeyError: if the old key is absent or the new key is present
+        :raises KeyError: if the old key is absent
+        :raises DuplicateKeyError: if the new key is present (a ``KeyError``)
         """
         maxes = self._maxes
         i = bisect_left(maxes, primary)
@@ -819,8 +820,8 @@ class SortedListIndex:
         >>> list(index.iter_range(0, 3))
         [(1, 0, 'a'), (2, -7, 'b'), (5, -8, 'c')]
 
-        :raises KeyError: if no entry with ``primary`` holds ``member``, or
-            the new key is present
+        :raises KeyError: if no entry with ``primary`` holds ``member``
+        :raises DuplicateKeyError: if the new key is present (a ``KeyError``)
         """
         i, a, _ = self._find(primary, member)
         return self._move_at(i, a, new_primary, new_tie)
@@ -877,9 +878,16 @@ class SortedListIndex:
                 else:
                     b = bisect_left(ts, new_tie, b, hi)
                     if ts[b] == new_tie:
-                        if b == a:  # the new key is the old key: nothing to do
+                        if b == a:
+                            # The new key equals the old one (5 and 5.0, 0
+                            # and -0.0): the entry keeps its place and takes
+                            # the new values, as every backend does.
+                            ps[a] = new_primary
+                            ts[a] = new_tie
+                            maxes[i] = ps[-1]
                             return self._near(i, a, new_primary)
-                        raise KeyError((new_primary, new_tie))
+                        key = (new_primary, new_tie)
+                        raise DuplicateKeyError(f"key {key!r} is already present")
             # ``b`` is the slot with the entry still at ``a``.
             if a <= b <= a + 1:
                 # Case 1: still between its neighbours.
@@ -920,7 +928,7 @@ class SortedListIndex:
             hi = bisect_right(qs, new_primary, b)
             b = bisect_left(qt, new_tie, b, hi)
             if b < hi and qt[b] == new_tie:
-                raise KeyError((new_primary, new_tie))
+                raise DuplicateKeyError(f"key {(new_primary, new_tie)!r} is already present")
         del ps[a]
         del ts[a]
         qs.insert(b, new_primary)
@@ -983,11 +991,17 @@ class SortedListIndex:
         (7, 0, '7')
 
         :param entries: ``(primary, tie, member)`` triples in ascending key order
+        :raises ValueError: if a row is not a triple; the index is then left
+            empty (so it is if reading ``entries`` raises)
         """
         # Read the entries before clearing: they may be this index's own,
-        # read lazily (``build(index.iter_range(...))``).
-        rows = entries if isinstance(entries, Sequence) else list(entries)
-        self.clear()
+        # read lazily (``build(index.iter_range(...))``).  An input that
+        # raises leaves the index empty, as a ragged row does (and as the
+        # skip list does: one rule for every backend).
+        try:
+            rows = entries if isinstance(entries, Sequence) else list(entries)
+        finally:
+            self.clear()
         n = len(rows)
         if not n:
             return
