@@ -256,15 +256,21 @@ def _write_file(
         f.write(frame(pack(head)))
         for k, lo in enumerate(range(0, n, SNAPSHOT_CHUNK_ROWS)):
             hi = lo + SNAPSHOT_CHUNK_ROWS
-            chunk = [
-                members[lo:hi],
-                _typed(scores[lo:hi]),
-                _typed(clocks[lo:hi]),
-                chunk_metas.get(k, []),
-            ]
             if pause is None:
+                chunk = [
+                    members[lo:hi],
+                    _typed(scores[lo:hi]),
+                    _typed(clocks[lo:hi]),
+                    chunk_metas.get(k, []),
+                ]
                 f.write(frame(pack(chunk)))
             else:
+                chunk = [
+                    members[lo:hi],
+                    _typed_in_pieces(scores[lo:hi], pause),
+                    _typed_in_pieces(clocks[lo:hi], pause),
+                    chunk_metas.get(k, []),
+                ]
                 f.write(frame(_pack_in_pieces(chunk, pause)))
             if k == chunks // 2:
                 f.flush()
@@ -288,6 +294,32 @@ def _array_header(length: int) -> bytes:
     if length < 1 << 16:
         return b"\xdc" + length.to_bytes(2, "big")
     return b"\xdd" + length.to_bytes(4, "big")
+
+
+def _typed_in_pieces(values: Sequence[Any], pause: Callable[[], None]) -> Any:
+    """:func:`_typed`, the same result, converting :data:`PACK_PIECE_ROWS`
+    values at a time with ``pause()`` between pieces.
+
+    >>> pieces = _typed_in_pieces([1, 2] * 3000, lambda: None)
+    >>> pieces == _typed([1, 2] * 3000), _typed_in_pieces([1, 2.5], lambda: None)
+    (True, [1, 2.5])
+    """
+    if type(values) is array or len(values) <= PACK_PIECE_ROWS:
+        return _typed(values)
+    kinds: set[type] = set()
+    for lo in range(0, len(values), PACK_PIECE_ROWS):
+        kinds.update(map(type, values[lo : lo + PACK_PIECE_ROWS]))
+        pause()
+    if kinds not in ({int}, {float}):
+        return list(values)
+    column = array("q" if kinds == {int} else "d")
+    try:
+        for lo in range(0, len(values), PACK_PIECE_ROWS):
+            column.fromlist(list(values[lo : lo + PACK_PIECE_ROWS]))
+            pause()
+    except OverflowError:  # an int beyond 64 bits: msgpack's own ints
+        return list(values)
+    return _typed(column)
 
 
 def _pack_in_pieces(chunk: list[Any], pause: Callable[[], None]) -> bytes:
