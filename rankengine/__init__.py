@@ -13,30 +13,54 @@ and "who is around me" are O(log N) reads, never a sort and never a scan.
 The core (``Leaderboard``, ``Entry``) is imported eagerly; every other name
 is imported on first use, so ``import rankengine`` stays cheap and the
 optional Redis client is needed only by the Redis board.
+
+The packages, from the bottom up (each imports only those below it; see
+``docs/architecture.md``): ``index`` (ordered indexes), ``board`` (the
+in-memory board), ``durable`` (event log, snapshots, durable board),
+``timed`` (periodic, window, decayed boards), ``trending`` (approximate
+top-K), ``redis`` and ``sharded`` (boards on Redis and over shards),
+``teach`` (pictures and narration) and ``cli`` (the command line).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rankengine.leaderboard import Entry, Leaderboard
+from rankengine.board.leaderboard import Entry, Leaderboard
 
 if TYPE_CHECKING:
-    from rankengine.calendars import Calendar, Cron, Daily, Every, Hourly, Monthly, Period, Weekly
-    from rankengine.decay import DecayedLeaderboard
-    from rankengine.durable import DurableLeaderboard
-    from rankengine.eventlog import CorruptionError, LogError, RecordTooLargeError, TornTailError
-    from rankengine.packed import PackedScore
-    from rankengine.periodic import LateEventError, PeriodicLeaderboard
-    from rankengine.redis_board import RedisLeaderboard
-    from rankengine.sharded import ShardedLeaderboard
-    from rankengine.sketch import CountMinSketch
-    from rankengine.skiplist import SkipList
-    from rankengine.sortedlist import SortedListIndex
-    from rankengine.topk import TopItem, TopK, merge_topk
-    from rankengine.trending import PartitionedTopK, TumblingWindows
-    from rankengine.window import SlidingWindowLeaderboard
+    from rankengine.board.packed import PackedScore
+    from rankengine.durable.board import DurableLeaderboard
+    from rankengine.durable.eventlog import (
+        CorruptionError,
+        LogError,
+        RecordTooLargeError,
+        TornTailError,
+    )
+    from rankengine.index.skiplist import SkipList
+    from rankengine.index.sortedlist import SortedListIndex
+    from rankengine.redis.board import RedisLeaderboard
+    from rankengine.sharded.board import ShardedLeaderboard
+    from rankengine.stores import connect_board, open_board
+    from rankengine.timed.calendars import (
+        Calendar,
+        Cron,
+        Daily,
+        Every,
+        Hourly,
+        Monthly,
+        Period,
+        Weekly,
+    )
+    from rankengine.timed.decay import DecayedLeaderboard
+    from rankengine.timed.periodic import LateEventError, PeriodicLeaderboard
+    from rankengine.timed.window import SlidingWindowLeaderboard
+    from rankengine.trending.partitions import PartitionedTopK
+    from rankengine.trending.sketch import CountMinSketch
+    from rankengine.trending.topk import TopItem, TopK, merge_topk
+    from rankengine.trending.windows import TumblingWindows
 
 __all__ = [
     "Calendar",
@@ -68,42 +92,67 @@ __all__ = [
     "TornTailError",
     "TumblingWindows",
     "Weekly",
+    "connect_board",
     "merge_topk",
+    "open_board",
 ]
 
 __version__ = "0.1.0"
 
 #: Where each lazily imported name lives.
 _LAZY: dict[str, str] = {
-    "Calendar": "rankengine.calendars",
-    "Cron": "rankengine.calendars",
-    "Daily": "rankengine.calendars",
-    "Every": "rankengine.calendars",
-    "Hourly": "rankengine.calendars",
-    "Monthly": "rankengine.calendars",
-    "Period": "rankengine.calendars",
-    "Weekly": "rankengine.calendars",
-    "DecayedLeaderboard": "rankengine.decay",
-    "DurableLeaderboard": "rankengine.durable",
-    "CorruptionError": "rankengine.eventlog",
-    "LogError": "rankengine.eventlog",
-    "RecordTooLargeError": "rankengine.eventlog",
-    "TornTailError": "rankengine.eventlog",
-    "PackedScore": "rankengine.packed",
-    "LateEventError": "rankengine.periodic",
-    "PeriodicLeaderboard": "rankengine.periodic",
-    "RedisLeaderboard": "rankengine.redis_board",
-    "ShardedLeaderboard": "rankengine.sharded",
-    "CountMinSketch": "rankengine.sketch",
-    "SkipList": "rankengine.skiplist",
-    "SortedListIndex": "rankengine.sortedlist",
-    "TopK": "rankengine.topk",
-    "TopItem": "rankengine.topk",
-    "merge_topk": "rankengine.topk",
-    "PartitionedTopK": "rankengine.trending",
-    "TumblingWindows": "rankengine.trending",
-    "SlidingWindowLeaderboard": "rankengine.window",
+    "Calendar": "rankengine.timed.calendars",
+    "Cron": "rankengine.timed.calendars",
+    "Daily": "rankengine.timed.calendars",
+    "Every": "rankengine.timed.calendars",
+    "Hourly": "rankengine.timed.calendars",
+    "Monthly": "rankengine.timed.calendars",
+    "Period": "rankengine.timed.calendars",
+    "Weekly": "rankengine.timed.calendars",
+    "DecayedLeaderboard": "rankengine.timed.decay",
+    "DurableLeaderboard": "rankengine.durable.board",
+    "CorruptionError": "rankengine.durable.eventlog",
+    "LogError": "rankengine.durable.eventlog",
+    "RecordTooLargeError": "rankengine.durable.eventlog",
+    "TornTailError": "rankengine.durable.eventlog",
+    "PackedScore": "rankengine.board.packed",
+    "LateEventError": "rankengine.timed.periodic",
+    "PeriodicLeaderboard": "rankengine.timed.periodic",
+    "RedisLeaderboard": "rankengine.redis.board",
+    "ShardedLeaderboard": "rankengine.sharded.board",
+    "CountMinSketch": "rankengine.trending.sketch",
+    "SkipList": "rankengine.index.skiplist",
+    "SortedListIndex": "rankengine.index.sortedlist",
+    "TopK": "rankengine.trending.topk",
+    "TopItem": "rankengine.trending.topk",
+    "merge_topk": "rankengine.trending.topk",
+    "PartitionedTopK": "rankengine.trending.partitions",
+    "TumblingWindows": "rankengine.trending.windows",
+    "SlidingWindowLeaderboard": "rankengine.timed.window",
+    "open_board": "rankengine.stores",
+    "connect_board": "rankengine.stores",
 }
+
+
+class _StoreAlias:
+    """``Leaderboard.open`` and ``Leaderboard.connect``: the older spellings
+    of :func:`open_board` and :func:`connect_board`, resolved here in the
+    package root so that the board package never imports the durable and
+    Redis packages built on it.  ``MyBoard.open(path)`` on a subclass opens
+    a durable ``MyBoard``, as it always has."""
+
+    def __init__(self, target: str) -> None:
+        self._target = target
+
+    def __get__(self, obj: object, owner: type[Leaderboard]) -> Any:
+        if self._target == "connect":
+            return __getattr__("connect_board")
+        durable = importlib.import_module("rankengine.durable.board")
+        return functools.partial(durable.open_board_as, owner)
+
+
+Leaderboard.open = _StoreAlias("open")  # type: ignore[assignment]
+Leaderboard.connect = _StoreAlias("connect")  # type: ignore[assignment]
 
 
 def __getattr__(name: str) -> Any:

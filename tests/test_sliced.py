@@ -1,4 +1,4 @@
-"""The sliced export (``rankengine.sliced``): read a board slice by slice
+"""The sliced export (``rankengine.durable.sliced``): read a board slice by slice
 while writes land between the slices, and the result must equal the board's
 own export at the end, row for row (members, scores, clocks, metadata).
 
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.sliced import SlicedExport
+from rankengine.durable.sliced import SlicedExport
 
 CONFIGS = [
     {"backend": "sortedlist"},
