@@ -22,10 +22,10 @@ Method (see ``docs/performance.md#latency-under-a-fixed-rate``):
   while it waits for a slow reply, and never measures the queue it caused).
 * **HdrHistogram.**  Latencies are kept in nanoseconds and recorded after
   the run into an HdrHistogram bucketing (:class:`LatencyHistogram`: three
-  significant digits, as ``wrk2`` and ``memtier_benchmark`` report); the
-  JSON carries each histogram in the standard compressed form
-  (``HISTFAAA...``, decodable by any HdrHistogram library) when the
-  ``hdrhistogram`` package is installed (a ``[bench]`` extra).
+  significant digits, as ``wrk2`` and ``memtier_benchmark`` report); with
+  ``--hdr`` the JSON carries each histogram in the standard compressed form
+  (``HISTFAAA...``, decodable by any HdrHistogram library), through the
+  ``hdrhistogram`` package (a ``[bench]`` extra).
 * **Mix.**  :data:`MIX`: increments (of which :data:`NEW_SHARE` go to new
   players, so that new containers are made and the garbage collector runs
   as in a live game), rank, top 10 and around-me (10 above, 10 below);
@@ -266,13 +266,13 @@ class LatencyHistogram:
         encoded = h.encode()
         return encoded.decode() if isinstance(encoded, bytes) else str(encoded)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, *, hdr: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {"count": self.total}
         for name, p in PERCENTILES:
             out[name] = round(self.value_at(p) / 1e3, 2)
         out["max_us"] = round(self.max / 1e3, 2)
         out["spectrum"] = [[p, round(v / 1e3, 2)] for p, v in self.spectrum()]
-        out["hdr"] = self.encoded()
+        out["hdr"] = self.encoded() if hdr else None
         return out
 
 
@@ -630,7 +630,9 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                         "count": len(full),
                         "longest_ms": round(max(full, default=0) / 1e6, 1),
                     },
-                    "latency": {kind: h.summary() for kind, h in hist.items() if h.total},
+                    "latency": {
+                        kind: h.summary(hdr=args.hdr) for kind, h in hist.items() if h.total
+                    },
                 }
             )
     return result
@@ -663,6 +665,8 @@ def run_child(
         cmd += ["--rate", repr(rate)]
     if saturation:
         cmd.append("--saturation")
+    if opts.hdr:
+        cmd.append("--hdr")
     if code is not None:
         cmd += ["--code", code]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -761,6 +765,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also run each rankengine system with the rankengine package of the checkout "
         "in DIR (an older commit, from `git worktree add` or `git archive`), just before "
         "the current one: an A/B in one run, labelled '(baseline)'",
+    )
+    p.add_argument(
+        "--hdr",
+        action="store_true",
+        help="put each histogram in the JSON in HdrHistogram's encoding (needs the "
+        "hdrhistogram package; ~20 KB a histogram)",
     )
     p.add_argument("--code", help=argparse.SUPPRESS)
     p.add_argument("--child", help=argparse.SUPPRESS)

@@ -315,6 +315,10 @@ def plot_latency(data: dict[str, Any], out: Path, rate: float | None = None) -> 
                 ys.append(max(us, 0.1))
             name = run["system"]
             colour, _, line = _style(name.split("@")[0].removesuffix(" (baseline)"))
+            if "@tick-freeze" in name:  # the collector advice: a dotted line
+                line = ":"
+            elif "@freeze" in name:
+                line = "-."
             label = name + (" (saturated)" if run["saturated"] else "")
             ax.plot(
                 xs,
