@@ -38,9 +38,10 @@ Method (see ``docs/performance.md#latency-under-a-fixed-rate``):
 * **One process per system**, fresh (the collector's state, ``gc.freeze()``
   and a fork's cost are per process), building the same seeded board.
 * **Durable runs** (``-fsync-everysec``, ``-fsync-always``): at a third of
-  each run a maintenance thread calls ``board.snapshot()``, and a log-size
-  threshold set then makes the board start its own background compaction at
-  about two thirds; both are in the JSON (``events``).
+  each run a maintenance thread calls ``board.snapshot()``, and at two
+  thirds (or once the snapshot has returned) it starts the board's own
+  background compaction; both are in the JSON (``events``; a compaction
+  still running when the run ends is not listed).
 * **The no-op system** runs the same loop with calls that do nothing: the
   machine's and the harness's own jitter, the floor no system can beat here.
 * ``@freeze`` after a system name calls ``gc.freeze()`` once the board is
@@ -507,55 +508,48 @@ def dispatcher(system: Any) -> Callable[[int, Any, Any], Any]:
 
 
 class Maintenance(threading.Thread):
-    """A durable board's snapshot at a third of the run, and a log-size
-    threshold that makes its own background compaction start at about two
-    thirds; both timed (``events``)."""
+    """A durable board's ``snapshot()`` at a third of the run (from this
+    thread, as a server's maintenance thread would call it), and the board's
+    own background compaction started at two thirds (or as soon as the
+    snapshot has returned, if later); both timed (``events``)."""
 
-    def __init__(self, board: Any, seconds: float, writes_per_s: float) -> None:
+    def __init__(self, board: Any, seconds: float) -> None:
         super().__init__(name="latency-maintenance", daemon=True)
-        self.board, self.seconds, self.writes_per_s = board, seconds, writes_per_s
+        self.board, self.seconds = board, seconds
         self.events: list[dict[str, Any]] = []
         self.stop = threading.Event()
         self.t0 = time.perf_counter()
+
+    def _event(self, what: str, t: float) -> None:
+        self.events.append(
+            {
+                "what": what,
+                "at_s": round(t - self.t0, 3),
+                "took_ms": round((time.perf_counter() - t) * 1e3, 1),
+            }
+        )
 
     def run(self) -> None:
         board = self.board
         if self.stop.wait(self.seconds / 3):
             return
-        # bytes per logged write so far (since the build's snapshot)
-        logged = board.last_seq - board._manifest.snapshots[-1][1]
-        per_write = board._writer.record_bytes / max(logged, 1)
         t = time.perf_counter()
         board.snapshot()
-        self.events.append(
-            {
-                "what": "snapshot",
-                "at_s": round(t - self.t0, 3),
-                "took_ms": round((time.perf_counter() - t) * 1e3, 1),
-            }
-        )
-        # Bench-only reach into the board: make the automatic compaction due
-        # after about a third of the run's writes more (record bytes as
-        # measured so far), so that it starts at about two thirds.
-        writer = board._writer
+        self._event("snapshot", t)
+        if self.stop.wait(max(self.t0 + 2 * self.seconds / 3 - time.perf_counter(), 0)):
+            return
+        # Bench-only reach into the board: make its automatic compaction due
+        # now and start it the way a write that crosses the threshold does.
         board._compact_ratio = 0.0
-        board._compact_min = writer.record_bytes + int(
-            per_write * self.writes_per_s * self.seconds / 3
-        )
-        seen = False
-        while not self.stop.wait(0.005):
-            running = board._compactor is not None
-            if running and not seen:
-                seen, t = True, time.perf_counter()
-            elif seen and not running:
-                self.events.append(
-                    {
-                        "what": "compaction",
-                        "at_s": round(t - self.t0, 3),
-                        "took_ms": round((time.perf_counter() - t) * 1e3, 1),
-                    }
-                )
-                board._compact_min = None  # once
+        board._compact_min = board._compact_after = 0
+        t = time.perf_counter()
+        with board._lock:
+            board._maybe_start_compaction(board._writer)
+        started = board._compactor is not None
+        board._compact_min = None  # once
+        while started and not self.stop.wait(0.005):
+            if board._compactor is None:
+                self._event("compaction", t)
                 return
 
 
@@ -604,7 +598,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             count = int(rate * args.duration)
             maintenance = None
             if durable:
-                maintenance = Maintenance(board, args.duration, rate * MIX["increment"])
+                maintenance = Maintenance(board, args.duration)
                 maintenance.start()
             full.clear()
             gc.callbacks.append(on_collection)
