@@ -9,6 +9,13 @@ the charts of the recorded runs, drawn from ``docs/bench/*.json``).
 
 ``--markdown`` prints the results and the targets as Markdown tables instead.
 
+``--latency`` reads ``bench/latency.py --json`` results instead and draws
+``latency.png``: the classic latency-by-percentile chart (HdrHistogram's
+plot: x is ``1 / (1 - p)`` on a log scale, so 90%, 99%, 99.9% ... are
+evenly spaced; y is the latency on a log scale), one line per system at
+one rate (``--rate``: the one nearest half the saturation rate by default),
+one panel per operation type.
+
 It writes one PNG per workload: ``<workload>.png`` (log-log ops per second
 against N, one line per system, the bar spanning the min and max round, the
 point at the median) and ``memory.png`` (bytes per entry against N), and ``ratios.png``: every
@@ -42,6 +49,7 @@ STYLE: dict[str, tuple[str, str]] = {
     "rankengine-skiplist-fsync-always": ("#bcbd22", "s"),
     "redis-aof-fsync-everysec": ("#ff9896", "D"),
     "redis-aof-fsync-always": ("#9467bd", "D"),
+    "noop": ("#000000", "."),
 }
 
 TITLES: dict[str, str] = {
@@ -269,13 +277,96 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+#: Percentile ticks of the latency chart: 1 / (1 - p).
+LATENCY_TICKS: tuple[tuple[float, str], ...] = (
+    (2.0, "50%"),
+    (10.0, "90%"),
+    (100.0, "99%"),
+    (1_000.0, "99.9%"),
+    (10_000.0, "99.99%"),
+    (100_000.0, "99.999%"),
+)
+
+
+def plot_latency(data: dict[str, Any], out: Path, rate: float | None = None) -> Path:
+    """``latency.png``: latency by percentile at one rate, a panel per op."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = sorted({run["rate"] for run in data["runs"]})
+    if rate is None:
+        half = data.get("saturation_ops_per_s", 0) / 2
+        rate = min(rates, key=lambda r: abs(r - half))
+    runs = [run for run in data["runs"] if run["rate"] == rate]
+    kinds = ["increment", "rank", "top10", "around"]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8), sharex=True, sharey=True)
+    for ax, kind in zip(axes.flat, kinds, strict=True):
+        for run in runs:
+            lat = run["latency"].get(kind)
+            if lat is None:
+                continue
+            xs, ys = [], []
+            for p, us in lat["spectrum"]:
+                # (the max is drawn one count beyond the last point)
+                q = 100.0 * (1 - 1 / (lat["count"] + 1)) if p >= 100.0 else p
+                xs.append(1 / (1 - q / 100.0))
+                ys.append(max(us, 0.1))
+            name = run["system"]
+            colour, _, line = _style(name.split("@")[0].removesuffix(" (baseline)"))
+            if "@tick-freeze" in name:  # the collector advice: a dotted line
+                line = ":"
+            elif "@freeze" in name:
+                line = "-."
+            label = name + (" (saturated)" if run["saturated"] else "")
+            ax.plot(
+                xs,
+                ys,
+                line,
+                color=colour,
+                label=label,
+                linewidth=1.3,
+                alpha=0.5 if "(baseline)" in name else 1.0,
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(kind)
+        ax.set_xticks([x for x, _ in LATENCY_TICKS], [t for _, t in LATENCY_TICKS])
+        ax.axhline(16_700, color="#999999", linewidth=0.8, linestyle=":")
+        ax.grid(True, which="major", alpha=0.3)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("latency from the scheduled start (us)")
+    axes[0, 0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(
+        f"latency by percentile at {rate:,.0f} ops/s, N = {data['n']:,} "
+        f"(open loop; dotted: one 60 Hz frame)"
+    )
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "latency.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="PNG charts from compare.py JSON results")
     p.add_argument("json", help="results written by bench/compare.py --json")
     p.add_argument("--out", help="directory for the PNGs (default: the directory of the JSON file)")
     p.add_argument("--markdown", action="store_true", help="print Markdown tables, no charts")
+    p.add_argument(
+        "--latency",
+        action="store_true",
+        help="the JSON is bench/latency.py's: draw latency.png (latency by percentile)",
+    )
+    p.add_argument("--rate", type=float, help="with --latency: the rate to draw (default: ~S/2)")
     args = p.parse_args(argv)
     data = json.loads(Path(args.json).read_text())
+    if args.latency:
+        out = Path(args.out) if args.out is not None else Path(args.json).parent
+        print(plot_latency(data, out, args.rate))
+        return 0
     if args.markdown:
         print(markdown(data))
         return 0

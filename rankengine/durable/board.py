@@ -100,6 +100,7 @@ from rankengine.durable.records import (
     TornTailWarning,
     crash_point,
 )
+from rankengine.durable.sliced import SlicedExport
 from rankengine.durable.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
 from rankengine.durable.verify import creation_leftovers
 
@@ -216,6 +217,13 @@ def open_board_as(
     """Open (or create) the durable board in directory ``path``; see
     :class:`DurableLeaderboard` for the options."""
     return _durable_class(cls)(path, **options)
+
+
+def _let_go() -> None:
+    """Let go of the GIL for a moment between two units of a background
+    compaction, so that a thread serving calls waits for one unit at most
+    (CPython hands the GIL over only every 5 ms otherwise)."""
+    time.sleep(0)
 
 
 def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -> None:
@@ -745,6 +753,9 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         #: the process that opened the board (see __del__)
         self._pid = os.getpid()
         self._compactor: threading.Thread | None = None
+        #: the snapshot being read in slices, which sees every logged change
+        #: until its last slice (see _compact)
+        self._capture: SlicedExport | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._closed = False
@@ -876,6 +887,8 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         else:
             self._dirty = True
         self._seq, self._last_ms = seq, stamp
+        if self._capture is not None:  # a snapshot is being read in slices
+            self._capture.capture(changes)
         # Compaction is due only past compact_min bytes: one comparison per
         # write until then instead of a max() of three.
         compact_min = self._compact_min
@@ -1110,13 +1123,51 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                         self._sync_started = None
                         self._sync_cond.notify_all()
 
+    def _read_in_slices(self) -> SlicedExport | None:
+        """Read the board for a snapshot in slices between writes (see
+        :mod:`rankengine.durable.sliced`), up to the last slice; None when the newest
+        snapshot is already of the current state.
+
+        Each slice holds the board lock for at most ``SLICE_SECONDS`` and
+        the GIL is let go between slices, so that writes and reads go on
+        with at most a slice's delay.  The caller finishes the export under
+        the lock (:meth:`SlicedExport.finish`) and rotates the log in the
+        same hold; until then every logged change goes to the export too.
+        """
+        manifest = self._manifest
+        export = SlicedExport(self)
+        with self._lock:
+            self._check_writable()
+            if manifest.snapshots and manifest.snapshots[-1][1] == self._seq:
+                return None
+            self._capture = export
+        try:
+            done = False
+            while not done:
+                with self._lock:
+                    self._check_writable()
+                    done = export.step()
+                _let_go()
+                export.replay(_let_go)
+            if not self._sync_each:
+                self._presync()  # so that the fsync under the lock has little to do
+        except BaseException:
+            self._capture = None
+            raise
+        return export
+
     def _compact(self) -> int:
         directory = self.path
         manifest = self._manifest
         if not self._sync_each:
             self._presync()
+        export = self._read_in_slices()
+        if export is None:
+            return self._seq
         with self._lock:
+            self._capture = None  # (the export's last slice is read now)
             self._check_writable()
+            export.finish()
             seq = self._seq
             if manifest.snapshots and manifest.snapshots[-1][1] == seq:
                 return seq
@@ -1128,7 +1179,6 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             # what arrived meanwhile; under "always" nothing is dirty.  A
             # failure fails the board, as any fsync's does.
             self._sync_log()
-            columns = self._export_columns()
             header = {
                 "seq": seq,
                 "clock": self._clock,
@@ -1183,7 +1233,11 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                     old.close()
                 self._active_first = seq + 1
         snap = snapshot_name(seq)
-        size = write_snapshot_columns(os.path.join(directory, snap), header, columns)
+        columns = export.columns(_let_go)
+        del export
+        size = write_snapshot_columns(
+            os.path.join(directory, snap), header, columns, pause=_let_go
+        )
         del columns
         with self._lock:
             old_snapshots, old_segments = list(manifest.snapshots), list(manifest.segments)

@@ -1,0 +1,158 @@
+"""The latency harness (``bench/latency.py``): its pure logic only -- the
+schedule, the open loop's accounting (on a fake clock) and the HdrHistogram
+bucketing.  No wall-clock figure is asserted."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+import latency  # noqa: E402
+
+
+class FakeClock:
+    """A clock that moves only when told: waits jump to their end, and each
+    call of the system takes the time the test gives it."""
+
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += int(seconds * 1e9)
+
+    def spin(self) -> None:
+        self.now += 1_000
+
+
+def test_a_stall_is_charged_to_every_operation_it_delayed() -> None:
+    """Coordinated omission: a 10 ms stall at 1,000 ops/s (1 ms apart)
+    delays the next ten ops too, each by what is left of the stall."""
+    clock = FakeClock()
+    ops = [(latency.INCR, "a", 1)] * 16
+    service = {5: 10_000_000}  # op 5 takes 10 ms; every other op 0.1 ms
+    count = [0]
+
+    def call(kind: int, a: Any, b: Any) -> None:
+        clock.now += service.get(count[0], 100_000)
+        count[0] += 1
+
+    out = latency.open_loop(call, ops, 1000.0, 20, clock=clock, wait=clock.sleep, spin=clock.spin)
+    lat = list(out.latencies)
+    assert lat[:5] == [100_000] * 5
+    assert lat[5] == 10_000_000
+    # op 6 was due 1 ms after op 5 started, began when it ended (9 ms late)
+    # and took 0.1 ms; and so on, until the queue has drained
+    assert lat[6:16] == [9_100_000 - k * 900_000 for k in range(10)]
+    assert lat[16:] == [100_000] * 4  # the queue has drained
+    assert not out.saturated and len(lat) == 20
+
+
+def test_a_system_slower_than_the_rate_is_stopped_as_saturated() -> None:
+    clock = FakeClock()
+
+    def call(kind: int, a: Any, b: Any) -> None:
+        clock.now += 2_000_000  # 2 ms per op at 1,000 ops/s: the queue grows
+
+    out = latency.open_loop(
+        call,
+        [(latency.RANK, "a", None)] * 4,
+        1000.0,
+        100_000,
+        clock=clock,
+        wait=clock.sleep,
+        spin=clock.spin,
+    )
+    assert out.saturated
+    assert out.latencies[-1] > latency.MAX_LAG_S * 1e9
+    assert len(out.latencies) < 100_000
+
+
+def test_new_players_get_fresh_names_and_ticks_run_once_a_second() -> None:
+    clock = FakeClock()
+    seen: list[Any] = []
+    ticks: list[float] = []
+    ops = [(latency.NEW, "x", 1), (latency.TOP, 10, None)]
+    latency.open_loop(
+        lambda kind, a, b: seen.append(a),
+        ops,
+        100.0,
+        350,
+        clock=clock,
+        wait=clock.sleep,
+        spin=clock.spin,
+        tick=ticks.append,
+        new_prefix="n",
+    )
+    names = [a for a in seen if isinstance(a, str)]
+    assert len(names) == len(set(names)) == 175
+    assert names[:2] == ["n:1", "n:2"]
+    assert ticks == [1.0, 2.0, 3.0]
+
+
+def test_the_op_list_must_be_a_power_of_two() -> None:
+    clock = FakeClock()
+    with pytest.raises(ValueError, match="power of two"):
+        latency.open_loop(lambda *a: None, [(latency.RANK, "a", None)] * 3, 10.0, 1, clock=clock)
+
+
+def test_the_mix_has_the_advertised_shares() -> None:
+    ops = latency.make_ops(1000, seed=3, count=40_000)
+    kinds = [latency.KIND_NAMES[k] for k, _, _ in ops]
+    for name, share in latency.MIX.items():
+        assert abs(kinds.count(name) / len(ops) - share) < 0.01, name
+    writes = [k for k, _, _ in ops if k in (latency.INCR, latency.NEW)]
+    assert abs(writes.count(latency.NEW) / len(writes) - latency.NEW_SHARE) < 0.01
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_histogram_percentiles_are_within_its_precision(seed: int) -> None:
+    rng = random.Random(seed)
+    values = [int(rng.lognormvariate(10, 2)) for _ in range(5000)]
+    h = latency.LatencyHistogram()
+    h.record_many(values)
+    values.sort()
+    assert h.total == len(values) and h.max == values[-1]
+    for p in (50.0, 90.0, 99.0, 99.9, 99.99, 100.0):
+        exact = values[max(int(p / 100 * len(values) + 0.5), 1) - 1]
+        got = h.value_at(p)
+        # HdrHistogram reports the bucket's highest equivalent value: never
+        # below the exact one, and within 0.1% (3 significant digits) above
+        assert exact <= got <= exact + max(exact // 1000, 0) + 1, (p, exact, got)
+    spectrum = h.spectrum()
+    assert [p for p, _ in spectrum] == sorted(p for p, _ in spectrum)
+    assert [v for _, v in spectrum] == sorted(v for _, v in spectrum)
+    assert spectrum[-1] == (100.0, values[-1])
+
+
+def test_histogram_agrees_with_the_hdrhistogram_package() -> None:
+    hdrh = pytest.importorskip("hdrh.histogram")
+    rng = random.Random(5)
+    values = [rng.randrange(1, 10**9) for _ in range(3000)]
+    ours = latency.LatencyHistogram()
+    ours.record_many(values)
+    theirs = hdrh.HdrHistogram(1, 10**9, latency.SIGNIFICANT_DIGITS)
+    for v in values:
+        theirs.record_value(v)
+    for p in (50.0, 90.0, 99.0, 99.9):
+        assert ours.value_at(p) == theirs.get_value_at_percentile(p), p
+    encoded = ours.encoded()
+    assert encoded is not None
+    back = hdrh.HdrHistogram.decode(encoded)
+    assert back.get_total_count() == len(values)
+    assert back.get_value_at_percentile(99.0) == theirs.get_value_at_percentile(99.0)
+
+
+def test_a_negative_latency_is_refused() -> None:
+    with pytest.raises(ValueError, match="negative"):
+        latency.LatencyHistogram().record(-1)
