@@ -32,16 +32,8 @@ from rankengine.cli.explore import make_server
 from rankengine.teach.explore import STEP_KINDS, Explorer
 from rankengine.teach.explore_data import parse_op, static_data
 from rankengine.teach.explore_page import page_html
-from rankengine.teach.narrate import (
-    Narration,
-    Trace,
-    explain,
-    narrate_delete,
-    narrate_insert,
-    narrate_update,
-    trace_key,
-    trace_rank,
-)
+from rankengine.teach.narrate import Narration, narrate_delete, narrate_insert, narrate_update
+from rankengine.teach.trace import Trace, explain, trace_key, trace_rank
 from rankengine.teach.viz import Shape, make_shape, shape_of
 
 SCORES = [30, 10, 50, 20, 60, 5, 40, 15, 25, 45]

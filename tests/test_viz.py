@@ -29,14 +29,8 @@ from hypothesis import strategies as st
 from rankengine import Leaderboard
 from rankengine.cli.main import main
 from rankengine.index.skiplist import SkipList
-from rankengine.teach.narrate import (
-    explain,
-    narrate_delete,
-    narrate_insert,
-    narrate_update,
-    trace_key,
-    trace_rank,
-)
+from rankengine.teach.narrate import narrate_delete, narrate_insert, narrate_update
+from rankengine.teach.trace import explain, trace_key, trace_rank
 from rankengine.teach.viz import (
     HeightScript,
     Shape,

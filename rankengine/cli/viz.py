@@ -28,14 +28,8 @@ from typing import Any, Final
 from rankengine.cli.args import HelpFormatter, output_path, positive, whole_number
 from rankengine.cli.files import output_file
 from rankengine.index.skiplist import MAX_LEVEL, P, SkipList
-from rankengine.teach.narrate import (
-    explain,
-    narrate_delete,
-    narrate_insert,
-    narrate_update,
-    trace_key,
-    trace_rank,
-)
+from rankengine.teach.narrate import narrate_delete, narrate_insert, narrate_update
+from rankengine.teach.trace import explain, trace_key, trace_rank
 from rankengine.teach.viz import (
     DEFAULT_WIDTH,
     HeightScript,

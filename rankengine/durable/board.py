@@ -1235,9 +1235,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         snap = snapshot_name(seq)
         columns = export.columns(_let_go)
         del export
-        size = write_snapshot_columns(
-            os.path.join(directory, snap), header, columns, pause=_let_go
-        )
+        size = write_snapshot_columns(os.path.join(directory, snap), header, columns, pause=_let_go)
         del columns
         with self._lock:
             old_snapshots, old_segments = list(manifest.snapshots), list(manifest.segments)

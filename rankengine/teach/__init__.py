@@ -1,8 +1,8 @@
 """Teaching: pictures and narration of the skip list.
 
-Owns the text and SVG pictures (``viz``), the step-by-step narration of
-searches, inserts, deletes and score changes that checks itself against the
-real list (``narrate``), the explorer's data, counted costs, scenarios and
+Owns the text and SVG pictures (``viz``), traced searches (``trace``), the
+step-by-step narration of inserts, deletes and score changes that checks
+itself against the real list (``narrate``), the explorer's data, counted costs, scenarios and
 page (``explore``, ``explore_count``, ``explore_sorted``, ``explore_data``,
 ``explore_page``) and the notebook pictures (``notebook``).
 

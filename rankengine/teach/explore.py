@@ -45,16 +45,8 @@ from typing import Any, Final
 from rankengine.index.skiplist import MAX_LEVEL, P, SkipList
 from rankengine.teach.explore_count import count_skiplist
 from rankengine.teach.explore_sorted import SortedMirror
-from rankengine.teach.narrate import (
-    Narration,
-    Trace,
-    explain,
-    narrate_delete,
-    narrate_insert,
-    narrate_update,
-    trace_key,
-    trace_rank,
-)
+from rankengine.teach.narrate import Narration, narrate_delete, narrate_insert, narrate_update
+from rankengine.teach.trace import Trace, explain, trace_key, trace_rank
 from rankengine.teach.viz import HeightScript, LabelMode, Shape, make_shape, random_scores, shape_of
 
 __all__ = [

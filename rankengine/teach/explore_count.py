@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from rankengine.index.skiplist import MAX_LEVEL, SkipList
-from rankengine.teach.narrate import trace_rank
+from rankengine.teach.trace import trace_rank
 from rankengine.teach.viz import HeightScript, Shape
 
 __all__ = ["Counted", "Tally", "count_skiplist"]

@@ -12,10 +12,10 @@ L1    HEAD -------3-------> 15 -1> 20 ----1----> NIL
 L0    HEAD -1> 5 -1> 10 -1> 15 -1> 20 -1> 25 -0> NIL
 rank   0       1     2      3      4      5
 
-A search from :func:`rankengine.teach.narrate.trace_key` is drawn on top:
+A search from :func:`rankengine.teach.trace.trace_key` is drawn on top:
 ``=N=>`` for the links it crossed, ``v`` where it dropped a level, ``^``
 where it ended; the spans it crossed add up to the rank it ends on.  A
-finger search (:func:`rankengine.teach.narrate.trace_finger`, the search for the
+finger search (:func:`rankengine.teach.trace.trace_finger`, the search for the
 new place of a score increase) also marks with ``+`` each node it started a
 level from: an old ``update[i]``, not the header.  Lists
 too wide for the screen are drawn sideways (``layout="vertical"``): a line
@@ -60,7 +60,7 @@ from rankengine.index.skiplist import (
 )
 
 if TYPE_CHECKING:  # the search traces live with the narrations, which import this module
-    from rankengine.teach.narrate import Trace
+    from rankengine.teach.trace import Trace
 
 __all__ = [
     "DEFAULT_WIDTH",
@@ -559,7 +559,7 @@ def render_text(
 
     Runtime complexity: O(N * level)
 
-    >>> from rankengine.teach.narrate import trace_key
+    >>> from rankengine.teach.trace import trace_key
     >>> sl = teaching_list([10, 20, 5, 15, 25], rng=HeightScript(1).force(1, 2, 1, 3, 1))
     >>> print(render_text(sl, trace_key(sl, 20), legend=False))
     L2    HEAD =======3=======> 15 --------2-------> NIL
@@ -848,7 +848,7 @@ def render_svg(
     Runtime complexity: O(N * level)
 
     >>> import xml.etree.ElementTree as ET
-    >>> from rankengine.teach.narrate import trace_key
+    >>> from rankengine.teach.trace import trace_key
     >>> sl = teaching_list([3, 1, 2], rng=1)
     >>> root = ET.fromstring(render_svg(sl, trace_key(sl, 2)))
     >>> root.tag
