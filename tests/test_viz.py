@@ -30,13 +30,13 @@ from rankengine import Leaderboard
 from rankengine.cli.main import main
 from rankengine.index.skiplist import SkipList
 from rankengine.teach.narrate import narrate_delete, narrate_insert, narrate_update
+from rankengine.teach.svg import render_svg
 from rankengine.teach.trace import explain, trace_key, trace_rank
 from rankengine.teach.viz import (
     HeightScript,
     Shape,
     make_shape,
     random_scores,
-    render_svg,
     render_text,
     shape_of,
     teaching_list,

@@ -29,13 +29,12 @@ from rankengine.cli.args import HelpFormatter, output_path, positive, whole_numb
 from rankengine.cli.files import output_file
 from rankengine.index.skiplist import MAX_LEVEL, P, SkipList
 from rankengine.teach.narrate import narrate_delete, narrate_insert, narrate_update
+from rankengine.teach.svg import counted, render_svg
 from rankengine.teach.trace import explain, trace_key, trace_rank
 from rankengine.teach.viz import (
     DEFAULT_WIDTH,
     HeightScript,
-    counted,
     random_scores,
-    render_svg,
     render_text,
     shape_of,
     teaching_list,

@@ -1,6 +1,7 @@
 """Teaching: pictures and narration of the skip list.
 
-Owns the text and SVG pictures (``viz``), traced searches (``trace``), the
+Owns the shapes and text pictures (``viz``) and their SVG drawing
+(``svg``), traced searches (``trace``), the
 step-by-step narration of inserts, deletes and score changes that checks
 itself against the real list (``narrate``), the explorer's data, counted costs, scenarios and
 page (``explore``, ``explore_count``, ``explore_sorted``, ``explore_data``,

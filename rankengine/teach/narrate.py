@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from rankengine.index.protocol import Entry3
 from rankengine.index.skiplist import P, SkipList
+from rankengine.teach.svg import Panel, counted, svg_document
 from rankengine.teach.trace import (
     Trace,
     _block,
@@ -64,13 +65,10 @@ from rankengine.teach.viz import (
     HeightScript,
     LabelMode,
     Layout,
-    Panel,
     Shape,
-    counted,
     label_of,
     make_shape,
     shape_of,
-    svg_document,
 )
 
 __all__ = [

@@ -3,7 +3,7 @@
 Jupyter shows an object by calling its ``_repr_html_``.
 :class:`~rankengine.index.skiplist.SkipList` and the in-process boards
 (``Leaderboard`` and its kin, through ``BoardCore``) answer with
-:func:`html_of`: the SVG picture of :func:`rankengine.teach.viz.render_svg`
+:func:`html_of`: the SVG picture of :func:`rankengine.teach.svg.render_svg`
 (levels, links and spans) while the list has at most :data:`MAX_DRAWN`
 entries, and a short summary beyond (a picture of thousands of nodes would
 only be a wide grey band).  A board on the sorted-list backend has no links
@@ -21,7 +21,7 @@ from html import escape
 from typing import Any, Final
 
 from rankengine.index.skiplist import SkipList
-from rankengine.teach.viz import counted, render_svg
+from rankengine.teach.svg import counted, render_svg
 
 __all__ = ["MAX_DRAWN", "TOP_SHOWN", "html_of"]
 

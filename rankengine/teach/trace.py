@@ -25,15 +25,8 @@ from typing import Any, Final, Literal
 from rankengine.board.checks import check_flag
 from rankengine.index.protocol import Entry3
 from rankengine.index.skiplist import SkipList
-from rankengine.teach.viz import (
-    Layout,
-    Shape,
-    _ljust,
-    _text_width,
-    counted,
-    render_text,
-    shape_of,
-)
+from rankengine.teach.svg import counted
+from rankengine.teach.viz import Layout, Shape, _ljust, _text_width, render_text, shape_of
 
 __all__ = [
     "PROSE_WIDTH",
