@@ -78,7 +78,8 @@ Optional hooks
 the names below on the index (``getattr`` / ``hasattr``) and uses each one
 that is present; when one is absent it falls back on the protocol, which
 gives the same answers, only slower.  ``SortedListIndex`` has them all;
-``SkipList`` has all but ``columns_between`` and ``build_columns``.  (A
+``SkipList`` has all but ``columns_between``, ``columns_range`` and
+``build_columns``.  (A
 test collects the names the package looks up and checks that each is
 listed here and in the API reference.)
 
@@ -125,6 +126,13 @@ listed here and in the API reference.)
     clamps ``0 <= start <= stop <= len``.  Used by the range reads that
     rank in unique style without metadata (top-k, pages, around a
     member).  Cost: O(log N + (stop - start)).  Without it:
+    :meth:`~OrderedIndex.iter_range`, a tuple per entry.
+``columns_range(start, stop) -> (primaries, ties, members)``
+    The entries at positions ``start <= p < stop`` as three lists,
+    ascending (``IndexError`` unless ``0 <= start <= stop <= len``).  Used
+    by a snapshot of a live durable board, which reads the index a slice at
+    a time between writes (:mod:`rankengine.durable.sliced`).  Cost:
+    O(log N + (stop - start)), no object per entry.  Without it:
     :meth:`~OrderedIndex.iter_range`, a tuple per entry.
 ``build_columns(primaries, ties, members) -> None``
     :meth:`~OrderedIndex.build` from three columns of equal length, already
