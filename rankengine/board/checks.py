@@ -16,6 +16,7 @@ ValueError: page size must be at least 1, got 0
 
 from __future__ import annotations
 
+import numbers
 import operator
 from collections.abc import Iterable
 from typing import Any, Final
@@ -26,6 +27,8 @@ __all__ = [
     "check_count",
     "check_flag",
     "check_int",
+    "check_percentile",
+    "check_ranks",
     "check_size",
     "check_style",
     "member_list",
@@ -97,6 +100,59 @@ def check_size(value: object) -> int:
     value = check_int(value, "page size")
     if value < 1:
         raise ValueError(f"page size must be at least 1, got {value}")
+    return value
+
+
+def check_ranks(start: object, stop: object) -> tuple[int, int]:
+    """``(start, stop)`` of a rank range as ints, or the error: each an int
+    (see :func:`check_int`), and neither 0 -- ranks are 1-based and negative
+    ones count from the bottom.
+
+    Runtime complexity: O(1)
+
+    >>> check_ranks(1, -1)
+    (1, -1)
+    >>> check_ranks(0, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: ranks are 1-based: use 1 for the top and -1 for the bottom, not 0
+    """
+    start = check_int(start, "start")
+    stop = check_int(stop, "stop")
+    if start == 0 or stop == 0:
+        raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+    return start, stop
+
+
+def check_percentile(p: object) -> int | float:
+    """``p`` as the ``int`` or ``float`` percentile it stands for, or a
+    ``ValueError`` unless it is a number from 0 to 100.
+
+    Any real number is taken (a NumPy ``float32`` or ``int64``, a
+    ``Fraction``): an integer as an ``int``, any other as the ``float`` it
+    converts to.  A ``bool``, a string, ``None`` and NaN are refused.
+
+    Runtime complexity: O(1)
+
+    >>> from fractions import Fraction
+    >>> check_percentile(90), check_percentile(Fraction(25, 2))
+    (90, 12.5)
+    >>> check_percentile(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: percentile must be a number from 0 to 100, not True
+    """
+    value: int | float
+    if type(p) is int or type(p) is float:
+        value = p
+    elif isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+    elif isinstance(p, numbers.Integral):
+        value = int(p)
+    else:
+        value = float(p)
+    if not 0 <= value <= 100:
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
     return value
 
 
