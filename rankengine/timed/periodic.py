@@ -48,14 +48,14 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import msgpack
 
 from rankengine.board.checks import check_count, check_flag, member_list
+from rankengine.board.contract import routed
 from rankengine.board.copying import Uncopyable
-from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle, When
-from rankengine.board.reads import DEFAULT_PAGE_SIZE, PercentileMethod
+from rankengine.board.leaderboard import Entry, Leaderboard, When
 from rankengine.board.scoring import Member, Score, check_member, check_meta
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -101,6 +101,7 @@ __all__ = [
 ]
 
 LatePolicy: TypeAlias = Literal["reject", "drop", "current"]
+_R = TypeVar("_R")
 _LATE_POLICIES: Final = ("reject", "drop", "current")
 #: Constructor options that :meth:`PeriodicLeaderboard.open` refuses: a
 #: durable board archives to ``<path>/archive`` and opens its own boards.
@@ -210,6 +211,22 @@ def read_archive(path: str | os.PathLike[str], **config: Any) -> tuple[Period, L
 def _file_name(name: str) -> str:
     """Period names may hold ``:``; file names should not."""
     return name.replace(":", "_")
+
+
+def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
+    """``method`` of the board contract, read in a period: a periodic
+    board's read (see :func:`~rankengine.board.contract.routed`).
+
+    >>> PeriodicLeaderboard.top.__doc__.splitlines()[0]
+    ':meth:`Leaderboard.top` in a period (default: the current one).'
+    """
+    return routed(
+        method,
+        keyword="period",
+        annotation="Period | str | None",
+        route="board",
+        about=f":meth:`Leaderboard.{method.__name__}` in a period (default: the current one).",
+    )
 
 
 # ----------------------------------------------------------------------
@@ -751,223 +768,26 @@ class PeriodicLeaderboard(Uncopyable):
                 return Leaderboard(**self._plain_config)
             raise KeyError(f"period {target.name} is not held in memory")
 
-    def top(
-        self,
-        k: int = 10,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """The best ``k`` of a period (default: the current one).
-
-        Runtime complexity: O(log N + k)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).top(k, style=style, with_meta=with_meta)
-
-    def rank(
-        self, member: Member, *, period: Period | str | None = None, style: RankStyle | None = None
-    ) -> int | None:
-        """``member``'s rank in a period (default: the current one), or None.
-
-        Runtime complexity: O(log N)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).rank(member, style=style)
-
-    def score(
-        self, member: Member, default: Any = None, *, period: Period | str | None = None
-    ) -> Any:
-        """``member``'s score in a period (default: the current one).
-
-        Runtime complexity: O(1)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).score(member, default)
-
-    def entry(
-        self,
-        member: Member,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> Entry | None:
-        """``member``'s entry in a period (default: the current one), or None.
-
-        Runtime complexity: O(log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).entry(member, style=style, with_meta=with_meta)
-
-    def around(
-        self,
-        member: Member,
-        above: int = 5,
-        below: int = 5,
-        *,
-        period: Period | str | None = None,
-        fill: bool = False,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.around` in a period (default: the current one).
-
-        Runtime complexity: O(log N + above + below)
-        """
-        fill = check_flag(fill, "fill")
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).around(
-                member, above, below, fill=fill, style=style, with_meta=with_meta
-            )
-
-    def page(
-        self,
-        number: int,
-        size: int = DEFAULT_PAGE_SIZE,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.page` in a period (default: the current one).
-
-        Runtime complexity: O(log N + size)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).page(number, size, style=style, with_meta=with_meta)
-
-    def pages(self, size: int = DEFAULT_PAGE_SIZE, *, period: Period | str | None = None) -> int:
-        """:meth:`Leaderboard.pages` of a period (default: the current one).
-
-        Runtime complexity: O(1)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).pages(size)
-
-    def by_rank(
-        self,
-        start: int = 1,
-        stop: int = -1,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.by_rank` in a period (default: the current one).
-
-        Runtime complexity: O(log N + k)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).by_rank(start, stop, style=style, with_meta=with_meta)
-
-    def by_score(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-        offset: int = 0,
-        limit: int | None = None,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.by_score` in a period (default: the current one).
-
-        Runtime complexity: O(log N + k)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).by_score(
-                min,
-                max,
-                min_inclusive=min_inclusive,
-                max_inclusive=max_inclusive,
-                offset=offset,
-                limit=limit,
-                style=style,
-                with_meta=with_meta,
-            )
-
-    def count(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-        period: Period | str | None = None,
-    ) -> int:
-        """:meth:`Leaderboard.count` in a period (default: the current one).
-
-        Runtime complexity: O(log N)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).count(
-                min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
-            )
-
-    def at(
-        self,
-        rank: int,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> Entry:
-        """:meth:`Leaderboard.at` in a period (default: the current one).
-
-        Runtime complexity: O(log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).at(rank, style=style, with_meta=with_meta)
-
-    def entries(
-        self,
-        members: Iterable[Member],
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry | None]:
-        """:meth:`Leaderboard.entries` in a period (default: the current one).
-
-        Runtime complexity: O(k log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).entries(members, style=style, with_meta=with_meta)
-
-    def percentile(
-        self,
-        member: Member,
-        *,
-        period: Period | str | None = None,
-        method: PercentileMethod = "midpoint",
-    ) -> float | None:
-        """:meth:`Leaderboard.percentile` in a period (default: the current one).
-
-        Runtime complexity: O(log N)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).percentile(member, method=method)
-
-    def meta(self, member: Member, *, period: Period | str | None = None) -> dict[str, Any] | None:
-        """:meth:`Leaderboard.meta` in a period (default: the current one).
-
-        Runtime complexity: O(size of meta)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).meta(member)
+    # Every read of the board contract, in a period: the period's board
+    # answers it (see rankengine.board.contract.routed), so each keeps the
+    # contract's signature, docstring and errors, plus ``period=``.
+    score = _in_period(Leaderboard.score)
+    rank = _in_period(Leaderboard.rank)
+    entry = _in_period(Leaderboard.entry)
+    entries = _in_period(Leaderboard.entries)
+    at = _in_period(Leaderboard.at)
+    rank_for_score = _in_period(Leaderboard.rank_for_score)
+    percentile = _in_period(Leaderboard.percentile)
+    score_at_percentile = _in_period(Leaderboard.score_at_percentile)
+    meta = _in_period(Leaderboard.meta)
+    top = _in_period(Leaderboard.top)
+    by_rank = _in_period(Leaderboard.by_rank)
+    page = _in_period(Leaderboard.page)
+    pages = _in_period(Leaderboard.pages)
+    around = _in_period(Leaderboard.around)
+    by_score = _in_period(Leaderboard.by_score)
+    count = _in_period(Leaderboard.count)
+    items = _in_period(Leaderboard.items)
 
     def archived(self) -> list[str]:
         """Names of the periods in the archive directory, oldest first."""
