@@ -78,6 +78,8 @@ _R = TypeVar("_R")
 #: The flags a routed read checks before it routes (a bad flag is a
 #: ``TypeError`` whatever the route would have said), in this order.
 _EARLY_FLAGS: Final = ("fill", "with_meta")
+#: A routed read without a routing keyword (see :func:`routed`).
+_NO_ROUTE: Final = object()
 
 When: TypeAlias = Literal["new", "present", "better", "worse"]
 PercentileMethod: TypeAlias = Literal["below", "at_or_below", "midpoint"]
@@ -580,9 +582,7 @@ class BoardAPI:
         below = check_count(below, "below")
         fill = check_flag(fill, "fill")
         style = self._style(style)  # checked even when the member is absent
-        return self._around_rows(
-            member, above, below, fill, style=style, with_meta=with_meta
-        )
+        return self._around_rows(member, above, below, fill, style=style, with_meta=with_meta)
 
     def by_score(
         self,
@@ -834,20 +834,21 @@ class BoardAPI:
 def routed(
     method: Callable[..., _R],
     *,
-    keyword: str,
-    annotation: str,
+    keyword: str | None,
     route: str,
     about: str,
+    annotation: str = "",
 ) -> Callable[..., _R]:
     """A public read of the contract answered by another board: the board
     that ``route`` (the name of a method of the owner, called with the
-    value of ``keyword``) picks, under the owner's ``_lock``.
+    value of the keyword-only argument ``keyword`` typed ``annotation``, or
+    with nothing when ``keyword`` is None) picks, under the owner's ``_lock``.
 
     Boards made of boards -- a periodic board is one board per period --
     answer every read of the contract with the same words: pick a board,
     ask it.  Written once here, each such read keeps
 
-    * the contract's signature, plus the keyword-only ``keyword`` (shown by
+    * the contract's signature, plus ``keyword`` if any (shown by
       ``inspect.signature`` and ``help()``),
     * the contract's docstring (without its doctest, which runs on the
       contract) after one line ``about`` the route, and
@@ -888,13 +889,22 @@ def routed(
     flags = [flag for flag in _EARLY_FLAGS if flag in contract.parameters]
 
     def read(self: Any, /, *args: Any, **kwargs: Any) -> Any:
-        target = kwargs.pop(keyword, None)
+        target = kwargs.pop(keyword, None) if keyword is not None else _NO_ROUTE
         for flag in flags:
             if flag in kwargs:
                 check_flag(kwargs[flag], flag)
         with self._lock:  # the board picked and its read: one step
-            return getattr(getattr(self, route)(target), name)(*args, **kwargs)
+            pick = getattr(self, route)
+            board = pick() if target is _NO_ROUTE else pick(target)
+            return getattr(board, name)(*args, **kwargs)
 
+    read.__name__ = read.__qualname__ = name
+    doc = inspect.getdoc(method) or ""
+    prose = doc.split("\n\n>>>")[0].split("\n>>>")[0].rstrip()
+    read.__doc__ = f"{about}\n\n{prose}\n"
+    if keyword is None:
+        read.__signature__ = contract  # type: ignore[attr-defined]
+        return read
     params = list(contract.parameters.values())
     where = next(
         (i for i, p in enumerate(params) if p.kind is inspect.Parameter.KEYWORD_ONLY),
@@ -907,8 +917,4 @@ def routed(
         ),
     )
     read.__signature__ = contract.replace(parameters=params)  # type: ignore[attr-defined]
-    read.__name__ = read.__qualname__ = name
-    doc = inspect.getdoc(method) or ""
-    prose = doc.split("\n\n>>>")[0].split("\n>>>")[0].rstrip()
-    read.__doc__ = f"{about}\n\n{prose}\n"
     return read

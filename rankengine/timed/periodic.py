@@ -223,8 +223,8 @@ def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
     return routed(
         method,
         keyword="period",
-        annotation="Period | str | None",
         route="board",
+        annotation="Period | str | None",
         about=f":meth:`Leaderboard.{method.__name__}` in a period (default: the current one).",
     )
 
