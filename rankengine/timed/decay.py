@@ -70,7 +70,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -110,6 +110,8 @@ _DOOMED: Final = ".dropped-"
 #: ``exp`` overflows past ~709.78 and underflows to 0 below ~-745; reads
 #: whose decay exponent is larger than this go through logarithms instead.
 _EXP_SAFE: Final = 700.0
+#: What :meth:`DecayedLeaderboard.__getitem__` asks for in place of an absent score.
+_ABSENT: Final = object()
 
 
 class DecayedLeaderboard(Uncopyable):
@@ -208,6 +210,18 @@ class DecayedLeaderboard(Uncopyable):
 
     def __contains__(self, member: object) -> bool:
         return member in self._board
+
+    def __iter__(self) -> Iterator[Member]:
+        """Members in rank order, best first (ranks do not change with time)."""
+        with self._lock:
+            return iter(self._board)
+
+    def __getitem__(self, member: Member) -> float:
+        """``member``'s decayed value now; ``KeyError`` when absent."""
+        found = self.score(member, _ABSENT)
+        if found is _ABSENT:
+            raise KeyError(member)
+        return found  # type: ignore[no-any-return]
 
     def factor(self, at: float | None = None) -> float:
         """``e^(-(at - t0) / tau)``: what a stored score is multiplied by to

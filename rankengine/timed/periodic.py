@@ -106,6 +106,8 @@ _LATE_POLICIES: Final = ("reject", "drop", "current")
 #: Constructor options that :meth:`PeriodicLeaderboard.open` refuses: a
 #: durable board archives to ``<path>/archive`` and opens its own boards.
 _OPEN_OWNS: Final = ("archive", "board_factory")
+#: A score not read (see :meth:`PeriodicLeaderboard._score_before`).
+_UNREAD: Final = object()
 
 
 class LateEventError(ValueError):
@@ -351,9 +353,10 @@ class PeriodicLeaderboard(Uncopyable):
         #: True after close() closed durable period boards: the board then
         #: stays as it was (no new period boards, no closing or dropping).
         self._shut = False
-        #: Called as ``hook(period, members)`` after each write (the sliding
-        #: window marks those members for its next refresh).
-        self._write_hook: Callable[[Period, Iterable[Member]], None] | None = None
+        #: Called as ``hook(period, members, moved)`` after each write (the
+        #: sliding window marks those members for its next refresh; ``moved``
+        #: is False when the write moved no score).
+        self._write_hook: Callable[[Period, Iterable[Member], bool], None] | None = None
         #: Called as ``hook(period, board)`` just before a period leaves memory.
         self._drop_hook: Callable[[Period, Leaderboard], None] | None = None
         #: The directory store of a durable board (see :meth:`open`), or None.
@@ -469,10 +472,12 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                changed = self._target(period).set(member, score, when=when, meta=meta)
+                board = self._target(period)
+                before = self._score_before(board, member)
+                changed = board.set(member, score, when=when, meta=meta)
             if period is None:
                 return False
-            self._wrote(period, (member,))
+            self._wrote(period, (member,), moved=self._moved(board, member, before))
             return changed
 
     def incr(
@@ -487,10 +492,12 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                result = self._target(period).incr(member, delta, when=when)
+                board = self._target(period)
+                before = self._score_before(board, member)
+                result = board.incr(member, delta, when=when)
             if period is None:
                 return None
-            self._wrote(period, (member,))
+            self._wrote(period, (member,), moved=self._moved(board, member, before))
             return result
 
     def set_many(
@@ -542,7 +549,7 @@ class PeriodicLeaderboard(Uncopyable):
                 removed = self._target(period).remove(member)
             if period is None:
                 return False
-            self._wrote(period, (member,))
+            self._wrote(period, (member,), moved=removed)
             return removed
 
     def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
@@ -737,8 +744,9 @@ class PeriodicLeaderboard(Uncopyable):
                 else:
                     self._boards[period.name].set_meta(member, meta)
             if period is not None:
-                # a window over these buckets copies the newest metadata at refresh
-                self._wrote(period, (member,))
+                # a window over these buckets copies the newest metadata at
+                # refresh; no score moved
+                self._wrote(period, (member,), moved=False)
 
     # ------------------------------------------------------------------
     # Reads
@@ -1172,9 +1180,34 @@ class PeriodicLeaderboard(Uncopyable):
             return []
         return [entry.member for entry in doomed()]
 
-    def _wrote(self, period: Period, members: Iterable[Member]) -> None:
+    def _wrote(self, period: Period, members: Iterable[Member], *, moved: bool = True) -> None:
+        """Tell the write hook (a sliding window) which members a write
+        touched, and whether it may have moved their scores (False: only
+        their metadata, or nothing, changed)."""
         if self._write_hook is not None:
-            self._write_hook(period, members)
+            self._write_hook(period, members, moved)
+
+    def _score_before(self, board: Leaderboard, member: Member) -> Any:
+        """``member``'s score on ``board`` before a write, for :meth:`_moved`;
+        ``_UNREAD`` when no hook wants it or ``member`` is not one (the
+        write then raises its own error).
+
+        Runtime complexity: O(1)
+        """
+        if self._write_hook is None:
+            return _UNREAD
+        try:
+            return board.score(member, _UNREAD)
+        except TypeError:
+            return _UNREAD
+
+    def _moved(self, board: Leaderboard, member: Member, before: Any) -> bool:
+        """Whether a write may have moved ``member``'s score on ``board``
+        (``before`` as :meth:`_score_before` read it).
+
+        Runtime complexity: O(1)
+        """
+        return before is _UNREAD or board.score(member, _UNREAD) != before
 
     def _check(self) -> None:
         """Verify the invariants of the periods and of every held board."""

@@ -56,7 +56,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -325,11 +325,16 @@ class SlidingWindowLeaderboard(Uncopyable):
         if due is not None and self._buckets.now() - self._as_of >= due:
             self.refresh()
 
-    def _mark(self, period: Period, members: Iterable[Member]) -> None:
-        # a written member moves to the end: it reached its new sum last
+    def _mark(self, period: Period, members: Iterable[Member], moved: bool) -> None:
+        # a written member moves to the end: it reached its new sum last;
+        # a write that moved no score (metadata, a blocked ``when``) leaves a
+        # member already due where it is, as a board keeps its place
         for member in members:
-            self._dirty.pop(member, None)
-            self._dirty[member] = None
+            if moved:
+                self._dirty.pop(member, None)
+                self._dirty[member] = None
+            else:
+                self._dirty.setdefault(member, None)
 
     def _dropped(self, period: Period, board: Leaderboard) -> None:
         self._slid_out(board)
@@ -478,6 +483,14 @@ class SlidingWindowLeaderboard(Uncopyable):
 
     def __contains__(self, member: object) -> bool:
         return member in self.board
+
+    def __iter__(self) -> Iterator[Member]:
+        """Members over the window in rank order, best first."""
+        return iter(self.board)
+
+    def __getitem__(self, member: Member) -> Score:
+        """``member``'s total over the window; ``KeyError`` when absent."""
+        return self.board[member]
 
     # Every read of the board contract, over the window: the window board
     # answers it once a due refresh has run (see
