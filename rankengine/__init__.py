@@ -57,9 +57,10 @@ if TYPE_CHECKING:
     from rankengine.timed.decay import DecayedLeaderboard
     from rankengine.timed.periodic import LateEventError, PeriodicLeaderboard
     from rankengine.timed.window import SlidingWindowLeaderboard
+    from rankengine.trending.partitions import PartitionedTopK
     from rankengine.trending.sketch import CountMinSketch
     from rankengine.trending.topk import TopItem, TopK, merge_topk
-    from rankengine.trending.windows import PartitionedTopK, TumblingWindows
+    from rankengine.trending.windows import TumblingWindows
 
 __all__ = [
     "Calendar",
@@ -125,7 +126,7 @@ _LAZY: dict[str, str] = {
     "TopK": "rankengine.trending.topk",
     "TopItem": "rankengine.trending.topk",
     "merge_topk": "rankengine.trending.topk",
-    "PartitionedTopK": "rankengine.trending.windows",
+    "PartitionedTopK": "rankengine.trending.partitions",
     "TumblingWindows": "rankengine.trending.windows",
     "SlidingWindowLeaderboard": "rankengine.timed.window",
     "open_board": "rankengine.stores",
