@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from listindex import ListIndex
 from model import Model
 from outcomes import exact
 from redis_service import redis_board
@@ -133,6 +134,10 @@ def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
     """An empty board of ``kind`` with the settings ``config``."""
     if kind in ("sortedlist", "skiplist"):
         return Leaderboard(backend=kind, **config)
+    if kind == "reference":
+        return Leaderboard(backend=ListIndex, **config)
+    if kind.startswith("sharded-") and kind != "sharded-redis":
+        return ShardedLeaderboard([build(kind[8:], root, config) for _ in range(3)])
     if kind == "durable":
         return rankengine.open_board(root / "durable", fsync="never", **config)
     if kind == "redis":
@@ -239,9 +244,11 @@ def outcome(call: Callable[[], Any]) -> Any:
 
 
 def state(board: Any) -> Any:
-    """Everything a refused call must leave as it was."""
+    """Everything a refused call must leave as it was (and the logical
+    clock, on a kind that shows one)."""
     items = board.items()
-    return items, {member: board.meta(member) for member, _ in items}
+    clock = board.clock if isinstance(getattr(board, "clock", None), int) else None
+    return items, {member: board.meta(member) for member, _ in items}, clock
 
 
 STYLES = ["unique", "dense", "competition"]
@@ -673,5 +680,141 @@ def test_bad_input_raises_and_changes_nothing(
     board, _ = seeded(make, {})
     before = state(board)
     assert outcome(lambda: call(board)) == want
+    assert state(board) == before
+    board._check()
+
+
+# ----------------------------------------------------------------------
+# A bad style or flag, on every kind (and on the third index and sharded
+# boards over each in-memory index): refused before anything changes
+# ----------------------------------------------------------------------
+#: The kinds above, plus the board on the reference index (tests/listindex.py)
+#: and sharded boards over the skip list and the reference index.
+FLAG_KINDS = [*KINDS, "reference", "sharded-skiplist", "sharded-reference"]
+
+#: name -> (operation, call): a rank style no board has.  An absent member,
+#: an empty range and no members return early, and refuse it all the same.
+BAD_STYLES: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "rank-style": ("rank", lambda b: b.rank("ann", style="olympic")),
+    "entry-style": ("entry", lambda b: b.entry("ann", style="Dense")),
+    "entries-style": ("entries", lambda b: b.entries(["ann"], style="1224")),
+    "at-style": ("at", lambda b: b.at(1, style="x")),
+    "top-style": ("top", lambda b: b.top(3, style="x")),
+    "by-rank-style": ("by_rank", lambda b: b.by_rank(1, 2, style="x")),
+    "page-style": ("page", lambda b: b.page(1, style="x")),
+    "around-style": ("around", lambda b: b.around("ann", style="x")),
+    "by-score-style": ("by_score", lambda b: b.by_score(style="x")),
+    "rank-for-score-style": ("rank_for_score", lambda b: b.rank_for_score(5, style="x")),
+    "rank-style-absent-member": ("rank", lambda b: b.rank("nobody", style="x")),
+    "around-style-absent-member": ("around", lambda b: b.around("nobody", style="x")),
+    "by-score-style-empty-range": ("by_score", lambda b: b.by_score(99, 100, style="x")),
+    "by-score-style-limit-0": ("by_score", lambda b: b.by_score(limit=0, style="x")),
+    "entries-style-no-members": ("entries", lambda b: b.entries([], style="x")),
+}
+
+#: Values that are not a flag: "no" is true, 1 and None pass for one.
+NOT_FLAGS = [("str", "no"), ("int", 1), ("none", None)]
+
+#: name -> (operation, call(board, value)): ``fill`` is a flag like the
+#: inclusive ones (fill="no" filled the window).
+BAD_FILLS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "around-fill": ("around", lambda b, v: b.around("bob", 5, 0, fill=v)),
+    "around-fill-absent-member": ("around", lambda b, v: b.around("nobody", fill=v)),
+}
+
+#: Which operation each call of :func:`with_meta_calls` needs.
+WITH_META_OPS = {
+    "entry": "entry",
+    "entry-absent": "entry",
+    "entries": "entries",
+    "entries-none": "entries",
+    "at": "at",
+    "top": "top",
+    "top-0": "top",
+    "by-rank": "by_rank",
+    "by-rank-empty": "by_rank",
+    "page": "page",
+    "around": "around",
+    "around-absent": "around",
+    "by-score": "by_score",
+    "by-score-empty": "by_score",
+    "pop-best": "pop_best",
+    "pop-worst": "pop_worst",
+    "pop-best-0": "pop_best",
+}
+
+
+def with_meta_calls(
+    read: dict[str, Any] | None = None, pop: dict[str, Any] | None = None
+) -> dict[str, Callable[[Any, Any], Any]]:
+    """Every read and write that takes ``with_meta``, called with ``v``:
+    ``with_meta="no"`` returned the metadata and ``with_meta=None`` hid it.
+    ``read``/``pop``: extra arguments (a period board's ``period=``/``t=``).
+    The absent member, empty range and zero counts return early, and must
+    refuse the flag all the same."""
+    r, p = read or {}, pop or {}
+    return {
+        "entry": lambda b, v: b.entry("ann", with_meta=v, **r),
+        "entry-absent": lambda b, v: b.entry("nobody", with_meta=v, **r),
+        "entries": lambda b, v: b.entries(["ann", "nobody"], with_meta=v, **r),
+        "entries-none": lambda b, v: b.entries([], with_meta=v, **r),
+        "at": lambda b, v: b.at(1, with_meta=v, **r),
+        "top": lambda b, v: b.top(3, with_meta=v, **r),
+        "top-0": lambda b, v: b.top(0, with_meta=v, **r),
+        "by-rank": lambda b, v: b.by_rank(1, 3, with_meta=v, **r),
+        "by-rank-empty": lambda b, v: b.by_rank(3, 2, with_meta=v, **r),
+        "page": lambda b, v: b.page(1, 2, with_meta=v, **r),
+        "around": lambda b, v: b.around("bob", 1, 1, with_meta=v, **r),
+        "around-absent": lambda b, v: b.around("nobody", with_meta=v, **r),
+        "by-score": lambda b, v: b.by_score(0, 60, with_meta=v, **r),
+        "by-score-empty": lambda b, v: b.by_score(99, 100, with_meta=v, **r),
+        "pop-best": lambda b, v: b.pop_best(2, with_meta=v, **p),
+        "pop-worst": lambda b, v: b.pop_worst(2, with_meta=v, **p),
+        "pop-best-0": lambda b, v: b.pop_best(0, with_meta=v, **p),
+    }
+
+
+def _style_and_flag_cases() -> dict[str, tuple[str, str | None, Callable[[Any], Any]]]:
+    """name -> (operation, the error a flag gets or None for a style, call)."""
+    cases: dict[str, tuple[str, str | None, Callable[[Any], Any]]] = {
+        name: (op, None, call) for name, (op, call) in BAD_STYLES.items()
+    }
+    calls = with_meta_calls()
+    for label, value in NOT_FLAGS:
+        for name, (op, fill) in BAD_FILLS.items():
+            cases[f"{name}-{label}"] = (
+                op,
+                f"fill must be a bool, not {type(value).__name__}",
+                lambda b, f=fill, v=value: f(b, v),
+            )
+        for name, op in WITH_META_OPS.items():
+            cases[f"{name}-with-meta-{label}"] = (
+                op,
+                f"with_meta must be a bool, not {type(value).__name__}",
+                lambda b, c=calls[name], v=value: c(b, v),
+            )
+    return cases
+
+
+STYLE_AND_FLAG_CASES = _style_and_flag_cases()
+
+
+@pytest.mark.parametrize("case", list(STYLE_AND_FLAG_CASES))
+@pytest.mark.parametrize("kind", FLAG_KINDS)
+def test_a_bad_style_or_flag_is_refused(kind: str, make: Callable[..., Any], case: str) -> None:
+    """A style no board has is a ``ValueError``; a flag that is not a bool a
+    ``TypeError`` that says so (a sharded board checked the style of
+    ``entries()`` member by member, so ``entries([], style="x")`` returned
+    ``[]`` where every other board refused it).  Nothing changes."""
+    op, message, call = STYLE_AND_FLAG_CASES[case]
+    need(kind, op)
+    board, _ = seeded(make, {})
+    before = state(board)
+    if message is None:
+        with pytest.raises(ValueError, match=r"^rank style must be one of"):
+            call(board)
+    else:
+        with pytest.raises(TypeError, match=rf"^{message}$"):
+            call(board)
     assert state(board) == before
     board._check()
