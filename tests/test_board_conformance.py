@@ -657,8 +657,17 @@ BAD: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "remove-by-score-nan": ("remove_by_score", lambda b: b.remove_by_score(NAN, INF)),
     "remove-by-score-flag": ("remove_by_score", lambda b: b.remove_by_score(0, 9, max_inclusive=0)),
     "keep-top-negative": ("keep_top", lambda b: b.keep_top(-1)),
-    # several bad arguments: the first one checked decides (the same on every kind)
+    # several bad arguments: the first one checked decides (the same on every
+    # kind): the bound before the flags, the style before the range and for
+    # an absent member
     "by-score-nan-bound-and-flag": ("by_score", lambda b: b.by_score(None, NAN, min_inclusive=0)),
+    "count-nan-bound-none-flag": ("count", lambda b: b.count(NAN, None, max_inclusive=None)),
+    "remove-by-score-nan-bound-and-flag": (
+        "remove_by_score",
+        lambda b: b.remove_by_score(None, NAN, min_inclusive=0),
+    ),
+    "around-non-member-bad-style": ("around", lambda b: b.around(1.5, style="bad")),
+    "around-unhashable-bad-style": ("around", lambda b: b.around(["x"], style="bad")),
     "by-score-bad-style-and-flag": ("by_score", lambda b: b.by_score(min_inclusive=0, style="x")),
     "by-rank-bad-style-and-zero": ("by_rank", lambda b: b.by_rank(0, 1, style="x")),
     "at-bad-style-and-float": ("at", lambda b: b.at(1.0, style="x")),
