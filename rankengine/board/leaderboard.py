@@ -169,14 +169,21 @@ class Leaderboard(BoardReads, ItemWrites):
         >>> board.incr("ann", 5), board.incr("ann", 2.5), board.incr("bob", 1, when="present")
         (5, 7.5, None)
         """
-        with self._lock:
+        # The lock as acquire/try/finally, not `with`: the same hold, a third
+        # of the lock's cost less (see BoardReads.rank).
+        lock = self._lock
+        lock.acquire()
+        try:
             kind = type(delta)
             if when is None and self._scalar and self._first and (kind is int or kind is float):
                 # The game-server hot path (a plain increment of a scalar score on
                 # a first-to-reach board), inlined: the same checks and the same
                 # change as the general path below, without its planning calls.
                 # Measured: ~25% more increments per second at 100,000 members.
-                member = check_member(member)
+                # (check_member, its plain-type test inlined: a call less)
+                held = type(member)
+                if held is not str and held is not int and held is not bytes:
+                    member = check_member(member)
                 if delta != delta:
                     raise ValueError("delta must not be NaN")
                 primary = self._primary.get(member, _MISSING)
@@ -262,6 +269,8 @@ class Leaderboard(BoardReads, ItemWrites):
             if when in ("better", "worse") or self._codec.primary(new) != primary:
                 return None
             return base  # an equal score: the board keeps (and returns) the one it holds
+        finally:
+            lock.release()
 
     def set_many(
         self,
