@@ -9,7 +9,9 @@ boards.  This module is where that API lives:
 :class:`Board`
     A :class:`typing.Protocol` naming every public method and its
     signature, as :class:`~rankengine.index.protocol.OrderedIndex` does for
-    the indexes.  Code that takes "any board" annotates with it.
+    the indexes.  Code that takes "any board" annotates with it; mypy
+    checks that the in-memory, Redis and sharded boards answer it (a
+    ``TYPE_CHECKING`` function at the end of each of their modules).
 
 :class:`BoardAPI`
     The public methods themselves, each with its docstring (summary, prose,
@@ -46,7 +48,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, overload
 
 from rankengine.board.checks import (
     check_count,
@@ -237,9 +239,10 @@ class Board(Protocol):
         when: When | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> bool: ...
-    def incr(
-        self, member: Member, delta: Score = 1, *, when: When | None = None
-    ) -> Score | None: ...
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
     def set_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],

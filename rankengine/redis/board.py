@@ -33,7 +33,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, NamedTuple, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.checks import (
@@ -41,7 +41,7 @@ from rankengine.board.checks import (
     member_list,
 )
 from rankengine.board.combine import aggregate_scores, board_list, check_new, weigh, weight_list
-from rankengine.board.contract import BoardAPI
+from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.copying import Uncopyable
 from rankengine.board.core import Entry, ItemWrites, RankStyle, TieBreak
 from rankengine.board.leaderboard import Leaderboard, When
@@ -2031,3 +2031,10 @@ def _combine(
         client.delete(*result.keys, result._reply_key())
         raise
     return result
+
+
+if TYPE_CHECKING:
+
+    def _answers_the_contract(board: RedisLeaderboard) -> Board:
+        """mypy checks here that the board answers the contract."""
+        return board
