@@ -23,6 +23,7 @@ from typing import Any, Final
 
 __all__ = [
     "STYLES",
+    "WHENS",
     "check_comparable",
     "check_count",
     "check_flag",
@@ -31,12 +32,15 @@ __all__ = [
     "check_ranks",
     "check_size",
     "check_style",
+    "check_when",
     "member_list",
     "not_a_flag",
 ]
 
 #: The rank styles a read accepts (see :mod:`rankengine.board.leaderboard`).
 STYLES: Final = ("unique", "dense", "competition")
+#: The conditions a write takes (``when=``; Redis ``ZADD``'s NX, XX, GT, LT).
+WHENS: Final = (None, "new", "present", "better", "worse")
 
 
 def check_flag(value: object, what: str) -> bool:
@@ -185,3 +189,18 @@ def check_comparable(member: object, held: type | None) -> None:
             f"this board breaks ties by member and holds {held.__name__} "
             f"members; {type(member).__name__} members would not compare"
         )
+
+
+def check_when(when: object) -> None:
+    """Raise unless ``when`` is one of :data:`WHENS` (a write's condition).
+
+    Runtime complexity: O(1)
+
+    >>> check_when("better")
+    >>> check_when("NX")
+    Traceback (most recent call last):
+    ...
+    ValueError: when must be one of ('new', 'present', 'better', 'worse') or None, not 'NX'
+    """
+    if when not in WHENS:
+        raise ValueError(f"when must be one of {WHENS[1:]} or None, not {when!r}")

@@ -48,7 +48,7 @@ from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import member_list
+from rankengine.board.checks import WHENS, check_when, member_list
 from rankengine.board.combine import combine
 from rankengine.board.contract import Board, When
 from rankengine.board.core import _MISSING, Entry, ItemWrites, RankStyle, TieBreak
@@ -64,7 +64,6 @@ from rankengine.board.scoring import (
 
 __all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When", "board_from_state"]
 
-_WHENS: Final = (None, "new", "present", "better", "worse")
 #: Member and score types the bulk load of an empty board accepts as they
 #: are (``bool`` is not ``int`` here: ``type(True) is bool``).
 _PLAIN_MEMBERS: Final = frozenset({str, bytes, int})
@@ -138,8 +137,8 @@ class Leaderboard(BoardReads, ItemWrites):
         with self._lock:
             member = self._check_member(member)
             value = self._codec.check(score)
-            if when not in _WHENS:
-                raise ValueError(f"when must be one of {_WHENS[1:]} or None, not {when!r}")
+            if when not in WHENS:
+                check_when(when)
             clean_meta = None if meta is None else check_meta(meta)
             changes = self._plan_set(member, value, when, clean_meta)
             if not changes:
@@ -248,8 +247,8 @@ class Leaderboard(BoardReads, ItemWrites):
                 return value  # type: ignore[no-any-return]
             member = self._check_member(member)
             step = self._codec.check(delta, "delta")
-            if when not in _WHENS:
-                raise ValueError(f"when must be one of {_WHENS[1:]} or None, not {when!r}")
+            if when not in WHENS:
+                check_when(when)
             primary = self._primary.get(member, _MISSING)
             if primary is _MISSING:
                 if when == "present":
@@ -299,8 +298,8 @@ class Leaderboard(BoardReads, ItemWrites):
         TypeError: score must be an int or a float, not str
         """
         with self._lock:
-            if when not in _WHENS:
-                raise ValueError(f"when must be one of {_WHENS[1:]} or None, not {when!r}")
+            if when not in WHENS:
+                check_when(when)
             if not isinstance(items, Mapping):
                 items = list(items)  # read once: the bulk path may decline it
             if not self._primary and when is None:

@@ -36,10 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import (
-    check_style,
-    member_list,
-)
+from rankengine.board.checks import check_style, check_when, member_list
 from rankengine.board.combine import aggregate_scores, board_list, check_new, weigh, weight_list
 from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.copying import Uncopyable
@@ -134,7 +131,6 @@ _WRITES: Final = frozenset(
     )
 )
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
-_WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 #: What a score look-up returns for an absent member (shared with the
 #: sharded board's merges, which read the same look-ups).
 MISSING: Final = object()
@@ -484,7 +480,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         """
         key = self._member(member)
         value = self._codec.check(score)
-        _check_when(when)
+        check_when(when)
         clean = None if meta is None else check_meta(meta)
         text, ok, kind = self._format.encode(value)
         blob = b"" if clean is None else encode_meta(clean)
@@ -524,7 +520,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         """
         key = self._member(member)
         step = self._codec.check(delta, "delta")
-        _check_when(when)
+        check_when(when)
         if self._format.columns == 1 and self._format.packing is None and _fast(step):
             number: float = step  # type: ignore[assignment]  # a scalar board's delta
             with self._writing():
@@ -552,7 +548,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
 
         Runtime complexity: O(k log N), one round trip.
         """
-        _check_when(when)
+        check_when(when)
         pairs, keys, tag = self._check_pairs(items, "score")
         args: list[Any] = [when or "", self._clock_floor, tag]
         for (_, value), key in zip(pairs, keys, strict=True):
@@ -1841,11 +1837,6 @@ def _check_log(log: object, fsync: object, order: Any, tie_break: object) -> Non
         raise ValueError("the event log given is closed")
     if log.order != order or log.tie_break != tie_break:
         raise ValueError("the log holds a board with another order or tie_break")
-
-
-def _check_when(when: object) -> None:
-    if when not in _WHEN_VALUES:
-        raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
 
 
 def _fast(step: Score) -> bool:

@@ -60,7 +60,7 @@ from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from rankengine.board.changes import PUT, Change
-from rankengine.board.checks import check_int, check_style, member_list
+from rankengine.board.checks import check_int, check_style, check_when, member_list
 from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.core import Entry, ItemWrites, RankStyle
 from rankengine.board.leaderboard import Leaderboard, When
@@ -83,7 +83,6 @@ from rankengine.sharded.merge import Shard, ShardMerge
 
 __all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
 
-_WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 #: Personalisation of the placement hash (changing it moves every member).
 _PERSON: Final = b"rankengine:shard"
 #: "Every row" as the end of a window.
@@ -419,8 +418,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardAPI):
 
         Runtime complexity: O(k log N), one read and one write per shard.
         """
-        if when not in _WHEN_VALUES:
-            raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
+        check_when(when)
         return self._batch(items, when, increment=False)[0]
 
     def incr_many(
