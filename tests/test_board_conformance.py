@@ -26,6 +26,7 @@ not have is skipped with the reason (see :data:`LACKS`).
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +40,9 @@ from redis_service import redis_board
 
 import rankengine
 from rankengine import Leaderboard
+from rankengine.board.contract import Board
+from rankengine.durable.board import DurableLeaderboard
+from rankengine.redis.board import RedisLeaderboard
 from rankengine.sharded.board import ShardedLeaderboard
 from rankengine.timed.decay import DecayedLeaderboard
 from rankengine.timed.periodic import PeriodicLeaderboard
@@ -827,3 +831,76 @@ def test_a_bad_style_or_flag_is_refused(kind: str, make: Callable[..., Any], cas
             call(board)
     assert state(board) == before
     board._check()
+
+
+# ----------------------------------------------------------------------
+# The contract's signatures and docstrings, on every kind
+# ----------------------------------------------------------------------
+#: The contract's public methods (the Board protocol's, but the dunders).
+CONTRACT_METHODS = sorted(
+    name
+    for name, member in vars(Board).items()
+    if callable(member) and not name.startswith("_") and name != "config"
+)
+
+
+def _parameters(function: Any) -> list[tuple[str, Any, Any]]:
+    """Name, kind and default of each parameter (annotations aside: each
+    module spells its own)."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard],
+    ids=lambda cls: cls.__name__,
+)
+def test_exact_kinds_have_the_contract_signatures(cls: type) -> None:
+    """Every public method of the Board protocol exists on the kind, takes
+    the same parameters (names, kinds, defaults) and has a docstring (its
+    own, or the contract's that ``inspect.getdoc`` finds)."""
+    for name in CONTRACT_METHODS:
+        method = getattr(cls, name)
+        # (the protocol states incr as two overloads, which mypy checks;
+        # at run time they leave no signature: Leaderboard's is the reference)
+        reference = Leaderboard.incr if name == "incr" else getattr(Board, name)
+        assert _parameters(method) == _parameters(reference), name
+        assert inspect.getdoc(method), name
+
+
+@pytest.mark.parametrize(
+    ("cls", "keyword"),
+    [(PeriodicLeaderboard, "period"), (SlidingWindowLeaderboard, None)],
+    ids=["periodic", "window"],
+)
+def test_routed_reads_keep_the_contract_signatures(cls: type, keyword: str | None) -> None:
+    """A periodic board's and a window's reads are the contract's, plus
+    ``period=`` on a periodic board: signature and docstring."""
+    reads = [name for name in CONTRACT_METHODS if name in vars(cls) and name not in WRITES]
+    assert len(reads) >= 17
+    for name in reads:
+        contract = _parameters(getattr(Leaderboard, name))
+        got = _parameters(getattr(cls, name))
+        if keyword is not None:
+            got = [p for p in got if p[0] != keyword]
+            assert keyword in inspect.signature(getattr(cls, name)).parameters, name
+        assert got == contract, name
+        assert inspect.getdoc(getattr(cls, name)), name
+
+
+#: The contract's writes (a periodic board's and a window's take ``t=``).
+WRITES = {
+    "set",
+    "incr",
+    "set_many",
+    "incr_many",
+    "remove",
+    "remove_many",
+    "set_meta",
+    "clear",
+    "pop_best",
+    "pop_worst",
+    "remove_by_rank",
+    "remove_by_score",
+    "keep_top",
+}
