@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 __all__ = [
+    "PERCENTILE_METHODS",
     "STYLES",
     "WHENS",
     "check_comparable",
@@ -29,6 +30,7 @@ __all__ = [
     "check_flag",
     "check_int",
     "check_percentile",
+    "check_percentile_method",
     "check_ranks",
     "check_size",
     "check_style",
@@ -39,6 +41,8 @@ __all__ = [
 
 #: The rank styles a read accepts (see :mod:`rankengine.board.leaderboard`).
 STYLES: Final = ("unique", "dense", "competition")
+#: The ways a percentile read counts a member's own score.
+PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 #: The conditions a write takes (``when=``; Redis ``ZADD``'s NX, XX, GT, LT).
 WHENS: Final = (None, "new", "present", "better", "worse")
 
@@ -204,3 +208,17 @@ def check_when(when: object) -> None:
     """
     if when not in WHENS:
         raise ValueError(f"when must be one of {WHENS[1:]} or None, not {when!r}")
+
+
+def check_percentile_method(method: object) -> None:
+    """Raise unless ``method`` is one of :data:`PERCENTILE_METHODS`.
+
+    Runtime complexity: O(1)
+
+    >>> check_percentile_method("median")
+    Traceback (most recent call last):
+    ...
+    ValueError: method must be one of ('below', 'at_or_below', 'midpoint'), not 'median'
+    """
+    if method not in PERCENTILE_METHODS:
+        raise ValueError(f"method must be one of {PERCENTILE_METHODS}, not {method!r}")

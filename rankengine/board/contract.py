@@ -46,15 +46,15 @@ several are bad, and it is the same on every kind (``tests/test_argument_order.p
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, overload
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final, Literal, Protocol, TypeAlias, overload
 
 from rankengine.board.checks import (
     check_count,
     check_flag,
     check_int,
     check_percentile,
+    check_percentile_method,
     check_ranks,
     check_size,
     check_style,
@@ -66,68 +66,42 @@ from rankengine.board.scoring import Member, Order, Score
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
-    "PERCENTILE_METHODS",
     "PRIMITIVES",
     "Board",
     "BoardAPI",
     "PercentileMethod",
     "When",
-    "check_percentile_method",
-    "routed",
 ]
-
-_R = TypeVar("_R")
-#: The flags a routed read checks before it routes (a bad flag is a
-#: ``TypeError`` whatever the route would have said), in this order.
-_EARLY_FLAGS: Final = ("fill", "with_meta")
-#: A routed read without a routing keyword (see :func:`routed`).
-_NO_ROUTE: Final = object()
 
 When: TypeAlias = Literal["new", "present", "better", "worse"]
 PercentileMethod: TypeAlias = Literal["below", "at_or_below", "midpoint"]
-#: The ways :meth:`BoardAPI.percentile` counts a member's own score.
-PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 
 #: Page size used when none is given (agoragames' default).
 DEFAULT_PAGE_SIZE: Final = 25
 
-#: The primitives a kind supplies to :class:`BoardAPI`, each called with
-#: checked arguments (a count is an ``int >= 0``, a style one of the three,
-#: a flag a ``bool``); what each returns is what its public method returns.
-PRIMITIVES: Final = {
-    "_rank_of_member": "rank(member, style): the rank, or None when absent",
-    "_entry_of": "entry(member, style, with_meta): an Entry, or None",
-    "_entries_of": "entries(members: list, style, with_meta): Entry or None each",
-    "_at_rank": "at(rank: nonzero-checked int, style, with_meta): raise IndexError outside",
-    "_rank_for_score": "rank_for_score(score, style): the score is checked here",
-    "_score_counts": "(lower, upper, n) for a member's score, ascending counts, or None",
-    "_score_at_percentile": "score_at_percentile(p: checked number 0..100)",
-    "_top_rows": "top(k, style, with_meta)",
-    "_rank_rows": "by_rank(start, stop: nonzero ints, style, with_meta)",
-    "_page_rows": "page(number: int, size: int >= 1, style, with_meta)",
-    "_around_rows": "around(member, above, below, fill, style, with_meta)",
-    "_score_rows": "by_score(min, max, min_inclusive, max_inclusive, offset, limit, style, "
-    "with_meta): the bounds and inclusive flags are checked here",
-    "_count_between": "count(min, max, min_inclusive, max_inclusive): likewise",
-    "_pop": "pop_best/pop_worst(count, best=, with_meta=)",
-    "_remove_ranks": "remove_by_rank(start, stop: nonzero ints)",
-    "_remove_scores": "remove_by_score(min, max, min_inclusive, max_inclusive): likewise",
-    "_keep_top": "keep_top(n: int >= 0)",
-}
-
-
-def check_percentile_method(method: object) -> None:
-    """Raise unless ``method`` is one of :data:`PERCENTILE_METHODS`.
-
-    Runtime complexity: O(1)
-
-    >>> check_percentile_method("median")
-    Traceback (most recent call last):
-    ...
-    ValueError: method must be one of ('below', 'at_or_below', 'midpoint'), not 'median'
-    """
-    if method not in PERCENTILE_METHODS:
-        raise ValueError(f"method must be one of {PERCENTILE_METHODS}, not {method!r}")
+#: The primitives a kind supplies to :class:`BoardAPI` (see the stubs at the
+#: end of the class), each called with checked arguments: a count is an
+#: ``int >= 0``, a rank a nonzero ``int``, a style one of the three, a flag
+#: a ``bool``.  Score bounds are checked by the primitive (its codec).
+PRIMITIVES: Final = (
+    "_rank_of_member",
+    "_entry_of",
+    "_entries_of",
+    "_at_rank",
+    "_rank_for_score",
+    "_score_counts",
+    "_score_at_percentile",
+    "_top_rows",
+    "_rank_rows",
+    "_page_rows",
+    "_around_rows",
+    "_score_rows",
+    "_count_between",
+    "_pop",
+    "_remove_ranks",
+    "_remove_scores",
+    "_keep_top",
+)
 
 
 class Board(Protocol):
@@ -754,7 +728,9 @@ class BoardAPI:
         return style
 
     # ------------------------------------------------------------------
-    # The primitives each kind supplies (see PRIMITIVES)
+    # The primitives each kind supplies (see PRIMITIVES): each returns what
+    # its public method returns; _score_counts gives (members with a lower
+    # score, with a lower or equal one, N) for a member, or None if absent
     # ------------------------------------------------------------------
     def _rank_of_member(self, member: Member, style: RankStyle) -> int | None:
         raise NotImplementedError
@@ -832,92 +808,3 @@ class BoardAPI:
 
     def _keep_top(self, n: int) -> int:
         raise NotImplementedError
-
-
-def routed(
-    method: Callable[..., _R],
-    *,
-    keyword: str | None,
-    route: str,
-    about: str,
-    annotation: str = "",
-) -> Callable[..., _R]:
-    """A public read of the contract answered by another board: the board
-    that ``route`` (the name of a method of the owner, called with the
-    value of the keyword-only argument ``keyword`` typed ``annotation``, or
-    with nothing when ``keyword`` is None) picks, under the owner's ``_lock``.
-
-    Boards made of boards -- a periodic board is one board per period --
-    answer every read of the contract with the same words: pick a board,
-    ask it.  Written once here, each such read keeps
-
-    * the contract's signature, plus ``keyword`` if any (shown by
-      ``inspect.signature`` and ``help()``),
-    * the contract's docstring (without its doctest, which runs on the
-      contract) after one line ``about`` the route, and
-    * the contract's errors: the arguments go to the picked board, which
-      checks them; ``fill`` and ``with_meta`` are checked first, so that a
-      bad flag is a ``TypeError`` whatever the route would have raised.
-
-    ``method`` is the contract's method (``Leaderboard.top``): its name is
-    the method called on the picked board, and its return type the read's.
-
-    Runtime complexity: O(1) plus the route and the read
-
-    >>> import threading
-    >>> from rankengine import Leaderboard
-    >>> class Two:
-    ...     def __init__(self):
-    ...         self._lock = threading.RLock()
-    ...         self.boards = {"a": Leaderboard(), "b": Leaderboard()}
-    ...     def pick(self, name):
-    ...         return self.boards[name or "a"]
-    ...     top = routed(Leaderboard.top, keyword="which", annotation="str | None",
-    ...                  route="pick", about="Of one of two boards.")
-    >>> two = Two()
-    >>> two.boards["b"].set("ann", 3)
-    True
-    >>> two.top(1, which="b"), two.top(which="a")
-    ([Entry(member='ann', score=3, rank=1, meta=None)], [])
-    >>> inspect.signature(Two.top)
-    <Signature (self, k: 'int' = 10, *, which: 'str | None' = None, style: \
-'RankStyle | None' = None, with_meta: 'bool' = False) -> 'list[Entry]'>
-    >>> two.top(with_meta=1, which="c")
-    Traceback (most recent call last):
-    ...
-    TypeError: with_meta must be a bool, not int
-    """
-    name = method.__name__
-    contract = inspect.signature(method)
-    flags = [flag for flag in _EARLY_FLAGS if flag in contract.parameters]
-
-    def read(self: Any, /, *args: Any, **kwargs: Any) -> Any:
-        target = kwargs.pop(keyword, None) if keyword is not None else _NO_ROUTE
-        for flag in flags:
-            if flag in kwargs:
-                check_flag(kwargs[flag], flag)
-        with self._lock:  # the board picked and its read: one step
-            pick = getattr(self, route)
-            board = pick() if target is _NO_ROUTE else pick(target)
-            return getattr(board, name)(*args, **kwargs)
-
-    read.__name__ = read.__qualname__ = name
-    doc = inspect.getdoc(method) or ""
-    prose = doc.split("\n\n>>>")[0].split("\n>>>")[0].rstrip()
-    read.__doc__ = f"{about}\n\n{prose}\n"
-    if keyword is None:
-        read.__signature__ = contract  # type: ignore[attr-defined]
-        return read
-    params = list(contract.parameters.values())
-    where = next(
-        (i for i, p in enumerate(params) if p.kind is inspect.Parameter.KEYWORD_ONLY),
-        len(params),
-    )
-    params.insert(
-        where,
-        inspect.Parameter(
-            keyword, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
-        ),
-    )
-    read.__signature__ = contract.replace(parameters=params)  # type: ignore[attr-defined]
-    return read

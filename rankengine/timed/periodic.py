@@ -53,9 +53,9 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 import msgpack
 
 from rankengine.board.checks import check_count, check_flag, member_list
-from rankengine.board.contract import routed
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Entry, Leaderboard, When
+from rankengine.board.routing import routed
 from rankengine.board.scoring import Member, Score, check_member, check_meta
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -217,7 +217,7 @@ def _file_name(name: str) -> str:
 
 def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
     """``method`` of the board contract, read in a period: a periodic
-    board's read (see :func:`~rankengine.board.contract.routed`).
+    board's read (see :func:`~rankengine.board.routing.routed`).
 
     >>> PeriodicLeaderboard.top.__doc__.splitlines()[0]
     ':meth:`Leaderboard.top` in a period (default: the current one).'
@@ -777,7 +777,7 @@ class PeriodicLeaderboard(Uncopyable):
             raise KeyError(f"period {target.name} is not held in memory")
 
     # Every read of the board contract, in a period: the period's board
-    # answers it (see rankengine.board.contract.routed), so each keeps the
+    # answers it (see rankengine.board.routing.routed), so each keeps the
     # contract's signature, docstring and errors, plus ``period=``.
     score = _in_period(Leaderboard.score)
     rank = _in_period(Leaderboard.rank)

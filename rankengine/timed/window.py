@@ -61,9 +61,9 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from rankengine.board.combine import aggregate_scores
-from rankengine.board.contract import routed
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard, When
+from rankengine.board.routing import routed
 from rankengine.board.scoring import Member, Score
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -89,7 +89,7 @@ _R = TypeVar("_R")
 
 def _over_window(method: Callable[..., _R]) -> Callable[..., _R]:
     """``method`` of the board contract, read over the window (see
-    :func:`~rankengine.board.contract.routed`).
+    :func:`~rankengine.board.routing.routed`).
 
     >>> SlidingWindowLeaderboard.top.__doc__.splitlines()[0]
     ':meth:`Leaderboard.top` over the window (refreshed first when due).'
@@ -494,7 +494,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
     # Every read of the board contract, over the window: the window board
     # answers it once a due refresh has run (see
-    # rankengine.board.contract.routed): the contract's signature, docstring
+    # rankengine.board.routing.routed): the contract's signature, docstring
     # and errors, the flags checked before the refresh.
     score = _over_window(Leaderboard.score)
     rank = _over_window(Leaderboard.rank)
