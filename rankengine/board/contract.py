@@ -28,16 +28,26 @@ boards.  This module is where that API lives:
     and inherits the rest; ``tests/test_board_conformance.py`` runs the same
     behaviour tests over every kind.
 
-Hot paths: the in-memory board answers :meth:`BoardAPI.rank` and
-:meth:`~rankengine.Leaderboard.incr` with fused bodies of its own (the
-checks inlined; measured in ``bench/compare.py``), documented here and
-held to the same behaviour by the conformance suite.  Its docstring is this
-module's (``inspect.getdoc`` and ``help()`` find a base class's docstring
-when an override has none).
+Not here yet: the writes ``set``, ``incr``, ``set_many``, ``incr_many``,
+``remove``, ``remove_many``, ``set_meta`` and ``clear``, and the reads
+``score``, ``meta`` and ``items``, are written by each kind (their rules
+shared through :mod:`rankengine.board.checks`; ``Leaderboard``'s are the
+reference the protocol names).
+
+Hot path: the in-memory board answers :meth:`BoardAPI.rank` with a fused
+body of its own (the checks and the primitive inlined: the hottest read),
+held to the same behaviour by the conformance suite.  Its docstring is
+this module's (``inspect.getdoc`` and ``help()`` find a base class's
+docstring when an override has none).
+
+Reads that another board answers (a periodic board's period, a sliding
+window's window board) are made from these methods by
+:func:`rankengine.board.routing.routed`.
 
 Every check raises before anything is read or written, so a refused call
 changes nothing; which argument is checked first decides the error when
-several are bad, and it is the same on every kind (``tests/test_argument_order.py``).
+several are bad, and it is the same on every kind
+(``tests/test_board_conformance.py``, ``tests/test_argument_order.py``).
 
 >>> from rankengine import Leaderboard
 >>> isinstance(Leaderboard(), BoardAPI), sorted(PRIMITIVES)[:3]
