@@ -312,7 +312,10 @@ class BoardAPI:
         """
         if with_meta is not False and with_meta is not True:
             raise not_a_flag(with_meta, "with_meta")
-        return self._entry_of(member, self._style(style), with_meta)
+        if style is None:  # (the default style costs no call)
+            return self._entry_of(member, self._rank_style, with_meta)
+        check_style(style)
+        return self._entry_of(member, style, with_meta)
 
     def entries(
         self,

@@ -146,18 +146,24 @@ class BoardReads(BoardCore, BoardAPI):
             return self._rank_of(member, primary, style)
 
     def _entry_of(self, member: Member, style: RankStyle, with_meta: bool) -> Entry | None:
-        with self._lock:
+        lock = self._lock  # (not `with`: see rank)
+        lock.acquire()
+        try:
             primary = self._lookup(member)
             if primary is _MISSING:
                 return None
             return self._make_entry(
                 member, primary, self._rank_of(member, primary, style), with_meta
             )
+        finally:
+            lock.release()
 
     def _entries_of(
         self, members: list[Any], style: RankStyle, with_meta: bool
     ) -> list[Entry | None]:
-        with self._lock:
+        lock = self._lock  # (not `with`: see rank)
+        lock.acquire()
+        try:
             out: list[Entry | None] = []
             for member in members:
                 primary = self._lookup(member)
@@ -167,6 +173,8 @@ class BoardReads(BoardCore, BoardAPI):
                     rank = self._rank_of(member, primary, style)
                     out.append(self._make_entry(member, primary, rank, with_meta))
             return out
+        finally:
+            lock.release()
 
     def _at_rank(self, rank: int, style: RankStyle, with_meta: bool) -> Entry:
         with self._lock:
@@ -218,16 +226,24 @@ class BoardReads(BoardCore, BoardAPI):
             lock.release()
 
     def _rank_rows(self, start: int, stop: int, style: RankStyle, with_meta: bool) -> list[Entry]:
-        with self._lock:
+        lock = self._lock  # (not `with`: see rank)
+        lock.acquire()
+        try:
             lo, hi = self._rank_window(start, stop)
             return self._entries_between(lo, hi, style, with_meta)
+        finally:
+            lock.release()
 
     def _page_rows(self, number: int, size: int, style: RankStyle, with_meta: bool) -> list[Entry]:
-        with self._lock:
+        lock = self._lock  # (not `with`: see rank)
+        lock.acquire()
+        try:
             total = -(-len(self) // size)
             number = min(max(number, 1), max(total, 1))
             lo = (number - 1) * size
             return self._entries_between(lo, min(lo + size, len(self)), style, with_meta)
+        finally:
+            lock.release()
 
     def _around_rows(
         self,
@@ -239,7 +255,9 @@ class BoardReads(BoardCore, BoardAPI):
         style: RankStyle,
         with_meta: bool,
     ) -> list[Entry]:
-        with self._lock:
+        lock = self._lock  # (not `with`: see rank)
+        lock.acquire()
+        try:
             primary = self._lookup(member)
             if primary is _MISSING:
                 return []
@@ -253,6 +271,8 @@ class BoardReads(BoardCore, BoardAPI):
                     lo, hi = max(0, lo - (hi - n)), n
             lo, hi = max(lo, 0), min(hi, n)
             return self._entries_between(lo, hi, style, with_meta)
+        finally:
+            lock.release()
 
     def _score_rows(
         self,
