@@ -32,6 +32,7 @@ def routed(
     route: str,
     about: str,
     annotation: str = "",
+    finish: str | None = None,
 ) -> Callable[..., _R]:
     """A public read of the contract answered by another board: the board
     that ``route`` (the name of a method of the owner, called with the
@@ -52,6 +53,9 @@ def routed(
 
     ``method`` is the contract's method (``Leaderboard.top``): its name is
     the method called on the picked board, and its return type the read's.
+    ``finish``, if given, names a method of the owner that the answer goes
+    through, called with it and the value of ``keyword`` (a decayed board
+    converts stored scores into values at that time).
 
     Runtime complexity: O(1) plus the route and the read
 
@@ -90,7 +94,8 @@ def routed(
         with self._lock:  # the board picked and its read: one step
             pick = getattr(self, route)
             board = pick() if target is _NO_ROUTE else pick(target)
-            return getattr(board, name)(*args, **kwargs)
+            answer = getattr(board, name)(*args, **kwargs)
+            return answer if finish is None else getattr(self, finish)(answer, target)
 
     read.__name__ = read.__qualname__ = name
     doc = inspect.getdoc(method) or ""
