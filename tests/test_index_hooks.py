@@ -31,7 +31,7 @@ def _is_index(node: ast.expr) -> bool:
 def probed_hooks() -> set[str]:
     """Names passed to ``getattr``/``hasattr`` on an index anywhere in the package."""
     names: set[str] = set()
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
