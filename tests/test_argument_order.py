@@ -3,7 +3,9 @@ raises, on every board kind: the sharded board (in process and over Redis)
 and the Redis board check arguments in the same order, and a refused call
 changes nothing.
 
-One explicit case per divergence found, then a small property test: random
+The explicit case of each divergence found is in
+``tests/test_board_conformance.py`` (its bad-input cases run on every kind);
+here, a small property test: random
 writes, then random reads whose arguments are often bad (NaN, wrong types,
 non-bool flags, unknown styles and methods, negative counts), each read's
 result or error type compared with an in-process board's.
@@ -17,7 +19,6 @@ from functools import partial
 from typing import Any
 
 import pytest
-from conftest import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from outcomes import apply, outcome
@@ -44,36 +45,9 @@ def make(kind: str, **config: Any) -> Any:
     return ShardedLeaderboard([redis_board(**config), redis_board(**config)])
 
 
-CASES: list[Any] = [
-    # the bound is checked before the flags: ValueError, not TypeError
-    pytest.param(
-        lambda b: b.by_score(None, NAN, min_inclusive=0), id="by-score-nan-bound-int-flag"
-    ),
-    pytest.param(lambda b: b.count(NAN, None, max_inclusive=None), id="count-nan-bound-none-flag"),
-    pytest.param(
-        lambda b: b.remove_by_score(None, NAN, min_inclusive=0), id="remove-by-score-nan-bound"
-    ),
-    # the style is checked before the range, and for an absent member
-    pytest.param(lambda b: b.by_score(min_inclusive=0, style="bad"), id="by-score-bad-style-flag"),
-    pytest.param(lambda b: b.around("nobody", style="bad"), id="around-absent-bad-style"),
-    pytest.param(lambda b: b.around(1.5, style="bad"), id="around-non-member-bad-style"),
-    pytest.param(lambda b: b.around(["x"], style="bad"), id="around-unhashable-bad-style"),
-]
-
-
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("call", CASES)
-def test_the_first_bad_argument_decides_the_error(kind: str, call: Callable[[Any], Any]) -> None:
-    one = Leaderboard()
-    board = make(kind)
-    for b in (one, board):
-        b.set_many({"ann": 3, "bob": 1})
-    before = snapshot(board)
-    want = outcome(lambda: call(one))
-    assert want[0] == "raises"
-    assert outcome(lambda: call(board)) == want
-    assert snapshot(board) == before
-    board._check()
+# One explicit case per divergence found (a bound checked before the flags,
+# a style before the range and for an absent member) runs on every kind as
+# tests/test_board_conformance.py's BAD cases.
 
 
 CONFIGS = [{"order": "desc"}, {"order": "asc", "tie_break": "member"}, {"order": ("desc", "asc")}]

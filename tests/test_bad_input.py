@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import snapshot
+from test_board_conformance import NOT_FLAGS, with_meta_calls
 
 NAN = math.nan
 INF = math.inf
@@ -136,72 +137,6 @@ BAD_COUNTS = [
     case(lambda b: b.keep_top(None), TypeError, "keep-top-none"),
 ]
 
-BAD_STYLES = [
-    case(lambda b: b.rank("ann", style="olympic"), ValueError, "rank-style"),
-    case(lambda b: b.entry("ann", style="Dense"), ValueError, "entry-style"),
-    case(lambda b: b.entries(["ann"], style="1224"), ValueError, "entries-style"),
-    case(lambda b: b.at(1, style="x"), ValueError, "at-style"),
-    case(lambda b: b.top(3, style="x"), ValueError, "top-style"),
-    case(lambda b: b.by_rank(1, 2, style="x"), ValueError, "by-rank-style"),
-    case(lambda b: b.page(1, style="x"), ValueError, "page-style"),
-    case(lambda b: b.around("ann", style="x"), ValueError, "around-style"),
-    case(lambda b: b.by_score(style="x"), ValueError, "by-score-style"),
-    case(lambda b: b.rank_for_score(5, style="x"), ValueError, "rank-for-score-style"),
-    case(lambda b: b.rank("nobody", style="x"), ValueError, "rank-style-absent-member"),
-    case(lambda b: b.around("nobody", style="x"), ValueError, "around-style-absent-member"),
-    case(lambda b: b.by_score(99, 100, style="x"), ValueError, "by-score-style-empty-range"),
-    case(lambda b: b.by_score(limit=0, style="x"), ValueError, "by-score-style-limit-0"),
-    case(lambda b: b.entries([], style="x"), ValueError, "entries-style-no-members"),
-]
-
-#: ``fill`` is a flag like the inclusive ones: fill="no" filled the window.
-BAD_FLAGS = [
-    case(lambda b: b.around("bob", 5, 0, fill="no"), TypeError, "around-fill-str"),
-    case(lambda b: b.around("bob", 5, 0, fill=1), TypeError, "around-fill-int"),
-    case(lambda b: b.around("bob", 5, 0, fill=None), TypeError, "around-fill-none"),
-    case(lambda b: b.around("nobody", fill="yes"), TypeError, "around-fill-absent-member"),
-]
-
-
-def _with_meta_calls(
-    read: dict[str, Any] | None = None, pop: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Every read and write that takes ``with_meta``, called with ``v``:
-    ``with_meta="no"`` returned the metadata and ``with_meta=None`` hid it.
-    ``read``/``pop``: extra arguments (a period board's ``period=``/``t=``).
-    The absent member, empty range and zero counts return early, and must
-    refuse the flag all the same."""
-    r, p = read or {}, pop or {}
-    return {
-        "entry": lambda b, v: b.entry("ann", with_meta=v, **r),
-        "entry-absent": lambda b, v: b.entry("nobody", with_meta=v, **r),
-        "entries": lambda b, v: b.entries(["ann", "nobody"], with_meta=v, **r),
-        "entries-none": lambda b, v: b.entries([], with_meta=v, **r),
-        "at": lambda b, v: b.at(1, with_meta=v, **r),
-        "top": lambda b, v: b.top(3, with_meta=v, **r),
-        "top-0": lambda b, v: b.top(0, with_meta=v, **r),
-        "by-rank": lambda b, v: b.by_rank(1, 3, with_meta=v, **r),
-        "by-rank-empty": lambda b, v: b.by_rank(3, 2, with_meta=v, **r),
-        "page": lambda b, v: b.page(1, 2, with_meta=v, **r),
-        "around": lambda b, v: b.around("bob", 1, 1, with_meta=v, **r),
-        "around-absent": lambda b, v: b.around("nobody", with_meta=v, **r),
-        "by-score": lambda b, v: b.by_score(0, 60, with_meta=v, **r),
-        "by-score-empty": lambda b, v: b.by_score(99, 100, with_meta=v, **r),
-        "pop-best": lambda b, v: b.pop_best(2, with_meta=v, **p),
-        "pop-worst": lambda b, v: b.pop_worst(2, with_meta=v, **p),
-        "pop-best-0": lambda b, v: b.pop_best(0, with_meta=v, **p),
-    }
-
-
-#: Values that are not a flag: "no" is true, 1 and None pass for one.
-_NOT_FLAGS = [("str", "no"), ("int", 1), ("none", None)]
-
-BAD_FLAGS += [
-    case(lambda b, call=call, value=value: call(b, value), TypeError, f"{name}-with-meta-{kind}")
-    for name, call in _with_meta_calls().items()
-    for kind, value in _NOT_FLAGS
-]
-
 BAD_PERCENTILES = [
     case(lambda b: b.percentile("ann", method="median"), ValueError, "percentile-method"),
     case(lambda b: b.percentile("nobody", method="x"), ValueError, "percentile-method-absent"),
@@ -268,8 +203,6 @@ BAD_BATCHES = [
     + BAD_WHEN
     + BAD_RANGES
     + BAD_COUNTS
-    + BAD_STYLES
-    + BAD_FLAGS
     + BAD_PERCENTILES
     + BAD_META
     + BAD_BATCHES,
@@ -278,131 +211,71 @@ def test_bad_input_changes_nothing(make_board: Any, action: Any, error: type[Exc
     assert_rejected(seeded(make_board), action, error)
 
 
-@pytest.mark.parametrize(("action", "error"), BAD_STYLES + BAD_FLAGS)
-def test_a_bad_style_or_flag_is_refused_by_every_board(
-    make_or_sharded: Any, action: Any, error: type[Exception]
-) -> None:
-    # a sharded board checked the style of entries() member by member, so
-    # entries([], style="x") returned [] where every other board refused it
-    assert_rejected(seeded(make_or_sharded), action, error)
+# A bad rank style, fill or with_meta on every board kind (the three
+# in-memory indexes, durable, Redis, sharded over each, periodic, window,
+# decayed): tests/test_board_conformance.py, test_a_bad_style_or_flag_is_refused.
 
 
 DAY = 86_400.0
 
-#: Board kinds beyond a plain and a sharded board, and the calls of
-#: ``_with_meta_calls`` each has (all of them unless listed).
+#: A periodic board read in a past period (``period=``, ``t=``), and the calls
+#: of ``with_meta_calls`` each has (all of them unless listed).  The current
+#: period of every kind: tests/test_board_conformance.py.
 _FLAG_KINDS: dict[str, list[str] | None] = {
-    "durable": None,
-    "periodic": None,
     "periodic-past": None,  # period= and t= of a past period still open
     "periodic-dropped": ["pop-best", "pop-worst", "pop-best-0"],  # t= of a closed one
-    "window": ["entry", "entry-absent", "top", "top-0", "page", "around", "around-absent"],
-    "decayed": [
-        "entry",
-        "entry-absent",
-        "entries",
-        "entries-none",
-        "top",
-        "top-0",
-        "by-rank",
-        "by-rank-empty",
-        "page",
-        "around",
-        "around-absent",
-        "pop-best",
-        "pop-worst",
-        "pop-best-0",
-    ],
 }
 
 
-def _flag_board(kind: str, root: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """A board of ``kind`` holding the ``seeded`` members and metadata, and
-    the extra arguments its reads and its pops take."""
-    from rankengine import Leaderboard
-    from rankengine.timed.decay import DecayedLeaderboard
+def _flag_board(kind: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """A periodic board of ``kind`` holding the ``seeded`` members and
+    metadata in a period that is now past, and the extra arguments its
+    reads and its pops take to reach that period."""
     from rankengine.timed.periodic import PeriodicLeaderboard
-    from rankengine.timed.window import SlidingWindowLeaderboard
 
     now = [1000.0]
-    read: dict[str, Any] = {}
-    pop: dict[str, Any] = {}
-    if kind == "durable":
-        board: Any = Leaderboard.open(root, fsync="never")
-    elif kind.startswith("periodic"):
-        late = "drop" if kind == "periodic-dropped" else "reject"
-        grace = 0.0 if kind == "periodic-dropped" else 2 * DAY
-        board = PeriodicLeaderboard("daily", grace=grace, late=late, clock=lambda: now[0])
-        if kind != "periodic":
-            read, pop = {"period": board.current.name}, {"t": now[0]}
-    elif kind == "window":
-        board = SlidingWindowLeaderboard("daily", 3, clock=lambda: now[0])
-    else:
-        board = DecayedLeaderboard(half_life=60, clock=lambda: now[0])
-        board.add_many({"ann": 50, "bob": 30, "cid": 30, "dee": 1, "eve": 99})
-    if kind != "decayed":
-        board.set_many([("ann", 50), ("bob", 30), ("cid", 30), ("dee", -INF), ("eve", INF)])
+    late = "drop" if kind == "periodic-dropped" else "reject"
+    grace = 0.0 if kind == "periodic-dropped" else 2 * DAY
+    board = PeriodicLeaderboard("daily", grace=grace, late=late, clock=lambda: now[0])
+    read, pop = {"period": board.current.name}, {"t": now[0]}
+    board.set_many([("ann", 50), ("bob", 30), ("cid", 30), ("dee", -INF), ("eve", INF)])
     board.set_meta("ann", {"name": "Ann"})
     board.set_meta("bob", {"name": "Bob", "tags": ["x"]})
-    if kind == "window":
-        board.refresh()
-    if kind in ("periodic-past", "periodic-dropped"):
-        now[0] += DAY  # the board's period is past now (and closed when dropped)
+    now[0] += DAY  # the board's period is past now (and closed when dropped)
     return board, read, pop
 
 
-def _flag_state(kind: str, board: Any) -> Any:
+def _flag_state(board: Any) -> Any:
     """What a refused call must leave as it was."""
-    if kind == "durable":
-        return snapshot(board)
-    if kind.startswith("periodic"):
-        held = [(p.name, snapshot(board.board(p))) for p in board.periods()]
-        return held, board.late_dropped
-    if kind == "window":
-        return snapshot(board.board), snapshot(board.bucket())
-    return snapshot(board.board)
+    held = [(p.name, snapshot(board.board(p))) for p in board.periods()]
+    return held, board.late_dropped
 
 
-@pytest.mark.parametrize("value", [v for _, v in _NOT_FLAGS], ids=[k for k, _ in _NOT_FLAGS])
+@pytest.mark.parametrize("value", [v for _, v in NOT_FLAGS], ids=[k for k, _ in NOT_FLAGS])
 @pytest.mark.parametrize(
     ("kind", "call"),
     [
         pytest.param(kind, call, id=f"{kind}-{call}")
         for kind, calls in _FLAG_KINDS.items()
-        for call in (calls or list(_with_meta_calls()))
+        for call in (calls or list(with_meta_calls()))
     ]
-    + [
-        pytest.param(kind, "around-fill", id=f"{kind}-around-fill")
-        for kind in ("durable", "periodic", "periodic-past", "window", "decayed")
-    ],
+    + [pytest.param("periodic-past", "around-fill", id="periodic-past-around-fill")],
 )
-def test_a_bad_flag_is_refused_by_every_time_and_durable_board(
-    tmp_path: Any, kind: str, call: str, value: Any
-) -> None:
-    """Durable, periodic (with ``period=``/``t=``), window and decayed
-    boards refuse a ``with_meta`` (or ``fill``) that is not a bool as a
-    plain board does, with its words, before anything changes: a pop of a
-    closed period that ``late="drop"`` drops returned ``[]``."""
-    board, read, pop = _flag_board(kind, tmp_path / "board")
-    try:
-        calls = _with_meta_calls(read, pop)
-        calls["around-fill"] = lambda b, v: b.around("bob", 5, 0, fill=v, **read)
-        what = "fill" if call == "around-fill" else "with_meta"
-        before = _flag_state(kind, board)
-        with pytest.raises(TypeError, match=rf"^{what} must be a bool, not {type(value).__name__}"):
-            calls[call](board, value)
-        assert _flag_state(kind, board) == before
-        board._check()
-    finally:
-        if hasattr(board, "close"):
-            board.close()
-
-
-@pytest.mark.parametrize("call", list(_with_meta_calls()))
-def test_a_bad_with_meta_says_what_it_must_be(make_or_sharded: Any, call: str) -> None:
-    board = seeded(make_or_sharded)
-    with pytest.raises(TypeError, match=r"^with_meta must be a bool, not str$"):
-        _with_meta_calls()[call](board, "no")
+def test_a_bad_flag_is_refused_in_a_past_period(kind: str, call: str, value: Any) -> None:
+    """A periodic board read with ``period=``/``t=`` of a past period
+    refuses a ``with_meta`` (or ``fill``) that is not a bool as a plain
+    board does, with its words, before anything changes: a pop of a closed
+    period that ``late="drop"`` drops returned ``[]``.  (The current period
+    of every kind: tests/test_board_conformance.py.)"""
+    board, read, pop = _flag_board(kind)
+    calls = with_meta_calls(read, pop)
+    calls["around-fill"] = lambda b, v: b.around("bob", 5, 0, fill=v, **read)
+    what = "fill" if call == "around-fill" else "with_meta"
+    before = _flag_state(board)
+    with pytest.raises(TypeError, match=rf"^{what} must be a bool, not {type(value).__name__}"):
+        calls[call](board, value)
+    assert _flag_state(board) == before
+    board._check()
 
 
 @pytest.mark.parametrize("order", ["asc", ("desc", "asc")])

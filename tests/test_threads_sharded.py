@@ -167,31 +167,33 @@ def test_sharded_reads_during_batches_match_a_serial_order() -> None:
 
 
 def test_entries_are_not_split_by_a_write_between_two_members() -> None:
-    # entries() called entry() once per member, each under the lock but not
-    # the whole list: a write could land between two members' entries.
-    # The second entry() here starts a write on another thread and gives it
-    # a moment; it must wait for the whole entries() call.
+    # entries() read one member's entry at a time (the _entry_of primitive
+    # of the board contract), each under the lock but not the whole list: a
+    # write could land between two members' entries.  The second member's
+    # read here starts a write on another thread and gives it a moment; it
+    # must wait for the whole entries() call.
     board = _board()
     board.set("m1", 3)
     before = board.entries(["m0", "m1"])
-    real_entry = board.entry
+    real_entry = board._entry_of
     calls = [0]
     writer: list[threading.Thread] = []
 
-    def entry(member: Any, **options: Any) -> Any:
+    def entry(member: Any, *args: Any) -> Any:
         calls[0] += 1
         if calls[0] == 2:
             t = threading.Thread(target=board.set, args=("m0", 50), daemon=True)
             t.start()
             t.join(PAUSE_S)  # finishes early only if entries() let go of the lock
             writer.append(t)
-        return real_entry(member, **options)
+        return real_entry(member, *args)
 
-    board.entry = entry  # type: ignore[method-assign]
+    board._entry_of = entry  # type: ignore[method-assign]
     got = board.entries(["m0", "m1"])
+    assert calls[0] == 2  # one read per member: the patch was reached
     writer[0].join(WAIT_S)
     assert not writer[0].is_alive()
-    del board.entry
+    del board._entry_of
     after = board.entries(["m0", "m1"])
     assert got in (before, after), got
     board._check()

@@ -16,24 +16,35 @@ ValueError: page size must be at least 1, got 0
 
 from __future__ import annotations
 
+import numbers
 import operator
 from collections.abc import Iterable
 from typing import Any, Final
 
 __all__ = [
+    "PERCENTILE_METHODS",
     "STYLES",
+    "WHENS",
     "check_comparable",
     "check_count",
     "check_flag",
     "check_int",
+    "check_percentile",
+    "check_percentile_method",
+    "check_ranks",
     "check_size",
     "check_style",
+    "check_when",
     "member_list",
     "not_a_flag",
 ]
 
 #: The rank styles a read accepts (see :mod:`rankengine.board.leaderboard`).
 STYLES: Final = ("unique", "dense", "competition")
+#: The ways a percentile read counts a member's own score.
+PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
+#: The conditions a write takes (``when=``; Redis ``ZADD``'s NX, XX, GT, LT).
+WHENS: Final = (None, "new", "present", "better", "worse")
 
 
 def check_flag(value: object, what: str) -> bool:
@@ -100,6 +111,59 @@ def check_size(value: object) -> int:
     return value
 
 
+def check_ranks(start: object, stop: object) -> tuple[int, int]:
+    """``(start, stop)`` of a rank range as ints, or the error: each an int
+    (see :func:`check_int`), and neither 0 -- ranks are 1-based and negative
+    ones count from the bottom.
+
+    Runtime complexity: O(1)
+
+    >>> check_ranks(1, -1)
+    (1, -1)
+    >>> check_ranks(0, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: ranks are 1-based: use 1 for the top and -1 for the bottom, not 0
+    """
+    start = check_int(start, "start")
+    stop = check_int(stop, "stop")
+    if start == 0 or stop == 0:
+        raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+    return start, stop
+
+
+def check_percentile(p: object) -> int | float:
+    """``p`` as the ``int`` or ``float`` percentile it stands for, or a
+    ``ValueError`` unless it is a number from 0 to 100.
+
+    Any real number is taken (a NumPy ``float32`` or ``int64``, a
+    ``Fraction``): an integer as an ``int``, any other as the ``float`` it
+    converts to.  A ``bool``, a string, ``None`` and NaN are refused.
+
+    Runtime complexity: O(1)
+
+    >>> from fractions import Fraction
+    >>> check_percentile(90), check_percentile(Fraction(25, 2))
+    (90, 12.5)
+    >>> check_percentile(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: percentile must be a number from 0 to 100, not True
+    """
+    value: int | float
+    if type(p) is int or type(p) is float:
+        value = p
+    elif isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+    elif isinstance(p, numbers.Integral):
+        value = int(p)
+    else:
+        value = float(p)
+    if not 0 <= value <= 100:
+        raise ValueError(f"percentile must be a number from 0 to 100, not {p!r}")
+    return value
+
+
 def check_style(style: object) -> None:
     if style not in STYLES:
         raise ValueError(f"rank style must be one of {STYLES}, not {style!r}")
@@ -129,3 +193,32 @@ def check_comparable(member: object, held: type | None) -> None:
             f"this board breaks ties by member and holds {held.__name__} "
             f"members; {type(member).__name__} members would not compare"
         )
+
+
+def check_when(when: object) -> None:
+    """Raise unless ``when`` is one of :data:`WHENS` (a write's condition).
+
+    Runtime complexity: O(1)
+
+    >>> check_when("better")
+    >>> check_when("NX")
+    Traceback (most recent call last):
+    ...
+    ValueError: when must be one of ('new', 'present', 'better', 'worse') or None, not 'NX'
+    """
+    if when not in WHENS:
+        raise ValueError(f"when must be one of {WHENS[1:]} or None, not {when!r}")
+
+
+def check_percentile_method(method: object) -> None:
+    """Raise unless ``method`` is one of :data:`PERCENTILE_METHODS`.
+
+    Runtime complexity: O(1)
+
+    >>> check_percentile_method("median")
+    Traceback (most recent call last):
+    ...
+    ValueError: method must be one of ('below', 'at_or_below', 'midpoint'), not 'median'
+    """
+    if method not in PERCENTILE_METHODS:
+        raise ValueError(f"method must be one of {PERCENTILE_METHODS}, not {method!r}")

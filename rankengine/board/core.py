@@ -878,12 +878,6 @@ class BoardCore:
             del counts[primary]
             self._distinct.remove(primary)
 
-    def _style(self, style: RankStyle | None) -> RankStyle:
-        if style is None:
-            return self._rank_style
-        check_style(style)
-        return style
-
     def _zero(self) -> Score:
         return 0 if self._codec.columns is None else (0,) * self._codec.columns
 

@@ -33,26 +33,17 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, NamedTuple, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import (
-    check_count,
-    check_flag,
-    check_int,
-    check_size,
-    check_style,
-    member_list,
-)
+from rankengine.board.checks import check_style, check_when, member_list
 from rankengine.board.combine import aggregate_scores, board_list, check_new, weigh, weight_list
+from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.copying import Uncopyable
 from rankengine.board.core import Entry, ItemWrites, RankStyle, TieBreak
 from rankengine.board.leaderboard import Leaderboard, When
 from rankengine.board.packed import PackedScore
 from rankengine.board.reads import (
-    DEFAULT_PAGE_SIZE,
-    PercentileMethod,
-    check_percentile,
     interpolate,
     rank_outside,
 )
@@ -140,8 +131,6 @@ _WRITES: Final = frozenset(
     )
 )
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
-_WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
-_PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 #: What a score look-up returns for an absent member (shared with the
 #: sharded board's merges, which read the same look-ups).
 MISSING: Final = object()
@@ -163,7 +152,7 @@ class RedisOptions(TypedDict, total=False):
     fsync: FsyncPolicy
 
 
-class RedisLeaderboard(Uncopyable, ItemWrites):
+class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
     :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client
@@ -491,7 +480,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         """
         key = self._member(member)
         value = self._codec.check(score)
-        _check_when(when)
+        check_when(when)
         clean = None if meta is None else check_meta(meta)
         text, ok, kind = self._format.encode(value)
         blob = b"" if clean is None else encode_meta(clean)
@@ -531,7 +520,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         """
         key = self._member(member)
         step = self._codec.check(delta, "delta")
-        _check_when(when)
+        check_when(when)
         if self._format.columns == 1 and self._format.packing is None and _fast(step):
             number: float = step  # type: ignore[assignment]  # a scalar board's delta
             with self._writing():
@@ -559,7 +548,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(k log N), one round trip.
         """
-        _check_when(when)
+        check_when(when)
         pairs, keys, tag = self._check_pairs(items, "score")
         args: list[Any] = [when or "", self._clock_floor, tag]
         for (_, value), key in zip(pairs, keys, strict=True):
@@ -664,61 +653,21 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         return None if data is None else decode_meta(data)
 
     # ------------------------------------------------------------------
-    # Pops and pruning
+    # Pops, pruning and reads: the primitives of BoardAPI, which holds the
+    # public methods and their argument checks (see rankengine.board.contract).
+    # Each is one round trip.
     # ------------------------------------------------------------------
-    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
-        """Remove and return up to ``count`` best entries (ranks before removal).
-
-        Runtime complexity: O(count log N), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        return self._pop(count, best=True, with_meta=with_meta)
-
-    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
-        """Remove and return up to ``count`` worst entries, worst first.
-
-        Runtime complexity: O(count log N), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        return self._pop(count, best=False, with_meta=with_meta)
-
-    def remove_by_rank(self, start: int, stop: int) -> int:
-        """Remove the members ranked ``start`` to ``stop`` inclusive (1-based,
-        negative from the bottom); return how many were removed.
-
-        Runtime complexity: O((log N + k) log N), one round trip.
-        """
-        start = check_int(start, "start")
-        stop = check_int(stop, "stop")
-        if start == 0 or stop == 0:
-            raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+    def _remove_ranks(self, start: int, stop: int) -> int:
         return self._remove_range("rank", start, stop)
 
-    def remove_by_score(
-        self,
-        min: Score | None,
-        max: Score | None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
+    def _remove_scores(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
     ) -> int:
-        """Remove every member whose score lies in the range; return how many.
+        return self._remove_range("score", *self._span(low, high, low_inclusive, high_inclusive))
 
-        Runtime complexity: O((log N + k) log N), one round trip.
-        """
-        return self._remove_range("score", *self._span(min, max, min_inclusive, max_inclusive))
-
-    def keep_top(self, n: int) -> int:
-        """Keep only the best ``n`` members; return how many were removed.
-
-        Runtime complexity: O((log N + k) log N), one round trip.
-        """
-        n = check_count(n, "n")
+    def _keep_top(self, n: int) -> int:
         return self._remove_range("rank", n + 1, -1)
 
-    # ------------------------------------------------------------------
-    # Point reads
-    # ------------------------------------------------------------------
     def score(self, member: Member, default: Any = None) -> Any:
         """The member's score, or ``default`` when absent.
 
@@ -727,68 +676,29 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         found = self._entries([member], "-", False)[0]
         return default if found is None else found.score
 
-    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
-        """The member's 1-based rank, or None when absent.
-
-        Runtime complexity: O(log N), one round trip.
-        """
-        found = self._entries([member], _STYLE_CODE[self._style(style)], False)[0]
+    def _rank_of_member(self, member: Member, style: RankStyle) -> int | None:
+        found = self._entries([member], _STYLE_CODE[style], False)[0]
         return None if found is None else found.rank
 
-    def entry(
-        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> Entry | None:
-        """Score and rank together (and metadata on request), or None.
+    def _entry_of(self, member: Member, style: RankStyle, with_meta: bool) -> Entry | None:
+        return self._entries([member], _STYLE_CODE[style], with_meta)[0]
 
-        Runtime complexity: O(log N), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        return self._entries([member], _STYLE_CODE[self._style(style)], with_meta)[0]
-
-    def entries(
-        self,
-        members: Iterable[Member],
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
+    def _entries_of(
+        self, members: list[Any], style: RankStyle, with_meta: bool
     ) -> list[Entry | None]:
-        """Entries for a list of members, in the order given (None if absent).
+        return self._entries(members, _STYLE_CODE[style], with_meta)
 
-        Runtime complexity: O(k log N), one round trip for the whole list.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        return self._entries(member_list(members), _STYLE_CODE[self._style(style)], with_meta)
-
-    def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
-        """The entry at a 1-based position (``-1`` is the last); ``IndexError`` outside.
-
-        Runtime complexity: O(log N), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        rank = check_int(rank, "rank")
-        style = self._style(style)
+    def _at_rank(self, rank: int, style: RankStyle, with_meta: bool) -> Entry:
         result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), "at", rank)
         if int(result[0]) == -2:
             raise rank_outside(rank, int(result[1]))
         return self._rows(result, style, with_meta)[0]
 
-    def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
-        """The rank a member would get by reaching ``score`` now (nothing is written).
-
-        Runtime complexity: O(log N), one round trip.
-        """
-        style = self._style(style)
+    def _rank_for_score(self, score: Score, style: RankStyle) -> int:
         text, ok = self._hypothetical(score, style)
         return int(self._run("RANK_FOR", "rank", text, ok, _STYLE_CODE[style]))
 
-    def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
-        """The percent of the board this member's score beats; see
-        :meth:`Leaderboard.percentile <rankengine.Leaderboard.percentile>`.
-
-        Runtime complexity: O(log N), one round trip.
-        """
-        if method not in _PERCENTILE_METHODS:
-            raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
+    def _score_counts(self, member: Member) -> tuple[int, int, int] | None:
         key = self._key_or_none(member)
         if key is None:
             return None
@@ -796,21 +706,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         n = int(result[0])
         if n < 0:
             return None
-        lower, upper = int(result[1]), int(result[2])
-        below, equal = (lower, upper - lower) if self._desc else (n - upper, upper - lower)
-        if method == "below":
-            return 100.0 * below / n
-        if method == "at_or_below":
-            return 100.0 * (below + equal) / n
-        return 100.0 * (below + equal / 2) / n
+        return int(result[1]), int(result[2]), n
 
-    def score_at_percentile(self, p: float) -> Score | None:
-        """The score at percentile ``p``; see
-        :meth:`Leaderboard.score_at_percentile <rankengine.Leaderboard.score_at_percentile>`.
-
-        Runtime complexity: O(log N), one round trip.
-        """
-        p = check_percentile(p)
+    def _score_at_percentile(self, p: int | float) -> Score | None:
         result = self._run("SCORE_AT", repr(float(p)))
         n = int(result[0])
         if n == 0:
@@ -823,126 +721,49 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         high_score = self._score_of_row(result[4], result[5], result[6])
         return interpolate(low_score, high_score, x - lo, p)
 
-    # ------------------------------------------------------------------
-    # Range reads
-    # ------------------------------------------------------------------
-    def top(
-        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> list[Entry]:
-        """The best ``k`` entries, best first.
-
-        Runtime complexity: O(log N + k), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        k = check_count(k, "k")
+    def _top_rows(self, k: int, style: RankStyle, with_meta: bool) -> list[Entry]:
         return self._range(style, with_meta, "win", 0, k)
 
-    def by_rank(
-        self,
-        start: int = 1,
-        stop: int = -1,
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """Entries ranked ``start`` to ``stop`` inclusive (clamped like ``ZRANGE``).
-
-        Runtime complexity: O(log N + k), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        start = check_int(start, "start")
-        stop = check_int(stop, "stop")
-        if start == 0 or stop == 0:
-            raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+    def _rank_rows(self, start: int, stop: int, style: RankStyle, with_meta: bool) -> list[Entry]:
         return self._range(style, with_meta, "rank", start, stop)
 
-    def page(
-        self,
-        number: int,
-        size: int = DEFAULT_PAGE_SIZE,
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """Page ``number`` (1-based, clamped) of ``size`` entries.
-
-        Runtime complexity: O(log N + size), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        number = check_int(number, "page number")
-        size = check_size(size)
+    def _page_rows(self, number: int, size: int, style: RankStyle, with_meta: bool) -> list[Entry]:
         return self._range(style, with_meta, "page", number, size)
 
-    def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
-        """Number of pages of ``size`` entries: ``ceil(N / size)``.
-
-        Runtime complexity: O(1), one round trip.
-        """
-        size = check_size(size)
-        return -(-len(self) // size)
-
-    def around(
+    def _around_rows(
         self,
         member: Member,
-        above: int = 5,
-        below: int = 5,
+        above: int,
+        below: int,
+        fill: bool,
         *,
-        fill: bool = False,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
+        style: RankStyle,
+        with_meta: bool,
     ) -> list[Entry]:
-        """The member with up to ``above``/``below`` neighbours; see
-        :meth:`Leaderboard.around <rankengine.Leaderboard.around>`.
-
-        Runtime complexity: O(log N + above + below), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        above = check_count(above, "above")
-        below = check_count(below, "below")
-        fill = check_flag(fill, "fill")
-        style = self._style(style)  # checked even when the member is absent
         key = self._key_or_none(member)
         if key is None:
             return []
         return self._range(style, with_meta, "around", key, above, below, _flag(fill))
 
-    def by_score(
+    def _score_rows(
         self,
-        min: Score | None = None,
-        max: Score | None = None,
+        low: Score | None,
+        high: Score | None,
+        low_inclusive: bool,
+        high_inclusive: bool,
         *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-        offset: int = 0,
-        limit: int | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
+        offset: int,
+        limit: int | None,
+        style: RankStyle,
+        with_meta: bool,
     ) -> list[Entry]:
-        """Entries whose score lies between ``min`` and ``max``, best first.
-
-        Runtime complexity: O(log N + k), one round trip.
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        offset = check_count(offset, "offset")
-        if limit is not None:
-            limit = check_count(limit, "limit")
-        style = self._style(style)  # before the range, as on an in-process board
-        span = self._span(min, max, min_inclusive, max_inclusive)
+        span = self._span(low, high, low_inclusive, high_inclusive)
         return self._range(style, with_meta, "score", *span, offset, -1 if limit is None else limit)
 
-    def count(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
+    def _count_between(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
     ) -> int:
-        """How many members have a score in the range.
-
-        Runtime complexity: O(log N), one round trip.
-        """
-        span = self._span(min, max, min_inclusive, max_inclusive)
+        span = self._span(low, high, low_inclusive, high_inclusive)
         return int(self._run("RANK_FOR", "span", "", "", *span))
 
     def items(self) -> list[tuple[Member, Score]]:
@@ -1692,12 +1513,6 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             keys.append(key)
         return pairs, keys, tag
 
-    def _style(self, style: RankStyle | None) -> RankStyle:
-        if style is None:
-            return self._rank_style
-        check_style(style)
-        return style
-
     def _tie(self, clock: int, member: Member) -> Any:
         if not self._first:
             return member
@@ -1818,7 +1633,6 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             return len(result)
 
     def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
-        count = check_count(count, "count")
         if count == 0:
             return []
         with self._writing():
@@ -2025,11 +1839,6 @@ def _check_log(log: object, fsync: object, order: Any, tie_break: object) -> Non
         raise ValueError("the log holds a board with another order or tie_break")
 
 
-def _check_when(when: object) -> None:
-    if when not in _WHEN_VALUES:
-        raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
-
-
 def _fast(step: Score) -> bool:
     """A step the server can add as a double without losing anything."""
     return type(step) is float or (type(step) is int and abs(step) < 2**53)
@@ -2213,3 +2022,10 @@ def _combine(
         client.delete(*result.keys, result._reply_key())
         raise
     return result
+
+
+if TYPE_CHECKING:
+
+    def _answers_the_contract(board: RedisLeaderboard) -> Board:
+        """mypy checks here that the board answers the contract."""
+        return board

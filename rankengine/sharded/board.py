@@ -57,24 +57,15 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from hashlib import blake2b
-from typing import Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from rankengine.board.changes import PUT, Change
-from rankengine.board.checks import (
-    check_count,
-    check_flag,
-    check_int,
-    check_size,
-    check_style,
-    member_list,
-)
+from rankengine.board.checks import check_int, check_style, check_when, member_list
+from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.core import Entry, ItemWrites, RankStyle
 from rankengine.board.leaderboard import Leaderboard, When
 from rankengine.board.packed import PackedScore
 from rankengine.board.reads import (
-    DEFAULT_PAGE_SIZE,
-    PercentileMethod,
-    check_percentile,
     interpolate,
     rank_outside,
 )
@@ -92,8 +83,6 @@ from rankengine.sharded.merge import Shard, ShardMerge
 
 __all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
 
-_WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
-_PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 #: Personalisation of the placement hash (changing it moves every member).
 _PERSON: Final = b"rankengine:shard"
 #: "Every row" as the end of a window.
@@ -152,7 +141,7 @@ def _placement_bytes(member: Member) -> bytes:
 # ----------------------------------------------------------------------
 # The sharded board
 # ----------------------------------------------------------------------
-class ShardedLeaderboard(ShardMerge, ItemWrites):
+class ShardedLeaderboard(ShardMerge, ItemWrites, BoardAPI):
     """A leaderboard whose members are spread over several shard boards.
 
     :param shards: the shard boards, all empty or all filled by a sharded
@@ -429,8 +418,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(k log N), one read and one write per shard.
         """
-        if when not in _WHEN_VALUES:
-            raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
+        check_when(when)
         return self._batch(items, when, increment=False)[0]
 
     def incr_many(
@@ -490,43 +478,24 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         return None if shard is None else shard.board.meta(member)
 
     # ------------------------------------------------------------------
-    # Pops and pruning (each shard's part is atomic, the whole is not)
+    # Pops and pruning: primitives of BoardAPI, which holds the public
+    # methods and their checks (each shard's part is atomic, the whole is not)
     # ------------------------------------------------------------------
-    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
-        """Remove and return up to ``count`` best entries.
-
-        Runtime complexity: O(S (count + log N))
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        count = check_count(count, "count")
+    def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
         with self._lock:
-            rows = self._window(0, count, with_meta)
-            entries = self._entries(rows, 0, "unique")
+            if best:
+                rows = self._window(0, count, with_meta)
+                entries = self._entries(rows, 0, "unique")
+            else:
+                sizes = self._sizes()
+                n = sum(sizes)
+                count = min(count, n)
+                rows = self._window(n - count, n, with_meta, sizes=sizes)
+                entries = self._entries(rows, n - count, "unique")[::-1]
             self._remove_rows(rows)
             return entries
 
-    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
-        """Remove and return up to ``count`` worst entries, worst first.
-
-        Runtime complexity: O(S (count + log N))
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        count = check_count(count, "count")
-        with self._lock:
-            sizes = self._sizes()
-            n = sum(sizes)
-            count = min(count, n)
-            rows = self._window(n - count, n, with_meta, sizes=sizes)
-            entries = self._entries(rows, n - count, "unique")[::-1]
-            self._remove_rows(rows)
-            return entries
-
-    def remove_by_rank(self, start: int, stop: int) -> int:
-        """Remove the members ranked ``start`` to ``stop`` (1-based, negative
-        from the bottom); return how many.
-
-        Runtime complexity: O(S (k + log N))
-        """
+    def _remove_ranks(self, start: int, stop: int) -> int:
         with self._lock:
             sizes = self._sizes()
             lo, hi = _rank_window(start, stop, sum(sizes))
@@ -534,30 +503,16 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             self._remove_rows(rows)
             return len(rows)
 
-    def remove_by_score(
-        self,
-        min: Score | None,
-        max: Score | None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
+    def _remove_scores(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
     ) -> int:
-        """Remove every member whose score lies in the range; return how many.
-
-        Runtime complexity: O(S log N + k log N)
-        """
-        flags = {"min_inclusive": min_inclusive, "max_inclusive": max_inclusive}
+        flags = {"min_inclusive": low_inclusive, "max_inclusive": high_inclusive}
         with self._lock:
-            return sum(self._map(lambda s: s.board.remove_by_score(min, max, **flags)))
+            return sum(self._map(lambda s: s.board.remove_by_score(low, high, **flags)))
 
-    def keep_top(self, n: int) -> int:
-        """Keep only the best ``n`` members; return how many were removed.
-
-        Runtime complexity: O(S (k + log N))
-        """
-        n = check_count(n, "n")
+    def _keep_top(self, n: int) -> int:
         with self._lock:
-            return self.remove_by_rank(n + 1, -1) if n < len(self) else 0
+            return self._remove_ranks(n + 1, -1) if n < len(self) else 0
 
     # ------------------------------------------------------------------
     # Point reads
@@ -570,23 +525,13 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         shard = self._shard_or_none(member)
         return default if shard is None else shard.board.score(member, default)
 
-    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
-        """The member's rank: members strictly ahead on every shard, plus one.
-
-        Runtime complexity: O(S log N) (dense: O(S D) for D better distinct scores)
-        """
-        found = self.entry(member, style=style)
+    def _rank_of_member(self, member: Member, style: RankStyle) -> int | None:
+        # members strictly ahead on every shard, plus one: O(S log N)
+        # (dense: O(S D) for D better distinct scores)
+        found = self._entry_of(member, style, False)
         return None if found is None else found.rank
 
-    def entry(
-        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> Entry | None:
-        """Score and rank together (and metadata on request), or None.
-
-        Runtime complexity: O(S log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        style = self._style(style)
+    def _entry_of(self, member: Member, style: RankStyle, with_meta: bool) -> Entry | None:
         shard = self._shard_or_none(member)
         if shard is None:
             return None
@@ -604,31 +549,14 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             meta = shard.board.meta(member) if with_meta else None
             return Entry(member, score, rank, meta)
 
-    def entries(
-        self,
-        members: Iterable[Member],
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
+    def _entries_of(
+        self, members: list[Any], style: RankStyle, with_meta: bool
     ) -> list[Entry | None]:
-        """Entries for a list of members, in the order given (None if absent).
-
-        Runtime complexity: O(k S log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        style = self._style(style)  # checked even when no member is given
-        wanted = member_list(members)
         with self._lock:  # every entry from the same board, not split by a write
-            return [self.entry(m, style=style, with_meta=with_meta) for m in wanted]
+            return [self._entry_of(m, style, with_meta) for m in members]
 
-    def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
-        """The entry at a 1-based position (``-1`` is the last).
-
-        Runtime complexity: O(S log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        style = self._style(style)
-        given = check_int(rank, "rank")
+    def _at_rank(self, rank: int, style: RankStyle, with_meta: bool) -> Entry:
+        given = rank
         with self._lock:
             sizes = self._sizes()
             n = sum(sizes)
@@ -638,12 +566,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             rows = self._window(rank - 1, rank, with_meta, sizes=sizes)
             return self._entries(rows, rank - 1, style)[0]
 
-    def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
-        """The rank ``score`` would get now (nothing is written).
-
-        Runtime complexity: O(S log N)
-        """
-        style = self._style(style)
+    def _rank_for_score(self, score: Score, style: RankStyle) -> int:
         value = self._codec.check(score)
         with self._lock:  # every shard's count from the same board
             if style == "dense":
@@ -651,13 +574,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             ranks = self._map(lambda s: s.rank_for(value, style))
         return int(sum(ranks)) - len(ranks) + 1
 
-    def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
-        """The percent of the board this member's score beats.
-
-        Runtime complexity: O(S log N)
-        """
-        if method not in _PERCENTILE_METHODS:
-            raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
+    def _score_counts(self, member: Member) -> tuple[int, int, int] | None:
         with self._lock:  # the member's score and the counts from the same board
             value = self.score(member, MISSING)
             if value is MISSING:
@@ -670,19 +587,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
                 )
             )
         lower, upper, n = (int(sum(column)) for column in zip(*counts, strict=True))
-        below, equal = (lower, upper - lower) if self._desc else (n - upper, upper - lower)
-        if method == "below":
-            return 100.0 * below / n
-        if method == "at_or_below":
-            return 100.0 * (below + equal) / n
-        return 100.0 * (below + equal / 2) / n
+        return lower, upper, n
 
-    def score_at_percentile(self, p: float) -> Score | None:
-        """The score at percentile ``p`` (0 = worst, 100 = best), interpolated.
-
-        Runtime complexity: O(S log N)
-        """
-        p = check_percentile(p)
+    def _score_at_percentile(self, p: int | float) -> Score | None:
         with self._lock:
             sizes = self._sizes()
             n = sum(sizes)
@@ -701,54 +608,19 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
     # ------------------------------------------------------------------
     # Range reads: merged, verified windows
     # ------------------------------------------------------------------
-    def top(
-        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> list[Entry]:
-        """The best ``k``: a k-way merge of every shard's best ``k``.
-
-        Runtime complexity: O(S k + k log S)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        k = check_count(k, "k")
-        style = self._style(style)
+    def _top_rows(self, k: int, style: RankStyle, with_meta: bool) -> list[Entry]:
+        # a k-way merge of every shard's best k: O(S k + k log S)
         with self._lock:
             return self._entries(self._window(0, k, with_meta), 0, style)
 
-    def by_rank(
-        self,
-        start: int = 1,
-        stop: int = -1,
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """Entries ranked ``start`` to ``stop`` inclusive (clamped like ``ZRANGE``).
-
-        Runtime complexity: O(S (k + log N)) when the first guess holds
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        style = self._style(style)
+    def _rank_rows(self, start: int, stop: int, style: RankStyle, with_meta: bool) -> list[Entry]:
+        # O(S (k + log N)) when the first guess holds
         with self._lock:
             sizes = self._sizes()
             lo, hi = _rank_window(start, stop, sum(sizes))
             return self._entries(self._window(lo, hi, with_meta, sizes=sizes), lo, style)
 
-    def page(
-        self,
-        number: int,
-        size: int = DEFAULT_PAGE_SIZE,
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """Page ``number`` (1-based, clamped) of ``size`` entries.
-
-        Runtime complexity: O(S (size + log N)) when the first guess holds
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        number = check_int(number, "page number")
-        size = check_size(size)
-        style = self._style(style)
+    def _page_rows(self, number: int, size: int, style: RankStyle, with_meta: bool) -> list[Entry]:
         with self._lock:
             sizes = self._sizes()
             n = sum(sizes)
@@ -757,34 +629,17 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             rows = self._window(lo, min(lo + size, n), with_meta, sizes=sizes)
             return self._entries(rows, lo, style)
 
-    def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
-        """Number of pages of ``size`` entries.
-
-        Runtime complexity: O(S)
-        """
-        size = check_size(size)
-        return -(-len(self) // size)
-
-    def around(
+    def _around_rows(
         self,
         member: Member,
-        above: int = 5,
-        below: int = 5,
+        above: int,
+        below: int,
+        fill: bool,
         *,
-        fill: bool = False,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
+        style: RankStyle,
+        with_meta: bool,
     ) -> list[Entry]:
-        """The member with its neighbours: on every shard the rows just ahead
-        of and behind the member's key.
-
-        Runtime complexity: O(S (log N + above + below))
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        above = check_count(above, "above")
-        below = check_count(below, "below")
-        fill = check_flag(fill, "fill")
-        style = self._style(style)
+        # on every shard the rows just ahead of and behind the member's key
         shard = self._shard_or_none(member)
         if shard is None:
             return []
@@ -806,29 +661,20 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             guess = [a - (r0 - lo) for a in ahead]
             return self._entries(self._window(lo, hi, with_meta, guess, sizes), lo, style)
 
-    def by_score(
+    def _score_rows(
         self,
-        min: Score | None = None,
-        max: Score | None = None,
+        low: Score | None,
+        high: Score | None,
+        low_inclusive: bool,
+        high_inclusive: bool,
         *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-        offset: int = 0,
-        limit: int | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
+        offset: int,
+        limit: int | None,
+        style: RankStyle,
+        with_meta: bool,
     ) -> list[Entry]:
-        """Entries whose score lies between ``min`` and ``max``, best first.
-
-        Runtime complexity: O(S (k + log N))
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        offset = check_count(offset, "offset")
-        if limit is not None:
-            limit = check_count(limit, "limit")
-        style = self._style(style)
         with self._lock:
-            lo, hi, sizes = self._score_positions(min, max, min_inclusive, max_inclusive)
+            lo, hi, sizes = self._score_positions(low, high, low_inclusive, high_inclusive)
             n = sum(sizes)
             first, last = (n - hi, n - lo) if self._desc else (lo, hi)
             first += offset
@@ -839,20 +685,11 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             rows = self._window(first, last, with_meta, sizes=sizes)
             return self._entries(rows, first, style)
 
-    def count(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
+    def _count_between(
+        self, low: Score | None, high: Score | None, low_inclusive: bool, high_inclusive: bool
     ) -> int:
-        """How many members have a score in the range (a sum over shards).
-
-        Runtime complexity: O(S log N)
-        """
         with self._lock:  # every shard's count from the same board
-            return sum(self._map(lambda s: s.count(min, max, min_inclusive, max_inclusive)))
+            return sum(self._map(lambda s: s.count(low, high, low_inclusive, high_inclusive)))
 
     def items(self) -> list[tuple[Member, Score]]:
         """``(member, score)`` pairs in rank order: a merge of every shard.
@@ -877,12 +714,6 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
     # ------------------------------------------------------------------
     # Helpers
     # ------------------------------------------------------------------
-    def _style(self, style: RankStyle | None) -> RankStyle:
-        if style is None:
-            return self._rank_style
-        check_style(style)
-        return style
-
     def _shard_or_none(self, member: object) -> Shard | None:
         kind = type(member)
         if kind is str or kind is bytes or kind is int or is_member(member):
@@ -1169,11 +1000,8 @@ def _check_places(boards: list[Any]) -> None:
 
 
 def _rank_window(start: int, stop: int, n: int) -> tuple[int, int]:
-    """1-based inclusive ranks (negative from the bottom) to 0-based [lo, hi)."""
-    start = check_int(start, "start")
-    stop = check_int(stop, "stop")
-    if start == 0 or stop == 0:
-        raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+    """Checked 1-based inclusive ranks (nonzero, negative from the bottom)
+    to 0-based [lo, hi)."""
     if start < 0:
         start += n + 1
     if stop < 0:
@@ -1193,3 +1021,10 @@ def _sharded_from_shards(
     board = ShardedLeaderboard(boards, rank_style=rank_style)
     board._clock = max(board._clock, clock)
     return board
+
+
+if TYPE_CHECKING:
+
+    def _answers_the_contract(board: ShardedLeaderboard) -> Board:
+        """mypy checks here that the board answers the contract."""
+        return board

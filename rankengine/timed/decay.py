@@ -70,12 +70,13 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle
+from rankengine.board.routing import routed
 from rankengine.board.scoring import Member, describe
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -110,6 +111,28 @@ _DOOMED: Final = ".dropped-"
 #: ``exp`` overflows past ~709.78 and underflows to 0 below ~-745; reads
 #: whose decay exponent is larger than this go through logarithms instead.
 _EXP_SAFE: Final = 700.0
+#: What :meth:`DecayedLeaderboard.__getitem__` asks for in place of an absent score.
+_ABSENT: Final = object()
+
+_R = TypeVar("_R")
+
+
+def _decayed(method: Callable[..., _R]) -> Callable[..., _R]:
+    """``method`` of the board contract on a decayed board: the stored
+    board answers, its values decayed to ``at`` (see
+    :func:`~rankengine.board.routing.routed`).
+
+    >>> DecayedLeaderboard.top.__doc__.splitlines()[0]
+    ':meth:`Leaderboard.top`, its values decayed to ``at`` (default now).'
+    """
+    return routed(
+        method,
+        keyword="at",
+        route="_stored",
+        annotation="float | None",
+        finish="_decayed_read",
+        about=f":meth:`Leaderboard.{method.__name__}`, its values decayed to ``at`` (default now).",
+    )
 
 
 class DecayedLeaderboard(Uncopyable):
@@ -208,6 +231,18 @@ class DecayedLeaderboard(Uncopyable):
 
     def __contains__(self, member: object) -> bool:
         return member in self._board
+
+    def __iter__(self) -> Iterator[Member]:
+        """Members in rank order, best first (ranks do not change with time)."""
+        with self._lock:
+            return iter(self._board)
+
+    def __getitem__(self, member: Member) -> float:
+        """``member``'s decayed value now; ``KeyError`` when absent."""
+        found = self.score(member, _ABSENT)
+        if found is _ABSENT:
+            raise KeyError(member)
+        return found  # type: ignore[no-any-return]
 
     def factor(self, at: float | None = None) -> float:
         """``e^(-(at - t0) / tau)``: what a stored score is multiplied by to
@@ -536,120 +571,44 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:  # a re-base in progress installs a new board
             return self._board.rank(member, style=style)
 
-    def entry(
-        self,
-        member: Member,
-        *,
-        at: float | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> Entry | None:
-        """``member``'s rank and decayed value, or None.
+    # The reads of the board contract that give values: the stored board
+    # answers, its values decayed to ``at`` (see _decayed_read and
+    # rankengine.board.routing.routed): the contract's signature plus
+    # ``at=``, its docstring and errors.
+    entry = _decayed(Leaderboard.entry)
+    entries = _decayed(Leaderboard.entries)
+    top = _decayed(Leaderboard.top)
+    by_rank = _decayed(Leaderboard.by_rank)
+    page = _decayed(Leaderboard.page)
+    around = _decayed(Leaderboard.around)
 
-        Runtime complexity: O(log N)
-        """
-        with self._lock:
-            found = self._board.entry(member, style=style, with_meta=with_meta)
-            return None if found is None else self._convert([found], at)[0]
+    def _stored(self, at: float | None) -> Leaderboard:
+        """The board of stored scores, for a read decayed to ``at``."""
+        return self._board
 
-    def entries(
-        self,
-        members: Iterable[Member],
-        *,
-        at: float | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry | None]:
-        """Entries for a list of members, None for missing ones.
+    def _decayed_read(self, answer: Any, at: float | None) -> Any:
+        """A read's ``answer`` (an entry, None, or a list of either) with its
+        stored scores as values decayed to ``at`` (default now).
 
-        Runtime complexity: O(k log N)
-
-        >>> board = DecayedLeaderboard(half_life=60.0, t0=0, clock=lambda: 60.0)
-        >>> _ = board.add("ann", 8, t=0.0)
-        >>> board.set_meta("ann", {"name": "Ann"})
-        >>> board.entries(["ann", "bob"], with_meta=True)
-        [Entry(member='ann', score=4.0, rank=1, meta={'name': 'Ann'}), None]
-        """
-        with self._lock:
-            found = self._board.entries(members, style=style, with_meta=with_meta)
-            now = self._now(at)
-            return [None if e is None else self._convert([e], now)[0] for e in found]
-
-    def top(
-        self,
-        k: int = 10,
-        *,
-        at: float | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """The ``k`` highest decayed values, best first.
-
-        Runtime complexity: O(log N + k)
-        """
-        with self._lock:
-            return self._convert(self._board.top(k, style=style, with_meta=with_meta), at)
-
-    def by_rank(
-        self,
-        start: int = 1,
-        stop: int = -1,
-        *,
-        at: float | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """Entries ranked ``start`` to ``stop`` inclusive (see :meth:`Leaderboard.by_rank`).
-
-        Runtime complexity: O(log N + k)
-        """
-        with self._lock:
-            found = self._board.by_rank(start, stop, style=style, with_meta=with_meta)
-            return self._convert(found, at)
-
-    def page(
-        self,
-        number: int,
-        size: int = 25,
-        *,
-        at: float | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """Page ``number`` of ``size`` entries (see :meth:`Leaderboard.page`).
-
-        Runtime complexity: O(log N + size)
+        Runtime complexity: O(k) for k entries
 
         >>> board = DecayedLeaderboard(half_life=60.0, t0=0, clock=lambda: 60.0)
         >>> _ = board.add_many({"ann": 8, "bob": 4}, t=0.0)
         >>> board.set_meta("bob", {"name": "Bob"})
-        >>> board.page(2, 1, with_meta=True)
-        [Entry(member='bob', score=2.0, rank=2, meta={'name': 'Bob'})]
+        >>> board.entries(["bob", "zed"], with_meta=True)
+        [Entry(member='bob', score=2.0, rank=2, meta={'name': 'Bob'}), None]
+        >>> board.page(2, 1, with_meta=True), board.top(1, at=0.0)
+        ([Entry(member='bob', score=2.0, rank=2, meta={'name': 'Bob'})], \
+[Entry(member='ann', score=8.0, rank=1, meta=None)])
         """
-        with self._lock:
-            found = self._board.page(number, size, style=style, with_meta=with_meta)
-            return self._convert(found, at)
-
-    def around(
-        self,
-        member: Member,
-        above: int = 5,
-        below: int = 5,
-        *,
-        at: float | None = None,
-        fill: bool = False,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """The member and its neighbours (see :meth:`Leaderboard.around`).
-
-        Runtime complexity: O(log N + above + below)
-        """
-        with self._lock:
-            found = self._board.around(
-                member, above, below, fill=fill, style=style, with_meta=with_meta
-            )
-            return self._convert(found, at)
+        if answer is None:
+            return None
+        now = self._now(at)
+        if isinstance(answer, Entry):
+            return answer._replace(score=self._decayed(answer.score, now))
+        return [
+            None if e is None else e._replace(score=self._decayed(e.score, now)) for e in answer
+        ]
 
     def items(self, *, at: float | None = None) -> list[tuple[Member, float]]:
         """``(member, decayed value)`` pairs, best first.

@@ -48,14 +48,14 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import msgpack
 
 from rankengine.board.checks import check_count, check_flag, member_list
 from rankengine.board.copying import Uncopyable
-from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle, When
-from rankengine.board.reads import DEFAULT_PAGE_SIZE, PercentileMethod
+from rankengine.board.leaderboard import Entry, Leaderboard, When
+from rankengine.board.routing import routed
 from rankengine.board.scoring import Member, Score, check_member, check_meta
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -101,10 +101,13 @@ __all__ = [
 ]
 
 LatePolicy: TypeAlias = Literal["reject", "drop", "current"]
+_R = TypeVar("_R")
 _LATE_POLICIES: Final = ("reject", "drop", "current")
 #: Constructor options that :meth:`PeriodicLeaderboard.open` refuses: a
 #: durable board archives to ``<path>/archive`` and opens its own boards.
 _OPEN_OWNS: Final = ("archive", "board_factory")
+#: A score not read (see :meth:`PeriodicLeaderboard._score_before`).
+_UNREAD: Final = object()
 
 
 class LateEventError(ValueError):
@@ -210,6 +213,22 @@ def read_archive(path: str | os.PathLike[str], **config: Any) -> tuple[Period, L
 def _file_name(name: str) -> str:
     """Period names may hold ``:``; file names should not."""
     return name.replace(":", "_")
+
+
+def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
+    """``method`` of the board contract, read in a period: a periodic
+    board's read (see :func:`~rankengine.board.routing.routed`).
+
+    >>> PeriodicLeaderboard.top.__doc__.splitlines()[0]
+    ':meth:`Leaderboard.top` in a period (default: the current one).'
+    """
+    return routed(
+        method,
+        keyword="period",
+        route="board",
+        annotation="Period | str | None",
+        about=f":meth:`Leaderboard.{method.__name__}` in a period (default: the current one).",
+    )
 
 
 # ----------------------------------------------------------------------
@@ -334,9 +353,10 @@ class PeriodicLeaderboard(Uncopyable):
         #: True after close() closed durable period boards: the board then
         #: stays as it was (no new period boards, no closing or dropping).
         self._shut = False
-        #: Called as ``hook(period, members)`` after each write (the sliding
-        #: window marks those members for its next refresh).
-        self._write_hook: Callable[[Period, Iterable[Member]], None] | None = None
+        #: Called as ``hook(period, members, moved)`` after each write (the
+        #: sliding window marks those members for its next refresh; ``moved``
+        #: is False when the write moved no score).
+        self._write_hook: Callable[[Period, Iterable[Member], bool], None] | None = None
         #: Called as ``hook(period, board)`` just before a period leaves memory.
         self._drop_hook: Callable[[Period, Leaderboard], None] | None = None
         #: The directory store of a durable board (see :meth:`open`), or None.
@@ -452,10 +472,12 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                changed = self._target(period).set(member, score, when=when, meta=meta)
+                board = self._target(period)
+                before = self._score_before(board, member)
+                changed = board.set(member, score, when=when, meta=meta)
             if period is None:
                 return False
-            self._wrote(period, (member,))
+            self._wrote(period, (member,), moved=self._moved(board, member, before))
             return changed
 
     def incr(
@@ -470,10 +492,12 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                result = self._target(period).incr(member, delta, when=when)
+                board = self._target(period)
+                before = self._score_before(board, member)
+                result = board.incr(member, delta, when=when)
             if period is None:
                 return None
-            self._wrote(period, (member,))
+            self._wrote(period, (member,), moved=self._moved(board, member, before))
             return result
 
     def set_many(
@@ -525,7 +549,7 @@ class PeriodicLeaderboard(Uncopyable):
                 removed = self._target(period).remove(member)
             if period is None:
                 return False
-            self._wrote(period, (member,))
+            self._wrote(period, (member,), moved=removed)
             return removed
 
     def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
@@ -720,8 +744,9 @@ class PeriodicLeaderboard(Uncopyable):
                 else:
                     self._boards[period.name].set_meta(member, meta)
             if period is not None:
-                # a window over these buckets copies the newest metadata at refresh
-                self._wrote(period, (member,))
+                # a window over these buckets copies the newest metadata at
+                # refresh; no score moved
+                self._wrote(period, (member,), moved=False)
 
     # ------------------------------------------------------------------
     # Reads
@@ -751,223 +776,26 @@ class PeriodicLeaderboard(Uncopyable):
                 return Leaderboard(**self._plain_config)
             raise KeyError(f"period {target.name} is not held in memory")
 
-    def top(
-        self,
-        k: int = 10,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """The best ``k`` of a period (default: the current one).
-
-        Runtime complexity: O(log N + k)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).top(k, style=style, with_meta=with_meta)
-
-    def rank(
-        self, member: Member, *, period: Period | str | None = None, style: RankStyle | None = None
-    ) -> int | None:
-        """``member``'s rank in a period (default: the current one), or None.
-
-        Runtime complexity: O(log N)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).rank(member, style=style)
-
-    def score(
-        self, member: Member, default: Any = None, *, period: Period | str | None = None
-    ) -> Any:
-        """``member``'s score in a period (default: the current one).
-
-        Runtime complexity: O(1)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).score(member, default)
-
-    def entry(
-        self,
-        member: Member,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> Entry | None:
-        """``member``'s entry in a period (default: the current one), or None.
-
-        Runtime complexity: O(log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).entry(member, style=style, with_meta=with_meta)
-
-    def around(
-        self,
-        member: Member,
-        above: int = 5,
-        below: int = 5,
-        *,
-        period: Period | str | None = None,
-        fill: bool = False,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.around` in a period (default: the current one).
-
-        Runtime complexity: O(log N + above + below)
-        """
-        fill = check_flag(fill, "fill")
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).around(
-                member, above, below, fill=fill, style=style, with_meta=with_meta
-            )
-
-    def page(
-        self,
-        number: int,
-        size: int = DEFAULT_PAGE_SIZE,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.page` in a period (default: the current one).
-
-        Runtime complexity: O(log N + size)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).page(number, size, style=style, with_meta=with_meta)
-
-    def pages(self, size: int = DEFAULT_PAGE_SIZE, *, period: Period | str | None = None) -> int:
-        """:meth:`Leaderboard.pages` of a period (default: the current one).
-
-        Runtime complexity: O(1)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).pages(size)
-
-    def by_rank(
-        self,
-        start: int = 1,
-        stop: int = -1,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.by_rank` in a period (default: the current one).
-
-        Runtime complexity: O(log N + k)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).by_rank(start, stop, style=style, with_meta=with_meta)
-
-    def by_score(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-        offset: int = 0,
-        limit: int | None = None,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.by_score` in a period (default: the current one).
-
-        Runtime complexity: O(log N + k)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).by_score(
-                min,
-                max,
-                min_inclusive=min_inclusive,
-                max_inclusive=max_inclusive,
-                offset=offset,
-                limit=limit,
-                style=style,
-                with_meta=with_meta,
-            )
-
-    def count(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-        period: Period | str | None = None,
-    ) -> int:
-        """:meth:`Leaderboard.count` in a period (default: the current one).
-
-        Runtime complexity: O(log N)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).count(
-                min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
-            )
-
-    def at(
-        self,
-        rank: int,
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> Entry:
-        """:meth:`Leaderboard.at` in a period (default: the current one).
-
-        Runtime complexity: O(log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).at(rank, style=style, with_meta=with_meta)
-
-    def entries(
-        self,
-        members: Iterable[Member],
-        *,
-        period: Period | str | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry | None]:
-        """:meth:`Leaderboard.entries` in a period (default: the current one).
-
-        Runtime complexity: O(k log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).entries(members, style=style, with_meta=with_meta)
-
-    def percentile(
-        self,
-        member: Member,
-        *,
-        period: Period | str | None = None,
-        method: PercentileMethod = "midpoint",
-    ) -> float | None:
-        """:meth:`Leaderboard.percentile` in a period (default: the current one).
-
-        Runtime complexity: O(log N)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).percentile(member, method=method)
-
-    def meta(self, member: Member, *, period: Period | str | None = None) -> dict[str, Any] | None:
-        """:meth:`Leaderboard.meta` in a period (default: the current one).
-
-        Runtime complexity: O(size of meta)
-        """
-        with self._lock:  # the period found and its read: one step
-            return self.board(period).meta(member)
+    # Every read of the board contract, in a period: the period's board
+    # answers it (see rankengine.board.routing.routed), so each keeps the
+    # contract's signature, docstring and errors, plus ``period=``.
+    score = _in_period(Leaderboard.score)
+    rank = _in_period(Leaderboard.rank)
+    entry = _in_period(Leaderboard.entry)
+    entries = _in_period(Leaderboard.entries)
+    at = _in_period(Leaderboard.at)
+    rank_for_score = _in_period(Leaderboard.rank_for_score)
+    percentile = _in_period(Leaderboard.percentile)
+    score_at_percentile = _in_period(Leaderboard.score_at_percentile)
+    meta = _in_period(Leaderboard.meta)
+    top = _in_period(Leaderboard.top)
+    by_rank = _in_period(Leaderboard.by_rank)
+    page = _in_period(Leaderboard.page)
+    pages = _in_period(Leaderboard.pages)
+    around = _in_period(Leaderboard.around)
+    by_score = _in_period(Leaderboard.by_score)
+    count = _in_period(Leaderboard.count)
+    items = _in_period(Leaderboard.items)
 
     def archived(self) -> list[str]:
         """Names of the periods in the archive directory, oldest first."""
@@ -1352,9 +1180,34 @@ class PeriodicLeaderboard(Uncopyable):
             return []
         return [entry.member for entry in doomed()]
 
-    def _wrote(self, period: Period, members: Iterable[Member]) -> None:
+    def _wrote(self, period: Period, members: Iterable[Member], *, moved: bool = True) -> None:
+        """Tell the write hook (a sliding window) which members a write
+        touched, and whether it may have moved their scores (False: only
+        their metadata, or nothing, changed)."""
         if self._write_hook is not None:
-            self._write_hook(period, members)
+            self._write_hook(period, members, moved)
+
+    def _score_before(self, board: Leaderboard, member: Member) -> Any:
+        """``member``'s score on ``board`` before a write, for :meth:`_moved`;
+        ``_UNREAD`` when no hook wants it or ``member`` is not one (the
+        write then raises its own error).
+
+        Runtime complexity: O(1)
+        """
+        if self._write_hook is None:
+            return _UNREAD
+        try:
+            return board.score(member, _UNREAD)
+        except TypeError:
+            return _UNREAD
+
+    def _moved(self, board: Leaderboard, member: Member, before: Any) -> bool:
+        """Whether a write may have moved ``member``'s score on ``board``
+        (``before`` as :meth:`_score_before` read it).
+
+        Runtime complexity: O(1)
+        """
+        return before is _UNREAD or board.score(member, _UNREAD) != before
 
     def _check(self) -> None:
         """Verify the invariants of the periods and of every held board."""

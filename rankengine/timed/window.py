@@ -56,14 +56,14 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from rankengine.board.checks import check_flag
 from rankengine.board.combine import aggregate_scores
 from rankengine.board.copying import Uncopyable
-from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle, When
+from rankengine.board.leaderboard import Leaderboard, When
+from rankengine.board.routing import routed
 from rankengine.board.scoring import Member, Score
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -83,6 +83,23 @@ from rankengine.timed.periodic import (
 __all__ = ["SlidingWindowLeaderboard"]
 
 _MISSING: Final = object()
+
+_R = TypeVar("_R")
+
+
+def _over_window(method: Callable[..., _R]) -> Callable[..., _R]:
+    """``method`` of the board contract, read over the window (see
+    :func:`~rankengine.board.routing.routed`).
+
+    >>> SlidingWindowLeaderboard.top.__doc__.splitlines()[0]
+    ':meth:`Leaderboard.top` over the window (refreshed first when due).'
+    """
+    return routed(
+        method,
+        keyword=None,
+        route="_refreshed",
+        about=f":meth:`Leaderboard.{method.__name__}` over the window (refreshed first when due).",
+    )
 
 
 class SlidingWindowLeaderboard(Uncopyable):
@@ -308,11 +325,16 @@ class SlidingWindowLeaderboard(Uncopyable):
         if due is not None and self._buckets.now() - self._as_of >= due:
             self.refresh()
 
-    def _mark(self, period: Period, members: Iterable[Member]) -> None:
-        # a written member moves to the end: it reached its new sum last
+    def _mark(self, period: Period, members: Iterable[Member], moved: bool) -> None:
+        # a written member moves to the end: it reached its new sum last;
+        # a write that moved no score (metadata, a blocked ``when``) leaves a
+        # member already due where it is, as a board keeps its place
         for member in members:
-            self._dirty.pop(member, None)
-            self._dirty[member] = None
+            if moved:
+                self._dirty.pop(member, None)
+                self._dirty[member] = None
+            else:
+                self._dirty.setdefault(member, None)
 
     def _dropped(self, period: Period, board: Leaderboard) -> None:
         self._slid_out(board)
@@ -462,110 +484,40 @@ class SlidingWindowLeaderboard(Uncopyable):
     def __contains__(self, member: object) -> bool:
         return member in self.board
 
-    def top(
-        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> list[Entry]:
-        """The best ``k`` over the window.
+    def __iter__(self) -> Iterator[Member]:
+        """Members over the window in rank order, best first."""
+        return iter(self.board)
 
-        Runtime complexity: O(log N + k)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        return self.board.top(k, style=style, with_meta=with_meta)
+    def __getitem__(self, member: Member) -> Score:
+        """``member``'s total over the window; ``KeyError`` when absent."""
+        return self.board[member]
 
-    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
-        """``member``'s rank over the window, or None.
+    # Every read of the board contract, over the window: the window board
+    # answers it once a due refresh has run (see
+    # rankengine.board.routing.routed): the contract's signature, docstring
+    # and errors, the flags checked before the refresh.
+    score = _over_window(Leaderboard.score)
+    rank = _over_window(Leaderboard.rank)
+    entry = _over_window(Leaderboard.entry)
+    entries = _over_window(Leaderboard.entries)
+    at = _over_window(Leaderboard.at)
+    rank_for_score = _over_window(Leaderboard.rank_for_score)
+    percentile = _over_window(Leaderboard.percentile)
+    score_at_percentile = _over_window(Leaderboard.score_at_percentile)
+    meta = _over_window(Leaderboard.meta)
+    top = _over_window(Leaderboard.top)
+    by_rank = _over_window(Leaderboard.by_rank)
+    page = _over_window(Leaderboard.page)
+    pages = _over_window(Leaderboard.pages)
+    around = _over_window(Leaderboard.around)
+    by_score = _over_window(Leaderboard.by_score)
+    count = _over_window(Leaderboard.count)
+    items = _over_window(Leaderboard.items)
 
-        Runtime complexity: O(log N)
-        """
-        return self.board.rank(member, style=style)
-
-    def score(self, member: Member, default: Any = None) -> Any:
-        """``member``'s total over the window, or ``default``.
-
-        Runtime complexity: O(1)
-        """
-        return self.board.score(member, default)
-
-    def meta(self, member: Member) -> dict[str, Any] | None:
-        """A copy of ``member``'s metadata in the window (its newest bucket's
-        that has any, as of the last refresh), or None.
-
-        Runtime complexity: O(size of meta)
-
-        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
-        >>> window.set("ann", 3, meta={"name": "Ann"})
-        True
-        >>> _ = window.refresh()
-        >>> window.meta("ann"), window.meta("bob")
-        ({'name': 'Ann'}, None)
-        """
-        return self.board.meta(member)
-
-    def entry(
-        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> Entry | None:
-        """``member``'s entry over the window, or None.
-
-        Runtime complexity: O(log N)
-        """
-        with_meta = check_flag(with_meta, "with_meta")
-        return self.board.entry(member, style=style, with_meta=with_meta)
-
-    def around(
-        self,
-        member: Member,
-        above: int = 5,
-        below: int = 5,
-        *,
-        fill: bool = False,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.around` over the window.
-
-        Runtime complexity: O(log N + above + below)
-
-        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
-        >>> window.set_many({"ann": 3, "bob": 2})
-        2
-        >>> window.set_meta("bob", {"name": "Bob"})
-        >>> _ = window.refresh()
-        >>> [e.meta for e in window.around("bob", 1, 0, with_meta=True)]
-        [None, {'name': 'Bob'}]
-        """
-        # before self.board runs a refresh that is due
-        fill = check_flag(fill, "fill")
-        with_meta = check_flag(with_meta, "with_meta")
-        return self.board.around(member, above, below, fill=fill, style=style, with_meta=with_meta)
-
-    def page(
-        self,
-        number: int,
-        size: int = 25,
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]:
-        """:meth:`Leaderboard.page` over the window.
-
-        Runtime complexity: O(log N + size)
-
-        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
-        >>> window.set("ann", 3, meta={"name": "Ann"})
-        True
-        >>> _ = window.refresh()
-        >>> window.page(1, with_meta=True)
-        [Entry(member='ann', score=3, rank=1, meta={'name': 'Ann'})]
-        """
-        with_meta = check_flag(with_meta, "with_meta")  # before a due refresh
-        return self.board.page(number, size, style=style, with_meta=with_meta)
-
-    def items(self) -> list[tuple[Member, Score]]:
-        """``(member, total)`` pairs over the window, best first.
-
-        Runtime complexity: O(N)
-        """
-        return self.board.items()
+    def _refreshed(self) -> Leaderboard:
+        """The window board, after a refresh that is due (under the lock)."""
+        self._maybe_refresh()
+        return self._board
 
     # ------------------------------------------------------------------
     # Durable storage
