@@ -212,9 +212,10 @@ def repair_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]
 def periodic_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
     """The directory fsyncs a periodic board makes itself (closed markers,
     archives, dropped periods), not those of its period boards."""
-    import rankengine.timed.periodic as periodic_module
+    import rankengine.timed.archive as archive_module
+    import rankengine.timed.store as store_module
 
-    return _record_fsyncs(monkeypatch, periodic_module)
+    return _record_fsyncs(monkeypatch, archive_module, store_module)
 
 
 # -- loaders under python -O ----------------------------------------------------

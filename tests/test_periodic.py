@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from rankengine import Entry, Leaderboard
 from rankengine.board.changes import Change
 from rankengine.durable.manifest import read_manifest
-from rankengine.timed import periodic as periodic_module
+from rankengine.timed import archive as archive_module
+from rankengine.timed import store as store_module
 from rankengine.timed.periodic import (
     Calendar,
     Cron,
@@ -752,7 +753,7 @@ def test_a_crash_while_deleting_a_dropped_period_does_not_stop_a_reopen(
         (Path(path) / first).unlink()  # the directory was half deleted
         raise _Killed
 
-    monkeypatch.setattr("rankengine.timed.periodic.shutil.rmtree", killed_midway)
+    monkeypatch.setattr("rankengine.timed.store.shutil.rmtree", killed_midway)
     with pytest.raises(_Killed):
         board.incr("bob", 1)  # drops 2026-11-30: archived, then deleted
     monkeypatch.undo()
@@ -845,13 +846,13 @@ def test_a_crash_after_deleting_a_dropped_period_leaves_no_closed_marker(
     board = PeriodicLeaderboard.open(tmp_path, "daily", **options)
     board.incr("ann", 5)
     clock.t += DAY
-    real = periodic_module.shutil.rmtree
+    real = store_module.shutil.rmtree
 
     def killed_after(path: Any, *args: Any, **kwargs: Any) -> None:
         real(path)
         raise _Killed
 
-    monkeypatch.setattr("rankengine.timed.periodic.shutil.rmtree", killed_after)
+    monkeypatch.setattr("rankengine.timed.store.shutil.rmtree", killed_after)
     with pytest.raises(_Killed):
         board.incr("bob", 1)  # drops 2026-11-30: archived, deleted, then the marker
     monkeypatch.undo()
@@ -873,7 +874,7 @@ def test_a_crash_while_archiving_leaves_no_temporary_file(tmp_path: Path) -> Non
     with PeriodicLeaderboard.open(tmp_path, "daily", **options) as board:
         board.incr("ann", 5)
     stray = tmp_path / "archive" / ".tmp-k1ll3d.rkarchive"
-    stray.write_bytes(periodic_module.ARCHIVE_MAGIC)  # cut short by the kill
+    stray.write_bytes(archive_module.ARCHIVE_MAGIC)  # cut short by the kill
     clock.t += DAY
     with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
         assert not stray.exists()

@@ -1,7 +1,8 @@
 """Time: calendars, periodic boards, sliding windows and decayed scores.
 
 Owns the calendars that name periods (``calendars``), boards that start
-afresh each period (``periodic``), the last-N-seconds board (``window``) and
+afresh each period (``periodic``) with their archive files (``archive``)
+and period directories (``store``), the last-N-seconds board (``window``) and
 boards whose scores fade (``decay``).
 
 May import: :mod:`rankengine.board`, :mod:`rankengine.durable` and

@@ -39,18 +39,12 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import struct
-import tempfile
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
-
-import msgpack
 
 from rankengine.board.checks import check_count, check_flag, member_list
 from rankengine.board.copying import Uncopyable
@@ -64,12 +58,16 @@ from rankengine.durable.board import (
     check_fsync,
     check_options,
     make_directory,
-    open_board_as,
     pop_log_options,
 )
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.durable.records import crash_point
-from rankengine.durable.snapshot import fsync_dir
+from rankengine.timed.archive import (
+    ARCHIVE_SUFFIX,
+    period_file_name,
+    read_archive,
+    write_archive,
+)
 from rankengine.timed.calendars import (
     Calendar,
     Cron,
@@ -82,6 +80,7 @@ from rankengine.timed.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.timed.store import PeriodDirectories
 
 __all__ = [
     "Calendar",
@@ -120,99 +119,6 @@ class LateEventError(ValueError):
         )
         self.t = t
         self.period = period
-
-
-# ----------------------------------------------------------------------
-# Archive files
-# ----------------------------------------------------------------------
-#: File header: magic, payload length and CRC-32 of the payload.  The magic
-#: names the format and its version; the CRC catches a torn or rotted file.
-ARCHIVE_MAGIC: Final = b"RKARCH01"
-_HEADER: Final = struct.Struct("<8sII")
-ARCHIVE_SUFFIX: Final = ".rkarchive"
-#: Prefix of an archive while it is written (hidden: :meth:`PeriodicLeaderboard.archived`
-#: skips it; a durable board's reopen removes one a crash left).
-_ARCHIVE_TMP: Final = ".tmp-"
-
-
-def _board_settings(board: Leaderboard) -> dict[str, Any]:
-    order = board.order
-    return {
-        "order": list(order) if isinstance(order, tuple) else order,
-        "tie_break": board.tie_break,
-        "rank_style": board.rank_style,
-    }
-
-
-def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboard) -> None:
-    """Write ``board`` (every member with score, tie clock and metadata) as
-    the final standings of ``period`` to ``path``, atomically.
-
-    Format: ``magic (8 bytes) | length (u32 LE) | crc32 (u32 LE) | msgpack``,
-    the payload a map with the period, the board's settings, its logical
-    clock and its rows in index order.  The file is written next to its
-    final name, flushed to disk, then renamed over it, and the directory is
-    fsynced.
-
-    Runtime complexity: O(N)
-    """
-    with board._lock:
-        payload = {
-            "period": list(period),
-            "settings": _board_settings(board),
-            "clock": board.clock,
-            "rows": [list(row) for row in board._export()],
-        }
-    body = msgpack.packb(payload, use_bin_type=True)
-    data = _HEADER.pack(ARCHIVE_MAGIC, len(body), zlib.crc32(body)) + body
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_ARCHIVE_TMP, suffix=ARCHIVE_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        crash_point("archive_rename")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    # the rename is durable only with its directory: a periodic board deletes
-    # the period's own files right after archiving it
-    fsync_dir(str(target.parent))
-
-
-def read_archive(path: str | os.PathLike[str], **config: Any) -> tuple[Period, Leaderboard]:
-    """Read an archive written by :func:`write_archive`: the period and a new
-    board identical to the archived one (same ranks, ties and metadata).
-    ``config`` overrides board settings (e.g. ``backend``).
-
-    :raises ValueError: the file is not an archive, or is damaged.
-
-    Runtime complexity: O(N)
-    """
-    data = Path(path).read_bytes()
-    if len(data) < _HEADER.size:
-        raise ValueError(f"{path}: too short to be an archive")
-    magic, length, crc = _HEADER.unpack_from(data)
-    body = data[_HEADER.size :]
-    if magic != ARCHIVE_MAGIC:
-        raise ValueError(f"{path}: not a rankengine archive (magic {magic!r})")
-    if len(body) != length or zlib.crc32(body) != crc:
-        raise ValueError(f"{path}: archive is damaged (length or checksum mismatch)")
-    payload = msgpack.unpackb(body, raw=False, strict_map_key=False, use_list=True)
-    settings = dict(payload["settings"])
-    if isinstance(settings["order"], list):
-        settings["order"] = tuple(settings["order"])
-    board = Leaderboard(**{**settings, **config})
-    board._restore(((m, s, c, meta) for m, s, c, meta in payload["rows"]), payload["clock"])
-    name, start, end = payload["period"]
-    return Period(name, start, end), board
-
-
-def _file_name(name: str) -> str:
-    """Period names may hold ``:``; file names should not."""
-    return name.replace(":", "_")
 
 
 def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
@@ -360,7 +266,7 @@ class PeriodicLeaderboard(Uncopyable):
         #: Called as ``hook(period, board)`` just before a period leaves memory.
         self._drop_hook: Callable[[Period, Leaderboard], None] | None = None
         #: The directory store of a durable board (see :meth:`open`), or None.
-        self._store: _DirectoryStore | None = None
+        self._store: PeriodDirectories | None = None
         #: The durable board's lock on its root directory, held until close().
         self._root_lock: DirectoryLock | None = None
 
@@ -818,7 +724,7 @@ class PeriodicLeaderboard(Uncopyable):
         if self._archive is None:
             raise KeyError("this board has no archive directory")
         name = period.name if isinstance(period, Period) else period
-        path = self._archive / (_file_name(name) + ARCHIVE_SUFFIX)
+        path = self._archive / (period_file_name(name) + ARCHIVE_SUFFIX)
         if not path.exists():
             raise KeyError(f"no archive of period {name}")
         return read_archive(path)[1]
@@ -947,7 +853,7 @@ class PeriodicLeaderboard(Uncopyable):
 
     def _load(self, root: Path, fsync: FsyncPolicy) -> None:
         """The part of :meth:`_attach` done under the root's lock."""
-        store = _DirectoryStore(root, fsync, self._clock, self._board_config)
+        store = PeriodDirectories(root, fsync, self._clock, self._board_config)
         self._archive = root / "archive"
         self._archive.mkdir(parents=True, exist_ok=True)
         self._factory = store.open_board
@@ -1077,7 +983,8 @@ class PeriodicLeaderboard(Uncopyable):
         if self._drop_hook is not None:
             self._drop_hook(period, board)
         if self._archive is not None:
-            write_archive(self._archive / (_file_name(period.name) + ARCHIVE_SUFFIX), period, board)
+            path = self._archive / (period_file_name(period.name) + ARCHIVE_SUFFIX)
+            write_archive(path, period, board)
             crash_point("after_archive")
         del self._boards[period.name]
         del self._periods[period.name]
@@ -1158,7 +1065,7 @@ class PeriodicLeaderboard(Uncopyable):
     def _discard(self, period: Period) -> None:
         """Undo a period board nothing was written to (see :meth:`_routed`):
         out of memory, and a durable one's directory deleted the way a
-        dropped period's is (crash-safely, see :meth:`_DirectoryStore.release`).
+        dropped period's is (crash-safely, see :meth:`PeriodDirectories.release`).
         Its horizon is left as it is: an early horizon only costs one slow
         pass of :meth:`_advance`, which recomputes it."""
         board = self._boards.pop(period.name)
@@ -1280,86 +1187,3 @@ def _close_all(boards: Iterable[Leaderboard]) -> None:
             error = error or exc
     if error is not None:
         raise error
-
-
-#: Prefix of a dropped period's directory while it is being deleted.
-_DROPPED: Final = ".dropped-"
-
-
-class _DirectoryStore:
-    """Where a durable :class:`PeriodicLeaderboard` keeps its periods."""
-
-    def __init__(
-        self, root: Path, fsync: FsyncPolicy, clock: Callable[[], float], config: dict[str, Any]
-    ) -> None:
-        self.periods = root / "periods"
-        self.closed = root / "closed"
-        created = False
-        for directory in (self.periods, self.closed):
-            if not directory.is_dir():
-                directory.mkdir(parents=True, exist_ok=True)
-                created = True
-        if created:  # the new directories' entries, so markers have a durable home
-            fsync_dir(str(root))
-        for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
-            shutil.rmtree(leftover)
-        # a crash after a dropped period's files went but before its marker did
-        held = {p.name for p in self.periods.iterdir() if p.is_dir()}
-        for marker in self.closed.iterdir():
-            if marker.name not in held:
-                marker.unlink()
-        # a crash while writing an archive (write_archive's temporary file)
-        for leftover in (root / "archive").glob(f"{_ARCHIVE_TMP}*{ARCHIVE_SUFFIX}"):
-            leftover.unlink()
-        self.fsync = fsync
-        self.clock = clock
-        self.config = config
-
-    def existing(self) -> list[tuple[str, bool]]:
-        """``(period name, closed?)`` for every period directory found."""
-        return [
-            (p.name.replace("_", ":"), (self.closed / p.name).exists())
-            for p in sorted(self.periods.iterdir())
-            if p.is_dir() and not p.name.startswith(".")
-        ]
-
-    def open_board(self, period: Period) -> Leaderboard:
-        return open_board_as(
-            Leaderboard,
-            self.periods / _file_name(period.name),
-            fsync=self.fsync,
-            now=lambda: int(self.clock() * 1000),
-            **self.config,
-        )
-
-    def mark_closed(self, period: Period) -> None:
-        """Record that ``period``'s ``on_close`` ran: an empty marker file,
-        durable once its directory is fsynced (without that, a power cut
-        can lose the new entry and the callback would run again).
-
-        Runtime complexity: two fsyncs
-        """
-        marker = self.closed / _file_name(period.name)
-        with open(marker, "wb") as handle:
-            os.fsync(handle.fileno())
-        fsync_dir(str(self.closed))
-
-    def release(self, period: Period, board: Leaderboard) -> None:
-        """After archiving (or to undo a period board a refused write
-        created): close the period's board and delete its files.
-
-        The directory is first renamed to a hidden name (one atomic step), so
-        a crash while deleting it leaves a leftover that the next open
-        removes, never a half-deleted board that would refuse to open.
-        """
-        close = getattr(board, "close", None)
-        if close is not None:
-            close()
-        name = _file_name(period.name)
-        doomed = self.periods / f"{_DROPPED}{name}"
-        os.replace(self.periods / name, doomed)
-        fsync_dir(str(self.periods))
-        crash_point("after_drop_rename")
-        shutil.rmtree(doomed)
-        crash_point("after_period_removal")
-        (self.closed / name).unlink(missing_ok=True)
