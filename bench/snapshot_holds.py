@@ -1,0 +1,150 @@
+"""How long a snapshot of a live durable board holds the board's lock.
+
+Usage (from the repository root)::
+
+    python bench/snapshot_holds.py                       # N = 1,000,000, sorted list
+    python bench/snapshot_holds.py -n 200000 --backend skiplist --freeze
+    python bench/snapshot_holds.py --code OLD_CHECKOUT   # the same, another commit's engine
+
+Builds a durable board (``fsync="everysec"``) of N members, starts a thread
+that increments random players (20 writes, then a 1 ms sleep), and calls
+``snapshot()`` from another thread.  The board's lock is wrapped so that
+every hold by the snapshot's thread is timed; it prints their count,
+median, 99th percentile, the longest three, their total and the hold that
+rotates the log (the last slice, fsyncs and the new segment), and the full
+collections Python's collector made meanwhile (a collection that runs
+while the snapshot's thread holds the lock lengthens that hold).
+
+No wall-clock figure here is a pass/fail test; see ``docs/durability.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+#: The snapshot runs on a thread of this name; only its holds are timed.
+SNAPSHOT_THREAD = "snapshot"
+
+
+class TimedLock:
+    """A board lock (an ``RLock``) whose outermost holds by the snapshot's
+    thread are timed."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock = lock
+        self.depth = 0
+        self.since = 0.0
+        self.holds: list[float] = []
+
+    def acquire(self, *args: Any, **kwargs: Any) -> bool:
+        got = bool(self.lock.acquire(*args, **kwargs))
+        if got and threading.current_thread().name == SNAPSHOT_THREAD:
+            self.depth += 1
+            if self.depth == 1:
+                self.since = time.perf_counter()
+        return got
+
+    def release(self) -> None:
+        if threading.current_thread().name == SNAPSHOT_THREAD:
+            self.depth -= 1
+            if self.depth == 0:
+                self.holds.append(time.perf_counter() - self.since)
+        self.lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lock, name)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("-n", type=int, default=1_000_000)
+    p.add_argument("--backend", default="sortedlist", choices=("sortedlist", "skiplist"))
+    p.add_argument("--freeze", action="store_true", help="gc.freeze() once the board is loaded")
+    p.add_argument("--code", help="import rankengine from this checkout instead")
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+    sys.path.insert(0, args.code or str(Path(__file__).resolve().parent.parent))
+    from rankengine import Leaderboard
+
+    rng = random.Random(args.seed)
+    directory = tempfile.mkdtemp(prefix="rankengine-holds-")
+    try:
+        board: Any = Leaderboard.open(
+            directory, fsync="everysec", backend=args.backend, compact_min_bytes=None
+        )
+        board.set_many((f"player:{i}", rng.randrange(1_000_000)) for i in range(args.n))
+        board.snapshot()
+        gc.collect()
+        if args.freeze:
+            gc.freeze()
+        full: list[tuple[float, str]] = []
+        started = [0.0]
+
+        def on_collection(phase: str, info: dict[str, int]) -> None:
+            if info["generation"] == 2:
+                if phase == "start":
+                    started[0] = time.perf_counter()
+                else:
+                    took = time.perf_counter() - started[0]
+                    full.append((took, threading.current_thread().name))
+
+        timed = TimedLock(board._lock)
+        board._lock = timed  # bench-only: time the snapshot's holds
+        stop = threading.Event()
+
+        def writer() -> None:
+            i = 0
+            while not stop.is_set():
+                board.incr(f"player:{rng.randrange(args.n)}", 1)
+                i += 1
+                if i % 20 == 0:
+                    time.sleep(0.001)
+
+        writing = threading.Thread(target=writer, name="writer")
+        writing.start()
+        time.sleep(0.5)
+        gc.callbacks.append(on_collection)
+        t0 = time.perf_counter()
+        snapping = threading.Thread(target=board.snapshot, name=SNAPSHOT_THREAD)
+        snapping.start()
+        snapping.join()
+        took = time.perf_counter() - t0
+        gc.callbacks.remove(on_collection)
+        stop.set()
+        writing.join()
+        board._lock = timed.lock
+        board.close()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    # the longest of the snapshot's last three holds: the last slice with the
+    # log's rotation (its fsyncs); the others swap the manifest in memory
+    rotation = max(timed.holds[-3:])
+    holds = sorted(timed.holds)
+    print(
+        f"{args.backend} N={args.n:,}{' (frozen)' if args.freeze else ''}: snapshot {took:.2f} s; "
+        f"{len(holds)} lock holds: median {holds[len(holds) // 2] * 1e3:.2f} ms, "
+        f"99th percentile {holds[int(len(holds) * 0.99)] * 1e3:.2f} ms, "
+        f"longest {', '.join(f'{h * 1e3:.1f}' for h in holds[-3:])} ms, "
+        f"total {sum(holds):.2f} s, the one with the log's rotation {rotation * 1e3:.1f} ms; "
+        "full collections meanwhile: "
+        + (", ".join(f"{t * 1e3:.0f} ms ({who})" for t, who in full) or "none")
+    )
+
+
+if __name__ == "__main__":
+    main()
