@@ -1992,17 +1992,22 @@ def _client_from_url(url: str) -> Any:
 
 
 def _pipeline(client: Any, calls: list[Pending]) -> list[Any]:
-    """One pipeline of script calls; loads the scripts and retries once on NOSCRIPT."""
-    from redis.exceptions import NoScriptError
-
+    """One pipeline of script calls; loads the library (or the scripts) and
+    retries once when the server lacks it."""
     for attempt in range(2):
         pipe = client.pipeline(transaction=False)
         for board, name, args, _ in calls:
             keys = board._keys
-            pipe.evalsha(board._scripts.sha[name], len(keys), *keys, board._mode, *args)
+            pipe.execute_command(
+                *board._scripts.command(name), len(keys), *keys, board._mode, *args
+            )
         replies = pipe.execute(raise_on_error=False)
-        if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
-            ScriptRunner(client).load()
+        runner = calls[0].board._scripts
+        if attempt == 0 and any(runner.missing(r) for r in replies):
+            for call in calls:  # (a server without functions: every board learns it)
+                if not runner.functions:
+                    call.board._scripts._scripts_only()
+            runner.load()
             continue
         break
     return list(replies)

@@ -747,7 +747,7 @@ class _Counting:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.client, name)
-        if name in ("evalsha", "zcard", "hget", "hexists", "script_load"):
+        if name in ("evalsha", "execute_command", "zcard", "hget", "hexists", "script_load"):
 
             def counted(*args: Any, **kwargs: Any) -> Any:
                 self.calls += 1
@@ -1518,7 +1518,7 @@ def losing_client(url: str) -> tuple[Any, Callable[[str], None]]:
 
     class Losing(Connection):
         def send_command(self, *args: Any, **kwargs: Any) -> None:
-            self.losing = bool(armed) and args[:2] == ("EVALSHA", armed[0])
+            self.losing = bool(armed) and args[0] in ("EVALSHA", "FCALL") and args[1] == armed[0]
             if self.losing:
                 armed.clear()
             super().send_command(*args, **kwargs)
