@@ -30,7 +30,7 @@ Method (see ``docs/performance.md``):
 allocated after the build, member strings included, divided by N) or, for
 Redis, the ``INFO memory`` ``used_memory`` delta, or, for SQLite, its page
 count times page size.  ``recovery`` and ``durable-mixed`` use
-:mod:`rankengine.durable` and are skipped with a note when it is missing.
+:mod:`rankengine.durable.board` and are skipped with a note when it is missing.
 
 JSON output (stable; other tools read it)::
 
@@ -179,14 +179,14 @@ def slice_ops(ops: Sequence[Op], count: int, slices: int, batch: int = 1) -> lis
 
 
 # ----------------------------------------------------------------------
-# Durable boards (rankengine.durable), optional
+# Durable boards (rankengine.durable.board), optional
 # ----------------------------------------------------------------------
 def durable_available() -> str | None:
-    """None when :mod:`rankengine.durable` can be used, else the reason."""
+    """None when :mod:`rankengine.durable.board` can be used, else the reason."""
     try:
-        import rankengine.durable  # noqa: F401
+        import rankengine.durable.board  # noqa: F401
     except ImportError as exc:
-        return f"rankengine.durable is not available ({exc})"
+        return f"rankengine.durable.board is not available ({exc})"
     return None
 
 

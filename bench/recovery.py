@@ -52,8 +52,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rankengine import Leaderboard
-from rankengine.durable import DurableLeaderboard
-from rankengine.snapshot import write_snapshot_columns
+from rankengine.durable.board import DurableLeaderboard
+from rankengine.durable.snapshot import write_snapshot_columns
 
 #: Integer scores in [0, SCORE_RANGE): mostly distinct at N = 10**6.
 SCORE_RANGE = 10_000_000

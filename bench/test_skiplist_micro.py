@@ -1,4 +1,4 @@
-"""Micro-benchmarks of :class:`rankengine.skiplist.SkipList` and two peers.
+"""Micro-benchmarks of :class:`rankengine.index.skiplist.SkipList` and two peers.
 
 Run from the repository root (the project's pytest options disable timing by
 default, so each benchmark then runs once, as a smoke test)::
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from sortedcontainers import SortedList
 
-from rankengine.skiplist import SkipList
+from rankengine.index.skiplist import SkipList
 
 N = 100_000
 BATCH = 1_000

@@ -1,4 +1,4 @@
-"""Microbenchmarks of :class:`~rankengine.sortedlist.SortedListIndex` hot paths.
+"""Microbenchmarks of :class:`~rankengine.index.sortedlist.SortedListIndex` hot paths.
 
 Not part of the pass/fail suite (``bench/`` is outside the test paths, and
 the project's pytest options disable benchmarks).  Run them with::
@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from sortedcontainers import SortedList
 
-from rankengine.sortedlist import SortedListIndex
+from rankengine.index.sortedlist import SortedListIndex
 
 #: Entries: big enough that blocks and the positional tree are realistic.
 N = 100_000

@@ -15,7 +15,7 @@ strings and scores included, as the ``memory`` workload of
 expect a few minutes at N = 10**6.
 
 The tie map holds only members deep in a run of equal scores (see
-``rankengine.index``); with scores this spread out it stays nearly empty
+``rankengine.index.protocol``); with scores this spread out it stays nearly empty
 through the writes, where a board that kept every written member's clock
 grew by 90-120 bytes per entry at N = 10**6 (``docs/performance-history.md``,
 "a tie map only for members deep in a run").

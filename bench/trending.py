@@ -67,9 +67,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rankengine.hashing import key_nbytes
-from rankengine.topk import TopK, merge_topk
-from rankengine.trending import PartitionedTopK
+from rankengine.trending.hashing import key_nbytes
+from rankengine.trending.topk import TopK, merge_topk
+from rankengine.trending.windows import PartitionedTopK
 
 try:
     import numpy as np

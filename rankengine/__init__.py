@@ -20,23 +20,37 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rankengine.leaderboard import Entry, Leaderboard
+from rankengine.board.leaderboard import Entry, Leaderboard
 
 if TYPE_CHECKING:
-    from rankengine.calendars import Calendar, Cron, Daily, Every, Hourly, Monthly, Period, Weekly
-    from rankengine.decay import DecayedLeaderboard
-    from rankengine.durable import DurableLeaderboard
-    from rankengine.eventlog import CorruptionError, LogError, RecordTooLargeError, TornTailError
-    from rankengine.packed import PackedScore
-    from rankengine.periodic import LateEventError, PeriodicLeaderboard
-    from rankengine.redis_board import RedisLeaderboard
-    from rankengine.sharded import ShardedLeaderboard
-    from rankengine.sketch import CountMinSketch
-    from rankengine.skiplist import SkipList
-    from rankengine.sortedlist import SortedListIndex
-    from rankengine.topk import TopItem, TopK, merge_topk
-    from rankengine.trending import PartitionedTopK, TumblingWindows
-    from rankengine.window import SlidingWindowLeaderboard
+    from rankengine.board.packed import PackedScore
+    from rankengine.durable.board import DurableLeaderboard
+    from rankengine.durable.eventlog import (
+        CorruptionError,
+        LogError,
+        RecordTooLargeError,
+        TornTailError,
+    )
+    from rankengine.index.skiplist import SkipList
+    from rankengine.index.sortedlist import SortedListIndex
+    from rankengine.redis.board import RedisLeaderboard
+    from rankengine.sharded.board import ShardedLeaderboard
+    from rankengine.timed.calendars import (
+        Calendar,
+        Cron,
+        Daily,
+        Every,
+        Hourly,
+        Monthly,
+        Period,
+        Weekly,
+    )
+    from rankengine.timed.decay import DecayedLeaderboard
+    from rankengine.timed.periodic import LateEventError, PeriodicLeaderboard
+    from rankengine.timed.window import SlidingWindowLeaderboard
+    from rankengine.trending.sketch import CountMinSketch
+    from rankengine.trending.topk import TopItem, TopK, merge_topk
+    from rankengine.trending.windows import PartitionedTopK, TumblingWindows
 
 __all__ = [
     "Calendar",
@@ -75,34 +89,34 @@ __version__ = "0.1.0"
 
 #: Where each lazily imported name lives.
 _LAZY: dict[str, str] = {
-    "Calendar": "rankengine.calendars",
-    "Cron": "rankengine.calendars",
-    "Daily": "rankengine.calendars",
-    "Every": "rankengine.calendars",
-    "Hourly": "rankengine.calendars",
-    "Monthly": "rankengine.calendars",
-    "Period": "rankengine.calendars",
-    "Weekly": "rankengine.calendars",
-    "DecayedLeaderboard": "rankengine.decay",
-    "DurableLeaderboard": "rankengine.durable",
-    "CorruptionError": "rankengine.eventlog",
-    "LogError": "rankengine.eventlog",
-    "RecordTooLargeError": "rankengine.eventlog",
-    "TornTailError": "rankengine.eventlog",
-    "PackedScore": "rankengine.packed",
-    "LateEventError": "rankengine.periodic",
-    "PeriodicLeaderboard": "rankengine.periodic",
-    "RedisLeaderboard": "rankengine.redis_board",
-    "ShardedLeaderboard": "rankengine.sharded",
-    "CountMinSketch": "rankengine.sketch",
-    "SkipList": "rankengine.skiplist",
-    "SortedListIndex": "rankengine.sortedlist",
-    "TopK": "rankengine.topk",
-    "TopItem": "rankengine.topk",
-    "merge_topk": "rankengine.topk",
-    "PartitionedTopK": "rankengine.trending",
-    "TumblingWindows": "rankengine.trending",
-    "SlidingWindowLeaderboard": "rankengine.window",
+    "Calendar": "rankengine.timed.calendars",
+    "Cron": "rankengine.timed.calendars",
+    "Daily": "rankengine.timed.calendars",
+    "Every": "rankengine.timed.calendars",
+    "Hourly": "rankengine.timed.calendars",
+    "Monthly": "rankengine.timed.calendars",
+    "Period": "rankengine.timed.calendars",
+    "Weekly": "rankengine.timed.calendars",
+    "DecayedLeaderboard": "rankengine.timed.decay",
+    "DurableLeaderboard": "rankengine.durable.board",
+    "CorruptionError": "rankengine.durable.eventlog",
+    "LogError": "rankengine.durable.eventlog",
+    "RecordTooLargeError": "rankengine.durable.eventlog",
+    "TornTailError": "rankengine.durable.eventlog",
+    "PackedScore": "rankengine.board.packed",
+    "LateEventError": "rankengine.timed.periodic",
+    "PeriodicLeaderboard": "rankengine.timed.periodic",
+    "RedisLeaderboard": "rankengine.redis.board",
+    "ShardedLeaderboard": "rankengine.sharded.board",
+    "CountMinSketch": "rankengine.trending.sketch",
+    "SkipList": "rankengine.index.skiplist",
+    "SortedListIndex": "rankengine.index.sortedlist",
+    "TopK": "rankengine.trending.topk",
+    "TopItem": "rankengine.trending.topk",
+    "merge_topk": "rankengine.trending.topk",
+    "PartitionedTopK": "rankengine.trending.windows",
+    "TumblingWindows": "rankengine.trending.windows",
+    "SlidingWindowLeaderboard": "rankengine.timed.window",
 }
 
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from rankengine.cli import main
+from rankengine.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,7 +31,7 @@ from listindex import ListIndex
 from redis_service import redis_board
 
 from rankengine import Leaderboard, ShardedLeaderboard
-from rankengine.index import RUN_SCAN_LIMIT
+from rankengine.index.protocol import RUN_SCAN_LIMIT
 
 #: Every backend the behaviour suites run on, in one place.
 BACKENDS: list[str] = ["sortedlist", "skiplist", "reference", "redis"]
@@ -41,9 +41,9 @@ BoardFactory = Callable[..., Any]
 
 #: Modules a named in-process backend needs; skipped while missing.
 _MODULES: dict[str, str] = {
-    "sortedlist": "rankengine.sortedlist",
-    "skiplist": "rankengine.skiplist",
-    "redis": "rankengine.redis_board",
+    "sortedlist": "rankengine.index.sortedlist",
+    "skiplist": "rankengine.index.skiplist",
+    "redis": "rankengine.redis.board",
 }
 
 
@@ -119,7 +119,7 @@ def untied_far_members(board: Any) -> list[Any]:
     ``RUN_SCAN_LIMIT`` or more entries from the oldest end of their run of
     equal scores.  After any history of ordinary writes (clocks that only
     grow) there are none: the index finds every member it was not given a
-    tie for by a short scan (see ``rankengine.index``)."""
+    tie for by a short scan (see ``rankengine.index.protocol``)."""
     if not isinstance(board, Leaderboard) or board.tie_break != "first":
         return []
     entries = board._index.iter_range(0, len(board._index))
@@ -187,7 +187,7 @@ def _record_fsyncs(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[tuple
 @pytest.fixture
 def dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
     """The directory fsyncs that creating durable directories makes."""
-    import rankengine.durable as durable_module
+    import rankengine.durable.board as durable_module
 
     return _record_fsyncs(monkeypatch, durable_module)
 
@@ -197,8 +197,8 @@ def repair_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]
     """The directory fsyncs a repair makes, in order: its own (the backup
     directory, the board directory after the new manifest) and those of the
     durable code it uses (the parents of a backup directory it creates)."""
-    import rankengine.durable as durable_module
-    import rankengine.manifest as manifest_module
+    import rankengine.durable.board as durable_module
+    import rankengine.durable.manifest as manifest_module
 
     return _record_fsyncs(monkeypatch, manifest_module, durable_module)
 
@@ -207,7 +207,7 @@ def repair_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]
 def periodic_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
     """The directory fsyncs a periodic board makes itself (closed markers,
     archives, dropped periods), not those of its period boards."""
-    import rankengine.periodic as periodic_module
+    import rankengine.timed.periodic as periodic_module
 
     return _record_fsyncs(monkeypatch, periodic_module)
 
@@ -219,8 +219,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LOAD_SCRIPT = """
 import sys
-from rankengine.sketch import CountMinSketch
-from rankengine.topk import TopK
+from rankengine.trending.sketch import CountMinSketch
+from rankengine.trending.topk import TopK
 for name, blob in zip(sys.argv[1::2], sys.argv[2::2]):
     try:
         loaded = {"sketch": CountMinSketch, "topk": TopK}[name].from_bytes(bytes.fromhex(blob))

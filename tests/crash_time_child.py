@@ -24,11 +24,11 @@ from collections.abc import Callable
 from typing import Any
 
 from rankengine import Leaderboard
-from rankengine.calendars import Every
-from rankengine.decay import DecayedLeaderboard
-from rankengine.eventlog import CRASH_ENV
-from rankengine.periodic import PeriodicLeaderboard
-from rankengine.window import SlidingWindowLeaderboard
+from rankengine.durable.eventlog import CRASH_ENV
+from rankengine.timed.calendars import Every
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.timed.window import SlidingWindowLeaderboard
 
 #: Simulated time of write 0 and the seconds between writes: with
 #: 60-second periods a period rolls over every 8 or 9 writes.

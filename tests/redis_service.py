@@ -278,9 +278,9 @@ def shared_client() -> Any:
 
 
 def redis_board(**kwargs: Any) -> Any:
-    """A new, empty :class:`~rankengine.redis_board.RedisLeaderboard` on the
+    """A new, empty :class:`~rankengine.redis.board.RedisLeaderboard` on the
     session's server (the behaviour suites' ``"redis"`` backend factory)."""
-    from rankengine.redis_board import RedisLeaderboard
+    from rankengine.redis.board import RedisLeaderboard
 
     return RedisLeaderboard(shared_client(), unique_name("board"), **kwargs)
 

@@ -24,7 +24,7 @@ from outcomes import apply, outcome
 from redis_service import redis_board
 
 from rankengine import Leaderboard
-from rankengine.sharded import ShardedLeaderboard
+from rankengine.sharded.board import ShardedLeaderboard
 
 NAN = math.nan
 INF = math.inf

@@ -320,9 +320,9 @@ def _flag_board(kind: str, root: Any) -> tuple[Any, dict[str, Any], dict[str, An
     """A board of ``kind`` holding the ``seeded`` members and metadata, and
     the extra arguments its reads and its pops take."""
     from rankengine import Leaderboard
-    from rankengine.decay import DecayedLeaderboard
-    from rankengine.periodic import PeriodicLeaderboard
-    from rankengine.window import SlidingWindowLeaderboard
+    from rankengine.timed.decay import DecayedLeaderboard
+    from rankengine.timed.periodic import PeriodicLeaderboard
+    from rankengine.timed.window import SlidingWindowLeaderboard
 
     now = [1000.0]
     read: dict[str, Any] = {}
@@ -633,7 +633,7 @@ def test_at_names_the_rank_it_was_given(kind: str, rank: int) -> None:
     from conftest import board_factory
 
     from rankengine import Leaderboard
-    from rankengine.sharded import ShardedLeaderboard
+    from rankengine.sharded.board import ShardedLeaderboard
 
     def make() -> Any:
         if kind == "sharded":
@@ -674,10 +674,10 @@ def _unhashable_board(kind: str, root: Any) -> Any:
     from conftest import board_factory
 
     from rankengine import Leaderboard
-    from rankengine.decay import DecayedLeaderboard
-    from rankengine.periodic import PeriodicLeaderboard
-    from rankengine.sharded import ShardedLeaderboard
-    from rankengine.window import SlidingWindowLeaderboard
+    from rankengine.sharded.board import ShardedLeaderboard
+    from rankengine.timed.decay import DecayedLeaderboard
+    from rankengine.timed.periodic import PeriodicLeaderboard
+    from rankengine.timed.window import SlidingWindowLeaderboard
 
     if kind == "durable":
         board: Any = Leaderboard.open(root, fsync="never")

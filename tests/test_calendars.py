@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rankengine.calendars import (
+from rankengine.timed.calendars import (
     MAX_CRON_DAYS,
     Calendar,
     Cron,

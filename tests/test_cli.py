@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 import pytest
 
 from rankengine import Leaderboard, cli_trending
-from rankengine.cli import main
-from rankengine.topk import TopK
+from rankengine.cli.main import main
+from rankengine.trending.topk import TopK
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 240
@@ -577,7 +577,7 @@ def test_bad_arguments_print_one_short_message(bad: dict[str, tuple[Run, int, st
 )
 def test_demo_refuses_sizes_that_would_exhaust_the_machine(option: str, value: str) -> None:
     # parsed only: a demo of that size must never start, even in a failing test
-    from rankengine.cli import build_parser
+    from rankengine.cli.main import build_parser
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
@@ -589,7 +589,7 @@ def test_demo_refuses_sizes_that_would_exhaust_the_machine(option: str, value: s
 def _subcommands() -> dict[str, Any]:
     import argparse
 
-    from rankengine.cli import build_parser
+    from rankengine.cli.main import build_parser
 
     parser = build_parser()
     for action in parser._actions:
@@ -725,7 +725,7 @@ def test_help_shows_each_example_whole_on_its_own_line(command: str, example: st
 
 def _parse(args: list[str]) -> Any:
     """``args`` parsed by the ``rankengine`` parser (argparse's exit on error included)."""
-    from rankengine.cli import build_parser
+    from rankengine.cli.main import build_parser
 
     return build_parser().parse_args(args)
 
@@ -772,7 +772,7 @@ def test_a_negative_number_reaches_its_option_s_own_check(args: list[str], messa
 
 
 def test_negative_number_values_leave_real_options_alone(tmp_path: Path) -> None:
-    from rankengine import cli_log
+    from rankengine.cli.main import log as cli_log
 
     args = _parse(["replay", str(tmp_path), "-o", "-", "--top", "3"])
     assert (args.output, args.top) == ("-", 3)

@@ -1,4 +1,4 @@
-"""Output files written whole or not at all (:mod:`rankengine.cli_files`)."""
+"""Output files written whole or not at all (:mod:`rankengine.cli.files`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rankengine.cli_files import OutputError, output_file
+from rankengine.cli.files import OutputError, output_file
 
 #: uid and gid the permission tests run as when the suite runs as root
 #: (root may write any file, so a refusal could not show).

@@ -24,8 +24,8 @@ import pytest
 from conftest import with_default_sigint
 
 from rankengine import Leaderboard, cli_log
-from rankengine.cli import main
-from rankengine.eventlog import PROGRESS_EVERY
+from rankengine.cli.main import main
+from rankengine.durable.eventlog import PROGRESS_EVERY
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 120
@@ -235,7 +235,7 @@ def test_trending_interrupted_on_a_slow_stdin_prints_the_list_and_says_so() -> N
 def test_log_tools_run_on_their_own_report_ctrl_c(
     board: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # python -m rankengine.cli_log: the same rule as the rankengine command
+    # python -m rankengine.cli.log: the same rule as the rankengine command
     def interrupted(args: Any, out: TextIO) -> int:
         raise KeyboardInterrupt
 

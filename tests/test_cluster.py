@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 from redis_service import Cluster, redis_cluster_fixture, unique_name  # noqa: F401
 
-import rankengine.redis_board as redis_board_module
+import rankengine.redis.board as redis_board_module
 from rankengine import Leaderboard
-from rankengine.redis_board import RedisLeaderboard
-from rankengine.sharded import ShardedLeaderboard
+from rankengine.redis.board import RedisLeaderboard
+from rankengine.sharded.board import ShardedLeaderboard
 
 pytestmark = [pytest.mark.redis, pytest.mark.cluster]
 

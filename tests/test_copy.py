@@ -30,10 +30,10 @@ from redis_service import (  # noqa: F401 - fixtures
 from test_redis_differential import apply, exact, operations
 
 from rankengine import Leaderboard
-from rankengine.decay import DecayedLeaderboard
-from rankengine.periodic import PeriodicLeaderboard
-from rankengine.sharded import ShardedLeaderboard
-from rankengine.window import SlidingWindowLeaderboard
+from rankengine.sharded.board import ShardedLeaderboard
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.timed.window import SlidingWindowLeaderboard
 
 STYLES = ("unique", "dense", "competition")
 
@@ -275,8 +275,8 @@ def test_redis_board_refuses_copy_and_pickle(copier: str) -> None:
 def test_redis_copy_advice_reaches_a_packed_board_with_a_prefix() -> None:
     # the advice must name every setting a handle needs: board.config() is
     # the in-process settings only, so prefix and packing must be given too
-    from rankengine.packed import PackedScore
-    from rankengine.redis_board import RedisLeaderboard
+    from rankengine.board.packed import PackedScore
+    from rankengine.redis.board import RedisLeaderboard
 
     packing = PackedScore(0, 86400)
     board = redis_board(prefix="other:", order=("desc", "asc"), packing=packing)

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from rankengine import Leaderboard
-from rankengine.durable import DurableLeaderboard, rebuild
-from rankengine.eventlog import MAP_FRAME_LIMIT, MAPPED_SEGMENTS, SegmentReader
-from rankengine.manifest import verify
+from rankengine.durable.board import DurableLeaderboard, rebuild
+from rankengine.durable.eventlog import MAP_FRAME_LIMIT, MAPPED_SEGMENTS, SegmentReader
+from rankengine.durable.manifest import verify
 
 sys.path.insert(0, str(Path(__file__).parent))
 from acked_child import AckedChild

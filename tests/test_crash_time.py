@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from rankengine.manifest import verify
+from rankengine.durable.manifest import verify
 
 sys.path.insert(0, str(Path(__file__).parent))
 from acked_child import AckedChild

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.decay import REBASE_AFTER, DecayedLeaderboard
-from rankengine.manifest import LOCK_NAME, read_manifest
+from rankengine.durable.manifest import LOCK_NAME, read_manifest
+from rankengine.timed.decay import REBASE_AFTER, DecayedLeaderboard
 
 HOUR = 3_600.0
 DAY = 86_400.0
@@ -370,7 +370,7 @@ def test_a_crash_while_deleting_the_old_base_leaves_no_half_deleted_epoch(
     """Killed while a re-base deletes the old base: no ``epoch-*`` directory
     is left half deleted (one that ``rankengine verify`` calls damaged), and
     the reopen keeps the new base."""
-    from rankengine.manifest import verify
+    from rankengine.durable.manifest import verify
 
     clock = FakeClock(1_796_000_000.0)
     path = tmp_path / "hot"
@@ -382,7 +382,7 @@ def test_a_crash_while_deleting_the_old_base_leaves_no_half_deleted_epoch(
         (Path(doomed) / "log-00000000000000000001.seg").unlink()  # half deleted
         raise _Killed
 
-    monkeypatch.setattr("rankengine.decay.shutil.rmtree", killed_midway)
+    monkeypatch.setattr("rankengine.timed.decay.shutil.rmtree", killed_midway)
     clock.t += 100.0
     with pytest.raises(_Killed):
         board.add("bob", 1)  # re-bases: the new base is in place, the old one goes

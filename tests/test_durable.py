@@ -29,12 +29,12 @@ from hypothesis import strategies as st
 from listindex import ListIndex
 
 from rankengine import Leaderboard
-from rankengine import durable as durable_module
-from rankengine import eventlog as eventlog_module
-from rankengine import manifest as manifest_module
-from rankengine.cli_log import main as cli
-from rankengine.durable import DurableLeaderboard, iter_events, rebuild
-from rankengine.eventlog import (
+from rankengine.cli.log import main as cli
+from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
+from rankengine.durable.board import board as durable_module
+from rankengine.durable.board import eventlog as eventlog_module
+from rankengine.durable.board import manifest as manifest_module
+from rankengine.durable.eventlog import (
     MAPPED_SEGMENTS,
     CorruptionError,
     LogError,
@@ -43,8 +43,8 @@ from rankengine.eventlog import (
     TornTailError,
     TornTailWarning,
 )
-from rankengine.manifest import read_manifest, repair, segment_name, verify
-from rankengine.periodic import PeriodicLeaderboard
+from rankengine.durable.manifest import read_manifest, repair, segment_name, verify
+from rankengine.timed.periodic import PeriodicLeaderboard
 
 BACKENDS: list[Any] = ["sortedlist", "skiplist", ListIndex]
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rankengine.changes import DEL, META, PUT
-from rankengine.eventlog import (
+from rankengine.board.changes import DEL, META, PUT
+from rankengine.durable.eventlog import (
     FRAME_HEADER_BYTES,
     MAP_FRAME_LIMIT,
     MAP_GROW_BYTES,

@@ -3,7 +3,7 @@
 The log, snapshot and manifest readers are fed random bytes, mutated valid
 files, and *checksum-valid* frames around arbitrary msgpack values (what a
 buggy or hostile writer could produce).  Each must return valid data or
-raise :class:`~rankengine.eventlog.CorruptionError` (``ValueError`` for the
+raise :class:`~rankengine.durable.eventlog.CorruptionError` (``ValueError`` for the
 bare record decoder) -- never another exception, a hang or a huge
 allocation.  No pickle is used anywhere: msgpack only decodes plain values.
 
@@ -26,8 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rankengine.changes import META, PUT
-from rankengine.eventlog import (
+from rankengine.board.changes import META, PUT
+from rankengine.durable.eventlog import (
     PREFIX_BYTES,
     SEGMENT_MAGIC,
     CorruptionError,
@@ -40,8 +40,8 @@ from rankengine.eventlog import (
     pack,
     write_prefix,
 )
-from rankengine.manifest import Manifest, parse_manifest, segment_name, write_manifest
-from rankengine.snapshot import read_snapshot, write_snapshot
+from rankengine.durable.manifest import Manifest, parse_manifest, segment_name, write_manifest
+from rankengine.durable.snapshot import read_snapshot, write_snapshot
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -243,12 +243,16 @@ def atheris_main() -> None:  # pragma: no cover - run by hand
         with contextlib.suppress(CorruptionError):
             target(body)
 
-    import rankengine.eventlog
-    import rankengine.manifest
-    import rankengine.snapshot
+    import rankengine.durable.eventlog
+    import rankengine.durable.manifest
+    import rankengine.durable.snapshot
 
     # coverage feedback for the readers only (instrument_all takes minutes)
-    for module in (rankengine.eventlog, rankengine.snapshot, rankengine.manifest):
+    for module in (
+        rankengine.durable.eventlog,
+        rankengine.durable.snapshot,
+        rankengine.durable.manifest,
+    ):
         for owner in [module, *[v for v in vars(module).values() if isinstance(v, type)]]:
             for name, value in list(vars(owner).items()):
                 mine = getattr(value, "__module__", None) == module.__name__

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rankengine.hashing import INT_KEY_MAX, check_key, count_keys
+from rankengine.trending.hashing import INT_KEY_MAX, check_key, count_keys
 
 
 class _Text(str):

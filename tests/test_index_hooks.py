@@ -1,9 +1,9 @@
 """Every optional index hook the board looks up is documented.
 
-The board (``rankengine.core``) uses some index methods and attributes only
+The board (``rankengine.board.core``) uses some index methods and attributes only
 when the index has them (``getattr(index, name, None)``, ``hasattr``), with
 a fallback otherwise.  Someone writing a backend learns of them from two
-places: the :mod:`rankengine.index` docstring and the backend section of
+places: the :mod:`rankengine.index.protocol` docstring and the backend section of
 ``docs/api.md``.  These tests collect the names the package probes for from
 its source and fail when one of them is missing from either list.
 """
@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import Path
 
-import rankengine.index
+import rankengine.index.protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "rankengine"
@@ -47,11 +47,11 @@ def probed_hooks() -> set[str]:
 
 
 def documented_in_index_module() -> set[str]:
-    """The hooks of the "Optional hooks" section of rankengine.index: each
+    """The hooks of the "Optional hooks" section of rankengine.index.protocol: each
     is a definition-list term starting with the hook's name."""
-    doc = rankengine.index.__doc__ or ""
+    doc = rankengine.index.protocol.__doc__ or ""
     section = doc.split("Optional hooks\n--------------", 1)
-    assert len(section) == 2, "rankengine.index has no 'Optional hooks' section"
+    assert len(section) == 2, "rankengine.index.protocol has no 'Optional hooks' section"
     # A term is a line starting with ``name``, its definition indented below it.
     return set(re.findall(r"^``(\w+)[`(].*\n    \S", section[1], flags=re.MULTILINE))
 
@@ -73,7 +73,7 @@ def test_the_probe_finds_the_known_hooks() -> None:
 
 def test_every_probed_hook_is_in_the_index_module_docs() -> None:
     missing = probed_hooks() - documented_in_index_module()
-    assert not missing, f"rankengine.index does not document {sorted(missing)}"
+    assert not missing, f"rankengine.index.protocol does not document {sorted(missing)}"
 
 
 def test_every_probed_hook_is_in_the_api_page() -> None:
@@ -95,11 +95,11 @@ def test_the_required_methods_are_the_protocols_and_the_api_page_lists_them() ->
     ignored = {"__init__", "__subclasshook__"}
     protocol = [
         name
-        for name, value in vars(rankengine.index.OrderedIndex).items()
+        for name, value in vars(rankengine.index.protocol.OrderedIndex).items()
         if callable(value) and name not in ignored
     ]
-    assert list(rankengine.index.PROTOCOL_METHODS) == protocol
+    assert list(rankengine.index.protocol.PROTOCOL_METHODS) == protocol
     section = API.read_text().split("## Writing a backend", 1)[1].split("###", 1)[0]
     listed = re.findall(r"`([\w.]+)`", section.split("protocol is", 1)[1].split(", each", 1)[0])
-    assert listed[0] == "rankengine.index.OrderedIndex"
+    assert listed[0] == "rankengine.index.protocol.OrderedIndex"
     assert listed[1:] == protocol

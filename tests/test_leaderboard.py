@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from model import Model, combine
 
 from rankengine import Leaderboard
-from rankengine.index import RUN_SCAN_LIMIT
+from rankengine.index.protocol import RUN_SCAN_LIMIT
 
 INF = math.inf
 STYLES = ("unique", "dense", "competition")
@@ -1504,7 +1504,7 @@ def test_union_into_member_ties_refuses_mixed_members_before_creating_it(
     """A result that breaks ties by member cannot hold str and int members:
     the union says so before the result exists, so a durable result leaves
     no directory behind (it was created, empty, and the error came after)."""
-    from rankengine.durable import DurableLeaderboard
+    from rankengine.durable.board import DurableLeaderboard
 
     by_member, first = Leaderboard(tie_break="member"), Leaderboard()
     by_member.set_many({"ann": 1, "bob": 2})
@@ -1891,8 +1891,8 @@ def test_row_restore_keeps_only_the_deep_ties(backend: Any, order: str) -> None:
 def test_clear_empties_the_index_without_a_search_per_member(backend: str) -> None:
     """``clear()`` is documented O(N): it drops the index in one step instead
     of removing (and so first searching for) each member, O(N log N)."""
-    from rankengine.skiplist import SkipList
-    from rankengine.sortedlist import SortedListIndex
+    from rankengine.index.skiplist import SkipList
+    from rankengine.index.sortedlist import SortedListIndex
 
     removed: list[Any] = []
     base: Any = SkipList if backend == "skiplist" else SortedListIndex

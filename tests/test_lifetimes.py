@@ -28,14 +28,14 @@ from redis_service import (  # noqa: F401 - fixtures
 )
 
 from rankengine import Leaderboard
-from rankengine.decay import DecayedLeaderboard
-from rankengine.durable import DurableLeaderboard, iter_events
-from rankengine.eventlog import CorruptionError, LogError, TornTailError
-from rankengine.periodic import PeriodicLeaderboard
-from rankengine.redis_board import RedisLeaderboard
-from rankengine.sharded import ShardedLeaderboard
-from rankengine.topk import TopK
-from rankengine.trending import PartitionedTopK, _serve
+from rankengine.durable.board import DurableLeaderboard, iter_events
+from rankengine.durable.eventlog import CorruptionError, LogError, TornTailError
+from rankengine.redis.board import RedisLeaderboard
+from rankengine.sharded.board import ShardedLeaderboard
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.trending.topk import TopK
+from rankengine.trending.windows import PartitionedTopK, _serve
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc/self/fd"

@@ -33,8 +33,8 @@ from outcomes import outcome as typed_outcome
 from redis_service import redis_board
 
 from rankengine import Leaderboard
-from rankengine.core import TOP_CACHE_SIZE
-from rankengine.sharded import ShardedLeaderboard
+from rankengine.board.core import TOP_CACHE_SIZE
+from rankengine.sharded.board import ShardedLeaderboard
 
 INF = math.inf
 BIG = 2**60

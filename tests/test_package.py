@@ -54,7 +54,12 @@ def test_every_name_the_docs_import_is_public() -> None:
 
 
 def test_the_log_errors_a_durable_board_raises_are_exported() -> None:
-    from rankengine.eventlog import CorruptionError, LogError, RecordTooLargeError, TornTailError
+    from rankengine.durable.eventlog import (
+        CorruptionError,
+        LogError,
+        RecordTooLargeError,
+        TornTailError,
+    )
 
     assert (
         rankengine.LogError,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankengine.packed import EXACT_LIMIT, PackedScore
+from rankengine.board.packed import EXACT_LIMIT, PackedScore
 
 WEEK = 7 * 86400
 

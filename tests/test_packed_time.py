@@ -13,8 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.packed import EXACT_LIMIT, PackedScore
-from rankengine.periodic import Calendar, Daily, Every, Monthly, Period, PeriodicLeaderboard, Weekly
+from rankengine.board.packed import EXACT_LIMIT, PackedScore
+from rankengine.timed.periodic import (
+    Calendar,
+    Daily,
+    Every,
+    Monthly,
+    Period,
+    PeriodicLeaderboard,
+    Weekly,
+)
 
 WEEK_53 = Weekly().parse("2026-W53")
 

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Entry, Leaderboard
-from rankengine import periodic as periodic_module
-from rankengine.changes import Change
-from rankengine.manifest import read_manifest
-from rankengine.periodic import (
+from rankengine.board.changes import Change
+from rankengine.durable.manifest import read_manifest
+from rankengine.timed import periodic as periodic_module
+from rankengine.timed.periodic import (
     Calendar,
     Cron,
     Daily,
@@ -752,7 +752,7 @@ def test_a_crash_while_deleting_a_dropped_period_does_not_stop_a_reopen(
         (Path(path) / first).unlink()  # the directory was half deleted
         raise _Killed
 
-    monkeypatch.setattr("rankengine.periodic.shutil.rmtree", killed_midway)
+    monkeypatch.setattr("rankengine.timed.periodic.shutil.rmtree", killed_midway)
     with pytest.raises(_Killed):
         board.incr("bob", 1)  # drops 2026-11-30: archived, then deleted
     monkeypatch.undo()
@@ -851,7 +851,7 @@ def test_a_crash_after_deleting_a_dropped_period_leaves_no_closed_marker(
         real(path)
         raise _Killed
 
-    monkeypatch.setattr("rankengine.periodic.shutil.rmtree", killed_after)
+    monkeypatch.setattr("rankengine.timed.periodic.shutil.rmtree", killed_after)
     with pytest.raises(_Killed):
         board.incr("bob", 1)  # drops 2026-11-30: archived, deleted, then the marker
     monkeypatch.undo()
@@ -1370,7 +1370,7 @@ def test_periods_that_fall_out_of_keep_together_are_dropped_oldest_first() -> No
     # hashes, which changes from run to run): archives, the drop hook and a
     # sliding window's tie order among members whose buckets slid out
     # together followed it
-    from rankengine.window import SlidingWindowLeaderboard
+    from rankengine.timed.window import SlidingWindowLeaderboard
 
     spans = 8
     clock = FakeClock(ts("2026-11-30T00:00:00"))
@@ -1587,7 +1587,7 @@ def test_a_removal_for_a_closed_period_follows_the_late_policy(name: str, write:
 def test_removals_mark_the_members_they_removed_for_a_sliding_window() -> None:
     # a window over the buckets recomputes the members a write to a bucket
     # touched: a removal by rank or score must say which members it removed
-    from rankengine.window import SlidingWindowLeaderboard
+    from rankengine.timed.window import SlidingWindowLeaderboard
 
     clock = FakeClock(ts("2026-11-30T10:00:00"))
     window = SlidingWindowLeaderboard("hourly", 2, clock=clock, tie_break="member")

@@ -29,21 +29,21 @@ from redis_service import (  # noqa: F401 - fixtures
     unique_name,
 )
 
-import rankengine.redis_board as redis_board_module
+import rankengine.redis.board as redis_board_module
 from rankengine import Leaderboard
-from rankengine.durable import rebuild as rebuild_from_directory
-from rankengine.packed import PackedScore
-from rankengine.redis_board import (
+from rankengine.board.packed import PackedScore
+from rankengine.board.scoring import ScoreCodec
+from rankengine.durable.board import rebuild as rebuild_from_directory
+from rankengine.redis.board import (
     MAXCLOCK,
     RedisLeaderboard,
     ScoreFormat,
     decode_member,
     encode_member,
 )
-from rankengine.redis_codec import MAX_INT_SCORE
-from rankengine.redis_scripts import ScriptRunner
-from rankengine.scoring import ScoreCodec
-from rankengine.sharded import ShardedLeaderboard
+from rankengine.redis.codec import MAX_INT_SCORE
+from rankengine.redis.scripts import ScriptRunner
+from rankengine.sharded.board import ShardedLeaderboard
 
 pytestmark = pytest.mark.redis
 
@@ -1460,7 +1460,7 @@ def test_an_unlogged_rebuild_counts_as_one_write_of_the_board(
     durable.set_many({"ann": 5, "bob": 3})
     durable.set("gone", 9)
     durable.remove("gone")
-    monkeypatch.setattr("rankengine.redis_board.RESTORE_CHUNK", 1)  # one script per member
+    monkeypatch.setattr("rankengine.redis.board.RESTORE_CHUNK", 1)  # one script per member
     copies = [board(redis_client) for _ in range(2)]
     for copy in copies:
         copy.set_many({"old": 1, "older": 2, "oldest": 3})

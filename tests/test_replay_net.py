@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from listindex import ListIndex
 
 from rankengine import Leaderboard
-from rankengine.changes import DEL, PUT
-from rankengine.durable import DurableLeaderboard, rebuild
-from rankengine.eventlog import CorruptionError
+from rankengine.board.changes import DEL, PUT
+from rankengine.durable.board import DurableLeaderboard, rebuild
+from rankengine.durable.eventlog import CorruptionError
 
 
 @pytest.fixture(

@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.core import BULK_REBUILD_FRACTION
-from rankengine.durable import DurableLeaderboard, rebuild
+from rankengine.board.core import BULK_REBUILD_FRACTION
+from rankengine.durable.board import DurableLeaderboard, rebuild
 
 _SCALAR = [0, 1, 2, 2.0, -1, 0.5]
 _COMPOSITE = [(0, 1), (1, 0), (1, 1), (1, 1.0), (2, -1)]

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 
 from rankengine import Entry, Leaderboard
-from rankengine.decay import DecayedLeaderboard
-from rankengine.durable import DurableLeaderboard
-from rankengine.eventlog import LogError
-from rankengine.manifest import LOCK_NAME, verify
-from rankengine.periodic import PeriodicLeaderboard
-from rankengine.window import SlidingWindowLeaderboard
+from rankengine.durable.board import DurableLeaderboard
+from rankengine.durable.eventlog import LogError
+from rankengine.durable.manifest import LOCK_NAME, verify
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.timed.window import SlidingWindowLeaderboard
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,9 +38,9 @@ NOON: float = 1_796_040_000.0
 OPENER = """
 import sys
 from rankengine import Entry
-from rankengine.decay import DecayedLeaderboard
-from rankengine.periodic import PeriodicLeaderboard
-from rankengine.window import SlidingWindowLeaderboard
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.timed.window import SlidingWindowLeaderboard
 
 root, kind = sys.argv[1], sys.argv[2]
 clock = lambda: 1_796_040_000.0
@@ -383,8 +383,8 @@ def test_a_new_root_is_made_durable_in_its_parent(
     entry reaches the disk only with an fsync of the directory holding it,
     as for a board directory, or a power cut can lose the whole root with
     every period (or base) acknowledged in it."""
-    from rankengine.periodic import PeriodicLeaderboard
-    from rankengine.window import SlidingWindowLeaderboard
+    from rankengine.timed.periodic import PeriodicLeaderboard
+    from rankengine.timed.window import SlidingWindowLeaderboard
 
     calls = dir_fsyncs
     root = tmp_path / "a" / "root"

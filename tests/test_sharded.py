@@ -25,9 +25,9 @@ from redis_service import (  # noqa: F401 - fixtures
 from test_redis_differential import CONFIGS, apply, exact, operations, reads
 
 from rankengine import Leaderboard
-from rankengine.packed import PackedScore
-from rankengine.redis_board import RedisLeaderboard
-from rankengine.sharded import ShardedLeaderboard, jump_hash, shard_of
+from rankengine.board.packed import PackedScore
+from rankengine.redis.board import RedisLeaderboard
+from rankengine.sharded.board import ShardedLeaderboard, jump_hash, shard_of
 
 WEEK = 7 * 86400
 
@@ -158,7 +158,10 @@ def test_jump_hash_moves_only_what_the_new_shard_takes() -> None:
 
 def test_placement_is_the_same_in_every_process() -> None:
     members = ["ann", "bob", b"raw", 12345, -(2**70), "é"]
-    code = f"from rankengine.sharded import shard_of; print([shard_of(m, 7) for m in {members!r}])"
+    code = (
+        "from rankengine.sharded.board import shard_of; "
+        f"print([shard_of(m, 7) for m in {members!r}])"
+    )
     env = {"PYTHONHASHSEED": "12345", "PYTHONPATH": "."}
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
@@ -232,7 +235,7 @@ def test_a_batch_past_the_clock_limit_of_a_redis_shard_writes_no_shard(
     # A Redis shard refuses a tie clock past 2**53 - 1; a batch over several
     # shards must be refused before any shard's part is written, not after
     # the first shards took theirs.
-    from rankengine.redis_codec import MAXCLOCK
+    from rankengine.redis.codec import MAXCLOCK
 
     sharded = ShardedLeaderboard.on_redis(redis_client, unique_name(), 2)
     try:

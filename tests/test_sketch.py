@@ -17,8 +17,8 @@ from conftest import load_optimised
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankengine.hashing import HASH_ID, KeyHasher, check_keys, make_indexer
-from rankengine.sketch import CountMinSketch, make_updater, shape_for
+from rankengine.trending.hashing import HASH_ID, KeyHasher, check_keys, make_indexer
+from rankengine.trending.sketch import CountMinSketch, make_updater, shape_for
 
 KEYS = st.one_of(
     st.text(max_size=6),

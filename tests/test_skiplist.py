@@ -1,4 +1,4 @@
-"""Tests for rankengine.skiplist.SkipList.
+"""Tests for rankengine.index.skiplist.SkipList.
 
 Every test compares the skip list with a reference: a plain sorted Python list
 of ``(primary, tie, member)`` tuples, kept sorted with ``bisect``.  Every
@@ -25,8 +25,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from rankengine.index import RUN_SCAN_LIMIT
-from rankengine.skiplist import MAX_LEVEL, P, SkipList, _entry, _height
+from rankengine.index.protocol import RUN_SCAN_LIMIT
+from rankengine.index.skiplist import MAX_LEVEL, P, SkipList, _entry, _height
 
 Entry = tuple[Any, Any, Any]
 

@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from listindex import ListIndex
 
-from rankengine.index import RUN_SCAN_LIMIT
-from rankengine.skiplist import MAX_LEVEL, P, SkipList
+from rankengine.index.protocol import RUN_SCAN_LIMIT
+from rankengine.index.skiplist import MAX_LEVEL, P, SkipList
 
 INF = math.inf
 BIG = 2**53

@@ -1,4 +1,4 @@
-"""Tests for rankengine.sortedlist.SortedListIndex.
+"""Tests for rankengine.index.sortedlist.SortedListIndex.
 
 Every test compares the index with a reference: a plain sorted Python list of
 ``(primary, tie, member)`` tuples, kept sorted with ``bisect``.  Every
@@ -26,8 +26,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from rankengine.index import RUN_SCAN_LIMIT
-from rankengine.sortedlist import DEFAULT_LOAD, MIN_LOAD, REBUILD_MIN, SortedListIndex
+from rankengine.index.protocol import RUN_SCAN_LIMIT
+from rankengine.index.sortedlist import DEFAULT_LOAD, MIN_LOAD, REBUILD_MIN, SortedListIndex
 
 Entry = tuple[Any, Any, Any]
 

@@ -42,8 +42,8 @@ from hypothesis.stateful import (
 )
 from listindex import ListIndex
 
-from rankengine.index import RUN_SCAN_LIMIT
-from rankengine.sortedlist import SortedListIndex
+from rankengine.index.protocol import RUN_SCAN_LIMIT
+from rankengine.index.sortedlist import SortedListIndex
 
 BIG = 2**63  # one past int64
 #: Scalar primaries: a few small ints (ties are common), the int64 edges and

@@ -50,9 +50,9 @@ from test_stateful import (
 )
 
 from rankengine import Leaderboard
-from rankengine.durable import DurableLeaderboard, rebuild
-from rankengine.eventlog import LogError
-from rankengine.manifest import verify
+from rankengine.durable.board import DurableLeaderboard, rebuild
+from rankengine.durable.eventlog import LogError
+from rankengine.durable.manifest import verify
 
 DURABLE_BACKENDS = ["sortedlist", "skiplist"]
 OTHER_BACKEND = {"sortedlist": "skiplist", "skiplist": "sortedlist"}

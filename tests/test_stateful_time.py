@@ -50,8 +50,8 @@ from model import Model
 from test_stateful import exact, norm
 
 from rankengine import Leaderboard
-from rankengine.decay import DecayedLeaderboard
-from rankengine.periodic import Hourly, LateEventError, Period, PeriodicLeaderboard
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import Hourly, LateEventError, Period, PeriodicLeaderboard
 
 HOUR = 3_600
 CALENDAR = Hourly()

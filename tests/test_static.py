@@ -42,7 +42,7 @@ def test_incr_without_when_is_typed_as_a_score(tmp_path: Path) -> None:
     snippet.write_text(
         "from typing import assert_type\n"
         "from rankengine import Leaderboard, RedisLeaderboard, ShardedLeaderboard\n"
-        "from rankengine.scoring import Score\n"
+        "from rankengine.board.scoring import Score\n"
         "\n"
         "def use(b: Leaderboard, r: RedisLeaderboard, s: ShardedLeaderboard) -> None:\n"
         "    for board in (b, r, s):\n"

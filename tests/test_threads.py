@@ -18,7 +18,7 @@ from typing import Any
 from model import Model
 from threaded import busy_switching
 
-from rankengine.window import SlidingWindowLeaderboard
+from rankengine.timed.window import SlidingWindowLeaderboard
 
 THREADS = 6
 SHARED = [f"s{i}" for i in range(12)]

@@ -21,7 +21,7 @@ import pytest
 from threaded import run_all
 
 from rankengine import Leaderboard
-from rankengine.durable import DurableLeaderboard
+from rankengine.durable.board import DurableLeaderboard
 
 WRITERS = 3
 READERS = 2

@@ -16,7 +16,7 @@ import pytest
 from redis_service import redis_board
 from threaded import run_all
 
-from rankengine.changes import PUT
+from rankengine.board.changes import PUT
 
 pytestmark = pytest.mark.redis
 
@@ -108,7 +108,7 @@ def test_the_latest_clock_seen_is_not_lowered_by_a_racing_write() -> None:
     """Two threads note the clocks of their writes (9 and 5) at once: the
     board must remember 9, the largest, whatever the interleaving (sharded
     boards plan tie clocks from it)."""
-    from rankengine.redis_board import RedisLeaderboard
+    from rankengine.redis.board import RedisLeaderboard
 
     board = redis_board()
     racing = _RacingClock()

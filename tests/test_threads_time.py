@@ -22,9 +22,9 @@ import pytest
 from threaded import run_all
 
 from rankengine import Leaderboard
-from rankengine.decay import DecayedLeaderboard
-from rankengine.periodic import LateEventError, Period, PeriodicLeaderboard
-from rankengine.window import SlidingWindowLeaderboard
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import LateEventError, Period, PeriodicLeaderboard
+from rankengine.timed.window import SlidingWindowLeaderboard
 
 HOUR: Final = 3600.0
 START: Final = 1_796_032_800.0  # an hour boundary

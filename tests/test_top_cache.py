@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.core import TOP_CACHE_SIZE
+from rankengine.board.core import TOP_CACHE_SIZE
 
 OPS = st.lists(
     st.tuples(

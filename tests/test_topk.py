@@ -12,8 +12,8 @@ from conftest import load_optimised
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankengine.sketch import CountMinSketch
-from rankengine.topk import TopItem, TopK, merge_topk
+from rankengine.trending.sketch import CountMinSketch
+from rankengine.trending.topk import TopItem, TopK, merge_topk
 
 SMALL_KEYS = st.one_of(
     st.sampled_from([f"k{i}" for i in range(30)]),
@@ -359,7 +359,7 @@ def test_add_counts_of_pairs_or_keys_says_it_takes_a_mapping(counts: object) -> 
     """add_counts takes a mapping key -> count; pairs or bare keys are refused
     with an error that says so (not 'unsupported key type tuple'), and the
     tracker and a pipeline are left as they were."""
-    from rankengine.trending import PartitionedTopK
+    from rankengine.trending.windows import PartitionedTopK
 
     tracker = TopK(2, width=16, depth=2)
     tracker.add("a")

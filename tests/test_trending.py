@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankengine.hashing import Key
-from rankengine.topk import TopK
-from rankengine.trending import (
+from rankengine.trending.hashing import Key
+from rankengine.trending.topk import TopK
+from rankengine.trending.windows import (
     LocalSource,
     PartitionedTopK,
     TumblingWindows,
@@ -525,9 +525,9 @@ def test_a_worker_that_fails_a_request_answers_it_and_leaves_no_stale_reply(
 DETERMINISM_SCRIPT = textwrap.dedent(
     """
     import hashlib, json, random
-    from rankengine.sketch import CountMinSketch
-    from rankengine.topk import TopK
-    from rankengine.trending import PartitionedTopK, TumblingWindows
+    from rankengine.trending.sketch import CountMinSketch
+    from rankengine.trending.topk import TopK
+    from rankengine.trending.windows import PartitionedTopK, TumblingWindows
 
     rng = random.Random(5)
     keys = [f"tag:{i}" for i in range(3000)] + [b"raw:%d" % i for i in range(50)] + [7, -7]

@@ -1,4 +1,5 @@
-"""Tests for the skip-list pictures (rankengine.viz) and narrations (rankengine.narrate).
+"""Tests for the skip-list pictures (rankengine.teach.viz) and narrations
+(rankengine.teach.narrate).
 
 The text pictures for a fixed seed and fixed scores are compared with golden
 files in ``tests/golden/``; after a deliberate change to the drawing, rewrite
@@ -26,8 +27,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.cli import main
-from rankengine.narrate import (
+from rankengine.cli.main import main
+from rankengine.index.skiplist import SkipList
+from rankengine.teach.narrate import (
     explain,
     narrate_delete,
     narrate_insert,
@@ -35,8 +37,7 @@ from rankengine.narrate import (
     trace_key,
     trace_rank,
 )
-from rankengine.skiplist import SkipList
-from rankengine.viz import (
+from rankengine.teach.viz import (
     HeightScript,
     Shape,
     make_shape,

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.periodic import Daily, Every, Hourly, LateEventError, Period
-from rankengine.window import SlidingWindowLeaderboard
+from rankengine.timed.periodic import Daily, Every, Hourly, LateEventError, Period
+from rankengine.timed.window import SlidingWindowLeaderboard
 
 HOUR = 3_600
 START = 1_796_032_800  # 2026-11-30T10:00Z

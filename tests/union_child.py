@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from rankengine import Leaderboard
-from rankengine.durable import DurableLeaderboard
+from rankengine.durable.board import DurableLeaderboard
 
 #: Members of each input: enough that a union logged as a record per
 #: member's metadata takes a while under fsync="always", so a kill lands

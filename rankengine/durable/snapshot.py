@@ -1,0 +1,517 @@
+"""Snapshots: the whole board in one checksummed msgpack file.
+
+A snapshot holds every member as of one sequence number, in ascending index
+order, so that loading it bulk-builds the index in O(N) without sorting::
+
+    snapshot = prefix | frame(header) | frame(chunk) ... | frame(trailer)
+    header   = {"seq", "clock", "count", "time_ms", "created_ms", "config",
+                "negated_clocks" (only when true)}
+    chunk    = [members, scores, clocks, metas]     (columns of up to
+               SNAPSHOT_CHUNK_ROWS rows; metas = [i, meta, i, meta, ...]
+               for the rows that have metadata, i counted within the chunk)
+    trailer  = {"count", "chunks"}
+
+A column of scores or clocks that are all 64-bit ints (or all floats) is
+stored as one msgpack extension object holding the raw 8-byte values, a
+*typed column*, which loads with one memory copy into an ``array``::
+
+    scores   = [1, 5, 9]            (a msgpack array: any values)
+             | ext 2 (int64 LE)     (a typed column: 8 bytes per value)
+             | ext 3 (float64 LE)
+
+Frames are those of :mod:`rankengine.durable.eventlog` (length, two CRC32s,
+payload).  The trailer proves the file is complete: a snapshot without it
+is refused, never half-loaded.
+
+Writing is crash-safe: the file is written as ``NAME.tmp``, fsynced,
+renamed to ``NAME`` and the directory fsynced; only then does the manifest
+name it.
+
+>>> import tempfile, os
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     path = os.path.join(tmp, "s.snap")
+...     rows = [("bob", 5, 1, None), ("ann", 9, 2, {"x": 1})]
+...     _ = write_snapshot(path, {"seq": 2, "clock": 2}, rows)
+...     snap = read_snapshot(path)
+...     print(snap.header["count"], list(snap.rows()))
+2 [('bob', 5, 1, None), ('ann', 9, 2, {'x': 1})]
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final
+
+import msgpack
+
+from rankengine.board.scoring import check_meta
+from rankengine.durable.eventlog import (
+    PREFIX_BYTES,
+    CorruptionError,
+    _Damage,
+    _ext_hook,
+    check_prefix,
+    crash_point,
+    frame,
+    pack,
+    read_frames,
+    unpack,
+    write_prefix,
+)
+
+__all__ = [
+    "FLOAT64_COLUMN_EXT",
+    "INT64_COLUMN_EXT",
+    "SNAPSHOT_MAGIC",
+    "SNAPSHOT_VERSION",
+    "Snapshot",
+    "read_snapshot",
+    "write_snapshot",
+    "write_snapshot_columns",
+]
+
+#: Magic of a snapshot file (same design as the segment magic).
+SNAPSHOT_MAGIC: Final = b"\x89RKSNP\r\n"
+#: Rows per chunk frame.  64 Ki rows make ~1.5 MB frames: few enough frames
+#: that the per-frame Python work vanishes, small enough that a reader never
+#: holds much more than one chunk of extra bytes.
+SNAPSHOT_CHUNK_ROWS: Final = 65_536
+#: Version of the snapshot file layout (the prefix's version field).
+#: Version 2 added typed columns; version 1 files (msgpack arrays only) are
+#: still read.
+SNAPSHOT_VERSION: Final = 2
+_READABLE_VERSIONS: Final = (1, 2)
+#: msgpack extension codes of typed columns: little-endian signed 64-bit
+#: ints, or IEEE-754 doubles, 8 bytes per value (code 1 is the log's big-int
+#: extension).  Decoding a typed column is one memory copy into an
+#: ``array``; a msgpack array of a million ints makes a million int objects
+#: that the index then packs back into arrays.  Measured at N = 1,000,000:
+#: recovery 0.3 s faster, snapshot save 0.2 s faster.
+INT64_COLUMN_EXT: Final = 2
+FLOAT64_COLUMN_EXT: Final = 3
+_TYPECODE_OF_EXT: Final = {INT64_COLUMN_EXT: "q", FLOAT64_COLUMN_EXT: "d"}
+_EXT_OF_TYPECODE: Final = {"q": INT64_COLUMN_EXT, "d": FLOAT64_COLUMN_EXT}
+_VALUE_BYTES: Final = 8
+assert array("q").itemsize == array("d").itemsize == _VALUE_BYTES
+_BIG_ENDIAN: Final = sys.byteorder == "big"
+#: Where the sign bit of each 8-byte value of an ``array`` sits in its bytes.
+_SIGN_BYTE: Final = 0 if _BIG_ENDIAN else _VALUE_BYTES - 1
+#: Byte values with the top bit clear / set, for ``bytes.translate``.
+_LOW_BYTES: Final = bytes(range(0x80))
+_HIGH_BYTES: Final = bytes(range(0x80, 0x100))
+
+Row = tuple[Any, Any, int, "dict[str, Any] | None"]
+#: ``(members, scores, clocks, metas)``; ``metas`` maps a row number to its
+#: metadata.  Scores and clocks may be ``array`` columns.
+Columns = tuple[list[Any], Sequence[Any], Sequence[int], dict[int, dict[str, Any]]]
+
+
+class Snapshot:
+    """A fully read and checked snapshot: :attr:`header` and its rows."""
+
+    def __init__(
+        self, path: str, header: dict[str, Any], chunks: list[list[Any]], size: int
+    ) -> None:
+        self.path = path
+        self.header = header
+        self.size = size
+        self._chunks = chunks
+
+    @property
+    def seq(self) -> int:
+        """The last sequence number this snapshot includes."""
+        return int(self.header["seq"])
+
+    @property
+    def negated_clocks(self) -> bool:
+        """True when the clocks column holds every clock negated (<= 0), as a
+        descending board's index keeps them; :meth:`rows` undoes it."""
+        return self.header.get("negated_clocks") is True
+
+    def columns(self) -> tuple[list[Any], Sequence[Any], Sequence[int], dict[Any, dict[str, Any]]]:
+        """``(members, scores, clocks, metas)``: whole columns in ascending
+        index order, and metadata by member -- for a columnar bulk load.
+
+        Scores and clocks are ``array`` columns when every chunk stored them
+        as typed columns of one kind, else lists.  The clocks are as stored:
+        negated when :attr:`negated_clocks` is true.
+
+        Runtime complexity: O(N), in C (list and array concatenation)
+        """
+        members: list[Any] = []
+        metas: dict[Any, dict[str, Any]] = {}
+        for chunk_members, _, _, chunk_metas in self._chunks:
+            for i in range(0, len(chunk_metas), 2):
+                metas[chunk_members[chunk_metas[i]]] = chunk_metas[i + 1]
+            members += chunk_members
+        scores = _concat([chunk[1] for chunk in self._chunks])
+        clocks = _concat([chunk[2] for chunk in self._chunks])
+        return members, scores, clocks, metas
+
+    def rows(self) -> Iterator[Row]:
+        """``(member, score, clock, meta)`` in ascending index order."""
+        negated = self.negated_clocks
+        for members, scores, stored, metas in self._chunks:
+            clocks = map(abs, stored) if negated else stored
+            if metas:
+                full: list[Any] = [None] * len(members)
+                for i in range(0, len(metas), 2):
+                    full[metas[i]] = metas[i + 1]
+                yield from zip(members, scores, clocks, full, strict=True)
+            else:
+                for member, score, clock in zip(members, scores, clocks, strict=True):
+                    yield member, score, clock, None
+
+
+def write_snapshot(
+    path: str,
+    header: dict[str, Any],
+    rows: Sequence[Row],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Write ``rows`` as a snapshot at ``path`` atomically; return its size.
+
+    ``header`` must hold ``seq`` and ``clock``; ``count`` is added.  The
+    rows are turned into columns and handed to :func:`write_snapshot_columns`.
+
+    Runtime complexity: O(N)
+    """
+    metas = {i: row[3] for i, row in enumerate(rows) if row[3] is not None}
+    columns = ([row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows], metas)
+    return write_snapshot_columns(path, header, columns, progress=progress)
+
+
+def write_snapshot_columns(
+    path: str,
+    header: dict[str, Any],
+    columns: Columns,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Write a snapshot from whole columns ``(members, scores, clocks, metas)``
+    (row ``i`` is ``members[i]``, ``scores[i]``, ``clocks[i]`` and
+    ``metas.get(i)``, as ``Leaderboard._export_columns`` returns them)
+    atomically; return its size.
+
+    ``header`` must hold ``seq`` and ``clock``; ``count`` is added.  Crash
+    points: ``snapshot_write`` (half the chunks written), ``snapshot_rename``
+    (before the rename), ``after_snapshot_rename``.
+
+    Runtime complexity: O(N); every chunk is list slices handed to msgpack,
+    so the per-row work is in C.
+    """
+    members, scores, clocks, _ = columns
+    n = len(members)
+    if len(scores) != n or len(clocks) != n:
+        raise ValueError("snapshot columns differ in length")
+    tmp = path + ".tmp"
+    head = dict(header, count=n)
+    if _negated(clocks):
+        head["negated_clocks"] = True
+    try:
+        size = _write_file(tmp, head, columns, progress)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    crash_point("snapshot_rename")
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(path) or ".")
+    crash_point("after_snapshot_rename")
+    return size
+
+
+def _write_file(
+    tmp: str,
+    head: dict[str, Any],
+    columns: Columns,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    members, scores, clocks, metas = columns
+    n = len(members)
+    chunks = -(-n // SNAPSHOT_CHUNK_ROWS)
+    # metadata rows grouped by chunk, as [row within chunk, meta, ...]
+    chunk_metas: dict[int, list[Any]] = {}
+    for i in sorted(metas):
+        chunk_metas.setdefault(i // SNAPSHOT_CHUNK_ROWS, []).extend(
+            (i % SNAPSHOT_CHUNK_ROWS, metas[i])
+        )
+    with open(tmp, "wb") as f:
+        f.write(write_prefix(SNAPSHOT_MAGIC, SNAPSHOT_VERSION))
+        f.write(frame(pack(head)))
+        for k, lo in enumerate(range(0, n, SNAPSHOT_CHUNK_ROWS)):
+            hi = lo + SNAPSHOT_CHUNK_ROWS
+            chunk = [
+                members[lo:hi],
+                _typed(scores[lo:hi]),
+                _typed(clocks[lo:hi]),
+                chunk_metas.get(k, []),
+            ]
+            f.write(frame(pack(chunk)))
+            if k == chunks // 2:
+                f.flush()
+                crash_point("snapshot_write")
+            if progress is not None:
+                progress(min(hi, n), n)
+        f.write(frame(pack({"count": n, "chunks": chunks})))
+        f.flush()
+        os.fsync(f.fileno())
+        return f.tell()
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so that a rename or a new file in it is durable
+    (a no-op where directories cannot be opened, as on Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - Windows
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _negated(clocks: Sequence[int]) -> bool:
+    """Are ``clocks`` stored negated (all <= 0, some < 0)?  A descending
+    board's index keeps its clocks negated, and writing them as they are
+    saves a negation pass on both save and load (0.06-0.1 s at N = 10**6).
+
+    >>> _negated([0, 3, 1]), _negated([-2, 0, -1]), _negated([])
+    (False, True, False)
+    >>> _negated(array("q", [0, 3])), _negated(array("q", [-2, 0])), _negated(array("q"))
+    (False, True, False)
+
+    :raises ValueError: if the clocks mix signs
+    """
+    if type(clocks) is array and clocks.typecode == "q":
+        # An index's typed column: read the sign bytes (see _signs_agree),
+        # 5 ms per million values where min() and max() take 0.09 s.
+        if _signs_agree(clocks, False):
+            return False
+        if _signs_agree(clocks, True):
+            return True
+    elif not clocks or min(clocks) >= 0:
+        return False
+    elif max(clocks) <= 0:
+        return True
+    raise ValueError("snapshot clocks mix signs")
+
+
+def _typed(values: Sequence[Any]) -> Any:
+    """``values`` ready for msgpack: a typed column (extension object) when
+    they are all 64-bit ints or all floats, else a plain list.
+
+    Runtime complexity: O(len(values)), in C
+
+    >>> column = _typed([3, 1, 2])
+    >>> column.code == INT64_COLUMN_EXT, column.data[:8] == (3).to_bytes(8, "little")
+    (True, True)
+    >>> _typed([1, 2.5]), _typed([2**70])
+    ([1, 2.5], [1180591620717411303424])
+    """
+    if type(values) is array and values.typecode in _EXT_OF_TYPECODE:
+        column = values
+    else:
+        kinds = set(map(type, values))
+        if kinds == {int}:
+            try:
+                column = array("q", values)
+            except OverflowError:  # an int beyond 64 bits: msgpack's own ints
+                return list(values)
+        elif kinds == {float}:
+            column = array("d", values)
+        else:
+            return list(values)
+    if _BIG_ENDIAN:  # pragma: no cover - the file is little-endian everywhere
+        column = array(column.typecode, column)
+        column.byteswap()
+    return msgpack.ExtType(_EXT_OF_TYPECODE[column.typecode], column.tobytes())
+
+
+def _column_hook(code: int, data: bytes) -> Any:
+    """msgpack extension hook of snapshot chunks: typed columns to ``array``."""
+    typecode = _TYPECODE_OF_EXT.get(code)
+    if typecode is None:
+        return _ext_hook(code, data)
+    if len(data) % _VALUE_BYTES:
+        raise ValueError(f"a typed column of {len(data)} bytes is not whole 8-byte values")
+    column = array(typecode)
+    column.frombytes(data)
+    if _BIG_ENDIAN:  # pragma: no cover
+        column.byteswap()
+    return column
+
+
+def _signs_agree(clocks: array[int], negated: bool) -> bool:
+    """Are the int64 ``clocks`` all <= 0 (``negated``) or all >= 0?
+
+    Reads only the byte holding each value's sign bit (a strided slice,
+    then ``bytes.translate`` deletes the bytes that pass): 3 ms per million
+    values, where ``min()`` makes a million int objects (40 ms).
+
+    >>> _signs_agree(array("q", [0, 5, 2**62]), False), _signs_agree(array("q", [1, -1]), False)
+    (True, False)
+    >>> _signs_agree(array("q", [-3, 0, -1]), True), _signs_agree(array("q", [-3, 1]), True)
+    (True, False)
+    """
+    signs = clocks.tobytes()[_SIGN_BYTE::_VALUE_BYTES]
+    if not negated:
+        return not signs.translate(None, _LOW_BYTES)  # no sign bit set
+    # every sign bit set: all negative; a zero among them takes the slow test
+    return not signs.translate(None, _HIGH_BYTES) or max(clocks) <= 0
+
+
+def _concat(parts: list[Any]) -> Sequence[Any]:
+    """One column from chunk columns: an ``array`` if every part is a typed
+    column of the same kind, else a list."""
+    if parts and all(type(p) is array for p in parts) and len({p.typecode for p in parts}) == 1:
+        whole = array(parts[0].typecode)
+        for part in parts:
+            whole += part
+        return whole
+    values: list[Any] = []
+    for part in parts:
+        values += part
+    return values
+
+
+def _check_chunk(
+    path: str, at: int, chunk: Any, columns: int | None, *, negated: bool
+) -> list[Any]:
+    """Validate one chunk's columns; raise CorruptionError naming the offset."""
+    if (
+        type(chunk) is not list
+        or len(chunk) != 4
+        or type(chunk[0]) is not list
+        or type(chunk[3]) is not list
+        or any(type(c) not in (list, array) for c in chunk[1:3])
+    ):
+        raise CorruptionError(path, at, "snapshot chunk is not four arrays")
+    members, scores, clocks, metas = chunk
+    n = len(members)
+    if len(scores) != n or len(clocks) != n or len(metas) % 2:
+        raise CorruptionError(path, at, "snapshot chunk columns differ in length")
+    # One C-level pass per column: str.join accepts only strs (2x faster than
+    # collecting the types, which is the test for other members); a typed
+    # column needs no type pass (its kind is its typecode).
+    try:
+        "".join(members)
+    except TypeError:
+        if not set(map(type, members)) <= {str, bytes, int}:
+            raise CorruptionError(path, at, "snapshot member of an unsupported type") from None
+    if type(clocks) is array:
+        if clocks.typecode != "q":
+            raise CorruptionError(path, at, "snapshot clocks are a typed column of floats")
+        signed = _signs_agree(clocks, negated)
+    elif not set(map(type, clocks)) <= {int}:
+        raise CorruptionError(path, at, "snapshot clock is not an int")
+    else:
+        signed = not clocks or (max(clocks) <= 0 if negated else min(clocks) >= 0)
+    if not signed:
+        sign = "non-positive (negated)" if negated else "non-negative"
+        raise CorruptionError(path, at, f"snapshot clock is not a {sign} int")
+    if columns is None:
+        kinds: set[type]
+        if type(scores) is array:
+            kinds = {int if scores.typecode == "q" else float}
+        else:
+            kinds = set(map(type, scores))
+        if not kinds <= {int, float}:
+            raise CorruptionError(path, at, "snapshot score is not an int or a float")
+        # NaN is the one value not equal to itself (map(eq) runs in C)
+        if float in kinds and not all(map(operator.eq, scores, scores)):
+            raise CorruptionError(path, at, "snapshot score is NaN")
+    else:
+        if type(scores) is array:
+            raise CorruptionError(path, at, "snapshot composite scores are a typed column")
+        for i, score in enumerate(scores):
+            if (
+                type(score) is not list
+                or len(score) != columns
+                or not all(type(v) is int or (type(v) is float and v == v) for v in score)
+            ):
+                raise CorruptionError(path, at, f"snapshot composite score {i} is malformed")
+            scores[i] = tuple(score)
+    for i in range(0, len(metas), 2):
+        index, meta = metas[i], metas[i + 1]
+        if type(index) is not int or not 0 <= index < n:
+            raise CorruptionError(path, at, "snapshot metadata row index out of range")
+        try:
+            metas[i + 1] = check_meta(meta)
+        except (TypeError, ValueError) as exc:
+            raise CorruptionError(path, at, f"snapshot metadata is invalid ({exc})") from None
+    return chunk
+
+
+def read_snapshot(path: str, *, columns: int | None = None) -> Snapshot:
+    """Read and fully check a snapshot; raise :class:`CorruptionError` on any damage.
+
+    ``columns`` is the number of score columns of a composite board (None
+    for scalar scores).  A snapshot is all or nothing: a torn or damaged one
+    is an error, because a manifest only names snapshots that were complete.
+
+    Runtime complexity: O(N)
+    """
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(0)
+        version = check_prefix(
+            f.read(PREFIX_BYTES), SNAPSHOT_MAGIC, path, "snapshot", _READABLE_VERSIONS
+        )
+        # version 2 adds typed columns (extension objects)
+        hook = None if version == 1 else _column_hook
+        header: dict[str, Any] | None = None
+        chunks: list[list[Any]] = []
+        trailer: dict[str, Any] | None = None
+        rows = 0
+        try:
+            for at, payload in read_frames(f, PREFIX_BYTES, size):
+                if trailer is not None:
+                    raise CorruptionError(path, at, "data after the snapshot trailer")
+                try:
+                    value = unpack(payload, hook)
+                except Exception as exc:  # msgpack raises several unrelated types
+                    raise CorruptionError(
+                        path, at, f"snapshot frame does not decode ({exc})"
+                    ) from None
+                if header is None:
+                    header = _check_header(path, at, value)
+                elif type(value) is dict:
+                    trailer = value
+                    if value.get("count") != rows or value.get("chunks") != len(chunks):
+                        raise CorruptionError(
+                            path, at, "snapshot trailer does not match its chunks"
+                        )
+                else:
+                    negated = header.get("negated_clocks") is True
+                    chunks.append(_check_chunk(path, at, value, columns, negated=negated))
+                    rows += len(chunks[-1][0])
+        except _Damage as damage:
+            raise CorruptionError(path, damage.offset, f"snapshot {damage.reason}") from None
+        if header is None:
+            raise CorruptionError(path, PREFIX_BYTES, "snapshot has no header")
+        if trailer is None:
+            raise CorruptionError(path, size, "snapshot is incomplete (no trailer)")
+        if header["count"] != rows:
+            raise CorruptionError(
+                path, PREFIX_BYTES, "snapshot header count does not match its rows"
+            )
+    return Snapshot(path, header, chunks, size)
+
+
+def _check_header(path: str, at: int, value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise CorruptionError(path, at, "snapshot header is not a map")
+    for key in ("seq", "clock", "count"):
+        if type(value.get(key)) is not int or value[key] < 0:
+            raise CorruptionError(path, at, f"snapshot header has no valid {key!r}")
+    if value.get("negated_clocks", False) is not False and value["negated_clocks"] is not True:
+        raise CorruptionError(path, at, "snapshot header's 'negated_clocks' is not a bool")
+    return value

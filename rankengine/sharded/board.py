@@ -1,0 +1,1197 @@
+"""One leaderboard over S shards: the same API, exact answers.
+
+A :class:`ShardedLeaderboard` splits its members over ``S`` boards (any mix
+of in-process :class:`~rankengine.Leaderboard` boards and
+:class:`~rankengine.redis.board.RedisLeaderboard` boards, on one Redis, on
+many, or on a Redis Cluster).  Each member lives on exactly one shard, chosen
+by a deterministic hash (the same in every process), so a write touches one
+shard.  Reads merge, and stay exact:
+
+* **top k**: the global top k is inside the union of the shards' top k
+  (a member of the global top k has fewer than k members ahead of it on its
+  own shard), so it is a k-way merge of per-shard top-k lists::
+
+      shard 0: 98 91 75 ...      merge (heap)      global: 98 97 91 90 75
+      shard 1: 97 90 60 ...    ------------->
+* **rank**: the number of members strictly ahead is the sum over shards of
+  the members strictly ahead on each, ties included by the full key
+  ``(score, tie)``; competition ranks sum counts of strictly better scores;
+  dense ranks count the *distinct* better scores of all shards together;
+* **a page deep in the board** (global ranks lo..hi): each shard's part of
+  it is a run of its own ranks.  A pivot row locates the page on every
+  shard to within a few rows; the board reads those windows, merges, and
+  *checks* that the merged run is complete, widening the windows if not;
+* **around me**: a member's rank gives, on every shard, exactly where the
+  rows above and below it are.
+
+The reads of all Redis shards go out together: one pipelined round trip per
+Redis server (on a cluster, per node owning the shards' slots).  The shard
+adapter and the merges are in :mod:`rankengine.sharded.merge`.
+
+First-to-reach ties need one clock for the whole board: the sharded board
+keeps a global logical clock and raises a shard's clock to it before each
+write, so tie order across shards is the order of the writes, exactly as
+on one board (with one writer process; several writer processes each
+advance their own view of the clock, so cross-shard ties between writes made
+at nearly the same moment by different processes may come out either way).
+
+Batch writes are planned across shards (one global clock sequence, as
+consecutive ``set`` calls would assign it) and applied one shard at a time:
+each shard's part is atomic, the batch as a whole is not.  When another
+writer changed a shard under the plan, the shards not yet written are planned
+again with clocks after every clock on the board (see ``_batch``), so the
+batch's members never share a tie clock.
+
+>>> board = ShardedLeaderboard.local(3)
+>>> board.set_many({f"p{i}": i for i in range(10)})
+10
+>>> [e.member for e in board.top(3)], board.rank("p5")
+(['p9', 'p8', 'p7'], 5)
+>>> [e.rank for e in board.page(2, size=4)]
+[5, 6, 7, 8]
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from hashlib import blake2b
+from typing import Any, Final, overload
+
+from rankengine.board.changes import PUT, Change
+from rankengine.board.core import (
+    Entry,
+    ItemWrites,
+    RankStyle,
+    _check_count,
+    _check_flag,
+    _check_int,
+    _check_size,
+    _check_style,
+    _member_list,
+)
+from rankengine.board.leaderboard import Leaderboard, When
+from rankengine.board.packed import PackedScore
+from rankengine.board.reads import (
+    DEFAULT_PAGE_SIZE,
+    PercentileMethod,
+    _interpolate,
+    check_percentile,
+    rank_outside,
+)
+from rankengine.board.scoring import (
+    Member,
+    Score,
+    ScoreCodec,
+    check_lookup,
+    check_member,
+    is_member,
+)
+from rankengine.redis.board import _MISSING, RedisLeaderboard, _client_from_url, encode_member
+from rankengine.redis.codec import MAXCLOCK
+from rankengine.sharded.merge import Shard, ShardMerge
+
+__all__ = ["ShardedLeaderboard", "jump_hash", "shard_of"]
+
+_WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
+_PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
+#: Personalisation of the placement hash (changing it moves every member).
+_PERSON: Final = b"rankengine:shard"
+#: "Every row" as the end of a window.
+_ALL: Final = 2**62
+
+
+# ----------------------------------------------------------------------
+# Placement
+# ----------------------------------------------------------------------
+def jump_hash(key: int, buckets: int) -> int:
+    """Lamping and Veach's jump consistent hash: a bucket in ``[0, buckets)``.
+
+    Growing from S to S + 1 buckets moves only 1 / (S + 1) of the keys, all
+    of them to the new bucket.
+
+    Runtime complexity: O(log buckets)
+
+    >>> [jump_hash(k, 7) for k in (0, 1, 2**63)]
+    [0, 6, 5]
+    """
+    if buckets < 1:
+        raise ValueError(f"buckets must be at least 1, not {buckets}")
+    b, j = -1, 0
+    while j < buckets:
+        b = j
+        key = (key * 2862933555777941757 + 1) % 2**64
+        j = int((b + 1) * ((1 << 31) / ((key >> 33) + 1)))
+    return b
+
+
+def shard_of(member: Member, shards: int) -> int:
+    """The shard of ``member`` among ``shards``: jump hash of a BLAKE2b digest
+    of the member's type-tagged bytes (the same in every process).
+
+    Runtime complexity: O(len(member) + log shards)
+
+    >>> shard_of("ann", 7) == shard_of("ann", 7), 0 <= shard_of(42, 7) < 7
+    (True, True)
+    >>> 0 <= shard_of(2**1100, 7) < 7   # in-process shards take ints of any size
+    True
+    """
+    digest = blake2b(_placement_bytes(member), digest_size=8, person=_PERSON).digest()
+    return jump_hash(int.from_bytes(digest, "big"), shards)
+
+
+def _placement_bytes(member: Member) -> bytes:
+    """The member's stored form on a Redis board, or for an int too large for
+    one (which in-process shards hold), ``I`` and its signed bytes."""
+    try:
+        return encode_member(member)
+    except ValueError:
+        n = int(member)
+        return b"I" + n.to_bytes(n.bit_length() // 8 + 1, "big", signed=True)
+
+
+# ----------------------------------------------------------------------
+# The sharded board
+# ----------------------------------------------------------------------
+class ShardedLeaderboard(ShardMerge, ItemWrites):
+    """A leaderboard whose members are spread over several shard boards.
+
+    :param shards: the shard boards, all empty or all filled by a sharded
+        board with the same number of shards, in the same order (the
+        placement depends on both): in-process
+        :class:`~rankengine.Leaderboard` boards,
+        :class:`~rankengine.redis.board.RedisLeaderboard` boards, or a mix.
+        A Redis shard created by :meth:`on_redis` stores its place (shard i
+        of S), and one given at another index or among another number of
+        shards is refused; a shard with no stored place (created on its own,
+        or by an earlier version; durable and in-process shards) is not
+        checked.
+        They must share ``order``, ``tie_break``, ``rank_style`` and (Redis
+        shards) ``packing``: a packed shard with an exact one (in-process, or
+        Redis without packing) is refused, as is any other mismatch.
+    :param rank_style: the default rank style (default: the first shard's).
+
+    The API is :class:`~rankengine.Leaderboard`'s; see the module docstring
+    for what each read costs.
+
+    Copying: when every shard is in process, :meth:`copy`, ``copy.copy``,
+    ``copy.deepcopy`` and pickling give an independent sharded board of
+    shard copies (see :meth:`Leaderboard.copy`; a durable shard copies to an
+    in-memory board, and pickling one is refused as for a durable board).
+    With a :class:`~rankengine.redis.board.RedisLeaderboard` shard they
+    raise :class:`TypeError`: such a shard is a handle on Redis state.
+    """
+
+    def __init__(self, shards: Sequence[Any], *, rank_style: RankStyle | None = None) -> None:
+        boards = list(shards)
+        if not boards:
+            raise ValueError("a sharded board needs at least one shard")
+        for board in boards:
+            if not isinstance(board, (Leaderboard, RedisLeaderboard)):
+                raise TypeError(f"shards must be Leaderboard or RedisLeaderboard, not {board!r}")
+        _check_distinct(boards)
+        first = boards[0]
+        _check_agreement(boards)
+        _check_places(boards)
+        style = first.rank_style if rank_style is None else rank_style
+        _check_style(style)
+        self._boards = boards
+        self._shards = [Shard(board) for board in boards]
+        self._codec = ScoreCodec(first.order)
+        self._desc = self._codec.descending
+        self._tie_break = first.tie_break
+        self._rank_style: RankStyle = style
+        self._lock = threading.RLock()
+        #: the client :meth:`on_redis` made from a URL for every shard (closed by close())
+        self._own_client: Any = None
+        self._clock = max(self._map(Shard.clock))
+
+    @classmethod
+    def local(cls, shards: int, **config: Any) -> ShardedLeaderboard:
+        """``shards`` in-process boards, each ``Leaderboard(**config)``.
+
+        >>> ShardedLeaderboard.local(4, order="asc").order
+        'asc'
+        """
+        return cls([Leaderboard(**config) for _ in range(_check_shard_count(shards))])
+
+    @classmethod
+    def on_redis(
+        cls, redis: Any, name: str, shards: int, *, prefix: str = "rankengine:", **config: Any
+    ) -> ShardedLeaderboard:
+        """``shards`` Redis boards named ``name:0``, ``name:1``, ...: each its
+        own hash tag, so on a Redis Cluster they spread over the slots (and
+        the masters) while each shard's keys stay together.
+
+        Every shard's arguments and stored settings are checked before any
+        shard's settings are stored, so a refused board creates no shard.
+        Each shard stores its place (shard i of ``shards``) with its
+        settings: shards created with another number of shards are refused
+        (shards stored without a place, by an earlier version, are not).
+        ``log`` is refused: each shard needs a log of its own (build the
+        shards with ``RedisLeaderboard(..., log=...)`` and pass them in).
+        ``redis`` is a client or a URL: for a URL the shards share one client
+        (so a read is one pipelined round trip, not one per shard), which
+        :meth:`close` closes.
+
+        Runtime complexity: O(S), two round trips per shard (the check, the
+        open), then one per client to read every shard's logical clock.
+        """
+        count = _check_shard_count(shards)
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, not {type(name).__name__}")
+        if config.get("log") is not None:
+            raise ValueError(
+                "a sharded board needs one log per shard, not one for all: build the "
+                "shards with RedisLeaderboard(..., log=...) and pass them to ShardedLeaderboard"
+            )
+        own = _client_from_url(redis) if isinstance(redis, str) else None
+        try:
+            boards = [
+                RedisLeaderboard._unopened(own or redis, f"{name}:{i}", prefix=prefix, **config)
+                for i in range(count)
+            ]
+            for i, board in enumerate(boards):
+                board._place(i, count)
+            for board in boards:
+                board._init(store=False)
+            for board in boards:
+                board._open()
+        except BaseException:
+            if own is not None:
+                own.close()
+            raise
+        sharded = cls(boards)
+        sharded._own_client = own
+        return sharded
+
+    # ------------------------------------------------------------------
+    # Copying and pickling
+    # ------------------------------------------------------------------
+    def copy(self) -> ShardedLeaderboard:
+        """An independent sharded board of copies of the in-process shards,
+        with this board's rank style and global clock.
+
+        Runtime complexity: O(N + size of metadata)
+
+        :raises TypeError: a shard is a Redis board.
+
+        >>> board = ShardedLeaderboard.local(2)
+        >>> board.set_many({"ann": 3, "bob": 3})
+        2
+        >>> twin = board.copy()
+        >>> twin.remove("ann"), len(board), twin.clock == board.clock
+        (True, 2, True)
+        """
+        with self._lock:
+            self._refuse_remote_copy()
+            twin = ShardedLeaderboard(
+                [board.copy() for board in self._boards], rank_style=self._rank_style
+            )
+            twin._clock = max(twin._clock, self._clock)
+            return twin
+
+    def __copy__(self) -> ShardedLeaderboard:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ShardedLeaderboard:
+        twin = self.copy()
+        memo[id(self)] = twin
+        return twin
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the shard boards (each pickles its own state), the rank
+        style and the global clock; not the lock."""
+        with self._lock:
+            self._refuse_remote_copy()
+            return (_sharded_from_shards, (list(self._boards), self._rank_style, self._clock))
+
+    def _refuse_remote_copy(self) -> None:
+        if any(shard.remote for shard in self._shards):
+            raise TypeError(
+                "ShardedLeaderboard with RedisLeaderboard shards cannot be copied or "
+                "pickled: those shards are handles on keys in Redis, not containers; "
+                "build another sharded board on the same shards instead"
+            )
+
+    # ------------------------------------------------------------------
+    # Configuration and sizes
+    # ------------------------------------------------------------------
+    @property
+    def shards(self) -> list[Any]:
+        """The shard boards, in placement order."""
+        return list(self._boards)
+
+    @property
+    def order(self) -> Any:
+        return self._boards[0].order
+
+    @property
+    def tie_break(self) -> Any:
+        return self._tie_break
+
+    @property
+    def rank_style(self) -> RankStyle:
+        return self._rank_style
+
+    @property
+    def clock(self) -> int:
+        """The global logical clock: the largest shard clock.
+
+        Runtime complexity: O(S)
+        """
+        with self._lock:
+            self._clock = max(self._clock, *self._map(Shard.clock))
+            return int(self._clock)
+
+    def config(self) -> dict[str, Any]:
+        """Settings for an empty one-board twin: ``Leaderboard(**board.config())``."""
+        return {"order": self.order, "tie_break": self._tie_break, "rank_style": self._rank_style}
+
+    def shard_of(self, member: Member) -> int:
+        """The index of the shard that holds (or would hold) ``member``."""
+        return shard_of(member, len(self._boards))
+
+    def close(self) -> None:
+        """Close the Redis client :meth:`on_redis` made from a URL; otherwise
+        nothing to release (the shards are the caller's).  Reads and writes
+        after it reconnect, as a closed redis-py client does.
+
+        Runtime complexity: O(1)
+        """
+        if self._own_client is not None:
+            self._own_client.close()
+
+    def __enter__(self) -> ShardedLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        with self._lock:  # a sum over shards: not split by a batch
+            return sum(self._sizes())
+
+    def __contains__(self, member: object) -> bool:
+        shard = self._shard_or_none(member)
+        return shard is not None and member in shard.board
+
+    def __iter__(self) -> Iterator[Member]:
+        return iter([member for member, _ in self.items()])
+
+    def __repr__(self) -> str:
+        return (
+            f"ShardedLeaderboard(shards={len(self._boards)}, order={self.order!r}, "
+            f"tie_break={self._tie_break!r}, rank_style={self._rank_style!r})"
+        )
+
+    def __getitem__(self, member: Member) -> Score:
+        value = self.score(member, _MISSING)
+        if value is _MISSING:
+            raise KeyError(member)
+        return value  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------
+    # Writes: one shard each, under the global clock
+    # ------------------------------------------------------------------
+    def set(
+        self,
+        member: Member,
+        score: Score,
+        *,
+        when: When | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """As :meth:`Leaderboard.set <rankengine.Leaderboard.set>`; touches one shard.
+
+        Runtime complexity: O(log N)
+        """
+        return bool(self._write(member, lambda b: b.set(member, score, when=when, meta=meta)))
+
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
+    @overload
+    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
+    def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
+        """As :meth:`Leaderboard.incr <rankengine.Leaderboard.incr>`; touches one shard.
+
+        Runtime complexity: O(log N)
+        """
+        return self._write(member, lambda b: b.incr(member, delta, when=when))  # type: ignore[no-any-return]
+
+    def set_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        when: When | None = None,
+    ) -> int:
+        """As :meth:`Leaderboard.set_many <rankengine.Leaderboard.set_many>`:
+        validated first, planned with one clock sequence, applied per shard.
+
+        Runtime complexity: O(k log N), one read and one write per shard.
+        """
+        if when not in _WHEN_VALUES:
+            raise ValueError(f"when must be one of {_WHEN_VALUES[1:]} or None, not {when!r}")
+        return self._batch(items, when, increment=False)[0]
+
+    def incr_many(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
+    ) -> dict[Member, Score]:
+        """As :meth:`Leaderboard.incr_many <rankengine.Leaderboard.incr_many>`.
+
+        Runtime complexity: O(k log N), one read and one write per shard.
+        """
+        return self._batch(items, None, increment=True)[1]
+
+    def remove(self, member: Member) -> bool:
+        """Remove a member; True if it was present.
+
+        Runtime complexity: O(log N)
+        """
+        return self.remove_many([member]) == 1
+
+    def remove_many(self, members: Iterable[Member]) -> int:
+        """Remove several members (one call per shard touched).
+
+        Runtime complexity: O(k log N)
+        """
+        wanted = _member_list(members)
+        with self._lock:
+            for member in wanted:
+                self._check_member(member)
+            groups: dict[int, list[Any]] = {}
+            for member in dict.fromkeys(wanted):
+                groups.setdefault(self.shard_of(member), []).append(member)
+            return sum(self._boards[i].remove_many(group) for i, group in groups.items())
+
+    def clear(self) -> None:
+        """Remove every member of every shard.
+
+        Runtime complexity: O(N)
+        """
+        with self._lock:
+            for board in self._boards:
+                board.clear()
+
+    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
+        """Replace (or remove) a present member's metadata.
+
+        Runtime complexity: O(size of meta)
+        """
+        with self._lock:
+            self._check_member(member)
+            self._boards[self.shard_of(member)].set_meta(member, meta)
+
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """The member's metadata, or None.
+
+        Runtime complexity: O(size of meta)
+        """
+        shard = self._shard_or_none(member)
+        return None if shard is None else shard.board.meta(member)
+
+    # ------------------------------------------------------------------
+    # Pops and pruning (each shard's part is atomic, the whole is not)
+    # ------------------------------------------------------------------
+    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` best entries.
+
+        Runtime complexity: O(S (count + log N))
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        count = _check_count(count, "count")
+        with self._lock:
+            rows = self._window(0, count, with_meta)
+            entries = self._entries(rows, 0, "unique")
+            self._remove_rows(rows)
+            return entries
+
+    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """Remove and return up to ``count`` worst entries, worst first.
+
+        Runtime complexity: O(S (count + log N))
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        count = _check_count(count, "count")
+        with self._lock:
+            sizes = self._sizes()
+            n = sum(sizes)
+            count = min(count, n)
+            rows = self._window(n - count, n, with_meta, sizes=sizes)
+            entries = self._entries(rows, n - count, "unique")[::-1]
+            self._remove_rows(rows)
+            return entries
+
+    def remove_by_rank(self, start: int, stop: int) -> int:
+        """Remove the members ranked ``start`` to ``stop`` (1-based, negative
+        from the bottom); return how many.
+
+        Runtime complexity: O(S (k + log N))
+        """
+        with self._lock:
+            sizes = self._sizes()
+            lo, hi = _rank_window(start, stop, sum(sizes))
+            rows = self._window(lo, hi, False, sizes=sizes)
+            self._remove_rows(rows)
+            return len(rows)
+
+    def remove_by_score(
+        self,
+        min: Score | None,
+        max: Score | None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+    ) -> int:
+        """Remove every member whose score lies in the range; return how many.
+
+        Runtime complexity: O(S log N + k log N)
+        """
+        flags = {"min_inclusive": min_inclusive, "max_inclusive": max_inclusive}
+        with self._lock:
+            return sum(self._map(lambda s: s.board.remove_by_score(min, max, **flags)))
+
+    def keep_top(self, n: int) -> int:
+        """Keep only the best ``n`` members; return how many were removed.
+
+        Runtime complexity: O(S (k + log N))
+        """
+        n = _check_count(n, "n")
+        with self._lock:
+            return self.remove_by_rank(n + 1, -1) if n < len(self) else 0
+
+    # ------------------------------------------------------------------
+    # Point reads
+    # ------------------------------------------------------------------
+    def score(self, member: Member, default: Any = None) -> Any:
+        """The member's score, or ``default``.
+
+        Runtime complexity: O(1), one shard
+        """
+        shard = self._shard_or_none(member)
+        return default if shard is None else shard.board.score(member, default)
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
+        """The member's rank: members strictly ahead on every shard, plus one.
+
+        Runtime complexity: O(S log N) (dense: O(S D) for D better distinct scores)
+        """
+        found = self.entry(member, style=style)
+        return None if found is None else found.rank
+
+    def entry(
+        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> Entry | None:
+        """Score and rank together (and metadata on request), or None.
+
+        Runtime complexity: O(S log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        style = self._style(style)
+        shard = self._shard_or_none(member)
+        if shard is None:
+            return None
+        with self._lock:
+            key = self._now(shard.key(member))
+            if key is None:
+                return None
+            primary, tie, score = key
+            if style == "unique":
+                rank = sum(self._map(lambda s: s.before(primary, tie, member))) + 1
+            elif style == "competition":
+                rank = self._ahead(primary) + 1
+            else:
+                rank = self._distinct_ahead(primary) + 1
+            meta = shard.board.meta(member) if with_meta else None
+            return Entry(member, score, rank, meta)
+
+    def entries(
+        self,
+        members: Iterable[Member],
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry | None]:
+        """Entries for a list of members, in the order given (None if absent).
+
+        Runtime complexity: O(k S log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        style = self._style(style)  # checked even when no member is given
+        wanted = _member_list(members)
+        with self._lock:  # every entry from the same board, not split by a write
+            return [self.entry(m, style=style, with_meta=with_meta) for m in wanted]
+
+    def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
+        """The entry at a 1-based position (``-1`` is the last).
+
+        Runtime complexity: O(S log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        style = self._style(style)
+        given = _check_int(rank, "rank")
+        with self._lock:
+            sizes = self._sizes()
+            n = sum(sizes)
+            rank = given + n + 1 if given < 0 else given
+            if not 1 <= rank <= n:
+                raise rank_outside(given, n)
+            rows = self._window(rank - 1, rank, with_meta, sizes=sizes)
+            return self._entries(rows, rank - 1, style)[0]
+
+    def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int:
+        """The rank ``score`` would get now (nothing is written).
+
+        Runtime complexity: O(S log N)
+        """
+        style = self._style(style)
+        value = self._codec.check(score)
+        with self._lock:  # every shard's count from the same board
+            if style == "dense":
+                return self._distinct_ahead(self._codec.primary(value)) + 1
+            ranks = self._map(lambda s: s.rank_for(value, style))
+        return int(sum(ranks)) - len(ranks) + 1
+
+    def percentile(self, member: Member, *, method: PercentileMethod = "midpoint") -> float | None:
+        """The percent of the board this member's score beats.
+
+        Runtime complexity: O(S log N)
+        """
+        if method not in _PERCENTILE_METHODS:
+            raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
+        with self._lock:  # the member's score and the counts from the same board
+            value = self.score(member, _MISSING)
+            if value is _MISSING:
+                return None
+            counts = self._map(
+                lambda s: (
+                    s.count(None, value, True, False),
+                    s.count(None, value, True, True),
+                    s.size(),
+                )
+            )
+        lower, upper, n = (int(sum(column)) for column in zip(*counts, strict=True))
+        below, equal = (lower, upper - lower) if self._desc else (n - upper, upper - lower)
+        if method == "below":
+            return 100.0 * below / n
+        if method == "at_or_below":
+            return 100.0 * (below + equal) / n
+        return 100.0 * (below + equal / 2) / n
+
+    def score_at_percentile(self, p: float) -> Score | None:
+        """The score at percentile ``p`` (0 = worst, 100 = best), interpolated.
+
+        Runtime complexity: O(S log N)
+        """
+        p = check_percentile(p)
+        with self._lock:
+            sizes = self._sizes()
+            n = sum(sizes)
+            if n == 0:
+                return None
+            x = (n - 1) * p / 100
+            lo = math.floor(x)
+            hi = min(lo + 1, n - 1)
+            # worst-first index j is best-first rank n - 1 - j
+            rows = self._window(n - 1 - hi, n - lo, False, sizes=sizes)
+            low_score, high_score = rows[-1][3], rows[0][3]
+        if self._codec.columns is not None or lo == x:
+            return low_score  # type: ignore[no-any-return]
+        return _interpolate(low_score, high_score, x - lo, p)
+
+    # ------------------------------------------------------------------
+    # Range reads: merged, verified windows
+    # ------------------------------------------------------------------
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """The best ``k``: a k-way merge of every shard's best ``k``.
+
+        Runtime complexity: O(S k + k log S)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        k = _check_count(k, "k")
+        style = self._style(style)
+        with self._lock:
+            return self._entries(self._window(0, k, with_meta), 0, style)
+
+    def by_rank(
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries ranked ``start`` to ``stop`` inclusive (clamped like ``ZRANGE``).
+
+        Runtime complexity: O(S (k + log N)) when the first guess holds
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        style = self._style(style)
+        with self._lock:
+            sizes = self._sizes()
+            lo, hi = _rank_window(start, stop, sum(sizes))
+            return self._entries(self._window(lo, hi, with_meta, sizes=sizes), lo, style)
+
+    def page(
+        self,
+        number: int,
+        size: int = DEFAULT_PAGE_SIZE,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Page ``number`` (1-based, clamped) of ``size`` entries.
+
+        Runtime complexity: O(S (size + log N)) when the first guess holds
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        number = _check_int(number, "page number")
+        size = _check_size(size)
+        style = self._style(style)
+        with self._lock:
+            sizes = self._sizes()
+            n = sum(sizes)
+            number = min(max(number, 1), max(-(-n // size), 1))
+            lo = (number - 1) * size
+            rows = self._window(lo, min(lo + size, n), with_meta, sizes=sizes)
+            return self._entries(rows, lo, style)
+
+    def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
+        """Number of pages of ``size`` entries.
+
+        Runtime complexity: O(S)
+        """
+        size = _check_size(size)
+        return -(-len(self) // size)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        fill: bool = False,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """The member with its neighbours: on every shard the rows just ahead
+        of and behind the member's key.
+
+        Runtime complexity: O(S (log N + above + below))
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        above = _check_count(above, "above")
+        below = _check_count(below, "below")
+        fill = _check_flag(fill, "fill")
+        style = self._style(style)
+        shard = self._shard_or_none(member)
+        if shard is None:
+            return []
+        with self._lock:
+            key = self._now(shard.key(member))
+            if key is None:
+                return []
+            counted = self._map(lambda s: (s.before(key[0], key[1], member), s.size()))
+            ahead, sizes = [c for c, _ in counted], [z for _, z in counted]
+            n = sum(sizes)
+            r0 = sum(ahead)
+            lo, hi = r0 - above, r0 + below + 1
+            if fill:
+                if lo < 0:
+                    hi, lo = min(n, hi - lo), 0
+                elif hi > n:
+                    lo, hi = max(0, lo - (hi - n)), n
+            lo, hi = max(lo, 0), min(hi, n)
+            guess = [a - (r0 - lo) for a in ahead]
+            return self._entries(self._window(lo, hi, with_meta, guess, sizes), lo, style)
+
+    def by_score(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """Entries whose score lies between ``min`` and ``max``, best first.
+
+        Runtime complexity: O(S (k + log N))
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        offset = _check_count(offset, "offset")
+        if limit is not None:
+            limit = _check_count(limit, "limit")
+        style = self._style(style)
+        with self._lock:
+            lo, hi, sizes = self._score_positions(min, max, min_inclusive, max_inclusive)
+            n = sum(sizes)
+            first, last = (n - hi, n - lo) if self._desc else (lo, hi)
+            first += offset
+            if limit is not None:
+                last = builtins_min(last, first + limit)
+            if first >= last:
+                return []
+            rows = self._window(first, last, with_meta, sizes=sizes)
+            return self._entries(rows, first, style)
+
+    def count(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+    ) -> int:
+        """How many members have a score in the range (a sum over shards).
+
+        Runtime complexity: O(S log N)
+        """
+        with self._lock:  # every shard's count from the same board
+            return sum(self._map(lambda s: s.count(min, max, min_inclusive, max_inclusive)))
+
+    def items(self) -> list[tuple[Member, Score]]:
+        """``(member, score)`` pairs in rank order: a merge of every shard.
+
+        Runtime complexity: O(N log S)
+        """
+        with self._lock:
+            return [(row[2], row[3]) for row in self._window(0, _ALL, False)]
+
+    # ------------------------------------------------------------------
+    # Invariants
+    # ------------------------------------------------------------------
+    def _check(self) -> None:
+        """Every shard's invariants, placement, and the clock."""
+        with self._lock:
+            for i, board in enumerate(self._boards):
+                board._check()
+                for member, _ in board.items():
+                    assert self.shard_of(member) == i, f"{member!r} is on shard {i}"
+            assert self._clock <= max(self._map(Shard.clock)) or not len(self)
+
+    # ------------------------------------------------------------------
+    # Helpers
+    # ------------------------------------------------------------------
+    def _style(self, style: RankStyle | None) -> RankStyle:
+        if style is None:
+            return self._rank_style
+        _check_style(style)
+        return style
+
+    def _shard_or_none(self, member: object) -> Shard | None:
+        kind = type(member)
+        if kind is str or kind is bytes or kind is int or is_member(member):
+            return self._shards[self.shard_of(member)]  # type: ignore[arg-type]
+        check_lookup(member)  # a hashable value of another type is just absent
+        return None
+
+    def _member_type(self) -> type | None:
+        for shard in self._shards:
+            kind = shard.member_type()
+            if kind is not None:
+                return kind
+        return None
+
+    def _check_member(self, member: object, kind: type | None = _MISSING) -> None:  # type: ignore[assignment]
+        """As the one-board check: on a ``tie_break="member"`` board every
+        member has the type of the members already there (on any shard)."""
+        check_member(member)
+        if self._tie_break != "member":
+            return
+        have = self._member_type() if kind is _MISSING else kind
+        if have is not None and type(member) is not have:
+            raise TypeError(
+                f"this board breaks ties by member and holds {have.__name__} "
+                f"members; {type(member).__name__} members would not compare"
+            )
+
+    def _write(self, member: Member, action: Callable[[Any], Any]) -> Any:
+        with self._lock:
+            self._check_member(member)
+            shard = self._shards[self.shard_of(member)]
+            with shard.floor(self._clock):
+                result = action(shard.board)
+            self._clock = max(self._clock, shard.last_clock())
+            return result
+
+    def _batch(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        when: When | None,
+        *,
+        increment: bool,
+    ) -> tuple[int, dict[Member, Score]]:
+        """Plan a batch as consecutive single writes would run it, then apply
+        each shard's part in one call.
+
+        Returns what ``set_many`` reports (how many members changed) and what
+        ``incr_many`` reports (each member's score now).
+
+        A shard written by another writer since the plan read it refuses the
+        plan's part.  The batch then re-reads the shards it has not written
+        yet (that one included) and plans their part again, from what they
+        hold now and with tie clocks after every clock on the board, in
+        batch order; what that plan reports replaces the first plan's for
+        their members.  So the batch never gives two members the same tie
+        clock (the old plan's clocks for the later shards would repeat or
+        undercut the ones the other writer's write took), and its members
+        tie as a serial run would leave them: first the part already written,
+        then the rest in batch order.
+        """
+        what = "delta" if increment else "score"
+        source = items.items() if isinstance(items, Mapping) else items
+        codec = self._codec
+        with self._lock:
+            kind = self._member_type() if self._tie_break == "member" else None
+            pairs: list[tuple[Any, Score]] = []
+            for pair in source:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
+                member, value = pair
+                self._check_member(member, kind)
+                if self._tie_break == "member" and kind is None:
+                    kind = type(member)
+                pairs.append((member, codec.check(value, what)))
+            placed = {m: self.shard_of(m) for m, _ in pairs}
+            groups: dict[int, list[Any]] = {}
+            for member in dict.fromkeys(placed):
+                groups.setdefault(placed[member], []).append(member)
+            states: dict[Any, Any] = {}
+            for i, members in groups.items():
+                states.update(self._shards[i].states(members))
+            current, stamps, results, clock = self._plan(
+                pairs, states, self._clock, when, increment
+            )
+            for member, stamp in stamps.items():
+                shard = self._shards[placed[member]]
+                shard.validate(current[member])
+                if shard.remote and stamp > MAXCLOCK:
+                    # A Redis shard refuses it in its own script, but only
+                    # after the shards before it took their part of the batch.
+                    raise ValueError(
+                        f"the tie clock would pass 2**53 - 1 (it is at {self._clock}), the "
+                        "largest a Redis shard holds: the batch is refused whole, nothing "
+                        "was written"
+                    )
+            order = list(groups)
+            written = 0  # changes of the shards already written
+            at = 0
+            while at < len(order):
+                i = order[at]
+                changes: list[Change] = [
+                    (PUT, m, current[m], c) for m, c in stamps.items() if placed[m] == i
+                ]
+                if not changes:
+                    at += 1
+                    continue  # nothing to write: what the plan read stands (as if run first)
+                expect = [(m, states[m]) for m in groups[i]]
+                if self._shards[i].commit(changes, expect):
+                    written += len(changes)
+                    at += 1
+                    continue
+                # Another writer changed shard i: plan the shards not written
+                # yet again, from their states now, after every clock in use.
+                rest = set(order[at:])
+                states = {}
+                for j in order[at:]:
+                    states.update(self._shards[j].states(groups[j]))
+                base = max(self._clock, *self._map(Shard.clock))
+                mine = [(m, v) for m, v in pairs if placed[m] in rest]
+                current, stamps, replanned, clock = self._plan(mine, states, base, when, increment)
+                for member in current:
+                    self._shards[placed[member]].validate(current[member])
+                results.update(replanned)
+            self._clock = max(self._clock, clock)
+            return written, results
+
+    def _plan(
+        self,
+        pairs: list[tuple[Any, Score]],
+        states: dict[Any, Any],
+        clock: int,
+        when: When | None,
+        increment: bool,
+    ) -> tuple[dict[Any, Any], dict[Any, int], dict[Member, Score], int]:
+        """:meth:`Leaderboard._apply_batch` over every shard at once: run
+        ``pairs`` one after another against ``states`` (exact scores, or
+        ``_MISSING``), the clock counting up from ``clock``.
+
+        Returns each changed member's final score, the tie clock of its last
+        change (in clock order), what each member reports (its score after
+        the batch; none for a pair ``when`` skipped) and the last clock used.
+        """
+        codec = self._codec
+        current: dict[Any, Any] = {}
+        stamps: dict[Any, int] = {}
+        results: dict[Member, Score] = {}
+        zero = 0 if codec.columns is None else (0,) * codec.columns
+        for member, value in pairs:
+            old = current.get(member, states[member])
+            if increment:
+                new = codec.add(zero if old is _MISSING else old, value, member)
+            else:
+                new = value
+                if when is not None and codec.blocks(when, None if old is _MISSING else old, new):
+                    continue
+            if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                results[member] = old  # an equal score: the shard keeps the one it holds
+                continue
+            results[member] = new
+            clock += 1
+            current[member] = new
+            stamps.pop(member, None)
+            stamps[member] = clock
+        return current, stamps, results, clock
+
+    def _remove_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        groups: dict[int, list[Any]] = {}
+        for row in rows:
+            groups.setdefault(self.shard_of(row[2]), []).append(row[2])
+        for i, members in groups.items():
+            self._boards[i].remove_many(members)
+
+
+builtins_min = min
+
+
+def _settings(board: Any) -> dict[str, Any]:
+    """The settings every shard of one board must share, as comparable values.
+
+    Merged reads compare keys of one shard with scores and keys of another,
+    so shards must sort alike (``order``, ``tie_break``) and hold the same
+    values: a packed Redis shard holds only whole ticks inside its window,
+    which an exact shard (in-process, or Redis without packing) does not
+    limit.  ``rank_style`` is shared so that a shard read on its own ranks
+    as the sharded board does by default.
+    """
+    packing = board.packing if isinstance(board, RedisLeaderboard) else None
+    return {
+        "order": board.order,
+        "tie_break": board.tie_break,
+        "rank_style": board.rank_style,
+        "packing": _describe_packing(packing),
+    }
+
+
+def _describe_packing(packing: PackedScore | None) -> str:
+    if packing is None:
+        return "none (exact scores)"
+    return (
+        f"PackedScore(window_start={packing.window_start}, bits={packing.bits}, "
+        f"resolution={packing.resolution}, descending={packing.descending})"
+    )
+
+
+def _check_shard_count(shards: object) -> int:
+    """``shards`` as a number of shards: an int (not a bool), at least 1.
+
+    Runtime complexity: O(1)
+
+    >>> _check_shard_count(True)
+    Traceback (most recent call last):
+    ...
+    TypeError: shards must be an int, not bool
+    """
+    count = _check_int(shards, "shards")
+    if count < 1:
+        raise ValueError(f"shards must be at least 1, not {count}")
+    return count
+
+
+def _check_distinct(boards: list[Any]) -> None:
+    """Raise ``ValueError`` when two shards are one board (one object, or two
+    handles on the same keys of one client), which would hold each other's
+    members, or two Redis shards share one event log (each would rebuild
+    from the other's records).
+
+    Runtime complexity: O(S)
+    """
+    boards_seen: dict[Any, int] = {}
+    logs_seen: dict[int, int] = {}
+    for i, board in enumerate(boards):
+        remote = isinstance(board, RedisLeaderboard)
+        ident = (id(board.redis), tuple(board.keys)) if remote else id(board)
+        if ident in boards_seen:
+            raise ValueError(f"shards {boards_seen[ident]} and {i} are one board")
+        boards_seen[ident] = i
+        if remote and board.log is not None:
+            if id(board.log) in logs_seen:
+                raise ValueError(
+                    f"shards {logs_seen[id(board.log)]} and {i} share one event log: "
+                    "each shard needs its own"
+                )
+            logs_seen[id(board.log)] = i
+
+
+def _check_agreement(boards: list[Any]) -> None:
+    """Raise ``ValueError`` naming the first shard whose settings differ from
+    shard 0's, and the setting.
+
+    Runtime complexity: O(S)
+    """
+    want = _settings(boards[0])
+    for i, board in enumerate(boards[1:], start=1):
+        have = _settings(board)
+        for setting, value in want.items():
+            if have[setting] != value:
+                shown = str if setting == "packing" else repr
+                raise ValueError(
+                    f"shard {i} has {setting} {shown(have[setting])}, shard 0 has "
+                    f"{setting} {shown(value)}: every shard must have the same {setting}"
+                )
+
+
+def _check_places(boards: list[Any]) -> None:
+    """Raise ``ValueError`` naming the first shard stored as another shard
+    (another index, or one of another number of shards) than it is here.
+
+    A Redis shard created by :meth:`ShardedLeaderboard.on_redis` stores its
+    place; a shard without one (an in-process or durable board, a Redis board
+    created on its own or by an earlier version) is taken as given.  The
+    places were read when the shards were opened: no round trip.
+
+    Runtime complexity: O(S)
+    """
+    for i, board in enumerate(boards):
+        place = board._shard_place if isinstance(board, RedisLeaderboard) else None
+        if place is not None and place != (i, len(boards)):
+            raise ValueError(
+                f"shard {i} ({board.name!r}) was created as shard {place[0]} of {place[1]}; "
+                f"this board has {len(boards)} shards: a member's shard depends on both, so "
+                f"members would be looked up on the wrong shard (pass the {place[1]} shards "
+                "in the order they were created)"
+            )
+
+
+def _rank_window(start: int, stop: int, n: int) -> tuple[int, int]:
+    """1-based inclusive ranks (negative from the bottom) to 0-based [lo, hi)."""
+    start = _check_int(start, "start")
+    stop = _check_int(stop, "stop")
+    if start == 0 or stop == 0:
+        raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+    if start < 0:
+        start += n + 1
+    if stop < 0:
+        stop += n + 1
+    lo = max(start, 1) - 1
+    hi = builtins_min(stop, n)
+    return (lo, hi) if lo < hi else (0, 0)
+
+
+def _sharded_from_shards(
+    boards: list[Leaderboard], rank_style: RankStyle, clock: int
+) -> ShardedLeaderboard:
+    """Rebuild a pickled :class:`ShardedLeaderboard` from its unpickled shards.
+
+    Runtime complexity: O(S)
+    """
+    board = ShardedLeaderboard(boards, rank_style=rank_style)
+    board._clock = max(board._clock, clock)
+    return board

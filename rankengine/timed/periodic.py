@@ -1,0 +1,1510 @@
+"""Periodic boards: one leaderboard per time period ("this week", "today").
+
+A :class:`PeriodicLeaderboard` routes every write to the board of the period
+its timestamp falls in, keeps the last few periods queryable, archives older
+ones to a file and drops them from memory, and calls a callback with the
+final standings when a period closes.  Reads never merge anything: a period
+*is* one :class:`~rankengine.Leaderboard`.
+
+Time is cut into periods by a calendar (see :mod:`rankengine.timed.calendars`:
+hourly, daily, ISO weekly, monthly, fixed length or cron; all arithmetic in
+UTC plus an optional fixed offset).
+
+>>> calendar("weekly").period_of(1_798_761_600).name   # 2027-01-01T00:00Z
+'2026-W53'
+
+Open, closed, late
+------------------
+A period is *open* from its start until ``end + grace`` (``grace`` seconds
+of allowed lateness, default 0), then *closed*: its standings are final, the
+``on_close`` callback runs once with its board, and it stays queryable while
+it is among the ``keep`` periods before the current one.  After that it is
+archived (if an ``archive`` directory is given) and dropped from memory.
+
+A write goes to the period of *its own* timestamp when that period is open.
+A write for a closed period is late and follows ``late``: ``"reject"``
+raises :class:`LateEventError` (the default), ``"drop"`` ignores it and
+counts it in :attr:`PeriodicLeaderboard.late_dropped` (bad input still
+raises, as it would on time), ``"current"`` counts
+it in the current period (but a pop or a removal by rank or score, which
+picks its members by the closed period's final standings, raises
+:class:`LateEventError` under ``"current"`` too).  A write for a period that has not started yet is
+refused with ``ValueError``.  The board's "now" is the injectable ``clock``
+and never moves backwards.  A write its period's board refuses (bad member,
+score, ``when`` or metadata) changes nothing: no board is left behind for
+a period nobody wrote to.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import struct
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final, Literal, TypeAlias
+
+import msgpack
+
+from rankengine.board.copying import Uncopyable
+from rankengine.board.core import _check_count, _check_flag, _member_list
+from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle, When
+from rankengine.board.reads import DEFAULT_PAGE_SIZE, PercentileMethod
+from rankengine.board.scoring import Member, Score, check_member, check_meta
+from rankengine.durable.board import (
+    BOARD_SETTINGS,
+    DurableLeaderboard,
+    FsyncPolicy,
+    _check_fsync,
+    _check_options,
+    _make_directory,
+    _pop_log_options,
+)
+from rankengine.durable.eventlog import crash_point
+from rankengine.durable.manifest import DirectoryLock
+from rankengine.durable.snapshot import fsync_dir
+from rankengine.timed.calendars import (
+    Calendar,
+    Cron,
+    Daily,
+    Every,
+    Hourly,
+    Monthly,
+    Period,
+    Weekly,
+    _check_time,
+    calendar,
+)
+
+__all__ = [
+    "Calendar",
+    "Cron",
+    "Daily",
+    "Every",
+    "Hourly",
+    "LateEventError",
+    "LatePolicy",
+    "Monthly",
+    "Period",
+    "PeriodicLeaderboard",
+    "Weekly",
+    "calendar",
+    "read_archive",
+    "write_archive",
+]
+
+LatePolicy: TypeAlias = Literal["reject", "drop", "current"]
+_LATE_POLICIES: Final = ("reject", "drop", "current")
+#: Constructor options that :meth:`PeriodicLeaderboard.open` refuses: a
+#: durable board archives to ``<path>/archive`` and opens its own boards.
+_OPEN_OWNS: Final = ("archive", "board_factory")
+
+
+class LateEventError(ValueError):
+    """A write for a period that is already closed (its standings are final)."""
+
+    def __init__(self, t: float, period: Period, now: float) -> None:
+        super().__init__(
+            f"event at t={t} is late: period {period.name} closed at "
+            f"{period.end} + grace and now is {now}"
+        )
+        self.t = t
+        self.period = period
+
+
+# ----------------------------------------------------------------------
+# Archive files
+# ----------------------------------------------------------------------
+#: File header: magic, payload length and CRC-32 of the payload.  The magic
+#: names the format and its version; the CRC catches a torn or rotted file.
+ARCHIVE_MAGIC: Final = b"RKARCH01"
+_HEADER: Final = struct.Struct("<8sII")
+ARCHIVE_SUFFIX: Final = ".rkarchive"
+#: Prefix of an archive while it is written (hidden: :meth:`PeriodicLeaderboard.archived`
+#: skips it; a durable board's reopen removes one a crash left).
+_ARCHIVE_TMP: Final = ".tmp-"
+
+
+def _board_settings(board: Leaderboard) -> dict[str, Any]:
+    order = board.order
+    return {
+        "order": list(order) if isinstance(order, tuple) else order,
+        "tie_break": board.tie_break,
+        "rank_style": board.rank_style,
+    }
+
+
+def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboard) -> None:
+    """Write ``board`` (every member with score, tie clock and metadata) as
+    the final standings of ``period`` to ``path``, atomically.
+
+    Format: ``magic (8 bytes) | length (u32 LE) | crc32 (u32 LE) | msgpack``,
+    the payload a map with the period, the board's settings, its logical
+    clock and its rows in index order.  The file is written next to its
+    final name, flushed to disk, then renamed over it, and the directory is
+    fsynced.
+
+    Runtime complexity: O(N)
+    """
+    with board._lock:
+        payload = {
+            "period": list(period),
+            "settings": _board_settings(board),
+            "clock": board.clock,
+            "rows": [list(row) for row in board._export()],
+        }
+    body = msgpack.packb(payload, use_bin_type=True)
+    data = _HEADER.pack(ARCHIVE_MAGIC, len(body), zlib.crc32(body)) + body
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=_ARCHIVE_TMP, suffix=ARCHIVE_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        crash_point("archive_rename")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    # the rename is durable only with its directory: a periodic board deletes
+    # the period's own files right after archiving it
+    fsync_dir(str(target.parent))
+
+
+def read_archive(path: str | os.PathLike[str], **config: Any) -> tuple[Period, Leaderboard]:
+    """Read an archive written by :func:`write_archive`: the period and a new
+    board identical to the archived one (same ranks, ties and metadata).
+    ``config`` overrides board settings (e.g. ``backend``).
+
+    :raises ValueError: the file is not an archive, or is damaged.
+
+    Runtime complexity: O(N)
+    """
+    data = Path(path).read_bytes()
+    if len(data) < _HEADER.size:
+        raise ValueError(f"{path}: too short to be an archive")
+    magic, length, crc = _HEADER.unpack_from(data)
+    body = data[_HEADER.size :]
+    if magic != ARCHIVE_MAGIC:
+        raise ValueError(f"{path}: not a rankengine archive (magic {magic!r})")
+    if len(body) != length or zlib.crc32(body) != crc:
+        raise ValueError(f"{path}: archive is damaged (length or checksum mismatch)")
+    payload = msgpack.unpackb(body, raw=False, strict_map_key=False, use_list=True)
+    settings = dict(payload["settings"])
+    if isinstance(settings["order"], list):
+        settings["order"] = tuple(settings["order"])
+    board = Leaderboard(**{**settings, **config})
+    board._restore(((m, s, c, meta) for m, s, c, meta in payload["rows"]), payload["clock"])
+    name, start, end = payload["period"]
+    return Period(name, start, end), board
+
+
+def _file_name(name: str) -> str:
+    """Period names may hold ``:``; file names should not."""
+    return name.replace(":", "_")
+
+
+# ----------------------------------------------------------------------
+# The periodic board
+# ----------------------------------------------------------------------
+class PeriodicLeaderboard(Uncopyable):
+    """A leaderboard per period of a calendar, with retention, archive and
+    close callbacks.  See the module docstring for the time and late rules.
+
+    :param cal: a :class:`Calendar`, a calendar name or a cron expression.
+    :param keep: closed periods kept queryable behind the current one.
+    :param grace: seconds after a period's end during which writes for it
+        are still accepted (allowed lateness); it closes after that.
+    :param late: what a write for a closed period does:
+        ``"reject"``, ``"drop"`` or ``"current"``.
+    :param clock: returns "now" in POSIX seconds (injectable for tests).
+    :param on_close: called as ``on_close(period, board)`` once per period,
+        in period order, when it closes; ``board`` holds the final standings
+        (read it, don't write it).  If it raises, the error reaches the caller
+        and the call is retried at the next call (at-least-once).  It runs
+        on the thread whose call closed the period, holding the periodic
+        board's lock: it may read ``board`` and the periodic board, but
+        must not wait for another thread that uses the periodic board
+        (that thread waits for the lock, so both would wait forever); hand
+        slow work (prizes over the network) to a queue instead.
+    :param archive: a directory: a dropped period is written there as
+        ``<name>.rkarchive`` (see :func:`write_archive`) before leaving memory.
+    :param board_factory: builds the board of a new period, e.g. a durable
+        ``lambda p: Leaderboard.open(root / p.name)``; default
+        ``Leaderboard(**board_config)``.
+    :param board_config: settings for the default boards (``order``, ...).
+
+    Every call first *advances*: it reads the clock, creates the current
+    period's board, closes periods whose grace ran out (callbacks), and
+    archives/drops closed periods that fell out of ``keep``.  :meth:`tick`
+    does only that, for a scheduler.
+
+    Copying: ``copy.copy``, ``copy.deepcopy`` and pickling raise
+    :class:`TypeError`.  The board runs on a clock function and callbacks
+    (``on_close`` would fire twice for one period) and may own an archive or
+    root directory; copy a period's standings instead:
+    ``board.board(period).copy()`` is an independent :class:`Leaderboard`.
+
+    >>> now = [1_798_416_000.0]                  # Monday 2026-12-28 00:00Z
+    >>> closed = []
+    >>> weekly = PeriodicLeaderboard("weekly", clock=lambda: now[0],
+    ...                              on_close=lambda p, b: closed.append((p.name, b.items())))
+    >>> weekly.incr("ann", 30), weekly.incr("bob", 10)
+    (30, 10)
+    >>> weekly.current.name, [e.member for e in weekly.top()]
+    ('2026-W53', ['ann', 'bob'])
+    >>> now[0] += 7 * 86400                      # a week later
+    >>> weekly.incr("bob", 5)
+    5
+    >>> closed
+    [('2026-W53', [('ann', 30), ('bob', 10)])]
+    >>> weekly.top(period="2026-W53")[0].member, weekly.current.name
+    ('ann', '2027-W01')
+    """
+
+    _copy_advice = (
+        "it runs on a clock and callbacks and may own a directory; copy a period's "
+        "standings instead: board.board().copy() (or board.board(period).copy())"
+    )
+
+    def __init__(
+        self,
+        cal: Calendar | str,
+        *,
+        keep: int = 1,
+        grace: float = 0.0,
+        late: LatePolicy = "reject",
+        clock: Callable[[], float] = time.time,
+        on_close: Callable[[Period, Leaderboard], None] | None = None,
+        archive: str | os.PathLike[str] | None = None,
+        board_factory: Callable[[Period], Leaderboard] | None = None,
+        **board_config: Any,
+    ) -> None:
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValueError(f"keep must be an int >= 0, not {keep!r}")
+        grace = _check_time(grace, "grace")
+        if grace < 0:
+            raise ValueError(f"grace must be >= 0, not {grace!r}")
+        if late not in _LATE_POLICIES:
+            raise ValueError(f"late must be one of {_LATE_POLICIES}, not {late!r}")
+        # settings only (open() gives the log options to the boards it opens):
+        # a misspelt or bad one is refused here, not at the first write
+        _check_options(board_config, BOARD_SETTINGS, "PeriodicLeaderboard")
+        Leaderboard(**board_config)
+        self._calendar = calendar(cal)
+        self._keep = keep
+        self._grace = grace
+        self._late: LatePolicy = late
+        self._clock = clock
+        self._on_close = on_close
+        self._archive = None if archive is None else Path(archive)
+        if self._archive is not None:
+            self._archive.mkdir(parents=True, exist_ok=True)
+        #: the settings of the boards it makes; open() adds the log options
+        #: of the durable ones, which the empty detached board of an
+        #: unwritten period does not take (it reads _plain_config)
+        self._board_config = board_config
+        self._plain_config = dict(board_config)
+        self._factory = board_factory or (lambda _period: Leaderboard(**board_config))
+        self._boards: dict[str, Leaderboard] = {}
+        self._periods: dict[str, Period] = {}
+        self._closed: set[str] = set()
+        self._now = -math.inf
+        #: before this time, advancing has nothing to do (see _advance)
+        self._horizon = -math.inf
+        self._late_dropped = 0
+        #: periods that a tick() which raised had closed, oldest first: the
+        #: next tick() returns them (see tick)
+        self._unreported: list[Period] = []
+        #: True while an on_close callback runs: a read it makes through this
+        #: board must not advance again (it would close the same period again)
+        self._closing = False
+        # Lock order: this lock, then a period board's lock.  A window over
+        # these buckets takes its own lock before this one (see window.py);
+        # the hooks below run under this lock and take none.
+        self._lock = threading.RLock()
+        #: True after close() closed durable period boards: the board then
+        #: stays as it was (no new period boards, no closing or dropping).
+        self._shut = False
+        #: Called as ``hook(period, members)`` after each write (the sliding
+        #: window marks those members for its next refresh).
+        self._write_hook: Callable[[Period, Iterable[Member]], None] | None = None
+        #: Called as ``hook(period, board)`` just before a period leaves memory.
+        self._drop_hook: Callable[[Period, Leaderboard], None] | None = None
+        #: The directory store of a durable board (see :meth:`open`), or None.
+        self._store: _DirectoryStore | None = None
+        #: The durable board's lock on its root directory, held until close().
+        self._root_lock: DirectoryLock | None = None
+
+    # ------------------------------------------------------------------
+    # Time and periods
+    # ------------------------------------------------------------------
+    @property
+    def calendar(self) -> Calendar:
+        """The calendar that cuts time into periods."""
+        return self._calendar
+
+    @property
+    def keep(self) -> int:
+        """How many closed periods stay queryable behind the current one."""
+        return self._keep
+
+    @property
+    def late_dropped(self) -> int:
+        """Late writes ignored under ``late="drop"``."""
+        return self._late_dropped
+
+    @property
+    def current(self) -> Period:
+        """The period holding "now" (after advancing)."""
+        with self._lock:
+            return self._calendar.period_of(self._advance())
+
+    def now(self) -> float:
+        """The board's time: the clock, never less than a time already seen."""
+        with self._lock:
+            return self._advance()
+
+    def period_of(self, t: float) -> Period:
+        """The period a write at time ``t`` belongs to (by the calendar alone)."""
+        return self._calendar.period_of(t)
+
+    def periods(self) -> list[Period]:
+        """Periods held in memory, oldest first (the current one last).
+
+        Runtime complexity: O(P log P) for P periods held
+        """
+        with self._lock:
+            self._advance()
+            return sorted(self._periods.values(), key=lambda p: p.start)
+
+    def is_open(self, period: Period | str) -> bool:
+        """True while writes for ``period`` are accepted: from its start
+        until ``end + grace`` (a period that has not started is not open).
+
+        >>> board = PeriodicLeaderboard("daily", grace=60, clock=lambda: 86_430.0)
+        >>> board.is_open("1970-01-01"), board.is_open("1970-01-02"), board.is_open("1970-01-03")
+        (True, True, False)
+        """
+        with self._lock:
+            now = self._advance()
+            target = self._resolve(period)
+            return target.start <= now < target.end + self._grace
+
+    def tick(self) -> list[Period]:
+        """Advance to "now": run due close callbacks and archive old periods.
+
+        If a callback (or a durable board's closed marker) raises, the error
+        reaches the caller, and the periods this call had closed before it
+        are returned by the next ``tick()``, ahead of those it closes: every
+        period a ``tick()`` closes is in one ``tick()``'s return value.
+        Periods that other calls close are in none.
+
+        :return: the periods that closed during this call (and during a
+            ``tick()`` before it that raised), oldest first.
+
+        Runtime complexity: O(P log P) for P periods held, plus the callbacks
+        and archives due
+
+        >>> now = [0.0]
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: now[0])
+        >>> board.tick()
+        []
+        >>> now[0] = 86_400.0
+        >>> [p.name for p in board.tick()]
+        ['1970-01-01']
+        """
+        with self._lock:
+            # periods that a tick() which raised had closed: reported now
+            closed, self._unreported = self._unreported, []
+            try:
+                self._advance(closed)
+            except BaseException:
+                self._unreported = closed
+                raise
+            return closed
+
+    # ------------------------------------------------------------------
+    # Writes
+    # ------------------------------------------------------------------
+    def set(
+        self,
+        member: Member,
+        score: Score,
+        *,
+        t: float | None = None,
+        when: When | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """:meth:`Leaderboard.set` on the board of the period of ``t`` (default now).
+
+        :return: True if the board changed; False also when a late write was dropped.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                changed = self._target(period).set(member, score, when=when, meta=meta)
+            if period is None:
+                return False
+            self._wrote(period, (member,))
+            return changed
+
+    def incr(
+        self, member: Member, delta: Score = 1, *, t: float | None = None, when: When | None = None
+    ) -> Score | None:
+        """:meth:`Leaderboard.incr` on the board of the period of ``t`` (default now).
+
+        :return: the new score, or None if ``when`` blocked it or a late
+            write was dropped.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                result = self._target(period).incr(member, delta, when=when)
+            if period is None:
+                return None
+            self._wrote(period, (member,))
+            return result
+
+    def set_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        t: float | None = None,
+        when: When | None = None,
+    ) -> int:
+        """:meth:`Leaderboard.set_many`, all at time ``t`` (default now).
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                pairs = list(items.items() if isinstance(items, Mapping) else items)
+                changed = self._target(period).set_many(pairs, when=when)
+            if period is None:
+                return 0
+            self._wrote(period, [pair[0] for pair in pairs])
+            return changed
+
+    def incr_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        t: float | None = None,
+    ) -> dict[Member, Score]:
+        """:meth:`Leaderboard.incr_many`, all at time ``t`` (default now).
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                pairs = list(items.items() if isinstance(items, Mapping) else items)
+                result = self._target(period).incr_many(pairs)
+            if period is None:
+                return {}
+            self._wrote(period, result)
+            return result
+
+    def remove(self, member: Member, *, t: float | None = None) -> bool:
+        """Remove ``member`` from the board of the period of ``t`` (default now).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                removed = self._target(period).remove(member)
+            if period is None:
+                return False
+            self._wrote(period, (member,))
+            return removed
+
+    def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
+        """:meth:`Leaderboard.remove_many` on the board of the period of
+        ``t`` (default now): every member is checked before any is removed.
+
+        :return: how many were present; 0 also when a late write was dropped.
+
+        Runtime complexity: O(k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.remove_many(["ann", "cid", "zed"]), board.board().items()
+        (2, [('bob', 2)])
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                wanted = _member_list(members)  # read once, inside: a failing iterable undoes
+                removed = self._target(period).remove_many(wanted)
+            if period is None:
+                return 0
+            self._wrote(period, wanted)
+            return removed
+
+    def pop_best(
+        self, count: int = 1, *, t: float | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.pop_best` on the board of the period of ``t``
+        (default now): remove and return up to ``count`` best entries.
+
+        For a closed period (its standings are final) it raises
+        :class:`LateEventError` under ``late="reject"`` and ``"current"``
+        (moved to the current period, it would pop that period's best, not
+        the closed one's), and returns ``[]`` under ``"drop"``.
+
+        Runtime complexity: O(count log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> [e.member for e in board.pop_best(2)], board.board().items()
+        (['ann', 'bob'], [('cid', 1)])
+        """
+        return self._pop("pop_best", count, t, with_meta)
+
+    def pop_worst(
+        self, count: int = 1, *, t: float | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.pop_worst` on the board of the period of ``t``
+        (default now): remove and return up to ``count`` worst entries,
+        worst first.  A closed period: as :meth:`pop_best`.
+
+        Runtime complexity: O(count log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> [e.member for e in board.pop_worst(2)], board.board().items()
+        (['cid', 'bob'], [('ann', 3)])
+        """
+        return self._pop("pop_worst", count, t, with_meta)
+
+    def _pop(
+        self,
+        pop: Literal["pop_best", "pop_worst"],
+        count: int,
+        t: float | None,
+        with_meta: bool,
+    ) -> list[Entry]:
+        """:meth:`pop_best` or :meth:`pop_worst` (``pop`` names the period
+        board's method), routed as they say.
+
+        Runtime complexity: O(count log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:
+            with self._routed(t, redirect=False) as period:
+                popped: list[Entry] = getattr(self._target(period), pop)(count, with_meta=with_meta)
+            if period is None:
+                return []
+            self._wrote(period, [entry.member for entry in popped])
+            return popped
+
+    def remove_by_rank(self, start: int, stop: int, *, t: float | None = None) -> int:
+        """:meth:`Leaderboard.remove_by_rank` on the board of the period of
+        ``t`` (default now): remove the members ranked ``start`` to ``stop``
+        inclusive (1-based, negative from the bottom).  A closed period: as
+        :meth:`pop_best` (``"drop"`` returns 0).
+
+        Runtime complexity: O(log N + k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.remove_by_rank(2, -1), board.board().items()
+        (2, [('ann', 3)])
+        """
+        with self._lock:
+            with self._routed(t, redirect=False) as period:
+                board = self._target(period)
+                with board._lock:
+                    gone = self._going(period, lambda: board.by_rank(start, stop))
+                    removed = board.remove_by_rank(start, stop)
+            if period is None:
+                return 0
+            self._wrote(period, gone)
+            return removed
+
+    def remove_by_score(
+        self,
+        min: Score | None,  # the names of Leaderboard.remove_by_score
+        max: Score | None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        t: float | None = None,
+    ) -> int:
+        """:meth:`Leaderboard.remove_by_score` on the board of the period of
+        ``t`` (default now): remove every member whose score lies in the
+        range (``None`` leaves an end open).  A closed period: as
+        :meth:`pop_best` (``"drop"`` returns 0).
+
+        Runtime complexity: O(log N + k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.remove_by_score(None, 2), board.board().items()
+        (2, [('ann', 3)])
+        """
+        with self._lock:
+            with self._routed(t, redirect=False) as period:
+                board = self._target(period)
+                with board._lock:
+                    gone = self._going(
+                        period,
+                        lambda: board.by_score(
+                            min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
+                        ),
+                    )
+                    removed = board.remove_by_score(
+                        min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
+                    )
+            if period is None:
+                return 0
+            self._wrote(period, gone)
+            return removed
+
+    def keep_top(self, n: int, *, t: float | None = None) -> int:
+        """:meth:`Leaderboard.keep_top` on the board of the period of ``t``
+        (default now): keep only its best ``n`` members.  A closed period:
+        as :meth:`pop_best` (``"drop"`` returns 0).
+
+        :return: how many were removed.
+
+        Runtime complexity: O(log N + k log N)
+
+        >>> board = PeriodicLeaderboard("daily", clock=lambda: 0.0)
+        >>> board.set_many({"ann": 3, "bob": 2, "cid": 1})
+        3
+        >>> board.keep_top(1), board.board().items()
+        (2, [('ann', 3)])
+        """
+        with self._lock:
+            with self._routed(t, redirect=False) as period:
+                board = self._target(period)
+                with board._lock:
+                    n = _check_count(n, "n")  # as the board checks it, before n + 1 below
+                    gone = self._going(period, lambda: board.by_rank(n + 1, -1))
+                    removed = board.keep_top(n)
+            if period is None:
+                return 0
+            self._wrote(period, gone)
+            return removed
+
+    def set_meta(
+        self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
+    ) -> None:
+        """:meth:`Leaderboard.set_meta` on the board of the period of ``t``
+        (default now): ``member`` must be on that board.  A late write that
+        the ``late`` policy drops changes nothing.
+
+        Runtime complexity: O(size of meta)
+        """
+        with self._lock:
+            with self._routed(t) as period:
+                if period is None:  # dropped: checked as the board would, not applied
+                    check_member(member)
+                    if meta is not None:
+                        check_meta(meta)
+                else:
+                    self._boards[period.name].set_meta(member, meta)
+            if period is not None:
+                # a window over these buckets copies the newest metadata at refresh
+                self._wrote(period, (member,))
+
+    # ------------------------------------------------------------------
+    # Reads
+    # ------------------------------------------------------------------
+    def board(self, period: Period | str | None = None) -> Leaderboard:
+        """The board of a period held in memory (default: the current one).
+
+        Writes should go through this object (they are routed and checked);
+        a period nobody wrote to and that was never current gives a new,
+        empty, detached board, if it is within ``keep`` or still open (in
+        its grace: a write to it would be accepted).
+
+        :raises KeyError: the period is neither held, nor within ``keep``,
+            nor open (it was archived: see :meth:`load_archived`).
+        """
+        with self._lock:
+            now = self._advance()
+            target = self._calendar.period_of(now) if period is None else self._resolve(period)
+            board = self._boards.get(target.name)
+            if board is not None:
+                return board
+            current = self._calendar.period_of(now)
+            # an open period not held has had no write yet (a period leaves
+            # memory only once closed, and closes only after its grace)
+            is_open = target.start <= now < target.end + self._grace
+            if is_open or self._oldest_kept(current) <= target.start <= current.start:
+                return Leaderboard(**self._plain_config)
+            raise KeyError(f"period {target.name} is not held in memory")
+
+    def top(
+        self,
+        k: int = 10,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """The best ``k`` of a period (default: the current one).
+
+        Runtime complexity: O(log N + k)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).top(k, style=style, with_meta=with_meta)
+
+    def rank(
+        self, member: Member, *, period: Period | str | None = None, style: RankStyle | None = None
+    ) -> int | None:
+        """``member``'s rank in a period (default: the current one), or None.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).rank(member, style=style)
+
+    def score(
+        self, member: Member, default: Any = None, *, period: Period | str | None = None
+    ) -> Any:
+        """``member``'s score in a period (default: the current one).
+
+        Runtime complexity: O(1)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).score(member, default)
+
+    def entry(
+        self,
+        member: Member,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> Entry | None:
+        """``member``'s entry in a period (default: the current one), or None.
+
+        Runtime complexity: O(log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).entry(member, style=style, with_meta=with_meta)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        period: Period | str | None = None,
+        fill: bool = False,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.around` in a period (default: the current one).
+
+        Runtime complexity: O(log N + above + below)
+        """
+        fill = _check_flag(fill, "fill")
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).around(
+                member, above, below, fill=fill, style=style, with_meta=with_meta
+            )
+
+    def page(
+        self,
+        number: int,
+        size: int = DEFAULT_PAGE_SIZE,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.page` in a period (default: the current one).
+
+        Runtime complexity: O(log N + size)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).page(number, size, style=style, with_meta=with_meta)
+
+    def pages(self, size: int = DEFAULT_PAGE_SIZE, *, period: Period | str | None = None) -> int:
+        """:meth:`Leaderboard.pages` of a period (default: the current one).
+
+        Runtime complexity: O(1)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).pages(size)
+
+    def by_rank(
+        self,
+        start: int = 1,
+        stop: int = -1,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.by_rank` in a period (default: the current one).
+
+        Runtime complexity: O(log N + k)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).by_rank(start, stop, style=style, with_meta=with_meta)
+
+    def by_score(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.by_score` in a period (default: the current one).
+
+        Runtime complexity: O(log N + k)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).by_score(
+                min,
+                max,
+                min_inclusive=min_inclusive,
+                max_inclusive=max_inclusive,
+                offset=offset,
+                limit=limit,
+                style=style,
+                with_meta=with_meta,
+            )
+
+    def count(
+        self,
+        min: Score | None = None,
+        max: Score | None = None,
+        *,
+        min_inclusive: bool = True,
+        max_inclusive: bool = True,
+        period: Period | str | None = None,
+    ) -> int:
+        """:meth:`Leaderboard.count` in a period (default: the current one).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).count(
+                min, max, min_inclusive=min_inclusive, max_inclusive=max_inclusive
+            )
+
+    def at(
+        self,
+        rank: int,
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> Entry:
+        """:meth:`Leaderboard.at` in a period (default: the current one).
+
+        Runtime complexity: O(log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).at(rank, style=style, with_meta=with_meta)
+
+    def entries(
+        self,
+        members: Iterable[Member],
+        *,
+        period: Period | str | None = None,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry | None]:
+        """:meth:`Leaderboard.entries` in a period (default: the current one).
+
+        Runtime complexity: O(k log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).entries(members, style=style, with_meta=with_meta)
+
+    def percentile(
+        self,
+        member: Member,
+        *,
+        period: Period | str | None = None,
+        method: PercentileMethod = "midpoint",
+    ) -> float | None:
+        """:meth:`Leaderboard.percentile` in a period (default: the current one).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).percentile(member, method=method)
+
+    def meta(self, member: Member, *, period: Period | str | None = None) -> dict[str, Any] | None:
+        """:meth:`Leaderboard.meta` in a period (default: the current one).
+
+        Runtime complexity: O(size of meta)
+        """
+        with self._lock:  # the period found and its read: one step
+            return self.board(period).meta(member)
+
+    def archived(self) -> list[str]:
+        """Names of the periods in the archive directory, oldest first."""
+        if self._archive is None:
+            return []
+        names = [
+            p.name[: -len(ARCHIVE_SUFFIX)].replace("_", ":")
+            for p in self._archive.glob("*" + ARCHIVE_SUFFIX)
+            if not p.name.startswith(".")
+        ]
+        return sorted(names, key=lambda name: self._calendar.parse(name).start)
+
+    def load_archived(self, period: Period | str) -> Leaderboard:
+        """The final board of an archived period, read back from its file.
+
+        :raises KeyError: no archive file for it.
+
+        Runtime complexity: O(N)
+        """
+        if self._archive is None:
+            raise KeyError("this board has no archive directory")
+        name = period.name if isinstance(period, Period) else period
+        path = self._archive / (_file_name(name) + ARCHIVE_SUFFIX)
+        if not path.exists():
+            raise KeyError(f"no archive of period {name}")
+        return read_archive(path)[1]
+
+    # ------------------------------------------------------------------
+    # Durable storage
+    # ------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        cal: Calendar | str,
+        *,
+        fsync: FsyncPolicy = "everysec",
+        clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> PeriodicLeaderboard:
+        """Open (or create) a durable periodic board in directory ``path``.
+
+        Layout: ``periods/<name>/`` holds one durable board (event log) per
+        period in memory, so replay rebuilds each period from its own
+        records: period membership is the directory, not a recomputation.
+        ``closed/<name>`` marks a period whose ``on_close`` ran (so reopening
+        does not run it again), and ``archive/<name>.rkarchive`` holds
+        dropped periods.  Records are stamped with ``clock``.  ``options``
+        are the constructor's (``keep``, ``grace``, ``late``, ``on_close``,
+        board settings) but ``archive`` and ``board_factory`` (the archive is
+        ``path/archive``, the boards durable ones: either raises
+        ``TypeError``); pass the same calendar and options on reopen.
+
+        Crash rules: a crash after a callback but before its marker runs the
+        callback again on reopen (at-least-once); a crash after archiving
+        but before deleting the period's directory archives it again
+        (the same bytes, atomically replaced); a crash while deleting it
+        leaves a hidden ``periods/.dropped-<name>`` that reopening removes,
+        as it removes the closed marker of a period whose directory is gone
+        and an archive's temporary file (a crash while writing it).
+        One process at a time: opening takes ``path/LOCK`` (as a board
+        directory does) before it reads or cleans up anything, and holds it
+        until :meth:`close`, so a second writer gets
+        :class:`~rankengine.durable.eventlog.LogError` ("already open for writing")
+        and never removes a file this one is writing.
+        Reopening never moves "now" back: it starts from the latest time
+        the files prove was reached (a held period's start, a closed or
+        archived period's ``end + grace``), so a closed period stays closed
+        even if the new process's clock reads earlier.
+        """
+        _check_fsync(fsync)  # before anything is created or locked
+        # the store makes the period boards and keeps the archive under
+        # path: these would be taken (the archive directory even made) and
+        # then ignored
+        for name in _OPEN_OWNS:
+            if name in options:
+                raise TypeError(f"open() got an unexpected keyword argument {name!r}")
+        log_options = _pop_log_options(options)
+        board = cls(cal, clock=clock, **options)  # refuses anything else unknown
+        board._board_config = {**board._board_config, **log_options}
+        board._attach(Path(path), fsync)
+        return board
+
+    def compact(self) -> dict[str, int]:
+        """Compact the durable board of every period held (a snapshot each:
+        see :meth:`DurableLeaderboard.compact
+        <rankengine.durable.board.DurableLeaderboard.compact>`),
+        and return ``{period name: the sequence number its snapshot
+        covers}``; ``{}`` in memory and after :meth:`close`.  Boards compact
+        themselves as their logs grow; this is for a snapshot on demand
+        (before a deploy, say).  Writes wait while it runs.
+
+        Runtime complexity: O(N) for N members over the periods held
+        """
+        with self._lock:
+            return {
+                name: board.compact()
+                for name, board in self._boards.items()
+                if isinstance(board, DurableLeaderboard) and not board.closed
+            }
+
+    def close(self) -> None:
+        """Close every durable period board (flushing its log) and release
+        the root directory; no-op in memory.
+
+        After it, reads keep working on the periods held, and every write
+        raises, a write for a period with no board yet too (it would open a
+        new durable board behind the close).  Time still moves for reads,
+        but no period is closed, archived or dropped any more.  If a
+        board's close raises (its final fsync failed), the other boards are
+        closed all the same and the root released, then the first such error
+        is raised.
+        """
+        with self._lock:
+            closable = any(hasattr(board, "close") for board in self._boards.values())
+            self._shut = self._shut or self._store is not None or closable
+            try:
+                _close_all(self._boards.values())
+            finally:
+                if self._root_lock is not None:
+                    self._root_lock.release()
+                    self._root_lock = None
+
+    def __enter__(self) -> PeriodicLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _attach(self, root: Path, fsync: FsyncPolicy) -> None:
+        """Lock ``root``, store periods under it and load the ones already
+        there.  If that fails, the boards it opened are closed and the root
+        is released (a failed open leaves nothing locked)."""
+        _make_directory(str(root))  # new entries fsynced into their parents
+        # before any cleanup or read of the root: a second process must not
+        # remove the temporary files of the one writing here
+        lock = DirectoryLock(str(root))
+        try:
+            self._load(root, fsync)
+        except BaseException as exc:
+            try:
+                _close_all(self._boards.values())
+            except Exception as also:  # (the first error is the news)
+                exc.add_note(f"closing the boards opened also failed: {also}")
+            finally:
+                lock.release()
+            raise
+        self._root_lock = lock
+
+    def _load(self, root: Path, fsync: FsyncPolicy) -> None:
+        """The part of :meth:`_attach` done under the root's lock."""
+        store = _DirectoryStore(root, fsync, self._clock, self._board_config)
+        self._archive = root / "archive"
+        self._archive.mkdir(parents=True, exist_ok=True)
+        self._factory = store.open_board
+        # "now" never moves backwards, across a reopen too: what is on disk
+        # says how far the last process got (a held period had started, a
+        # closed or archived one was past its grace), and a clock reading
+        # less than that must not reopen a closed period to writes.
+        seen = -math.inf
+        for name, closed in store.existing():
+            period = self._calendar.parse(name)
+            self._boards[name] = store.open_board(period)
+            self._periods[name] = period
+            seen = max(seen, period.start)
+            if closed:
+                self._closed.add(name)
+                seen = max(seen, period.end + self._grace)
+        for name in self.archived():
+            seen = max(seen, self._calendar.parse(name).end + self._grace)
+        self._now = max(self._now, seen)
+        self._store = store
+        self._horizon = -math.inf
+
+    # ------------------------------------------------------------------
+    # Internals
+    # ------------------------------------------------------------------
+    def _resolve(self, period: Period | str) -> Period:
+        """The period of this calendar given as a :class:`Period` or its name.
+
+        A ``Period`` must be one of this calendar's, bounds included: one
+        of another calendar (a day given to a weekly board), or a name with
+        other bounds, would read the board of its name or judge openness by
+        bounds no period of this board has.
+        """
+        if isinstance(period, Period):
+            # a held period is one of the calendar's: no parse (a cron
+            # calendar's scans days) on the common read of one
+            held = self._periods.get(period.name)
+            if held != period and self._calendar.parse(period.name) != period:
+                raise ValueError(f"{period!r} is not a period of {self._calendar!r}")
+            return period
+        if isinstance(period, str):
+            return self._calendar.parse(period)
+        raise TypeError(f"period must be a Period or a name, not {period!r}")
+
+    def _oldest_kept(self, current: Period) -> int:
+        """The start of the oldest period kept queryable behind ``current``:
+        ``keep`` periods back, or the calendar's first period (in year 1)
+        when there are fewer before it."""
+        oldest = current
+        for _ in range(self._keep):
+            try:
+                oldest = self._calendar.previous(oldest)
+            except ValueError:  # no period before the first one of year 1
+                break
+        return oldest.start
+
+    def _advance(self, closed: list[Period] | None = None) -> float:
+        """Read the clock; create the current period; close and drop old ones
+        (appending the periods it closes to ``closed``).
+
+        Fast path: nothing can happen before ``_horizon`` (the current
+        period's end, or the earliest ``end + grace`` of an unclosed period),
+        so until then a call costs one clock read and one comparison.
+        """
+        now = max(self._now, _check_time(self._clock(), "clock()"))
+        if now < self._horizon:  # within the current period: a time the calendar holds
+            self._now = now
+            return now
+        # before "now" moves: a reading beyond the calendar's range raises
+        # here and changes nothing, instead of leaving a "now" that every
+        # later call would fail on
+        current = self._calendar.period_of(now)
+        self._now = now
+        if self._shut or self._closing:
+            return now
+        self._ensure(current)
+        for period in sorted(self._periods.values(), key=lambda p: p.start):
+            if period.name not in self._closed and now >= period.end + self._grace:
+                if self._on_close is not None:
+                    # the callback may read this board (same thread, the lock
+                    # is re-entrant): those reads must not advance again
+                    self._closing = True
+                    try:
+                        self._on_close(period, self._boards[period.name])
+                    finally:
+                        self._closing = False
+                crash_point("after_close_callback")
+                self._closed.add(period.name)
+                # closed from here on: reported even if its marker fails
+                if closed is not None:
+                    closed.append(period)
+                if self._store is not None:
+                    self._store.mark_closed(period)
+                    crash_point("after_close_marker")
+        oldest = self._oldest_kept(current)
+        # oldest first, as they closed (not in the order of the set of
+        # names, which changes from run to run with the hashes of strings)
+        done = sorted(
+            (self._periods[n] for n in self._closed if self._periods[n].start < oldest),
+            key=lambda p: p.start,
+        )
+        for period in done:
+            self._drop(period)
+        self._horizon = min(
+            [current.end]
+            + [p.end + self._grace for n, p in self._periods.items() if n not in self._closed]
+        )
+        return now
+
+    def _ensure(self, period: Period) -> Leaderboard:
+        board = self._boards.get(period.name)
+        if board is None:
+            if self._shut:
+                where = "" if self._store is None else f" at {self._store.periods.parent}"
+                raise ValueError(
+                    f"the durable periodic board{where} is closed: no board for period "
+                    f"{period.name} may be opened"
+                )
+            board = self._factory(period)
+            self._boards[period.name] = board
+            self._periods[period.name] = period
+            self._horizon = min(self._horizon, period.end + self._grace)
+        return board
+
+    def _drop(self, period: Period) -> None:
+        board = self._boards[period.name]
+        if self._drop_hook is not None:
+            self._drop_hook(period, board)
+        if self._archive is not None:
+            write_archive(self._archive / (_file_name(period.name) + ARCHIVE_SUFFIX), period, board)
+            crash_point("after_archive")
+        del self._boards[period.name]
+        del self._periods[period.name]
+        self._closed.discard(period.name)
+        if self._store is not None:
+            self._store.release(period, board)
+
+    @contextmanager
+    def _routed(self, t: float | None, *, redirect: bool = True) -> Iterator[Period | None]:
+        """Route a write at ``t`` (see :meth:`_route`) and yield its period,
+        or None for a dropped late write; the caller writes to
+        :meth:`_target` of it inside the ``with`` (a dropped write counts in
+        ``late_dropped`` only if that write succeeds).
+
+        If the write raises (bad input the period's board refuses), or
+        succeeds but leaves the board empty (``remove`` of an absent member,
+        a ``when`` rule that blocked it, an empty batch), a board that
+        routing created for it is undone: such a write leaves no period
+        behind (no close callback for it later, no directory).  Routing
+        creates a board only for an open past period nobody wrote to yet:
+        the current period's is held already.
+        """
+        now = self._advance()
+        period = self._route(t, now, redirect=redirect)
+        created = period is not None and period.name not in self._boards
+        if period is not None:
+            self._ensure(period)
+        try:
+            yield period
+        except BaseException:
+            if created and period is not None:
+                self._discard(period)
+            raise
+        if period is None:
+            self._late_dropped += 1  # a good write, dropped: see _target
+        elif created and not self._boards[period.name]:
+            self._discard(period)
+
+    def _target(self, period: Period | None) -> Leaderboard:
+        """The board a routed write goes to: its period's, or for a late
+        write that ``late="drop"`` drops, a new scratch board.  A dropped
+        write is still made, on the scratch board, so that bad input raises
+        as it would on time (instead of passing as a dropped event and
+        counting in ``late_dropped``); the scratch board is then forgotten.
+
+        Runtime complexity: O(1) (a dropped write: the cost of the write on
+        an empty board)
+        """
+        if period is None:
+            return Leaderboard(**self._plain_config)
+        return self._boards[period.name]
+
+    def _route(self, t: float | None, now: float, *, redirect: bool = True) -> Period | None:
+        """The open period a write at ``t`` goes to (``now`` the board's
+        time), or None (dropped late write).  Creates no board.
+
+        ``redirect=False``: a late write is refused under ``late="current"``
+        too (a write that picks its members by the standings: moved to the
+        current period it would pick other members)."""
+        if t is None:
+            # held already, unless close() stopped advancing or a close
+            # callback is running
+            return self._calendar.period_of(now)
+        t = _check_time(t)
+        period = self._calendar.period_of(t)
+        if period.start > now:
+            raise ValueError(
+                f"event at t={t} is in period {period.name}, which starts after now ({now})"
+            )
+        if now < period.end + self._grace and period.name not in self._closed:
+            return period
+        if self._late == "reject" or (self._late == "current" and not redirect):
+            raise LateEventError(t, period, now)
+        if self._late == "drop":
+            return None  # counted in late_dropped once the write is checked
+        return self._calendar.period_of(now)
+
+    def _discard(self, period: Period) -> None:
+        """Undo a period board nothing was written to (see :meth:`_routed`):
+        out of memory, and a durable one's directory deleted the way a
+        dropped period's is (crash-safely, see :meth:`_DirectoryStore.release`).
+        Its horizon is left as it is: an early horizon only costs one slow
+        pass of :meth:`_advance`, which recomputes it."""
+        board = self._boards.pop(period.name)
+        del self._periods[period.name]
+        self._closed.discard(period.name)
+        if self._store is not None:
+            self._store.release(period, board)
+
+    def _going(self, period: Period | None, doomed: Callable[[], list[Entry]]) -> list[Member]:
+        """The members a removal by rank or score is about to remove (read
+        with ``doomed``, under the board's lock), for the write hook: the
+        board's own method returns only a count.  Read only when a hook
+        wants them (a sliding window over these buckets) and the write is
+        not a dropped one.
+
+        Runtime complexity: O(log N + k) with a hook, O(1) without
+        """
+        if period is None or self._write_hook is None:
+            return []
+        return [entry.member for entry in doomed()]
+
+    def _wrote(self, period: Period, members: Iterable[Member]) -> None:
+        if self._write_hook is not None:
+            self._write_hook(period, members)
+
+    def _check(self) -> None:
+        """Verify the invariants of the periods and of every held board."""
+        with self._lock:
+            assert self._boards.keys() == self._periods.keys(), "boards and periods out of step"
+            assert self._closed <= self._periods.keys(), "closed flag for a period not held"
+            for name, period in self._periods.items():
+                # every held period is a real period of the calendar, under its own name
+                assert self._calendar.period_of(period.start) == period, period
+                assert period.name == name
+                # closed periods really are past their grace
+                if name in self._closed:
+                    assert self._now >= period.end + self._grace, (period, self._now)
+                self._boards[name]._check()
+            starts = sorted(p.start for p in self._periods.values())
+            ends = sorted(p.end for p in self._periods.values())
+            # periods never overlap
+            assert all(e <= s for e, s in zip(ends, starts[1:], strict=False)), (
+                "overlapping periods"
+            )
+            # (-inf horizon: just reopened, the first call advances; close() stops advancing)
+            if self._now > -math.inf and self._horizon > -math.inf and not self._shut:
+                current = self._calendar.period_of(self._now)
+                assert current.name in self._periods, "current period not held"
+                oldest = self._oldest_kept(current)
+                # a close callback that raised stops the advance before the
+                # drops: until its retry, a period is due and not closed,
+                # and closed periods out of keep may still be held
+                due = any(
+                    name not in self._closed and self._now >= period.end + self._grace
+                    for name, period in self._periods.items()
+                )
+                for name in self._closed:
+                    assert due or self._periods[name].start >= oldest, (
+                        f"{name} should have been dropped"
+                    )
+                # the fast path of _advance is sound: nothing is due before the horizon
+                for name, period in self._periods.items():
+                    if name not in self._closed:
+                        assert self._horizon <= period.end + self._grace, (name, self._horizon)
+                assert self._horizon <= current.end
+
+    def __repr__(self) -> str:
+        # a durable board names its directory first, as open() takes it, and
+        # says when close() has shut it, as a durable board's repr does
+        where = "" if self._store is None else f"{str(self._store.periods.parent)!r}, "
+        return (
+            f"PeriodicLeaderboard({where}{self._calendar!r}, keep={self._keep}, "
+            f"grace={self._grace}, periods={len(self._periods)}"
+            f"{', closed' if self._shut else ''})"
+        )
+
+
+def _close_all(boards: Iterable[Leaderboard]) -> None:
+    """Close every board that can be closed (a durable one), even when one's
+    close raises; then raise the first such error.
+
+    Runtime complexity: O(number of boards), plus each close
+
+    >>> _close_all([Leaderboard()])  # nothing to close in memory
+    """
+    error: BaseException | None = None
+    for board in boards:
+        close = getattr(board, "close", None)
+        if close is None:
+            continue
+        try:
+            close()
+        except BaseException as exc:
+            error = error or exc
+    if error is not None:
+        raise error
+
+
+#: Prefix of a dropped period's directory while it is being deleted.
+_DROPPED: Final = ".dropped-"
+
+
+class _DirectoryStore:
+    """Where a durable :class:`PeriodicLeaderboard` keeps its periods."""
+
+    def __init__(
+        self, root: Path, fsync: FsyncPolicy, clock: Callable[[], float], config: dict[str, Any]
+    ) -> None:
+        self.periods = root / "periods"
+        self.closed = root / "closed"
+        created = False
+        for directory in (self.periods, self.closed):
+            if not directory.is_dir():
+                directory.mkdir(parents=True, exist_ok=True)
+                created = True
+        if created:  # the new directories' entries, so markers have a durable home
+            fsync_dir(str(root))
+        for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
+            shutil.rmtree(leftover)
+        # a crash after a dropped period's files went but before its marker did
+        held = {p.name for p in self.periods.iterdir() if p.is_dir()}
+        for marker in self.closed.iterdir():
+            if marker.name not in held:
+                marker.unlink()
+        # a crash while writing an archive (write_archive's temporary file)
+        for leftover in (root / "archive").glob(f"{_ARCHIVE_TMP}*{ARCHIVE_SUFFIX}"):
+            leftover.unlink()
+        self.fsync = fsync
+        self.clock = clock
+        self.config = config
+
+    def existing(self) -> list[tuple[str, bool]]:
+        """``(period name, closed?)`` for every period directory found."""
+        return [
+            (p.name.replace("_", ":"), (self.closed / p.name).exists())
+            for p in sorted(self.periods.iterdir())
+            if p.is_dir() and not p.name.startswith(".")
+        ]
+
+    def open_board(self, period: Period) -> Leaderboard:
+        return Leaderboard.open(
+            self.periods / _file_name(period.name),
+            fsync=self.fsync,
+            now=lambda: int(self.clock() * 1000),
+            **self.config,
+        )
+
+    def mark_closed(self, period: Period) -> None:
+        """Record that ``period``'s ``on_close`` ran: an empty marker file,
+        durable once its directory is fsynced (without that, a power cut
+        can lose the new entry and the callback would run again).
+
+        Runtime complexity: two fsyncs
+        """
+        marker = self.closed / _file_name(period.name)
+        with open(marker, "wb") as handle:
+            os.fsync(handle.fileno())
+        fsync_dir(str(self.closed))
+
+    def release(self, period: Period, board: Leaderboard) -> None:
+        """After archiving (or to undo a period board a refused write
+        created): close the period's board and delete its files.
+
+        The directory is first renamed to a hidden name (one atomic step), so
+        a crash while deleting it leaves a leftover that the next open
+        removes, never a half-deleted board that would refuse to open.
+        """
+        close = getattr(board, "close", None)
+        if close is not None:
+            close()
+        name = _file_name(period.name)
+        doomed = self.periods / f"{_DROPPED}{name}"
+        os.replace(self.periods / name, doomed)
+        fsync_dir(str(self.periods))
+        crash_point("after_drop_rename")
+        shutil.rmtree(doomed)
+        crash_point("after_period_removal")
+        (self.closed / name).unlink(missing_ok=True)

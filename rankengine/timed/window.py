@@ -1,0 +1,669 @@
+"""Sliding windows: "top over the last N buckets", materialised.
+
+A :class:`SlidingWindowLeaderboard` writes into time buckets (the periods
+of a :class:`~rankengine.timed.periodic.PeriodicLeaderboard`: hours, days, ...)
+and keeps one more board, the *window*: every member's sum over the last
+``buckets`` buckets.  Reads go to that board only, so a read costs what a
+read of one board costs; nothing is merged on a read.
+
+The window is brought up to date by :meth:`~SlidingWindowLeaderboard.refresh`,
+called explicitly or on a schedule (``refresh_every`` seconds, checked on
+each read).  A refresh is incremental: it recomputes only the *touched*
+members, those written to since the last refresh plus those of buckets that
+slid out of the window::
+
+    buckets   ... | h-3 | h-2 | h-1 |  h  |        window = last 3 buckets
+    before          [-----------------]           (as of the last refresh)
+    after                 [-----------------]     h-3 slid out, h came in
+    touched  = members written since the last refresh  ∪  members of h-3
+    for each touched member: total = sum of its score in h-2, h-1, h
+                             (oldest bucket first), or remove it if absent
+
+Why recompute instead of "add the newest bucket, subtract the one that fell
+out"?  With float scores subtraction does not undo addition exactly
+(``(0.1 + 0.2) - 0.2 != 0.1``), so a long-running window would drift from
+the true sum.  Recomputing a touched member costs one dictionary look-up
+per bucket, and gives *exactly* the sum a from-scratch union computes
+(same values, same order of additions).  Sums follow
+:meth:`Leaderboard.union`: ``+inf + -inf`` counts as 0.
+
+Staleness
+---------
+Between refreshes the window shows the state of the last refresh
+(:attr:`~SlidingWindowLeaderboard.as_of`): writes made since then are not
+in it yet, and a bucket that slid out since then is still in it.  With
+``refresh_every=s`` no read sees a window older than ``s`` seconds (plus the
+time of one refresh); with ``refresh_every=None`` only explicit refreshes
+move it.  Bucket reads (:meth:`~SlidingWindowLeaderboard.bucket`) are
+always current.
+
+>>> clock = [1_796_032_800.0]                      # 2026-11-30T10:00Z
+>>> last3h = SlidingWindowLeaderboard("hourly", 3, clock=lambda: clock[0])
+>>> for member, points in [("ann", 5), ("bob", 4), ("ann", 1), ("cid", 3)]:
+...     _ = last3h.incr(member, points)            # one write an hour, 10:00 to 13:00
+...     clock[0] += 3600
+>>> last3h.top()                                   # never refreshed: empty
+[]
+>>> last3h.refresh()                               # at 14:00: hours 12, 13 and 14
+3
+>>> [(e.member, e.score) for e in last3h.top()]    # ann's 5 from 10:00 slid out
+[('cid', 3), ('ann', 1)]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from rankengine.board.combine import _aggregate
+from rankengine.board.copying import Uncopyable
+from rankengine.board.core import _check_flag
+from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle, When
+from rankengine.board.scoring import Member, Score
+from rankengine.durable.board import (
+    BOARD_SETTINGS,
+    FsyncPolicy,
+    _check_fsync,
+    _check_options,
+    _pop_log_options,
+)
+from rankengine.timed.periodic import (
+    _OPEN_OWNS,
+    Calendar,
+    LatePolicy,
+    Period,
+    PeriodicLeaderboard,
+)
+
+__all__ = ["SlidingWindowLeaderboard"]
+
+_MISSING: Final = object()
+
+
+class SlidingWindowLeaderboard(Uncopyable):
+    """The sum of each member's scores over the last ``buckets`` buckets,
+    refreshed incrementally and read like one board.
+
+    :param cal: the bucket calendar (``"hourly"``, ``"daily"``, a
+        :class:`~rankengine.timed.periodic.Calendar`, a cron expression).
+    :param buckets: how many buckets the window spans, the current
+        (partial) one included: ``("hourly", 24)`` is "the last 24 hours"
+        at one-hour granularity.
+    :param refresh_every: seconds; a read refreshes first when the window is
+        at least this old.  ``None``: only :meth:`refresh` refreshes.
+    :param grace, late, clock, archive, board_factory: as for
+        :class:`~rankengine.timed.periodic.PeriodicLeaderboard` (late writes,
+        injectable clock, where old buckets go, durable buckets);
+        :meth:`open` makes durable buckets under its own directory and
+        refuses ``archive`` and ``board_factory``.
+    :param board_config: settings of the buckets and the window board
+        (``order``, ``tie_break``, ``rank_style``, ``backend``); scores must
+        be numbers (composite scores cannot be summed).
+
+    A member's metadata in the window is the one in its newest bucket that
+    has any (set with ``set(..., meta=...)`` or :meth:`set_meta`), copied
+    at refresh.
+
+    Writes: ``set``, ``incr``, ``set_many``, ``incr_many``, ``remove``,
+    ``remove_many`` and ``set_meta``, each to the bucket of ``t`` (default
+    now).  There are no pops and no removals by rank or score (``pop_best``,
+    ``keep_top``, ...): the window's standings are sums over buckets, and
+    removing a member from one bucket leaves its other buckets counting, so
+    such a write could not do what its name says.  ``buckets`` has them,
+    for one bucket's own standings.
+
+    Ties on a first-to-reach board (the default): a refresh writes the
+    members it recomputes in the order their sums changed (a write puts its
+    member last; a bucket that slides out adds those of its members not
+    already due, in its rank order), so members with equal sums rank by the
+    write that reached them, the same in every run.  A reopen has no write
+    order to go by: its full refresh takes the members bucket by bucket,
+    oldest first, each bucket in rank order.
+
+    Copying: ``copy.copy``, ``copy.deepcopy`` and pickling raise
+    :class:`TypeError` (the window runs on a clock over bucket boards that
+    may be durable); ``board.board.copy()`` is an independent
+    :class:`Leaderboard` of the window's sums.
+
+    Thread safety: one lock serialises every call.
+    """
+
+    _copy_advice = (
+        "it runs on a clock over bucket boards that may own a directory; copy the "
+        "window's sums instead: board.board.copy()"
+    )
+
+    def __init__(
+        self,
+        cal: Calendar | str,
+        buckets: int,
+        *,
+        refresh_every: float | None = None,
+        grace: float = 0.0,
+        late: LatePolicy = "reject",
+        clock: Callable[[], float] = time.time,
+        archive: str | os.PathLike[str] | None = None,
+        board_factory: Callable[[Period], Leaderboard] | None = None,
+        **board_config: Any,
+    ) -> None:
+        _check_options(board_config, BOARD_SETTINGS, "SlidingWindowLeaderboard")
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+            raise ValueError(f"buckets must be an int >= 1, not {buckets!r}")
+        if refresh_every is not None and (
+            isinstance(refresh_every, bool)
+            or not isinstance(refresh_every, (int, float))
+            or not refresh_every >= 0
+        ):
+            raise ValueError(f"refresh_every must be None or seconds >= 0, not {refresh_every!r}")
+        if isinstance(board_config.get("order"), tuple):
+            raise TypeError("a sliding window sums scores: composite orders are not supported")
+        self._size = buckets
+        self._refresh_every = refresh_every
+        self._buckets = PeriodicLeaderboard(
+            cal,
+            keep=buckets - 1,
+            grace=grace,
+            late=late,
+            clock=clock,
+            archive=archive,
+            board_factory=board_factory,
+            **board_config,
+        )
+        self._buckets._write_hook = self._mark
+        self._buckets._drop_hook = self._dropped
+        self._board = Leaderboard(**board_config)
+        #: members due a recompute, in the order their sums changed: the
+        #: refresh writes them in this order, so that on a first-to-reach
+        #: board members with equal sums rank by the write that reached them
+        #: (an insertion-ordered dict, not a set, whose order is the hash's)
+        self._dirty: dict[Any, None] = {}
+        self._window: list[Period] = []
+        self._as_of = -math.inf
+        # Lock order (nested acquisitions only ever go this way, so no two
+        # threads can wait on each other): this window's lock, then the
+        # buckets' lock (PeriodicLeaderboard), then a bucket board's lock or
+        # the window board's lock.  The buckets call _mark and _dropped with
+        # their lock held; those take no lock.
+        self._lock = threading.RLock()
+        self._last_touched = 0
+
+    # ------------------------------------------------------------------
+    # Refresh
+    # ------------------------------------------------------------------
+    # as_of, window() and last_touched describe the window board as the last
+    # refresh left it: they are read under the lock refresh() holds, so that
+    # a reader in another thread never pairs the new totals with the old time.
+    @property
+    def as_of(self) -> float:
+        """The time of the last refresh (``-inf`` before the first)."""
+        with self._lock:
+            return self._as_of
+
+    @property
+    def last_touched(self) -> int:
+        """How many members the last refresh recomputed (a cost figure)."""
+        with self._lock:
+            return self._last_touched
+
+    def staleness(self) -> float:
+        """Seconds since the last refresh (``inf`` before the first).
+
+        >>> now = [0.0]
+        >>> window = SlidingWindowLeaderboard("hourly", 2, clock=lambda: now[0])
+        >>> window.staleness()
+        inf
+        >>> _ = window.refresh(); now[0] = 90.0
+        >>> window.staleness()
+        90.0
+        """
+        with self._lock:
+            return self._buckets.now() - self._as_of
+
+    def window(self) -> list[Period]:
+        """The buckets the window board sums, oldest first, as of the last
+        refresh: ``buckets`` of them, fewer in the calendar's first periods
+        (there is none before the first one of year 1)."""
+        with self._lock:
+            return list(self._window)
+
+    def refresh(self) -> int:
+        """Bring the window up to "now"; return how many members were recomputed.
+
+        Runtime complexity: O(T * B + T log N) for T touched members, B
+        buckets and N members in the window; a read after it is O(log N).
+        """
+        # The buckets' lock too, for the whole refresh: the buckets call the
+        # hooks that mark members (_mark, _dropped) under it, and any call on
+        # them (bucket(), a read of ``buckets``) can roll them over and drop
+        # one, which must not change the members this loop is summing.
+        with self._lock, self._buckets._lock:
+            now = self._buckets.now()  # rolls buckets over; dropped ones mark their members
+            cal = self._buckets.calendar
+            newest = cal.period_of(now)
+            window = [newest]
+            for _ in range(self._size - 1):
+                try:
+                    window.append(cal.previous(window[-1]))
+                except ValueError:  # no bucket before the calendar's first (year 1)
+                    break
+            window.reverse()
+            names = {p.name for p in window}
+            held = self._buckets._boards
+            for period in self._window:
+                if period.name not in names and period.name in held:
+                    self._slid_out(held[period.name])  # slid out, still in memory
+            # Each bucket's member -> score map.  On a scalar board the index
+            # primary *is* the score (see rankengine.board.scoring), so the board's
+            # own dict is read directly: this loop is the whole cost of a refresh.
+            scores = [held[p.name]._primary for p in window if p.name in held]
+            # Every sum is taken before the window changes: one that cannot be
+            # taken raises, and the touched members stay due for the next refresh.
+            touched = self._dirty
+            updates: list[tuple[Any, Score]] = []
+            gone: list[Any] = []
+            for member in touched:
+                total: Any = _MISSING
+                for bucket in scores:
+                    value = bucket.get(member, _MISSING)
+                    if value is _MISSING:
+                        continue
+                    # the first value, then added as union() adds
+                    total = value if total is _MISSING else _aggregate("sum", total, value, member)
+                if total is _MISSING:
+                    gone.append(member)
+                else:
+                    updates.append((member, total))
+            # Reads of the window board (its own methods, called after the
+            # ``board`` property released this lock) take only the board's
+            # lock: hold it across the several writes below, so that they
+            # see the window before or after this refresh, never halfway.
+            with self._board._lock:
+                if updates:
+                    self._board.set_many(updates)
+                    # metadata: the member's newest bucket that has some (a profile update wins)
+                    metas = [held[p.name]._meta for p in reversed(window) if p.name in held]
+                    if any(metas) or self._board._meta:
+                        for member, _ in updates:
+                            data = next((m[member] for m in metas if member in m), None)
+                            self._board.set_meta(member, data)
+                if gone:
+                    self._board.remove_many(gone)
+            self._dirty = {}
+            self._window = window
+            self._as_of = now
+            self._last_touched = len(touched)
+            return len(touched)
+
+    def _maybe_refresh(self) -> None:
+        due = self._refresh_every
+        if due is not None and self._buckets.now() - self._as_of >= due:
+            self.refresh()
+
+    def _mark(self, period: Period, members: Iterable[Member]) -> None:
+        # a written member moves to the end: it reached its new sum last
+        for member in members:
+            self._dirty.pop(member, None)
+            self._dirty[member] = None
+
+    def _dropped(self, period: Period, board: Leaderboard) -> None:
+        self._slid_out(board)
+
+    def _slid_out(self, board: Leaderboard) -> None:
+        # no write of the member's: one already due keeps its place, the
+        # others follow in the bucket's order
+        for member in board:
+            self._dirty.setdefault(member, None)
+
+    # ------------------------------------------------------------------
+    # Writes (to the bucket of the timestamp)
+    # ------------------------------------------------------------------
+    def incr(
+        self, member: Member, delta: Score = 1, *, t: float | None = None, when: When | None = None
+    ) -> Score | None:
+        """Add ``delta`` to ``member`` in the bucket of ``t`` (default now).
+
+        :return: the member's new score *in that bucket*.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            return self._buckets.incr(member, delta, t=t, when=when)
+
+    def set(
+        self,
+        member: Member,
+        score: Score,
+        *,
+        t: float | None = None,
+        when: When | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Set ``member``'s score in the bucket of ``t`` (default now).
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            return self._buckets.set(member, score, t=t, when=when, meta=meta)
+
+    def incr_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        t: float | None = None,
+    ) -> dict[Member, Score]:
+        """Increment many members in the bucket of ``t`` (default now).
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:
+            return self._buckets.incr_many(items, t=t)
+
+    def set_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        t: float | None = None,
+        when: When | None = None,
+    ) -> int:
+        """Set many scores in the bucket of ``t`` (default now).
+
+        Runtime complexity: O(k log N)
+        """
+        with self._lock:
+            return self._buckets.set_many(items, t=t, when=when)
+
+    def remove(self, member: Member, *, t: float | None = None) -> bool:
+        """Remove ``member`` from the bucket of ``t`` (default now); its
+        other buckets still count.
+
+        Runtime complexity: O(log N)
+        """
+        with self._lock:
+            return self._buckets.remove(member, t=t)
+
+    def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
+        """Remove ``members`` from the bucket of ``t`` (default now); their
+        other buckets still count.  Every member is checked before any is
+        removed: a bad one raises and changes nothing.
+
+        :return: how many were in that bucket.
+
+        Runtime complexity: O(k log N)
+
+        >>> now = [1_796_032_800.0]                      # 2026-11-30T10:00Z
+        >>> window = SlidingWindowLeaderboard("hourly", 2, clock=lambda: now[0])
+        >>> window.set_many({"ann": 3, "bob": 2})
+        2
+        >>> now[0] += 3600
+        >>> window.set_many({"ann": 5, "cid": 1})
+        2
+        >>> window.remove_many(["ann", "cid", "zed"])
+        2
+        >>> _ = window.refresh()
+        >>> window.items()                               # ann's hour before still counts
+        [('ann', 3), ('bob', 2)]
+        """
+        with self._lock:
+            return self._buckets.remove_many(members, t=t)
+
+    def set_meta(
+        self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
+    ) -> None:
+        """Replace (or with ``None`` remove) ``member``'s metadata in the
+        bucket of ``t`` (default now), where ``member`` must have a score
+        (``KeyError`` otherwise).  The window shows the metadata of the
+        member's newest bucket that has any, from the next refresh on.
+
+        Runtime complexity: O(size of meta)
+
+        >>> now = [1_796_032_800.0]                      # 2026-11-30T10:00Z
+        >>> window = SlidingWindowLeaderboard("hourly", 2, clock=lambda: now[0])
+        >>> window.set("ann", 3)
+        True
+        >>> window.set_meta("ann", {"name": "Ann"})
+        >>> _ = window.refresh()
+        >>> window.top(with_meta=True)
+        [Entry(member='ann', score=3, rank=1, meta={'name': 'Ann'})]
+        """
+        with self._lock:
+            self._buckets.set_meta(member, meta, t=t)
+
+    # ------------------------------------------------------------------
+    # Reads (from the materialised window)
+    # ------------------------------------------------------------------
+    @property
+    def board(self) -> Leaderboard:
+        """The window board itself (refreshed first if due).  Read it; don't write it."""
+        with self._lock:
+            self._maybe_refresh()
+            return self._board
+
+    @property
+    def buckets(self) -> PeriodicLeaderboard:
+        """The bucket boards (a :class:`PeriodicLeaderboard` with ``keep = buckets - 1``)."""
+        return self._buckets
+
+    def bucket(self, period: Period | str | None = None) -> Leaderboard:
+        """The board of one bucket (default: the current one), always up to date."""
+        return self._buckets.board(period)
+
+    def __len__(self) -> int:
+        return len(self.board)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self.board
+
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> list[Entry]:
+        """The best ``k`` over the window.
+
+        Runtime complexity: O(log N + k)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        return self.board.top(k, style=style, with_meta=with_meta)
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
+        """``member``'s rank over the window, or None.
+
+        Runtime complexity: O(log N)
+        """
+        return self.board.rank(member, style=style)
+
+    def score(self, member: Member, default: Any = None) -> Any:
+        """``member``'s total over the window, or ``default``.
+
+        Runtime complexity: O(1)
+        """
+        return self.board.score(member, default)
+
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """A copy of ``member``'s metadata in the window (its newest bucket's
+        that has any, as of the last refresh), or None.
+
+        Runtime complexity: O(size of meta)
+
+        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
+        >>> window.set("ann", 3, meta={"name": "Ann"})
+        True
+        >>> _ = window.refresh()
+        >>> window.meta("ann"), window.meta("bob")
+        ({'name': 'Ann'}, None)
+        """
+        return self.board.meta(member)
+
+    def entry(
+        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> Entry | None:
+        """``member``'s entry over the window, or None.
+
+        Runtime complexity: O(log N)
+        """
+        with_meta = _check_flag(with_meta, "with_meta")
+        return self.board.entry(member, style=style, with_meta=with_meta)
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        fill: bool = False,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.around` over the window.
+
+        Runtime complexity: O(log N + above + below)
+
+        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
+        >>> window.set_many({"ann": 3, "bob": 2})
+        2
+        >>> window.set_meta("bob", {"name": "Bob"})
+        >>> _ = window.refresh()
+        >>> [e.meta for e in window.around("bob", 1, 0, with_meta=True)]
+        [None, {'name': 'Bob'}]
+        """
+        # before self.board runs a refresh that is due
+        fill = _check_flag(fill, "fill")
+        with_meta = _check_flag(with_meta, "with_meta")
+        return self.board.around(member, above, below, fill=fill, style=style, with_meta=with_meta)
+
+    def page(
+        self,
+        number: int,
+        size: int = 25,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> list[Entry]:
+        """:meth:`Leaderboard.page` over the window.
+
+        Runtime complexity: O(log N + size)
+
+        >>> window = SlidingWindowLeaderboard("hourly", 24, clock=lambda: 0.0)
+        >>> window.set("ann", 3, meta={"name": "Ann"})
+        True
+        >>> _ = window.refresh()
+        >>> window.page(1, with_meta=True)
+        [Entry(member='ann', score=3, rank=1, meta={'name': 'Ann'})]
+        """
+        with_meta = _check_flag(with_meta, "with_meta")  # before a due refresh
+        return self.board.page(number, size, style=style, with_meta=with_meta)
+
+    def items(self) -> list[tuple[Member, Score]]:
+        """``(member, total)`` pairs over the window, best first.
+
+        Runtime complexity: O(N)
+        """
+        return self.board.items()
+
+    # ------------------------------------------------------------------
+    # Durable storage
+    # ------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        cal: Calendar | str,
+        buckets: int,
+        *,
+        fsync: FsyncPolicy = "everysec",
+        clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> SlidingWindowLeaderboard:
+        """Open (or create) a window whose buckets are durable boards in
+        directory ``path`` (see :meth:`PeriodicLeaderboard.open`).  The
+        window board itself is derived data: opening rebuilds it with one
+        full refresh over the buckets found.  Like the periodic board, it
+        holds the lock of ``path`` until :meth:`close` (one writer per
+        directory), and a failed open closes what it opened and releases it.
+        ``options`` are the constructor's but ``archive`` and
+        ``board_factory`` (old buckets go to ``path/archive``, the buckets
+        are durable boards: either raises ``TypeError``).
+
+        Runtime complexity: O(replay of the buckets + one full refresh)
+        """
+        _check_fsync(fsync)  # before anything is created or locked
+        # the buckets' store makes the bucket boards and keeps the archive
+        # under path: these would be taken (the archive directory even made)
+        # and then ignored
+        for name in _OPEN_OWNS:
+            if name in options:
+                raise TypeError(f"open() got an unexpected keyword argument {name!r}")
+        log_options = _pop_log_options(options)
+        window = cls(cal, buckets, clock=clock, **options)  # refuses anything else unknown
+        # the buckets are durable boards and take the log options; the
+        # window board, derived data rebuilt on open, stays in memory
+        bucket_config = window._buckets._board_config
+        window._buckets._board_config = {**bucket_config, **log_options}
+        with window._lock:
+            window._buckets._attach(Path(path), fsync)
+            try:
+                for board in window._buckets._boards.values():
+                    window._slid_out(board)
+                window.refresh()
+            except BaseException:
+                window._buckets.close()
+                raise
+        return window
+
+    def compact(self) -> dict[str, int]:
+        """Compact the durable bucket boards: :meth:`PeriodicLeaderboard.compact
+        <rankengine.timed.periodic.PeriodicLeaderboard.compact>` of :attr:`buckets`
+        (the window board is rebuilt from them on open).
+
+        Runtime complexity: O(N) for N members over the buckets held
+        """
+        return self._buckets.compact()
+
+    def close(self) -> None:
+        """Close the durable bucket boards and release the directory;
+        no-op in memory."""
+        self._buckets.close()
+
+    def __enter__(self) -> SlidingWindowLeaderboard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check(self) -> None:
+        """Verify the buckets, the window board, and that every member not
+        touched since the last refresh holds exactly its window sum and the
+        metadata of its newest bucket that has any."""
+        with self._lock:
+            self._buckets._check()
+            self._board._check()
+            held = self._buckets._boards
+            boards = [held[p.name] for p in self._window if p.name in held]
+            in_buckets: set[Any] = set()
+            for board in boards:
+                in_buckets.update(board)
+            for member in in_buckets | set(self._board):
+                if member in self._dirty:
+                    continue
+                values = [b.score(member) for b in boards if member in b]
+                if not values:
+                    assert member not in self._board, f"{member!r} left every bucket"
+                    continue
+                total: Any = values[0]
+                for value in values[1:]:
+                    total = total + value
+                    if total != total:
+                        total = 0.0
+                assert self._board.score(member, _MISSING) == total, (member, total)
+                newest = [b._meta[member] for b in reversed(boards) if member in b._meta]
+                meta = newest[0] if newest else None
+                assert self._board._meta.get(member) == meta, ("metadata", member, meta)
+
+    def __repr__(self) -> str:
+        return (
+            f"SlidingWindowLeaderboard({self._buckets.calendar!r}, {self._size}, "
+            f"refresh_every={self._refresh_every}, members={len(self._board)})"
+        )

@@ -1,0 +1,23 @@
+"""Approximate trending: count-min sketch, heavy hitters, windows.
+
+Owns the key hashing (``hashing``), the count-min sketch (``sketch``), the
+heavy-hitter top-K (``topk``) and tumbling windows and partitions
+(``windows``).
+
+May import: :mod:`rankengine.board` (its shared checks) only.
+"""
+
+from __future__ import annotations
+
+from rankengine.trending.sketch import CountMinSketch
+from rankengine.trending.topk import TopItem, TopK, merge_topk
+from rankengine.trending.windows import PartitionedTopK, TumblingWindows
+
+__all__ = [
+    "CountMinSketch",
+    "PartitionedTopK",
+    "TopItem",
+    "TopK",
+    "TumblingWindows",
+    "merge_topk",
+]
