@@ -57,6 +57,8 @@ if str(HERE) not in sys.path:
 PIPELINE = 100
 #: Members per ZADD / set_many when filling (one command stays small).
 FILL_CHUNK = 5000
+#: Chunks a measurement is cut into (see measure).
+CHUNKS = 5
 #: Commands that are not the call under test (the harness's own).
 _HARNESS = {"info", "config|resetstat", "config", "ping"}
 #: Top-level commands of a script or function call.
@@ -85,29 +87,45 @@ def _cpu(r: Any) -> float:
 def measure(
     r: Any, calls: int, run: Callable[[int], None], pipelined: bool = False
 ) -> dict[str, Any]:
-    """Server us per call (top level and whole-CPU) and client calls/s of
-    ``run(i)`` for i in range(calls) (``run(start)`` per batch when
-    ``pipelined``: it runs PIPELINE calls)."""
-    r.config_resetstat()
-    cpu0 = _cpu(r)
-    t0 = time.perf_counter()
-    if pipelined:
-        for start in range(0, calls, PIPELINE):
-            run(start)
-    else:
-        for i in range(calls):
-            run(i)
-    wall = time.perf_counter() - t0
-    cpu = _cpu(r) - cpu0
-    stats = _stats(r)
-    scripted = {k: v for k, v in stats.items() if k in _SCRIPTED}
-    top = scripted or stats
-    usec = sum(v[1] for v in top.values())
+    """Server us per call (top level, and the server's whole CPU) and the
+    client's calls/s of ``run(i)`` for i in range(calls) (``run(start)`` per
+    batch of PIPELINE calls when ``pipelined``), in CHUNKS chunks: the server
+    figures are the smallest chunk's (a shared machine deschedules the
+    server now and then, which INFO counts as command time), the client's
+    the median chunk's.  Every chunk's figures are kept."""
+    step = max(calls // CHUNKS, PIPELINE)
+    step -= step % PIPELINE
+    chunks = []
+    for lo in range(0, calls - step + 1, step):
+        r.config_resetstat()
+        cpu0 = _cpu(r)
+        t0 = time.perf_counter()
+        if pipelined:
+            for start in range(lo, lo + step, PIPELINE):
+                run(start)
+        else:
+            for i in range(lo, lo + step):
+                run(i)
+        wall = time.perf_counter() - t0
+        cpu = _cpu(r) - cpu0
+        stats = _stats(r)
+        scripted = {k: v for k, v in stats.items() if k in _SCRIPTED}
+        top = scripted or stats
+        chunks.append(
+            {
+                "server_us": sum(v[1] for v in top.values()) / step,
+                "cpu_us": cpu * 1e6 / step,
+                "calls_per_s": step / wall,
+                "commands": {k: round(v[0] / step, 2) for k, v in sorted(stats.items())},
+            }
+        )
     return {
-        "server_us": usec / calls,
-        "cpu_us": cpu * 1e6 / calls,
-        "calls_per_s": calls / wall,
-        "commands": {k: round(v[0] / calls, 2) for k, v in sorted(stats.items())},
+        "server_us": min(c["server_us"] for c in chunks),
+        "server_us_median": statistics.median(c["server_us"] for c in chunks),
+        "cpu_us": min(c["cpu_us"] for c in chunks),
+        "calls_per_s": statistics.median(c["calls_per_s"] for c in chunks),
+        "commands": chunks[0]["commands"],
+        "chunks": [{k: v for k, v in c.items() if k != "commands"} for c in chunks],
     }
 
 
@@ -257,7 +275,10 @@ def breakdown(
 ) -> dict[str, Any]:
     """The increment's server time with parts of it left out, through the
     board's own runner (see the module docstring)."""
-    from rankengine import redis_scripts
+    try:
+        from rankengine.redis import scripts as redis_scripts
+    except ImportError:  # before the layout into sub-packages
+        from rankengine import redis_scripts  # type: ignore[no-redef]
 
     runner = b._scripts
     out: dict[str, Any] = {}
@@ -282,11 +303,55 @@ def breakdown(
             "INCR", keys, [mode.replace("#", f"#{next(counter)}"), picks[i], "1.0", "i", "", 0]
         )
 
+    out.update(profile(r, b, picks, calls, counter))
     out["incr: full (reply key, settings guard)"] = measure(
         r, calls, incr(mode + "#" + sha_part, keys)
     )
     out["incr: no settings guard"] = measure(r, calls, incr(mode + "#", keys))
     out["incr: no reply key, no guard"] = measure(r, calls, incr(mode, b._keys))
+    return out
+
+
+def profile(r: Any, b: Any, picks: list[str], calls: int, counter: Any) -> dict[str, Any]:
+    """Server time of the increment's function cut after each top-level
+    statement of its body (a library of those prefixes, loaded beside the
+    board's): what each step adds.  Functions only (Redis 7); the board
+    written is a throwaway (a cut body leaves it half-written)."""
+    try:
+        from rankengine.redis import scripts as redis_scripts
+    except ImportError:
+        return {}
+    if not b._scripts.functions or not hasattr(redis_scripts, "_SECTIONS"):
+        return {}
+    body = redis_scripts._source("incr").splitlines()
+    cuts = [
+        i
+        for i, line in enumerate(body)
+        if line and not line[0].isspace() and not line.startswith(("end", "else", "--"))
+    ]
+    cuts.append(len(body))
+    code = "".join(redis_scripts._SECTIONS.values())
+    for k, cut in enumerate(cuts):
+        text = "\n".join(body[:cut])
+        if not text.rstrip().rsplit("\n", 1)[-1].startswith("return"):
+            text += "\nreturn 0"
+        code += (
+            f"redis.register_function('cost_profile_{k}', function(keys, argv)\n"
+            f"begin(keys, argv)\n{text}\nend)\n"
+        )
+    r.function_load("#!lua name=cost_profile\n" + code, replace=True)
+    keys = [*b._keys, b._reply_key()]
+    mode = b._mode + "#" + (f"@{b._stored_sha}" if b._stored_sha else "")
+    out: dict[str, Any] = {}
+    for k, cut in enumerate(cuts):
+
+        def run(i: int, k: int = k) -> None:
+            call = mode.replace("#", f"#{next(counter)}")
+            r.fcall(f"cost_profile_{k}", len(keys), *keys, call, picks[i], "1.0", "i", "", 0)
+
+        last = body[cut - 1].strip() if cut else "(begin only)"
+        out[f"incr cut after: {last[:36]}"] = measure(r, calls, run)
+    r.function_delete("cost_profile")
     return out
 
 

@@ -80,6 +80,7 @@ from rankengine.redis.codec import (
     encode_member,
     encode_meta,
 )
+from rankengine.redis.pipeline import RedisPipeline
 from rankengine.redis.scripts import ScriptError, ScriptRunner
 
 if TYPE_CHECKING:
@@ -145,6 +146,8 @@ _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
 _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 _MISSING: Final = object()
+#: An INCR reply asking the client to add exactly (see _exact_incr).
+_EXACT: Final = object()
 
 
 # ----------------------------------------------------------------------
@@ -299,6 +302,14 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         self._mode = ("d" if self._desc else "a") + ("f" if self._first else "m")
         self._mode += f"{self._format.columns}{self._klen}"
         self._keys = [f"{prefix}{{{name}}}:{suffix}" for suffix in KEY_SUFFIXES]
+        # Reads sent as plain commands, no script, where the stored form
+        # allows it and the client reads scores as Redis sends them (RESP2):
+        # a unique rank on a scalar tie_break="member" board (the element of
+        # an exactly stored score is the member), the top rows of a
+        # first-to-reach board (the element holds the kind).
+        resp2 = _resp2(redis)
+        self._plain_rank = resp2 and not self._first and self._format.columns == 1
+        self._plain_range = resp2 and self._first
         self._scripts = ScriptRunner(redis)
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
@@ -489,31 +500,34 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
+        args, done = self._set_call(member, score, when, meta)
+        with self._writing():
+            return done(self._run("SET", *args))
+
+    def _set_call(
+        self, member: Member, score: Score, when: When | None, meta: Mapping[str, Any] | None
+    ) -> tuple[list[Any], Callable[[Any], bool]]:
+        """The checked arguments of a SET call, and what turns its reply into
+        set()'s answer (noting the change); raises before anything is sent."""
         key = self._member(member)
         value = self._codec.check(score)
         _check_when(when)
         clean = None if meta is None else check_meta(meta)
         text, ok, kind = self._format.encode(value)
         blob = b"" if clean is None else encode_meta(clean)
-        with self._writing():
-            clock, meta_changed = self._run(
-                "SET",
-                key,
-                text,
-                ok,
-                kind,
-                when or "",
-                "0" if clean is None else "1",
-                blob,
-                self._clock_floor,
-            )
+        args = [key, text, ok, kind, when or "", "0" if clean is None else "1", blob]
+
+        def done(reply: Any) -> bool:
+            clock, meta_changed = reply
             changes: list[Change] = []
             if clock:
                 changes.append((PUT, member, value, int(clock)))
             if meta_changed:
                 changes.append((META, member, clean))
             self._notify(changes)
-        return bool(changes)
+            return bool(changes)
+
+        return [*args, self._clock_floor], done
 
     @overload
     def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
@@ -529,24 +543,52 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip (three on the exact path).
         """
+        key, step, args = self._incr_call(member, delta, when)
+        if args is not None:
+            with self._writing():
+                new = self._incr_done(member, self._run("INCR", *args))
+                if new is not _EXACT:
+                    return new  # type: ignore[no-any-return]  # a score or None
+        return self._exact_incr(member, key, step, when)
+
+    def _incr_call(
+        self, member: Member, delta: Score, when: When | None
+    ) -> tuple[bytes, Score, list[Any] | None]:
+        """The member's key, the checked step and the arguments of an INCR
+        call (None when only the exact path can add them); raises before
+        anything is sent."""
         key = self._member(member)
         step = self._codec.check(delta, "delta")
         _check_when(when)
         if self._format.columns == 1 and self._format.packing is None and _fast(step):
             number: float = step  # type: ignore[assignment]  # a scalar board's delta
-            with self._writing():
-                result = self._run(
-                    "INCR", key, repr(float(number)), _kind(number), when or "", self._clock_floor
-                )
-                status = int(result[0])
-                if status == 0:
-                    return None
-                if status != 3:
-                    new = self._format.decode(result[1], b"", result[2])
-                    if status == 1:
-                        self._notify([(PUT, member, new, int(result[3]))])
-                    return new
-        return self._exact_incr(member, key, step, when)
+            args = [key, repr(float(number)), _kind(number), when or "", self._clock_floor]
+            return key, step, args
+        return key, step, None
+
+    def _incr_done(self, member: Member, result: Any) -> Any:
+        """incr()'s answer from an INCR reply (noting the change), or
+        ``_EXACT`` when the client must add exactly (see _exact_incr)."""
+        status = int(result[0])
+        if status == 0:
+            return None
+        if status == 3:
+            return _EXACT
+        new = self._format.decode(result[1], b"", result[2])
+        if status == 1:
+            self._notify([(PUT, member, new, int(result[3]))])
+        return new
+
+    def pipeline(self) -> RedisPipeline:
+        """Queue many calls of this board and send them in one round trip,
+        each with the guarantees it has alone (checked when queued, applied
+        once if redis-py sends the round trip again, the settings guard):
+        ``with board.pipeline() as p: p.incr("ann", 5); p.rank("ann")``,
+        then ``p.results``.  See :mod:`rankengine.redis.pipeline`.
+
+        Runtime complexity: one round trip per execute, besides the calls' work.
+        """
+        return RedisPipeline(self)
 
     def set_many(
         self,
@@ -732,7 +774,20 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
-        found = self._entries([member], _STYLE_CODE[self._style(style)], False)[0]
+        style = self._style(style)
+        if self._plain_rank and style == "unique":
+            key = self._key_or_none(member)
+            if key is None:
+                return None
+            # The element of a member with an exact score is the member
+            # itself here: one plain command (nil: absent, or an inexact
+            # score, whose element has its ordkey in front: the script)
+            found_rank = (self._client.zrevrank if self._desc else self._client.zrank)(
+                self._keys[0], key
+            )
+            if found_rank is not None:
+                return int(found_rank) + 1
+        found = self._entries([member], _STYLE_CODE[style], False)[0]
         return None if found is None else found.rank
 
     def entry(
@@ -835,6 +890,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         """
         with_meta = _check_flag(with_meta, "with_meta")
         k = _check_count(k, "k")
+        if self._plain_range and not with_meta:
+            # the first row is ranked 1 in every style: the rows are all
+            style = self._style(style)
+            return self._plain_rows(0, k - 1, style) if k else []
         return self._range(style, with_meta, "win", 0, k)
 
     def by_rank(
@@ -854,6 +913,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         stop = _check_int(stop, "stop")
         if start == 0 or stop == 0:
             raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
+        style = self._style(style)
+        if self._plain_range and not with_meta and start > 0 and (start == 1 or style == "unique"):
+            # ZRANGE clamps and counts negative stops from the bottom as
+            # this does; the first row's rank is start (unique) or 1
+            return self._plain_rows(start - 1, stop if stop < 0 else stop - 1, style)
         return self._range(style, with_meta, "rank", start, stop)
 
     def page(
@@ -1761,6 +1825,13 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         keys = [self._key_or_none(member) for member in members]
         present = [key for key in keys if key is not None]
         result = self._run("ENTRIES", style, _flag(with_meta), *present) if present else []
+        return self._entries_of(members, keys, result, with_meta)
+
+    def _entries_of(
+        self, members: list[Any], keys: list[bytes | None], result: Any, with_meta: bool
+    ) -> list[Entry | None]:
+        """Entries from an ENTRIES reply for ``members`` (``keys``: their
+        stored forms, None for a value that cannot be a member)."""
         out: list[Entry | None] = []
         at = 0
         for member, key in zip(members, keys, strict=True):
@@ -1778,9 +1849,37 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             out.append(Entry(member, score, 0 if rank is None else int(rank), meta))
         return out
 
+    def _plain_rows(self, lo: int, stop: int, style: RankStyle) -> list[Entry]:
+        """Rows ``lo`` (0-based) to ``stop`` (inclusive, negative from the
+        bottom, as ``ZRANGE`` takes it) by one plain ``ZREVRANGE`` (``ZRANGE``
+        ascending), no script: on a first-to-reach board every row's element
+        holds its kind, and the client reads the rest.  The caller makes sure
+        the first row's rank needs no count: ``lo`` is 0, or the style unique.
+
+        Runtime complexity: O(log N + k), one round trip.
+        """
+        if stop >= 0 and stop < lo:
+            return []
+        read = self._client.zrevrange if self._desc else self._client.zrange
+        rows = read(self._keys[0], lo, stop, withscores=True, score_cast_func=bytes)
+        return self._plain_entries(lo, rows, style)
+
+    def _plain_entries(self, lo: int, rows: list[Any], style: RankStyle) -> list[Entry]:
+        """Entries from the ``(element, score bytes)`` rows of a plain read
+        whose first row is ranked ``lo + 1`` (see _plain_rows)."""
+        result: list[Any] = [lo, 0, 0, 0]
+        for element, text in rows:
+            at = self._format.ok_end(element) + TIE_DIGITS
+            result += (element, text, element[at : at + self._klen], None)
+        return self._rows(result, style, False)
+
     def _range(self, style: RankStyle | None, with_meta: bool, *selector: Any) -> list[Entry]:
         style = self._style(style)
         result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), *selector)
+        return self._range_of(result, style, with_meta)
+
+    def _range_of(self, result: Any, style: RankStyle, with_meta: bool) -> list[Entry]:
+        """Entries from a RANGE reply (none for an absent 'around' member)."""
         if int(result[0]) < 0:
             return []
         return self._rows(result, style, with_meta)
@@ -1981,6 +2080,18 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
                 raise reply
             out[i] = calls[i].decode(reply)
     return out
+
+
+def _resp2(client: Any) -> bool:
+    """Whether a redis-py client speaks RESP2 (its default), whose replies
+    carry a score as the bytes Redis wrote, as a script gets them."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:  # a cluster client: its nodes' pools share the settings
+        pool = getattr(getattr(client, "nodes_manager", None), "connection_kwargs", None)
+        kwargs = pool if isinstance(pool, dict) else {}
+    else:
+        kwargs = getattr(pool, "connection_kwargs", {})
+    return str(kwargs.get("protocol", 2) or 2) == "2"
 
 
 def _client_from_url(url: str) -> Any:

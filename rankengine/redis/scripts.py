@@ -42,9 +42,12 @@ engine's order ``(score, tie)``.  Two members never share a clock, so the
 kind and the member bytes decide only on ``tie_break="member"`` boards (no
 kind there: it lives in ``H``).
 
-Each script reads the state hash once (``HMGET``) and writes it once at the
+A write reads the state hash once (``HMGET``) and writes it once at the
 end: a ``set`` is seven or eight Redis calls inside the script (two of them
-the caller's reply key, ``R``: see ``lib_core.lua``).
+the caller's reply key, ``R``: see ``lib_core.lua``).  A read reads the
+state only when it needs it (dense counts, ties of inexact scores): a
+unique rank is two Redis calls, ``top`` on a first-to-reach board none (a
+plain ``ZREVRANGE``, see :mod:`rankengine.redis.board`).
 
 ``ARGV[1]`` of every script is the board's mode: ``d``/``a`` (order of the
 first column), ``f``/``m`` (tie-break), the number of columns whose ordkey

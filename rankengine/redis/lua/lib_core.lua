@@ -24,8 +24,10 @@ local function fail(code, detail)
   error({err = 'RANKENGINE_' .. code .. ' ' .. detail})
 end
 
--- The board's state, read once and written once (save) per call.
-local ST, clock_now, writes_now, inexact_now, DENSE, dirty
+-- The board's state, read once (state, by the calls that need it: every
+-- write, and the reads that count distinct scores or search ties) and
+-- written once (save) per call.
+local ST, clock_now, writes_now, inexact_now, inexact_read, DENSE, dirty
 -- A board with an event log passes the log's last sequence number after a
 -- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
 -- that many writes (it lost some, or has one the log does not).
@@ -60,12 +62,7 @@ local function begin(keys, argv)
   KLEN = byte(MODE, 4) - 48
   PLEN = 0
   if FIRST then PLEN = 16 + KLEN end
-  ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense', 'config')
-  clock_now = tonumber(ST[1] or '0')
-  writes_now = tonumber(ST[2] or '0')
-  inexact_now = tonumber(ST[3] or '0')
-  DENSE = ST[4] == '1'
-  dirty = false
+  ST, dirty = nil, false
   GUARD, SETTINGS, CALL = nil, nil, nil
   if #MODE > 4 then
     GUARD = match(MODE, ':(%d+)$')
@@ -75,9 +72,22 @@ local function begin(keys, argv)
   R = keys[7]
 end
 
+local function state()
+  if ST then return end
+  ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense', 'config')
+  clock_now = tonumber(ST[1] or '0')
+  writes_now = tonumber(ST[2] or '0')
+  inexact_now = tonumber(ST[3] or '0')
+  inexact_read = inexact_now
+  DENSE = ST[4] == '1'
+end
+
 local function save()
-  if dirty then
-    -- (formatted here: a server may write a Lua number with an exponent)
+  if not dirty then return end
+  -- (formatted here: a server may write a Lua number with an exponent)
+  if inexact_now == inexact_read then
+    redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now))
+  else
     redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now),
       'inexact', fmt('%.0f', inexact_now))
   end
@@ -88,6 +98,7 @@ local function touched() writes_now, dirty = writes_now + 1, true end
 -- A board opened before Redis lost it (a restart, a flush) has no settings:
 -- a write waits until the client has stored them again (as on open).
 local function guard()
+  state()
   if not ST[5] then fail('CONFIG', 'the board has no settings') end
   if SETTINGS then
     if ST[5] ~= config_seen then config_seen, config_sha = ST[5], redis.sha1hex(ST[5]) end
