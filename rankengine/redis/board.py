@@ -146,6 +146,8 @@ _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
 _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 _MISSING: Final = object()
+#: A bound on the indexes sent to a plain ZRANGE (Redis takes 64-bit ones).
+_INDEX_BOUND: Final = 2**62
 #: An INCR reply asking the client to add exactly (see _exact_incr).
 _EXACT: Final = object()
 
@@ -1858,8 +1860,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
-        if stop >= 0 and stop < lo:
+        if (stop >= 0 and stop < lo) or lo > _INDEX_BOUND:
             return []
+        # (Redis takes 64-bit indexes; past them every board is shorter)
+        stop = max(min(stop, _INDEX_BOUND), -_INDEX_BOUND)
         read = self._client.zrevrange if self._desc else self._client.zrange
         rows = read(self._keys[0], lo, stop, withscores=True, score_cast_func=bytes)
         return self._plain_entries(lo, rows, style)
@@ -2109,9 +2113,7 @@ def _pipeline(client: Any, calls: list[Pending]) -> list[Any]:
         pipe = client.pipeline(transaction=False)
         for board, name, args, _ in calls:
             keys = board._keys
-            pipe.execute_command(
-                *board._scripts.command(name), len(keys), *keys, board._mode, *args
-            )
+            pipe.execute_command(*board._scripts.call_args(name, keys, [board._mode, *args]))
         replies = pipe.execute(raise_on_error=False)
         runner = calls[0].board._scripts
         if attempt == 0 and any(runner.missing(r) for r in replies):

@@ -180,7 +180,8 @@ class RedisPipeline:
 
             def read(pipe: Any) -> None:
                 send = pipe.zrevrange if board._desc else pipe.zrange
-                send(board._keys[0], 0, k - 1, withscores=True, score_cast_func=bytes)
+                stop = min(k - 1, 2**62)  # (Redis takes 64-bit indexes)
+                send(board._keys[0], 0, stop, withscores=True, score_cast_func=bytes)
 
             finish = lambda rows: board._plain_entries(0, rows, chosen)  # noqa: E731
             self._queued.append(_Call(None, [read], finish, alone))
@@ -310,7 +311,7 @@ class RedisPipeline:
                     if board._stored_sha:
                         mode += f"@{board._stored_sha}"
                     writes += 1
-                pipe.execute_command(*runner.command(call.name), len(keys), *keys, mode, *call.args)
+                pipe.execute_command(*runner.call_args(call.name, keys, [mode, *call.args]))
             replies = pipe.execute(raise_on_error=False)
             if attempt == 0 and any(runner.missing(reply) for reply in replies):
                 runner.load()  # (no script or function ran: every one of them failed alike)

@@ -222,6 +222,16 @@ class ScriptRunner:
             return "FCALL", self.function_name[name]
         return "EVALSHA", self.script_sha[name]
 
+    def call_args(self, name: str, keys: list[str], args: list[Any]) -> list[Any]:
+        """The whole command that calls script ``name`` with a board's keys
+        (its six, then a write's reply key) and ``args``.  A function gets
+        the ranking's key and the reply key only: it derives the others
+        (see ``lib_core.lua``)."""
+        if self.functions:
+            keys = keys[:1] + keys[6:]
+            return ["FCALL", self.function_name[name], len(keys), *keys, *args]
+        return ["EVALSHA", self.script_sha[name], len(keys), *keys, *args]
+
     def _scripts_only(self) -> None:
         """The server has no functions: call the scripts by SHA1 from now on."""
         self.functions = False
@@ -268,12 +278,12 @@ class ScriptRunner:
 
         try:
             try:
-                return self.client.execute_command(*self.command(name), len(keys), *keys, *args)
+                return self.client.execute_command(*self.call_args(name, keys, args))
             except ResponseError as exc:
                 if not self.missing(exc):
                     raise
                 self.load()
-                return self.client.execute_command(*self.command(name), len(keys), *keys, *args)
+                return self.client.execute_command(*self.call_args(name, keys, args))
         except ResponseError as exc:
             refusal = _refusal(exc)
             if refusal is not None:
@@ -296,7 +306,7 @@ class ScriptRunner:
             for args in calls:
                 # (a cluster pipeline refuses its evalsha method, but runs a
                 # transaction of commands on one slot: the board's hash tag)
-                pipe.execute_command(*self.command(name), len(keys), *keys, *args)
+                pipe.execute_command(*self.call_args(name, keys, args))
             replies = list(pipe.execute(raise_on_error=False))
             if attempt == 0 and any(self.missing(reply) for reply in replies):
                 self.load()

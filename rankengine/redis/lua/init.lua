@@ -6,8 +6,9 @@
 
 state()  -- (first: a state key of another type fails here, named by the client)
 
+local board_keys = {Z, H, M, D, C}
 for i, want in ipairs({'zset', 'hash', 'hash', 'zset', 'hash'}) do
-  local have = redis.call('TYPE', KEYS[i]).ok
+  local have = redis.call('TYPE', board_keys[i]).ok
   if have ~= 'none' and have ~= want then fail('KEYTYPE', i .. ' ' .. have) end
 end
 if ARGV[3] == '1' and not ST[5] then

@@ -43,10 +43,31 @@ local SETTINGS
 -- them from one call to the next (settings rarely change), so a write
 -- hashes them only when they differ from the last ones seen.
 local config_seen, config_sha
--- A write passes its caller's reply key as KEYS[7] and a call number after
--- '#' in ARGV[1] (see replayed, below).
+-- A write passes its caller's reply key as its last key and a call number
+-- after '#' in ARGV[1] (see replayed, below).
 local R, CALL
 local REPLY_TTL = 300
+
+-- A script gets the board's six keys (and the reply key): Redis Cluster
+-- routes by them.  A function gets only the ranking's (and the reply key):
+-- each key is a Lua string made for the call (about half a microsecond of
+-- server time apiece), and the others follow from it ('...:z' -> '...:h'),
+-- derived once and kept by the library from one call to the next.
+-- (At most DERIVED boards' keys are kept: past them the table starts again.)
+local DERIVED = 1000
+local derived, n_derived = {}, 0
+local function board_keys(keys)
+  if #keys >= 6 then return keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7] end
+  local z = keys[1]
+  local k = derived[z]
+  if not k then
+    local base = sub(z, 1, #z - 1)
+    k = {base .. 'h', base .. 'm', base .. 'd', base .. 'c', base .. 's'}
+    if n_derived >= DERIVED then derived, n_derived = {}, 0 end
+    derived[z], n_derived = k, n_derived + 1
+  end
+  return z, k[1], k[2], k[3], k[4], k[5], keys[2]
+end
 
 local function begin(keys, argv)
   if not sub then
@@ -54,7 +75,7 @@ local function begin(keys, argv)
     NEG_ZERO = tonumber('-0')
   end
   KEYS, ARGV = keys, argv
-  Z, H, M, D, C, S = keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]
+  Z, H, M, D, C, S, R = board_keys(keys)
   MODE = argv[1]
   DESC = sub(MODE, 1, 1) == 'd'
   FIRST = sub(MODE, 2, 2) == 'f'
@@ -64,12 +85,12 @@ local function begin(keys, argv)
   if FIRST then PLEN = 16 + KLEN end
   ST, dirty = nil, false
   GUARD, SETTINGS, CALL = nil, nil, nil
-  if #MODE > 4 then
-    GUARD = match(MODE, ':(%d+)$')
-    SETTINGS = match(MODE, '@(%x+)')
-    CALL = match(MODE, '#(%d+)')
+  if #MODE > 4 then  -- (one match: '#' call, '@' settings, ':' guard, each optional)
+    CALL, SETTINGS, GUARD = match(MODE, '^....#?(%d*)@?(%x*):?(%d*)$')
+    if CALL == '' then CALL = nil end
+    if SETTINGS == '' then SETTINGS = nil end
+    if GUARD == '' then GUARD = nil end
   end
-  R = keys[7]
 end
 
 local function state()
