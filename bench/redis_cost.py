@@ -135,7 +135,6 @@ def measure(
 def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
     import redis
 
-    import rankengine
     from rankengine import Leaderboard
 
     r = redis.Redis.from_url(url)
@@ -163,10 +162,18 @@ def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
         "dense": fill(Leaderboard.connect(r, f"cost:{tag}:dense")),
     }
     boards["dense"].rank(members[0], style="dense")  # builds its dense counts
+    # a handle that keeps no member's element: every unique rank as a
+    # handle meets a member it has not written or read since
+    cold = Leaderboard.connect(r, f"cost:{tag}:first")
+    cold._seen = lambda key, element: None
     picks = [members[rng.randrange(n)] for _ in range(calls)]
     values = [rng.randrange(10 * n) for _ in range(calls)]
     b = boards["first"]
-    results: dict[str, Any] = {"n": n, "calls": calls, "version": rankengine.__file__}
+    results: dict[str, Any] = {
+        "n": n,
+        "calls": calls,
+        "functions": getattr(b._scripts, "functions", False),
+    }
 
     native: dict[str, Callable[[int], None]] = {
         "incr": lambda i: r.zincrby(plain, 1, picks[i]),
@@ -179,6 +186,7 @@ def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
         "incr": lambda i: b.incr(picks[i], 1),
         "set": lambda i: b.set(picks[i], values[i]),
         "rank unique": lambda i: b.rank(picks[i]),
+        "rank unique (unseen)": lambda i: cold.rank(picks[i]),
         "rank competition": lambda i: b.rank(picks[i], style="competition"),
         "rank dense": lambda i: boards["dense"].rank(picks[i], style="dense"),
         "top10": lambda i: b.top(10),
@@ -189,7 +197,8 @@ def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
         "incr (dense kept)": lambda i: boards["dense"].incr(picks[i], 1),
     }
     versus = {
-        "incr": "incr", "set": "set", "rank unique": "rank", "rank competition": "rank",
+        "incr": "incr", "set": "set", "rank unique": "rank", "rank unique (unseen)": "rank",
+        "rank competition": "rank",
         "rank dense": "rank", "top10": "top10", "around": "around",
         "incr (member ties)": "incr", "rank (member ties)": "rank",
         "top10 (member ties)": "top10", "incr (dense kept)": "incr",
@@ -214,6 +223,8 @@ def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
 
     def board_batch(op: str) -> Callable[[int], None] | None:
         board = {"rank dense": boards["dense"], "incr (dense kept)": boards["dense"]}.get(op, b)
+        if "unseen" in op:
+            board = cold
         if "member" in op:
             board = boards["member"]
         if not hasattr(board, "pipeline"):
@@ -321,7 +332,7 @@ def profile(r: Any, b: Any, picks: list[str], calls: int, counter: Any) -> dict[
         from rankengine.redis import scripts as redis_scripts
     except ImportError:
         return {}
-    if not b._scripts.functions or not hasattr(redis_scripts, "_SECTIONS"):
+    if not getattr(b._scripts, "functions", False) or not hasattr(redis_scripts, "_SECTIONS"):
         return {}
     body = redis_scripts._source("incr").splitlines()
     cuts = [
@@ -406,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=1, help="worker runs per implementation")
     parser.add_argument("--impl", action="append", help="a directory holding a rankengine package")
+    parser.add_argument("--label", action="append", help="a name for each --impl, in order")
     parser.add_argument("--url", help="an existing Redis (default: start one)")
     parser.add_argument("--json")
     parser.add_argument("--seed", type=int, default=7)
@@ -418,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(url, int(n), int(calls), opts.seed, tag)))
         return 0
     impls = [str(Path(p).resolve()) for p in (opts.impl or [str(HERE.parent)])]
+    opts.labels = opts.label or [f"impl{k}" for k in range(len(impls))]
+    if len(opts.labels) != len(impls):
+        parser.error("give one --label per --impl")
     sizes = [int(s) for s in opts.sizes.split(",")]
     if opts.url:
         return _drive(opts, opts.url, impls, sizes)
@@ -429,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _drive(opts: Any, url: str, impls: list[str], sizes: list[int]) -> int:
-    report: dict[str, Any] = {"impls": impls, "runs": []}
+    report: dict[str, Any] = {"impls": opts.labels, "rounds": opts.rounds, "runs": []}
     for n in sizes:
         runs: dict[str, list[Any]] = {impl: [] for impl in impls}
         for round_ in range(opts.rounds):
@@ -443,10 +458,10 @@ def _drive(opts: Any, url: str, impls: list[str], sizes: list[int]) -> int:
                     print(out.stderr, file=sys.stderr)
                     return 1
                 runs[impl].append(json.loads(out.stdout))
-        for impl in impls:
+        for impl, label in zip(impls, opts.labels, strict=True):
             res = _median_tree(runs[impl])
-            report["runs"].append({"impl": impl, **res})
-            print(table(impl, res))
+            report["runs"].append({"impl": label, **res})
+            print(table(label, res))
     if opts.json:
         Path(opts.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0

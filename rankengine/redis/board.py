@@ -146,6 +146,10 @@ _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
 _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
 _MISSING: Final = object()
+#: Members whose element a handle keeps (see RedisLeaderboard._seen): about
+#: 1 MB at typical member sizes, enough for the members one app server
+#: touches in a while.
+ELEMENTS_SEEN: Final = 10_000
 #: A bound on the indexes sent to a plain ZRANGE (Redis takes 64-bit ones).
 _INDEX_BOUND: Final = 2**62
 #: An INCR reply asking the client to add exactly (see _exact_incr).
@@ -312,6 +316,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         resp2 = _resp2(redis)
         self._plain_rank = resp2 and not self._first and self._format.columns == 1
         self._plain_range = resp2 and self._first
+        #: member key -> its element when this handle last saw it (see _seen)
+        self._elements: dict[bytes, bytes] = {}
         self._scripts = ScriptRunner(redis)
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
@@ -524,6 +530,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             changes: list[Change] = []
             if clock:
                 changes.append((PUT, member, value, int(clock)))
+                self._seen_write(key, ok, int(clock), kind)
             if meta_changed:
                 changes.append((META, member, clean))
             self._notify(changes)
@@ -548,7 +555,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         key, step, args = self._incr_call(member, delta, when)
         if args is not None:
             with self._writing():
-                new = self._incr_done(member, self._run("INCR", *args))
+                new = self._incr_done(member, key, self._run("INCR", *args))
                 if new is not _EXACT:
                     return new  # type: ignore[no-any-return]  # a score or None
         return self._exact_incr(member, key, step, when)
@@ -568,7 +575,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             return key, step, args
         return key, step, None
 
-    def _incr_done(self, member: Member, result: Any) -> Any:
+    def _incr_done(self, member: Member, key: bytes, result: Any) -> Any:
         """incr()'s answer from an INCR reply (noting the change), or
         ``_EXACT`` when the client must add exactly (see _exact_incr)."""
         status = int(result[0])
@@ -579,7 +586,29 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         new = self._format.decode(result[1], b"", result[2])
         if status == 1:
             self._notify([(PUT, member, new, int(result[3]))])
+            self._seen_write(key, b"", int(result[3]), result[2])
         return new
+
+    def _seen(self, key: bytes, element: bytes) -> None:
+        """Note the element a member had when this handle last saw it, for
+        unique ranks by one plain ``ZREVRANK`` (see rank).  An element holds
+        its member and a tie clock no other change reuses, and the ranking
+        holds one element per member: an element found there is the
+        member's, whatever happened since; one no longer there (the member
+        changed, or left) answers nil and the script reads the rank.  At
+        most ELEMENTS_SEEN are kept (past them the table starts again)."""
+        if self._first:
+            elements = self._elements
+            if len(elements) >= ELEMENTS_SEEN:
+                elements.clear()
+            elements[key] = element
+
+    def _seen_write(self, key: bytes, ok: bytes, clock: int, kind: Any) -> None:
+        """Note the element a write of this handle gave a member (see _seen)."""
+        if self._first:
+            tie = MAXCLOCK - clock if self._desc else clock
+            kind_bytes = kind if isinstance(kind, bytes) else kind.encode()
+            self._seen(key, b"%s%016d%s%s" % (ok, tie, kind_bytes, key))
 
     def pipeline(self) -> RedisPipeline:
         """Queue many calls of this board and send them in one round trip,
@@ -777,18 +806,21 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         Runtime complexity: O(log N), one round trip.
         """
         style = self._style(style)
-        if self._plain_rank and style == "unique":
+        if style == "unique":
             key = self._key_or_none(member)
             if key is None:
                 return None
-            # The element of a member with an exact score is the member
-            # itself here: one plain command (nil: absent, or an inexact
-            # score, whose element has its ordkey in front: the script)
-            found_rank = (self._client.zrevrank if self._desc else self._client.zrank)(
-                self._keys[0], key
-            )
-            if found_rank is not None:
-                return int(found_rank) + 1
+            # One plain command when the member's element is known: on a
+            # tie_break="member" scalar board an exact score's element is
+            # the member itself; on a first-to-reach board, the element this
+            # handle last saw (see _seen).  Nil: absent, or the element
+            # changed since: the script.
+            element = key if self._plain_rank else self._elements.get(key)
+            if element is not None:
+                read = self._client.zrevrank if self._desc else self._client.zrank
+                found_rank = read(self._keys[0], element)
+                if found_rank is not None:
+                    return int(found_rank) + 1
         found = self._entries([member], _STYLE_CODE[style], False)[0]
         return None if found is None else found.rank
 
@@ -1849,6 +1881,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             score = self._format.decode(text, ok, kind)
             meta = decode_meta(data) if with_meta and data else None
             out.append(Entry(member, score, 0 if rank is None else int(rank), meta))
+            self._seen(key, element)
         return out
 
     def _plain_rows(self, lo: int, stop: int, style: RankStyle) -> list[Entry]:
@@ -1912,6 +1945,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             meta = decode_meta(data) if with_meta and data else None
             score = self._format.decode(text, ok, kind)
             out.append(Entry(decode_member(key), score, shown, meta))
+            self._seen(key, element)
             rank += 1
         return out
 

@@ -136,7 +136,7 @@ class RedisPipeline:
         def finish(reply: Any) -> Any:
             from rankengine.redis.board import _EXACT
 
-            new = board._incr_done(member, reply)
+            new = board._incr_done(member, key, reply)
             return board._exact_incr(member, key, step, when) if new is _EXACT else new
 
         self._queued.append(_Call(None if args is None else "INCR", args or [], finish, alone))
