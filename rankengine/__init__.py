@@ -13,10 +13,18 @@ and "who is around me" are O(log N) reads, never a sort and never a scan.
 The core (``Leaderboard``, ``Entry``) is imported eagerly; every other name
 is imported on first use, so ``import rankengine`` stays cheap and the
 optional Redis client is needed only by the Redis board.
+
+The packages, from the bottom up (each imports only those below it; see
+``docs/architecture.md``): ``index`` (ordered indexes), ``board`` (the
+in-memory board), ``durable`` (event log, snapshots, durable board),
+``timed`` (periodic, window, decayed boards), ``trending`` (approximate
+top-K), ``redis`` and ``sharded`` (boards on Redis and over shards),
+``teach`` (pictures and narration) and ``cli`` (the command line).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
     from rankengine.index.sortedlist import SortedListIndex
     from rankengine.redis.board import RedisLeaderboard
     from rankengine.sharded.board import ShardedLeaderboard
+    from rankengine.stores import connect_board, open_board
     from rankengine.timed.calendars import (
         Calendar,
         Cron,
@@ -48,9 +57,10 @@ if TYPE_CHECKING:
     from rankengine.timed.decay import DecayedLeaderboard
     from rankengine.timed.periodic import LateEventError, PeriodicLeaderboard
     from rankengine.timed.window import SlidingWindowLeaderboard
+    from rankengine.trending.partitions import PartitionedTopK
     from rankengine.trending.sketch import CountMinSketch
     from rankengine.trending.topk import TopItem, TopK, merge_topk
-    from rankengine.trending.windows import PartitionedTopK, TumblingWindows
+    from rankengine.trending.windows import TumblingWindows
 
 __all__ = [
     "Calendar",
@@ -82,7 +92,9 @@ __all__ = [
     "TornTailError",
     "TumblingWindows",
     "Weekly",
+    "connect_board",
     "merge_topk",
+    "open_board",
 ]
 
 __version__ = "0.1.0"
@@ -114,10 +126,33 @@ _LAZY: dict[str, str] = {
     "TopK": "rankengine.trending.topk",
     "TopItem": "rankengine.trending.topk",
     "merge_topk": "rankengine.trending.topk",
-    "PartitionedTopK": "rankengine.trending.windows",
+    "PartitionedTopK": "rankengine.trending.partitions",
     "TumblingWindows": "rankengine.trending.windows",
     "SlidingWindowLeaderboard": "rankengine.timed.window",
+    "open_board": "rankengine.stores",
+    "connect_board": "rankengine.stores",
 }
+
+
+class _StoreAlias:
+    """``Leaderboard.open`` and ``Leaderboard.connect``: the older spellings
+    of :func:`open_board` and :func:`connect_board`, resolved here in the
+    package root so that the board package never imports the durable and
+    Redis packages built on it.  ``MyBoard.open(path)`` on a subclass opens
+    a durable ``MyBoard``, as it always has."""
+
+    def __init__(self, target: str) -> None:
+        self._target = target
+
+    def __get__(self, obj: object, owner: type[Leaderboard]) -> Any:
+        if self._target == "connect":
+            return __getattr__("connect_board")
+        durable = importlib.import_module("rankengine.durable.board")
+        return functools.partial(durable.open_board_as, owner)
+
+
+Leaderboard.open = _StoreAlias("open")  # type: ignore[assignment]
+Leaderboard.connect = _StoreAlias("connect")  # type: ignore[assignment]
 
 
 def __getattr__(name: str) -> Any:

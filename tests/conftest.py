@@ -188,8 +188,9 @@ def _record_fsyncs(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[tuple
 def dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
     """The directory fsyncs that creating durable directories makes."""
     import rankengine.durable.board as durable_module
+    import rankengine.durable.options as options_module
 
-    return _record_fsyncs(monkeypatch, durable_module)
+    return _record_fsyncs(monkeypatch, durable_module, options_module)
 
 
 @pytest.fixture
@@ -199,8 +200,9 @@ def repair_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]
     durable code it uses (the parents of a backup directory it creates)."""
     import rankengine.durable.board as durable_module
     import rankengine.durable.manifest as manifest_module
+    import rankengine.durable.options as options_module
 
-    return _record_fsyncs(monkeypatch, manifest_module, durable_module)
+    return _record_fsyncs(monkeypatch, manifest_module, durable_module, options_module)
 
 
 @pytest.fixture

@@ -24,7 +24,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from rankengine import Leaderboard, cli_trending
+from rankengine import Leaderboard
+from rankengine.cli import trending as cli_trending
 from rankengine.cli.main import main
 from rankengine.trending.topk import TopK
 
@@ -772,7 +773,7 @@ def test_a_negative_number_reaches_its_option_s_own_check(args: list[str], messa
 
 
 def test_negative_number_values_leave_real_options_alone(tmp_path: Path) -> None:
-    from rankengine.cli.main import log as cli_log
+    from rankengine.cli import log as cli_log
 
     args = _parse(["replay", str(tmp_path), "-o", "-", "--top", "3"])
     assert (args.output, args.top) == ("-", 3)

@@ -23,7 +23,8 @@ from typing import Any, TextIO
 import pytest
 from conftest import with_default_sigint
 
-from rankengine import Leaderboard, cli_log
+from rankengine import Leaderboard
+from rankengine.cli import log as cli_log
 from rankengine.cli.main import main
 from rankengine.durable.eventlog import PROGRESS_EVERY
 

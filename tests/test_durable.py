@@ -30,10 +30,10 @@ from listindex import ListIndex
 
 from rankengine import Leaderboard
 from rankengine.cli.log import main as cli
+from rankengine.durable import board as durable_module
+from rankengine.durable import eventlog as eventlog_module
+from rankengine.durable import manifest as manifest_module
 from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
-from rankengine.durable.board import board as durable_module
-from rankengine.durable.board import eventlog as eventlog_module
-from rankengine.durable.board import manifest as manifest_module
 from rankengine.durable.eventlog import (
     MAPPED_SEGMENTS,
     CorruptionError,

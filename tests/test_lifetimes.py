@@ -34,8 +34,8 @@ from rankengine.redis.board import RedisLeaderboard
 from rankengine.sharded.board import ShardedLeaderboard
 from rankengine.timed.decay import DecayedLeaderboard
 from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.trending.partitions import PartitionedTopK, _serve
 from rankengine.trending.topk import TopK
-from rankengine.trending.windows import PartitionedTopK, _serve
 
 pytestmark = pytest.mark.skipif(
     not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc/self/fd"

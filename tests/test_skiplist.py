@@ -26,7 +26,7 @@ from hypothesis.stateful import (
 )
 
 from rankengine.index.protocol import RUN_SCAN_LIMIT
-from rankengine.index.skiplist import MAX_LEVEL, P, SkipList, _entry, _height
+from rankengine.index.skiplist import MAX_LEVEL, P, SkipList, node_entry, node_height
 
 Entry = tuple[Any, Any, Any]
 
@@ -91,7 +91,7 @@ def backward_walk(sl: SkipList) -> list[Entry]:
     out = []
     x = sl.tail
     while x is not None:
-        out.append(_entry(x))
+        out.append(node_entry(x))
         x = x[3]
     return out
 
@@ -394,7 +394,7 @@ def test_move_in_place_keeps_links(monkeypatch: pytest.MonkeyPatch) -> None:
     # A tall node in the middle, so several levels point at it.
     rank = next(r for r, (*_, spans) in enumerate(sl.levels(), 1) if r > 20 and len(spans) > 1)
     node = sl._node_at(rank)
-    p, t, m = _entry(node)
+    p, t, m = node_entry(node)
     links_before = node[4:]
     before = [r[3] for r in sl.levels(include_header=True)]
 
@@ -410,7 +410,7 @@ def test_move_in_place_keeps_links(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
 
     assert sl._node_at(rank) is node
-    assert _entry(node) == (p + 9, 99, m)
+    assert node_entry(node) == (p + 9, 99, m)
     assert len(node[4:]) == len(links_before)
     assert all(a is b for a, b in zip(node[4:], links_before, strict=True))
     assert [r[3] for r in sl.levels(include_header=True)] == before
@@ -441,7 +441,7 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
     sl = SkipList(random.Random(2), max_level=4)
     sl.build([(i, 0, f"m{i}") for i in range(64)])
     node = sl._node_at(10)
-    height = _height(node)
+    height = node_height(node)
     calls: list[str] = []
     real_unlink, real_link = SkipList._unlink, SkipList._link
     real_ahead = SkipList._move_ahead
@@ -466,7 +466,7 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == ["move_ahead"]
     assert sl.tail is node
     assert sl._node_at(64) is node
-    assert _entry(node) == (100, 0, "m9")
+    assert node_entry(node) == (100, 0, "m9")
     sl._check()
     # To a smaller key: unlink, search from the header, relink.
     calls.clear()
@@ -475,8 +475,8 @@ def test_move_far_reuses_node(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert calls == ["unlink", "link"]
     assert sl._node_at(1) is node
-    assert _height(node) == height
-    assert _entry(node) == (-1, 0, "m9")
+    assert node_height(node) == height
+    assert node_entry(node) == (-1, 0, "m9")
     sl._check()
 
 
@@ -523,7 +523,7 @@ def test_search_run_end_stops_before_the_oldest_node(oldest_last: bool, max_leve
         assert x is oldest
         at = next(k for k, n in enumerate(nodes) if n is oldest)
         for i in range(sl.level):
-            before = [k for k in range(at) if k == 0 or _height(nodes[k]) > i][-1]
+            before = [k for k in range(at) if k == 0 or node_height(nodes[k]) > i][-1]
             assert sl._update[i] is nodes[before], (p, i)
             assert sl._rank[i] == before, (p, i)
 
@@ -679,7 +679,7 @@ def test_build_draws_heights_like_insert() -> None:
 
 def _tall_node(sl: SkipList) -> Any:
     x = sl.header[4]
-    while x is not None and _height(x) < 2:
+    while x is not None and node_height(x) < 2:
         x = x[4]
     assert x is not None
     return x

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine import Leaderboard
-from rankengine.durable.board import snapshot as snapshot_module
+from rankengine.durable import snapshot as snapshot_module
 from rankengine.durable.eventlog import PREFIX_BYTES, CorruptionError, frame, pack, write_prefix
 from rankengine.durable.snapshot import (
     FLOAT64_COLUMN_EXT,

@@ -55,19 +55,19 @@ def test_incr_without_when_is_typed_as_a_score(tmp_path: Path) -> None:
 
 
 def test_open_and_connect_options_are_typed(tmp_path: Path) -> None:
-    """``Leaderboard.open`` and ``connect`` take ``**options`` typed with the
-    durable and Redis boards' keywords: a type checker refuses a misspelt
-    option or a bad value before the code runs."""
+    """``rankengine.open_board`` and ``connect_board`` take ``**options``
+    typed with the durable and Redis boards' keywords: a type checker
+    refuses a misspelt option or a bad value before the code runs."""
     snippet = tmp_path / "uses_open.py"
     snippet.write_text(
-        "from rankengine import Leaderboard\n"
+        "from rankengine import connect_board, open_board\n"
         "\n"
         "def use(path: str) -> None:\n"
-        "    Leaderboard.open(path, fsync='never', retain_log=True, order=('desc', 'asc'))\n"
-        "    Leaderboard.connect('redis://localhost', 'daily', prefix='app:', fsync='always')\n"
-        "    Leaderboard.open(path, retian_log=True)\n"
-        "    Leaderboard.open(path, fsync='sometimes')\n"
-        "    Leaderboard.connect('redis://localhost', 'daily', prefx='app:')\n"
+        "    open_board(path, fsync='never', retain_log=True, order=('desc', 'asc'))\n"
+        "    connect_board('redis://localhost', 'daily', prefix='app:', fsync='always')\n"
+        "    open_board(path, retian_log=True)\n"
+        "    open_board(path, fsync='sometimes')\n"
+        "    connect_board('redis://localhost', 'daily', prefx='app:')\n"
     )
     result = _run("mypy", "--strict", str(snippet))
     errors = [line for line in result.stdout.splitlines() if ": error:" in line]

@@ -359,7 +359,7 @@ def test_add_counts_of_pairs_or_keys_says_it_takes_a_mapping(counts: object) -> 
     """add_counts takes a mapping key -> count; pairs or bare keys are refused
     with an error that says so (not 'unsupported key type tuple'), and the
     tracker and a pipeline are left as they were."""
-    from rankengine.trending.windows import PartitionedTopK
+    from rankengine.trending.partitions import PartitionedTopK
 
     tracker = TopK(2, width=16, depth=2)
     tracker.add("a")

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine.trending.hashing import Key
+from rankengine.trending.partitions import PartitionedTopK
 from rankengine.trending.topk import TopK
 from rankengine.trending.windows import (
     LocalSource,
-    PartitionedTopK,
     TumblingWindows,
     Window,
     WindowSource,
@@ -527,7 +527,8 @@ DETERMINISM_SCRIPT = textwrap.dedent(
     import hashlib, json, random
     from rankengine.trending.sketch import CountMinSketch
     from rankengine.trending.topk import TopK
-    from rankengine.trending.windows import PartitionedTopK, TumblingWindows
+    from rankengine.trending.partitions import PartitionedTopK
+    from rankengine.trending.windows import TumblingWindows
 
     rng = random.Random(5)
     keys = [f"tag:{i}" for i in range(3000)] + [b"raw:%d" % i for i in range(50)] + [7, -7]

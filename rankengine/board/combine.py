@@ -43,12 +43,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from rankengine.board.core import BoardCore
 from rankengine.board.scoring import check_score, out_of_float_range
 
 if TYPE_CHECKING:
     from rankengine.board.leaderboard import Leaderboard
 
-__all__ = ["combine"]
+__all__ = [
+    "aggregate_scores",
+    "board_list",
+    "check_new",
+    "combine",
+    "weigh",
+    "weight_list",
+]
 
 _AGGREGATES = ("sum", "min", "max")
 
@@ -66,20 +74,18 @@ def combine(
 
     Runtime complexity: O(T log T) for T input entries in all.
     """
-    from rankengine.board.leaderboard import Leaderboard
-
-    inputs = _board_list(boards)
+    inputs = board_list(boards)
     if not inputs:
         raise ValueError("combine needs at least one board")
     for board in inputs:
-        if not isinstance(board, Leaderboard):
+        if not isinstance(board, BoardCore):
             raise TypeError(f"can only combine Leaderboards, not {type(board).__name__}")
         if board._codec.columns is not None:
             raise TypeError(
                 "union and intersection combine scalar scores only: a composite-score "
                 f"board (order={board.order!r}) cannot be summed or weighted"
             )
-    factors = _weight_list(weights, len(inputs))
+    factors = weight_list(weights, len(inputs))
     if aggregate not in _AGGREGATES:
         raise ValueError(f"aggregate must be one of {_AGGREGATES}, not {aggregate!r}")
     settings = {**inputs[0].config(), **config}
@@ -99,9 +105,9 @@ def combine(
             rows: list[tuple[Any, Any]] = board.items()  # scalar scores: checked above
             board_meta = dict(board._meta)
         for member, score in rows:
-            value = _weigh(weight, score, member)
+            value = weigh(weight, score, member)
             if member in totals:
-                totals[member] = _aggregate(aggregate, totals[member], value, member)
+                totals[member] = aggregate_scores(aggregate, totals[member], value, member)
                 seen[member] += 1
             else:
                 totals[member] = value
@@ -115,7 +121,7 @@ def combine(
     # Every score is known (and every overflow raised) before the result
     # exists: a durable result's directory is only created for a good union.
     result = cls(**settings)
-    _check_new(result, "board")
+    check_new(result, "board")
     # One write (one record on a durable result): a crash leaves the whole
     # union with its metadata or nothing, never scores without metadata.
     try:
@@ -131,7 +137,7 @@ def combine(
     return result
 
 
-def _board_list(boards: Iterable[Any]) -> list[Any]:
+def board_list(boards: Iterable[Any]) -> list[Any]:
     """``boards`` as a list; one board given alone (which iterates over its
     members) is refused with ``TypeError``, as a bare string is where a
     list of members is expected.
@@ -143,7 +149,7 @@ def _board_list(boards: Iterable[Any]) -> list[Any]:
     return list(boards)
 
 
-def _weight_list(weights: Iterable[float] | None, n: int) -> list[Any]:
+def weight_list(weights: Iterable[float] | None, n: int) -> list[Any]:
     """One checked weight per board (1 each when ``weights`` is None).
 
     Runtime complexity: O(n)
@@ -173,7 +179,7 @@ def _check_member_types(totals: dict[Any, Any]) -> None:
         )
 
 
-def _check_new(result: Any, where: str) -> None:
+def check_new(result: Any, where: str) -> None:
     """Refuse a result that opened an existing board (a durable board's
     path, a Redis board's name) that has held members: the combination would
     be merged into its stale members.  The result is closed, unchanged.
@@ -199,7 +205,7 @@ def _close(result: Any) -> None:
         close()
 
 
-def _weigh(weight: Any, score: Any, member: Any) -> Any:
+def weigh(weight: Any, score: Any, member: Any) -> Any:
     """``weight * score``, with 0 for NaN (``0 * inf``), as in Redis; an
     ``OverflowError`` naming ``member`` when an int beyond the float range
     meets a float.  All of it runs before the result board is written."""
@@ -212,7 +218,7 @@ def _weigh(weight: Any, score: Any, member: Any) -> Any:
     return value
 
 
-def _aggregate(kind: str, old: Any, new: Any, member: Any) -> Any:
+def aggregate_scores(kind: str, old: Any, new: Any, member: Any) -> Any:
     if kind == "min":
         return min(old, new)  # int and float compare exactly, whatever their size
     if kind == "max":

@@ -26,14 +26,9 @@ that says what to copy instead, never a bare ``cannot pickle
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
+from typing import Any, ClassVar, NoReturn
 
-if TYPE_CHECKING:
-    from rankengine.board.leaderboard import Leaderboard
-
-__all__ = ["Uncopyable", "board_from_state"]
-
-_B = TypeVar("_B", bound="Leaderboard")
+__all__ = ["Uncopyable"]
 
 
 class Uncopyable:
@@ -59,30 +54,3 @@ class Uncopyable:
 
     def __reduce__(self) -> NoReturn:
         self._refuse_copy()
-
-
-def board_from_state(
-    cls: type[_B],
-    config: dict[str, Any],
-    state: dict[str, Any],
-    extras: dict[str, Any] | None = None,
-) -> _B:
-    """A new ``cls`` board with the settings ``config``, holding ``state``
-    (as ``_copy_state`` returns it) and the attributes ``extras`` (those a
-    subclass added): how a copied or pickled in-memory board is rebuilt.
-
-    As pickle builds objects, ``cls.__init__`` is not called (a subclass's
-    may take arguments of its own): the board is initialised as a plain
-    :class:`~rankengine.Leaderboard` and the subclass's attributes are set
-    on it.
-
-    Runtime complexity: O(N)
-    """
-    from rankengine.board.leaderboard import Leaderboard
-
-    board = cls.__new__(cls)
-    Leaderboard.__init__(board, **config)
-    board._load_state(state)
-    if extras:
-        vars(board).update(extras)
-    return board

@@ -40,6 +40,10 @@ from typing import Any, Final, Literal, NamedTuple, Protocol, TypeAlias
 from sortedcontainers import SortedList
 
 from rankengine.board.changes import DEL, META, PUT, Change
+from rankengine.board.checks import (
+    check_comparable,
+    check_style,
+)
 from rankengine.board.scoring import (
     Member,
     Order,
@@ -51,6 +55,8 @@ from rankengine.board.scoring import (
     member_error,
 )
 from rankengine.index.protocol import PROTOCOL_METHODS, RUN_SCAN_LIMIT, OrderedIndex
+from rankengine.index.skiplist import SkipList
+from rankengine.index.sortedlist import SortedListIndex
 
 __all__ = [
     "BULK_REBUILD_FRACTION",
@@ -67,7 +73,6 @@ RankStyle: TypeAlias = Literal["unique", "dense", "competition"]
 TieBreak: TypeAlias = Literal["first", "member"]
 Backend: TypeAlias = Literal["sortedlist", "skiplist"]
 
-_STYLES: Final = ("unique", "dense", "competition")
 _TIE_BREAKS: Final = ("first", "member")
 _MISSING: Final = object()
 
@@ -107,12 +112,8 @@ def _make_index(backend: str | Callable[[], OrderedIndex]) -> OrderedIndex:
             )
         return index
     if backend == "sortedlist":
-        from rankengine.index.sortedlist import SortedListIndex
-
         return SortedListIndex()
     if backend == "skiplist":
-        from rankengine.index.skiplist import SkipList
-
         return SkipList()
     if not isinstance(backend, str) and hasattr(backend, "insert"):
         raise ValueError(
@@ -182,7 +183,7 @@ class BoardCore:
     ) -> None:
         if tie_break not in _TIE_BREAKS:
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
-        _check_style(rank_style)
+        check_style(rank_style)
         self._codec = ScoreCodec(order)
         self._order = self._codec.order
         self._desc = self._codec.descending
@@ -880,7 +881,7 @@ class BoardCore:
     def _style(self, style: RankStyle | None) -> RankStyle:
         if style is None:
             return self._rank_style
-        _check_style(style)
+        check_style(style)
         return style
 
     def _zero(self) -> Score:
@@ -894,7 +895,7 @@ class BoardCore:
         """
         member = check_member(member)
         if self._tie_break == "member" and self._primary:
-            _check_comparable(member, self._member_type)
+            check_comparable(member, self._member_type)
         return member
 
 
@@ -912,24 +913,6 @@ def _lookalike(value: object) -> bool:
     if kind is str or kind is int or kind is bytes:
         return False
     return not is_member(value)
-
-
-def _check_comparable(member: object, held: type | None) -> None:
-    """Raise unless ``member`` compares with the members of a board that
-    breaks ties by member and holds ``held`` members (None: any type).
-
-    Runtime complexity: O(1)
-
-    >>> _check_comparable(7, str)
-    Traceback (most recent call last):
-    ...
-    TypeError: this board breaks ties by member and holds str members; int members would not compare
-    """
-    if held is not None and type(member) is not held:
-        raise TypeError(
-            f"this board breaks ties by member and holds {held.__name__} "
-            f"members; {type(member).__name__} members would not compare"
-        )
 
 
 def _deep_ties(
@@ -987,80 +970,3 @@ def _same_value(a: Any, b: Any) -> bool:
 
 def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:
     return (row[0], row[1])
-
-
-def _check_style(style: object) -> None:
-    if style not in _STYLES:
-        raise ValueError(f"rank style must be one of {_STYLES}, not {style!r}")
-
-
-def _member_list(members: Iterable[Member]) -> list[Member]:
-    """A list of the members; a bare ``str``/``bytes`` is refused, not split
-    into one-character members."""
-    if isinstance(members, (str, bytes)):
-        raise TypeError(f"expected an iterable of members, not a single {type(members).__name__}")
-    return list(members)
-
-
-def _check_int(value: object, what: str) -> int:
-    """``value`` as an ``int``: an ``int`` itself, or any integer type that
-    says so with ``__index__`` (a NumPy ``int64``), as list indexing takes.
-    A ``bool`` is refused: ``top(True)`` is more likely a slip than a count.
-
-    Runtime complexity: O(1)
-
-    >>> _check_int(3, "k")
-    3
-    >>> _check_int(2.0, "k")
-    Traceback (most recent call last):
-    ...
-    TypeError: k must be an int, not float
-    """
-    if type(value) is int:
-        return value
-    if not isinstance(value, bool) and hasattr(type(value), "__index__"):
-        return operator.index(value)  # type: ignore[arg-type]
-    raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-
-
-def _check_flag(value: object, what: str) -> bool:
-    """``value`` if it is a ``bool``, else a ``TypeError``: a flag given as
-    ``"no"`` or ``0`` is more likely a slip than a choice (``"no"`` is true).
-
-    Runtime complexity: O(1)
-
-    >>> _check_flag(True, "fill")
-    True
-    >>> _check_flag("no", "fill")
-    Traceback (most recent call last):
-    ...
-    TypeError: fill must be a bool, not str
-    """
-    if value is True or value is False:
-        return value
-    raise _not_a_flag(value, what)
-
-
-def _not_a_flag(value: object, what: str) -> TypeError:
-    """The error :func:`_check_flag` raises, for a hot read that tests the
-    flag inline (``value is not False and value is not True``: the default
-    ``False`` costs one identity test, no call).
-
-    >>> _not_a_flag(None, "with_meta")
-    TypeError('with_meta must be a bool, not NoneType')
-    """
-    return TypeError(f"{what} must be a bool, not {type(value).__name__}")
-
-
-def _check_count(value: object, what: str) -> int:
-    value = _check_int(value, what)
-    if value < 0:
-        raise ValueError(f"{what} must not be negative, got {value}")
-    return value
-
-
-def _check_size(value: object) -> int:
-    value = _check_int(value, "page size")
-    if value < 1:
-        raise ValueError(f"page size must be at least 1, got {value}")
-    return value

@@ -43,40 +43,25 @@ from __future__ import annotations
 
 import copy
 import itertools
-import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter, ne
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.copying import board_from_state
-from rankengine.board.core import (
-    _MISSING,
-    Entry,
-    ItemWrites,
-    RankStyle,
-    TieBreak,
-    _check_count,
-    _check_flag,
-    _member_list,
-)
+from rankengine.board.checks import check_count, check_flag, member_list
+from rankengine.board.combine import combine
+from rankengine.board.core import _MISSING, Entry, ItemWrites, RankStyle, TieBreak
 from rankengine.board.reads import BoardReads
 from rankengine.board.scoring import (
     Member,
     Score,
-    _same_meta,
     check_member,
     check_meta,
     out_of_float_range,
+    same_meta,
 )
 
-if TYPE_CHECKING:
-    from typing import Unpack
-
-    from rankengine.durable.board import DurableLeaderboard, DurableOptions
-    from rankengine.redis.board import RedisLeaderboard, RedisOptions
-
-__all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When"]
+__all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When", "board_from_state"]
 
 When: TypeAlias = Literal["new", "present", "better", "worse"]
 
@@ -85,6 +70,7 @@ _WHENS: Final = (None, "new", "present", "better", "worse")
 #: are (``bool`` is not ``int`` here: ``type(True) is bool``).
 _PLAIN_MEMBERS: Final = frozenset({str, bytes, int})
 _PLAIN_SCORES: Final = frozenset({int, float})
+_B = TypeVar("_B", bound="Leaderboard")
 _first_item = itemgetter(0)
 _second_item = itemgetter(1)
 
@@ -362,7 +348,7 @@ class Leaderboard(BoardReads, ItemWrites):
         Runtime complexity: O(k log N)
         """
         with self._lock:
-            wanted = [self._check_member(member) for member in _member_list(members)]
+            wanted = [self._check_member(member) for member in member_list(members)]
             present = list(dict.fromkeys(m for m in wanted if m in self._primary))
             if present:
                 self._commit([(DEL, m) for m in present])
@@ -400,7 +386,7 @@ class Leaderboard(BoardReads, ItemWrites):
             clean = None if meta is None else check_meta(meta)
             if member not in self._primary:
                 raise KeyError(f"no member {member!r}: add a score before its metadata")
-            if _same_meta(self._meta.get(member), clean):
+            if same_meta(self._meta.get(member), clean):
                 return
             self._commit([(META, member, clean)])
 
@@ -465,7 +451,7 @@ class Leaderboard(BoardReads, ItemWrites):
         Runtime complexity: O(log N + k log N)
         """
         with self._lock:
-            n = _check_count(n, "n")
+            n = check_count(n, "n")
             if n >= len(self):
                 return 0
             return self.remove_by_rank(n + 1, len(self))
@@ -494,8 +480,6 @@ class Leaderboard(BoardReads, ItemWrites):
 
         See :func:`rankengine.board.combine.combine` for the rules.
         """
-        from rankengine.board.combine import combine
-
         return combine(cls, boards, weights, aggregate, intersect=False, config=config)
 
     @classmethod
@@ -511,8 +495,6 @@ class Leaderboard(BoardReads, ItemWrites):
 
         See :func:`rankengine.board.combine.combine` for the rules.
         """
-        from rankengine.board.combine import combine
-
         return combine(cls, boards, weights, aggregate, intersect=True, config=config)
 
     # ------------------------------------------------------------------
@@ -595,35 +577,16 @@ class Leaderboard(BoardReads, ItemWrites):
             )
 
     # ------------------------------------------------------------------
-    # Durability seams: export / restore the whole state
+    # Where a board is kept: rankengine.open_board / rankengine.connect_board
     # ------------------------------------------------------------------
-
-    @classmethod
-    def open(
-        cls, path: str | os.PathLike[str], **options: Unpack[DurableOptions]
-    ) -> DurableLeaderboard:
-        """Open (or create) a durable board stored in directory ``path``.
-
-        See :mod:`rankengine.durable.board` for the options (``fsync`` policy,
-        compaction thresholds, what happens to a torn tail).
-        """
-        from rankengine.durable.board import open_board
-
-        return open_board(cls, path, **options)
-
-    @staticmethod
-    def connect(redis: Any, name: str, **options: Unpack[RedisOptions]) -> RedisLeaderboard:
-        """A board with this API stored in a Redis sorted set (``pip install
-        rankengine[redis]``).
-
-        ``redis`` is a redis-py client (``Redis`` or ``RedisCluster``) or a
-        URL; ``name`` names the board's keys.  See :mod:`rankengine.redis.board`
-        for the options (key prefix, packed scores, an event log to rebuild
-        from).
-        """
-        from rankengine.redis.board import RedisLeaderboard
-
-        return RedisLeaderboard(redis, name, **options)
+    if TYPE_CHECKING:
+        #: ``Leaderboard.open(path, **options)``: the older spelling of
+        #: :func:`rankengine.open_board`, attached by the package root (this
+        #: package never imports the durable or Redis packages built on it).
+        open: ClassVar[Callable[..., Any]]
+        #: ``Leaderboard.connect(redis, name, **options)``: the older
+        #: spelling of :func:`rankengine.connect_board`, attached likewise.
+        connect: ClassVar[Callable[..., Any]]
 
     # ------------------------------------------------------------------
     # Invariants
@@ -649,7 +612,7 @@ class Leaderboard(BoardReads, ItemWrites):
         # same value keeps the member's place among ties.
         if old is _MISSING or self._codec.primary(score) != old:
             changes.append((PUT, member, score, self._clock + 1))
-        if meta is not None and (changes or not _same_meta(self._meta.get(member), meta)):
+        if meta is not None and (changes or not same_meta(self._meta.get(member), meta)):
             changes.append((META, member, meta))
         return changes
 
@@ -834,9 +797,9 @@ class Leaderboard(BoardReads, ItemWrites):
     # ------------------------------------------------------------------
 
     def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
-        with_meta = _check_flag(with_meta, "with_meta")  # before anything is popped
+        with_meta = check_flag(with_meta, "with_meta")  # before anything is popped
         with self._lock:
-            count = _check_count(count, "count")
+            count = check_count(count, "count")
             n = len(self)
             count = min(count, n)
             if count == 0:
@@ -853,3 +816,28 @@ class Leaderboard(BoardReads, ItemWrites):
 #: caches): a copy rebuilds these, and copies any others, which a subclass
 #: added, as they are.
 _BOARD_ATTRIBUTES: Final = frozenset(vars(Leaderboard()))
+
+
+def board_from_state(
+    cls: type[_B],
+    config: dict[str, Any],
+    state: dict[str, Any],
+    extras: dict[str, Any] | None = None,
+) -> _B:
+    """A new ``cls`` board with the settings ``config``, holding ``state``
+    (as ``_copy_state`` returns it) and the attributes ``extras`` (those a
+    subclass added): how a copied or pickled in-memory board is rebuilt.
+
+    As pickle builds objects, ``cls.__init__`` is not called (a subclass's
+    may take arguments of its own): the board is initialised as a plain
+    :class:`~rankengine.Leaderboard` and the subclass's attributes are set
+    on it.
+
+    Runtime complexity: O(N)
+    """
+    board = cls.__new__(cls)
+    Leaderboard.__init__(board, **config)
+    board._load_state(state)
+    if extras:
+        vars(board).update(extras)
+    return board

@@ -16,21 +16,16 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
-from rankengine.board.core import (
-    _MISSING,
-    TOP_CACHE_SIZE,
-    BoardCore,
-    Entry,
-    RankStyle,
-    _check_count,
-    _check_flag,
-    _check_int,
-    _check_size,
-    _check_style,
-    _lookalike,
-    _member_list,
-    _not_a_flag,
+from rankengine.board.checks import (
+    check_count,
+    check_flag,
+    check_int,
+    check_size,
+    check_style,
+    member_list,
+    not_a_flag,
 )
+from rankengine.board.core import _MISSING, TOP_CACHE_SIZE, BoardCore, Entry, RankStyle, _lookalike
 from rankengine.board.scoring import Member, Score, check_meta, describe, member_error
 
 __all__ = [
@@ -139,7 +134,7 @@ class BoardReads(BoardCore):
             if style is None:
                 style = self._rank_style
             else:
-                _check_style(style)
+                check_style(style)
             # (a str, the usual member, skips the call: the hottest read)
             if primary is _MISSING or (type(member) is not str and _lookalike(member)):
                 return None
@@ -171,7 +166,7 @@ class BoardReads(BoardCore):
         Entry(member='ann', score=7, rank=1, meta={'name': 'Ann'})
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
             style = self._style(style)
             primary = self._lookup(member)
@@ -202,11 +197,11 @@ class BoardReads(BoardCore):
         [Entry(member='bob', score=9, rank=1, meta=None), None]
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
             style = self._style(style)
             out: list[Entry | None] = []
-            for member in _member_list(members):
+            for member in member_list(members):
                 primary = self._lookup(member)
                 if primary is _MISSING:
                     out.append(None)
@@ -224,11 +219,11 @@ class BoardReads(BoardCore):
         Runtime complexity: O(log N)
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
             style = self._style(style)
             n = len(self)
-            given = _check_int(rank, "rank")
+            given = check_int(rank, "rank")
             rank = given + n + 1 if given < 0 else given
             if not 1 <= rank <= n:
                 raise rank_outside(given, n)
@@ -335,7 +330,7 @@ class BoardReads(BoardCore):
             low_score = self._score_at_worst_index(lo)
             if self._codec.columns is not None or lo == x:
                 return low_score
-            return _interpolate(low_score, self._score_at_worst_index(hi), x - lo, p)
+            return interpolate(low_score, self._score_at_worst_index(hi), x - lo, p)
 
     def meta(self, member: Member) -> dict[str, Any] | None:
         """A copy of the member's metadata, or None.
@@ -356,9 +351,9 @@ class BoardReads(BoardCore):
         Runtime complexity: O(log N + k)
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
-            k = _check_count(k, "k")
+            k = check_count(k, "k")
             return self._entries_between(0, min(k, len(self)), self._style(style), with_meta)
 
     def by_rank(
@@ -386,7 +381,7 @@ class BoardReads(BoardCore):
         (['b', 'c'], [])
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
             lo, hi = self._rank_window(start, stop)
             return self._entries_between(lo, hi, self._style(style), with_meta)
@@ -415,10 +410,10 @@ class BoardReads(BoardCore):
         ([3, 4], [5])
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
-            number = _check_int(number, "page number")
-            size = _check_size(size)
+            number = check_int(number, "page number")
+            size = check_size(size)
             total = self.pages(size)
             number = min(max(number, 1), max(total, 1))
             lo = (number - 1) * size
@@ -431,7 +426,7 @@ class BoardReads(BoardCore):
 
         Runtime complexity: O(1)
         """
-        size = _check_size(size)
+        size = check_size(size)
         return -(-len(self) // size)
 
     def around(
@@ -464,11 +459,11 @@ class BoardReads(BoardCore):
         [1, 2, 3, 4, 5]
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
-            above = _check_count(above, "above")
-            below = _check_count(below, "below")
-            fill = _check_flag(fill, "fill")
+            above = check_count(above, "above")
+            below = check_count(below, "below")
+            fill = check_flag(fill, "fill")
             style = self._style(style)  # checked even when the member is absent
             primary = self._lookup(member)
             if primary is _MISSING:
@@ -515,11 +510,11 @@ class BoardReads(BoardCore):
         ['b', 'a']
         """
         if with_meta is not False and with_meta is not True:
-            raise _not_a_flag(with_meta, "with_meta")
+            raise not_a_flag(with_meta, "with_meta")
         with self._lock:
-            offset = _check_count(offset, "offset")
+            offset = check_count(offset, "offset")
             if limit is not None:
-                limit = _check_count(limit, "limit")
+                limit = check_count(limit, "limit")
             style = self._style(style)  # checked even when the range is empty
             lo, hi = self._score_positions(min, max, min_inclusive, max_inclusive)
             first, last = self._ranks_of_positions(lo, hi)
@@ -634,8 +629,8 @@ class BoardReads(BoardCore):
 
     def _rank_window(self, start: int, stop: int) -> tuple[int, int]:
         """Clamp 1-based inclusive ranks (negative from the bottom) to 0-based [lo, hi)."""
-        start = _check_int(start, "start")
-        stop = _check_int(stop, "stop")
+        start = check_int(start, "start")
+        stop = check_int(stop, "stop")
         if start == 0 or stop == 0:
             raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
         n = len(self)
@@ -673,7 +668,7 @@ class BoardReads(BoardCore):
         )
 
 
-def _interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
+def interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
     """The score ``frac`` of the way from scalar ``low`` to ``high`` (the
     neighbours read by ``score_at_percentile(p)``, ``0 < frac < 1``).
 
@@ -687,9 +682,9 @@ def _interpolate(low: Score, high: Score, frac: float, p: float) -> Score:
     neighbour that is an int beyond the float range has no float to
     interpolate to (the result is a float): an ``OverflowError`` says so.
 
-    >>> _interpolate(10, 20, 0.25, 50), _interpolate(-1e308, 1e308, 0.75, 50)
+    >>> interpolate(10, 20, 0.25, 50), interpolate(-1e308, 1e308, 0.75, 50)
     (12.5, 5e+307)
-    >>> _interpolate(-(10**308), 10**308, 0.75, 50)
+    >>> interpolate(-(10**308), 10**308, 0.75, 50)
     5e+307
     """
     assert not isinstance(low, tuple) and not isinstance(high, tuple)  # scalar boards only

@@ -289,7 +289,7 @@ def _copy_meta(value: object, path: list[object], depth: int) -> object:
     raise TypeError(f"metadata value at {path} has unsupported type {type(value).__name__}")
 
 
-def _same_meta(a: object, b: object) -> bool:
+def same_meta(a: object, b: object) -> bool:
     """Are two checked metadata values the same, types included?  ``==``
     would take ``1``, ``1.0`` and ``True`` (or ``0.0`` and ``-0.0``) for one
     another, and a write of the new one would then be skipped as a no-op,
@@ -299,19 +299,19 @@ def _same_meta(a: object, b: object) -> bool:
 
     Runtime complexity: O(size of the metadata)
 
-    >>> _same_meta({"k": [1, "a"]}, {"k": [1, "a"]}), _same_meta({"k": 1}, {"k": 1.0})
+    >>> same_meta({"k": [1, "a"]}, {"k": [1, "a"]}), same_meta({"k": 1}, {"k": 1.0})
     (True, False)
-    >>> _same_meta({"k": math.nan}, {"k": math.nan}), _same_meta(0.0, -0.0)
+    >>> same_meta({"k": math.nan}, {"k": math.nan}), same_meta(0.0, -0.0)
     (True, False)
     """
     if type(a) is not type(b):
         return False
     if type(a) is dict:
         assert isinstance(b, dict)
-        return a.keys() == b.keys() and all(_same_meta(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(same_meta(a[k], b[k]) for k in a)
     if type(a) is list:
         assert isinstance(b, list)
-        return len(a) == len(b) and all(map(_same_meta, a, b))
+        return len(a) == len(b) and all(map(same_meta, a, b))
     if type(a) is float:
         assert isinstance(b, float)
         return _FLOAT_BITS.pack(a) == _FLOAT_BITS.pack(b)

@@ -50,6 +50,7 @@ from typing import Any, Final, TextIO
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.cli.args import HelpFormatter, non_negative, positive, whole_number
 from rankengine.durable.board import DurableLeaderboard, FsyncPolicy
+from rankengine.stores import open_board
 
 __all__ = ["DemoResult", "register", "run_demo"]
 
@@ -218,7 +219,7 @@ def _serve(
     *, directory: str, players: int, events: int, backend: str, seed: int, fsync: FsyncPolicy
 ) -> None:
     rng = random.Random(seed)
-    board = Leaderboard.open(directory, fsync=fsync, backend=backend)
+    board = open_board(directory, fsync=fsync, backend=backend)
     assert isinstance(board, DurableLeaderboard)
     names = [f"player:{i:06d}" for i in range(players)]
     started = time.perf_counter()
@@ -475,14 +476,14 @@ def _run(
         say(f"  and was killed with {how}: no close(), no final snapshot.")
     # Step 5: recovery in this process.
     started = time.perf_counter()
-    board = Leaderboard.open(path, fsync=fsync)
+    board = open_board(path, fsync=fsync)
     recovery_s = time.perf_counter() - started
     assert isinstance(board, DurableLeaderboard)
     try:
         snap = report.get("snapshot_seq", 0)
         replayed = report["last_seq"] - snap
         source = f"the snapshot (seq {snap:,}) and " if snap else ""
-        say(f"[5/5] Recovery: Leaderboard.open() took {recovery_s:.2f} s: it read")
+        say(f"[5/5] Recovery: rankengine.open_board() took {recovery_s:.2f} s: it read")
         say(f"  {source}replayed {_count(replayed, 'log record')}.")
         digest = _digest(board)
         top = [(e.member, e.score) for e in board.top(TOP)]

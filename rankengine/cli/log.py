@@ -58,6 +58,7 @@ from typing import Any, Final, TextIO
 from rankengine.cli.args import ArgumentParser, non_negative, output_path
 from rankengine.cli.files import output_file
 from rankengine.cli.main import interrupted, reader_gone
+from rankengine.durable.board import rebuild
 from rankengine.durable.eventlog import LogError, RecoveryWarning
 from rankengine.durable.manifest import (
     MANIFEST_NAME,
@@ -267,8 +268,6 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     events = sum(s.records for s in report.segments)
     members: int | None = None  # unknown: the board does not open
     if not report.damaged:
-        from rankengine.durable.board import rebuild
-
         with warnings.catch_warnings():
             # what open would warn about (a torn tail, a skipped snapshot)
             # is among the findings printed below
@@ -386,8 +385,6 @@ def _repair(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _replay(args: argparse.Namespace, out: TextIO) -> int:
-    from rankengine.durable.board import rebuild
-
     kind, value = args.until if args.until else ("seq", None)
     with _Progress("replay", args.progress) as bar:
         board = rebuild(

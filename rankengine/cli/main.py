@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from rankengine import __version__
 from rankengine.cli.args import ArgumentParser
 
 __all__ = ["EXIT_INTERRUPTED", "interrupted", "main", "reader_gone"]
@@ -38,8 +39,6 @@ COMMAND_MODULES: Final = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every registered subcommand."""
-    from rankengine import __version__
-
     parser = ArgumentParser(
         prog="rankengine",
         description="rankengine: an embeddable ranking engine. Run a demo, look inside "

@@ -46,7 +46,7 @@ from typing import Any, Final, TextIO
 
 from rankengine.cli.args import HelpFormatter, positive
 from rankengine.cli.main import EXIT_INTERRUPTED
-from rankengine.durable.manifest import _ctrl_c_held
+from rankengine.durable.manifest import ctrl_c_held
 from rankengine.trending.topk import TopK
 
 __all__ = ["register", "run"]
@@ -235,7 +235,7 @@ def run(
                 if len(batch) >= BATCH or (every and seen >= next_print):
                     # Ctrl-C waits for the batch: one cut short would be
                     # counted again after the loop (in part twice)
-                    with _ctrl_c_held():
+                    with ctrl_c_held():
                         tracker.add_many(batch)
                         batch.clear()
                     if every and seen >= next_print:

@@ -33,31 +33,39 @@ import contextlib
 import errno
 import functools
 import gc
+import io
 import os
 import re
+import shutil
 import signal
 import threading
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
-from rankengine.board.core import _check_flag
+from rankengine.board.checks import check_flag
 from rankengine.durable.eventlog import (
+    FRAME,
     PREFIX_BYTES,
     CorruptionError,
     LogError,
+    SegmentReader,
+    SegmentWriter,
     _Damage,
     check_prefix,
     crash_point,
+    decode_record,
     frame,
     pack,
     read_frames,
     unpack,
     write_prefix,
 )
-from rankengine.durable.snapshot import fsync_dir
+from rankengine.durable.options import make_directory
+from rankengine.durable.snapshot import fsync_dir, read_snapshot
 
 __all__ = [
     "LOCK_NAME",
@@ -193,7 +201,6 @@ def read_manifest(directory: str) -> Manifest:
 
 def parse_manifest(data: bytes, path: str = MANIFEST_NAME) -> Manifest:
     """Parse manifest bytes (the reader behind :func:`read_manifest`)."""
-    import io
 
     if len(data) > MAX_MANIFEST_BYTES:
         raise CorruptionError(path, MAX_MANIFEST_BYTES, "manifest is too large to be one")
@@ -258,7 +265,7 @@ def _lock_after_collecting(fd: int) -> bool:
 
     Runtime complexity: one full garbage collection
     """
-    import fcntl
+    import fcntl  # noqa: PLC0415 -- POSIX only: imported where a lock is taken
 
     gc.collect()
     try:
@@ -287,7 +294,7 @@ class DirectoryLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
-                import fcntl
+                import fcntl  # noqa: PLC0415 -- POSIX only: imported where a lock is taken
             except ImportError:  # pragma: no cover - Windows
                 fcntl = None  # type: ignore[assignment]
             if fcntl is not None:
@@ -451,12 +458,9 @@ class Report:
 def _resync(path: str, offset: int) -> tuple[int, int, int]:
     """Look past damage at ``offset`` for intact records: return
     ``(records, first_seq, last_seq)`` of the complete frames found after it."""
-    from rankengine.durable.eventlog import FRAME, decode_record
-
     with open(path, "rb") as f:
         f.seek(offset + 1)
         data = f.read(RESYNC_LIMIT_BYTES)
-    import zlib
 
     at = 0
     end = len(data) - 12
@@ -501,9 +505,6 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
 
     Runtime complexity: O(size of the directory)
     """
-    from rankengine.durable.eventlog import SegmentReader
-    from rankengine.durable.snapshot import read_snapshot
-
     report = Report(directory)
     mpath = os.path.join(directory, MANIFEST_NAME)
     manifest: Manifest | None
@@ -667,8 +668,6 @@ def creation_leftovers(directory: str, *, unreadable: bool = True) -> tuple[list
 
     Runtime complexity: O(files in the directory)
     """
-    from rankengine.durable.eventlog import SegmentReader
-
     stale: list[str] = []
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
@@ -697,8 +696,6 @@ def reconstruct_manifest(directory: str) -> Manifest | None:
     the next open); the config comes from the first segment whose header
     reads.  None when there is nothing to go on.
     """
-    from rankengine.durable.eventlog import SegmentReader
-
     try:
         names = sorted(os.listdir(directory))
     except OSError:
@@ -750,7 +747,7 @@ def _chain_of(segments: list[tuple[str, int]], seq: int) -> int:
 
 
 @contextlib.contextmanager
-def _ctrl_c_held() -> Iterator[None]:
+def ctrl_c_held() -> Iterator[None]:
     """Hold Ctrl-C (SIGINT) while the block runs; raise KeyboardInterrupt after it.
 
     Repair's file steps (move, cut a tail, write the manifest) are short,
@@ -812,10 +809,9 @@ def repair(
 
     Runtime complexity: O(size of the directory)
     """
-    import shutil
 
     # dry_run=None repaired for real, "no" only pretended to
-    dry_run = _check_flag(dry_run, "dry_run")
+    dry_run = check_flag(dry_run, "dry_run")
     if not os.path.lexists(os.path.join(directory, MANIFEST_NAME)) and not board_files(directory):
         # checked before taking the lock, which would leave a LOCK file in
         # a directory that is no board (nothing here to repair from)
@@ -862,9 +858,7 @@ def repair(
         def make_backup() -> None:
             # a directory it creates is fsynced into its parent (and each
             # missing parent into its own), as a new board directory is
-            from rankengine.durable.board import _make_directory
-
-            _make_directory(backup)
+            make_directory(backup)
 
         def move(name: str) -> None:
             make_backup()
@@ -982,8 +976,6 @@ def repair(
             name = segment_name(base + 1)
 
             def start_segment(name: str = name, first: int = base + 1) -> None:
-                from rankengine.durable.eventlog import SegmentWriter
-
                 header: dict[str, Any] = {"first_seq": first, "config": manifest.config}
                 header["created_ms"] = time.time_ns() // 1_000_000
                 SegmentWriter.create(os.path.join(directory, name), header).close()
@@ -1002,7 +994,7 @@ def repair(
         if dry_run:
             return RepairResult(actions, backup if saves else None, before, None)
         done: list[str] = []
-        with _ctrl_c_held():
+        with ctrl_c_held():
             for action, step in plan:
                 try:
                     if step is not None:

@@ -92,7 +92,15 @@ from typing import Any
 
 from rankengine.index.protocol import RUN_SCAN_LIMIT, Entry3
 
-__all__ = ["MAX_LEVEL", "P", "SkipList"]
+__all__ = [
+    "MAX_LEVEL",
+    "P",
+    "SkipList",
+    "node_entry",
+    "node_forwards",
+    "node_height",
+    "node_spans",
+]
 
 #: The highest level a node may reach.  With ``P = 1/4`` a list needs about
 #: ``log4(N)`` levels, so 32 levels are enough for 4**32 = 2**64 elements.
@@ -151,22 +159,22 @@ def _fwd(i: int) -> int:
     return 4 + 2 * i
 
 
-def _height(x: _Node) -> int:
+def node_height(x: _Node) -> int:
     """Number of levels node ``x`` (or the header) has links on."""
     return (len(x) - 4) >> 1
 
 
-def _forwards(x: _Node) -> list[_Node | None]:
+def node_forwards(x: _Node) -> list[_Node | None]:
     """Node ``x``'s forward links, level 0 first (a copy)."""
     return x[4::2]
 
 
-def _spans(x: _Node) -> list[int]:
+def node_spans(x: _Node) -> list[int]:
     """Node ``x``'s spans, level 0 first (a copy)."""
     return x[5::2]
 
 
-def _entry(x: _Node) -> Entry3:
+def node_entry(x: _Node) -> Entry3:
     """Node ``x``'s ``(primary, tie, member)``."""
     return (x[0], x[1], x[2])
 
@@ -289,7 +297,7 @@ class SkipList:
         SkipList([(1, 0, 'a'), (2, 0, 'b')], length=2, level=...)
         """
         shown = 8
-        head = [_entry(x) for x, _ in zip(self._nodes(), range(shown), strict=False)]
+        head = [node_entry(x) for x, _ in zip(self._nodes(), range(shown), strict=False)]
         body = ", ".join(repr(e) for e in head)
         if self.length > shown:
             body += ", ..."
@@ -1375,9 +1383,9 @@ class SkipList:
         [(None, None, None, [1]), (1, 0, 'a', [1]), (2, 0, 'b', [0])]
         """
         if include_header:
-            yield (None, None, None, _spans(self.header)[: self.level])
+            yield (None, None, None, node_spans(self.header)[: self.level])
         for x in self._nodes():
-            yield (x[0], x[1], x[2], _spans(x))
+            yield (x[0], x[1], x[2], node_spans(x))
 
     def render(self, max_nodes: int = 24) -> str:
         """Draw the levels and spans as text, one row per level.
@@ -1415,7 +1423,7 @@ class SkipList:
         for i in range(self.level - 1, -1, -1):
             row = [" "] * (end + 1)
             for k, x in enumerate(nodes):
-                if _height(x) <= i:
+                if node_height(x) <= i:
                     continue
                 fwd = x[_fwd(i)]
                 target = index.get(id(fwd), len(nodes)) if fwd is not None else len(nodes)
@@ -1458,20 +1466,22 @@ class SkipList:
         # Keys strictly increase along level 0 (this also rules out
         # duplicate keys).
         for a, b in itertools.pairwise(nodes):
-            assert (a[0], a[1]) < (b[0], b[1]), f"level 0 order: {_entry(a)!r} !< {_entry(b)!r}"
+            assert (a[0], a[1]) < (b[0], b[1]), (
+                f"level 0 order: {node_entry(a)!r} !< {node_entry(b)!r}"
+            )
 
         # Node shape: a list of 4 + 2 * height slots (a forward link and a
         # span per level), and no height exceeds max_level.
         for x in nodes:
             assert type(x) is list and len(x) >= 6 and len(x) % 2 == 0, f"bad node {x[:4]!r}"
-            h = _height(x)
-            assert 1 <= h <= self.max_level, f"{_entry(x)!r}: height {h} > {self.max_level}"
-        assert _height(header) == self.max_level, "header must have max_level links"
+            h = node_height(x)
+            assert 1 <= h <= self.max_level, f"{node_entry(x)!r}: height {h} > {self.max_level}"
+        assert node_height(header) == self.max_level, "header must have max_level links"
         assert header[:4] == [None, None, None, None], "header must hold no entry"
 
         # level is the highest used level (at least 1), and the header has
         # no links above it.
-        top = max((_height(x) for x in nodes), default=1)
+        top = max((node_height(x) for x in nodes), default=1)
         assert self.level == top, f"level {self.level} but tallest node has height {top}"
         for i in range(self.level, self.max_level):
             assert header[_fwd(i)] is None, f"header links on unused level {i}"
@@ -1491,7 +1501,7 @@ class SkipList:
             while link is not None:
                 chain.append(link)
                 link = link[f]
-            expected = [x for x in nodes if _height(x) > i]
+            expected = [x for x in nodes if node_height(x) > i]
             assert len(chain) == len(expected) and all(
                 a is b for a, b in zip(chain, expected, strict=True)
             ), f"level {i} does not visit the nodes of height > {i} in order"
@@ -1501,7 +1511,7 @@ class SkipList:
             for x in [header, *chain]:
                 real = rank[id(x[f])] - rank[id(x)]
                 assert x[f + 1] == real, (
-                    f"level {i}: span of {_entry(x)!r} is {x[f + 1]}, real distance {real}"
+                    f"level {i}: span of {node_entry(x)!r} is {x[f + 1]}, real distance {real}"
                 )
                 total += x[f + 1]
 
@@ -1512,7 +1522,7 @@ class SkipList:
         # the previous node.
         prev = None
         for x in nodes:
-            assert x[3] is prev, f"backward of {_entry(x)!r} is not its predecessor"
+            assert x[3] is prev, f"backward of {node_entry(x)!r} is not its predecessor"
             prev = x
 
         # tail is the last node (None when empty).
@@ -1521,4 +1531,4 @@ class SkipList:
         # The finger, if set, names a node on the list and its true rank.
         if self._finger is not None:
             x, r = self._finger
-            assert rank.get(id(x)) == r, f"finger rank {r} is not the rank of {_entry(x)!r}"
+            assert rank.get(id(x)) == r, f"finger rank {r} is not the rank of {node_entry(x)!r}"

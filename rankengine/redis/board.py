@@ -33,29 +33,27 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, overload
+from typing import Any, Final, Literal, NamedTuple, TypedDict, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.copying import Uncopyable
-from rankengine.board.core import (
-    Entry,
-    ItemWrites,
-    RankStyle,
-    TieBreak,
-    _check_count,
-    _check_flag,
-    _check_int,
-    _check_size,
-    _check_style,
-    _member_list,
+from rankengine.board.checks import (
+    check_count,
+    check_flag,
+    check_int,
+    check_size,
+    check_style,
+    member_list,
 )
+from rankengine.board.combine import aggregate_scores, board_list, check_new, weigh, weight_list
+from rankengine.board.copying import Uncopyable
+from rankengine.board.core import Entry, ItemWrites, RankStyle, TieBreak
 from rankengine.board.leaderboard import Leaderboard, When
 from rankengine.board.packed import PackedScore
 from rankengine.board.reads import (
     DEFAULT_PAGE_SIZE,
     PercentileMethod,
-    _interpolate,
     check_percentile,
+    interpolate,
     rank_outside,
 )
 from rankengine.board.scoring import (
@@ -63,11 +61,12 @@ from rankengine.board.scoring import (
     Order,
     Score,
     ScoreCodec,
-    _same_meta,
     check_lookup,
     check_meta,
     is_member,
+    same_meta,
 )
+from rankengine.durable.board import DurableLeaderboard, FsyncPolicy, check_fsync, open_board_as
 from rankengine.redis.codec import (
     _TAGS,
     MAXCLOCK,
@@ -81,15 +80,14 @@ from rankengine.redis.codec import (
     encode_meta,
 )
 from rankengine.redis.pipeline import RedisPipeline
-from rankengine.redis.scripts import ScriptError, ScriptRunner
-
-if TYPE_CHECKING:
-    from rankengine.durable.board import FsyncPolicy
+from rankengine.redis.scripts import EXACT, ScriptError, ScriptRunner
 
 __all__ = [
+    "MISSING",
     "Pending",
     "RedisLeaderboard",
     "ScoreFormat",
+    "client_from_url",
     "decode_member",
     "encode_member",
     "run_pipelined",
@@ -145,15 +143,15 @@ _WRITES: Final = frozenset(
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
 _WHEN_VALUES: Final = (None, "new", "present", "better", "worse")
 _PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
-_MISSING: Final = object()
+#: What a score look-up returns for an absent member (shared with the
+#: sharded board's merges, which read the same look-ups).
+MISSING: Final = object()
 #: Members whose element a handle keeps (see RedisLeaderboard._seen): about
 #: 1 MB at typical member sizes, enough for the members one app server
 #: touches in a while.
 ELEMENTS_SEEN: Final = 10_000
 #: A bound on the indexes sent to a plain ZRANGE (Redis takes 64-bit ones).
 _INDEX_BOUND: Final = 2**62
-#: An INCR reply asking the client to add exactly (see _exact_incr).
-_EXACT: Final = object()
 
 
 # ----------------------------------------------------------------------
@@ -278,7 +276,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             raise ValueError(f"prefix must be a str without braces, not {prefix!r}")
         if tie_break not in ("first", "member"):
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
-        _check_style(rank_style)
+        check_style(rank_style)
         if packing is not None and not isinstance(packing, PackedScore):
             raise TypeError(f"packing must be a PackedScore or None, not {type(packing).__name__}")
         self._codec = ScoreCodec(order)
@@ -286,7 +284,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         #: a client this board made from a URL is its own, closed by close()
         self._own_client = isinstance(redis, str)
         if isinstance(redis, str):
-            redis = _client_from_url(redis)
+            redis = client_from_url(redis)
         encoder = redis.get_encoder() if hasattr(redis, "get_encoder") else None
         if getattr(encoder, "decode_responses", False):
             raise ValueError(
@@ -466,8 +464,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         )
 
     def __getitem__(self, member: Member) -> Score:
-        value = self.score(member, _MISSING)
-        if value is _MISSING:
+        value = self.score(member, MISSING)
+        if value is MISSING:
             raise KeyError(member)
         return value  # type: ignore[no-any-return]
 
@@ -556,7 +554,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         if args is not None:
             with self._writing():
                 new = self._incr_done(member, key, self._run("INCR", *args))
-                if new is not _EXACT:
+                if new is not EXACT:
                     return new  # type: ignore[no-any-return]  # a score or None
         return self._exact_incr(member, key, step, when)
 
@@ -577,12 +575,12 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
     def _incr_done(self, member: Member, key: bytes, result: Any) -> Any:
         """incr()'s answer from an INCR reply (noting the change), or
-        ``_EXACT`` when the client must add exactly (see _exact_incr)."""
+        ``EXACT`` when the client must add exactly (see _exact_incr)."""
         status = int(result[0])
         if status == 0:
             return None
         if status == 3:
-            return _EXACT
+            return EXACT
         new = self._format.decode(result[1], b"", result[2])
         if status == 1:
             self._notify([(PUT, member, new, int(result[3]))])
@@ -692,7 +690,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(k log N), one round trip.
         """
-        wanted = _member_list(members)
+        wanted = member_list(members)
         keys = [self._member(member) for member in wanted]
         if not keys:
             return 0
@@ -744,7 +742,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(count log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self._pop(count, best=True, with_meta=with_meta)
 
     def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
@@ -752,7 +750,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(count log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self._pop(count, best=False, with_meta=with_meta)
 
     def remove_by_rank(self, start: int, stop: int) -> int:
@@ -761,8 +759,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O((log N + k) log N), one round trip.
         """
-        start = _check_int(start, "start")
-        stop = _check_int(stop, "stop")
+        start = check_int(start, "start")
+        stop = check_int(stop, "stop")
         if start == 0 or stop == 0:
             raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
         return self._remove_range("rank", start, stop)
@@ -786,7 +784,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O((log N + k) log N), one round trip.
         """
-        n = _check_count(n, "n")
+        n = check_count(n, "n")
         return self._remove_range("rank", n + 1, -1)
 
     # ------------------------------------------------------------------
@@ -831,7 +829,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self._entries([member], _STYLE_CODE[self._style(style)], with_meta)[0]
 
     def entries(
@@ -845,16 +843,16 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(k log N), one round trip for the whole list.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        return self._entries(_member_list(members), _STYLE_CODE[self._style(style)], with_meta)
+        with_meta = check_flag(with_meta, "with_meta")
+        return self._entries(member_list(members), _STYLE_CODE[self._style(style)], with_meta)
 
     def at(self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False) -> Entry:
         """The entry at a 1-based position (``-1`` is the last); ``IndexError`` outside.
 
         Runtime complexity: O(log N), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        rank = _check_int(rank, "rank")
+        with_meta = check_flag(with_meta, "with_meta")
+        rank = check_int(rank, "rank")
         style = self._style(style)
         result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), "at", rank)
         if int(result[0]) == -2:
@@ -910,7 +908,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         if self._codec.columns is not None or lo == x:
             return low_score
         high_score = self._score_of_row(result[4], result[5], result[6])
-        return _interpolate(low_score, high_score, x - lo, p)
+        return interpolate(low_score, high_score, x - lo, p)
 
     # ------------------------------------------------------------------
     # Range reads
@@ -922,8 +920,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        k = _check_count(k, "k")
+        with_meta = check_flag(with_meta, "with_meta")
+        k = check_count(k, "k")
         if self._plain_range and not with_meta:
             # the first row is ranked 1 in every style: the rows are all
             style = self._style(style)
@@ -942,9 +940,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        start = _check_int(start, "start")
-        stop = _check_int(stop, "stop")
+        with_meta = check_flag(with_meta, "with_meta")
+        start = check_int(start, "start")
+        stop = check_int(stop, "stop")
         if start == 0 or stop == 0:
             raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
         style = self._style(style)
@@ -966,9 +964,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + size), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        number = _check_int(number, "page number")
-        size = _check_size(size)
+        with_meta = check_flag(with_meta, "with_meta")
+        number = check_int(number, "page number")
+        size = check_size(size)
         return self._range(style, with_meta, "page", number, size)
 
     def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int:
@@ -976,7 +974,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(1), one round trip.
         """
-        size = _check_size(size)
+        size = check_size(size)
         return -(-len(self) // size)
 
     def around(
@@ -994,10 +992,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + above + below), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        above = _check_count(above, "above")
-        below = _check_count(below, "below")
-        fill = _check_flag(fill, "fill")
+        with_meta = check_flag(with_meta, "with_meta")
+        above = check_count(above, "above")
+        below = check_count(below, "below")
+        fill = check_flag(fill, "fill")
         style = self._style(style)  # checked even when the member is absent
         key = self._key_or_none(member)
         if key is None:
@@ -1020,10 +1018,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
 
         Runtime complexity: O(log N + k), one round trip.
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        offset = _check_count(offset, "offset")
+        with_meta = check_flag(with_meta, "with_meta")
+        offset = check_count(offset, "offset")
         if limit is not None:
-            limit = _check_count(limit, "limit")
+            limit = check_count(limit, "limit")
         style = self._style(style)  # before the range, as on an in-process board
         span = self._span(min, max, min_inclusive, max_inclusive)
         return self._range(style, with_meta, "score", *span, offset, -1 if limit is None else limit)
@@ -1077,11 +1075,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         Runtime complexity: O(T log T) for T input entries in all; one round
         trip for the write.
         """
-        from rankengine.board.combine import _board_list
-
-        return _combine(
-            cls, _board_list(boards), weights, aggregate, intersect=False, config=config
-        )
+        return _combine(cls, board_list(boards), weights, aggregate, intersect=False, config=config)
 
     @classmethod
     def intersection(
@@ -1098,9 +1092,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         Runtime complexity: O(T log T) for T input entries in all; one round
         trip for the write.
         """
-        from rankengine.board.combine import _board_list
-
-        return _combine(cls, _board_list(boards), weights, aggregate, intersect=True, config=config)
+        return _combine(cls, board_list(boards), weights, aggregate, intersect=True, config=config)
 
     def _load_new(
         self, items: list[tuple[Any, Any]], metas: Mapping[Any, Mapping[str, Any]]
@@ -1165,7 +1157,9 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     def _attach_log(self, log: str | os.PathLike[str], fsync: FsyncPolicy) -> None:
         # Not rank_style: it is each handle's default, not the board's, and
         # a log directory refuses a style other than the one it stored.
-        durable = Leaderboard.open(log, fsync=fsync, order=self._order, tie_break=self._tie_break)
+        durable = open_board_as(
+            Leaderboard, log, fsync=fsync, order=self._order, tie_break=self._tie_break
+        )
         try:
             self._adopt_log(durable, self._init())
         except BaseException:
@@ -1388,11 +1382,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     def _commit(self, changes: list[Change], expect: Iterable[tuple[Member, Any]] = ()) -> bool:
         """Apply explicit changes (``PUT`` with its own clock, ``DEL``,
         ``META``) in one script, after checking ``expect``: ``(member, score
-        or _MISSING)`` pairs the board must hold.  False (nothing written)
+        or MISSING)`` pairs the board must hold.  False (nothing written)
         when a precondition failed.  Used by sharded batches and replay."""
         ops: list[Any] = []
         for member, expected in expect:
-            if expected is _MISSING:
+            if expected is MISSING:
                 ops.extend(("X", self._member(member), "", "", ""))
             else:
                 ops.extend(("X", self._member(member), *self._format.encode(expected)))
@@ -1563,7 +1557,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         """Check the board's keys and stored settings against this handle's,
         storing them first (``store``) unless the board has some, and return
         the write counter."""
-        from redis.exceptions import ResponseError
+        from redis.exceptions import ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         try:
             stored, writes = self._run(
@@ -1797,7 +1791,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
     def _style(self, style: RankStyle | None) -> RankStyle:
         if style is None:
             return self._rank_style
-        _check_style(style)
+        check_style(style)
         return style
 
     def _tie(self, clock: int, member: Member) -> Any:
@@ -1926,18 +1920,18 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         lo, comp, dense = int(result[0]), int(result[2]), int(result[3])
         out: list[Entry] = []
         rank = lo + 1
-        prev: Any = _MISSING
+        prev: Any = MISSING
         shared = 0
         for element, text, kind, data in _quads(result[4:]):
             ok, _, key = self._split_element(element)
             order_key = (float(text), ok)
             if style == "unique":
                 shown = rank
-            elif prev is _MISSING or order_key != prev:
+            elif prev is MISSING or order_key != prev:
                 if style == "competition":
-                    shown = rank if prev is not _MISSING else comp + 1
+                    shown = rank if prev is not MISSING else comp + 1
                 else:
-                    shown = dense + 1 if prev is _MISSING else shared + 1
+                    shown = dense + 1 if prev is MISSING else shared + 1
                 shared = shown
             else:
                 shown = shared
@@ -1959,7 +1953,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             return len(result)
 
     def _pop(self, count: int, *, best: bool, with_meta: bool) -> list[Entry]:
-        count = _check_count(count, "count")
+        count = check_count(count, "count")
         if count == 0:
             return []
         with self._writing():
@@ -1977,14 +1971,14 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         return out
 
     def _state_of(self, members: list[Any]) -> dict[Any, Any]:
-        """Exact current scores of some members (``_MISSING`` when absent)."""
+        """Exact current scores of some members (``MISSING`` when absent)."""
         keys = list(dict.fromkeys(self._member(m) for m in members))
         result = self._run("ENTRIES", "-", "0", *keys)
         out: dict[Any, Any] = {}
         for i, key in enumerate(keys):
             text, element, kind = result[5 * i : 5 * i + 3]
             if text is None:
-                out[decode_member(key)] = _MISSING
+                out[decode_member(key)] = MISSING
             else:
                 ok, _, _ = self._split_element(element)
                 out[decode_member(key)] = self._format.decode(text, ok, kind)
@@ -1998,7 +1992,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         codec = self._codec
         for _ in range(CAS_ATTEMPTS):
             old = self._state_of([member])[member]
-            if old is _MISSING:
+            if old is MISSING:
                 if when == "present":
                     return None
                 base = 0 if codec.columns is None else (0,) * codec.columns
@@ -2008,7 +2002,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
                 base = old
             new = codec.add(base, step, member)
             self._format.encode(new)  # refuse what cannot be stored before writing
-            if old is not _MISSING:
+            if old is not MISSING:
                 if when == "better" and not codec.better(new, old):
                     return None
                 if when == "worse" and not codec.better(old, new):
@@ -2034,8 +2028,8 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             step_no = 0
             for member, step in pairs:
                 old = current.get(member, before[member])
-                new = codec.add(zero if old is _MISSING else old, step, member)
-                if old is not _MISSING and codec.primary(new) == codec.primary(old):
+                new = codec.add(zero if old is MISSING else old, step, member)
+                if old is not MISSING and codec.primary(new) == codec.primary(old):
                     results[member] = old  # an equal sum (5 + 0.0) keeps the stored score
                     continue
                 results[member] = new
@@ -2060,7 +2054,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
         raise RuntimeError(f"incr_many lost {CAS_ATTEMPTS} races in a row")
 
     def _expected(self, old: Any) -> tuple[Any, ...]:
-        return ("", "", "") if old is _MISSING else self._format.encode(old)
+        return ("", "", "") if old is MISSING else self._format.encode(old)
 
 
 # ----------------------------------------------------------------------
@@ -2084,7 +2078,7 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
 
     Runtime complexity: one round trip per server, plus the scripts' work.
     """
-    from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError, TryAgainError
+    from redis.exceptions import AskError, NoScriptError, RedisError, ResponseError, TryAgainError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
     out: list[Any] = [None] * len(calls)
     groups: dict[int, tuple[Any, list[int]]] = {}
@@ -2132,10 +2126,10 @@ def _resp2(client: Any) -> bool:
     return str(kwargs.get("protocol", 2) or 2) == "2"
 
 
-def _client_from_url(url: str) -> Any:
+def client_from_url(url: str) -> Any:
     """A redis-py client for ``url`` (``redis://host:port/db``); its owner
     closes it.  Runtime complexity: O(1) (it connects at its first command)."""
-    import redis as redis_py
+    import redis as redis_py  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
     return redis_py.Redis.from_url(url)
 
@@ -2167,9 +2161,7 @@ def _check_log(log: object, fsync: object, order: Any, tie_break: object) -> Non
     """Refuse ``log``/``fsync`` values a board could not use, before it goes
     to Redis: a directory, or an open durable board of the same ``order`` and
     ``tie_break`` (anything else would fail only at the first write)."""
-    from rankengine.durable.board import DurableLeaderboard, _check_fsync
-
-    _check_fsync(fsync)
+    check_fsync(fsync)
     if log is None or isinstance(log, (str, os.PathLike)):
         return
     if not isinstance(log, DurableLeaderboard):
@@ -2278,7 +2270,7 @@ def _changes_between(
             put.append((PUT, member, score, clock))
             if meta is not None:
                 metas.append((META, member, meta))
-        elif not _same_meta(current[member][3], meta):
+        elif not same_meta(current[member][3], meta):
             metas.append((META, member, meta))
     return removed + put + metas
 
@@ -2318,8 +2310,6 @@ def _combine(
     config: dict[str, Any],
 ) -> RedisLeaderboard:
     """Union/intersection over any boards with the public API (Redis rules)."""
-    from rankengine.board.combine import _aggregate, _check_new, _weigh, _weight_list
-
     if not inputs:
         raise ValueError("combine needs at least one board")
     for board in inputs:
@@ -2327,7 +2317,7 @@ def _combine(
             raise TypeError(f"can only combine leaderboards, not {type(board).__name__}")
         if not isinstance(board.order, str):
             raise TypeError("composite-score boards cannot be combined with weights")
-    factors = _weight_list(weights, len(inputs))
+    factors = weight_list(weights, len(inputs))
     if aggregate not in ("sum", "min", "max"):
         raise ValueError(f"aggregate must be one of ('sum', 'min', 'max'), not {aggregate!r}")
     first = inputs[0]
@@ -2344,9 +2334,9 @@ def _combine(
     metas: dict[Any, dict[str, Any]] = {}
     for board, weight in zip(inputs, factors, strict=True):
         for entry in board.by_rank(1, -1, with_meta=True):
-            value = _weigh(weight, entry.score, entry.member)
+            value = weigh(weight, entry.score, entry.member)
             if entry.member in totals:
-                totals[entry.member] = _aggregate(
+                totals[entry.member] = aggregate_scores(
                     aggregate, totals[entry.member], value, entry.member
                 )
                 seen[entry.member] += 1
@@ -2358,7 +2348,7 @@ def _combine(
     if intersect:
         totals = {m: s for m, s in totals.items() if seen[m] == len(inputs)}
     result = cls(client, name, **settings)
-    _check_new(result, f"name {name!r}")
+    check_new(result, f"name {name!r}")
     # One write, checked before anything is sent: a client that dies leaves
     # the whole result with its metadata, or an empty board.
     try:

@@ -44,12 +44,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rankengine.board.core import _check_count as check_count
-from rankengine.board.core import _check_flag as check_flag
-from rankengine.board.core import _check_int as check_int
-from rankengine.board.core import _check_size as check_size
+from rankengine.board.checks import check_count, check_flag, check_int, check_size
 from rankengine.board.reads import DEFAULT_PAGE_SIZE
-from rankengine.redis.scripts import _refusal
+from rankengine.redis.scripts import EXACT, _refusal
 
 if TYPE_CHECKING:
     from rankengine.board.core import RankStyle
@@ -134,10 +131,8 @@ class RedisPipeline:
         alone = lambda: board.incr(member, delta, when=when)  # noqa: E731
 
         def finish(reply: Any) -> Any:
-            from rankengine.redis.board import _EXACT
-
             new = board._incr_done(member, key, reply)
-            return board._exact_incr(member, key, step, when) if new is _EXACT else new
+            return board._exact_incr(member, key, step, when) if new is EXACT else new
 
         self._queued.append(_Call(None if args is None else "INCR", args or [], finish, alone))
         return self

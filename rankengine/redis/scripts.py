@@ -79,7 +79,7 @@ import hashlib
 from importlib.resources import files
 from typing import Any, Final
 
-__all__ = ["LIBRARY", "LIBRARY_NAME", "SCRIPTS", "ScriptError", "ScriptRunner"]
+__all__ = ["EXACT", "LIBRARY", "LIBRARY_NAME", "SCRIPTS", "ScriptError", "ScriptRunner"]
 
 
 def _source(name: str) -> str:
@@ -163,6 +163,11 @@ LIBRARY_NAME: Final = (
 LIBRARY: Final = f"#!lua name={LIBRARY_NAME}\n" + _LIBRARY_CODE.replace("{fn}", LIBRARY_NAME + "_")
 
 
+#: What the client makes of an INCR reply asking it to add exactly (the
+#: server cannot: a score past 2**53); see RedisLeaderboard._exact_incr.
+EXACT: Final = object()
+
+
 class ScriptError(Exception):
     """A script refused its input: ``code`` is ``TYPE``, ``VALUE`` or ``RANGE``.
 
@@ -240,7 +245,7 @@ class ScriptRunner:
     def load(self) -> None:
         """Load the library (or every script, on a server without functions),
         in one pipelined round trip where the client allows."""
-        from redis.exceptions import ResponseError
+        from redis.exceptions import ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         if self.functions:
             try:
@@ -262,7 +267,7 @@ class ScriptRunner:
     def missing(self, reply: object) -> bool:
         """Whether a reply (or error) says the server lacks the library or
         the script (it restarted, or never had it), or lacks functions."""
-        from redis.exceptions import NoScriptError, ResponseError
+        from redis.exceptions import NoScriptError, ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         if isinstance(reply, NoScriptError):
             return True
@@ -274,7 +279,7 @@ class ScriptRunner:
         return str(reply).startswith("Function not found")
 
     def __call__(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        from redis.exceptions import ResponseError
+        from redis.exceptions import ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         try:
             try:

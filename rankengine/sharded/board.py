@@ -60,24 +60,22 @@ from hashlib import blake2b
 from typing import Any, Final, overload
 
 from rankengine.board.changes import PUT, Change
-from rankengine.board.core import (
-    Entry,
-    ItemWrites,
-    RankStyle,
-    _check_count,
-    _check_flag,
-    _check_int,
-    _check_size,
-    _check_style,
-    _member_list,
+from rankengine.board.checks import (
+    check_count,
+    check_flag,
+    check_int,
+    check_size,
+    check_style,
+    member_list,
 )
+from rankengine.board.core import Entry, ItemWrites, RankStyle
 from rankengine.board.leaderboard import Leaderboard, When
 from rankengine.board.packed import PackedScore
 from rankengine.board.reads import (
     DEFAULT_PAGE_SIZE,
     PercentileMethod,
-    _interpolate,
     check_percentile,
+    interpolate,
     rank_outside,
 )
 from rankengine.board.scoring import (
@@ -88,7 +86,7 @@ from rankengine.board.scoring import (
     check_member,
     is_member,
 )
-from rankengine.redis.board import _MISSING, RedisLeaderboard, _client_from_url, encode_member
+from rankengine.redis.board import MISSING, RedisLeaderboard, client_from_url, encode_member
 from rankengine.redis.codec import MAXCLOCK
 from rankengine.sharded.merge import Shard, ShardMerge
 
@@ -195,7 +193,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         _check_agreement(boards)
         _check_places(boards)
         style = first.rank_style if rank_style is None else rank_style
-        _check_style(style)
+        check_style(style)
         self._boards = boards
         self._shards = [Shard(board) for board in boards]
         self._codec = ScoreCodec(first.order)
@@ -246,7 +244,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
                 "a sharded board needs one log per shard, not one for all: build the "
                 "shards with RedisLeaderboard(..., log=...) and pass them to ShardedLeaderboard"
             )
-        own = _client_from_url(redis) if isinstance(redis, str) else None
+        own = client_from_url(redis) if isinstance(redis, str) else None
         try:
             boards = [
                 RedisLeaderboard._unopened(own or redis, f"{name}:{i}", prefix=prefix, **config)
@@ -387,8 +385,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         )
 
     def __getitem__(self, member: Member) -> Score:
-        value = self.score(member, _MISSING)
-        if value is _MISSING:
+        value = self.score(member, MISSING)
+        if value is MISSING:
             raise KeyError(member)
         return value  # type: ignore[no-any-return]
 
@@ -456,7 +454,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(k log N)
         """
-        wanted = _member_list(members)
+        wanted = member_list(members)
         with self._lock:
             for member in wanted:
                 self._check_member(member)
@@ -499,8 +497,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (count + log N))
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        count = _check_count(count, "count")
+        with_meta = check_flag(with_meta, "with_meta")
+        count = check_count(count, "count")
         with self._lock:
             rows = self._window(0, count, with_meta)
             entries = self._entries(rows, 0, "unique")
@@ -512,8 +510,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (count + log N))
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        count = _check_count(count, "count")
+        with_meta = check_flag(with_meta, "with_meta")
+        count = check_count(count, "count")
         with self._lock:
             sizes = self._sizes()
             n = sum(sizes)
@@ -557,7 +555,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (k + log N))
         """
-        n = _check_count(n, "n")
+        n = check_count(n, "n")
         with self._lock:
             return self.remove_by_rank(n + 1, -1) if n < len(self) else 0
 
@@ -587,7 +585,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         style = self._style(style)
         shard = self._shard_or_none(member)
         if shard is None:
@@ -617,9 +615,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(k S log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         style = self._style(style)  # checked even when no member is given
-        wanted = _member_list(members)
+        wanted = member_list(members)
         with self._lock:  # every entry from the same board, not split by a write
             return [self.entry(m, style=style, with_meta=with_meta) for m in wanted]
 
@@ -628,9 +626,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         style = self._style(style)
-        given = _check_int(rank, "rank")
+        given = check_int(rank, "rank")
         with self._lock:
             sizes = self._sizes()
             n = sum(sizes)
@@ -661,8 +659,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         if method not in _PERCENTILE_METHODS:
             raise ValueError(f"method must be one of {_PERCENTILE_METHODS}, not {method!r}")
         with self._lock:  # the member's score and the counts from the same board
-            value = self.score(member, _MISSING)
-            if value is _MISSING:
+            value = self.score(member, MISSING)
+            if value is MISSING:
                 return None
             counts = self._map(
                 lambda s: (
@@ -698,7 +696,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
             low_score, high_score = rows[-1][3], rows[0][3]
         if self._codec.columns is not None or lo == x:
             return low_score  # type: ignore[no-any-return]
-        return _interpolate(low_score, high_score, x - lo, p)
+        return interpolate(low_score, high_score, x - lo, p)
 
     # ------------------------------------------------------------------
     # Range reads: merged, verified windows
@@ -710,8 +708,8 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S k + k log S)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        k = _check_count(k, "k")
+        with_meta = check_flag(with_meta, "with_meta")
+        k = check_count(k, "k")
         style = self._style(style)
         with self._lock:
             return self._entries(self._window(0, k, with_meta), 0, style)
@@ -728,7 +726,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (k + log N)) when the first guess holds
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         style = self._style(style)
         with self._lock:
             sizes = self._sizes()
@@ -747,9 +745,9 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (size + log N)) when the first guess holds
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        number = _check_int(number, "page number")
-        size = _check_size(size)
+        with_meta = check_flag(with_meta, "with_meta")
+        number = check_int(number, "page number")
+        size = check_size(size)
         style = self._style(style)
         with self._lock:
             sizes = self._sizes()
@@ -764,7 +762,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S)
         """
-        size = _check_size(size)
+        size = check_size(size)
         return -(-len(self) // size)
 
     def around(
@@ -782,10 +780,10 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (log N + above + below))
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        above = _check_count(above, "above")
-        below = _check_count(below, "below")
-        fill = _check_flag(fill, "fill")
+        with_meta = check_flag(with_meta, "with_meta")
+        above = check_count(above, "above")
+        below = check_count(below, "below")
+        fill = check_flag(fill, "fill")
         style = self._style(style)
         shard = self._shard_or_none(member)
         if shard is None:
@@ -824,10 +822,10 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
 
         Runtime complexity: O(S (k + log N))
         """
-        with_meta = _check_flag(with_meta, "with_meta")
-        offset = _check_count(offset, "offset")
+        with_meta = check_flag(with_meta, "with_meta")
+        offset = check_count(offset, "offset")
         if limit is not None:
-            limit = _check_count(limit, "limit")
+            limit = check_count(limit, "limit")
         style = self._style(style)
         with self._lock:
             lo, hi, sizes = self._score_positions(min, max, min_inclusive, max_inclusive)
@@ -882,7 +880,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
     def _style(self, style: RankStyle | None) -> RankStyle:
         if style is None:
             return self._rank_style
-        _check_style(style)
+        check_style(style)
         return style
 
     def _shard_or_none(self, member: object) -> Shard | None:
@@ -899,13 +897,13 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
                 return kind
         return None
 
-    def _check_member(self, member: object, kind: type | None = _MISSING) -> None:  # type: ignore[assignment]
+    def _check_member(self, member: object, kind: type | None = MISSING) -> None:  # type: ignore[assignment]
         """As the one-board check: on a ``tie_break="member"`` board every
         member has the type of the members already there (on any shard)."""
         check_member(member)
         if self._tie_break != "member":
             return
-        have = self._member_type() if kind is _MISSING else kind
+        have = self._member_type() if kind is MISSING else kind
         if have is not None and type(member) is not have:
             raise TypeError(
                 f"this board breaks ties by member and holds {have.__name__} "
@@ -1021,7 +1019,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
     ) -> tuple[dict[Any, Any], dict[Any, int], dict[Member, Score], int]:
         """:meth:`Leaderboard._apply_batch` over every shard at once: run
         ``pairs`` one after another against ``states`` (exact scores, or
-        ``_MISSING``), the clock counting up from ``clock``.
+        ``MISSING``), the clock counting up from ``clock``.
 
         Returns each changed member's final score, the tie clock of its last
         change (in clock order), what each member reports (its score after
@@ -1035,12 +1033,12 @@ class ShardedLeaderboard(ShardMerge, ItemWrites):
         for member, value in pairs:
             old = current.get(member, states[member])
             if increment:
-                new = codec.add(zero if old is _MISSING else old, value, member)
+                new = codec.add(zero if old is MISSING else old, value, member)
             else:
                 new = value
-                if when is not None and codec.blocks(when, None if old is _MISSING else old, new):
+                if when is not None and codec.blocks(when, None if old is MISSING else old, new):
                     continue
-            if old is not _MISSING and codec.primary(new) == codec.primary(old):
+            if old is not MISSING and codec.primary(new) == codec.primary(old):
                 results[member] = old  # an equal score: the shard keeps the one it holds
                 continue
             results[member] = new
@@ -1099,7 +1097,7 @@ def _check_shard_count(shards: object) -> int:
     ...
     TypeError: shards must be an int, not bool
     """
-    count = _check_int(shards, "shards")
+    count = check_int(shards, "shards")
     if count < 1:
         raise ValueError(f"shards must be at least 1, not {count}")
     return count
@@ -1172,8 +1170,8 @@ def _check_places(boards: list[Any]) -> None:
 
 def _rank_window(start: int, stop: int, n: int) -> tuple[int, int]:
     """1-based inclusive ranks (negative from the bottom) to 0-based [lo, hi)."""
-    start = _check_int(start, "start")
-    stop = _check_int(stop, "stop")
+    start = check_int(start, "start")
+    stop = check_int(stop, "stop")
     if start == 0 or stop == 0:
         raise ValueError("ranks are 1-based: use 1 for the top and -1 for the bottom, not 0")
     if start < 0:

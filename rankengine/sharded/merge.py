@@ -53,7 +53,7 @@ from typing import Any, Final
 from rankengine.board.changes import Change
 from rankengine.board.leaderboard import Entry, RankStyle
 from rankengine.board.scoring import Member, Score, ScoreCodec, check_meta
-from rankengine.redis.board import _MISSING, Pending, RedisLeaderboard, run_pipelined
+from rankengine.redis.board import MISSING, Pending, RedisLeaderboard, run_pipelined
 
 __all__ = ["GROWTH", "MIN_MARGIN", "PIVOT_STEPS", "Shard", "ShardMerge"]
 
@@ -88,8 +88,8 @@ class Shard:
         if self.remote:
             return board._shard_key(member)  # type: ignore[no-any-return]
         with board._lock:
-            primary = board._primary.get(member, _MISSING)
-            if primary is _MISSING:
+            primary = board._primary.get(member, MISSING)
+            if primary is MISSING:
                 return None
             return primary, board._tie_of(member), board._codec.score(primary)
 
@@ -103,9 +103,7 @@ class Shard:
             less = index.count_less(primary, tie)
             if not board._desc:
                 return int(less)
-            here = board._primary.get(member, _MISSING) == primary and (
-                board._tie_of(member) == tie
-            )
+            here = board._primary.get(member, MISSING) == primary and (board._tie_of(member) == tie)
             return int(len(index) - less - (1 if here else 0))
 
     def rows(self, lo: int, hi: int, with_meta: bool) -> list[tuple[Any, ...]] | Pending:
@@ -160,12 +158,12 @@ class Shard:
         return int(board.count(low, high, **flags))
 
     def states(self, members: list[Any]) -> dict[Any, Any]:
-        """Current exact scores (``_MISSING`` when absent)."""
+        """Current exact scores (``MISSING`` when absent)."""
         board = self.board
         if self.remote:
             return board._state_of(members)  # type: ignore[no-any-return]
         with board._lock:
-            return {m: board.score(m, _MISSING) for m in members}
+            return {m: board.score(m, MISSING) for m in members}
 
     # -- writes ------------------------------------------------------------
     @contextlib.contextmanager
@@ -213,10 +211,10 @@ class Shard:
         with board._lock:
             codec = board._codec
             for member, value in expect:
-                have = board._primary.get(member, _MISSING)
-                if (have is _MISSING) != (value is _MISSING):
+                have = board._primary.get(member, MISSING)
+                if (have is MISSING) != (value is MISSING):
                     return False
-                if have is not _MISSING and have != codec.primary(value):
+                if have is not MISSING and have != codec.primary(value):
                     return False
             if changes:
                 board._commit(changes)
@@ -431,16 +429,16 @@ class ShardMerge:
         """Entries for consecutive rows starting at global rank ``lo``."""
         out: list[Entry] = []
         rank = lo + 1
-        prev: Any = _MISSING
+        prev: Any = MISSING
         shared = 0
         for primary, _, member, score, meta in rows:
             if style == "unique":
                 shown = rank
-            elif prev is _MISSING or primary != prev:
+            elif prev is MISSING or primary != prev:
                 if style == "competition":
-                    shown = rank if prev is not _MISSING else self._ahead(primary) + 1
+                    shown = rank if prev is not MISSING else self._ahead(primary) + 1
                 else:
-                    shown = self._distinct_ahead(primary) + 1 if prev is _MISSING else shared + 1
+                    shown = self._distinct_ahead(primary) + 1 if prev is MISSING else shared + 1
                 shared = shown
             else:
                 shown = shared

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from rankengine.board.core import _check_flag
+from rankengine.board.checks import check_flag
 from rankengine.index.protocol import Entry3
 from rankengine.index.skiplist import P, SkipList
 from rankengine.teach.viz import (
@@ -250,7 +250,7 @@ def trace_key(
     >>> [(s.level, s.span, s.rank) for s in t.steps], t.found, t.rank
     ([(2, 3, 3), (1, 1, 4)], 4, 4)
     """
-    strict = _check_flag(strict, "strict")
+    strict = check_flag(strict, "strict")
     shape = shape_of(source)
     key = _resolve_key(shape, primary, tie)
     nil = shape.nil

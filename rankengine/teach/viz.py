@@ -47,9 +47,17 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 from xml.sax.saxutils import escape as _xml_escape
 from xml.sax.saxutils import quoteattr as _xml_quoteattr
 
-from rankengine.board.core import _check_flag
+from rankengine.board.checks import check_flag
 from rankengine.index.protocol import Entry3
-from rankengine.index.skiplist import MAX_LEVEL, P, SkipList, _entry, _forwards, _height, _spans
+from rankengine.index.skiplist import (
+    MAX_LEVEL,
+    P,
+    SkipList,
+    node_entry,
+    node_forwards,
+    node_height,
+    node_spans,
+)
 
 if TYPE_CHECKING:  # the search traces live with the narrations, which import this module
     from rankengine.teach.narrate import Trace
@@ -356,14 +364,14 @@ def _copy_shape(source: SkipList, mode: LabelMode) -> Shape:
     number = {id(x): k for k, x in enumerate(nodes, 1)}
     nil = len(nodes) + 1
     number[id(header)] = 0
-    forward = [tuple(nil if f is None else number[id(f)] for f in _forwards(header)[:level])]
-    spans = [tuple(_spans(header)[:level])]
+    forward = [tuple(nil if f is None else number[id(f)] for f in node_forwards(header)[:level])]
+    spans = [tuple(node_spans(header)[:level])]
     heights = [level]
     for x in nodes:
-        forward.append(tuple(nil if f is None else number[id(f)] for f in _forwards(x)))
-        spans.append(tuple(_spans(x)))
-        heights.append(_height(x))
-    entries = tuple(_entry(x) for x in nodes)
+        forward.append(tuple(nil if f is None else number[id(f)] for f in node_forwards(x)))
+        spans.append(tuple(node_spans(x)))
+        heights.append(node_height(x))
+    entries = tuple(node_entry(x) for x in nodes)
     return Shape(
         entries=entries,
         heights=tuple(heights),
@@ -567,8 +575,8 @@ def render_text(
     :param changed: ``(level, node)`` of links to mark as changed.
     :param label: node labels (see :func:`shape_of`).
     """
-    legend = _check_flag(legend, "legend")
-    ranks = _check_flag(ranks, "ranks")
+    legend = check_flag(legend, "legend")
+    ranks = check_flag(ranks, "ranks")
     shape = shape_of(source, label)
     changed = set(changed)
     if layout not in ("auto", "horizontal", "vertical"):

@@ -82,11 +82,12 @@ from rankengine.durable.board import (
     LOG_OPTIONS,
     DurableLeaderboard,
     FsyncPolicy,
-    _check_fsync,
-    _check_options,
-    _check_settings,
-    _make_directory,
-    _pop_log_options,
+    check_fsync,
+    check_options,
+    check_settings,
+    make_directory,
+    open_board_as,
+    pop_log_options,
 )
 from rankengine.durable.eventlog import crash_point
 from rankengine.durable.manifest import DirectoryLock
@@ -785,15 +786,15 @@ class DecayedLeaderboard(Uncopyable):
         Runtime complexity: O(replay) to open
         """
         # before anything is created or locked
-        _check_fsync(fsync)
-        _check_options(board_config, BOARD_SETTINGS + LOG_OPTIONS, "DecayedLeaderboard.open")
+        check_fsync(fsync)
+        check_options(board_config, BOARD_SETTINGS + LOG_OPTIONS, "DecayedLeaderboard.open")
         # bad values too, before the root is created or locked
         settings = dict(board_config)
-        _pop_log_options(settings)
+        pop_log_options(settings)
         _decay_tau(half_life, tau, rebase_after, board_config)
-        _check_settings({name: board_config.get(name) for name in BOARD_SETTINGS})
+        check_settings({name: board_config.get(name) for name in BOARD_SETTINGS})
         root = Path(path)
-        _make_directory(str(root))  # new entries fsynced into their parents
+        make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not
         # remove the next base the one writing here is building
         lock = DirectoryLock(str(root))
@@ -848,7 +849,7 @@ class DecayedLeaderboard(Uncopyable):
             return int(clock() * 1000)
 
         def reopen(directory: Path) -> Leaderboard:
-            return Leaderboard.open(directory, fsync=fsync, now=millis, **board_config)
+            return open_board_as(Leaderboard, directory, fsync=fsync, now=millis, **board_config)
 
         def factory(base: float) -> Leaderboard:
             final = root / f"epoch-{base!r}"

@@ -52,8 +52,8 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgpack
 
+from rankengine.board.checks import check_count, check_flag, member_list
 from rankengine.board.copying import Uncopyable
-from rankengine.board.core import _check_count, _check_flag, _member_list
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.board.reads import DEFAULT_PAGE_SIZE, PercentileMethod
 from rankengine.board.scoring import Member, Score, check_member, check_meta
@@ -61,10 +61,11 @@ from rankengine.durable.board import (
     BOARD_SETTINGS,
     DurableLeaderboard,
     FsyncPolicy,
-    _check_fsync,
-    _check_options,
-    _make_directory,
-    _pop_log_options,
+    check_fsync,
+    check_options,
+    make_directory,
+    open_board_as,
+    pop_log_options,
 )
 from rankengine.durable.eventlog import crash_point
 from rankengine.durable.manifest import DirectoryLock
@@ -296,7 +297,7 @@ class PeriodicLeaderboard(Uncopyable):
             raise ValueError(f"late must be one of {_LATE_POLICIES}, not {late!r}")
         # settings only (open() gives the log options to the boards it opens):
         # a misspelt or bad one is refused here, not at the first write
-        _check_options(board_config, BOARD_SETTINGS, "PeriodicLeaderboard")
+        check_options(board_config, BOARD_SETTINGS, "PeriodicLeaderboard")
         Leaderboard(**board_config)
         self._calendar = calendar(cal)
         self._keep = keep
@@ -543,7 +544,7 @@ class PeriodicLeaderboard(Uncopyable):
         """
         with self._lock:
             with self._routed(t) as period:
-                wanted = _member_list(members)  # read once, inside: a failing iterable undoes
+                wanted = member_list(members)  # read once, inside: a failing iterable undoes
                 removed = self._target(period).remove_many(wanted)
             if period is None:
                 return 0
@@ -600,7 +601,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(count log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:
             with self._routed(t, redirect=False) as period:
                 popped: list[Entry] = getattr(self._target(period), pop)(count, with_meta=with_meta)
@@ -693,7 +694,7 @@ class PeriodicLeaderboard(Uncopyable):
             with self._routed(t, redirect=False) as period:
                 board = self._target(period)
                 with board._lock:
-                    n = _check_count(n, "n")  # as the board checks it, before n + 1 below
+                    n = check_count(n, "n")  # as the board checks it, before n + 1 below
                     gone = self._going(period, lambda: board.by_rank(n + 1, -1))
                     removed = board.keep_top(n)
             if period is None:
@@ -762,7 +763,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).top(k, style=style, with_meta=with_meta)
 
@@ -798,7 +799,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).entry(member, style=style, with_meta=with_meta)
 
@@ -817,8 +818,8 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + above + below)
         """
-        fill = _check_flag(fill, "fill")
-        with_meta = _check_flag(with_meta, "with_meta")
+        fill = check_flag(fill, "fill")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).around(
                 member, above, below, fill=fill, style=style, with_meta=with_meta
@@ -837,7 +838,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + size)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).page(number, size, style=style, with_meta=with_meta)
 
@@ -862,7 +863,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).by_rank(start, stop, style=style, with_meta=with_meta)
 
@@ -883,7 +884,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).by_score(
                 min,
@@ -926,7 +927,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).at(rank, style=style, with_meta=with_meta)
 
@@ -942,7 +943,7 @@ class PeriodicLeaderboard(Uncopyable):
 
         Runtime complexity: O(k log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         with self._lock:  # the period found and its read: one step
             return self.board(period).entries(members, style=style, with_meta=with_meta)
 
@@ -1037,14 +1038,14 @@ class PeriodicLeaderboard(Uncopyable):
         archived period's ``end + grace``), so a closed period stays closed
         even if the new process's clock reads earlier.
         """
-        _check_fsync(fsync)  # before anything is created or locked
+        check_fsync(fsync)  # before anything is created or locked
         # the store makes the period boards and keeps the archive under
         # path: these would be taken (the archive directory even made) and
         # then ignored
         for name in _OPEN_OWNS:
             if name in options:
                 raise TypeError(f"open() got an unexpected keyword argument {name!r}")
-        log_options = _pop_log_options(options)
+        log_options = pop_log_options(options)
         board = cls(cal, clock=clock, **options)  # refuses anything else unknown
         board._board_config = {**board._board_config, **log_options}
         board._attach(Path(path), fsync)
@@ -1100,7 +1101,7 @@ class PeriodicLeaderboard(Uncopyable):
         """Lock ``root``, store periods under it and load the ones already
         there.  If that fails, the boards it opened are closed and the root
         is released (a failed open leaves nothing locked)."""
-        _make_directory(str(root))  # new entries fsynced into their parents
+        make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not
         # remove the temporary files of the one writing here
         lock = DirectoryLock(str(root))
@@ -1470,7 +1471,8 @@ class _DirectoryStore:
         ]
 
     def open_board(self, period: Period) -> Leaderboard:
-        return Leaderboard.open(
+        return open_board_as(
+            Leaderboard,
             self.periods / _file_name(period.name),
             fsync=self.fsync,
             now=lambda: int(self.clock() * 1000),

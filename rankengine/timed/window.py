@@ -60,17 +60,17 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from rankengine.board.combine import _aggregate
+from rankengine.board.checks import check_flag
+from rankengine.board.combine import aggregate_scores
 from rankengine.board.copying import Uncopyable
-from rankengine.board.core import _check_flag
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle, When
 from rankengine.board.scoring import Member, Score
 from rankengine.durable.board import (
     BOARD_SETTINGS,
     FsyncPolicy,
-    _check_fsync,
-    _check_options,
-    _pop_log_options,
+    check_fsync,
+    check_options,
+    pop_log_options,
 )
 from rankengine.timed.periodic import (
     _OPEN_OWNS,
@@ -151,7 +151,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         board_factory: Callable[[Period], Leaderboard] | None = None,
         **board_config: Any,
     ) -> None:
-        _check_options(board_config, BOARD_SETTINGS, "SlidingWindowLeaderboard")
+        check_options(board_config, BOARD_SETTINGS, "SlidingWindowLeaderboard")
         if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
             raise ValueError(f"buckets must be an int >= 1, not {buckets!r}")
         if refresh_every is not None and (
@@ -273,7 +273,11 @@ class SlidingWindowLeaderboard(Uncopyable):
                     if value is _MISSING:
                         continue
                     # the first value, then added as union() adds
-                    total = value if total is _MISSING else _aggregate("sum", total, value, member)
+                    total = (
+                        value
+                        if total is _MISSING
+                        else aggregate_scores("sum", total, value, member)
+                    )
                 if total is _MISSING:
                     gone.append(member)
                 else:
@@ -465,7 +469,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N + k)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self.board.top(k, style=style, with_meta=with_meta)
 
     def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None:
@@ -504,7 +508,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(log N)
         """
-        with_meta = _check_flag(with_meta, "with_meta")
+        with_meta = check_flag(with_meta, "with_meta")
         return self.board.entry(member, style=style, with_meta=with_meta)
 
     def around(
@@ -530,8 +534,8 @@ class SlidingWindowLeaderboard(Uncopyable):
         [None, {'name': 'Bob'}]
         """
         # before self.board runs a refresh that is due
-        fill = _check_flag(fill, "fill")
-        with_meta = _check_flag(with_meta, "with_meta")
+        fill = check_flag(fill, "fill")
+        with_meta = check_flag(with_meta, "with_meta")
         return self.board.around(member, above, below, fill=fill, style=style, with_meta=with_meta)
 
     def page(
@@ -553,7 +557,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         >>> window.page(1, with_meta=True)
         [Entry(member='ann', score=3, rank=1, meta={'name': 'Ann'})]
         """
-        with_meta = _check_flag(with_meta, "with_meta")  # before a due refresh
+        with_meta = check_flag(with_meta, "with_meta")  # before a due refresh
         return self.board.page(number, size, style=style, with_meta=with_meta)
 
     def items(self) -> list[tuple[Member, Score]]:
@@ -589,14 +593,14 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(replay of the buckets + one full refresh)
         """
-        _check_fsync(fsync)  # before anything is created or locked
+        check_fsync(fsync)  # before anything is created or locked
         # the buckets' store makes the bucket boards and keeps the archive
         # under path: these would be taken (the archive directory even made)
         # and then ignored
         for name in _OPEN_OWNS:
             if name in options:
                 raise TypeError(f"open() got an unexpected keyword argument {name!r}")
-        log_options = _pop_log_options(options)
+        log_options = pop_log_options(options)
         window = cls(cal, buckets, clock=clock, **options)  # refuses anything else unknown
         # the buckets are durable boards and take the log options; the
         # window board, derived data rebuilt on open, stays in memory

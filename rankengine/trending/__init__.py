@@ -9,9 +9,10 @@ May import: :mod:`rankengine.board` (its shared checks) only.
 
 from __future__ import annotations
 
+from rankengine.trending.partitions import PartitionedTopK
 from rankengine.trending.sketch import CountMinSketch
 from rankengine.trending.topk import TopItem, TopK, merge_topk
-from rankengine.trending.windows import PartitionedTopK, TumblingWindows
+from rankengine.trending.windows import TumblingWindows
 
 __all__ = [
     "CountMinSketch",
