@@ -587,6 +587,13 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
             self._seen_write(key, b"", int(result[3]), result[2])
         return new
 
+    def _rank_of(self, key: bytes, reply: Any) -> int | None:
+        """A unique rank from a RANK reply (noting the member's element)."""
+        if not reply:
+            return None
+        self._seen(key, reply[1])
+        return int(reply[0]) + 1
+
     def _seen(self, key: bytes, element: bytes) -> None:
         """Note the element a member had when this handle last saw it, for
         unique ranks by one plain ``ZREVRANK`` (see rank).  An element holds
@@ -819,6 +826,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites):
                 found_rank = read(self._keys[0], element)
                 if found_rank is not None:
                     return int(found_rank) + 1
+            return self._rank_of(key, self._run("RANK", key))
         found = self._entries([member], _STYLE_CODE[style], False)[0]
         return None if found is None else found.rank
 

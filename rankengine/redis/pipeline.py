@@ -147,8 +147,15 @@ class RedisPipeline:
 
     def rank(self, member: Member, *, style: RankStyle | None = None) -> RedisPipeline:
         """Queue :meth:`RedisLeaderboard.rank`."""
-        code = _code(self._board._style(style))
-        self._entry(member, code, False, lambda e: None if e is None else e.rank)
+        board = self._board
+        code = _code(board._style(style))
+        key = board._key_or_none(member)
+        if code != "u" or key is None:
+            self._entry(member, code, False, lambda e: None if e is None else e.rank)
+            return self
+        finish = lambda reply: board._rank_of(key, reply)  # noqa: E731
+        alone = lambda: board.rank(member, style="unique")  # noqa: E731
+        self._queued.append(_Call("RANK", [key], finish, alone))
         return self
 
     def entry(

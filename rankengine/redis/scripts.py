@@ -127,6 +127,7 @@ _NEEDS: Final[dict[str, tuple[str, ...]]] = {
     "RANK_FOR": ("order", "dense", "clock", "count"),
     "SHARD": ("order", "dense", "clock", "count"),
     "SCORE_AT": ("order", "read"),
+    "RANK": (),
 }
 
 
