@@ -137,7 +137,8 @@ def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
 
     from rankengine import Leaderboard
 
-    r = redis.Redis.from_url(url, socket_timeout=600)  # (a first dense read of 10**6 members takes seconds)
+    # (no short socket timeout: a first dense read of 10**6 members takes seconds)
+    r = redis.Redis.from_url(url, socket_timeout=600)
     rng = random.Random(seed)
     members = [f"player:{i}" for i in range(n)]
     scores = [rng.randrange(10 * n) for _ in range(n)]
