@@ -36,6 +36,13 @@ The peers, and why each is written the way it is:
     packer, whether or not the ``hiredis`` C extension is installed, so that
     their figures mean the same client in every run (and beside the earlier
     runs, all made without hiredis).
+``rankengine-redis`` / ``rankengine-redis-pipelined``
+    rankengine's own Redis board (``Leaderboard.connect(client, name)``,
+    the defaults) on the same server and the same client as ``redis``:
+    ``board.incr``, ``board.rank``, ``board.top``...; pipelined, 100 calls
+    per ``board.pipeline()``.  The ratio to ``redis`` is what the board's
+    guarantees (retries applied once, the settings guard, first-to-reach
+    ties, exact scores) cost over the raw sorted set.
 ``redis-hiredis`` / ``redis-pipelined-hiredis``
     The same two, with redis-py's hiredis parser and packer (the C
     extension ``pip install redis[hiredis]`` adds): the fastest way to talk
@@ -67,6 +74,10 @@ PIPELINE = 100
 
 #: Members per ``ZADD`` command when loading Redis.
 ZADD_CHUNK = 1000
+
+#: Members per ``set_many`` when loading rankengine's Redis board (one
+#: script: a few ms of server time each).
+BOARD_CHUNK = 2000
 
 #: Argument size above which redis-py's pure-Python packer sends an
 #: argument as its own buffer instead of joining it (redis-py's own default,
@@ -565,6 +576,86 @@ class RedisPipelinedHiredis(RedisPipelined):
     unsupported = frozenset({"durable-mixed", "recovery", "memory", "bulk-load"})
 
 
+class RankEngineRedis(Redis):
+    """rankengine's Redis board (``Leaderboard.connect(client, name)``, the
+    defaults: first-to-reach ties, retries applied once, the settings
+    guard) on the same server and client as :class:`Redis`, one round trip
+    per operation: what the board's guarantees cost over the raw sorted set."""
+
+    name = "rankengine-redis"
+    unsupported = frozenset({"durable-mixed", "recovery", "memory"})
+
+    def __init__(self, server: RedisServer) -> None:
+        super().__init__(server)
+        from rankengine import Leaderboard
+
+        self.board = Leaderboard.connect(self.r, self.key)
+        self.board.clear()
+
+    def build(self, pairs: Sequence[Pair]) -> None:
+        board = self.board
+        board.clear()
+        for i in range(0, len(pairs), BOARD_CHUNK):
+            board.set_many(pairs[i : i + BOARD_CHUNK])
+
+    def incr(self, member: str, delta: int) -> Any:
+        return self.board.incr(member, delta)
+
+    def rank(self, member: str) -> Any:
+        return self.board.rank(member)
+
+    def top(self, k: int) -> Any:
+        return self.board.top(k)
+
+    def around(self, member: str, above: int, below: int) -> Any:
+        return self.board.around(member, above, below)
+
+    def page(self, number: int, size: int) -> Any:
+        return self.board.page(number, size)
+
+    def top_scores(self, k: int) -> list[float]:
+        return [float(entry.score) for entry in self.board.top(k)]
+
+    def scores_of(self, members: Sequence[str]) -> list[float | None]:
+        found = self.board.entries(members)
+        return [None if entry is None else float(entry.score) for entry in found]
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.board.clear()
+        self.r.close()
+
+
+class RankEngineRedisPipelined(RankEngineRedis):
+    """:class:`RankEngineRedis`, 100 operations per round trip through the
+    board's pipeline (``with board.pipeline() as p``), every answer decoded.
+    Around-me is one call there (the board finds the rank and the rows in
+    one script), where the raw sorted set needs two round trips per batch."""
+
+    name = "rankengine-redis-pipelined"
+    batch = PIPELINE
+
+    def runner(self, workload: str) -> Callable[[Sequence[Op]], None]:
+        board = self.board
+
+        def run(ops: Sequence[Op]) -> None:
+            for i in range(0, len(ops), PIPELINE):
+                with board.pipeline() as p:
+                    for kind, a, b in ops[i : i + PIPELINE]:
+                        if kind == INCR:
+                            p.incr(a, b)
+                        elif kind == RANK:
+                            p.rank(a)
+                        elif kind == TOP:
+                            p.top(a)
+                        elif kind == AROUND:
+                            p.around(a, b, b)
+                        else:
+                            p.page(a, b)
+
+        return run
+
+
 # ----------------------------------------------------------------------
 # SQLite
 # ----------------------------------------------------------------------
@@ -665,7 +756,15 @@ PYTHON_SYSTEMS: dict[str, type[System]] = {
     cls.name: cls for cls in (RankEngineSkipList, RankEngineSortedList, NaiveSortedList, PySkipList)
 }
 REDIS_SYSTEMS: dict[str, type[Redis]] = {
-    cls.name: cls for cls in (Redis, RedisPipelined, RedisHiredis, RedisPipelinedHiredis)
+    cls.name: cls
+    for cls in (
+        Redis,
+        RedisPipelined,
+        RedisHiredis,
+        RedisPipelinedHiredis,
+        RankEngineRedis,
+        RankEngineRedisPipelined,
+    )
 }
 ALL_SYSTEMS: tuple[str, ...] = (*PYTHON_SYSTEMS, *REDIS_SYSTEMS, SQLite.name)
 

@@ -738,6 +738,15 @@ def test_a_key_of_another_type_is_refused_on_open(redis_client: Any, suffix: str
     assert redis_client.get(key) == b"someone else's"
 
 
+#: Client methods that send one command (a script, a function or a plain read).
+COUNTED = frozenset(
+    (
+        *("evalsha", "execute_command", "zcard", "hget", "hexists", "script_load"),
+        *("zrange", "zrevrange", "zrank", "zrevrank"),
+    )
+)
+
+
 class _Counting:
     """Counts the commands a client sends (a pipeline or script is one)."""
 
@@ -747,7 +756,7 @@ class _Counting:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.client, name)
-        if name in ("evalsha", "zcard", "hget", "hexists", "script_load"):
+        if name in COUNTED:
 
             def counted(*args: Any, **kwargs: Any) -> Any:
                 self.calls += 1
@@ -1518,7 +1527,7 @@ def losing_client(url: str) -> tuple[Any, Callable[[str], None]]:
 
     class Losing(Connection):
         def send_command(self, *args: Any, **kwargs: Any) -> None:
-            self.losing = bool(armed) and args[:2] == ("EVALSHA", armed[0])
+            self.losing = bool(armed) and args[0] in ("EVALSHA", "FCALL") and args[1] == armed[0]
             if self.losing:
                 armed.clear()
             super().send_command(*args, **kwargs)

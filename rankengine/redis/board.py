@@ -70,7 +70,8 @@ from rankengine.redis.codec import (
     encode_member,
     encode_meta,
 )
-from rankengine.redis.scripts import ScriptError, ScriptRunner
+from rankengine.redis.pipeline import RedisPipeline
+from rankengine.redis.scripts import EXACT, ScriptError, ScriptRunner
 
 __all__ = [
     "MISSING",
@@ -134,6 +135,18 @@ _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
 #: What a score look-up returns for an absent member (shared with the
 #: sharded board's merges, which read the same look-ups).
 MISSING: Final = object()
+#: Members whose element a handle keeps (see RedisLeaderboard._seen): about
+#: 1 MB at typical member sizes, enough for the members one app server
+#: touches in a while.
+ELEMENTS_SEEN: Final = 10_000
+#: The first byte of an ordkey (0x80 + its length): an element that starts
+#: below it has none (see redis/codec.py).
+_ORDKEY_BYTE: Final = 0x80
+#: Kind letters of a scalar score, as bytes of an element.
+_INT_KIND: Final = ord("i")
+_NEG_ZERO_KIND: Final = ord("z")
+#: A bound on the indexes sent to a plain ZRANGE (Redis takes 64-bit ones).
+_INDEX_BOUND: Final = 2**62
 
 
 # ----------------------------------------------------------------------
@@ -288,6 +301,16 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         self._mode = ("d" if self._desc else "a") + ("f" if self._first else "m")
         self._mode += f"{self._format.columns}{self._klen}"
         self._keys = [f"{prefix}{{{name}}}:{suffix}" for suffix in KEY_SUFFIXES]
+        # Reads sent as plain commands, no script, where the stored form
+        # allows it and the client reads scores as Redis sends them (RESP2):
+        # a unique rank on a scalar tie_break="member" board (the element of
+        # an exactly stored score is the member), the top rows of a
+        # first-to-reach board (the element holds the kind).
+        resp2 = _resp2(redis)
+        self._plain_rank = resp2 and not self._first and self._format.columns == 1
+        self._plain_range = resp2 and self._first
+        #: member key -> its element when this handle last saw it (see _seen)
+        self._elements: dict[bytes, bytes] = {}
         self._scripts = ScriptRunner(redis)
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
@@ -478,31 +501,35 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
 
         Runtime complexity: O(log N), one round trip.
         """
+        args, done = self._set_call(member, score, when, meta)
+        with self._writing():
+            return done(self._run("SET", *args))
+
+    def _set_call(
+        self, member: Member, score: Score, when: When | None, meta: Mapping[str, Any] | None
+    ) -> tuple[list[Any], Callable[[Any], bool]]:
+        """The checked arguments of a SET call, and what turns its reply into
+        set()'s answer (noting the change); raises before anything is sent."""
         key = self._member(member)
         value = self._codec.check(score)
         check_when(when)
         clean = None if meta is None else check_meta(meta)
         text, ok, kind = self._format.encode(value)
         blob = b"" if clean is None else encode_meta(clean)
-        with self._writing():
-            clock, meta_changed = self._run(
-                "SET",
-                key,
-                text,
-                ok,
-                kind,
-                when or "",
-                "0" if clean is None else "1",
-                blob,
-                self._clock_floor,
-            )
+        args = [key, text, ok, kind, when or "", "0" if clean is None else "1", blob]
+
+        def done(reply: Any) -> bool:
+            clock, meta_changed = reply
             changes: list[Change] = []
             if clock:
                 changes.append((PUT, member, value, int(clock)))
+                self._seen_write(key, ok, int(clock), kind)
             if meta_changed:
                 changes.append((META, member, clean))
             self._notify(changes)
-        return bool(changes)
+            return bool(changes)
+
+        return [*args, self._clock_floor], done
 
     @overload
     def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
@@ -518,24 +545,81 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
 
         Runtime complexity: O(log N), one round trip (three on the exact path).
         """
+        key, step, args = self._incr_call(member, delta, when)
+        if args is not None:
+            with self._writing():
+                new = self._incr_done(member, key, self._run("INCR", *args))
+                if new is not EXACT:
+                    return new  # type: ignore[no-any-return]  # a score or None
+        return self._exact_incr(member, key, step, when)
+
+    def _incr_call(
+        self, member: Member, delta: Score, when: When | None
+    ) -> tuple[bytes, Score, list[Any] | None]:
+        """The member's key, the checked step and the arguments of an INCR
+        call (None when only the exact path can add them); raises before
+        anything is sent."""
         key = self._member(member)
         step = self._codec.check(delta, "delta")
         check_when(when)
         if self._format.columns == 1 and self._format.packing is None and _fast(step):
             number: float = step  # type: ignore[assignment]  # a scalar board's delta
-            with self._writing():
-                result = self._run(
-                    "INCR", key, repr(float(number)), _kind(number), when or "", self._clock_floor
-                )
-                status = int(result[0])
-                if status == 0:
-                    return None
-                if status != 3:
-                    new = self._format.decode(result[1], b"", result[2])
-                    if status == 1:
-                        self._notify([(PUT, member, new, int(result[3]))])
-                    return new
-        return self._exact_incr(member, key, step, when)
+            args = [key, repr(float(number)), _kind(number), when or "", self._clock_floor]
+            return key, step, args
+        return key, step, None
+
+    def _incr_done(self, member: Member, key: bytes, result: Any) -> Any:
+        """incr()'s answer from an INCR reply (noting the change), or
+        ``EXACT`` when the client must add exactly (see _exact_incr)."""
+        status = int(result[0])
+        if status == 0:
+            return None
+        if status == 3:
+            return EXACT
+        new = self._format.decode(result[1], b"", result[2])
+        if status == 1:
+            self._notify([(PUT, member, new, int(result[3]))])
+            self._seen_write(key, b"", int(result[3]), result[2])
+        return new
+
+    def _rank_of(self, key: bytes, reply: Any) -> int | None:
+        """A unique rank from a RANK reply (noting the member's element)."""
+        if not reply:
+            return None
+        self._seen(key, reply[1])
+        return int(reply[0]) + 1
+
+    def _seen(self, key: bytes, element: bytes) -> None:
+        """Note the element a member had when this handle last saw it, for
+        unique ranks by one plain ``ZREVRANK`` (see rank).  An element holds
+        its member and a tie clock no other change reuses, and the ranking
+        holds one element per member: an element found there is the
+        member's, whatever happened since; one no longer there (the member
+        changed, or left) answers nil and the script reads the rank.  At
+        most ELEMENTS_SEEN are kept (past them the table starts again)."""
+        if self._first:
+            elements = self._elements
+            if len(elements) >= ELEMENTS_SEEN:
+                elements.clear()
+            elements[key] = element
+
+    def _seen_write(self, key: bytes, ok: bytes, clock: int, kind: Any) -> None:
+        """Note the element a write of this handle gave a member (see _seen)."""
+        if self._first:
+            tie = MAXCLOCK - clock if self._desc else clock
+            kind_bytes = kind if isinstance(kind, bytes) else kind.encode()
+            self._seen(key, b"%s%016d%s%s" % (ok, tie, kind_bytes, key))
+
+    def pipeline(self) -> RedisPipeline:
+        """Queue many calls of this board and send them in one round trip,
+        each with the guarantees it has alone (checked when queued, applied
+        once if redis-py sends the round trip again, the settings guard):
+        ``with board.pipeline() as p: p.incr("ann", 5); p.rank("ann")``,
+        then ``p.results``.  See :mod:`rankengine.redis.pipeline`.
+
+        Runtime complexity: one round trip per execute, besides the calls' work.
+        """
+        return RedisPipeline(self)
 
     def set_many(
         self,
@@ -677,6 +761,22 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         return default if found is None else found.score
 
     def _rank_of_member(self, member: Member, style: RankStyle) -> int | None:
+        if style == "unique":
+            key = self._key_or_none(member)
+            if key is None:
+                return None
+            # One plain command when the member's element is known: on a
+            # tie_break="member" scalar board an exact score's element is
+            # the member itself; on a first-to-reach board, the element this
+            # handle last saw (see _seen).  Nil: absent, or the element
+            # changed since: the script.
+            element = key if self._plain_rank else self._elements.get(key)
+            if element is not None:
+                read = self._client.zrevrank if self._desc else self._client.zrank
+                found_rank = read(self._keys[0], element)
+                if found_rank is not None:
+                    return int(found_rank) + 1
+            return self._rank_of(key, self._run("RANK", key))
         found = self._entries([member], _STYLE_CODE[style], False)[0]
         return None if found is None else found.rank
 
@@ -722,9 +822,17 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         return interpolate(low_score, high_score, x - lo, p)
 
     def _top_rows(self, k: int, style: RankStyle, with_meta: bool) -> list[Entry]:
+        if self._plain_range and not with_meta:
+            # the first row is ranked 1 in every style: the rows are all
+            # plain reads of one ZRANGE
+            return self._plain_rows(0, k - 1, style) if k else []
         return self._range(style, with_meta, "win", 0, k)
 
     def _rank_rows(self, start: int, stop: int, style: RankStyle, with_meta: bool) -> list[Entry]:
+        if self._plain_range and not with_meta and start > 0 and (start == 1 or style == "unique"):
+            # ZRANGE clamps and counts negative stops from the bottom as
+            # this does; the first row's rank is start (unique) or 1
+            return self._plain_rows(start - 1, stop if stop < 0 else stop - 1, style)
         return self._range(style, with_meta, "rank", start, stop)
 
     def _page_rows(self, number: int, size: int, style: RankStyle, with_meta: bool) -> list[Entry]:
@@ -1572,6 +1680,13 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         keys = [self._key_or_none(member) for member in members]
         present = [key for key in keys if key is not None]
         result = self._run("ENTRIES", style, _flag(with_meta), *present) if present else []
+        return self._decode_entries(members, keys, result, with_meta)
+
+    def _decode_entries(
+        self, members: list[Any], keys: list[bytes | None], result: Any, with_meta: bool
+    ) -> list[Entry | None]:
+        """Entries from an ENTRIES reply for ``members`` (``keys``: their
+        stored forms, None for a value that cannot be a member)."""
         out: list[Entry | None] = []
         at = 0
         for member, key in zip(members, keys, strict=True):
@@ -1587,11 +1702,60 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
             score = self._format.decode(text, ok, kind)
             meta = decode_meta(data) if with_meta and data else None
             out.append(Entry(member, score, 0 if rank is None else int(rank), meta))
+            self._seen(key, element)
         return out
+
+    def _plain_rows(self, lo: int, stop: int, style: RankStyle) -> list[Entry]:
+        """Rows ``lo`` (0-based) to ``stop`` (inclusive, negative from the
+        bottom, as ``ZRANGE`` takes it) by one plain ``ZREVRANGE`` (``ZRANGE``
+        ascending), no script: on a first-to-reach board every row's element
+        holds its kind, and the client reads the rest.  The caller makes sure
+        the first row's rank needs no count: ``lo`` is 0, or the style unique.
+
+        Runtime complexity: O(log N + k), one round trip.
+        """
+        if (stop >= 0 and stop < lo) or lo > _INDEX_BOUND:
+            return []
+        # (Redis takes 64-bit indexes; past them every board is shorter)
+        stop = max(min(stop, _INDEX_BOUND), -_INDEX_BOUND)
+        read = self._client.zrevrange if self._desc else self._client.zrange
+        rows = read(self._keys[0], lo, stop, withscores=True, score_cast_func=bytes)
+        return self._plain_entries(lo, rows, style)
+
+    def _plain_entries(self, lo: int, rows: list[Any], style: RankStyle) -> list[Entry]:
+        """Entries from the ``(element, score bytes)`` rows of a plain read
+        whose first row is ranked ``lo + 1`` (see _plain_rows)."""
+        if style == "unique" and self._codec.columns is None and self._format.packing is None:
+            # The common case, decoded inline (3x faster than the general
+            # rows below): a scalar score without ordkey, whose element is
+            # the 16 tie digits, the kind letter and the member.
+            out: list[Entry] = []
+            rank = lo
+            for element, text in rows:
+                if element[0] >= _ORDKEY_BYTE:  # an inexact score: the general path
+                    break
+                rank += 1
+                kind = element[TIE_DIGITS]
+                d = float(text)
+                score = int(d) if kind == _INT_KIND else -0.0 if kind == _NEG_ZERO_KIND else d
+                key = element[TIE_DIGITS + 1 :]
+                out.append(Entry(decode_member(key), score, rank, None))
+                self._seen(key, element)
+            else:
+                return out
+        result: list[Any] = [lo, 0, 0, 0]
+        for element, text in rows:
+            at = self._format.ok_end(element) + TIE_DIGITS
+            result += (element, text, element[at : at + self._klen], None)
+        return self._rows(result, style, False)
 
     def _range(self, style: RankStyle | None, with_meta: bool, *selector: Any) -> list[Entry]:
         style = self._style(style)
         result = self._run("RANGE", _STYLE_CODE[style], _flag(with_meta), *selector)
+        return self._range_of(result, style, with_meta)
+
+    def _range_of(self, result: Any, style: RankStyle, with_meta: bool) -> list[Entry]:
+        """Entries from a RANGE reply (none for an absent 'around' member)."""
         if int(result[0]) < 0:
             return []
         return self._rows(result, style, with_meta)
@@ -1620,6 +1784,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
             meta = decode_meta(data) if with_meta and data else None
             score = self._format.decode(text, ok, kind)
             out.append(Entry(decode_member(key), score, shown, meta))
+            self._seen(key, element)
             rank += 1
         return out
 
@@ -1793,6 +1958,18 @@ def run_pipelined(calls: list[Pending]) -> list[Any]:
     return out
 
 
+def _resp2(client: Any) -> bool:
+    """Whether a redis-py client speaks RESP2 (its default), whose replies
+    carry a score as the bytes Redis wrote, as a script gets them."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:  # a cluster client: its nodes' pools share the settings
+        pool = getattr(getattr(client, "nodes_manager", None), "connection_kwargs", None)
+        kwargs = pool if isinstance(pool, dict) else {}
+    else:
+        kwargs = getattr(pool, "connection_kwargs", {})
+    return str(kwargs.get("protocol", 2) or 2) == "2"
+
+
 def client_from_url(url: str) -> Any:
     """A redis-py client for ``url`` (``redis://host:port/db``); its owner
     closes it.  Runtime complexity: O(1) (it connects at its first command)."""
@@ -1802,17 +1979,20 @@ def client_from_url(url: str) -> Any:
 
 
 def _pipeline(client: Any, calls: list[Pending]) -> list[Any]:
-    """One pipeline of script calls; loads the scripts and retries once on NOSCRIPT."""
-    from redis.exceptions import NoScriptError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
-
+    """One pipeline of script calls; loads the library (or the scripts) and
+    retries once when the server lacks it."""
     for attempt in range(2):
         pipe = client.pipeline(transaction=False)
         for board, name, args, _ in calls:
             keys = board._keys
-            pipe.evalsha(board._scripts.sha[name], len(keys), *keys, board._mode, *args)
+            pipe.execute_command(*board._scripts.call_args(name, keys, [board._mode, *args]))
         replies = pipe.execute(raise_on_error=False)
-        if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
-            ScriptRunner(client).load()
+        runner = calls[0].board._scripts
+        if attempt == 0 and any(runner.missing(r) for r in replies):
+            for call in calls:  # (a server without functions: every board learns it)
+                if not runner.functions:
+                    call.board._scripts._scripts_only()
+            runner.load()
             continue
         break
     return list(replies)

@@ -42,9 +42,12 @@ engine's order ``(score, tie)``.  Two members never share a clock, so the
 kind and the member bytes decide only on ``tie_break="member"`` boards (no
 kind there: it lives in ``H``).
 
-Each script reads the state hash once (``HMGET``) and writes it once at the
+A write reads the state hash once (``HMGET``) and writes it once at the
 end: a ``set`` is seven or eight Redis calls inside the script (two of them
-the caller's reply key, ``R``: see ``lib_core.lua``).
+the caller's reply key, ``R``: see ``lib_core.lua``).  A read reads the
+state only when it needs it (dense counts, ties of inexact scores): a
+unique rank is two Redis calls, ``top`` on a first-to-reach board none (a
+plain ``ZREVRANGE``, see :mod:`rankengine.redis.board`).
 
 ``ARGV[1]`` of every script is the board's mode: ``d``/``a`` (order of the
 first column), ``f``/``m`` (tie-break), the number of columns whose ordkey
@@ -76,7 +79,7 @@ import hashlib
 from importlib.resources import files
 from typing import Any, Final
 
-__all__ = ["SCRIPTS", "ScriptError", "ScriptRunner"]
+__all__ = ["EXACT", "LIBRARY", "LIBRARY_NAME", "SCRIPTS", "ScriptError", "ScriptRunner"]
 
 
 def _source(name: str) -> str:
@@ -124,6 +127,7 @@ _NEEDS: Final[dict[str, tuple[str, ...]]] = {
     "RANK_FOR": ("order", "dense", "clock", "count"),
     "SHARD": ("order", "dense", "clock", "count"),
     "SCORE_AT": ("order", "read"),
+    "RANK": (),
 }
 
 
@@ -133,8 +137,36 @@ def _prelude(name: str) -> str:
     return "".join(text for section, text in _SECTIONS.items() if section in wanted)
 
 
-#: Every script by name, each with the helper sections it needs in front.
-SCRIPTS: Final[dict[str, str]] = {name: _prelude(name) + _source(name.lower()) for name in _NEEDS}
+#: Every script by name, as sent to a server without functions (EVALSHA):
+#: the helper sections it needs, the call's begin, then its body.  (The
+#: script's KEYS and ARGV are taken before the core's own names hide them.)
+SCRIPTS: Final[dict[str, str]] = {
+    name: "local KEYS_IN, ARGV_IN = KEYS, ARGV\n"
+    + _prelude(name)
+    + "begin(KEYS_IN, ARGV_IN)\n"
+    + _source(name.lower())
+    for name in _NEEDS
+}
+
+#: Every helper section once, then every script as a function of the
+#: library: its body behind the call's begin.
+_LIBRARY_CODE: Final = "".join(_SECTIONS.values()) + "".join(
+    f"redis.register_function('{{fn}}{name.lower()}', function(keys, argv)\n"
+    f"begin(keys, argv)\n{_source(name.lower())}\nend)\n"
+    for name in _NEEDS
+)
+#: The library's name carries the SHA1 of its code, so that two versions of
+#: rankengine sharing a server each call their own functions.
+LIBRARY_NAME: Final = (
+    "rankengine_" + hashlib.sha1(_LIBRARY_CODE.encode(), usedforsecurity=False).hexdigest()[:12]
+)
+#: The function library, as ``FUNCTION LOAD`` takes it.
+LIBRARY: Final = f"#!lua name={LIBRARY_NAME}\n" + _LIBRARY_CODE.replace("{fn}", LIBRARY_NAME + "_")
+
+
+#: What the client makes of an INCR reply asking it to add exactly (the
+#: server cannot: a score past 2**53); see RedisLeaderboard._exact_incr.
+EXACT: Final = object()
 
 
 class ScriptError(Exception):
@@ -151,28 +183,79 @@ class ScriptError(Exception):
 
 
 class ScriptRunner:
-    """Calls the scripts by SHA1 (``EVALSHA``), loading one on ``NOSCRIPT``.
+    """Calls the scripts as functions of one library (``FCALL``), loading it
+    (``FUNCTION LOAD``) when the server lacks it; on a server without
+    functions (before Redis 7), as scripts by SHA1 (``EVALSHA``).
 
-    A server that restarted, or a replica promoted by a failover, has an
-    empty script cache: the first call after it loads every script again
-    (``SCRIPT LOAD`` goes to every master on a cluster) and retries once.
+    A function library is compiled once, its helpers defined once: a call
+    runs only its own body.  A script sent by ``EVALSHA`` defines the helpers
+    it needs on every call (about 50 us of server time for a write, measured
+    by ``bench/redis_cost.py``).
+
+    A server that restarted without persistence, or a replica promoted by a
+    failover before the library reached it, lacks the library (or its script
+    cache is empty): the first call after it loads it again (``FUNCTION
+    LOAD`` and ``SCRIPT LOAD`` go to every master on a cluster) and retries
+    once.
+
+    ``sha`` maps a script's name to what a call sends after the command: the
+    function's name, or the script's SHA1 on a server without functions.
 
     Runtime complexity: O(1) besides the script's own work.
 
     >>> runner = ScriptRunner(client=None)
-    >>> len(runner.sha["SET"])
-    40
+    >>> runner.command("SET")[0], runner.sha["SET"].endswith("_set")
+    ('FCALL', True)
     """
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        self.sha = {
+        #: True until the server answers FCALL with "unknown command".  A
+        #: cluster client calls scripts: redis-py finds an EVALSHA's slot
+        #: from its arguments, but asks a node (COMMAND GETKEYS, one more
+        #: round trip) for every FCALL's.
+        self.functions = not hasattr(client, "get_node_from_key")
+        self.script_sha = {
             name: hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
             for name, source in SCRIPTS.items()
         }
+        self.function_name = {name: f"{LIBRARY_NAME}_{name.lower()}" for name in SCRIPTS}
+        self.sha = self.function_name if self.functions else self.script_sha
+
+    def command(self, name: str) -> tuple[str, str]:
+        """The command and its first argument that call script ``name``."""
+        if self.functions:
+            return "FCALL", self.function_name[name]
+        return "EVALSHA", self.script_sha[name]
+
+    def call_args(self, name: str, keys: list[str], args: list[Any]) -> list[Any]:
+        """The whole command that calls script ``name`` with a board's keys
+        (its six, then a write's reply key) and ``args``.  A function gets
+        the ranking's key and the reply key only: it derives the others
+        (see ``lib_core.lua``)."""
+        if self.functions:
+            keys = keys[:1] + keys[6:]
+            return ["FCALL", self.function_name[name], len(keys), *keys, *args]
+        return ["EVALSHA", self.script_sha[name], len(keys), *keys, *args]
+
+    def _scripts_only(self) -> None:
+        """The server has no functions: call the scripts by SHA1 from now on."""
+        self.functions = False
+        self.sha = self.script_sha
 
     def load(self) -> None:
-        """Load every script (one pipelined round trip where the client allows)."""
+        """Load the library (or every script, on a server without functions),
+        in one pipelined round trip where the client allows."""
+        from redis.exceptions import ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
+
+        if self.functions:
+            try:
+                self.client.function_load(LIBRARY, replace=True)
+                return
+            except ResponseError as exc:
+                if not _no_functions(exc):
+                    raise
+                self._scripts_only()
         try:
             pipe = self.client.pipeline(transaction=False)
             for source in SCRIPTS.values():
@@ -182,15 +265,31 @@ class ScriptRunner:
             for source in SCRIPTS.values():
                 self.client.script_load(source)
 
-    def __call__(self, name: str, keys: list[str], args: list[Any]) -> Any:
+    def missing(self, reply: object) -> bool:
+        """Whether a reply (or error) says the server lacks the library or
+        the script (it restarted, or never had it), or lacks functions."""
         from redis.exceptions import NoScriptError, ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
+
+        if isinstance(reply, NoScriptError):
+            return True
+        if not isinstance(reply, ResponseError):
+            return False
+        if _no_functions(reply):
+            self._scripts_only()
+            return True
+        return str(reply).startswith("Function not found")
+
+    def __call__(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        from redis.exceptions import ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
         try:
             try:
-                return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
-            except NoScriptError:
+                return self.client.execute_command(*self.call_args(name, keys, args))
+            except ResponseError as exc:
+                if not self.missing(exc):
+                    raise
                 self.load()
-                return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
+                return self.client.execute_command(*self.call_args(name, keys, args))
         except ResponseError as exc:
             refusal = _refusal(exc)
             if refusal is not None:
@@ -200,24 +299,22 @@ class ScriptRunner:
     def transaction(self, name: str, keys: list[str], calls: list[list[Any]]) -> list[Any]:
         """Run script ``name`` once per argument list of ``calls``, all in one
         MULTI/EXEC transaction: one round trip, and Redis runs the calls back
-        to back, no other client's command in between.  On ``NOSCRIPT`` (which
-        every call of one script gets alike: none of them ran) the scripts are
+        to back, no other client's command in between.  On a missing library
+        or script (which every call alike meets: none of them ran) it is
         loaded and the transaction is sent again.  Raises the first call's
         error.  A transaction is not rolled back: a call that fails does not
         undo the calls before it, so callers check everything first.
 
         Runtime complexity: O(1) round trips besides the scripts' own work.
         """
-        from redis.exceptions import NoScriptError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
-
         for attempt in range(2):
             pipe = self.client.pipeline(transaction=True)
             for args in calls:
                 # (a cluster pipeline refuses its evalsha method, but runs a
                 # transaction of commands on one slot: the board's hash tag)
-                pipe.execute_command("EVALSHA", self.sha[name], len(keys), *keys, *args)
+                pipe.execute_command(*self.call_args(name, keys, args))
             replies = list(pipe.execute(raise_on_error=False))
-            if attempt == 0 and any(isinstance(reply, NoScriptError) for reply in replies):
+            if attempt == 0 and any(self.missing(reply) for reply in replies):
                 self.load()
                 continue
             break
@@ -225,6 +322,16 @@ class ScriptRunner:
             if isinstance(reply, Exception):
                 raise _refusal(reply) or reply
         return replies
+
+
+def _no_functions(exc: Exception) -> bool:
+    """Whether an error says the server has no functions (before Redis 7).
+
+    >>> _no_functions(Exception("unknown command 'FCALL', with args beginning with: "))
+    True
+    """
+    message = str(exc).lower()
+    return "unknown command" in message and ("fcall" in message or "function" in message)
 
 
 def _refusal(exc: Exception) -> ScriptError | None:

@@ -2,7 +2,10 @@
 -- tie prefix of an element.
 
 -- A scalar board where no member has an ordkey: counts need no search.
-local function plain() return COLS == 1 and inexact_now == 0 end
+local function plain()
+  state()
+  return COLS == 1 and inexact_now == 0
+end
 local function inexact(delta)
   if COLS == 1 then inexact_now, dirty = inexact_now + delta, true end
 end

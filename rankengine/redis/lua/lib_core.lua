@@ -1,33 +1,114 @@
 -- Helper section 'core', in front of every script: the board's keys, its
 -- mode (ARGV[1]), failing, the state hash (read once, saved once) and the
 -- write guard of a logged board.
+--
+-- The helpers are defined once for the library of functions (FUNCTION
+-- LOAD; every call is an FCALL), or in front of each script where the
+-- server has no functions (EVALSHA).  Either way a call starts with
+-- begin(keys, argv), which sets everything below that belongs to the call:
+-- nothing is left from the call before it.
 
-local Z, H, M, D, C, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local MODE = ARGV[1]
-local DESC = string.sub(MODE, 1, 1) == 'd'
-local FIRST = string.sub(MODE, 2, 2) == 'f'
-local COLS = tonumber(string.sub(MODE, 3, 3))
-local KLEN = tonumber(string.sub(MODE, 4, 4))
+local KEYS, ARGV
+local Z, H, M, D, C, S
+local MODE, DESC, FIRST, COLS, KLEN
 local PLEN = 0
-if FIRST then PLEN = 16 + KLEN end
 -- Largest tie clock, and the bound of exact integers in a double (2**53).
 local MAXCLOCK = 9007199254740991
 local EXACT = 9007199254740992
-local sub, byte, fmt = string.sub, string.byte, string.format
+-- The string functions, and -0.0 (made at run time: Lua 5.1 may fold a
+-- -0.0 literal into the constant 0), set by the first call: a library of
+-- functions is loaded with no standard library in reach, only redis.
+local sub, byte, fmt, match, NEG_ZERO
 
 local function fail(code, detail)
   error({err = 'RANKENGINE_' .. code .. ' ' .. detail})
 end
 
--- The board's state, read once and written once (save) per script.
-local ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense', 'config')
-local clock_now = tonumber(ST[1] or '0')
-local writes_now = tonumber(ST[2] or '0')
-local inexact_now = tonumber(ST[3] or '0')
-local DENSE = ST[4] == '1'
-local dirty = false
+-- The board's state, read once (state, by the calls that need it: every
+-- write, and the reads that count distinct scores or search ties) and
+-- written once (save) per call.
+local ST, clock_now, writes_now, inexact_now, inexact_read, DENSE, dirty
+-- A board with an event log passes the log's last sequence number after a
+-- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
+-- that many writes (it lost some, or has one the log does not).
+local GUARD
+-- A write also passes, after '@' in ARGV[1], the SHA1 of the settings its
+-- handle opened the board with, as stored (the config field, read with the
+-- state anyway).  If Redis lost the board while the handle had it open and
+-- another process created it again with other settings (order, ties,
+-- columns, packing), the handle's encoding would corrupt it: the write
+-- refuses before any change, and the client reads the settings again.
+local SETTINGS
+-- The settings last hashed, and their SHA1: the library of functions keeps
+-- them from one call to the next (settings rarely change), so a write
+-- hashes them only when they differ from the last ones seen.
+local config_seen, config_sha
+-- A write passes its caller's reply key as its last key and a call number
+-- after '#' in ARGV[1] (see replayed, below).
+local R, CALL
+local REPLY_TTL = 300
+
+-- A script gets the board's six keys (and the reply key): Redis Cluster
+-- routes by them.  A function gets only the ranking's (and the reply key):
+-- each key is a Lua string made for the call (about half a microsecond of
+-- server time apiece), and the others follow from it ('...:z' -> '...:h'),
+-- derived once and kept by the library from one call to the next.
+-- (At most DERIVED boards' keys are kept: past them the table starts again.)
+local DERIVED = 1000
+local derived, n_derived = {}, 0
+local function board_keys(keys)
+  if #keys >= 6 then return keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7] end
+  local z = keys[1]
+  local k = derived[z]
+  if not k then
+    local base = sub(z, 1, #z - 1)
+    k = {base .. 'h', base .. 'm', base .. 'd', base .. 'c', base .. 's'}
+    if n_derived >= DERIVED then derived, n_derived = {}, 0 end
+    derived[z], n_derived = k, n_derived + 1
+  end
+  return z, k[1], k[2], k[3], k[4], k[5], keys[2]
+end
+
+local function begin(keys, argv)
+  if not sub then
+    sub, byte, fmt, match = string.sub, string.byte, string.format, string.match
+    NEG_ZERO = tonumber('-0')
+  end
+  KEYS, ARGV = keys, argv
+  Z, H, M, D, C, S, R = board_keys(keys)
+  MODE = argv[1]
+  DESC = sub(MODE, 1, 1) == 'd'
+  FIRST = sub(MODE, 2, 2) == 'f'
+  COLS = byte(MODE, 3) - 48
+  KLEN = byte(MODE, 4) - 48
+  PLEN = 0
+  if FIRST then PLEN = 16 + KLEN end
+  ST, dirty = nil, false
+  GUARD, SETTINGS, CALL = nil, nil, nil
+  if #MODE > 4 then  -- (one match: '#' call, '@' settings, ':' guard, each optional)
+    CALL, SETTINGS, GUARD = match(MODE, '^....#?(%d*)@?(%x*):?(%d*)$')
+    if CALL == '' then CALL = nil end
+    if SETTINGS == '' then SETTINGS = nil end
+    if GUARD == '' then GUARD = nil end
+  end
+end
+
+local function state()
+  if ST then return end
+  ST = redis.call('HMGET', S, 'clock', 'writes', 'inexact', 'dense', 'config')
+  clock_now = tonumber(ST[1] or '0')
+  writes_now = tonumber(ST[2] or '0')
+  inexact_now = tonumber(ST[3] or '0')
+  inexact_read = inexact_now
+  DENSE = ST[4] == '1'
+end
+
 local function save()
-  if dirty then
+  if not dirty then return end
+  -- (formatted here: a server may write a Lua number with an exponent)
+  if inexact_now == inexact_read then
+    redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now))
+  else
     redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now),
       'inexact', fmt('%.0f', inexact_now))
   end
@@ -35,38 +116,27 @@ end
 -- Every write that changes something counts (compared with the event log).
 local function touched() writes_now, dirty = writes_now + 1, true end
 
--- A board with an event log passes the log's last sequence number after a
--- colon in ARGV[1]; a write refuses to run unless Redis has seen exactly
--- that many writes (it lost some, or has one the log does not).
-local GUARD = string.match(MODE, ':(%d+)$')
--- A write also passes, after '@' in ARGV[1], the SHA1 of the settings its
--- handle opened the board with, as stored (the config field, read above
--- anyway).  If Redis lost the board while the handle had it open and
--- another process created it again with other settings (order, ties,
--- columns, packing), the handle's encoding would corrupt it: the write
--- refuses before any change, and the client reads the settings again.
-local SETTINGS = string.match(MODE, '@(%x+)')
 -- A board opened before Redis lost it (a restart, a flush) has no settings:
 -- a write waits until the client has stored them again (as on open).
 local function guard()
+  state()
   if not ST[5] then fail('CONFIG', 'the board has no settings') end
-  if SETTINGS and redis.sha1hex(ST[5]) ~= SETTINGS then
-    fail('SETTINGS', 'the board was created again with other settings')
+  if SETTINGS then
+    if ST[5] ~= config_seen then config_seen, config_sha = ST[5], redis.sha1hex(ST[5]) end
+    if config_sha ~= SETTINGS then
+      fail('SETTINGS', 'the board was created again with other settings')
+    end
   end
   if GUARD and writes_now ~= tonumber(GUARD) then
     fail('STALE', fmt('%.0f', writes_now) .. ' ' .. GUARD)
   end
 end
 
--- A write passes its caller's reply key as KEYS[7] and a call number after
--- '#' in ARGV[1].  redis-py sends a call again when the connection drops
--- before the reply (a reset, a socket timeout): Redis may have run it
--- already.  A write that changed something keeps its reply there for
--- REPLY_TTL seconds, and the same call arriving again gets that reply back
--- instead of running twice (an increment added twice, a batch applied twice).
-local R = KEYS[7]
-local CALL = string.match(MODE, '#(%d+)')
-local REPLY_TTL = 300
+-- redis-py sends a call again when the connection drops before the reply
+-- (a reset, a socket timeout): Redis may have run it already.  A write
+-- that changed something keeps its reply in R for REPLY_TTL seconds, and
+-- the same call arriving again gets that reply back instead of running
+-- twice (an increment added twice, a batch applied twice).
 local function replayed()
   if not R or not CALL then return nil end
   local last = redis.call('GET', R)

@@ -47,14 +47,20 @@ local function count_d(str, ok, inclusive)
   end)
 end
 
--- Members (distinct scores) strictly better than v.
+-- Members (distinct scores) strictly better than v.  On a descending
+-- board where no score has an ordkey, those are the elements of a higher
+-- double: one ZCOUNT (else: all of them, less those at or below v).
 local function ahead(v)
-  if DESC then return redis.call('ZCARD', Z) - count_z(v.str, v.ok, true) end
+  if DESC then
+    if v.ok == '' and plain() then return redis.call('ZCOUNT', Z, '(' .. v.str, '+inf') end
+    return redis.call('ZCARD', Z) - count_z(v.str, v.ok, true)
+  end
   return count_z(v.str, v.ok, false)
 end
 local function ahead_distinct(v)
   if DESC then
     ensure_dense()
+    if v.ok == '' and plain() then return redis.call('ZCOUNT', D, '(' .. v.str, '+inf') end
     return redis.call('ZCARD', D) - count_d(v.str, v.ok, true)
   end
   return count_d(v.str, v.ok, false)

@@ -17,6 +17,7 @@ end
 -- The distinct scores are built on the first dense read (O(N), once), as
 -- the in-process board builds its counts; writes keep them from then on.
 local function ensure_dense()
+  state()
   if DENSE then return end
   redis.call('DEL', D, C)
   local n = redis.call('ZCARD', Z)

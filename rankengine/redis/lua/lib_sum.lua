@@ -4,9 +4,6 @@
 -- the client to do it exactly: it reads, adds in Python and commits with a
 -- precondition.
 
--- -0.0, made at run time (Lua 5.1 may fold a -0.0 literal into the constant 0).
-local NEG_ZERO = tonumber('-0')
-
 local function sum(cur, step, skind)
   local base, bkind = 0, 'i'
   if cur then

@@ -1,0 +1,353 @@
+"""Many calls of one Redis board in one round trip: :meth:`RedisLeaderboard.pipeline`.
+
+A round trip to Redis costs more than most board calls do on the server
+(tens of microseconds on a local socket, a millisecond across a data
+centre).  A pipeline queues calls and sends them together; each keeps its
+guarantees:
+
+* every argument is checked when the call is queued (bad input raises
+  there, and nothing of the pipeline is sent);
+* a write is numbered and keeps its reply for a resend, as alone: the k-th
+  write of a round trip keeps it in a reply key of its own (the handle's,
+  with ``.k``), so redis-py sending the whole pipeline again after a lost
+  connection finds every write's first reply, and applies none twice;
+* a write names the settings its handle opened the board with (the
+  settings guard), and one refused (the board lost, or stored again) is
+  run again alone, as the board does (the reads queued behind it in that
+  round trip are read again, after it);
+* an increment of a composite or packed score, or of a step the server
+  cannot add exactly (past 2**53), is added exactly by the client, alone,
+  in its place in the queue: the calls before it are sent first, those
+  after it next.  An increment of a score past 2**53 the server finds
+  only when it runs: the client then adds it exactly right away, and the
+  reads queued behind it in that round trip are read again (after it);
+  the writes queued behind it have run before it (each exactly, and
+  atomically, as calls of two clients may interleave);
+* on a board with an event log the calls run one by one (the write guard
+  counts the writes Redis has seen: it must see them one at a time).
+
+A pipeline is not a transaction: another client's command may run between
+two of its calls, as between two calls sent alone (each call is atomic).
+
+>>> import redis                                  # doctest: +SKIP
+>>> board = RedisLeaderboard(redis.Redis(), "weekly")  # doctest: +SKIP
+>>> with board.pipeline() as p:                   # doctest: +SKIP
+...     p.incr("ann", 5)
+...     p.rank("ann")
+...     p.top(3)
+>>> p.results                                     # doctest: +SKIP
+[5, 1, [Entry(member='ann', score=5, rank=1, meta=None)]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from rankengine.board.checks import check_count, check_flag, check_int, check_size
+from rankengine.board.reads import DEFAULT_PAGE_SIZE
+from rankengine.redis.scripts import EXACT, _refusal
+
+if TYPE_CHECKING:
+    from rankengine.board.core import RankStyle
+    from rankengine.board.leaderboard import When
+    from rankengine.board.scoring import Member, Score
+    from rankengine.redis.board import RedisLeaderboard
+
+__all__ = ["RedisPipeline"]
+
+#: The scripts a pipeline sends that write.
+_WRITES = frozenset(("SET", "INCR"))
+#: Refusals after which a write is run again alone (nothing of it ran):
+#: the board stores its settings again, or reads them again, first.
+_AGAIN = frozenset(("CONFIG", "SETTINGS"))
+
+
+class _Call(NamedTuple):
+    """One queued call: a script (``name``, ``args`` after the mode) or a
+    plain read (``name`` None, ``args`` the function that queues it on a
+    redis-py pipeline; none for a call that needs no server), what its reply
+    becomes (``finish``), and the board call that does all of it alone
+    (``alone``: on a logged board, after a refusal, on the exact path)."""
+
+    name: str | None
+    args: list[Any]
+    finish: Callable[[Any], Any]
+    alone: Callable[[], Any]
+
+
+class RedisPipeline:
+    """Board calls queued, then sent in one round trip (see the module).
+
+    Use it as a context manager (the calls are sent when the block ends
+    without an exception) or call :meth:`execute`; the answers are in
+    :attr:`results`, in the order of the calls, each as the board's own
+    method returns it.
+
+    Runtime complexity: one round trip per :meth:`execute` (plus one per
+    increment on the exact path, and per refused write), besides each
+    call's own work on the server.
+    """
+
+    def __init__(self, board: RedisLeaderboard) -> None:
+        self._board = board
+        self._queued: list[_Call] = []
+        #: The answers of the calls sent by the last :meth:`execute`.
+        self.results: list[Any] = []
+
+    def __enter__(self) -> RedisPipeline:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.execute()
+
+    def __len__(self) -> int:
+        """Calls queued and not sent yet."""
+        return len(self._queued)
+
+    # ------------------------------------------------------------------
+    # Writes
+    # ------------------------------------------------------------------
+    def set(
+        self,
+        member: Member,
+        score: Score,
+        *,
+        when: When | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.set`; its answer: changed or not."""
+        board = self._board
+        args, done = board._set_call(member, score, when, meta)
+        alone = lambda: board.set(member, score, when=when, meta=meta)  # noqa: E731
+        self._queued.append(_Call("SET", args, done, alone))
+        return self
+
+    def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.incr`; its answer: the new score."""
+        board = self._board
+        key, step, args = board._incr_call(member, delta, when)
+        alone = lambda: board.incr(member, delta, when=when)  # noqa: E731
+
+        def finish(reply: Any) -> Any:
+            new = board._incr_done(member, key, reply)
+            return board._exact_incr(member, key, step, when) if new is EXACT else new
+
+        self._queued.append(_Call(None if args is None else "INCR", args or [], finish, alone))
+        return self
+
+    # ------------------------------------------------------------------
+    # Reads
+    # ------------------------------------------------------------------
+    def score(self, member: Member, default: Any = None) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.score`."""
+        self._entry(member, "-", False, lambda e: default if e is None else e.score)
+        return self
+
+    def rank(self, member: Member, *, style: RankStyle | None = None) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.rank`."""
+        board = self._board
+        code = _code(board._style(style))
+        key = board._key_or_none(member)
+        if code != "u" or key is None:
+            self._entry(member, code, False, lambda e: None if e is None else e.rank)
+            return self
+        finish = lambda reply: board._rank_of(key, reply)  # noqa: E731
+        alone = lambda: board.rank(member, style="unique")  # noqa: E731
+        self._queued.append(_Call("RANK", [key], finish, alone))
+        return self
+
+    def entry(
+        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.entry`."""
+        with_meta = check_flag(with_meta, "with_meta")
+        self._entry(member, _code(self._board._style(style)), with_meta, lambda e: e)
+        return self
+
+    def top(
+        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
+    ) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.top`."""
+        board = self._board
+        with_meta = check_flag(with_meta, "with_meta")
+        k = check_count(k, "k")
+        chosen = board._style(style)
+        alone = lambda: board.top(k, style=chosen, with_meta=with_meta)  # noqa: E731
+        if board._plain_range and not with_meta:
+            if k == 0:
+                self._queued.append(_Call(None, [], lambda _: [], list))
+                return self
+
+            def read(pipe: Any) -> None:
+                send = pipe.zrevrange if board._desc else pipe.zrange
+                stop = min(k - 1, 2**62)  # (Redis takes 64-bit indexes)
+                send(board._keys[0], 0, stop, withscores=True, score_cast_func=bytes)
+
+            finish = lambda rows: board._plain_entries(0, rows, chosen)  # noqa: E731
+            self._queued.append(_Call(None, [read], finish, alone))
+            return self
+        args = [_code(chosen), "1" if with_meta else "0", "win", 0, k]
+        finish = lambda result: board._range_of(result, chosen, with_meta)  # noqa: E731
+        self._queued.append(_Call("RANGE", args, finish, alone))
+        return self
+
+    def page(
+        self,
+        number: int,
+        size: int = DEFAULT_PAGE_SIZE,
+        *,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.page`."""
+        board = self._board
+        with_meta = check_flag(with_meta, "with_meta")
+        number = check_int(number, "page number")
+        size = check_size(size)
+        chosen = board._style(style)
+        alone = lambda: board.page(number, size, style=chosen, with_meta=with_meta)  # noqa: E731
+        args = [_code(chosen), "1" if with_meta else "0", "page", number, size]
+        finish = lambda result: board._range_of(result, chosen, with_meta)  # noqa: E731
+        self._queued.append(_Call("RANGE", args, finish, alone))
+        return self
+
+    def around(
+        self,
+        member: Member,
+        above: int = 5,
+        below: int = 5,
+        *,
+        fill: bool = False,
+        style: RankStyle | None = None,
+        with_meta: bool = False,
+    ) -> RedisPipeline:
+        """Queue :meth:`RedisLeaderboard.around`."""
+        board = self._board
+        with_meta = check_flag(with_meta, "with_meta")
+        above = check_count(above, "above")
+        below = check_count(below, "below")
+        fill = check_flag(fill, "fill")
+        chosen = board._style(style)
+        key = board._key_or_none(member)
+        alone = lambda: board.around(  # noqa: E731
+            member, above, below, fill=fill, style=chosen, with_meta=with_meta
+        )
+        if key is None:
+            self._queued.append(_Call(None, [], lambda _: [], list))
+            return self
+        flags = ("1" if with_meta else "0", "around", key, above, below, "1" if fill else "0")
+        finish = lambda result: board._range_of(result, chosen, with_meta)  # noqa: E731
+        self._queued.append(_Call("RANGE", [_code(chosen), *flags], finish, alone))
+        return self
+
+    def _entry(
+        self, member: Member, code: str, with_meta: bool, answer: Callable[[Any], Any]
+    ) -> None:
+        """Queue an ENTRIES read of one member, answered by ``answer(entry)``."""
+        board = self._board
+        key = board._key_or_none(member)
+        if key is None:
+            self._queued.append(_Call(None, [], lambda _: answer(None), lambda: answer(None)))
+            return
+
+        def finish(result: Any) -> Any:
+            return answer(board._decode_entries([member], [key], result, with_meta)[0])
+
+        alone = lambda: answer(board._entries([member], code, with_meta)[0])  # noqa: E731
+        self._queued.append(_Call("ENTRIES", [code, "1" if with_meta else "0", key], finish, alone))
+
+    # ------------------------------------------------------------------
+    # Sending
+    # ------------------------------------------------------------------
+    def execute(self) -> list[Any]:
+        """Send the queued calls and return their answers (also kept in
+        :attr:`results`).  A call that fails does not stop the others (they
+        ran on the server); the first failure is raised once every answer
+        is in, and its place in :attr:`results` holds the exception.
+
+        Runtime complexity: one round trip per stretch of calls between two
+        exact increments, besides each call's work on the server.
+        """
+        queued, self._queued = self._queued, []
+        board = self._board
+        results: list[Any] = []
+        if board._log is not None:  # the write guard must see the writes one by one
+            self.results = [call.alone() for call in queued]
+            return self.results
+        start = 0
+        while start < len(queued):
+            end = start
+            while end < len(queued) and (queued[end].name is not None or queued[end].args):
+                end += 1
+            results += self._send(queued[start:end])
+            if end < len(queued):  # a call that runs alone: the exact path, no round trip
+                results.append(_answer(queued[end].alone))
+            start = end + 1
+        self.results = results
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return results
+
+    def _send(self, calls: list[_Call]) -> list[Any]:
+        """One round trip for ``calls`` (scripts and plain commands)."""
+        if not calls:
+            return []
+        board = self._board
+        runner = board._scripts
+        for attempt in range(2):
+            pipe = board._client.pipeline(transaction=False)
+            writes = 0
+            for call in calls:
+                if call.name is None:  # a plain read: it queues itself
+                    call.args[0](pipe)
+                    continue
+                keys, mode = board._keys, board._mode
+                if call.name in _WRITES:
+                    # numbered, bound to the settings, a reply key each (see the module)
+                    reply_key = board._reply_key() + (f".{writes}" if writes else "")
+                    keys = [*keys, reply_key]
+                    mode += f"#{next(board._calls)}"
+                    if board._stored_sha:
+                        mode += f"@{board._stored_sha}"
+                    writes += 1
+                pipe.execute_command(*runner.call_args(call.name, keys, [mode, *call.args]))
+            replies = pipe.execute(raise_on_error=False)
+            if attempt == 0 and any(runner.missing(reply) for reply in replies):
+                runner.load()  # (no script or function ran: every one of them failed alike)
+                continue
+            break
+        out: list[Any] = []
+        # a write ran alone (added exactly, or refused and sent again) after
+        # the calls behind it ran: the reads among them are read again
+        stale = False
+        for call, reply in zip(calls, replies, strict=True):
+            if stale and call.name not in _WRITES:
+                out.append(_answer(call.alone))  # a read: again, after that increment
+                continue
+            if call.name == "INCR" and not isinstance(reply, Exception) and int(reply[0]) == 3:
+                stale = True
+            if isinstance(reply, Exception):
+                refusal = _refusal(reply)
+                if refusal is not None and refusal.code in _AGAIN:
+                    out.append(_answer(call.alone))
+                    stale = True
+                else:
+                    out.append(reply if refusal is None else board._error(refusal))
+                continue
+            out.append(_answer(lambda call=call, reply=reply: call.finish(reply)))  # type: ignore[misc]
+        return out
+
+
+def _answer(compute: Callable[[], Any]) -> Any:
+    """The answer of one call, or the exception it raised (kept in place)."""
+    try:
+        return compute()
+    except Exception as exc:
+        return exc
+
+
+def _code(style: RankStyle) -> str:
+    return {"unique": "u", "competition": "c", "dense": "d"}[style]

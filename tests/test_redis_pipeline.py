@@ -1,0 +1,234 @@
+"""RedisLeaderboard.pipeline(): many board calls in one round trip, each with
+the guarantees it has alone, against a real redis-server (and an in-process
+twin making the same calls one by one)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis_service import (  # noqa: F401 - fixtures
+    redis_client_fixture,
+    redis_server_fixture,
+    redis_url_fixture,
+    unique_name,
+)
+
+from rankengine import Leaderboard
+from rankengine.redis.board import RedisLeaderboard
+
+pytestmark = pytest.mark.redis
+
+MEMBERS = ("ann", "bob", "cid", "dee", "eve")
+STYLES = ("unique", "competition", "dense")
+
+#: (method, arguments drawn) of the calls a pipeline takes
+CALLS = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(MEMBERS), st.integers(-3, 3)),
+    st.tuples(st.just("incr"), st.sampled_from(MEMBERS), st.sampled_from([1, -1, 2, 0.5])),
+    st.tuples(st.just("rank"), st.sampled_from(MEMBERS), st.sampled_from(STYLES)),
+    st.tuples(st.just("score"), st.sampled_from(MEMBERS), st.none()),
+    st.tuples(st.just("entry"), st.sampled_from(MEMBERS), st.sampled_from(STYLES)),
+    st.tuples(st.just("top"), st.integers(0, 4), st.sampled_from(STYLES)),
+    st.tuples(st.just("around"), st.sampled_from(MEMBERS), st.sampled_from(STYLES)),
+    st.tuples(st.just("page"), st.integers(-1, 3), st.sampled_from(STYLES)),
+)
+
+
+def call(target: Any, op: tuple[Any, ...]) -> Any:
+    """Make one drawn call on a board or a pipeline."""
+    name, a, b = op
+    if name == "set":
+        return target.set(a, b)
+    if name == "incr":
+        return target.incr(a, b)
+    if name == "rank":
+        return target.rank(a, style=b)
+    if name == "score":
+        return target.score(a)
+    if name == "entry":
+        return target.entry(a, style=b)
+    if name == "top":
+        return target.top(a, style=b)
+    if name == "page":
+        return target.page(a, 2, style=b)
+    return target.around(a, 1, 1, style=b)
+
+
+@pytest.mark.parametrize("tie_break", ["first", "member"])
+@pytest.mark.parametrize("order", ["desc", "asc"])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches=st.lists(st.lists(CALLS, max_size=12), min_size=1, max_size=3))
+def test_a_pipeline_answers_as_the_calls_one_by_one(
+    redis_client: Any, tie_break: str, order: str, batches: list[list[tuple[Any, ...]]]
+) -> None:
+    board = RedisLeaderboard(redis_client, unique_name(), tie_break=tie_break, order=order)  # type: ignore[arg-type]
+    twin = Leaderboard(tie_break=tie_break, order=order)  # type: ignore[arg-type]
+    try:
+        for batch in batches:
+            with board.pipeline() as p:
+                for op in batch:
+                    call(p, op)
+            assert p.results == [call(twin, op) for op in batch]
+            assert board.items() == twin.items()
+            assert board.clock == twin.clock
+        board._check()
+    finally:
+        board.clear()
+
+
+def test_a_pipeline_is_one_round_trip(redis_client: Any) -> None:
+    board = RedisLeaderboard(redis_client, unique_name())
+    board.set_many({m: i for i, m in enumerate(MEMBERS)})
+    sent: list[int] = []
+    real = redis_client.pipeline
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        pipe = real(*args, **kwargs)
+        execute = pipe.execute
+
+        def counted(*a: Any, **k: Any) -> Any:
+            sent.append(len(pipe.command_stack))
+            return execute(*a, **k)
+
+        pipe.execute = counted
+        return pipe
+
+    redis_client.pipeline = counting
+    try:
+        with board.pipeline() as p:
+            for i in range(30):
+                p.incr(MEMBERS[i % 5], 1).rank(MEMBERS[i % 3]).top(3).around("ann")
+    finally:
+        del redis_client.pipeline
+    assert sent == [120]
+    assert board["eve"] == 4 + 6
+    board._check()
+
+
+def test_bad_input_raises_when_queued_and_nothing_is_sent(redis_client: Any) -> None:
+    board = RedisLeaderboard(redis_client, unique_name())
+    board.set("ann", 1)
+    with pytest.raises(ValueError), board.pipeline() as p:
+        p.incr("ann", 5)
+        p.set("bob", float("nan"))
+    assert len(p) == 2 - 1  # the refused call was not queued; the block sent nothing
+    assert board.items() == [("ann", 1)]
+    with pytest.raises(ValueError, match="style"):
+        board.pipeline().rank("ann", style="olympic")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        board.pipeline().top(with_meta="yes")  # type: ignore[arg-type]
+
+
+def test_the_exact_path_runs_in_its_place(redis_client: Any) -> None:
+    """An increment past 2**53 is added exactly by the client: the reads
+    queued after it see it applied, whether the client knows it before
+    sending (a step past 2**53) or the server finds it (a score past it)."""
+    board = RedisLeaderboard(redis_client, unique_name())
+    with board.pipeline() as p:
+        p.set("small", 1).incr("big", 2**60).score("big").rank("small")
+        p.incr("big", 1).score("big").rank("big").top(1).around("small", 1, 0)
+    top = board.top(1)
+    assert p.results == [
+        True,
+        2**60,
+        2**60,
+        2,
+        2**60 + 1,
+        2**60 + 1,
+        1,
+        top,
+        board.around("small", 1, 0),
+    ]
+    assert top[0].score == 2**60 + 1
+    board._check()
+
+
+def test_a_failed_call_does_not_stop_the_others(redis_client: Any) -> None:
+    board = RedisLeaderboard(redis_client, unique_name(), tie_break="member")
+    board.set("ann", 1)
+    p = board.pipeline()
+    p.set(5, 1).incr("ann", 2).score("ann")  # int members on a board of str members
+    with pytest.raises(TypeError, match="str members"):
+        p.execute()
+    assert isinstance(p.results[0], TypeError)
+    assert p.results[1:] == [3, 3]
+
+
+def lose_last_reply(client: Any) -> None:
+    """The next pipeline's connection drops after Redis answered every call
+    (the replies lost): redis-py's retry sends the whole pipeline again."""
+    import redis
+
+    pool = client.connection_pool
+    base = pool.connection_class
+    state = {"armed": True}
+
+    class Losing(base):  # type: ignore[misc, valid-type]
+        def send_packed_command(self, command: Any, *args: Any, **kwargs: Any) -> None:
+            packed = b"".join(command) if isinstance(command, list) else command
+            self.left = packed.count(b"\r\nFCALL\r\n") if state["armed"] else 0
+            super().send_packed_command(command, *args, **kwargs)
+
+        def read_response(self, *args: Any, **kwargs: Any) -> Any:
+            reply = super().read_response(*args, **kwargs)
+            if getattr(self, "left", 0):
+                self.left -= 1
+                if self.left == 0 and state["armed"]:
+                    state["armed"] = False
+                    raise redis.ConnectionError("connection lost before the replies")
+            return reply
+
+    pool.reset()
+    pool.connection_class = Losing
+
+
+def test_a_pipeline_sent_again_applies_each_write_once(redis_url: str) -> None:
+    import redis
+    from redis.connection import parse_url
+
+    client = redis.Redis(**parse_url(redis_url))  # as redis.Redis(host, port): retries on
+    board = RedisLeaderboard(client, unique_name())
+    board.set_many({"ann": 10, "bob": 20})
+    writes = board.writes
+    lose_last_reply(client)
+    with board.pipeline() as p:
+        p.incr("ann", 5).incr("bob", 1).incr("ann", 1).set("cid", 3).rank("ann")
+    twin = Leaderboard()
+    twin.set_many({"ann": 10, "bob": 20})
+    want = [twin.incr("ann", 5), twin.incr("bob", 1), twin.incr("ann", 1), twin.set("cid", 3)]
+    assert p.results == [*want, twin.rank("ann")]
+    assert board.items() == twin.items()
+    assert board.writes == writes + 4  # four writes, once each
+    board._check()
+
+
+def test_a_board_lost_by_redis_is_written_again_with_its_settings(redis_client: Any) -> None:
+    name = unique_name()
+    board = RedisLeaderboard(redis_client, name, order="asc")
+    board.set("ann", 1)
+    redis_client.delete(*board.keys)  # a restart without persistence, or a flush
+    with board.pipeline() as p:
+        p.set("bob", 2).incr("bob", 3).rank("bob")
+    assert p.results == [True, 5, 1]
+    with pytest.raises(ValueError, match="was created with"):
+        RedisLeaderboard(redis_client, name, order="desc")
+    board._check()
+
+
+def test_a_logged_board_runs_the_calls_one_by_one(redis_client: Any, tmp_path: Any) -> None:
+    board = RedisLeaderboard(redis_client, unique_name(), log=tmp_path / "log")
+    rng = random.Random(5)
+    with board.pipeline() as p:
+        for _ in range(20):
+            p.incr(rng.choice(MEMBERS), rng.randint(1, 5))
+        p.top(2)
+    assert board.verify() == []
+    assert board.log.items() == board.items()
+    assert p.results[-1] == board.top(2)
+    board.close()
