@@ -360,7 +360,6 @@ OVERSIZE: dict[str, int] = {
     "rankengine/redis/board.py": 2250,  # board, log rebuild, shard hooks: to split
     "rankengine/timed/periodic.py": 1200,  # its writes still restate the contract
     "rankengine/sharded/board.py": 1050,  # writes still restate the contract
-    "rankengine/timed/decay.py": 870,  # its checks of numbers could leave
     "rankengine/board/core.py": 1000,
     "rankengine/trending/topk.py": 950,
 }

@@ -75,7 +75,7 @@ from typing import Any, Final, TypeVar
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.board.routing import routed
-from rankengine.board.scoring import Member, describe
+from rankengine.board.scoring import Member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
     LOG_OPTIONS,
@@ -87,6 +87,14 @@ from rankengine.durable.board import (
     pop_log_options,
 )
 from rankengine.durable.manifest import DirectoryLock
+from rankengine.timed.decay_checks import (
+    _EXP_SAFE,
+    _check_points,
+    _check_sum,
+    _decay_tau,
+    _finite,
+    _number,
+)
 from rankengine.timed.epochs import open_epochs
 
 __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
@@ -97,9 +105,6 @@ __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
 #: (with a one-day half-life: every 61 days).
 REBASE_AFTER: Final = 64.0
 
-#: ``exp`` overflows past ~709.78 and underflows to 0 below ~-745; reads
-#: whose decay exponent is larger than this go through logarithms instead.
-_EXP_SAFE: Final = 700.0
 #: What :meth:`DecayedLeaderboard.__getitem__` asks for in place of an absent score.
 _ABSENT: Final = object()
 
@@ -789,82 +794,3 @@ class DecayedLeaderboard(Uncopyable):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _decay_tau(
-    half_life: float | None, tau: float | None, rebase_after: float, board_config: dict[str, Any]
-) -> float:
-    """The e-folding time the settings give, or the error they deserve (the
-    checks of :class:`DecayedLeaderboard`, which its durable open makes
-    before it creates anything).
-
-    Runtime complexity: O(1)
-
-    >>> _decay_tau(None, 10.0, 30.0, {})
-    10.0
-    >>> _decay_tau(None, None, 30.0, {})
-    Traceback (most recent call last):
-    ...
-    ValueError: give exactly one of half_life and tau
-    """
-    if (half_life is None) == (tau is None):
-        raise ValueError("give exactly one of half_life and tau")
-    span = _positive(half_life if tau is None else tau, "half_life" if tau is None else "tau")
-    if "order" in board_config and board_config["order"] != "desc":
-        raise ValueError("a decayed board ranks the highest value first (order='desc')")
-    if not (isinstance(rebase_after, (int, float)) and 0 < rebase_after <= _EXP_SAFE):
-        raise ValueError(f"rebase_after must be in (0, {_EXP_SAFE}], not {rebase_after!r}")
-    return span / math.log(2) if tau is None else span
-
-
-def _number(value: object) -> float:
-    assert isinstance(value, (int, float)), value  # a decayed board holds plain numbers
-    return value
-
-
-def _positive(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, not {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{what} must be a positive finite number of seconds, not {value!r}")
-    return float(value)
-
-
-def _finite(value: object, what: str) -> float:
-    """``value`` if it is a time a float holds; ``ValueError`` otherwise (an
-    int past the float range included: ``math.isfinite`` would raise
-    ``OverflowError`` converting it)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} must be a finite number of POSIX seconds, not {value!r}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:
-        finite = False
-    if not finite:
-        shown = describe(value) if isinstance(value, int) else repr(value)
-        raise ValueError(f"{what} must be a finite number of POSIX seconds, not {shown}")
-    return value
-
-
-def _check_points(points: object, member: object) -> None:
-    if isinstance(points, bool) or not isinstance(points, (int, float)):
-        raise TypeError(f"points must be an int or a float, not {type(points).__name__}")
-    if isinstance(points, int):
-        try:
-            float(points)  # math.isfinite would convert it, and overflow, without a word
-        except OverflowError:
-            raise OverflowError(
-                f"points of {member!r} ({describe(points)}) are beyond the float range "
-                "(about 1.8e308): a decayed score is a float"
-            ) from None
-    elif not math.isfinite(points):
-        raise ValueError(f"points must be finite, not {points!r}")
-
-
-def _check_sum(total: float, member: Member) -> float:
-    if not math.isfinite(total):
-        raise OverflowError(
-            f"the stored score of {member!r} would be {total}: points too large for a "
-            "double even after re-basing"
-        )
-    return total
