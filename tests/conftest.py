@@ -188,9 +188,13 @@ def _record_fsyncs(monkeypatch: pytest.MonkeyPatch, *modules: Any) -> list[tuple
 def dir_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
     """The directory fsyncs that creating durable directories makes."""
     import rankengine.durable.board as durable_module
+    import rankengine.durable.opening as opening_module
     import rankengine.durable.options as options_module
+    import rankengine.durable.recovery as recovery_module
 
-    return _record_fsyncs(monkeypatch, durable_module, options_module)
+    return _record_fsyncs(
+        monkeypatch, durable_module, opening_module, recovery_module, options_module
+    )
 
 
 @pytest.fixture
@@ -200,11 +204,19 @@ def repair_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]
     durable code it uses (the parents of a backup directory it creates)."""
     import rankengine.durable.board as durable_module
     import rankengine.durable.manifest as manifest_module
+    import rankengine.durable.opening as opening_module
     import rankengine.durable.options as options_module
+    import rankengine.durable.recovery as recovery_module
     import rankengine.durable.repair as repair_module
 
     return _record_fsyncs(
-        monkeypatch, manifest_module, repair_module, durable_module, options_module
+        monkeypatch,
+        manifest_module,
+        repair_module,
+        durable_module,
+        opening_module,
+        recovery_module,
+        options_module,
     )
 
 

@@ -382,7 +382,7 @@ def test_a_crash_while_deleting_the_old_base_leaves_no_half_deleted_epoch(
         (Path(doomed) / "log-00000000000000000001.seg").unlink()  # half deleted
         raise _Killed
 
-    monkeypatch.setattr("rankengine.timed.decay.shutil.rmtree", killed_midway)
+    monkeypatch.setattr("rankengine.timed.epochs.shutil.rmtree", killed_midway)
     clock.t += 100.0
     with pytest.raises(_Killed):
         board.add("bob", 1)  # re-bases: the new base is in place, the old one goes

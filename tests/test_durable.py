@@ -1100,7 +1100,7 @@ def test_damage_refuses_to_open_and_repair_keeps_what_was_before(tmp_path: Path)
             history.append(state(board))
     seg = seg_files(tmp_path)[0]
     offsets = [0]
-    with durable_module.SegmentReader(str(seg)) as reader:
+    with eventlog_module.SegmentReader(str(seg)) as reader:
         for _ in reader.events():
             offsets.append(reader.at)
     target = offsets[25]  # record 25

@@ -4,8 +4,10 @@ Owns the record format and errors (``records``), the segments
 (``eventlog``), snapshots
 (``snapshot``), the directory's manifest and lock (``manifest``), the
 checks of ``rankengine verify`` (``verify``) and ``rankengine repair``
-(``repair``), and the durable board that logs every change before it is
-acknowledged (``board``).
+(``repair``), the durable board that logs every change before it is
+acknowledged (``board``), what its open settles before loading
+(``opening``), loading and replay (``recovery``) and reading the events
+back (``events``).
 
 May import: :mod:`rankengine.board` and :mod:`rankengine.index`.
 """

@@ -11,7 +11,11 @@ board does not show it.
 Opening a directory rebuilds the board from the newest snapshot plus the
 records after it; the records hold absolute scores and tie clocks, so the
 rebuilt board is identical to the one that wrote them, ranks, float
-scores, tie order and metadata included.
+scores, tie order and metadata included.  This module owns the board: its
+open, write path, fsync threads, compaction and close.  What an open
+settles first is :mod:`~rankengine.durable.opening`'s, loading and replay
+:mod:`~rankengine.durable.recovery`'s, reading events back and
+:func:`rebuild` :mod:`~rankengine.durable.events`'s (re-exported here).
 
 fsync policies (what a crash can lose)
 --------------------------------------
@@ -42,35 +46,35 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import os
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Generator, Iterator
-from typing import Any, Final
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import check_comparable, check_flag
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.eventlog import (
     MAPPED_SEGMENTS,
     MappedSegmentWriter,
-    SegmentReader,
     SegmentWriter,
 )
+from rankengine.durable.events import _Events, _open_readers, iter_events, rebuild
 from rankengine.durable.manifest import (
-    MANIFEST_NAME,
-    SEGMENT_RE,
-    SNAPSHOT_RE,
     DirectoryLock,
-    Manifest,
-    read_manifest,
     segment_name,
     snapshot_name,
     write_manifest,
+)
+from rankengine.durable.opening import (
+    _check_before_locking,
+    _checked_clock,
+    _now_ms,
+    _open_manifest,
+    _resolve_config,
+    _stored_config,
 )
 from rankengine.durable.options import (
     BOARD_SETTINGS,
@@ -90,20 +94,17 @@ from rankengine.durable.options import (
     pop_log_options,
 )
 from rankengine.durable.records import (
-    CorruptionError,
     Event,
     LogError,
     RecordFramer,
     RecordTooLargeError,
-    RecoveryWarning,
-    TornTail,
     TornTailError,
     TornTailWarning,
     crash_point,
 )
+from rankengine.durable.recovery import _manifest_may_name, _remove_leftovers, load_board
 from rankengine.durable.sliced import SlicedExport
-from rankengine.durable.snapshot import fsync_dir, read_snapshot, write_snapshot_columns
-from rankengine.durable.verify import creation_leftovers
+from rankengine.durable.snapshot import fsync_dir, write_snapshot_columns
 
 __all__ = [
     "BOARD_SETTINGS",
@@ -125,83 +126,6 @@ __all__ = [
     "pop_log_options",
     "rebuild",
 ]
-
-#: Settings that change what the stored data means; a reopen must agree.
-_BINDING: Final = ("order", "tie_break", "rank_style")
-_DEFAULTS: Final[dict[str, Any]] = {
-    "order": "desc",
-    "tie_break": "first",
-    "rank_style": "unique",
-    "backend": "sortedlist",
-}
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _checked_clock(now: Callable[[], int]) -> Callable[[], int]:
-    """``now``, refusing a stamp that is not an int of milliseconds (a
-    float from ``time.time() * 1000``, say): the write raises before its
-    record is logged, instead of leaving a record no open can read.
-
-    Runtime complexity: O(1) per call
-
-    >>> _checked_clock(lambda: 1_000)()
-    1000
-    >>> _checked_clock(lambda: 1e12)()
-    Traceback (most recent call last):
-    ...
-    TypeError: now() must return an int of milliseconds, not 1000000000000.0
-    """
-
-    def checked() -> int:
-        stamp = now()
-        if isinstance(stamp, bool) or not isinstance(stamp, int):
-            raise TypeError(f"now() must return an int of milliseconds, not {stamp!r}")
-        return int(stamp)
-
-    return checked
-
-
-def _stored_config(config: dict[str, Any]) -> dict[str, Any]:
-    order = config["order"]
-    backend = config["backend"]
-    return {
-        "order": list(order) if isinstance(order, tuple) else order,
-        "tie_break": config["tie_break"],
-        "rank_style": config["rank_style"],
-        "backend": backend if isinstance(backend, str) else None,
-    }
-
-
-def _resolve_config(
-    stored: dict[str, Any] | None, explicit: dict[str, Any], path: str
-) -> dict[str, Any]:
-    """The board settings: stored ones win; an explicit conflicting one is an error.
-
-    The backend is only the in-memory structure, so it may differ.
-    """
-    out = dict(_DEFAULTS)
-    if stored is not None:
-        for key in _BINDING:
-            value = stored.get(key)
-            out[key] = tuple(value) if isinstance(value, list) else value
-        if isinstance(stored.get("backend"), str):
-            out["backend"] = stored["backend"]
-    for key, value in explicit.items():
-        if value is None:
-            continue
-        if stored is not None and key in _BINDING:
-            have = out[key]
-            want = tuple(value) if isinstance(value, list) else value
-            if have != want:
-                raise ValueError(
-                    f"{path} holds a board with {key}={have!r}; it cannot be opened "
-                    f"with {key}={want!r} (leave {key} out to use the stored setting)"
-                )
-        out[key] = value
-    return out
 
 
 def _durable_class(cls: type[Leaderboard]) -> type[DurableLeaderboard]:
@@ -242,377 +166,6 @@ def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -
             return
         live._background_sync()
         del live
-
-
-# ----------------------------------------------------------------------
-# Loading: snapshot + replay
-# ----------------------------------------------------------------------
-class Loaded:
-    """What loading a directory found: where the log ends and what was odd."""
-
-    def __init__(self) -> None:
-        self.snapshot_seq = 0
-        self.snapshot_size = 0
-        self.last_seq = 0
-        self.last_ms = 0
-        self.records = 0
-        self.torn: TornTail | None = None
-        #: the last segment read: (name, first_seq, start, end)
-        self.active: tuple[str, int, int, int] | None = None
-        self.notes: list[str] = []
-
-
-class _TailReplay:
-    """The records after the snapshot: each checked in turn, as applying
-    them one by one would check it, and all applied at the end by their net
-    effect.
-
-    A long tail mostly rewrites the same members, and a member's state
-    after the tail is its last record's: the net effect is one ``DEL`` per
-    member that was on the board and was deleted, then each member's last
-    ``PUT`` (in log order), then each member's last ``META``::
-
-        records   PUT a 5 @7 | PUT b 3 @8 | PUT a 9 @9 | DEL b | META a {...}
-        net       DEL b (on the board before the tail) | PUT a 9 @9 | META a {...}
-
-    A ``DEL`` also drops the member's metadata, so a member deleted and put
-    back is deleted first.  The puts go in as one batch, which the board
-    bulk-loads when it rewrites a large part of it.  Speed: opening the
-    demo's board (a snapshot of 100,000 members, then 100,000 records
-    touching 60,000 of them) took 1.5-1.7 s on the sorted list and
-    3.2-3.9 s on the skip list when each record was applied as a write;
-    1.0 s and 1.1-1.3 s now (most of it reading and checking the records).
-
-    Runtime complexity: O(1) per change checked; the net effect is applied
-    as a batch write of the members touched.
-    """
-
-    def __init__(self, board: Leaderboard) -> None:
-        self.board = board
-        self.by_member = board._tie_break == "member"
-        self.check_score = board._codec.check
-        #: the board before the tail (not changed until :meth:`finish`)
-        self.before = board._primary
-        #: member -> present now, for the members the tail touched
-        self.present: dict[Any, bool] = {}
-        self.size = len(board._primary)
-        self.member_type = board._member_type if board._primary else None
-        #: members on the board before the tail that a DEL removed
-        self.deleted: set[Any] = set()
-        #: member -> its last PUT since its last DEL, in log order
-        self.puts: dict[Any, Change] = {}
-        #: member -> its last META value since its last DEL
-        self.metas: dict[Any, Any] = {}
-        self.clock = 0
-
-    def add(self, event: Event, reader: SegmentReader) -> None:
-        """Check that ``event`` applies after the records before it, and
-        note its changes; :class:`CorruptionError` if it does not apply."""
-        # (the type checks see the board as of the event's start, as a
-        # board applying it would: an event is one batch write, and on an
-        # empty board its members must compare with each other, as a batch
-        # write checks them: the first one fixes the type)
-        held = self.member_type if self.size else None
-        present, puts = self.present, self.puts
-        try:
-            # (members need no type check here: the record decoder admits
-            # only str, bytes and int members)
-            for change in event.changes:
-                kind, member = change[0], change[1]
-                if self.by_member:
-                    if held is None:
-                        held = type(member)
-                    else:
-                        check_comparable(member, held)
-                here = present.get(member)
-                if here is None:
-                    here = member in self.before
-                if kind == PUT:
-                    self.check_score(change[2])
-                    if not here:
-                        if not self.size:
-                            self.member_type = type(member)
-                        self.size += 1
-                        present[member] = True
-                    puts.pop(member, None)  # keep log order: re-add at the end
-                    puts[member] = change
-                    self.clock = max(self.clock, change[3])
-                elif not here:
-                    raise ValueError(
-                        f"{'DEL' if kind == DEL else 'META'} of absent member {member!r}"
-                    )
-                elif kind == DEL:
-                    present[member] = False
-                    self.size -= 1
-                    puts.pop(member, None)
-                    self.metas.pop(member, None)
-                    if member in self.before:
-                        self.deleted.add(member)
-                else:
-                    assert kind == META
-                    self.metas[member] = change[2]
-        except (TypeError, ValueError) as exc:
-            raise CorruptionError(
-                reader.path, reader.at, f"record {event.seq} does not apply ({exc})"
-            ) from None
-
-    def finish(self) -> None:
-        """Apply the net effect of the records added to the board."""
-        board = self.board
-        if self.deleted:
-            board._apply([(DEL, member) for member in self.deleted])
-        if self.puts:
-            board._apply(list(self.puts.values()))
-        metas: list[Change] = [(META, member, data) for member, data in self.metas.items()]
-        if metas:
-            board._apply(metas)
-        board._clock = max(board._clock, self.clock)
-
-
-def load_board(
-    board: Leaderboard,
-    directory: str,
-    manifest: Manifest,
-    *,
-    until_seq: int | None = None,
-    until_ms: int | None = None,
-    from_log: bool = False,
-    progress: Callable[[str, int, int], None] | None = None,
-) -> Loaded:
-    """Fill the empty ``board`` from ``directory``: the newest usable
-    snapshot (unless ``from_log``) and the records after it, up to
-    ``until_seq`` / ``until_ms`` if given.
-
-    A damaged snapshot is skipped with a warning when an older one (or the
-    log from seq 1) can replace it.  A torn tail is reported in the result,
-    never cut here.
-
-    Runtime complexity: O(N) for the snapshot plus O(k) per replayed change.
-    """
-    out = Loaded()
-    columns = board._codec.columns
-    segments = manifest.segments
-    errors: list[Exception] = []
-    if not from_log:
-        for name, seq in reversed(manifest.snapshots):
-            if until_seq is not None and seq > until_seq:
-                continue
-            start = manifest.chain_start(seq)
-            if start == len(segments) or segments[start][1] > seq + 1:
-                continue  # no segments continue from this snapshot
-            path = os.path.join(directory, name)
-            try:
-                snap = read_snapshot(path, columns=columns)
-                if snap.seq != seq:
-                    raise CorruptionError(
-                        path, 0, f"snapshot header says seq {snap.seq}, not {seq}"
-                    )
-            except (CorruptionError, OSError) as exc:
-                errors.append(exc)
-                continue
-            if until_ms is not None and snap.header.get("time_ms", 0) > until_ms:
-                continue
-            if progress is not None:
-                progress("snapshot", snap.size, snap.size)
-            enabled = gc.isenabled()
-            # Bulk load: the collector would rescan the growing heap many
-            # times while a million tuples are created (measured: 3x slower).
-            gc.disable()
-            try:
-                # a columnar bulk load when the board offers one (no per-row
-                # Python work); else the row-by-row seam
-                restore_columns = getattr(board, "_restore_columns", None)
-                if restore_columns is not None:
-                    restore_columns(
-                        *snap.columns(),
-                        int(snap.header["clock"]),
-                        negated=snap.negated_clocks,
-                    )
-                else:
-                    board._restore(snap.rows(), int(snap.header["clock"]))
-            finally:
-                if enabled:
-                    gc.enable()
-            out.snapshot_seq = out.last_seq = seq
-            out.last_ms = int(snap.header.get("time_ms", 0))
-            out.snapshot_size = snap.size
-            break
-    if errors:
-        if out.snapshot_seq == 0 and not (segments and segments[0][1] == 1):
-            raise errors[0]
-        for error in errors:
-            # (a CorruptionError's own message says the board refuses to
-            # open, which is not so here: it opens from an older state)
-            if isinstance(error, CorruptionError):
-                what = f"{error.path}: {error.reason} at offset {error.offset}"
-            else:
-                what = str(error)
-            note = (
-                f"skipped a damaged snapshot, replaying more of the log instead: {what}; "
-                "`rankengine repair DIR` moves it aside"
-            )
-            out.notes.append(note)
-            warnings.warn(note, RecoveryWarning, stacklevel=3)
-    base = out.snapshot_seq
-    start = manifest.chain_start(base)
-    chain = segments[start:]
-    if not chain or chain[0][1] > base + 1:
-        # the first segment kept after the one needed (chain_start found none
-        # starting early enough when the chain is empty)
-        kept = chain or [s for s in segments if s[1] > base + 1]
-        where = f"begins at seq {kept[0][1]}" if kept else "is gone"
-        raise LogError(
-            f"{directory}: the log needed from seq {base + 1} {where}; older "
-            "records were compacted away (open with retain_log=True to keep history)"
-        )
-    tail = _TailReplay(board)
-    for i, (name, first) in enumerate(chain):
-        path = os.path.join(directory, name)
-        if i and first != out.last_seq + 1:
-            raise CorruptionError(
-                path, 0, f"segment starts at seq {first}, expected {out.last_seq + 1}"
-            )
-        with SegmentReader(path) as reader:
-            if reader.first_seq != first:
-                raise CorruptionError(path, 0, f"segment header says first seq {reader.first_seq}")
-            stop = False
-            report = (
-                None if progress is None else (lambda at, n=name, s=reader.size: progress(n, at, s))
-            )
-            for event in reader.events(report):
-                if event.seq <= base:
-                    continue
-                if (until_seq is not None and event.seq > until_seq) or (
-                    until_ms is not None and event.time_ms > until_ms
-                ):
-                    stop = True
-                    break
-                tail.add(event, reader)
-                out.last_seq, out.last_ms = event.seq, event.time_ms
-                out.records += 1
-            if stop:
-                tail.finish()
-                return out
-            if reader.last_seq < base:
-                raise CorruptionError(
-                    path,
-                    reader.end,
-                    f"log ends at seq {reader.last_seq} before the snapshot's {base}",
-                )
-            if reader.torn is not None and i != len(chain) - 1:
-                raise CorruptionError(
-                    path, reader.torn.offset, f"{reader.torn.reason} inside the log"
-                )
-            out.torn = reader.torn
-            out.active = (name, first, reader.start, reader.end)
-    tail.finish()
-    return out
-
-
-def _no_board(directory: str) -> FileNotFoundError:
-    return FileNotFoundError(f"{directory} holds no rankengine board (no {MANIFEST_NAME})")
-
-
-def _not_fresh(directory: str, other: str) -> LogError:
-    return LogError(
-        f"{directory} has no {MANIFEST_NAME} but holds {other!r}: refusing to create a "
-        "new board over it (run `rankengine verify` / `rankengine repair` on it)"
-    )
-
-
-def _check_before_locking(directory: str, create: bool) -> None:
-    """Refuse what :func:`_open_manifest` would refuse in a directory that
-    holds no board, before the lock is taken: taking it would leave a
-    ``LOCK`` file in a directory an open does not use (as :func:`repair`
-    avoids too).  The open checks again under the lock.
-
-    A board being created concurrently never shows a name other than its
-    first segment (header only), temporary files and ``LOCK`` before its
-    ``MANIFEST`` exists, so a directory refused here holds no board.
-
-    Runtime complexity: O(files in the directory)
-    """
-    manifest = os.path.join(directory, MANIFEST_NAME)
-    if os.path.lexists(manifest):
-        return
-    if not create:
-        raise _no_board(directory)
-    _, other = creation_leftovers(directory)
-    if other is not None and not os.path.lexists(manifest):
-        raise _not_fresh(directory, other)
-
-
-def _open_manifest(directory: str, config: dict[str, Any], create: bool) -> Manifest:
-    """Read the manifest, or create a new board if the directory holds none."""
-    try:
-        return read_manifest(directory)
-    except FileNotFoundError:
-        pass
-    if not create:
-        raise _no_board(directory)
-    # A crash while creating leaves only a header-only first segment and
-    # temporary files; anything else means this is not a fresh directory.
-    stale, other = creation_leftovers(directory)
-    if other is not None:
-        raise _not_fresh(directory, other)
-    for path in stale:
-        if not path.endswith("LOCK"):
-            os.remove(path)
-    name = segment_name(1)
-    header = {"first_seq": 1, "created_ms": _now_ms(), "config": config}
-    SegmentWriter.create(os.path.join(directory, name), header).close()
-    fsync_dir(directory)
-    crash_point("after_create_segment")
-    manifest = Manifest(config, [], [(name, 1)])
-    write_manifest(directory, manifest, step="create_manifest")
-    return manifest
-
-
-def _manifest_may_name(directory: str, name: str) -> bool:
-    """Might the manifest on disk name file ``name``?  True when it does, and
-    when it cannot be read (a file it might name must not be removed).
-
-    Runtime complexity: O(size of the manifest)
-    """
-    try:
-        on_disk = read_manifest(directory)
-    except (CorruptionError, OSError):
-        return True
-    return any(n == name for n, _ in on_disk.snapshots + on_disk.segments)
-
-
-def _remove_leftovers(directory: str, manifest: Manifest) -> list[str]:
-    """Remove what an interrupted compaction left behind; return notes."""
-    listed = {name for name, _ in manifest.snapshots} | {name for name, _ in manifest.segments}
-    last_first = manifest.segments[-1][1] if manifest.segments else 0
-    notes: list[str] = []
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if name in listed:
-            continue
-        if name.endswith(".tmp") or SNAPSHOT_RE.fullmatch(name):
-            os.remove(path)
-            notes.append(f"removed {name} (left by an interrupted snapshot or compaction)")
-        elif (match := SEGMENT_RE.fullmatch(name)) is not None:
-            if int(match.group(1)) < last_first:
-                os.remove(path)
-                notes.append(f"removed {name} (compacted away before a crash)")
-                continue
-            try:
-                with SegmentReader(path) as reader:
-                    empty = reader.blank()
-            except (CorruptionError, OSError):
-                empty = False
-            if empty:
-                os.remove(path)
-                notes.append(f"removed {name} (a new segment never used)")
-            else:
-                os.replace(path, path + ".orphan")
-                notes.append(f"renamed {name} to {name}.orphan: it is not in the manifest")
-                warnings.warn(notes[-1], RecoveryWarning, stacklevel=4)
-    if notes:
-        fsync_dir(directory)
-    return notes
 
 
 class DurableLeaderboard(Uncopyable, Leaderboard):
@@ -1284,167 +837,3 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             if not self._closed:
                 readers[-1].size = self._writer.end
         return _Events(readers, start, stop)
-
-
-def _open_readers(
-    directory: str, manifest: Manifest, start: int, stop: int | None
-) -> list[SegmentReader]:
-    if isinstance(start, bool) or not isinstance(start, int) or start < 1:
-        raise ValueError(f"start must be a seq of 1 or more, not {start!r}")
-    if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int) or stop < 1):
-        raise ValueError(f"stop must be a seq of 1 or more, or None, not {stop!r}")
-    segments = manifest.segments
-    if not segments:
-        return []
-    if start < segments[0][1]:
-        raise LogError(
-            f"{directory}: events before seq {segments[0][1]} were compacted away "
-            "(open with retain_log=True to keep them)"
-        )
-    first = max(0, manifest.chain_start(start - 1))
-    readers: list[SegmentReader] = []
-    try:
-        for name, _ in segments[first:]:
-            readers.append(SegmentReader(os.path.join(directory, name)))
-    except BaseException:
-        for reader in readers:
-            reader.close()
-        raise
-    return readers
-
-
-class _Events(Iterator[Event]):
-    """The events of segments opened at the call: the end of the events,
-    :meth:`close` or dropping it closes the files, also before the first
-    event was read (a generator's own ``close()`` runs nothing until it has
-    started, which left the files to the garbage collector)."""
-
-    def __init__(self, readers: list[SegmentReader], start: int, stop: int | None) -> None:
-        self._readers = readers
-        self._events = _iterate(readers, start, stop)
-
-    def __next__(self) -> Event:
-        return next(self._events)
-
-    def close(self) -> None:
-        """Stop the iteration and close the files (idempotent).
-
-        Runtime complexity: O(number of segments)
-        """
-        self._events.close()
-        for reader in self._readers:
-            reader.close()
-
-    def __del__(self) -> None:
-        self.close()
-
-
-def _iterate(
-    readers: list[SegmentReader], start: int, stop: int | None
-) -> Generator[Event, None, None]:
-    try:
-        for reader in readers:
-            for event in reader.events():
-                if event.seq < start:
-                    continue
-                if stop is not None and event.seq >= stop:
-                    return
-                yield event
-            if reader.torn is not None:
-                warnings.warn(
-                    f"{reader.torn.path}: log ends in a torn tail at offset {reader.torn.offset}",
-                    TornTailWarning,
-                    stacklevel=3,  # (the caller of _Events.__next__)
-                )
-    finally:
-        for reader in readers:
-            reader.close()
-
-
-def iter_events(
-    path: str | os.PathLike[str], start: int = 1, stop: int | None = None
-) -> Iterator[Event]:
-    """Events with ``start <= seq < stop`` from a board directory (read only).
-
-    Runtime complexity: O(size of the segments read)
-    """
-    directory = os.fspath(path)
-    return _Events(_open_readers(directory, read_manifest(directory), start, stop), start, stop)
-
-
-def _check_point_in_time(until_seq: object, until_ms: object) -> None:
-    """Refuse an ``until_seq`` that is not a sequence number (an int >= 0:
-    0 is before the first record) and an ``until_ms`` that is not a time in
-    milliseconds (an int or a float, not NaN).
-
-    Runtime complexity: O(1)
-
-    >>> _check_point_in_time(0, 1.7e12)
-    >>> _check_point_in_time(2.5, None)
-    Traceback (most recent call last):
-    ...
-    TypeError: until_seq must be an int (a sequence number), not 2.5
-    """
-    if until_seq is not None:
-        if isinstance(until_seq, bool) or not isinstance(until_seq, int):
-            raise TypeError(f"until_seq must be an int (a sequence number), not {until_seq!r}")
-        if until_seq < 0:
-            raise ValueError(f"until_seq must be >= 0, not {until_seq!r}")
-    if until_ms is not None:
-        if isinstance(until_ms, bool) or not isinstance(until_ms, (int, float)):
-            raise TypeError(f"until_ms must be a number of milliseconds, not {until_ms!r}")
-        if until_ms != until_ms:
-            raise ValueError("until_ms must not be NaN")
-
-
-def rebuild(
-    path: str | os.PathLike[str],
-    *,
-    until_seq: int | None = None,
-    until_ms: int | None = None,
-    from_log: bool = False,
-    backend: Any = None,
-    progress: Callable[[str, int, int], None] | None = None,
-) -> Leaderboard:
-    """An in-memory :class:`Leaderboard` as the directory's log says it was.
-
-    ``until_seq``/``until_ms``: stop after that record / the last record
-    stamped at or before that time (point-in-time recovery).  ``from_log``:
-    ignore snapshots and replay every record from seq 1 (needs
-    ``retain_log=True`` history).  Nothing is written: a torn tail is
-    reported with a warning and left in place.
-
-    Runtime complexity: O(N + k) for N snapshot rows and k replayed changes
-    """
-    _check_point_in_time(until_seq, until_ms)
-    from_log = check_flag(from_log, "from_log")  # "no" ignored the snapshots
-    directory = os.fspath(path)
-    manifest = read_manifest(directory)
-    config = _resolve_config(manifest.config, {"backend": backend}, directory)
-    board = Leaderboard(**config)
-    loaded = load_board(
-        board,
-        directory,
-        manifest,
-        until_seq=until_seq,
-        until_ms=until_ms,
-        from_log=from_log,
-        progress=progress,
-    )
-    if loaded.torn is not None:
-        warnings.warn(
-            f"{loaded.torn.path}: ignored a torn tail at offset {loaded.torn.offset} "
-            f"({loaded.torn.reason})",
-            TornTailWarning,
-            stacklevel=2,
-        )
-    if until_seq is not None and loaded.last_seq < until_seq:
-        # a point in time past the end is the end, but a sequence number
-        # past it is more often a typo than a request for the whole log
-        warnings.warn(
-            f"{directory}: the log ends at seq {loaded.last_seq}, before seq {until_seq}: "
-            "this is the board at the end of the log",
-            RecoveryWarning,
-            stacklevel=2,
-        )
-    return board

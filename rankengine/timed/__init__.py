@@ -3,7 +3,8 @@
 Owns the calendars that name periods (``calendars``), boards that start
 afresh each period (``periodic``) with their archive files (``archive``)
 and period directories (``store``), the last-N-seconds board (``window``) and
-boards whose scores fade (``decay``).
+boards whose scores fade (``decay``), with their checks (``decay_checks``)
+and durable epochs (``epochs``).
 
 May import: :mod:`rankengine.board`, :mod:`rankengine.durable` and
 :mod:`rankengine.index`.

@@ -67,17 +67,15 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.board.routing import routed
-from rankengine.board.scoring import Member, describe
+from rankengine.board.scoring import Member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
     LOG_OPTIONS,
@@ -86,12 +84,18 @@ from rankengine.durable.board import (
     check_fsync,
     check_options,
     check_settings,
-    make_directory,
-    open_board_as,
     pop_log_options,
 )
 from rankengine.durable.manifest import DirectoryLock
-from rankengine.durable.records import crash_point
+from rankengine.timed.decay_checks import (
+    _EXP_SAFE,
+    _check_points,
+    _check_sum,
+    _decay_tau,
+    _finite,
+    _number,
+)
+from rankengine.timed.epochs import open_epochs
 
 __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
 
@@ -101,16 +105,6 @@ __all__ = ["REBASE_AFTER", "DecayedLeaderboard"]
 #: (with a one-day half-life: every 61 days).
 REBASE_AFTER: Final = 64.0
 
-#: Directory name prefixes of a durable board: a re-base builds the next
-#: base under ``_STAGING`` and renames the old one to ``_DOOMED`` before
-#: deleting it; reopening removes both kinds of leftover (hidden names, so
-#: no ``epoch-*`` directory is ever half built or half deleted).
-_STAGING: Final = ".tmp-epoch-"
-_DOOMED: Final = ".dropped-"
-
-#: ``exp`` overflows past ~709.78 and underflows to 0 below ~-745; reads
-#: whose decay exponent is larger than this go through logarithms instead.
-_EXP_SAFE: Final = 700.0
 #: What :meth:`DecayedLeaderboard.__getitem__` asks for in place of an absent score.
 _ABSENT: Final = object()
 
@@ -725,15 +719,11 @@ class DecayedLeaderboard(Uncopyable):
         """Open (or create) a durable decayed board in directory ``path``.
 
         The stored scores live in a durable board in ``path/epoch-<t0>``,
-        ``t0`` written out exactly (``repr`` of the float), so reopening
-        replays the very same stored scores under the very same base.  A
-        re-base builds the next board under a temporary name, closes it,
-        renames it into place (atomic), then renames the old one to a hidden
-        ``.dropped-epoch-<t0>`` and deletes it; a crash at any point leaves
-        either the old or the new base, never a mix, and never a
-        half-deleted ``epoch-*`` directory (reopening removes the hidden
-        leftovers).  The
-        decay settings are the caller's to repeat on reopen.
+        ``t0`` written out exactly, so reopening replays the very same
+        stored scores under the very same base; a crash during a re-base
+        leaves either the old or the new base, never a mix (the steps are
+        :mod:`rankengine.timed.epochs`'s).  The decay settings are the
+        caller's to repeat on reopen.
 
         One process at a time: opening takes ``path/LOCK`` (as a board
         directory does) before it reads or cleans up anything, and holds it
@@ -752,99 +742,18 @@ class DecayedLeaderboard(Uncopyable):
         pop_log_options(settings)
         _decay_tau(half_life, tau, rebase_after, board_config)
         check_settings({name: board_config.get(name) for name in BOARD_SETTINGS})
-        root = Path(path)
-        make_directory(str(root))  # new entries fsynced into their parents
-        # before any cleanup or read of the root: a second process must not
-        # remove the next base the one writing here is building
-        lock = DirectoryLock(str(root))
-        opened: list[DecayedLeaderboard] = []
-        try:
-            board = cls._open_locked(
-                root,
-                opened,
+
+        def build(t0: float | None, factory: Callable[[float], Leaderboard]) -> DecayedLeaderboard:
+            return cls(
                 half_life=half_life,
                 tau=tau,
+                t0=_finite(clock(), "clock()") if t0 is None else t0,
                 clock=clock,
-                fsync=fsync,
+                board_factory=factory,
                 rebase_after=rebase_after,
-                board_config=board_config,
             )
-        except BaseException:
-            try:
-                for partial in opened:
-                    partial.close()
-            finally:
-                lock.release()
-            raise
-        board._root_lock = lock
-        return board
 
-    @classmethod
-    def _open_locked(
-        cls,
-        root: Path,
-        opened: list[DecayedLeaderboard],
-        *,
-        half_life: float | None,
-        tau: float | None,
-        clock: Callable[[], float],
-        fsync: FsyncPolicy,
-        rebase_after: float,
-        board_config: dict[str, Any],
-    ) -> DecayedLeaderboard:
-        """The part of :meth:`open` done under the root's lock (the board it
-        builds is appended to ``opened`` as soon as it exists, so that a
-        failure after that can close it)."""
-        for leftover in [*root.glob(f"{_STAGING}*"), *root.glob(f"{_DOOMED}*")]:
-            shutil.rmtree(leftover)
-        epochs = sorted(
-            (float(p.name[len("epoch-") :]), p) for p in root.glob("epoch-*") if p.is_dir()
-        )
-        for _, stale in epochs[:-1]:  # a finished re-base whose old base was not yet deleted
-            shutil.rmtree(stale)
-        t0 = epochs[-1][0] if epochs else _finite(clock(), "clock()")
-
-        def millis() -> int:
-            return int(clock() * 1000)
-
-        def reopen(directory: Path) -> Leaderboard:
-            return open_board_as(Leaderboard, directory, fsync=fsync, now=millis, **board_config)
-
-        def factory(base: float) -> Leaderboard:
-            final = root / f"epoch-{base!r}"
-            return reopen(final if final.exists() else root / f"{_STAGING}{base!r}")
-
-        board = cls(
-            half_life=half_life,
-            tau=tau,
-            t0=t0,
-            clock=clock,
-            board_factory=factory,
-            rebase_after=rebase_after,
-        )
-        opened.append(board)
-        final = root / f"epoch-{board.t0!r}"
-        if not final.exists():
-            board._board = _promote(board._board, final, reopen)
-
-        def switch(old: Leaderboard, fresh: Leaderboard) -> None:
-            try:
-                board._board = _promote(fresh, root / f"epoch-{board._t0!r}", reopen)
-            finally:
-                # (the old base is closed even when the new one could not be
-                # installed: this board no longer serves it, and its files
-                # stay, for the next open to choose)
-                old.close()  # type: ignore[attr-defined]
-            # hidden first (one atomic step), so that a crash while deleting
-            # leaves a leftover the next open removes, never a half-deleted
-            # epoch-* directory that looks like a damaged board
-            doomed = root / f"{_DOOMED}{Path(old.path).name}"  # type: ignore[attr-defined]
-            os.replace(old.path, doomed)  # type: ignore[attr-defined]
-            crash_point("old_epoch_removal")
-            shutil.rmtree(doomed)
-
-        board._rebase_hook = switch
-        return board
+        return open_epochs(path, build, clock=clock, fsync=fsync, board_config=board_config)
 
     def compact(self) -> int | None:
         """Compact the durable board of stored scores (a snapshot: see
@@ -885,100 +794,3 @@ class DecayedLeaderboard(Uncopyable):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _decay_tau(
-    half_life: float | None, tau: float | None, rebase_after: float, board_config: dict[str, Any]
-) -> float:
-    """The e-folding time the settings give, or the error they deserve (the
-    checks of :class:`DecayedLeaderboard`, which its durable open makes
-    before it creates anything).
-
-    Runtime complexity: O(1)
-
-    >>> _decay_tau(None, 10.0, 30.0, {})
-    10.0
-    >>> _decay_tau(None, None, 30.0, {})
-    Traceback (most recent call last):
-    ...
-    ValueError: give exactly one of half_life and tau
-    """
-    if (half_life is None) == (tau is None):
-        raise ValueError("give exactly one of half_life and tau")
-    span = _positive(half_life if tau is None else tau, "half_life" if tau is None else "tau")
-    if "order" in board_config and board_config["order"] != "desc":
-        raise ValueError("a decayed board ranks the highest value first (order='desc')")
-    if not (isinstance(rebase_after, (int, float)) and 0 < rebase_after <= _EXP_SAFE):
-        raise ValueError(f"rebase_after must be in (0, {_EXP_SAFE}], not {rebase_after!r}")
-    return span / math.log(2) if tau is None else span
-
-
-def _promote(
-    staged: Leaderboard, final: Path, reopen: Callable[[Path], Leaderboard]
-) -> Leaderboard:
-    """Close a durable board built under its temporary name, rename it to
-    ``final`` (the atomic step of a re-base), make the rename durable, and
-    reopen it."""
-    staged.close()  # type: ignore[attr-defined]
-    crash_point("epoch_rename")
-    os.replace(staged.path, final)  # type: ignore[attr-defined]
-    fd = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    crash_point("after_epoch_rename")
-    return reopen(final)
-
-
-def _number(value: object) -> float:
-    assert isinstance(value, (int, float)), value  # a decayed board holds plain numbers
-    return value
-
-
-def _positive(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, not {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{what} must be a positive finite number of seconds, not {value!r}")
-    return float(value)
-
-
-def _finite(value: object, what: str) -> float:
-    """``value`` if it is a time a float holds; ``ValueError`` otherwise (an
-    int past the float range included: ``math.isfinite`` would raise
-    ``OverflowError`` converting it)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} must be a finite number of POSIX seconds, not {value!r}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:
-        finite = False
-    if not finite:
-        shown = describe(value) if isinstance(value, int) else repr(value)
-        raise ValueError(f"{what} must be a finite number of POSIX seconds, not {shown}")
-    return value
-
-
-def _check_points(points: object, member: object) -> None:
-    if isinstance(points, bool) or not isinstance(points, (int, float)):
-        raise TypeError(f"points must be an int or a float, not {type(points).__name__}")
-    if isinstance(points, int):
-        try:
-            float(points)  # math.isfinite would convert it, and overflow, without a word
-        except OverflowError:
-            raise OverflowError(
-                f"points of {member!r} ({describe(points)}) are beyond the float range "
-                "(about 1.8e308): a decayed score is a float"
-            ) from None
-    elif not math.isfinite(points):
-        raise ValueError(f"points must be finite, not {points!r}")
-
-
-def _check_sum(total: float, member: Member) -> float:
-    if not math.isfinite(total):
-        raise OverflowError(
-            f"the stored score of {member!r} would be {total}: points too large for a "
-            "double even after re-basing"
-        )
-    return total
