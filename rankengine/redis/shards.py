@@ -7,8 +7,8 @@ script call instead of running it, so
 (:func:`run_pipelined`: one pipeline per server, grouped by node on a
 Redis Cluster) and merge their decoded replies.
 
->>> Pending(None, "SIZE", (), int).name  # doctest: +SKIP
-'SIZE'
+>>> Pending._fields
+('board', 'name', 'args', 'decode')
 """
 
 from __future__ import annotations
