@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.board import DurableLeaderboard, DurableOptions, open_board_as
-from rankengine.redis.board import RedisLeaderboard, RedisOptions
+from rankengine.redis.board import RedisLeaderboard
+from rankengine.redis.handle import RedisOptions
 
 if TYPE_CHECKING:
     from typing import Unpack

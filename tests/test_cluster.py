@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from redis_service import Cluster, redis_cluster_fixture, unique_name  # noqa: F401
 
-import rankengine.redis.board as redis_board_module
+import rankengine.redis.combine as redis_combine_module
 from rankengine import Leaderboard
 from rankengine.redis.board import RedisLeaderboard
 from rankengine.sharded.board import ShardedLeaderboard
@@ -124,7 +124,7 @@ def test_a_union_in_chunks_is_one_transaction_on_the_cluster(
     """A union bigger than one LOAD chunk goes as one MULTI/EXEC to the
     master of the result's slot (the board's keys share it), with its
     metadata, and equals the in-process union."""
-    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 6)
+    monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", 6)
     a, b = Leaderboard(), Leaderboard()
     a.set_many({f"p{i}": i % 5 for i in range(30)})
     b.set_many({f"p{i}": i % 3 for i in range(20, 40)})

@@ -29,19 +29,18 @@ from redis_service import (  # noqa: F401 - fixtures
     unique_name,
 )
 
-import rankengine.redis.board as redis_board_module
+import rankengine.redis.combine as redis_combine_module
 from rankengine import Leaderboard
 from rankengine.board.packed import PackedScore
 from rankengine.board.scoring import ScoreCodec
 from rankengine.durable.board import rebuild as rebuild_from_directory
 from rankengine.redis.board import (
-    MAXCLOCK,
     RedisLeaderboard,
     ScoreFormat,
     decode_member,
     encode_member,
 )
-from rankengine.redis.codec import MAX_INT_SCORE
+from rankengine.redis.codec import MAX_INT_SCORE, MAXCLOCK
 from rankengine.redis.scripts import ScriptRunner
 from rankengine.sharded.board import ShardedLeaderboard
 
@@ -1002,7 +1001,7 @@ def test_a_union_with_metadata_is_one_round_trip_whatever_its_size(
         assert union_state(result) == union_state(Leaderboard.union(inputs))
     # settings (INIT), len and clock of the new board (it must be new), the write
     assert trips == [4, 4]
-    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 40)
+    monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", 40)
     wire = WireClient(redis_client)
     result = RedisLeaderboard.union(inputs, redis=wire)
     assert wire.round_trips == 4
@@ -1011,8 +1010,8 @@ def test_a_union_with_metadata_is_one_round_trip_whatever_its_size(
     result._check()
     # Chunks are cut by size too: a member's row here is over 25 bytes (its
     # metadata alone over 20), so 300 rows are over 7,500 bytes, 4 chunks or more.
-    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 5000)
-    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK_BYTES", 2000)
+    monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", 5000)
+    monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK_BYTES", 2000)
     wire = WireClient(redis_client)
     result = RedisLeaderboard.union(inputs, redis=wire)
     assert wire.round_trips == 4
@@ -1062,7 +1061,7 @@ def test_a_union_in_chunks_equals_the_in_process_union(
     aggregate, union and intersection, both tie rules: sent in chunks of 7
     members, the Redis result is the in-process one, tie order and clock
     included."""
-    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 7)
+    monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", 7)
     a, b = union_inputs(45)
     there_a = board(redis_client)
     there_a.set_many(a.items())
@@ -1086,7 +1085,7 @@ def test_a_logged_union_is_one_write_and_one_record(
     write counter and one record (every PUT, then every META), in one
     script or in chunks; Redis and the log agree."""
     if chunk is not None:
-        monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", chunk)
+        monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", chunk)
     inputs = union_inputs(30)
     expected = Leaderboard.union(inputs)
     log = tmp_path / "union"
@@ -1107,7 +1106,7 @@ def test_a_union_whose_reply_was_lost_is_applied_once(
     when its reply is lost: the union's write, sent twice, still counts
     once and leaves the result as the in-process union."""
     if chunk is not None:
-        monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", chunk)
+        monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", chunk)
     inputs = union_inputs(30)
     wire = WireClient(redis_client, resend=True)
     with RedisLeaderboard.union(inputs, redis=wire, log=tmp_path, fsync="always") as result:
@@ -1123,7 +1122,7 @@ def test_a_chunk_refused_part_way_leaves_no_board(
     second, told a wrong count of the members before it, standing in for
     Redis out of memory) leaves the first chunk's members in Redis, and the
     union removes the new board before it raises."""
-    monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", 4)
+    monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", 4)
     send = ScriptRunner.transaction
     left: list[int] = []
 
@@ -1151,7 +1150,7 @@ def test_the_bulk_load_of_a_union_fills_only_an_empty_board(
     the second chunk finds the board as a first chunk would have left it
     (one member, clock 1), but not that chunk's mark: refused too."""
     if chunk is not None:
-        monkeypatch.setattr(redis_board_module, "LOAD_CHUNK", chunk)
+        monkeypatch.setattr(redis_combine_module, "LOAD_CHUNK", chunk)
     b = board(redis_client)
     b.set("other", 1)
     with pytest.raises(ValueError, match="new board"):
@@ -1469,7 +1468,7 @@ def test_an_unlogged_rebuild_counts_as_one_write_of_the_board(
     durable.set_many({"ann": 5, "bob": 3})
     durable.set("gone", 9)
     durable.remove("gone")
-    monkeypatch.setattr("rankengine.redis.board.RESTORE_CHUNK", 1)  # one script per member
+    monkeypatch.setattr("rankengine.redis.log.RESTORE_CHUNK", 1)  # one script per member
     copies = [board(redis_client) for _ in range(2)]
     for copy in copies:
         copy.set_many({"old": 1, "older": 2, "oldest": 3})

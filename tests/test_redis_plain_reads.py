@@ -18,7 +18,8 @@ from redis_service import (  # noqa: F401 - fixtures
 )
 
 from rankengine import Leaderboard
-from rankengine.redis.board import ELEMENTS_SEEN, RedisLeaderboard, encode_member
+from rankengine.redis.board import RedisLeaderboard, encode_member
+from rankengine.redis.decode import ELEMENTS_SEEN
 
 pytestmark = pytest.mark.redis
 
@@ -62,7 +63,7 @@ def test_a_seen_element_answers_the_rank_other_clients_changed(
 
 
 def test_the_seen_elements_are_bounded(redis_client: Any, monkeypatch: Any) -> None:
-    import rankengine.redis.board as module
+    import rankengine.redis.decode as module
 
     monkeypatch.setattr(module, "ELEMENTS_SEEN", 5)
     board = RedisLeaderboard(redis_client, unique_name())
