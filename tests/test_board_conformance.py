@@ -41,6 +41,7 @@ from redis_service import redis_board
 import rankengine
 from rankengine import Leaderboard
 from rankengine.board.contract import Board
+from rankengine.board.writes import WRITE_PRIMITIVES, BoardWrites
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.redis.board import RedisLeaderboard
 from rankengine.sharded.board import ShardedLeaderboard
@@ -917,3 +918,25 @@ WRITES = {
     "remove_by_score",
     "keep_top",
 }
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [Leaderboard, DurableLeaderboard, ShardedLeaderboard],
+    ids=lambda cls: cls.__name__,
+)
+def test_writes_are_the_contracts(cls: type) -> None:
+    """The in-memory, durable and sharded boards take their public writes
+    from BoardWrites: each supplies every write primitive (none is left to
+    the contract's stub), and each write's docstring is the contract's
+    (the in-memory board's fused ``set`` and ``incr`` included); the durable
+    board's ``clear`` alone adds its own (its log record's size limit)."""
+    assert issubclass(cls, BoardWrites)
+    for name in WRITE_PRIMITIVES:
+        assert getattr(cls, name) is not getattr(BoardWrites, name), name
+    for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
+        if cls is DurableLeaderboard and name == "clear":
+            continue
+        assert inspect.getdoc(getattr(cls, name)) == inspect.getdoc(getattr(BoardWrites, name)), (
+            name
+        )

@@ -28,17 +28,22 @@ boards.  This module is where that API lives:
     and inherits the rest; ``tests/test_board_conformance.py`` runs the same
     behaviour tests over every kind.
 
-Not here yet: the writes ``set``, ``incr``, ``set_many``, ``incr_many``,
-``remove``, ``remove_many``, ``set_meta`` and ``clear``, and the reads
-``score``, ``meta`` and ``items``, are written by each kind (their rules
-shared through :mod:`rankengine.board.checks`; ``Leaderboard``'s are the
-reference the protocol names).
+The writes ``set``, ``incr``, ``set_many``, ``incr_many``, ``remove``,
+``remove_many``, ``set_meta`` and ``clear`` are stated once in
+:class:`rankengine.board.writes.BoardWrites`, its companion (the same
+pattern: checks there, one primitive per write, listed in its
+``WRITE_PRIMITIVES``); the in-memory and sharded boards inherit it.  Not
+there yet: the Redis board's writes and the time boards' (which take
+``t=``) are still written by each, and so are the reads ``score``,
+``meta`` and ``items`` (their rules shared through
+:mod:`rankengine.board.checks`).
 
-Hot path: the in-memory board answers :meth:`BoardAPI.rank` with a fused
-body of its own (the checks and the primitive inlined: the hottest read),
-held to the same behaviour by the conformance suite.  Its docstring is
-this module's (``inspect.getdoc`` and ``help()`` find a base class's
-docstring when an override has none).
+Hot path: the in-memory board answers :meth:`BoardAPI.rank` (and the
+writes ``set`` and ``incr``) with fused bodies of its own (the checks and
+the primitive inlined: the hottest calls), held to the same behaviour by
+the conformance suite.  Their docstrings are the contract's
+(``inspect.getdoc`` and ``help()`` find a base class's docstring when an
+override has none).
 
 Reads that another board answers (a periodic board's period, a sliding
 window's window board) are made from these methods by
@@ -117,10 +122,10 @@ PRIMITIVES: Final = (
 class Board(Protocol):
     """What every exact board kind answers: its settings, reads and writes.
 
-    The docstrings are :class:`BoardAPI`'s (and, for the reads and writes a
-    kind writes itself -- ``score``, ``meta``, ``items``, ``set``, ``incr``,
-    ``set_many``, ``incr_many``, ``remove``, ``remove_many``, ``set_meta``,
-    ``clear`` -- :class:`~rankengine.Leaderboard`'s, which the others follow).
+    The docstrings are :class:`BoardAPI`'s, the writes'
+    :class:`~rankengine.board.writes.BoardWrites`' (and, for the reads a
+    kind writes itself -- ``score``, ``meta``, ``items`` --
+    :class:`~rankengine.Leaderboard`'s, which the others follow).
     """
 
     # -- settings ------------------------------------------------------

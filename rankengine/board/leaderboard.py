@@ -48,7 +48,7 @@ from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import WHENS, check_when, member_list
+from rankengine.board.checks import WHENS, check_when
 from rankengine.board.combine import combine
 from rankengine.board.contract import Board, When
 from rankengine.board.core import _MISSING, Entry, ItemWrites, RankStyle, TieBreak
@@ -61,6 +61,7 @@ from rankengine.board.scoring import (
     out_of_float_range,
     same_meta,
 )
+from rankengine.board.writes import BoardWrites
 
 __all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When", "board_from_state"]
 
@@ -73,7 +74,7 @@ _first_item = itemgetter(0)
 _second_item = itemgetter(1)
 
 
-class Leaderboard(BoardReads, ItemWrites):
+class Leaderboard(BoardReads, ItemWrites, BoardWrites):
     """An in-memory leaderboard: O(log N) writes, ranks and ranges.
 
     :param order: ``"desc"`` (high score first, the default), ``"asc"``, or a
@@ -105,7 +106,10 @@ class Leaderboard(BoardReads, ItemWrites):
     # ------------------------------------------------------------------
 
     # ------------------------------------------------------------------
-    # Writes
+    # Writes: the public methods, their docstrings and checks are the
+    # contract's (rankengine.board.writes.BoardWrites); set and incr, the hot
+    # paths, have fused bodies here (the checks and the primitive inlined, a
+    # call less a write), held to the same behaviour by the conformance suite
     # ------------------------------------------------------------------
     def set(
         self,
@@ -115,25 +119,6 @@ class Leaderboard(BoardReads, ItemWrites):
         when: When | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> bool:
-        """Set ``member``'s score, optionally only under a condition.
-
-        ``when`` (Redis ``ZADD`` flags): ``"new"`` only adds (NX),
-        ``"present"`` only updates (XX), ``"better"``/``"worse"`` update only
-        if the new score ranks ahead of/behind the old one and always add a new
-        member (GT/LT; ``"better"`` is the "keep best" rule).  ``meta``, if
-        given, replaces the member's metadata when the write happens.
-
-        Setting the score a member already has changes nothing: it keeps its
-        place among ties.
-
-        Runtime complexity: O(log N)
-
-        :return: True if the board changed.
-
-        >>> board = Leaderboard()
-        >>> board.set("ann", 10), board.set("ann", 5, when="better"), board["ann"]
-        (True, False, 10)
-        """
         with self._lock:
             member = self._check_member(member)
             value = self._codec.check(score)
@@ -151,23 +136,6 @@ class Leaderboard(BoardReads, ItemWrites):
     @overload
     def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
     def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
-        """Add ``delta`` to ``member``'s score (a missing member starts at 0).
-
-        ``when`` works as in :meth:`set` and is checked against the resulting
-        score.  An increment that would give NaN (``inf + -inf``) raises and
-        changes nothing.  An increment of 0 changes nothing: when the sum
-        equals the old score (``5 + 0.0``, ``0 + -0.0``), the board keeps the
-        score it holds, as :meth:`set` of an equal score does, and returns it
-        (``5``, not ``5.0``), so the result is always the stored score.
-
-        Runtime complexity: O(log N)
-
-        :return: the new score, or None when ``when`` blocked the write.
-
-        >>> board = Leaderboard()
-        >>> board.incr("ann", 5), board.incr("ann", 2.5), board.incr("bob", 1, when="present")
-        (5, 7.5, None)
-        """
         # The lock as acquire/try/finally, not `with`: the same hold, a third
         # of the lock's cost less (see BoardReads.rank).
         lock = self._lock
@@ -249,153 +217,84 @@ class Leaderboard(BoardReads, ItemWrites):
             step = self._codec.check(delta, "delta")
             if when not in WHENS:
                 check_when(when)
-            primary = self._primary.get(member, _MISSING)
-            if primary is _MISSING:
-                if when == "present":
-                    return None
-                base = self._zero()
-            else:
-                if when == "new":
-                    return None
-                base = self._codec.score(primary)
-            new = self._codec.add(base, step, member)
-            changes = self._plan_set(member, new, when, None)
-            if changes:
-                self._commit(changes)
-                return new
-            # No change: `when` blocked it (an unchanged score is neither better
-            # nor worse, as Redis' GT/LT see it), or the increment kept the score.
-            if when in ("better", "worse") or self._codec.primary(new) != primary:
-                return None
-            return base  # an equal score: the board keeps (and returns) the one it holds
+            return self._incr_checked(member, step, when)
         finally:
             lock.release()
 
-    def set_many(
-        self,
-        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
-        *,
-        when: When | None = None,
+    # -- the write primitives of BoardWrites (under the lock, arguments checked) --
+    def _set_checked(
+        self, member: Any, score: Score, when: When | None, meta: dict[str, Any] | None
+    ) -> bool:
+        changes = self._plan_set(member, score, when, meta)
+        if not changes:
+            return False
+        self._commit(changes)
+        return True
+
+    def _incr_checked(self, member: Any, step: Score, when: When | None) -> Score | None:
+        primary = self._primary.get(member, _MISSING)
+        if primary is _MISSING:
+            if when == "present":
+                return None
+            base = self._zero()
+        else:
+            if when == "new":
+                return None
+            base = self._codec.score(primary)
+        new = self._codec.add(base, step, member)
+        changes = self._plan_set(member, new, when, None)
+        if changes:
+            self._commit(changes)
+            return new
+        # No change: `when` blocked it (an unchanged score is neither better
+        # nor worse, as Redis' GT/LT see it), or the increment kept the score.
+        if when in ("better", "worse") or self._codec.primary(new) != primary:
+            return None
+        return base  # an equal score: the board keeps (and returns) the one it holds
+
+    def _set_pairs(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]], when: When | None
     ) -> int:
-        """Set many scores in one call; all are validated before any is applied.
+        if not isinstance(items, Mapping):
+            items = list(items)  # read once: the bulk path may decline it
+        if not self._primary and when is None:
+            loaded = self._load_empty(items)
+            if loaded is not None:
+                return loaded
+        pairs = self._check_pairs(items, "score")
+        return self._apply_batch(pairs, when, increment=False)[0]
 
-        Pairs are applied in order, as consecutive :meth:`set` calls would be
-        (a member given twice ends with the last score, and its tie clock is
-        that of its last change).  Much faster than a loop: one lock, one log
-        record, and a bulk rebuild of the index when the batch is large.
-
-        Runtime complexity: O(k log N), or O((N + k) log(N + k)) in C when
-        rebuilding.
-
-        :return: the number of members whose score changed or who were added.
-
-        >>> board = Leaderboard()
-        >>> board.set_many([("ann", 3), ("bob", 5), ("ann", 4)])
-        2
-        >>> board.set_many({"bob": "x"})
-        Traceback (most recent call last):
-        ...
-        TypeError: score must be an int or a float, not str
-        """
-        with self._lock:
-            if when not in WHENS:
-                check_when(when)
-            if not isinstance(items, Mapping):
-                items = list(items)  # read once: the bulk path may decline it
-            if not self._primary and when is None:
-                loaded = self._load_empty(items)
-                if loaded is not None:
-                    return loaded
-            pairs = self._check_pairs(items, "score")
-            return self._apply_batch(pairs, when, increment=False)[0]
-
-    def incr_many(
+    def _incr_pairs(
         self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
     ) -> dict[Member, Score]:
-        """Increment many members in one call; all are validated first.
+        pairs = self._check_pairs(items, "delta")
+        return self._apply_batch(pairs, None, increment=True)[1]
 
-        A member given twice gets both increments.  If any increment would
-        produce NaN, nothing changes.
+    def _remove_member(self, member: Any) -> bool:
+        if member not in self._primary:
+            return False
+        self._commit([(DEL, member)])
+        return True
 
-        Runtime complexity: O(k log N)
+    def _remove_members(self, members: list[Any]) -> int:
+        present = list(dict.fromkeys(m for m in members if m in self._primary))
+        if present:
+            self._commit([(DEL, m) for m in present])
+        return len(present)
 
-        :return: each member's new score.
+    def _clear_all(self) -> None:
+        if not self._primary:
+            return
+        if self._listener is not None:
+            self._listener([(DEL, m) for m in self._primary])
+        self._restore((), self._clock)
 
-        >>> board = Leaderboard()
-        >>> board.incr_many([("ann", 3), ("bob", 5), ("ann", 4)])
-        {'ann': 7, 'bob': 5}
-        """
-        with self._lock:
-            pairs = self._check_pairs(items, "delta")
-            return self._apply_batch(pairs, None, increment=True)[1]
-
-    def remove(self, member: Member) -> bool:
-        """Remove a member and its metadata.
-
-        Runtime complexity: O(log N)
-
-        :return: True if it was present.
-
-        >>> board = Leaderboard()
-        >>> board.set("ann", 1)
-        True
-        >>> board.remove("ann"), board.remove("ann"), len(board)
-        (True, False, 0)
-        """
-        with self._lock:
-            member = self._check_member(member)
-            if member not in self._primary:
-                return False
-            self._commit([(DEL, member)])
-            return True
-
-    def remove_many(self, members: Iterable[Member]) -> int:
-        """Remove several members in one call; return how many were present.
-
-        Runtime complexity: O(k log N)
-        """
-        with self._lock:
-            wanted = [self._check_member(member) for member in member_list(members)]
-            present = list(dict.fromkeys(m for m in wanted if m in self._primary))
-            if present:
-                self._commit([(DEL, m) for m in present])
-            return len(present)
-
-    def clear(self) -> None:
-        """Remove every member (and all metadata).
-
-        The log (if any) records one removal per member, but the board drops
-        its state at once: the index is emptied, not searched for each member.
-        The logical clock keeps its value.
-
-        Runtime complexity: O(N)
-        """
-        with self._lock:
-            if not self._primary:
-                return
-            if self._listener is not None:
-                self._listener([(DEL, m) for m in self._primary])
-            self._restore((), self._clock)
-
-    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
-        """Replace (or with ``None`` remove) a present member's metadata.
-
-        Runtime complexity: O(size of meta)
-
-        >>> board = Leaderboard()
-        >>> board.set("ann", 1, meta={"name": "Ann"})
-        True
-        >>> board.meta("ann")
-        {'name': 'Ann'}
-        """
-        with self._lock:
-            member = self._check_member(member)
-            clean = None if meta is None else check_meta(meta)
-            if member not in self._primary:
-                raise KeyError(f"no member {member!r}: add a score before its metadata")
-            if same_meta(self._meta.get(member), clean):
-                return
-            self._commit([(META, member, clean)])
+    def _set_meta_checked(self, member: Any, meta: dict[str, Any] | None) -> None:
+        if member not in self._primary:
+            raise KeyError(f"no member {member!r}: add a score before its metadata")
+        if same_meta(self._meta.get(member), meta):
+            return
+        self._commit([(META, member, meta)])
 
     # ------------------------------------------------------------------
     # Pops and pruning: the primitives of BoardAPI (arguments checked there)

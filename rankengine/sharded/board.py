@@ -57,10 +57,10 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from hashlib import blake2b
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import TYPE_CHECKING, Any, Final
 
 from rankengine.board.changes import PUT, Change
-from rankengine.board.checks import check_int, check_style, check_when, member_list
+from rankengine.board.checks import check_int, check_style
 from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.core import Entry, ItemWrites, RankStyle
 from rankengine.board.leaderboard import Leaderboard, When
@@ -77,6 +77,7 @@ from rankengine.board.scoring import (
     check_member,
     is_member,
 )
+from rankengine.board.writes import BoardWrites
 from rankengine.redis.board import MISSING, RedisLeaderboard, client_from_url, encode_member
 from rankengine.redis.codec import MAXCLOCK
 from rankengine.sharded.merge import Shard, ShardMerge
@@ -141,7 +142,7 @@ def _placement_bytes(member: Member) -> bytes:
 # ----------------------------------------------------------------------
 # The sharded board
 # ----------------------------------------------------------------------
-class ShardedLeaderboard(ShardMerge, ItemWrites, BoardAPI):
+class ShardedLeaderboard(ShardMerge, ItemWrites, BoardWrites, BoardAPI):
     """A leaderboard whose members are spread over several shard boards.
 
     :param shards: the shard boards, all empty or all filled by a sharded
@@ -380,94 +381,44 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardAPI):
         return value  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------
-    # Writes: one shard each, under the global clock
+    # Writes: the public methods and their checks are the contract's
+    # (rankengine.board.writes.BoardWrites); these are its primitives, called
+    # under the lock with checked arguments: one shard each, under the
+    # global clock (a shard checks them again, as its own contract does)
     # ------------------------------------------------------------------
-    def set(
-        self,
-        member: Member,
-        score: Score,
-        *,
-        when: When | None = None,
-        meta: Mapping[str, Any] | None = None,
+    def _set_checked(
+        self, member: Member, score: Score, when: When | None, meta: dict[str, Any] | None
     ) -> bool:
-        """As :meth:`Leaderboard.set <rankengine.Leaderboard.set>`; touches one shard.
-
-        Runtime complexity: O(log N)
-        """
         return bool(self._write(member, lambda b: b.set(member, score, when=when, meta=meta)))
 
-    @overload
-    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
-    @overload
-    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
-    def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
-        """As :meth:`Leaderboard.incr <rankengine.Leaderboard.incr>`; touches one shard.
-
-        Runtime complexity: O(log N)
-        """
+    def _incr_checked(self, member: Member, delta: Score, when: When | None) -> Score | None:
         return self._write(member, lambda b: b.incr(member, delta, when=when))  # type: ignore[no-any-return]
 
-    def set_many(
-        self,
-        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
-        *,
-        when: When | None = None,
+    def _set_pairs(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]], when: When | None
     ) -> int:
-        """As :meth:`Leaderboard.set_many <rankengine.Leaderboard.set_many>`:
-        validated first, planned with one clock sequence, applied per shard.
-
-        Runtime complexity: O(k log N), one read and one write per shard.
-        """
-        check_when(when)
         return self._batch(items, when, increment=False)[0]
 
-    def incr_many(
+    def _incr_pairs(
         self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
     ) -> dict[Member, Score]:
-        """As :meth:`Leaderboard.incr_many <rankengine.Leaderboard.incr_many>`.
-
-        Runtime complexity: O(k log N), one read and one write per shard.
-        """
         return self._batch(items, None, increment=True)[1]
 
-    def remove(self, member: Member) -> bool:
-        """Remove a member; True if it was present.
+    def _remove_member(self, member: Member) -> bool:
+        return self._remove_members([member]) == 1
 
-        Runtime complexity: O(log N)
-        """
-        return self.remove_many([member]) == 1
+    def _remove_members(self, members: list[Any]) -> int:
+        groups: dict[int, list[Any]] = {}
+        for member in dict.fromkeys(members):
+            groups.setdefault(self.shard_of(member), []).append(member)
+        return sum(self._boards[i].remove_many(group) for i, group in groups.items())
 
-    def remove_many(self, members: Iterable[Member]) -> int:
-        """Remove several members (one call per shard touched).
+    def _clear_all(self) -> None:
+        for board in self._boards:
+            board.clear()
 
-        Runtime complexity: O(k log N)
-        """
-        wanted = member_list(members)
-        with self._lock:
-            for member in wanted:
-                self._check_member(member)
-            groups: dict[int, list[Any]] = {}
-            for member in dict.fromkeys(wanted):
-                groups.setdefault(self.shard_of(member), []).append(member)
-            return sum(self._boards[i].remove_many(group) for i, group in groups.items())
-
-    def clear(self) -> None:
-        """Remove every member of every shard.
-
-        Runtime complexity: O(N)
-        """
-        with self._lock:
-            for board in self._boards:
-                board.clear()
-
-    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
-        """Replace (or remove) a present member's metadata.
-
-        Runtime complexity: O(size of meta)
-        """
-        with self._lock:
-            self._check_member(member)
-            self._boards[self.shard_of(member)].set_meta(member, meta)
+    def _set_meta_checked(self, member: Member, meta: dict[str, Any] | None) -> None:
+        self._boards[self.shard_of(member)].set_meta(member, meta)
 
     def meta(self, member: Member) -> dict[str, Any] | None:
         """The member's metadata, or None.
@@ -728,22 +679,24 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardAPI):
                 return kind
         return None
 
-    def _check_member(self, member: object, kind: type | None = MISSING) -> None:  # type: ignore[assignment]
+    def _check_member(self, member: object, kind: type | None = MISSING) -> Member:  # type: ignore[assignment]
         """As the one-board check: on a ``tie_break="member"`` board every
-        member has the type of the members already there (on any shard)."""
+        member has the type of the members already there (on any shard).
+        Returns ``member`` as given (each shard makes it plain itself)."""
         check_member(member)
         if self._tie_break != "member":
-            return
+            return member  # type: ignore[return-value]
         have = self._member_type() if kind is MISSING else kind
         if have is not None and type(member) is not have:
             raise TypeError(
                 f"this board breaks ties by member and holds {have.__name__} "
                 f"members; {type(member).__name__} members would not compare"
             )
+        return member  # type: ignore[return-value]
 
     def _write(self, member: Member, action: Callable[[Any], Any]) -> Any:
+        """``action`` on the shard of ``member`` (checked by the caller)."""
         with self._lock:
-            self._check_member(member)
             shard = self._shards[self.shard_of(member)]
             with shard.floor(self._clock):
                 result = action(shard.board)
