@@ -55,6 +55,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
+from rankengine.board.plain import int_text, plain_repr, to_json
 from rankengine.cli.args import ArgumentParser, non_negative, output_path
 from rankengine.cli.files import output_file
 from rankengine.cli.main import interrupted, reader_gone
@@ -398,32 +399,32 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _plain(value: Any) -> Any:
+def _text(value: Any) -> str:
+    """A member or score as one CSV or text cell: ``bytes`` decoded (undecodable
+    bytes as ``\\xNN``), a huge int in hexadecimal (see :mod:`rankengine.board.plain`)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "backslashreplace")
-    if isinstance(value, tuple):
-        return list(value)
-    return value
+    if type(value) is int:
+        return int_text(value)
+    if isinstance(value, tuple):  # a composite score: written as a list, as before
+        return plain_repr(list(value))
+    return str(value)
 
 
 def _write_entries(entries: list[Any], fmt: str, out: TextIO) -> None:
     if fmt == "json":
         for e in entries:
-            row = {
-                "rank": e.rank,
-                "member": _plain(e.member),
-                "score": _plain(e.score),
-                "meta": e.meta,
-            }
-            out.write(json.dumps(row, default=_plain) + "\n")
+            row = {"rank": e.rank, "member": e.member, "score": e.score, "meta": e.meta}
+            # allow_nan=False: strict JSON, never ``Infinity`` or ``NaN``
+            out.write(json.dumps(to_json(row), allow_nan=False) + "\n")
     elif fmt == "csv":
         writer = csv.writer(out)
         writer.writerow(["rank", "member", "score"])
         for e in entries:
-            writer.writerow([e.rank, _plain(e.member), _plain(e.score)])
+            writer.writerow([e.rank, _text(e.member), _text(e.score)])
     else:
         for e in entries:
-            out.write(f"{e.rank:>8}  {_plain(e.member)!s:<30} {e.score!r}\n")
+            out.write(f"{e.rank:>8}  {_text(e.member):<30} {plain_repr(e.score)}\n")
 
 
 def _one_line_warning(command: str) -> Callable[..., None]:
