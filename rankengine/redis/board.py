@@ -36,7 +36,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import check_style, check_when, member_list
+from rankengine.board.checks import (
+    batch_error,
+    check_members,
+    check_style,
+    check_when,
+    member_list,
+)
 from rankengine.board.combine import aggregate_scores, board_list, check_new, weigh, weight_list
 from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.copying import Uncopyable
@@ -609,7 +615,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         Runtime complexity: O(k log N), one round trip.
         """
         wanted = member_list(members)
-        keys = [self._member(member) for member in wanted]
+        keys = check_members(self._member, wanted)
         if not keys:
             return 0
         with self._writing():
@@ -1496,21 +1502,25 @@ class RedisLeaderboard(Uncopyable, ItemWrites, BoardAPI):
         pairs: list[tuple[Any, Score]] = []
         keys: list[bytes] = []
         tag = b""
-        for pair in source:
-            if not isinstance(pair, tuple) or len(pair) != 2:
-                raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
-            member, value = pair
-            key = self._member(member)
-            if not self._first:
-                if not tag:
-                    tag = key[:1]
-                elif key[:1] != tag:
-                    raise TypeError(
-                        f"this board breaks ties by member: {_TAGS[tag[0]]} and "
-                        f"{type(member).__name__} members would not compare"
-                    )
-            pairs.append((member, self._codec.check(value, what)))
-            keys.append(key)
+        pair: object = None
+        try:
+            for pair in source:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
+                member, value = pair
+                key = self._member(member)
+                if not self._first:
+                    if not tag:
+                        tag = key[:1]
+                    elif key[:1] != tag:
+                        raise TypeError(
+                            f"this board breaks ties by member: {_TAGS[tag[0]]} and "
+                            f"{type(member).__name__} members would not compare"
+                        )
+                pairs.append((member, self._codec.check(value, what)))
+                keys.append(key)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise batch_error(exc, len(pairs), pair) from None
         return pairs, keys, tag
 
     def _tie(self, clock: int, member: Member) -> Any:
