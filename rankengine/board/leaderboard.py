@@ -295,7 +295,7 @@ class Leaderboard(BoardReads, ItemWrites):
         >>> board.set_many({"bob": "x"})
         Traceback (most recent call last):
         ...
-        TypeError: score must be an int or a float, not str
+        TypeError: the batch's item at index 0 (member 'bob'): score must be an int ... not str; ...
         """
         with self._lock:
             if when not in WHENS:
