@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from redis_service import redis_board
 
 from rankengine import DurableLeaderboard, Entry, Leaderboard
 from rankengine.board.plain import from_json, int_text, plain_repr, to_json
@@ -165,3 +166,24 @@ def test_plain_repr_of_composite_scores() -> None:
     board = Leaderboard()
     board.set("a", -HUGE)
     assert repr(board.entry("a")) == f"Entry(member='a', score={hex(-HUGE)}, rank=1, meta=None)"
+
+
+def test_errors_about_huge_ints_print() -> None:
+    """An error that shows a score or member (an out-of-range score, an
+    overflow) describes a huge int by its size instead of failing."""
+    board = Leaderboard()
+    board.set("a", HUGE)
+    with pytest.raises(OverflowError, match=r"a positive int of 100001 bits"):
+        board.incr("a", 0.5)
+
+
+@pytest.mark.redis
+def test_a_redis_board_refuses_a_huge_int_with_a_message() -> None:
+    """A Redis board holds scores in a double's range: a huge int is refused
+    (nothing stored), with a message that prints."""
+    board = redis_board()
+    with pytest.raises(ValueError, match=r"a positive int of 100001 bits is outside the range"):
+        board.set("x", HUGE)
+    with pytest.raises(ValueError, match=r"a negative int of 100001 bits"):
+        board.set(-HUGE, 1)
+    assert board.items() == []
