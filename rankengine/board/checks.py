@@ -274,10 +274,13 @@ def check_members(check: Callable[[Any], Any], members: list[Any]) -> list[Any]:
     >>> check_members(str.upper, ["a", "b"])
     ['A', 'B']
     """
-    out: list[Any] = []
     try:
-        for member in members:
-            out.append(check(member))
+        return [check(member) for member in members]  # the good path: a comprehension
     except (TypeError, ValueError, OverflowError) as exc:
-        raise batch_error(exc, len(out), members[len(out)], member=True) from None
-    return out
+        error = exc
+    for index, member in enumerate(members):  # find the bad one (checks are pure)
+        try:
+            check(member)
+        except (TypeError, ValueError, OverflowError):
+            raise batch_error(error, index, member, member=True) from None
+    raise error
