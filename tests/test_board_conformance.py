@@ -698,6 +698,40 @@ def test_bad_input_raises_and_changes_nothing(
     board._check()
 
 
+#: (operation, the call, the member its error must name).  A batch write
+#: with one bad item changes nothing, and says which item was bad: its
+#: index in the batch and its member.
+BAD_BATCHES: dict[str, tuple[str, Callable[[Any], Any], str]] = {
+    "set-many-bad-score": ("set_many", lambda b: b.set_many({"ok": 1, "bad": "x"}), "'bad'"),
+    "set-many-nan": ("set_many", lambda b: b.set_many([("ok", 1), ("bad", NAN)]), "'bad'"),
+    "set-many-bad-member": ("set_many", lambda b: b.set_many([("ok", 1), (1.5, 2)]), "1.5"),
+    # not a pair: no member to name; the item itself is shown
+    "set-many-bad-pair": ("set_many", lambda b: b.set_many([("ok", 1), ("x", 1, 2)]), ""),
+    "incr-many-bad-delta": ("incr_many", lambda b: b.incr_many({"ok": 1, "bad": "x"}), "'bad'"),
+    "remove-many-bad-member": ("remove_many", lambda b: b.remove_many(["ann", None]), "None"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_BATCHES))
+def test_a_bad_batch_item_is_named_and_changes_nothing(
+    kind: str, make: Callable[..., Any], case: str
+) -> None:
+    op, call, member = BAD_BATCHES[case]
+    if kind == "decayed" and op == "incr_many":
+        op, call = "add_many", lambda b: b.add_many({"ok": 1, "bad": "x"})
+    need(kind, op)
+    board, _ = seeded(make, {})
+    before = state(board)
+    with pytest.raises((TypeError, ValueError)) as raised:
+        call(board)
+    text = str(raised.value)
+    assert "the batch's item at index 1" in text, text
+    assert f"(member {member})" in text if member else "got ('x', 1, 2)" in text, text
+    assert text.endswith("nothing was changed"), text
+    assert state(board) == before
+    board._check()
+
+
 # ----------------------------------------------------------------------
 # A bad style or flag, on every kind (and on the third index and sharded
 # boards over each in-memory index): refused before anything changes

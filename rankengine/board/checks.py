@@ -18,17 +18,19 @@ from __future__ import annotations
 
 import numbers
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 __all__ = [
     "PERCENTILE_METHODS",
     "STYLES",
     "WHENS",
+    "batch_error",
     "check_comparable",
     "check_count",
     "check_flag",
     "check_int",
+    "check_members",
     "check_percentile",
     "check_percentile_method",
     "check_ranks",
@@ -43,6 +45,12 @@ __all__ = [
 STYLES: Final = ("unique", "dense", "competition")
 #: The ways a percentile read counts a member's own score.
 PERCENTILE_METHODS: Final = ("below", "at_or_below", "midpoint")
+#: Characters of a member's repr kept in an error about a batch: enough to
+#: find the member, and a 1 MB member name does not make a 1 MB message.
+MEMBER_REPR_CHARS: Final = 80
+#: The errors :func:`batch_error` rewrites: the plain argument errors, whose
+#: constructors take the message alone.
+_REWORDED: Final = (TypeError, ValueError, OverflowError)
 #: The conditions a write takes (``when=``; Redis ``ZADD``'s NX, XX, GT, LT).
 WHENS: Final = (None, "new", "present", "better", "worse")
 
@@ -222,3 +230,57 @@ def check_percentile_method(method: object) -> None:
     """
     if method not in PERCENTILE_METHODS:
         raise ValueError(f"method must be one of {PERCENTILE_METHODS}, not {method!r}")
+
+
+def batch_error(exc: Exception, index: int, item: object, *, member: bool = False) -> Exception:
+    """``exc``, raised while checking item ``index`` (0-based) of a batch
+    write, as the same kind of error naming that item and its member, and
+    saying the batch changed nothing (every batch write checks all of its
+    items before it changes anything).  ``item`` is the ``(member, value)``
+    pair, or the member itself when ``member`` is true.  An error of another
+    kind is returned as it is.
+
+    Runtime complexity: O(1)
+
+    >>> print(batch_error(ValueError("score must not be NaN"), 1, ("bad", float("nan"))))
+    the batch's item at index 1 (member 'bad'): score must not be NaN; nothing was changed
+    """
+    if type(exc) not in _REWORDED:
+        return exc
+    if member:
+        who = f" (member {_short_repr(item)})"
+    elif isinstance(item, tuple) and len(item) == 2:
+        who = f" (member {_short_repr(item[0])})"
+    else:
+        who = ""
+    return type(exc)(f"the batch's item at index {index}{who}: {exc}; nothing was changed")
+
+
+def _short_repr(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"<int of {value.bit_length()} bits>"
+    text = repr(value)
+    if len(text) > MEMBER_REPR_CHARS:
+        return text[: MEMBER_REPR_CHARS - 3] + "..."
+    return text
+
+
+def check_members(check: Callable[[Any], Any], members: list[Any]) -> list[Any]:
+    """``[check(m) for m in members]``, an error naming the bad member and its
+    index (see :func:`batch_error`).
+
+    Runtime complexity: O(k) calls of ``check``
+
+    >>> check_members(str.upper, ["a", "b"])
+    ['A', 'B']
+    """
+    try:
+        return [check(member) for member in members]  # the good path: a comprehension
+    except (TypeError, ValueError, OverflowError) as exc:
+        error = exc
+    for index, member in enumerate(members):  # find the bad one (checks are pure)
+        try:
+            check(member)
+        except (TypeError, ValueError, OverflowError):
+            raise batch_error(error, index, member, member=True) from None
+    raise error

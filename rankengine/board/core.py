@@ -44,6 +44,7 @@ from rankengine.board.checks import (
     check_comparable,
     check_style,
 )
+from rankengine.board.plain import plain_repr
 from rankengine.board.scoring import (
     Member,
     Order,
@@ -99,6 +100,14 @@ class Entry(NamedTuple):
     score: Score
     rank: int
     meta: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        """The NamedTuple's repr, with ints beyond Python's int-to-string
+        limit written in hexadecimal (see :mod:`rankengine.board.plain`)."""
+        return (
+            f"Entry(member={plain_repr(self.member)}, score={plain_repr(self.score)}, "
+            f"rank={self.rank!r}, meta={plain_repr(self.meta)})"
+        )
 
 
 def _make_index(backend: str | Callable[[], OrderedIndex]) -> OrderedIndex:

@@ -48,7 +48,7 @@ from operator import itemgetter, ne
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import WHENS, check_when
+from rankengine.board.checks import WHENS, batch_error, check_when
 from rankengine.board.combine import combine
 from rankengine.board.contract import Board, When
 from rankengine.board.core import _MISSING, Entry, ItemWrites, RankStyle, TieBreak
@@ -505,20 +505,25 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
         # On a board that breaks ties by member, the batch's members must
         # compare with each other too, even when the board is empty.
         kind = self._member_type if self._primary else None
-        for pair in source:
-            if not isinstance(pair, tuple) or len(pair) != 2:
-                raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
-            member, value = pair
-            member = self._check_member(member)
-            if self._tie_break == "member":
-                if kind is None:
-                    kind = type(member)
-                elif type(member) is not kind:
-                    raise TypeError(
-                        f"this board breaks ties by member: {kind.__name__} and "
-                        f"{type(member).__name__} members would not compare"
-                    )
-            pairs.append((member, check(value, what)))
+        pair: object = None
+        try:
+            for pair in source:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
+                member, value = pair
+                member = self._check_member(member)
+                if self._tie_break == "member":
+                    if kind is None:
+                        kind = type(member)
+                    elif type(member) is not kind:
+                        raise TypeError(
+                            f"this board breaks ties by member: {kind.__name__} and "
+                            f"{type(member).__name__} members would not compare"
+                        )
+                pairs.append((member, check(value, what)))
+        except (TypeError, ValueError, OverflowError) as exc:
+            # the item checked when it failed is the one after the good ones
+            raise batch_error(exc, len(pairs), pair) from None
         return pairs
 
     def _load_new(

@@ -84,11 +84,18 @@ def describe(value: object) -> str:
 
     >>> describe(0.5), describe(-(10**400)), describe((10**400, 3))
     ('0.5', 'a negative int of 401 digits', '(an int of 401 digits, 3)')
+    >>> describe(2**100_000)
+    'a positive int of 100001 bits'
+
     """
     if type(value) is tuple:
         return "(" + ", ".join(map(describe, value)) + ")"
     if type(value) is int:
-        digits = len(str(abs(value)))
+        try:
+            digits = len(str(abs(value)))
+        except ValueError:  # past Python's int-to-string limit: by its size in bits
+            sign = "a negative" if value < 0 else "a positive"
+            return f"{sign} int of {value.bit_length()} bits"
         if digits > MAX_SHOWN_DIGITS:
             return f"{'a negative' if value < 0 else 'an'} int of {digits} digits"
     return repr(value)

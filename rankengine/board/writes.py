@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, overload
 
-from rankengine.board.checks import WHENS, check_when, member_list
+from rankengine.board.checks import WHENS, check_members, check_when, member_list
 from rankengine.board.contract import When
 from rankengine.board.scoring import Member, Score, ScoreCodec, check_meta
 
@@ -165,7 +165,7 @@ class BoardWrites:
         >>> board.set_many({"bob": "x"})
         Traceback (most recent call last):
         ...
-        TypeError: score must be an int or a float, not str
+        TypeError: the batch's item at index 0 (member 'bob'): score must be an int ... not str; ...
         """
         with self._lock:
             if when not in WHENS:
@@ -228,8 +228,7 @@ class BoardWrites:
         """
         wanted = member_list(members)
         with self._lock:
-            check = self._check_member
-            return self._remove_members([check(member) for member in wanted])
+            return self._remove_members(check_members(self._check_member, wanted))
 
     def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
         """Replace (or with ``None`` remove) a present member's metadata;

@@ -19,7 +19,9 @@ Exit codes (all commands):
 2     bad arguments, or DIR is not a board directory (for ``verify`` and
       ``inspect``: it holds no ``MANIFEST`` and no snapshot or segment file;
       ``inspect`` describes a board whose ``MANIFEST`` was lost, as damaged;
-      ``repair`` on a directory holding no board exits 1: nothing to repair from)
+      ``repair`` on a directory holding no board exits 1: nothing to repair from;
+      the root of a periodic board, a window or a decayed board is named as
+      such, with the board directories inside it to pass instead)
 3     ``verify``: the board opens, with a warning: a torn tail (cut on
       the next open), or a damaged snapshot newer than every good one
       (open skips it for an older snapshot or the log from seq 1;
@@ -55,9 +57,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Final, TextIO
 
+from rankengine.board.plain import int_text, plain_repr, to_json
 from rankengine.cli.args import ArgumentParser, non_negative, output_path
 from rankengine.cli.files import output_file
 from rankengine.cli.main import interrupted, reader_gone
+from rankengine.cli.roots import root_hint
 from rankengine.durable.board import rebuild
 from rankengine.durable.manifest import MANIFEST_NAME, read_manifest
 from rankengine.durable.records import LogError, RecoveryWarning
@@ -398,32 +402,32 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _plain(value: Any) -> Any:
+def _text(value: Any) -> str:
+    """A member or score as one CSV or text cell: ``bytes`` decoded (undecodable
+    bytes as ``\\xNN``), a huge int in hexadecimal (see :mod:`rankengine.board.plain`)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "backslashreplace")
-    if isinstance(value, tuple):
-        return list(value)
-    return value
+    if type(value) is int:
+        return int_text(value)
+    if isinstance(value, tuple):  # a composite score: written as a list, as before
+        return plain_repr(list(value))
+    return str(value)
 
 
 def _write_entries(entries: list[Any], fmt: str, out: TextIO) -> None:
     if fmt == "json":
         for e in entries:
-            row = {
-                "rank": e.rank,
-                "member": _plain(e.member),
-                "score": _plain(e.score),
-                "meta": e.meta,
-            }
-            out.write(json.dumps(row, default=_plain) + "\n")
+            row = {"rank": e.rank, "member": e.member, "score": e.score, "meta": e.meta}
+            # allow_nan=False: strict JSON, never ``Infinity`` or ``NaN``
+            out.write(json.dumps(to_json(row), allow_nan=False) + "\n")
     elif fmt == "csv":
         writer = csv.writer(out)
         writer.writerow(["rank", "member", "score"])
         for e in entries:
-            writer.writerow([e.rank, _plain(e.member), _plain(e.score)])
+            writer.writerow([e.rank, _text(e.member), _text(e.score)])
     else:
         for e in entries:
-            out.write(f"{e.rank:>8}  {_plain(e.member)!s:<30} {e.score!r}\n")
+            out.write(f"{e.rank:>8}  {_text(e.member):<30} {plain_repr(e.score)}\n")
 
 
 def _one_line_warning(command: str) -> Callable[..., None]:
@@ -448,10 +452,14 @@ def run(
     try:
         # verify and inspect report a lost manifest as damage when the files
         # of a board are there (repair rebuilds it); repair says what it finds
-        lost_manifest_ok = command is _repair or (
-            command in (_verify, _inspect) and bool(board_files(args.dir))
-        )
-        if not lost_manifest_ok and not os.path.exists(os.path.join(args.dir, MANIFEST_NAME)):
+        has_files = bool(board_files(args.dir))
+        lost_manifest_ok = command is _repair or (command in (_verify, _inspect) and has_files)
+        no_manifest = not os.path.exists(os.path.join(args.dir, MANIFEST_NAME))
+        hint = root_hint(args.dir) if no_manifest and not has_files else None
+        if hint is not None:  # a time board's root, or boards one level down
+            sys.stderr.write(f"rankengine {name}: {args.dir} is not a board directory: {hint}\n")
+            return EXIT_FAILED if command is _repair else EXIT_USAGE
+        if not lost_manifest_ok and no_manifest:
             try:
                 read_manifest(args.dir)  # raises FileNotFoundError with the path
             except FileNotFoundError as exc:

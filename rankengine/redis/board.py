@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import check_when, member_list
+from rankengine.board.checks import check_members, check_when, member_list
 from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.copying import Uncopyable
 from rankengine.board.core import Entry, ItemWrites, RankStyle, TieBreak
@@ -425,7 +425,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         Runtime complexity: O(k log N), one round trip.
         """
         wanted = member_list(members)
-        keys = [self._member(member) for member in wanted]
+        keys = check_members(self._member, wanted)
         if not keys:
             return 0
         with self._writing():

@@ -171,7 +171,7 @@ def _split(value: float | int, *, bound: bool = False) -> tuple[float, int]:
     if not -MAX_INT_SCORE <= n <= MAX_INT_SCORE:
         if not bound:
             raise ValueError(
-                f"score {n} is outside the range of a Redis board "
+                f"score {describe(n)} is outside the range of a Redis board "
                 "(a double's range, about 1.8e308, holds every score but such ints)"
             )
         return (_MAX_DOUBLE, 1 << 971) if n > 0 else (-math.inf, 1)

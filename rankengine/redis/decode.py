@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from rankengine.board.checks import batch_error
 from rankengine.board.core import Entry, RankStyle
 from rankengine.board.scoring import (
     Member,
@@ -282,21 +283,25 @@ class ReplyDecoding(RedisHandle):
         pairs: list[tuple[Any, Score]] = []
         keys: list[bytes] = []
         tag = b""
-        for pair in source:
-            if not isinstance(pair, tuple) or len(pair) != 2:
-                raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
-            member, value = pair
-            key = self._member(member)
-            if not self._first:
-                if not tag:
-                    tag = key[:1]
-                elif key[:1] != tag:
-                    raise TypeError(
-                        f"this board breaks ties by member: {_TAGS[tag[0]]} and "
-                        f"{type(member).__name__} members would not compare"
-                    )
-            pairs.append((member, self._codec.check(value, what)))
-            keys.append(key)
+        pair: object = None
+        try:
+            for pair in source:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
+                member, value = pair
+                key = self._member(member)
+                if not self._first:
+                    if not tag:
+                        tag = key[:1]
+                    elif key[:1] != tag:
+                        raise TypeError(
+                            f"this board breaks ties by member: {_TAGS[tag[0]]} and "
+                            f"{type(member).__name__} members would not compare"
+                        )
+                pairs.append((member, self._codec.check(value, what)))
+                keys.append(key)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise batch_error(exc, len(pairs), pair) from None
         return pairs, keys, tag
 
     def _tie(self, clock: int, member: Member) -> Any:

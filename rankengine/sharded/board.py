@@ -60,7 +60,7 @@ from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, Final
 
 from rankengine.board.changes import PUT, Change
-from rankengine.board.checks import check_int, check_style
+from rankengine.board.checks import batch_error, check_int, check_style
 from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.core import Entry, ItemWrites, RankStyle
 from rankengine.board.leaderboard import Leaderboard, When
@@ -733,14 +733,18 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardWrites, BoardAPI):
         with self._lock:
             kind = self._member_type() if self._tie_break == "member" else None
             pairs: list[tuple[Any, Score]] = []
-            for pair in source:
-                if not isinstance(pair, tuple) or len(pair) != 2:
-                    raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
-                member, value = pair
-                self._check_member(member, kind)
-                if self._tie_break == "member" and kind is None:
-                    kind = type(member)
-                pairs.append((member, codec.check(value, what)))
+            pair: object = None
+            try:
+                for pair in source:
+                    if not isinstance(pair, tuple) or len(pair) != 2:
+                        raise TypeError(f"expected (member, {what}) pairs, got {pair!r}")
+                    member, value = pair
+                    self._check_member(member, kind)
+                    if self._tie_break == "member" and kind is None:
+                        kind = type(member)
+                    pairs.append((member, codec.check(value, what)))
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise batch_error(exc, len(pairs), pair) from None
             placed = {m: self.shard_of(m) for m, _ in pairs}
             groups: dict[int, list[Any]] = {}
             for member in dict.fromkeys(placed):

@@ -680,7 +680,20 @@ class PeriodicLeaderboard(Uncopyable):
             is_open = target.start <= now < target.end + self._grace
             if is_open or self._oldest_kept(current) <= target.start <= current.start:
                 return Leaderboard(**self._plain_config)
-            raise KeyError(f"period {target.name} is not held in memory")
+            raise KeyError(self._not_held(target, current))
+
+    def _not_held(self, target: Period, current: Period) -> str:
+        """Why ``target`` is not held, and how to read it if it can be read."""
+        name = target.name
+        if target.start > current.start:
+            return f"period {name} has not started yet (the current period is {current.name})"
+        gone = f"period {name} is not held in memory (older than keep={self._keep} periods)"
+        if self._archive is None:
+            return f"{gone} and this board has no archive (pass archive= to keep dropped periods)"
+        path = self._archive / (period_file_name(name) + ARCHIVE_SUFFIX)
+        if path.exists():
+            return f"{gone}; it was archived: read it with board.load_archived({name!r})"
+        return f"{gone} and there is no archive of it (board.archived() lists the archived ones)"
 
     # Every read of the board contract, in a period: the period's board
     # answers it (see rankengine.board.routing.routed), so each keeps the
