@@ -80,7 +80,7 @@ from rankengine.timed.calendars import (
     _check_time,
     calendar,
 )
-from rankengine.timed.store import PeriodDirectories
+from rankengine.timed.store import PeriodDirectories, close_all
 
 __all__ = [
     "Calendar",
@@ -832,7 +832,7 @@ class PeriodicLeaderboard(Uncopyable):
             closable = any(hasattr(board, "close") for board in self._boards.values())
             self._shut = self._shut or self._store is not None or closable
             try:
-                _close_all(self._boards.values())
+                close_all(self._boards.values())
             finally:
                 if self._root_lock is not None:
                     self._root_lock.release()
@@ -856,7 +856,7 @@ class PeriodicLeaderboard(Uncopyable):
             self._load(root, fsync)
         except BaseException as exc:
             try:
-                _close_all(self._boards.values())
+                close_all(self._boards.values())
             except Exception as also:  # (the first error is the news)
                 exc.add_note(f"closing the boards opened also failed: {also}")
             finally:
@@ -1179,24 +1179,3 @@ class PeriodicLeaderboard(Uncopyable):
             f"grace={self._grace}, periods={len(self._periods)}"
             f"{', closed' if self._shut else ''})"
         )
-
-
-def _close_all(boards: Iterable[Leaderboard]) -> None:
-    """Close every board that can be closed (a durable one), even when one's
-    close raises; then raise the first such error.
-
-    Runtime complexity: O(number of boards), plus each close
-
-    >>> _close_all([Leaderboard()])  # nothing to close in memory
-    """
-    error: BaseException | None = None
-    for board in boards:
-        close = getattr(board, "close", None)
-        if close is None:
-            continue
-        try:
-            close()
-        except BaseException as exc:
-            error = error or exc
-    if error is not None:
-        raise error
