@@ -61,6 +61,7 @@ from rankengine.index.sortedlist import SortedListIndex
 
 __all__ = [
     "BULK_REBUILD_FRACTION",
+    "MISSING",
     "TOP_CACHE_SIZE",
     "Backend",
     "BoardCore",
@@ -68,6 +69,7 @@ __all__ = [
     "ItemWrites",
     "RankStyle",
     "TieBreak",
+    "lookalike",
 ]
 
 RankStyle: TypeAlias = Literal["unique", "dense", "competition"]
@@ -75,7 +77,8 @@ TieBreak: TypeAlias = Literal["first", "member"]
 Backend: TypeAlias = Literal["sortedlist", "skiplist"]
 
 _TIE_BREAKS: Final = ("first", "member")
-_MISSING: Final = object()
+#: What a look-up returns for an absent member (a default no caller can pass).
+MISSING: Final = object()
 
 #: How many best rows a board keeps ready for ``top()``: enough for a top 10
 #: and for page 1 at the default page size.  A top-k read then costs a slice
@@ -286,10 +289,10 @@ class BoardCore:
         return len(self._primary)
 
     def __contains__(self, member: object) -> bool:
-        return self._lookup(member) is not _MISSING
+        return self._lookup(member) is not MISSING
 
     def _lookup(self, member: object) -> Any:
-        """The member's primary key, or ``_MISSING`` when it is absent; a
+        """The member's primary key, or ``MISSING`` when it is absent; a
         value that cannot be looked up (unhashable) raises the write's
         :func:`~rankengine.board.scoring.member_error`.  (``rank`` inlines it.)
 
@@ -300,11 +303,11 @@ class BoardCore:
         Runtime complexity: O(1)
         """
         try:  # free unless it raises: no type test before the look-up
-            primary = self._primary.get(member, _MISSING)
+            primary = self._primary.get(member, MISSING)
         except TypeError:
             raise member_error(member) from None
-        if primary is not _MISSING and type(member) is not str and _lookalike(member):
-            return _MISSING
+        if primary is not MISSING and type(member) is not str and lookalike(member):
+            return MISSING
         return primary
 
     def __repr__(self) -> str:
@@ -541,14 +544,14 @@ class BoardCore:
             assert len(self._index) == len(self._primary), (len(self._index), len(self._primary))
             seen = 0
             for primary, tie, member in self._index.iter_range(0, len(self._index)):
-                held = self._primary.get(member, _MISSING)
+                held = self._primary.get(member, MISSING)
                 # the same value, not just an equal one (2 and 2.0, 0.0 and -0.0)
-                assert held is not _MISSING and _same_value(held, primary), (member, held, primary)
+                assert held is not MISSING and _same_value(held, primary), (member, held, primary)
                 if self._tie_break == "first":
                     # the tie map agrees with the index where it holds a member;
                     # any other member is found in the index by its score
-                    kept = self._tie.get(member, _MISSING)
-                    if kept is _MISSING:
+                    kept = self._tie.get(member, MISSING)
+                    if kept is MISSING:
                         found = self._locate_tie(member, primary)[0]
                         assert found == tie, ("tie look-up", member, found, tie)
                     else:
@@ -628,12 +631,12 @@ class BoardCore:
             tie: Any = -clock if self._desc else clock
         else:
             tie = member
-        old = self._primary.get(member, _MISSING)
+        old = self._primary.get(member, MISSING)
         if self._top is not None:
             self._touch_top(primary)
-            if old is not _MISSING:
+            if old is not MISSING:
                 self._touch_top(old)
-        if old is _MISSING:
+        if old is MISSING:
             near = self._index.insert(primary, tie, member)
             if not self._primary:  # first member of an empty board fixes the type
                 self._member_type = type(member)
@@ -902,14 +905,14 @@ class BoardCore:
         return member
 
 
-def _lookalike(value: object) -> bool:
+def lookalike(value: object) -> bool:
     """True for a value found in a dict of members that is not a member: it
     only equals one (``True == 1``, ``1.0 == 1``).  A plain ``str``, ``int``
     or ``bytes`` costs two or three identity tests.
 
     Runtime complexity: O(1)
 
-    >>> _lookalike("ann"), _lookalike(1), _lookalike(True), _lookalike(1.0)
+    >>> lookalike("ann"), lookalike(1), lookalike(True), lookalike(1.0)
     (False, False, True, True)
     """
     kind = type(value)

@@ -51,7 +51,7 @@ from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.checks import WHENS, batch_error, check_when
 from rankengine.board.combine import combine
 from rankengine.board.contract import Board, When
-from rankengine.board.core import _MISSING, Entry, ItemWrites, RankStyle, TieBreak
+from rankengine.board.core import MISSING, Entry, ItemWrites, RankStyle, TieBreak
 from rankengine.board.reads import BoardReads
 from rankengine.board.scoring import (
     Member,
@@ -153,9 +153,9 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
                     member = check_member(member)
                 if delta != delta:
                     raise ValueError("delta must not be NaN")
-                primary = self._primary.get(member, _MISSING)
+                primary = self._primary.get(member, MISSING)
                 clock = self._clock + 1
-                if primary is _MISSING:
+                if primary is MISSING:
                     value: Any = 0 + delta  # type: ignore[operator]
                     self._commit([(PUT, member, value, clock)])
                     return value  # type: ignore[no-any-return]
@@ -232,8 +232,8 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
         return True
 
     def _incr_checked(self, member: Any, step: Score, when: When | None) -> Score | None:
-        primary = self._primary.get(member, _MISSING)
-        if primary is _MISSING:
+        primary = self._primary.get(member, MISSING)
+        if primary is MISSING:
             if when == "present":
                 return None
             base = self._zero()
@@ -482,15 +482,15 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
     def _plan_set(
         self, member: Any, score: Score, when: When | None, meta: dict[str, Any] | None
     ) -> list[Change]:
-        old = self._primary.get(member, _MISSING)
+        old = self._primary.get(member, MISSING)
         changes: list[Change] = []
         if when is not None:
-            held = None if old is _MISSING else self._codec.score(old)
+            held = None if old is MISSING else self._codec.score(old)
             if self._codec.blocks(when, held, score):
                 return changes
         # The clock moves only when the ranked score changes: re-setting the
         # same value keeps the member's place among ties.
-        if old is _MISSING or self._codec.primary(score) != old:
+        if old is MISSING or self._codec.primary(score) != old:
             changes.append((PUT, member, score, self._clock + 1))
         if meta is not None and (changes or not same_meta(self._meta.get(member), meta)):
             changes.append((META, member, meta))
@@ -646,15 +646,15 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
             if member in current:
                 old = current[member]
             else:
-                primary = self._primary.get(member, _MISSING)
-                old = _MISSING if primary is _MISSING else codec.score(primary)
+                primary = self._primary.get(member, MISSING)
+                old = MISSING if primary is MISSING else codec.score(primary)
             if increment:
-                new = codec.add(self._zero() if old is _MISSING else old, value, member)
+                new = codec.add(self._zero() if old is MISSING else old, value, member)
             else:
                 new = value
-                if when is not None and codec.blocks(when, None if old is _MISSING else old, new):
+                if when is not None and codec.blocks(when, None if old is MISSING else old, new):
                     continue
-            if old is not _MISSING and codec.primary(new) == codec.primary(old):
+            if old is not MISSING and codec.primary(new) == codec.primary(old):
                 # same score: no change, the member keeps its place and its
                 # score (5 stays 5 after + 0.0), which is what it reports
                 results[member] = old

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from rankengine.board.checks import STYLES, check_int, check_percentile, check_style
 from rankengine.board.contract import DEFAULT_PAGE_SIZE, BoardAPI, PercentileMethod
-from rankengine.board.core import _MISSING, TOP_CACHE_SIZE, BoardCore, Entry, RankStyle, _lookalike
+from rankengine.board.core import MISSING, TOP_CACHE_SIZE, BoardCore, Entry, RankStyle, lookalike
 from rankengine.board.scoring import Member, Score, check_meta, describe, member_error
 
 __all__ = [
@@ -57,7 +57,7 @@ class BoardReads(BoardCore, BoardAPI):
     def __getitem__(self, member: Member) -> Score:
         """The score of ``member``; ``KeyError`` when absent."""
         primary = self._lookup(member)
-        if primary is _MISSING:
+        if primary is MISSING:
             raise KeyError(member)
         return self._codec.score(primary)  # type: ignore[no-any-return]
 
@@ -75,7 +75,7 @@ class BoardReads(BoardCore, BoardAPI):
         Runtime complexity: O(1)
         """
         primary = self._lookup(member)
-        if primary is _MISSING:
+        if primary is MISSING:
             return default
         return self._codec.score(primary)
 
@@ -94,11 +94,11 @@ class BoardReads(BoardCore, BoardAPI):
         lock.acquire()
         try:
             try:  # free unless it raises: no type test on the hottest read
-                primary = self._primary.get(member, _MISSING)
+                primary = self._primary.get(member, MISSING)
             except TypeError:
                 raise member_error(member) from None
             # (a str, the usual member, skips the call: the hottest read)
-            if primary is _MISSING or (type(member) is not str and _lookalike(member)):
+            if primary is MISSING or (type(member) is not str and lookalike(member)):
                 return None
             if style == "unique":
                 tie = self._tie.get(member) if self._first else member
@@ -119,7 +119,7 @@ class BoardReads(BoardCore, BoardAPI):
         Runtime complexity: O(size of meta)
         """
         with self._lock:
-            if self._lookup(member) is _MISSING:
+            if self._lookup(member) is MISSING:
                 return None
             data = self._meta.get(member)
             return None if data is None else check_meta(data)
@@ -141,7 +141,7 @@ class BoardReads(BoardCore, BoardAPI):
     def _rank_of_member(self, member: Member, style: RankStyle) -> int | None:
         with self._lock:
             primary = self._lookup(member)
-            if primary is _MISSING:
+            if primary is MISSING:
                 return None
             return self._rank_of(member, primary, style)
 
@@ -150,7 +150,7 @@ class BoardReads(BoardCore, BoardAPI):
         lock.acquire()
         try:
             primary = self._lookup(member)
-            if primary is _MISSING:
+            if primary is MISSING:
                 return None
             return self._make_entry(
                 member, primary, self._rank_of(member, primary, style), with_meta
@@ -167,7 +167,7 @@ class BoardReads(BoardCore, BoardAPI):
             out: list[Entry | None] = []
             for member in members:
                 primary = self._lookup(member)
-                if primary is _MISSING:
+                if primary is MISSING:
                     out.append(None)
                 else:
                     rank = self._rank_of(member, primary, style)
@@ -196,7 +196,7 @@ class BoardReads(BoardCore, BoardAPI):
     def _score_counts(self, member: Member) -> tuple[int, int, int] | None:
         with self._lock:
             primary = self._lookup(member)
-            if primary is _MISSING:
+            if primary is MISSING:
                 return None
             lower = self._index.count_primary(primary, inclusive=False)
             upper = self._index.count_primary(primary, inclusive=True)
@@ -259,7 +259,7 @@ class BoardReads(BoardCore, BoardAPI):
         lock.acquire()
         try:
             primary = self._lookup(member)
-            if primary is _MISSING:
+            if primary is MISSING:
                 return []
             n = len(self)
             r0 = self._unique_offset(member, primary)  # 0-based rank
@@ -345,20 +345,20 @@ class BoardReads(BoardCore, BoardAPI):
         score = self._codec.score
         meta = self._meta
         rank = lo + 1
-        prev: Any = _MISSING
+        prev: Any = MISSING
         shared = 0
         for primary, _, member in rows:
             if style == "unique":
                 shown = rank
-            elif prev is _MISSING or primary != prev:
+            elif prev is MISSING or primary != prev:
                 if style == "competition":
                     shown = (
                         rank
-                        if prev is not _MISSING
+                        if prev is not MISSING
                         else self._count_ahead(primary, include_ties=False) + 1
                     )
                 else:
-                    shown = self._dense_rank(primary) if prev is _MISSING else shared + 1
+                    shown = self._dense_rank(primary) if prev is MISSING else shared + 1
                 shared = shown
             else:
                 shown = shared

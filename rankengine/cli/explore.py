@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from rankengine.cli.args import HelpFormatter, output_path, whole_number
 from rankengine.cli.files import output_file
-from rankengine.cli.viz import _entry, _number
+from rankengine.cli.viz import parse_entry, parse_number
 from rankengine.index.skiplist import MAX_LEVEL, P
 from rankengine.teach.explore import DEFAULT_SIZE, MAX_SIZE, Explorer
 from rankengine.teach.explore_data import board_data, parse_op, static_data
@@ -63,7 +63,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "scores",
         nargs="*",
-        type=_entry,
+        type=parse_entry,
         metavar="SCORE",
         help=f"scores to insert, in this order: 42, 7.5 or NAME=SCORE (default: "
         f"{DEFAULT_SIZE} random scores)",
@@ -208,7 +208,7 @@ def read_board(path: str) -> list[tuple[str | None, int | float]]:
     out: list[tuple[str | None, int | float]] = []
     for name, score in pairs:
         try:
-            value = _number(str(score))
+            value = parse_number(str(score))
         except argparse.ArgumentTypeError as exc:
             raise ValueError(f"{path}: {name}: {exc}") from None
         out.append((name, value))

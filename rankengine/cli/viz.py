@@ -40,7 +40,11 @@ from rankengine.teach.viz import (
     teaching_list,
 )
 
-__all__ = ["register"]
+__all__ = [
+    "parse_entry",
+    "parse_number",
+    "register",
+]
 
 #: Random scores drawn when none are given.
 DEFAULT_COUNT: Final = 12
@@ -56,7 +60,7 @@ def register(sub: Any) -> None:
     board.add_argument(
         "scores",
         nargs="*",
-        type=_entry,
+        type=parse_entry,
         metavar="SCORE",
         help="scores to insert, in this order: 42, 7.5 or NAME=SCORE "
         f"(default: {DEFAULT_COUNT} random scores)",
@@ -133,17 +137,17 @@ def register(sub: Any) -> None:
         formatter_class=HelpFormatter,
     )
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--find", type=_number, metavar="SCORE", help="search for a score")
+    what.add_argument("--find", type=parse_number, metavar="SCORE", help="search for a score")
     what.add_argument(
         "--rank", type=positive, metavar="R", help="find the entry at rank R (1 = lowest)"
     )
     what.add_argument(
-        "--insert", type=_entry, metavar="SCORE", help="insert a score (or NAME=SCORE)"
+        "--insert", type=parse_entry, metavar="SCORE", help="insert a score (or NAME=SCORE)"
     )
-    what.add_argument("--delete", type=_number, metavar="SCORE", help="delete a score")
+    what.add_argument("--delete", type=parse_number, metavar="SCORE", help="delete a score")
     what.add_argument(
         "--update",
-        type=_number,
+        type=parse_number,
         nargs=2,
         metavar=("OLD", "NEW"),
         help="change a score from OLD to NEW",
@@ -162,7 +166,7 @@ def register(sub: Any) -> None:
 # ----------------------------------------------------------------------
 
 
-def _number(text: str) -> int | float:
+def parse_number(text: str) -> int | float:
     if not text.isascii():  # int() and float() read "\u0663" (Arabic-Indic 3) as 3
         raise argparse.ArgumentTypeError(f"{text!r} is not a number")
     try:
@@ -178,13 +182,13 @@ def _number(text: str) -> int | float:
     return value
 
 
-def _entry(text: str) -> tuple[str | None, int | float]:
+def parse_entry(text: str) -> tuple[str | None, int | float]:
     name, sep, score = text.rpartition("=")
     if not sep:
-        return (None, _number(text))
+        return (None, parse_number(text))
     if not name:
         raise argparse.ArgumentTypeError(f"{text!r}: the name before '=' is empty")
-    return (name, _number(score))
+    return (name, parse_number(score))
 
 
 def _count(text: str) -> int:

@@ -61,7 +61,7 @@ from rankengine.durable.eventlog import (
     MappedSegmentWriter,
     SegmentWriter,
 )
-from rankengine.durable.events import _Events, _open_readers, iter_events, rebuild
+from rankengine.durable.events import EventReader, iter_events, open_readers, rebuild
 from rankengine.durable.manifest import (
     DirectoryLock,
     segment_name,
@@ -73,8 +73,8 @@ from rankengine.durable.opening import (
     _checked_clock,
     _now_ms,
     _open_manifest,
-    _resolve_config,
     _stored_config,
+    resolve_config,
 )
 from rankengine.durable.options import (
     BOARD_SETTINGS,
@@ -102,7 +102,7 @@ from rankengine.durable.records import (
     TornTailWarning,
     crash_point,
 )
-from rankengine.durable.recovery import _manifest_may_name, _remove_leftovers, load_board
+from rankengine.durable.recovery import load_board, manifest_may_name, remove_leftovers
 from rankengine.durable.sliced import SlicedExport
 from rankengine.durable.snapshot import fsync_dir, write_snapshot_columns
 
@@ -230,7 +230,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             "rank_style": rank_style,
             "backend": backend,
         }
-        fresh = _resolve_config(None, explicit, os.fspath(path))
+        fresh = resolve_config(None, explicit, os.fspath(path))
         check_settings(explicit)
         self.path = os.fspath(path)
         self._closed = True  # until fully open
@@ -244,7 +244,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         self._dirlock = DirectoryLock(self.path)
         try:
             manifest = _open_manifest(self.path, _stored_config(fresh), create)
-            config = _resolve_config(manifest.config, explicit, self.path)
+            config = resolve_config(manifest.config, explicit, self.path)
             super().__init__(**config)
             loaded = load_board(self, self.path, manifest)
             if loaded.torn is not None:
@@ -258,7 +258,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                     TornTailWarning,
                     stacklevel=3,
                 )
-            self.recovery_notes = loaded.notes + _remove_leftovers(self.path, manifest)
+            self.recovery_notes = loaded.notes + remove_leftovers(self.path, manifest)
             assert loaded.active is not None
             name, first, start, end = loaded.active
             # Under "always" every record waits for an fsync anyway, so the
@@ -769,7 +769,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 except BaseException as exc:
                     manifest.segments.pop()
                     writer.close()
-                    if _manifest_may_name(directory, name):
+                    if manifest_may_name(directory, name):
                         # The rename happened (the directory fsync after it
                         # failed): the manifest on disk names the new segment,
                         # so it stays.  Whether the rename survives a power
@@ -833,7 +833,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         Runtime complexity: O(size of the segments read)
         """
         with self._lock:
-            readers = _open_readers(self.path, self._manifest, start, stop)
+            readers = open_readers(self.path, self._manifest, start, stop)
             if not self._closed:
                 readers[-1].size = self._writer.end
-        return _Events(readers, start, stop)
+        return EventReader(readers, start, stop)

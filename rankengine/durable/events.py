@@ -32,14 +32,19 @@ from rankengine.board.checks import check_flag
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.eventlog import SegmentReader
 from rankengine.durable.manifest import Manifest, read_manifest
-from rankengine.durable.opening import _resolve_config
+from rankengine.durable.opening import resolve_config
 from rankengine.durable.records import Event, LogError, RecoveryWarning, TornTailWarning
 from rankengine.durable.recovery import load_board
 
-__all__ = ["iter_events", "rebuild"]
+__all__ = [
+    "EventReader",
+    "iter_events",
+    "open_readers",
+    "rebuild",
+]
 
 
-def _open_readers(
+def open_readers(
     directory: str, manifest: Manifest, start: int, stop: int | None
 ) -> list[SegmentReader]:
     if isinstance(start, bool) or not isinstance(start, int) or start < 1:
@@ -66,7 +71,7 @@ def _open_readers(
     return readers
 
 
-class _Events(Iterator[Event]):
+class EventReader(Iterator[Event]):
     """The events of segments opened at the call: the end of the events,
     :meth:`close` or dropping it closes the files, also before the first
     event was read (a generator's own ``close()`` runs nothing until it has
@@ -107,7 +112,7 @@ def _iterate(
                 warnings.warn(
                     f"{reader.torn.path}: log ends in a torn tail at offset {reader.torn.offset}",
                     TornTailWarning,
-                    stacklevel=3,  # (the caller of _Events.__next__)
+                    stacklevel=3,  # (the caller of EventReader.__next__)
                 )
     finally:
         for reader in readers:
@@ -122,7 +127,7 @@ def iter_events(
     Runtime complexity: O(size of the segments read)
     """
     directory = os.fspath(path)
-    return _Events(_open_readers(directory, read_manifest(directory), start, stop), start, stop)
+    return EventReader(open_readers(directory, read_manifest(directory), start, stop), start, stop)
 
 
 def _check_point_in_time(until_seq: object, until_ms: object) -> None:
@@ -173,7 +178,7 @@ def rebuild(
     from_log = check_flag(from_log, "from_log")  # "no" ignored the snapshots
     directory = os.fspath(path)
     manifest = read_manifest(directory)
-    config = _resolve_config(manifest.config, {"backend": backend}, directory)
+    config = resolve_config(manifest.config, {"backend": backend}, directory)
     board = Leaderboard(**config)
     loaded = load_board(
         board,

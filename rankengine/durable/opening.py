@@ -3,7 +3,7 @@ and the manifest -- read, or a new board created.
 
 A directory's stored settings win over the ones an open passes, and one
 that would change what the stored data means is an error
-(:func:`_resolve_config`).  A directory without a ``MANIFEST`` becomes a new
+(:func:`resolve_config`).  A directory without a ``MANIFEST`` becomes a new
 board only if it holds nothing but what an interrupted creation leaves
 (:func:`_open_manifest`): its first segment is made durable before the
 manifest that names it, so a crash at any step leaves either no board or a
@@ -13,8 +13,8 @@ whole one.  Loading what the manifest names is
 
 >>> import tempfile
 >>> with tempfile.TemporaryDirectory() as tmp:
-...     manifest = _open_manifest(tmp, _stored_config(_resolve_config(None, {}, tmp)), True)
-...     print(manifest.segments, _resolve_config(manifest.config, {}, tmp)["order"])
+...     manifest = _open_manifest(tmp, _stored_config(resolve_config(None, {}, tmp)), True)
+...     print(manifest.segments, resolve_config(manifest.config, {}, tmp)["order"])
 [('log-00000000000000000001.seg', 1)] desc
 """
 
@@ -37,7 +37,9 @@ from rankengine.durable.records import LogError, crash_point
 from rankengine.durable.snapshot import fsync_dir
 from rankengine.durable.verify import creation_leftovers
 
-__all__: list[str] = []
+__all__ = [
+    "resolve_config",
+]
 
 #: Settings that change what the stored data means; a reopen must agree.
 _BINDING: Final = ("order", "tie_break", "rank_style")
@@ -88,7 +90,7 @@ def _stored_config(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _resolve_config(
+def resolve_config(
     stored: dict[str, Any] | None, explicit: dict[str, Any], path: str
 ) -> dict[str, Any]:
     """The board settings: stored ones win; an explicit conflicting one is an error.

@@ -7,10 +7,10 @@ caller to cut or refuse).  A damaged snapshot is skipped with a
 :class:`~rankengine.durable.records.RecoveryWarning` when an older one, or
 the log from seq 1, can stand in for it.  The records after the snapshot
 are checked one by one and applied by their net effect
-(:class:`_TailReplay`).  :func:`_remove_leftovers` runs once an open holds
+(:class:`_TailReplay`).  :func:`remove_leftovers` runs once an open holds
 the directory: files the manifest does not name were left by a crash
 between a compaction's steps, and are removed (or set aside as
-``.orphan`` when they may hold records); :func:`_manifest_may_name` tells a
+``.orphan`` when they may hold records); :func:`manifest_may_name` tells a
 compaction whether a failed manifest write left a file the next open keeps.
 
 >>> import tempfile
@@ -55,7 +55,12 @@ from rankengine.durable.records import (
 )
 from rankengine.durable.snapshot import fsync_dir, read_snapshot
 
-__all__ = ["Loaded", "load_board"]
+__all__ = [
+    "Loaded",
+    "load_board",
+    "manifest_may_name",
+    "remove_leftovers",
+]
 
 
 class Loaded:
@@ -320,7 +325,7 @@ def load_board(
     return out
 
 
-def _manifest_may_name(directory: str, name: str) -> bool:
+def manifest_may_name(directory: str, name: str) -> bool:
     """Might the manifest on disk name file ``name``?  True when it does, and
     when it cannot be read (a file it might name must not be removed).
 
@@ -333,7 +338,7 @@ def _manifest_may_name(directory: str, name: str) -> bool:
     return any(n == name for n, _ in on_disk.snapshots + on_disk.segments)
 
 
-def _remove_leftovers(directory: str, manifest: Manifest) -> list[str]:
+def remove_leftovers(directory: str, manifest: Manifest) -> list[str]:
     """Remove what an interrupted compaction left behind; return notes."""
     listed = {name for name, _ in manifest.snapshots} | {name for name, _ in manifest.segments}
     last_first = manifest.segments[-1][1] if manifest.segments else 0
