@@ -30,6 +30,7 @@ from rankengine.durable.manifest import (
     segment_name,
     write_manifest,
 )
+from rankengine.durable.marks import settle
 from rankengine.durable.options import make_directory
 from rankengine.durable.records import (
     LogError,
@@ -310,6 +311,23 @@ def repair(
             )
             keep.append((name, base + 1))
         manifest.segments = keep
+        infos = {info.name: info for info in before.segments}
+        kept = [
+            (name, infos[name].last_seq, infos[name].good_end or infos[name].size)
+            for name, _ in keep
+            if name in infos
+        ]
+        old_mark, new_mark = settle(manifest, kept)
+        if new_mark < old_mark:
+            plan.append(
+                (
+                    f"lower the MANIFEST's marks from seq {old_mark} to seq {new_mark}: "
+                    f"seq {new_mark + 1}..{old_mark} ({old_mark - new_mark} acknowledged "
+                    "records) are lost from the board; `rankengine salvage DIR` shows any "
+                    "that were found and set aside",
+                    None,
+                )
+            )
 
         def new_manifest() -> None:
             write_manifest(directory, manifest, step="repair_manifest")
