@@ -313,6 +313,9 @@ def load_board(
                 tail.add(event, reader)
                 out.last_seq, out.last_ms = event.seq, event.time_ms
                 out.records += 1
+                if event.seq == until_seq:  # (not reading on: damage past it is no matter)
+                    stop = True
+                    break
             if stop:
                 tail.finish()
                 return out
