@@ -402,6 +402,9 @@ def apply(directory: str, *, extra: list[str] | None = None) -> SalvageResult:
         repaired = repair(directory)
         if repaired.after is not None and repaired.after.damaged:
             raise LogError(f"{directory}: repair could not make the board open; see its report")
+    for name in os.listdir(directory):  # a report a kill left half written
+        if name.startswith(REPORT_PREFIX) and name.endswith(".json.tmp"):
+            os.remove(os.path.join(directory, name))
     plan = find(directory, extra=extra)
     journal = _read_journal(directory)
     if journal is None and not plan.writes:
