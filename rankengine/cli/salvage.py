@@ -10,9 +10,11 @@ records keeping their times, and says which sequence numbers they got and
 where the report is.  Exit codes as for the other log tools: 0 done, 1
 failed, 2 bad arguments or DIR is not a board, 130 interrupted.
 
->>> from rankengine.cli.main import main
->>> main(["salvage", "/nonexistent/board"])
-2
+>>> sub = argparse.ArgumentParser().add_subparsers()
+>>> register(sub)
+>>> args = sub.choices["salvage"].parse_args([".", "--from", "saved"])
+>>> args.apply, args.extra
+(False, ['saved'])
 """
 
 from __future__ import annotations
