@@ -360,7 +360,6 @@ OVERSIZE: dict[str, int] = {
     "rankengine/timed/periodic.py": 1200,  # its writes still restate the contract
     "rankengine/sharded/board.py": 1000,  # score/meta/items still its own
     "rankengine/board/core.py": 1000,
-    "rankengine/trending/topk.py": 950,
 }
 
 
