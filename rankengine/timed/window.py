@@ -63,7 +63,7 @@ from typing import Any, Final, TypeVar
 from rankengine.board.combine import aggregate_scores
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard, When
-from rankengine.board.routing import routed
+from rankengine.board.routing import at_time, routed
 from rankengine.board.scoring import Member, Score
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -348,6 +348,7 @@ class SlidingWindowLeaderboard(Uncopyable):
     # ------------------------------------------------------------------
     # Writes (to the bucket of the timestamp)
     # ------------------------------------------------------------------
+    @at_time(Leaderboard.incr)
     def incr(
         self, member: Member, delta: Score = 1, *, t: float | None = None, when: When | None = None
     ) -> Score | None:
@@ -360,6 +361,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.incr(member, delta, t=t, when=when)
 
+    @at_time(Leaderboard.set)
     def set(
         self,
         member: Member,
@@ -376,6 +378,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.set(member, score, t=t, when=when, meta=meta)
 
+    @at_time(Leaderboard.incr_many)
     def incr_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -389,6 +392,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.incr_many(items, t=t)
 
+    @at_time(Leaderboard.set_many)
     def set_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -403,6 +407,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.set_many(items, t=t, when=when)
 
+    @at_time(Leaderboard.remove)
     def remove(self, member: Member, *, t: float | None = None) -> bool:
         """Remove ``member`` from the bucket of ``t`` (default now); its
         other buckets still count.
@@ -412,6 +417,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.remove(member, t=t)
 
+    @at_time(Leaderboard.remove_many)
     def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
         """Remove ``members`` from the bucket of ``t`` (default now); their
         other buckets still count.  Every member is checked before any is
@@ -437,6 +443,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.remove_many(members, t=t)
 
+    @at_time(Leaderboard.set_meta)
     def set_meta(
         self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
     ) -> None:
