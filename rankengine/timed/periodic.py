@@ -80,6 +80,7 @@ from rankengine.timed.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.timed.forget import PeriodicForgetting
 from rankengine.timed.store import PeriodDirectories, close_all
 
 __all__ = [
@@ -140,7 +141,7 @@ def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
 # ----------------------------------------------------------------------
 # The periodic board
 # ----------------------------------------------------------------------
-class PeriodicLeaderboard(Uncopyable):
+class PeriodicLeaderboard(Uncopyable, PeriodicForgetting):
     """A leaderboard per period of a calendar, with retention, archive and
     close callbacks.  See the module docstring for the time and late rules.
 
