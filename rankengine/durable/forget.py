@@ -408,6 +408,7 @@ class Forgetting:
     path: str
     _lock: Any
     _compact_lock: Any
+    _sync_lock: Any
     _manifest: Any
     _writer: Any
     _writer_class: Any
@@ -496,7 +497,9 @@ class Forgetting:
                     for _ in reader.events():
                         pass
                     end, start = reader.end, reader.start
-                old, self._writer = self._writer, self._writer_class.reopen(active, end, start)
-                old.close()
+                writer = self._writer_class.reopen(active, end, start)
+                with self._sync_lock:  # (the everysec flusher syncs the writer under it)
+                    old, self._writer = self._writer, writer
+                    old.close()
         if member in self._primary:
             self._apply([(DEL, member)])

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import time
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -43,9 +45,18 @@ from rankengine.board.leaderboard import Leaderboard
 from rankengine.board.scoring import check_member
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.durable.forget import FORGET_JOURNAL, ForgetPlan, Forgotten, finish_forget
+from rankengine.durable.manifest import DirectoryLock
 from rankengine.timed.archive import _HEADER, ARCHIVE_MAGIC, ARCHIVE_SUFFIX
+from rankengine.timed.epochs import _DOOMED, _STAGING
+from rankengine.timed.store import PeriodDirectories, close_all
 
-__all__ = ["PeriodicForgetting", "forget_in_boards", "stage_archive"]
+__all__ = [
+    "PeriodicForgetting",
+    "forget_decayed_root",
+    "forget_in_boards",
+    "forget_periodic_root",
+    "stage_archive",
+]
 
 
 def stage_archive(plan: ForgetPlan, path: str, member: Any) -> None:
@@ -176,3 +187,62 @@ class PeriodicForgetting:
             else:
                 root = None
             return forget_in_boards(root, self._boards.values(), _archives(self._archive), member)
+
+
+def _open_quietly(directory: Path) -> DurableLeaderboard:
+    """A period's or an epoch's board, opened with its stored settings."""
+    return DurableLeaderboard(directory, create=False, fsync="always", compact_min_bytes=None)
+
+
+def forget_periodic_root(path: str | os.PathLike[str], member: Any) -> Forgotten:
+    """Forget ``member`` in the directory of a durable periodic board or
+    sliding window that no process has open (``rankengine forget ROOT``):
+    take its lock, clear what a crash left (as its open does), and forget
+    in every period held and every archive, under one journal.  No
+    calendar is needed: the period boards are read as board directories.
+
+    Runtime complexity: O(size of the periods' files and the archives)
+    """
+    root = Path(path)
+    member = check_member(member)
+    lock = DirectoryLock(str(root))
+    try:
+        store = PeriodDirectories(root, "always", time.time, {})
+        boards = [
+            _open_quietly(p)
+            for p in sorted(store.periods.iterdir())
+            if p.is_dir() and not p.name.startswith(".")
+        ]
+        try:
+            return forget_in_boards(str(root), boards, _archives(root / "archive"), member)
+        finally:
+            close_all(boards)
+    finally:
+        lock.release()
+
+
+def forget_decayed_root(path: str | os.PathLike[str], member: Any) -> Forgotten:
+    """Forget ``member`` in the directory of a durable decayed board that
+    no process has open: take its lock, clear what an interrupted re-base
+    left (as its open does: the hidden leftovers, older bases), and forget
+    in the stored board of the newest base.
+
+    Runtime complexity: O(size of the board's files)
+    """
+    root = Path(path)
+    member = check_member(member)
+    lock = DirectoryLock(str(root))
+    try:
+        for leftover in [*root.glob(f"{_STAGING}*"), *root.glob(f"{_DOOMED}*")]:
+            shutil.rmtree(leftover)
+        epochs = sorted(
+            (float(p.name[len("epoch-") :]), p) for p in root.glob("epoch-*") if p.is_dir()
+        )
+        for _, stale in epochs[:-1]:  # a finished re-base whose old base was not yet deleted
+            shutil.rmtree(stale)
+        if not epochs:
+            return Forgotten(False, 0, 0, 0)
+        with _open_quietly(epochs[-1][1]) as board:
+            return board.forget(member)
+    finally:
+        lock.release()
