@@ -273,6 +273,23 @@ def test_files_set_aside_by_repair_stop_the_forget(tmp_path: Path) -> None:
     assert scan(tmp_path) == []
 
 
+def test_leftovers_of_a_failed_compaction_are_removed_with_the_forget(tmp_path: Path) -> None:
+    board, _ = build(tmp_path, seed=19)
+    board.set(TARGET, 1, meta=SECRET)
+    board.compact()
+    snap = next(tmp_path.glob("snap-*.snap"))
+    stale = tmp_path / "snap-00000000000000000001.snap"  # (named by no manifest)
+    stale.write_bytes(snap.read_bytes())
+    (tmp_path / "MANIFEST.tmp").write_bytes(TARGET.encode())
+    board.forget(TARGET)
+    assert not stale.exists() and scan(tmp_path) == []
+    ahead = tmp_path / "log-99999999999999999999.seg"
+    ahead.write_bytes(TARGET.encode())
+    with pytest.raises(LogError, match="does not name"):
+        board.forget(TARGET)
+    board.close()
+
+
 def test_a_forgotten_member_written_again_is_a_new_member(tmp_path: Path) -> None:
     board, _ = build(tmp_path, seed=17, retain_log=True)
     board.forget(TARGET)

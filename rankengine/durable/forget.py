@@ -62,6 +62,7 @@ from typing import Any, Final, NamedTuple
 from rankengine.board.changes import DEL, Change
 from rankengine.board.scoring import check_member
 from rankengine.durable.eventlog import SegmentReader, SegmentWriter, read_frames
+from rankengine.durable.manifest import SEGMENT_RE, SNAPSHOT_RE, Manifest
 from rankengine.durable.records import (
     PREFIX_BYTES,
     CorruptionError,
@@ -87,6 +88,7 @@ __all__ = [
     "finish_forget",
     "holds_member",
     "set_aside_files",
+    "stale_files",
 ]
 
 #: The journal of a forget: written once every rewritten file is staged,
@@ -146,12 +148,35 @@ def set_aside_files(directory: str) -> list[str]:
     ]
 
 
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def stale_files(directory: str, manifest: Manifest) -> list[str]:
+    """Files of ``directory`` that are not part of the board and that a
+    forget removes with its commit, as the next open would (a snapshot or a
+    segment left by a compaction that failed after writing it, or before
+    removing what it replaced; temporary files): they may hold the member.
+
+    :raises LogError: a segment the manifest does not name that may hold
+        records newer than the log's (an open would set it aside as
+        ``.orphan``): forget cannot tell what it is.
+
+    Runtime complexity: O(files in the directory)
+    """
+    listed = {name for name, _ in manifest.snapshots} | {name for name, _ in manifest.segments}
+    last_first = manifest.segments[-1][1] if manifest.segments else 0
+    stale = []
+    for name in sorted(os.listdir(directory)):
+        if name in listed or name == FORGET_JOURNAL:
+            continue
+        path = os.path.join(directory, name)
+        if name.endswith(".tmp") or SNAPSHOT_RE.fullmatch(name):
+            stale.append(path)
+        elif (match := SEGMENT_RE.fullmatch(name)) is not None:
+            if int(match.group(1)) >= last_first:
+                raise LogError(
+                    f"{path} is a segment the manifest does not name, after the log's last "
+                    "one; close and reopen the board (the open sets it aside), then look at it"
+                )
+            stale.append(path)
+    return stale
 
 
 class ForgetPlan:
@@ -471,6 +496,8 @@ class Forgetting:
         self._sync_log()  # (the active segment is read back from the file)
         directory = self.path
         manifest = self._manifest
+        for leftover in stale_files(directory, manifest):
+            plan.remove(leftover)
         active = manifest.segments[-1][0] if manifest.segments else None
         try:
             for name, _ in manifest.segments:
