@@ -360,15 +360,25 @@ OPS = st.lists(
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(ops=OPS, tie_break=st.sampled_from(["first", "member"]))
+@given(
+    ops=OPS,
+    tie_break=st.sampled_from(["first", "member"]),
+    order=st.sampled_from(["desc", "asc"]),
+    backend=st.sampled_from(["sortedlist", "skiplist"]),
+)
 def test_forget_matches_a_model_that_never_saw_the_member(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[Any, ...]], tie_break: str
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[Any, ...]],
+    tie_break: str,
+    order: str,
+    backend: str,
 ) -> None:
     directory = tmp_path_factory.mktemp("prop")
-    model = Leaderboard(tie_break=tie_break)
+    config = {"tie_break": tie_break, "order": order, "backend": backend}
+    model = Leaderboard(**config)
     points = {0: state(model)}
     with Leaderboard.open(
-        directory, fsync="never", retain_log=True, compact_min_bytes=None, tie_break=tie_break
+        directory, fsync="never", retain_log=True, compact_min_bytes=None, **config
     ) as board:
         for op in ops:
             if op[0] == "set_many" and not op[1]:
@@ -617,3 +627,26 @@ def test_sigkill_during_a_periodic_forget_switches_every_period_at_once(
         forget_periodic_root(tmp_path, TARGET)
     assert scan(tmp_path) == []
     check_periodic(tmp_path, now, expected)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+@pytest.mark.parametrize("step", ["forget_stage", "after_forget_journal"])
+def test_sigkill_during_a_decayed_forget_leaves_old_or_new_history(
+    tmp_path: Path, step: str
+) -> None:
+    with DecayedLeaderboard.open(tmp_path, tau=3600.0, clock=lambda: T0) as hot:
+        hot.add(TARGET, 5)
+        hot.set_meta(TARGET, SMALL_SECRET)
+        hot.add("p1", 2)
+        hot.compact()
+        hot.add(TARGET, 1)
+    assert run_child("decay", tmp_path, step) == -signal.SIGKILL
+    committed = FORGET_STEPS.index(step) >= COMMITTED
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RecoveryWarning)
+        with DecayedLeaderboard.open(tmp_path, tau=3600.0, clock=lambda: T0) as hot:
+            assert (TARGET in hot) is not committed and "p1" in hot
+    assert no_forget_leftovers(tmp_path)
+    if not committed:
+        run_child("decay", tmp_path, None)
+    assert scan(tmp_path, TARGET, SMALL_SECRET) == []
