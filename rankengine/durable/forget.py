@@ -381,8 +381,9 @@ def _apply_journal(root: str, journal: dict[str, Any]) -> None:
     crash_point("after_forget")
 
 
-def _staged_leftovers(root: str) -> Iterator[str]:
-    for directory, _, names in os.walk(root):
+def _staged_leftovers(root: str, nested: bool) -> Iterator[str]:
+    tree = os.walk(root) if nested else [(root, [], os.listdir(root))]
+    for directory, _, names in tree:
         for name in names:
             if name.endswith((STAGED_SUFFIX, STAGED_SUFFIX + ".tmp")) or (
                 name == FORGET_JOURNAL + ".tmp"
@@ -390,13 +391,16 @@ def _staged_leftovers(root: str) -> Iterator[str]:
                 yield os.path.join(directory, name)
 
 
-def finish_forget(root: str) -> list[str]:
+def finish_forget(root: str, *, nested: bool = False) -> list[str]:
     """Settle what a forget interrupted by a crash left under ``root``:
-    apply its journal if it was committed, else remove its staged files.
-    Called by an open for writing, under the directory's lock, before
-    anything is read; returns notes of what it did.
+    apply its journal if it was committed, else remove its staged files
+    (in ``root`` itself, or with ``nested`` in every directory under it:
+    the root of a periodic board).  Called by an open for writing, under
+    the directory's lock, before anything is read; returns notes of what
+    it did.
 
-    Runtime complexity: O(files under root)
+    Runtime complexity: one listing of root (of every directory under it
+    with ``nested``)
     """
     notes: list[str] = []
     if os.path.exists(os.path.join(root, FORGET_JOURNAL)):
@@ -407,7 +411,7 @@ def finish_forget(root: str) -> list[str]:
             path = os.path.join(root, FORGET_JOURNAL)
             raise CorruptionError(path, PREFIX_BYTES, f"forget journal: {exc}") from None
         notes.append(f"finished a forget interrupted by a crash ({len(journal['renames'])} files)")
-    stale = list(_staged_leftovers(root))
+    stale = list(_staged_leftovers(root, nested))
     for path in stale:
         os.remove(path)
     if stale:

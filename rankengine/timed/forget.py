@@ -183,7 +183,7 @@ class PeriodicForgetting:
                 root: str | None = str(self._store.periods.parent)
             elif self._archive is not None:
                 root = str(self._archive)
-                finish_forget(root)  # (an earlier forget a crash interrupted)
+                finish_forget(root, nested=True)  # (an earlier forget a crash interrupted)
             else:
                 root = None
             return forget_in_boards(root, self._boards.values(), _archives(self._archive), member)

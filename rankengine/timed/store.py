@@ -56,7 +56,7 @@ class PeriodDirectories:
                 created = True
         if created:  # the new directories' entries, so markers have a durable home
             fsync_dir(str(root))
-        finish_forget(str(root))  # a crash during a forget: finish or undo it first
+        finish_forget(str(root), nested=True)  # a crash during a forget: finish or undo it first
         for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
             shutil.rmtree(leftover)
         # a crash after a dropped period's files went but before its marker did
