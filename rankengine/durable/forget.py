@@ -173,7 +173,8 @@ def stale_files(directory: str, manifest: Manifest) -> list[str]:
             if int(match.group(1)) >= last_first:
                 raise LogError(
                     f"{path} is a segment the manifest does not name, after the log's last "
-                    "one; close and reopen the board (the open sets it aside), then look at it"
+                    "one, and may hold records: close and reopen the board (the open sets it "
+                    "aside as .orphan), look at it, delete it, and forget again"
                 )
             stale.append(path)
     return stale
