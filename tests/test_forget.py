@@ -38,6 +38,7 @@ from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
 from rankengine.durable.forget import FORGET_JOURNAL, STAGED_SUFFIX, Forgotten
 from rankengine.durable.manifest import read_manifest
 from rankengine.durable.records import CRASH_ENV, LogError, RecoveryWarning
+from rankengine.durable.verify import verify
 from rankengine.timed.forget import forget_periodic_root
 
 CHILD = Path(__file__).with_name("forget_child.py")
@@ -589,6 +590,8 @@ def test_sigkill_during_a_forget_leaves_old_or_new_history(tmp_path: Path, step:
     after = state(without)
     board.close()
     assert run_child("board", tmp_path, step) == -signal.SIGKILL
+    notes = [f.message for f in verify(str(tmp_path)).findings if "forget" in f.message]
+    assert bool(notes) == (step in ("after_forget_journal", "forget_rename"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RecoveryWarning)
         with Leaderboard.open(tmp_path, retain_log=True) as reopened:
