@@ -35,6 +35,7 @@ from rankengine import (
 )
 from rankengine.cli.main import main as cli_main
 from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
+from rankengine.durable.eventlog import SegmentReader
 from rankengine.durable.forget import FORGET_JOURNAL, STAGED_SUFFIX, Forgotten
 from rankengine.durable.manifest import read_manifest
 from rankengine.durable.records import CRASH_ENV, LogError, RecoveryWarning
@@ -289,6 +290,26 @@ def test_leftovers_of_a_failed_compaction_are_removed_with_the_forget(tmp_path: 
     with pytest.raises(LogError, match="does not name"):
         board.forget(TARGET)
     board.close()
+
+
+def test_the_marks_record_the_rewritten_segments_ends(tmp_path: Path) -> None:
+    board, _ = build(tmp_path, seed=29, retain_log=True)
+    board.set(TARGET, 2, meta=SECRET)
+    board.close()  # (the seal records the last segment's end)
+    with Leaderboard.open(tmp_path, retain_log=True) as board:
+        board.incr("p1", 1)  # (written past the seal)
+        before = read_manifest(str(tmp_path)).ends
+        board.forget(TARGET)
+    manifest = read_manifest(str(tmp_path))
+    assert manifest.ends and set(manifest.ends) == set(before)
+    assert manifest.ends != before  # (the rewritten segments are shorter)
+    for name, (last, length) in manifest.ends.items():
+        with SegmentReader(str(tmp_path / name), limit=length) as reader:
+            assert [e.seq for e in reader.events()][-1] == last
+            assert reader.end == length and reader.torn is None
+    with Leaderboard.open(tmp_path) as again:  # (the marks agree with the log)
+        again._check()
+    assert scan(tmp_path) == []
 
 
 def test_a_forgotten_member_written_again_is_a_new_member(tmp_path: Path) -> None:

@@ -52,9 +52,11 @@ Forgotten(present=True, records=2, rows=0, files=1)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import os
 import posixpath
+import time
 import warnings
 from collections.abc import Iterator
 from typing import Any, Final, NamedTuple
@@ -62,7 +64,13 @@ from typing import Any, Final, NamedTuple
 from rankengine.board.changes import DEL, Change
 from rankengine.board.scoring import check_member
 from rankengine.durable.eventlog import SegmentReader, _Damage, read_frames
-from rankengine.durable.manifest import SEGMENT_RE, SNAPSHOT_RE, Manifest
+from rankengine.durable.manifest import (
+    MANIFEST_MAGIC,
+    MANIFEST_NAME,
+    SEGMENT_RE,
+    SNAPSHOT_RE,
+    Manifest,
+)
 from rankengine.durable.records import (
     FRAME_HEADER_BYTES,
     PREFIX_BYTES,
@@ -199,20 +207,26 @@ class ForgetPlan:
         self.removes: list[str] = []
         self.records = 0
         self.rows = 0
+        #: board directory -> its manifest after the switch (marks updated)
+        self.manifests: dict[str, Manifest] = {}
 
     @property
     def files(self) -> int:
-        """Files rewritten."""
-        return len(self.renames)
+        """Files rewritten (not counting a manifest whose marks changed with them)."""
+        return sum(os.path.basename(final) != MANIFEST_NAME for _, final in self.renames)
 
     def _staged(self, final: str) -> str:
         staged = final + STAGED_SUFFIX
         self.renames.append((staged, final))
         return staged
 
-    def stage_segment(self, path: str, member: Any, *, limit: int | None = None) -> None:
+    def stage_segment(
+        self, path: str, member: Any, *, limit: int | None = None, mark: int | None = None
+    ) -> int | None:
         """Stage ``path`` (a segment, read up to ``limit`` bytes) without
-        ``member``'s changes, if it holds any.
+        ``member``'s changes, if it holds any; return the rewritten file's
+        length up to the end of record ``mark`` (a segment end the manifest
+        records), or None when there is none or nothing was rewritten.
 
         Only the records whose bytes hold the member's msgpack encoding are
         decoded (a change of theirs holds it); every other frame is copied
@@ -226,13 +240,17 @@ class ForgetPlan:
         with open(path, "rb") as handle:
             data = handle.read() if limit is None else handle.read(limit)
         if needle not in data:
-            return
+            return None
         with SegmentReader(path, limit=limit) as reader:
-            start = reader.start  # (the header, checked, is copied as it is)
+            # (the header, checked, is copied as it is; the records follow
+            # one another from first_seq on, as the board checked at open)
+            start, seq = reader.start, reader.first_seq
         out = [data[:start]]
+        length, mark_length = start, None
         touched = 0
         try:
             for at, payload in read_frames(io.BytesIO(data), start, len(data)):
+                piece = data[at : at + FRAME_HEADER_BYTES + len(payload)]
                 if needle in payload:
                     try:
                         event = decode_record(payload)
@@ -241,15 +259,19 @@ class ForgetPlan:
                     kept = [c for c in event.changes if not holds_member(c, member)]
                     if len(kept) != len(event.changes):
                         touched += 1
-                        out.append(frame(encode_record(event.seq, event.time_ms, kept)))
-                        continue
-                out.append(data[at : at + FRAME_HEADER_BYTES + len(payload)])
+                        piece = frame(encode_record(event.seq, event.time_ms, kept))
+                out.append(piece)
+                length += len(piece)
+                if seq == mark:
+                    mark_length = length
+                seq += 1
         except _Damage as damage:
             raise CorruptionError(path, damage.offset, damage.reason) from None
         if not touched:
-            return
+            return None
         self.stage_bytes(path, b"".join(out))
         self.records += touched
+        return mark_length
 
     def stage_snapshot(self, path: str, member: Any, *, columns: int | None) -> None:
         """Stage ``path`` (a snapshot) without ``member``'s row, if it has one.
@@ -521,14 +543,31 @@ class Forgetting:
         for leftover in stale_files(directory, manifest):
             plan.remove(leftover)
         active = manifest.segments[-1][0] if manifest.segments else None
+        ends: dict[str, tuple[int, int]] = {}
         try:
             for name, _ in manifest.segments:
                 limit = self._writer.end if name == active else None
-                plan.stage_segment(os.path.join(directory, name), member, limit=limit)
+                mark = manifest.ends.get(name, (None, 0))[0]
+                path = os.path.join(directory, name)
+                length = plan.stage_segment(path, member, limit=limit, mark=mark)
+                if length is not None:
+                    ends[name] = (mark, length)
             for name, _ in manifest.snapshots:
                 plan.stage_snapshot(
                     os.path.join(directory, name), member, columns=self._codec.columns
                 )
+            if ends:
+                # The manifest's marks record the byte length of segment
+                # ends: the rewritten segments' are new, and switch with them.
+                new = dataclasses.replace(
+                    manifest,
+                    ends={**manifest.ends, **ends},
+                    generation=manifest.generation + 1,
+                    written_ms=time.time_ns() // 1_000_000,
+                )
+                data = write_prefix(MANIFEST_MAGIC) + frame(pack(new.to_map()))
+                plan.stage_bytes(os.path.join(directory, MANIFEST_NAME), data)
+                plan.manifests[directory] = new
         except BaseException:
             plan.discard()
             raise
@@ -539,6 +578,10 @@ class Forgetting:
         on, and remove ``member`` from memory (no record: the log no longer
         knows them)."""
         manifest = self._manifest
+        new = plan.manifests.get(self.path)
+        if new is not None:  # (the same file lists: only the marks' ends changed)
+            manifest.ends, manifest.generation = new.ends, new.generation
+            manifest.written_ms = new.written_ms
         if manifest.segments:
             active = os.path.join(self.path, manifest.segments[-1][0])
             if any(final == active for _, final in plan.renames):
