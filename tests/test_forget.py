@@ -261,15 +261,21 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(tmp_path: Path) -> Non
     assert files_of(tmp_path) == before
 
 
-def test_files_set_aside_by_repair_stop_the_forget(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "stray", ["log-00000000000000099999.seg.orphan", "repair-20261202T000000/log.seg", "SALVAGE"]
+)
+def test_files_set_aside_by_repair_stop_the_forget(tmp_path: Path, stray: str) -> None:
     board, _ = build(tmp_path, seed=13)
-    stray = tmp_path / "log-00000000000000099999.seg.orphan"
-    stray.write_bytes(TARGET.encode())
+    path = tmp_path / stray
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(TARGET.encode())
     before = files_of(tmp_path)
     with pytest.raises(LogError, match="set aside"):
         board.forget(TARGET)
     assert files_of(tmp_path) == before and TARGET in board
-    stray.unlink()
+    path.unlink()
+    if path.parent != tmp_path:
+        path.parent.rmdir()
     board.forget(TARGET)
     board.close()
     assert scan(tmp_path) == []

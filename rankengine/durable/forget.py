@@ -91,6 +91,7 @@ from rankengine.durable.snapshot import fsync_dir, read_snapshot, write_snapshot
 __all__ = [
     "FORGET_JOURNAL",
     "FORGET_MAGIC",
+    "SALVAGE_JOURNAL",
     "STAGED_SUFFIX",
     "ForgetPlan",
     "Forgetting",
@@ -140,10 +141,17 @@ def holds_member(change: Change, member: Any) -> bool:
     return type(other) is type(member) and other == member
 
 
+#: The journal of a salvage that has not finished (``rankengine salvage``'s;
+#: named here because that module is built on the board, which uses this one).
+SALVAGE_JOURNAL: Final = "SALVAGE"
+
+
 def set_aside_files(directory: str) -> list[str]:
     """Files ``rankengine repair`` or an open set aside in ``directory``
-    (``repair-*`` directories, ``*.orphan`` segments): kept for an
-    operator, never read by the board, and possibly holding anything.
+    (``repair-*`` directories, ``*.orphan`` segments), kept for an
+    operator, never read by the board, and possibly holding anything; and
+    the journal of a salvage that has not finished (it would replay records
+    that a forget rewrites).
 
     Runtime complexity: O(files in the directory)
     """
@@ -154,7 +162,7 @@ def set_aside_files(directory: str) -> list[str]:
     return [
         os.path.join(directory, name)
         for name in names
-        if name.endswith(".orphan") or name.startswith("repair-")
+        if name.endswith(".orphan") or name.startswith("repair-") or name == SALVAGE_JOURNAL
     ]
 
 
@@ -533,9 +541,10 @@ class Forgetting:
         held = set_aside_files(self.path)
         if held:
             raise LogError(
-                f"{self.path} holds files set aside by repair or recovery ({', '.join(held)}); "
-                "they may hold the member and forget cannot rewrite them: look at them, "
-                "delete them, and forget again"
+                f"{self.path} holds files set aside by repair or recovery, or an unfinished "
+                f"salvage ({', '.join(held)}); they may hold the member and forget cannot "
+                "rewrite them: finish the salvage (`rankengine salvage DIR --apply`), look at "
+                "the others, delete them, and forget again"
             )
         self._sync_log()  # (the active segment is read back from the file)
         directory = self.path
