@@ -513,7 +513,8 @@ class Forgetting:
         :raises TypeError: ``member`` is not a str, bytes or int.
         :raises ValueError: the board is closed.
         :raises LogError: the directory holds files set aside by ``repair``
-            (they may hold the member: look at them, delete them, and call
+            or an open, or an unfinished salvage (they may hold the member:
+            finish the salvage, look at the others, delete them, and call
             again).
         :return: what was found and removed.
         """
