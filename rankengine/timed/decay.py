@@ -72,10 +72,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
+from rankengine.board.changes import DEL
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle
 from rankengine.board.routing import at_time, routed
-from rankengine.board.scoring import Member
+from rankengine.board.scoring import Member, check_member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
     LOG_OPTIONS,
@@ -86,6 +87,7 @@ from rankengine.durable.board import (
     check_settings,
     pop_log_options,
 )
+from rankengine.durable.forget import Forgotten
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.timed.decay_checks import (
     _EXP_SAFE,
@@ -761,6 +763,25 @@ class DecayedLeaderboard(Uncopyable):
             )
 
         return open_epochs(path, build, clock=clock, fsync=fsync, board_config=board_config)
+
+    def forget(self, member: Member) -> Forgotten:
+        """Remove ``member`` and, on a durable board, every trace of them in
+        its files (:meth:`DurableLeaderboard.forget
+        <rankengine.durable.forget.Forgetting.forget>` of the stored board:
+        log, snapshots).  Written again later, the member is a new member.
+
+        Runtime complexity: O(size of the board's files); O(log N) in memory
+        """
+        with self._lock:
+            board = self._board
+            if isinstance(board, DurableLeaderboard):
+                return board.forget(member)
+            member = check_member(member)
+            with board._lock:
+                present = member in board._primary
+                if present:
+                    board._apply([(DEL, member)])
+            return Forgotten(present, 0, 0, 0)
 
     def compact(self) -> int | None:
         """Compact the durable board of stored scores (a snapshot: see

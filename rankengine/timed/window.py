@@ -60,11 +60,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from rankengine.board.changes import DEL
 from rankengine.board.combine import aggregate_scores
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard, When
 from rankengine.board.routing import at_time, routed
-from rankengine.board.scoring import Member, Score
+from rankengine.board.scoring import Member, Score, check_member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
     FsyncPolicy,
@@ -72,6 +73,7 @@ from rankengine.durable.board import (
     check_options,
     pop_log_options,
 )
+from rankengine.durable.forget import Forgotten
 from rankengine.timed.periodic import (
     _OPEN_OWNS,
     Calendar,
@@ -344,6 +346,26 @@ class SlidingWindowLeaderboard(Uncopyable):
         # others follow in the bucket's order
         for member in board:
             self._dirty.setdefault(member, None)
+
+    def forget(self, member: Member) -> Forgotten:
+        """Remove ``member`` from the window and from every bucket, and from
+        their history: :meth:`PeriodicLeaderboard.forget
+        <rankengine.timed.forget.PeriodicForgetting.forget>` of the buckets
+        (logs, snapshots, archives), then the window board, which is
+        derived data and holds no file.  Written again later, the member
+        is a new member.
+
+        Runtime complexity: O(size of the buckets' files and archives)
+        """
+        with self._lock, self._buckets._lock:
+            forgotten = self._buckets.forget(member)
+            member = check_member(member)
+            self._dirty.pop(member, None)
+            with self._board._lock:
+                if member in self._board:
+                    self._board._apply([(DEL, member)])
+                    forgotten = forgotten._replace(present=True)
+            return forgotten
 
     # ------------------------------------------------------------------
     # Writes (to the bucket of the timestamp)
