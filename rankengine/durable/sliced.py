@@ -191,11 +191,14 @@ class SlicedExport:
             self.slices.append((tuple(primaries), tuple(ties), tuple(members)))
             self.slice_metas.append({m: meta[m] for m in members if m in meta} if meta else {})
             self.after = (primaries[-1], ties[-1])
-            if gc.isenabled():
-                # the collector's look at the slice's rows now, while they
-                # are in the cache, untracks the tuples above; left to a
-                # later young collection, it read ~50,000 cold row headers
-                # at a time (2-6 ms, inside whichever call made it run)
+            if columns_range is None and gc.isenabled():
+                # A walk's rows (a skip list's) lie all over the heap: the
+                # collector's look at them now, while they are in the cache,
+                # untracks the tuples above; left to a later young
+                # collection, it read ~50,000 cold row headers at a time
+                # (2-6 ms, inside whichever call made it run; 25-50 ms for a
+                # gen-1 one at 10^6).  A sorted list's block slices showed no
+                # such cost, and the extra collection made its slices longer.
                 gc.collect(0)
         return at >= n
 
