@@ -17,6 +17,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -315,6 +316,35 @@ def test_the_marks_record_the_rewritten_segments_ends(tmp_path: Path) -> None:
             assert reader.end == length and reader.torn is None
     with Leaderboard.open(tmp_path) as again:  # (the marks agree with the log)
         again._check()
+    assert scan(tmp_path) == []
+
+
+@pytest.mark.parametrize("policy", ["everysec", "always"])
+def test_writes_from_another_thread_during_a_forget_all_land(tmp_path: Path, policy: str) -> None:
+    board = Leaderboard.open(tmp_path, fsync=policy, compact_min_bytes=4096)
+    for i in range(200):
+        board.incr(TARGET if i % 4 == 0 else f"p{i % 7}", 1)
+    board.set_meta(TARGET, SECRET)
+    done = threading.Event()
+
+    def write() -> None:
+        for i in range(600):
+            board.incr(f"p{i % 7}", 1)
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    forgets = 0
+    while not done.is_set() or forgets < 2:
+        board.forget(TARGET)
+        forgets += 1
+    writer.join()
+    board._check()
+    expected = board.items()
+    assert sum(score for _, score in expected) == 150 + 600
+    board.close()
+    with Leaderboard.open(tmp_path) as again:
+        assert again.items() == expected
     assert scan(tmp_path) == []
 
 
