@@ -75,7 +75,7 @@ from typing import Any, Final, TypeVar
 from rankengine.board.changes import DEL
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle
-from rankengine.board.routing import routed
+from rankengine.board.routing import at_time, routed
 from rankengine.board.scoring import Member, check_member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -378,6 +378,7 @@ class DecayedLeaderboard(Uncopyable):
                 self.rebase(new_t0)
             return self._board.set_many(stored)
 
+    @at_time(Leaderboard.remove, keyword=None)
     def remove(self, member: Member) -> bool:
         """Remove ``member``.
 
@@ -386,6 +387,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.remove(member)
 
+    @at_time(Leaderboard.remove_many, keyword=None)
     def remove_many(self, members: Iterable[Member]) -> int:
         """Remove ``members`` in one board write; every member is checked
         before any is removed.
@@ -402,6 +404,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.remove_many(members)
 
+    @at_time(Leaderboard.set_meta, keyword=None)
     def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
         """Replace (or with ``None`` remove) a present member's metadata
         (``KeyError`` for an absent one); decay leaves it as it is, a
@@ -432,6 +435,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.meta(member)
 
+    @at_time(Leaderboard.pop_best, keyword=None)
     def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
         """Remove and return up to ``count`` best entries (with their ranks
         before removal), their scores the decayed values at now, as
@@ -448,6 +452,7 @@ class DecayedLeaderboard(Uncopyable):
             now = self._now(None)  # read before anything is removed
             return self._convert(self._board.pop_best(count, with_meta=with_meta), now)
 
+    @at_time(Leaderboard.pop_worst, keyword=None)
     def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
         """Remove and return up to ``count`` worst entries, worst first, their
         scores the decayed values at now (see :meth:`pop_best`).
@@ -463,6 +468,7 @@ class DecayedLeaderboard(Uncopyable):
             now = self._now(None)  # read before anything is removed
             return self._convert(self._board.pop_worst(count, with_meta=with_meta), now)
 
+    @at_time(Leaderboard.keep_top, keyword=None)
     def keep_top(self, n: int) -> int:
         """Keep only the best ``n`` members (ranks do not change with time);
         return how many were removed.
@@ -477,6 +483,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.keep_top(n)
 
+    @at_time(Leaderboard.remove_by_rank, keyword=None)
     def remove_by_rank(self, start: int, stop: int) -> int:
         """Remove the members ranked ``start`` to ``stop`` inclusive (1-based,
         negative counts from the bottom; see :meth:`Leaderboard.remove_by_rank`);

@@ -64,7 +64,7 @@ from rankengine.board.changes import DEL
 from rankengine.board.combine import aggregate_scores
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard, When
-from rankengine.board.routing import routed
+from rankengine.board.routing import at_time, routed
 from rankengine.board.scoring import Member, Score, check_member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
@@ -370,6 +370,7 @@ class SlidingWindowLeaderboard(Uncopyable):
     # ------------------------------------------------------------------
     # Writes (to the bucket of the timestamp)
     # ------------------------------------------------------------------
+    @at_time(Leaderboard.incr)
     def incr(
         self, member: Member, delta: Score = 1, *, t: float | None = None, when: When | None = None
     ) -> Score | None:
@@ -382,6 +383,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.incr(member, delta, t=t, when=when)
 
+    @at_time(Leaderboard.set)
     def set(
         self,
         member: Member,
@@ -398,6 +400,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.set(member, score, t=t, when=when, meta=meta)
 
+    @at_time(Leaderboard.incr_many)
     def incr_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -411,6 +414,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.incr_many(items, t=t)
 
+    @at_time(Leaderboard.set_many)
     def set_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -425,6 +429,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.set_many(items, t=t, when=when)
 
+    @at_time(Leaderboard.remove)
     def remove(self, member: Member, *, t: float | None = None) -> bool:
         """Remove ``member`` from the bucket of ``t`` (default now); its
         other buckets still count.
@@ -434,6 +439,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.remove(member, t=t)
 
+    @at_time(Leaderboard.remove_many)
     def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
         """Remove ``members`` from the bucket of ``t`` (default now); their
         other buckets still count.  Every member is checked before any is
@@ -459,6 +465,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.remove_many(members, t=t)
 
+    @at_time(Leaderboard.set_meta)
     def set_meta(
         self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
     ) -> None:
