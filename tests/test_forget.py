@@ -559,11 +559,17 @@ def test_decayed_board_forgets_in_its_stored_board(tmp_path: Path) -> None:
 def test_cli_forgets_in_a_board_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    board, _ = build(tmp_path, seed=21)
+    board, _ = build(tmp_path, seed=21, retain_log=True)
     board.close()
+    assert cli_main(["replay", str(tmp_path), "--format", "json"]) == 0
+    assert TARGET in capsys.readouterr().out  # (the test can fail)
     assert cli_main(["forget", str(tmp_path), TARGET]) == 0
     assert "forgot" in capsys.readouterr().out
     assert scan(tmp_path) == []
+    for until in ("1", "40", "2100-01-01T00:00:00Z"):
+        assert cli_main(["replay", str(tmp_path), "--until", until, "--format", "json"]) == 0
+        out = capsys.readouterr().out
+        assert TARGET not in out and "zed-secret" not in out
     assert cli_main(["forget", str(tmp_path), TARGET]) == 0
     assert "no trace" in capsys.readouterr().out
     assert cli_main(["forget", str(tmp_path), "12", "--int"]) == 0
