@@ -599,6 +599,20 @@ def test_cli_forgets_in_a_periodic_root(tmp_path: Path) -> None:
     check_periodic(tmp_path, now, expected)
 
 
+def test_cli_forgets_in_a_decayed_root(tmp_path: Path) -> None:
+    with DecayedLeaderboard.open(tmp_path, tau=3600.0, clock=lambda: T0) as hot:
+        hot.add(TARGET, 5)
+        hot.set_meta(TARGET, SMALL_SECRET)
+        hot.add("p1", 2)
+        hot.rebase(T0 + 1)  # (a new base: its board holds the stored scores again)
+        hot.add(TARGET, 1)
+    assert scan(tmp_path, TARGET, SMALL_SECRET)
+    assert cli_main(["forget", str(tmp_path), TARGET]) == 0
+    assert scan(tmp_path, TARGET, SMALL_SECRET) == []
+    with DecayedLeaderboard.open(tmp_path, tau=3600.0, clock=lambda: T0) as again:
+        assert TARGET not in again and "p1" in again
+
+
 # ----------------------------------------------------------------------
 # SIGKILL at every step of a forget
 # ----------------------------------------------------------------------
