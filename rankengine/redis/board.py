@@ -302,7 +302,11 @@ class RedisLeaderboard(
         Runtime complexity: O(log N), one round trip (three on the exact path).
         """
         key, step, args = self._incr_call(member, delta, when)
-        if args is not None:
+        if args is not None and self._listener is None:  # (no log: no lock to take)
+            new = self._incr_done(member, key, self._run("INCR", *args))
+            if new is not EXACT:
+                return new  # type: ignore[no-any-return]  # a score or None
+        elif args is not None:
             with self._writing():
                 new = self._incr_done(member, key, self._run("INCR", *args))
                 if new is not EXACT:
