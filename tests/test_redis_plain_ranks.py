@@ -139,3 +139,51 @@ def test_a_member_moved_between_the_round_trips(
     monkeypatch.setattr(reader._client, "hget", hget_then_move)
     assert reader.rank("ann", style=style) == 1
     assert moved and len(ran) == 1  # the plain read saw the move, the function answered
+
+
+def test_pipelined_ranks_answer_as_the_twin(redis_client: Any, monkeypatch: Any) -> None:
+    name = unique_name()
+    board = RedisLeaderboard(redis_client, name)
+    rng = random.Random(5)
+    members = [f"p{i}" for i in range(30)]
+    board.set_many({m: rng.randrange(8) for m in members})
+    board.set("big", 2**53 + 1)  # counted by its function
+    board.rank("p0", style="dense")  # dense counts built
+    sent: list[str] = []
+    real = board._scripts.call_args
+
+    def call_args(name: str, keys: list[str], args: list[Any]) -> list[Any]:
+        sent.append(name)
+        return real(name, keys, args)
+
+    monkeypatch.setattr(board._scripts, "call_args", call_args)
+    for step in range(20):
+        twin = twin_of(board)
+        probes = [rng.choice([*members, "big", "nobody"]) for _ in range(6)]
+        styles = [rng.choice(STYLES) for _ in probes]
+        sent.clear()
+        with board.pipeline() as p:
+            for probe, style in zip(probes, styles, strict=True):
+                p.rank(probe, style=style)  # type: ignore[arg-type]
+        want = [twin.rank(m, style=s) for m, s in zip(probes, styles, strict=True)]  # type: ignore[arg-type]
+        assert p.results == want, step
+        # only a score past 2**53 needs a function
+        assert len(sent) == sum(
+            m == "big" and s != "unique" for m, s in zip(probes, styles, strict=True)
+        )
+        # writes first, ranks after them in the same pipeline: the ranks see the writes
+        member = rng.choice(members)
+        with board.pipeline() as p:
+            p.incr(member, rng.choice([1, 5, -3]))
+            p.rank(member).rank(member, style="competition").rank(member, style="dense")
+        twin = twin_of(board)
+        assert p.results[1:] == [twin.rank(member, style=s) for s in STYLES]  # type: ignore[arg-type]
+
+
+def test_a_rank_before_a_write_in_a_pipeline_reads_before_it(redis_client: Any) -> None:
+    name = unique_name()
+    board = RedisLeaderboard(redis_client, name)
+    board.set_many({"ann": 1, "bob": 2, "cid": 3})
+    with board.pipeline() as p:
+        p.rank("ann").rank("ann", style="competition").incr("ann", 10).rank("ann")
+    assert p.results == [3, 3, 11, 1]
