@@ -1,6 +1,7 @@
 """Server time of a member's rank on a Redis board: by its function, by
 plain commands (``rankengine/redis/plainranks.py``) and by the native
-``ZREVRANK`` on a plain sorted set, interleaved in one process.
+``ZREVRANK`` on a plain sorted set, interleaved in one process; and of an
+increment beside ``ZINCRBY``.
 
 Usage (from the repository root; a running Redis, nothing else on its keys)::
 
@@ -81,7 +82,11 @@ def main() -> None:
 
         return run
 
-    ways: dict[str, Callable[[str], Any]] = {"ZREVRANK": lambda m: r.zrevrank(plain, m)}
+    ways: dict[str, Callable[[str], Any]] = {
+        "ZREVRANK": lambda m: r.zrevrank(plain, m),
+        "ZINCRBY": lambda m: r.zincrby(plain, 1, m),
+        "incr": lambda m: board.incr(m, 1),
+    }
     for style in ("unique", "competition", "dense"):
         ways[f"{style}: function"] = function(style)
         ways[f"{style}: plain"] = plain_path(style)
@@ -91,10 +96,10 @@ def main() -> None:
             calls = [members[rng.randrange(opts.size)] for _ in range(opts.chunk)]
             us = server_us(r, calls, run)
             best[name] = min(best.get(name, us), us)
-    native = best["ZREVRANK"]
-    print(f"{'way':<24}{'server us':>10}{'x ZREVRANK':>12}")
+    print(f"{'way':<24}{'server us':>10}{'x native':>10}")
     for name, us in best.items():
-        print(f"{name:<24}{us:>10.1f}{us / native:>12.2f}")
+        native = best["ZINCRBY" if name in ("incr", "ZINCRBY") else "ZREVRANK"]
+        print(f"{name:<24}{us:>10.1f}{us / native:>10.2f}")
     board.clear()
     r.delete(plain)
 
