@@ -6,7 +6,8 @@ Owns the record format and errors (``records``), the segments
 checks of ``rankengine verify`` (``verify``) and ``rankengine repair``
 (``repair``), the durable board that logs every change before it is
 acknowledged (``board``), what its open settles before loading
-(``opening``), loading and replay (``recovery``) and reading the events
+(``opening``), loading and replay (``recovery``), the replay folded into
+each member's final state (``fold``) and reading the events
 back (``events``).
 
 May import: :mod:`rankengine.board` and :mod:`rankengine.index`.
