@@ -223,6 +223,8 @@ class Fold:
         if self.scalar and not self.by_member:
             taken = self._add_puts(frames, after, until_seq, until_ms)
         for at, payload in itertools.islice(frames, taken, None):
+            if until_seq is not None and self.last_seq >= until_seq:
+                return taken  # (not reading on: damage past it is no matter)
             try:
                 event = decode_record(payload)
             except ValueError as exc:

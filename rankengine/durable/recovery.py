@@ -44,6 +44,7 @@ from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.eventlog import SegmentReader
 from rankengine.durable.fold import Fold
 from rankengine.durable.manifest import SEGMENT_RE, SNAPSHOT_RE, Manifest, read_manifest
+from rankengine.durable.marks import missing_after
 from rankengine.durable.records import (
     CorruptionError,
     LogError,
@@ -208,6 +209,12 @@ def _replay(
     into ``fold``, note where the log ends in ``out``, then finish."""
     for i, (name, first) in enumerate(chain):
         path = os.path.join(directory, name)
+        if i and first > out.last_seq + 1:  # (records lost between two segments)
+            prev = os.path.join(directory, chain[i - 1][0])
+            why = f"the next segment, {name}, starts at seq {first}"
+            raise missing_after(
+                prev, out.active[3] if out.active else 0, out.last_seq, first - 1, why
+            )
         if i and first != out.last_seq + 1:
             raise CorruptionError(
                 path, 0, f"segment starts at seq {first}, expected {out.last_seq + 1}"
@@ -226,7 +233,10 @@ def _replay(
                 if fold.records:
                     out.last_seq, out.last_ms = fold.last_seq, fold.last_ms
                 out.records = fold.records
-                if taken < len(batch):
+                if taken < len(batch) or (
+                    until_seq is not None and fold.records and fold.last_seq >= until_seq
+                ):
+                    # (not reading on: damage past it is no matter)
                     fold.finish()
                     return
             reader.last_seq = fold.last_seq
@@ -235,6 +245,15 @@ def _replay(
                     path,
                     reader.end,
                     f"log ends at seq {reader.last_seq} before the snapshot's {base}",
+                )
+            if (
+                reader.torn is not None
+                and i != len(chain) - 1
+                and chain[i + 1][1] > out.last_seq + 1
+            ):
+                why = f"the next segment, {chain[i + 1][0]}, starts at seq {chain[i + 1][1]}"
+                raise missing_after(
+                    path, reader.torn.offset, out.last_seq, chain[i + 1][1] - 1, why
                 )
             if reader.torn is not None and i != len(chain) - 1:
                 raise CorruptionError(
