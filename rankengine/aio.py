@@ -205,23 +205,31 @@ class AsyncLeaderboard:
         """A future resolved once ``ticket`` is durable.
 
         The futures wait in a queue in ticket order (every write of this
-        face is made on the loop, one after another); the flusher's
-        callback only schedules :meth:`_release` on the loop, once per
-        batch of fsyncs, which resolves every future the fsyncs cover.
+        face is made on the loop, one after another).  The face listens to
+        every fsync of the group (one listener, not a callback per write);
+        the listener only schedules :meth:`_release` on the loop, at most
+        once until it runs, which resolves every future the fsyncs cover.
         """
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
+            group = self.board.group_commit
+            assert group is not None  # (a ticket comes from a group)
+            group.subscribe(self._wake)
         future: asyncio.Future[None] = loop.create_future()
         self._waiting.append((ticket, future))
-        self.board.when_durable(ticket, self._wake)
+        group = self.board.group_commit
+        if group is not None and ticket <= group.durable:
+            self._wake(group.durable, None)  # durable already
         return future
 
-    def _wake(self, error: BaseException | None) -> None:
-        """From the flusher thread (or this one): have the loop release
-        the writes that are durable now."""
+    def _wake(self, durable: int, error: BaseException | None) -> None:
+        """After each fsync, from the flusher thread (or this one): have
+        the loop release the writes that are durable now, if any wait."""
         if error is not None:
             self._error = error
+        elif not self._waiting or self._waiting[0][0] > durable:
+            return  # (nothing of ours became durable)
         if not self._scheduled:
             self._scheduled = True
             assert self._loop is not None

@@ -285,9 +285,11 @@ class Fold:
             return 0  # records before the snapshot: the slow path skips them
         try:
             for raw in unpacker:
-                if type(raw) is not list or len(raw) != 3:
-                    break
+                # (unpacking raises on a wrong count; the type tests below
+                # catch a str, bytes or map of the right length)
                 seq, time_ms, changes = raw
+                (put,) = changes
+                kind, member, score, clock = put
                 if (
                     seq != expect
                     or type(seq) is not int
@@ -296,15 +298,8 @@ class Fold:
                     or time_ms < 0
                     or time_ms > max_ms
                     or type(changes) is not list
-                    or len(changes) != 1
-                ):
-                    break
-                put = changes[0]
-                if type(put) is not list or len(put) != 4:
-                    break
-                kind, member, score, clock = put
-                if (
-                    kind != PUT
+                    or type(put) is not list
+                    or kind != PUT
                     or type(kind) is not int
                     or type(clock) is not int
                     or clock < 0
@@ -321,8 +316,8 @@ class Fold:
                 last_ms = time_ms
                 expect += 1
                 n += 1
-        except (ValueError, msgpack.UnpackException):
-            pass  # not msgpack: the slow path says where and why
+        except (ValueError, TypeError, msgpack.UnpackException):
+            pass  # not msgpack, or another shape: the slow path says where and why
         self.clock = top
         if n:
             self.last_seq = expect - 1
