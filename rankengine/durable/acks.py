@@ -3,7 +3,8 @@ record is durable under ``fsync="always"``, sharing fsyncs
 (:mod:`rankengine.durable.commit`).
 
 Each public write of :class:`~rankengine.board.leaderboard.Leaderboard`
-that can change the board (:data:`WRITES`) is wrapped: the write runs as
+that can change the board (:data:`WRITES`) is wrapped on a board opened
+with ``fsync="always"``: the write runs as
 before, under the board's lock, and its record is appended there (the
 board's listener notes the record's seq -- its *ticket* -- for this
 thread); once the write returns and the lock is let go, the wrapper waits
@@ -35,10 +36,8 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any, Final
 
-from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.commit import DoneCallback, GroupCommit
 
 __all__ = ["WRITES", "AcknowledgedWrites"]
@@ -98,6 +97,8 @@ class AcknowledgedWrites:
                 durable=durable,
                 on_error=functools.partial(_failed, board),
             )
+            for name in WRITES:
+                _install(self, name)
 
     def _appended(self, seq: int) -> None:
         assert self._group is not None
@@ -175,19 +176,22 @@ def _failed(board: weakref.ref[AcknowledgedWrites], exc: BaseException) -> None:
         live._failure = exc
 
 
-def _acknowledged(name: str) -> Callable[..., Any]:
-    """The wrapper of the public write ``name`` (see the module docstring)."""
-    plain = getattr(Leaderboard, name)
+def _install(board: AcknowledgedWrites, name: str) -> None:
+    """Give ``board`` (under ``"always"``) its own public write ``name``
+    that waits for the fsync (see the module docstring).
 
-    @functools.wraps(plain)
-    def write(self: Any, *args: Any, **kwargs: Any) -> Any:
-        # (the next class in the board's own MRO: a subclass's override of
-        # the write runs, as it would without this mixin)
-        inner = getattr(super(AcknowledgedWrites, self), name)
-        group = self._group
-        if group is None:
-            return inner(*args, **kwargs)
-        acks = self._acks
+    Per board, as an instance attribute, so that the boards of the other
+    policies call their writes with no wrapper at all (measured: a wrapper
+    on the class cost every ``everysec`` write a few percent).  The next
+    method is looked up once, in the board's own MRO: a subclass's override
+    of the write runs, as it would without this.
+    """
+    inner = getattr(super(AcknowledgedWrites, board), name)
+    group, acks = board._group, board._acks
+    assert group is not None
+
+    @functools.wraps(inner)
+    def write(*args: Any, **kwargs: Any) -> Any:
         outer = acks.ticket
         acks.ticket = 0
         result = inner(*args, **kwargs)
@@ -198,9 +202,4 @@ def _acknowledged(name: str) -> Callable[..., Any]:
             acks.ticket = outer
         return result
 
-    return write
-
-
-for _name in WRITES:
-    setattr(AcknowledgedWrites, _name, _acknowledged(_name))
-del _name
+    setattr(board, name, write)
