@@ -34,6 +34,7 @@ from rankengine.durable.records import PREFIX_BYTES, CorruptionError, frame, pac
 from rankengine.durable.repair import MARKS_NOTE, repair
 from rankengine.durable.salvage import JOURNAL_NAME, apply, find
 from rankengine.durable.verify import verify
+from rankengine.timed.periodic import PeriodicLeaderboard
 
 sys.path.insert(0, str(Path(__file__).parent))
 from seal_child import SealChild, expected_board
@@ -362,3 +363,19 @@ def test_verify_mentions_records_a_repair_set_aside(
     apply(str(tmp_path))
     assert main(["verify", str(tmp_path)]) == 0
     assert "SALVAGEABLE" not in capsys.readouterr().out
+
+
+def test_salvage_names_a_period_directory_and_refuses_a_missing_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = {"clock": lambda: 1_780_000_000.0}
+    with PeriodicLeaderboard.open(tmp_path, "daily", fsync="never", **clock) as board:
+        board.incr("ann", 1)
+        (period,) = board.periods()
+    assert main(["salvage", str(tmp_path)]) == 2
+    assert f"periods/{period.name}" in capsys.readouterr().err
+    period_dir = str(tmp_path / "periods" / period.name)
+    assert main(["salvage", period_dir, "--from", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["salvage", period_dir]) == 0
+    assert "nothing to replay; nothing was changed" in capsys.readouterr().out

@@ -49,6 +49,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--from",
         dest="extra",
+        type=_existing,
         action="append",
         default=[],
         metavar="PATH",
@@ -60,6 +61,12 @@ def register(subparsers: Any) -> None:
 def _directory(value: str) -> str:
     if not os.path.isdir(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
+    return value
+
+
+def _existing(value: str) -> str:
+    if not os.path.exists(value):
+        raise argparse.ArgumentTypeError(f"{value!r} does not exist")
     return value
 
 
