@@ -375,7 +375,9 @@ def test_salvage_names_a_period_directory_and_refuses_a_missing_source(
     assert main(["salvage", str(tmp_path)]) == 2
     assert f"periods/{period.name}" in capsys.readouterr().err
     period_dir = str(tmp_path / "periods" / period.name)
-    assert main(["salvage", period_dir, "--from", str(tmp_path / "nope")]) == 2
+    with pytest.raises(SystemExit) as exited:  # (argparse's own exit)
+        main(["salvage", period_dir, "--from", str(tmp_path / "nope")])
+    assert exited.value.code == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["salvage", period_dir]) == 0
     assert "nothing to replay; nothing was changed" in capsys.readouterr().out
