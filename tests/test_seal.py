@@ -381,3 +381,20 @@ def test_salvage_names_a_period_directory_and_refuses_a_missing_source(
     assert "does not exist" in capsys.readouterr().err
     assert main(["salvage", period_dir]) == 0
     assert "nothing to replay; nothing was changed" in capsys.readouterr().out
+
+
+def test_salvage_does_not_replay_records_the_board_has_written_over(tmp_path: Path) -> None:
+    damaged_board(tmp_path)
+    repair(str(tmp_path))  # keeps seq 1..10; the application then goes on writing
+    with Leaderboard.open(tmp_path) as board:
+        for i in range(25):
+            board.set(f"new{i}", i)
+        after = board.items()
+    plan = find(str(tmp_path))
+    assert plan.events == [] and sorted(set(plan.overtaken)) == list(range(12, 32))
+    assert any(
+        "are not replayed: the board was written to after that repair" in line
+        for line in plan.lines()
+    )
+    apply(str(tmp_path))
+    assert rebuild(tmp_path).items() == after
