@@ -12,9 +12,9 @@ failed, 2 bad arguments or DIR is not a board, 130 interrupted.
 
 >>> sub = argparse.ArgumentParser().add_subparsers()
 >>> register(sub)
->>> args = sub.choices["salvage"].parse_args([".", "--from", "saved"])
+>>> args = sub.choices["salvage"].parse_args([".", "--from", "."])
 >>> args.apply, args.extra
-(False, ['saved'])
+(False, ['.'])
 """
 
 from __future__ import annotations
