@@ -242,6 +242,7 @@ class PeriodicAdapter(Adapter):
     def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
         periodic = self._periodic()
         member, op, t = event.member, event.op, event.t_ms / 1000
+        periodic.now()  # time moves with every event the view takes, write or not
         period = route_period(periodic, t, self.clock())
         board = None if period is None else period_board(periodic, period.name)
         before = board.rank(member) if ranks and board is not None else None
