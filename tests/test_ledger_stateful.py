@@ -145,7 +145,7 @@ class Reference:
         }
 
 
-def write(board: Leaderboard, op: str, member: Any, value: Any, when: Any, meta: Any) -> None:
+def write(board: Leaderboard, op: str, member: Any, value: Any, when: Any, meta: Any) -> None:  # noqa: PLR0917
     if op == "incr":
         board.incr(member, value, when=when)
     elif op == "set":
@@ -204,7 +204,9 @@ class LedgerMachine(RuleBasedStateMachine):
         self.ledger.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _event(self, member: Any, op: str, value: Any, step: int, region: Any, when: Any) -> Any:
+    def _event(  # noqa: PLR0917
+        self, member: Any, op: str, value: Any, step: int, region: Any, when: Any
+    ) -> Any:
         event: dict[str, Any] = {"member": member, "op": op, "t_ms": max(0, self.time_ms + step)}
         if op in ("incr", "set"):
             event["value"] = value
@@ -237,7 +239,9 @@ class LedgerMachine(RuleBasedStateMachine):
             self.time_ms = max(self.time_ms, event["t_ms"])
 
     @rule(member=MEMBERS, op=OPS, value=VALUES, step=STEPS, region=REGIONS, when=WHENS)
-    def record(self, member: Any, op: str, value: Any, step: int, region: Any, when: Any) -> None:
+    def record(  # noqa: PLR0917
+        self, member: Any, op: str, value: Any, step: int, region: Any, when: Any
+    ) -> None:
         self._try([self._event(member, op, value, step, region, when)])
 
     @rule(
