@@ -32,7 +32,7 @@ VIEWS: list[tuple[str, str, dict[str, Any]]] = [
     ("trend", "topk", {"k": 5}),
     ("by_region", "board", {"by": "region"}),
 ]
-#: The first event's time (2027-01-04T00:00Z, a Monday).
+#: The first event's time (2027-01-03T00:00Z, a Sunday).
 T0_MS = 1_798_934_400_000
 
 

@@ -18,7 +18,7 @@ from rankengine import DecayedLeaderboard, Leaderboard, Ledger, PeriodicLeaderbo
 from rankengine.durable.records import LogError, RecoveryWarning
 from rankengine.ledger.subscriptions import Changed, Overtaken, TopMove
 
-T = 1_798_934_400_000  # 2027-01-04T00:00Z, a Monday
+T = 1_798_934_400_000  # 2027-01-03T00:00Z, a Sunday
 DAY = 86_400_000
 
 
@@ -263,3 +263,28 @@ def test_a_view_without_subscribers_pays_only_a_lookup() -> None:
     ledger.unsubscribe(handle)
     assert not ledger._subs.watches("alltime")
     assert ledger.record("ann", 1, ranks=False).outcomes[0].rank_before is None
+
+
+def test_inspect_and_verify_understand_a_ledger(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rankengine.cli.log import main
+
+    with Ledger.open(tmp_path) as ledger:
+        four_views(ledger)
+        for i in range(20):
+            ledger.record(f"p{i}", i, t_ms=T + i, attrs={"region": "eu"})
+        ledger.compact()
+    assert main(["inspect", str(tmp_path)]) == 0
+    shown = capsys.readouterr().out
+    assert "kind        ledger" in shown and "weekly       periodic" in shown
+    assert "snapshot at seq 20 (0 event(s) to replay)" in shown
+    assert main(["verify", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.endswith("healthy\n")
+    assert main(["add-view", str(tmp_path), "late", "board", 'where={"region": "eu"}']) == 0
+    for snap in (tmp_path / "views" / "eu").iterdir():
+        snap.unlink()
+    assert main(["verify", str(tmp_path)]) == 3  # the open rebuilds it from the log
+    assert "VIEW REBUILD: 1 view(s)" in capsys.readouterr().out
+    with pytest.warns(RecoveryWarning), Ledger.open(tmp_path) as again:
+        assert again["late"].items() == again["eu"].items() and len(again["late"]) == 20

@@ -39,7 +39,7 @@ from rankengine.timed.state import decayed_state, period_board, periodic_state
 from rankengine.timed.window import SlidingWindowLeaderboard
 from rankengine.trending.topk import TopK
 
-START_MS = 1_798_934_400_000  # 2027-01-04T00:00Z
+START_MS = 1_798_934_400_000  # 2027-01-03T00:00Z
 MEMBERS = st.sampled_from(["a", "b", "c", "d", 7])
 VALUES = st.one_of(
     st.integers(-5, 20),

@@ -33,6 +33,7 @@ __all__ = [
     "LEDGER",
     "LEDGER_KIND",
     "PERIODIC",
+    "fixed_config",
     "refuse_other_kind",
     "what_is_in",
 ]
@@ -50,6 +51,25 @@ _OPENED_BY: Final = {
     PERIODIC: "PeriodicLeaderboard.open(path, ...) or SlidingWindowLeaderboard.open(path, ...)",
     DECAYED: "DecayedLeaderboard.open(path, ...)",
 }
+
+
+#: The parts of a ledger's manifest config that change as views come and go
+#: and snapshots are taken (a segment header keeps only the rest).
+_LEDGER_STATE: Final = ("views", "snapshots")
+
+
+def fixed_config(config: dict[str, object]) -> dict[str, object]:
+    """``config`` without what a ledger's manifest changes over time (its
+    views and their snapshots): what every segment header must agree on.
+
+    >>> fixed_config({"kind": "ledger", "views": {"a": {}}, "snapshots": {}})
+    {'kind': 'ledger'}
+    >>> fixed_config({"order": "desc"})
+    {'order': 'desc'}
+    """
+    if config.get("kind") != LEDGER_KIND:
+        return config
+    return {k: v for k, v in config.items() if k not in _LEDGER_STATE}
 
 
 def what_is_in(directory: str) -> str | None:
