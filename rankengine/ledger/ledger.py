@@ -482,7 +482,7 @@ class Ledger:
                     raise
         # 2. one record, durable under the policy
         seq = self._seq + 1
-        stamp = max(self._now(), self._last_ms)
+        stamp = max(self._now(), self._last_ms)  # record times never go back
         changes = [to_change(event) for event in events]
         if self._files is not None:
             self._files.append(self._framer.frame(seq, stamp, changes), seq)
@@ -492,12 +492,17 @@ class Ledger:
         # 3. every view, under this one lock
         done: list[Recorded] = []
         subs = self._subs
+        quiet = not subs.any()
         try:
             for event in events:
                 self._time = max(self._time, event.t_ms)
+                time_ms = self._time
                 outcomes: list[Outcome] = []
                 for view in views:
-                    view.time_ms = self._time
+                    view.time_ms = time_ms
+                    if quiet:  # no subscriber anywhere: nothing to look up
+                        outcomes += view.apply(event, ranks)
+                        continue
                     watched = subs.watches(view.name)
                     outcomes += view.apply(event, ranks or watched)
                     if watched:
