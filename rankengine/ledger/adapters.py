@@ -75,13 +75,14 @@ __all__ = [
     "Adapter",
     "Part",
     "make_adapter",
+    "register_adapter",
 ]
 
 #: The settings of the boards a view is made of (strings only: a backend
 #: factory could not be stored in the manifest).
 BOARD_SETTINGS: Final = ("order", "tie_break", "rank_style", "backend")
 #: Options each kind takes besides the board settings.
-_OPTIONS: Final[dict[str, tuple[str, ...]]] = {
+_OPTIONS: dict[str, tuple[str, ...]] = {
     "board": BOARD_SETTINGS,
     "periodic": ("calendar", "keep", "grace", "late", *BOARD_SETTINGS),
     "window": ("calendar", "buckets", "grace", "late", *BOARD_SETTINGS),
@@ -222,6 +223,17 @@ class Adapter:
     def check_invariants(self) -> None:
         """The board's own ``_check()``."""
         self.board._check()
+
+    def attach(self, ledger_seq: int) -> None:
+        """Connect what lives outside the process (a Redis view), once the
+        view reflects ``ledger_seq``; nothing for in-process boards."""
+
+    def rebuild(self, ledger_seq: int) -> int:
+        """Bring an outside copy back to the view's state (a Redis view)."""
+        return 0
+
+    def close(self, ledger_seq: int) -> None:
+        """Let go of what lives outside the process."""
 
 
 class PeriodicAdapter(Adapter):
@@ -498,13 +510,22 @@ class TopKAdapter(Adapter):
         self.board = TopK.from_bytes(header["topk"])
 
 
-_ADAPTERS: Final[dict[str, type[Adapter]]] = {
+_ADAPTERS: dict[str, type[Adapter]] = {
     "board": Adapter,
     "periodic": PeriodicAdapter,
     "window": WindowAdapter,
     "decayed": DecayedAdapter,
     "topk": TopKAdapter,
 }
+
+
+def register_adapter(kind: str, adapter: type[Adapter], options: tuple[str, ...]) -> None:
+    """Make ``kind`` a view kind (a module above this one adds the Redis view).
+
+    Runtime complexity: O(1)
+    """
+    _ADAPTERS[kind] = adapter
+    _OPTIONS[kind] = options
 
 
 def make_adapter(kind: str, options: dict[str, Any], clock: Callable[[], float]) -> Adapter:
@@ -515,7 +536,7 @@ def make_adapter(kind: str, options: dict[str, Any], clock: Callable[[], float])
     Runtime complexity: O(1) (a TopK: O(width * depth))
     """
     if kind not in _ADAPTERS:
-        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        raise ValueError(f"kind must be one of {tuple(_ADAPTERS)}, not {kind!r}")
     unknown = sorted(set(options) - set(_OPTIONS[kind]))
     if unknown:
         raise TypeError(f"a {kind} view takes no option {unknown[0]!r} (it takes {_OPTIONS[kind]})")
@@ -524,4 +545,6 @@ def make_adapter(kind: str, options: dict[str, Any], clock: Callable[[], float])
             raise TypeError(f"{name} must be given by name in a ledger view, not {options[name]!r}")
     if kind in ("periodic", "window") and not isinstance(options.get("calendar"), str):
         raise TypeError("a periodic or window view needs calendar= as a name or cron string")
+    if kind == "redis" and not (isinstance(options.get("url"), str) and options.get("board")):
+        raise TypeError("a redis view needs url= (redis://host:port/db) and board= (its name)")
     return _ADAPTERS[kind](options, clock)

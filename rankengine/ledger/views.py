@@ -100,6 +100,8 @@ class View:
         route: Route,
     ) -> None:
         self.name = check_view_name(name)
+        if kind == "redis" and route.by is not None:
+            raise ValueError("a redis view is one Redis board: by= is not supported (use where=)")
         self.kind = kind
         self.options = dict(options)
         self.route = route
@@ -208,6 +210,16 @@ class View:
             adapter = self._adapter(key, True)
             assert adapter is not None
             adapter.restore(key_parts)
+
+    def attach(self, ledger_seq: int) -> None:
+        """Connect every board that lives outside the process (Redis)."""
+        for adapter in self.adapters.values():
+            adapter.attach(ledger_seq)
+
+    def close(self, ledger_seq: int) -> None:
+        """Let go of every board that lives outside the process."""
+        for adapter in self.adapters.values():
+            adapter.close(ledger_seq)
 
     def reset(self) -> None:
         """Empty the view (to rebuild it from the log)."""
