@@ -40,7 +40,7 @@ from redis_service import redis_board
 
 import rankengine
 from rankengine import Leaderboard
-from rankengine.board.contract import Board
+from rankengine.board.contract import EXTENSION_POINTS, Board, BoardAPI
 from rankengine.board.writes import WRITE_PRIMITIVES, BoardWrites
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.redis.board import RedisLeaderboard
@@ -678,6 +678,13 @@ BAD: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "at-bad-style-and-float": ("at", lambda b: b.at(1.0, style="x")),
     "entries-bad-style-bare-string": ("entries", lambda b: b.entries("ann", style="x")),
     "rank-unhashable-bad-style": ("rank", lambda b: b.rank(["ann"], style="x")),
+    # the container reads (BoardAPI's extension points, and what it makes of them)
+    "score-unhashable": ("score", lambda b: b.score(["ann"])),
+    "meta-unhashable": ("meta", lambda b: b.meta(["ann"])),
+    "getitem-absent": ("container", lambda b: b[ABSENT]),
+    "getitem-unhashable": ("container", lambda b: b[["ann"]]),
+    "getitem-lookalike": ("container", lambda b: b[True]),
+    "contains-unhashable": ("container", lambda b: ["ann"] in b),
     "page-bad-flag-and-size": ("page", lambda b: b.page(1, 0, with_meta=1)),
 }
 
@@ -974,3 +981,25 @@ def test_writes_are_the_contracts(cls: type) -> None:
         assert inspect.getdoc(getattr(cls, name)) == inspect.getdoc(getattr(BoardWrites, name)), (
             name
         )
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard],
+    ids=lambda cls: cls.__name__,
+)
+def test_container_reads_are_the_contracts(cls: type) -> None:
+    """The container reads are stated once, in BoardAPI: each kind writes
+    the extension points' bodies (none is left to the contract's stub) under
+    the contract's docstrings (no kind restates one), and the Redis and
+    sharded boards take ``__iter__`` and ``__getitem__`` from the contract
+    (the in-memory board fuses both, under the contract's docstrings)."""
+    assert issubclass(cls, BoardAPI)
+    for name in EXTENSION_POINTS:
+        assert getattr(cls, name) is not getattr(BoardAPI, name), name
+    for name in (*EXTENSION_POINTS, "__iter__", "__getitem__"):
+        assert inspect.getdoc(getattr(BoardAPI, name)), name
+        assert getattr(cls, name).__doc__ in (None, getattr(BoardAPI, name).__doc__), name
+    if cls in (RedisLeaderboard, ShardedLeaderboard):
+        assert cls.__iter__ is BoardAPI.__iter__
+        assert cls.__getitem__ is BoardAPI.__getitem__

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, overload
 
 from rankengine.board.changes import DEL, META, PUT, Change
@@ -201,21 +201,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         key = self._key_or_none(member)
         return key is not None and bool(self._client.hexists(self._keys[1], key))
 
-    def __iter__(self) -> Iterator[Member]:
-        """Members in rank order, best first (one read of the whole board)."""
-        return iter([member for member, _ in self.items()])
-
     def __repr__(self) -> str:
         return (
             f"RedisLeaderboard({self._name!r}, order={self._order!r}, "
             f"tie_break={self._tie_break!r}, rank_style={self._rank_style!r})"
         )
-
-    def __getitem__(self, member: Member) -> Score:
-        value = self.score(member, MISSING)
-        if value is MISSING:
-            raise KeyError(member)
-        return value  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Close the event log, if any, and the Redis client if this board
@@ -460,10 +450,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
                 self._notify([(META, member, clean)])
 
     def meta(self, member: Member) -> dict[str, Any] | None:
-        """The member's metadata, or None.
-
-        Runtime complexity: O(size of meta), one round trip.
-        """
+        # (an extension point of BoardAPI, which holds the docstring)
         key = self._key_or_none(member)
         data = None if key is None else self._client.hget(self._keys[2], key)
         return None if data is None else decode_meta(data)
@@ -485,10 +472,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         return self._remove_range("rank", n + 1, -1)
 
     def score(self, member: Member, default: Any = None) -> Any:
-        """The member's score, or ``default`` when absent.
-
-        Runtime complexity: O(1), one round trip.
-        """
+        # (an extension point of BoardAPI, which holds the docstring)
         found = self._entries([member], "-", False)[0]
         return default if found is None else found.score
 
@@ -607,10 +591,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         return int(self._run("RANK_FOR", "span", "", "", *span))
 
     def items(self) -> list[tuple[Member, Score]]:
-        """``(member, score)`` pairs in rank order, best first.
-
-        Runtime complexity: O(N), one round trip.
-        """
+        # (an extension point of BoardAPI, which holds the docstring)
         return [(e.member, e.score) for e in self._range("unique", False, "rank", 1, -1)]
 
     # ------------------------------------------------------------------
