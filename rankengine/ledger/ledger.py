@@ -492,6 +492,8 @@ class Ledger:
                 event = make_event(member, value, t_ms=self._now() if t_ms is None else t_ms)
                 return self._record([event], False)[0]
             t = self._now() if t_ms is None else t_ms
+            if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
+                return self._record([make_event(member, value, t_ms=t)], False)[0]
             plan = self._plan or self._fast_plan()
             now_ms = max(self._time, t)
             event = _new_event(LedgerEvent, (member, "incr", value, t, None, None, None))
