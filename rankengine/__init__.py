@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         TornTailError,
     )
     from rankengine.index.sortedlist import SortedListIndex
+    from rankengine.ledger.aio import AsyncLedger
     from rankengine.ledger.ledger import Ledger
     from rankengine.redis.board import RedisLeaderboard
     from rankengine.sharded.board import ShardedLeaderboard
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from rankengine.trending.windows import TumblingWindows
 
 __all__ = [
+    "AsyncLedger",
     "Calendar",
     "CorruptionError",
     "CountMinSketch",
@@ -123,6 +125,7 @@ _LAZY: dict[str, str] = {
     "PackedScore": "rankengine.board.packed",
     "LateEventError": "rankengine.timed.periodic",
     "Ledger": "rankengine.ledger.ledger",
+    "AsyncLedger": "rankengine.ledger.aio",
     "PeriodicLeaderboard": "rankengine.timed.periodic",
     "RedisLeaderboard": "rankengine.redis.board",
     "ShardedLeaderboard": "rankengine.sharded.board",
