@@ -40,6 +40,7 @@ from redis_service import redis_board
 
 import rankengine
 from rankengine import Leaderboard
+from rankengine.board import routing
 from rankengine.board.contract import EXTENSION_POINTS, Board, BoardAPI
 from rankengine.board.writes import WRITE_PRIMITIVES, BoardWrites
 from rankengine.durable.board import DurableLeaderboard
@@ -963,18 +964,23 @@ WRITES = {
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, ShardedLeaderboard],
+    [Leaderboard, DurableLeaderboard, ShardedLeaderboard, RedisLeaderboard],
     ids=lambda cls: cls.__name__,
 )
 def test_writes_are_the_contracts(cls: type) -> None:
-    """The in-memory, durable and sharded boards take their public writes
-    from BoardWrites: each supplies every write primitive (none is left to
-    the contract's stub), and each write's docstring is the contract's
-    (the in-memory board's fused ``set`` and ``incr`` included); the durable
-    board's ``clear`` alone adds its own (its log record's size limit)."""
+    """The in-memory, durable, sharded and Redis boards take their public
+    writes from BoardWrites: each supplies every write primitive (none is
+    left to the contract's stub), and each write's docstring is the
+    contract's (the in-memory board's fused ``set`` and ``incr`` included);
+    the durable board's ``clear`` alone adds its own (its log record's size
+    limit).  Only the in-memory board fuses a write; the others' public
+    writes are the contract's own methods."""
     assert issubclass(cls, BoardWrites)
     for name in WRITE_PRIMITIVES:
         assert getattr(cls, name) is not getattr(BoardWrites, name), name
+    if cls in (ShardedLeaderboard, RedisLeaderboard):
+        for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
+            assert getattr(cls, name) is getattr(BoardWrites, name), name
     for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
         if cls is DurableLeaderboard and name == "clear":
             continue
@@ -1003,3 +1009,49 @@ def test_container_reads_are_the_contracts(cls: type) -> None:
     if cls in (RedisLeaderboard, ShardedLeaderboard):
         assert cls.__iter__ is BoardAPI.__iter__
         assert cls.__getitem__ is BoardAPI.__getitem__
+
+
+#: The writes of the contract that each time board answers with the time
+#: as its extension point (``t=``; a decayed board's take no time), and
+#: what that keyword is.
+TIMED_WRITES: dict[type, tuple[str | None, set[str]]] = {
+    PeriodicLeaderboard: ("t", WRITES - {"clear"}),
+    SlidingWindowLeaderboard: (
+        "t",
+        {"set", "incr", "set_many", "incr_many", "remove", "remove_many", "set_meta"},
+    ),
+    DecayedLeaderboard: (
+        None,
+        {
+            "remove",
+            "remove_many",
+            "set_meta",
+            "pop_best",
+            "pop_worst",
+            "keep_top",
+            "remove_by_rank",
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("cls", list(TIMED_WRITES), ids=lambda cls: cls.__name__)
+def test_time_boards_writes_are_the_contracts(cls: type) -> None:
+    """A periodic board's, a window's and a decayed board's writes are
+    declared the contract's (routing.at_time): the contract's signature
+    plus ``t=`` (a decayed board's: the contract's exactly), and the
+    contract's rules in the docstring, after the kind's own first line."""
+    keyword, names = TIMED_WRITES[cls]
+    for name in names:
+        write = getattr(cls, name)
+        assert write.__contract__ is getattr(Leaderboard, name), name
+        got = _parameters(write)
+        if keyword is not None:
+            assert keyword in [p[0] for p in got], name
+            got = [p for p in got if p[0] != keyword]
+        assert got == _parameters(getattr(Leaderboard, name)), name
+        rules = inspect.getdoc(getattr(Leaderboard, name)).split("\n\n")[0]
+        assert rules in write.__doc__, name
+    # and a write that no longer matches the contract is refused at once
+    with pytest.raises(TypeError, match="not the contract's"):
+        routing.at_time(Leaderboard.set)(lambda self, member, *, t=None: None)

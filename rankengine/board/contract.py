@@ -33,9 +33,11 @@ The writes ``set``, ``incr``, ``set_many``, ``incr_many``, ``remove``,
 ``remove_many``, ``set_meta`` and ``clear`` are stated once in
 :class:`rankengine.board.writes.BoardWrites`, its companion (the same
 pattern: checks there, one primitive per write, listed in its
-``WRITE_PRIMITIVES``); the in-memory and sharded boards inherit it.  Not
-there yet: the Redis board's writes and the time boards' (which take
-``t=``) are still written by each.
+``WRITE_PRIMITIVES``); the in-memory, durable, sharded and Redis boards
+inherit it.  The time boards' writes go to the board a time picks, with
+bookkeeping of their own per write: each is declared the contract's by
+:func:`rankengine.board.routing.at_time` (its signature checked against
+the contract's plus ``t=``, the contract's rules in its docstring).
 
 The container reads ``__len__``, ``__contains__``, ``score``, ``meta`` and
 ``items`` are *extension points* (:data:`EXTENSION_POINTS`): their
