@@ -309,13 +309,21 @@ def test_sigkill_during_the_seal_loses_nothing(tmp_path: Path, step: str) -> Non
 def test_sigkill_during_a_checkpoint_loses_nothing(tmp_path: Path, step: str) -> None:
     child = SealChild(tmp_path, "checkpoint", 15, 5, crash_at=step)
     assert child.finish() == -signal.SIGKILL, child.lines[-2:]
-    assert child.acked() == 15 and not child.wait_for("marked", 0)
-    assert read_manifest(str(tmp_path)).durable_seq == (15 if step.startswith("after") else 0)
+    # the checkpoint runs on the fsync thread once a second: on a loaded
+    # machine it may come before the 15th write, or the writing thread may see
+    # its manifest and go on for a write or two before the kill lands
+    acked = child.acked()
+    assert acked <= 20, child.lines[-3:]
+    durable_seq = read_manifest(str(tmp_path)).durable_seq
+    if step.startswith("after"):
+        assert 0 < durable_seq <= acked  # the mark never claims more than was written
+    else:
+        assert durable_seq == 0  # the checkpoint's manifest never replaced the old one
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no torn tail, no recovery warning
         board = Leaderboard.open(tmp_path)
     with board:
-        assert state(board) == state(expected_board(15))
+        assert state(board) == state(expected_board(acked))
 
 
 def run_salvage(directory: Path, crash_at: str | None = None) -> int:
