@@ -19,7 +19,8 @@ The packages, from the bottom up (each imports only those below it; see
 in-memory board), ``durable`` (event log, snapshots, durable board),
 ``timed`` (periodic, window, decayed boards), ``trending`` (approximate
 top-K), ``redis`` and ``sharded`` (boards on Redis and over shards),
-``teach`` (pictures and narration) and ``cli`` (the command line).
+``ledger`` (one event stream, many views), ``teach`` (pictures and
+narration) and ``cli`` (the command line).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
         TornTailError,
     )
     from rankengine.index.sortedlist import SortedListIndex
+    from rankengine.ledger.aio import AsyncLedger
+    from rankengine.ledger.ledger import Ledger
     from rankengine.redis.board import RedisLeaderboard
     from rankengine.sharded.board import ShardedLeaderboard
     from rankengine.stores import connect_board, open_board
@@ -67,6 +70,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcknowledgedLossError",
+    "AsyncLedger",
     "Calendar",
     "CorruptionError",
     "CountMinSketch",
@@ -79,6 +83,7 @@ __all__ = [
     "Hourly",
     "LateEventError",
     "Leaderboard",
+    "Ledger",
     "LogError",
     "Monthly",
     "PackedScore",
@@ -122,6 +127,8 @@ _LAZY: dict[str, str] = {
     "TornTailError": "rankengine.durable.records",
     "PackedScore": "rankengine.board.packed",
     "LateEventError": "rankengine.timed.periodic",
+    "Ledger": "rankengine.ledger.ledger",
+    "AsyncLedger": "rankengine.ledger.aio",
     "PeriodicLeaderboard": "rankengine.timed.periodic",
     "RedisLeaderboard": "rankengine.redis.board",
     "ShardedLeaderboard": "rankengine.sharded.board",

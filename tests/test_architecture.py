@@ -41,8 +41,20 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "redis": frozenset({"board", "durable", "index"}),
     "sharded": frozenset({"board", "redis", "durable", "index"}),
     "teach": frozenset({"board", "index"}),
+    "ledger": frozenset({"board", "durable", "index", "timed", "trending", "redis", "sharded"}),
     "cli": frozenset(
-        {"(root)", "board", "durable", "index", "timed", "trending", "redis", "sharded", "teach"}
+        {
+            "(root)",
+            "board",
+            "durable",
+            "index",
+            "timed",
+            "trending",
+            "redis",
+            "sharded",
+            "teach",
+            "ledger",
+        }
     ),
 }
 

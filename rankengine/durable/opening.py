@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from rankengine.durable.eventlog import SegmentWriter
+from rankengine.durable.kinds import BOARD, refuse_other_kind
 from rankengine.durable.manifest import (
     MANIFEST_NAME,
     Manifest,
@@ -142,6 +143,7 @@ def _check_before_locking(directory: str, create: bool) -> None:
 
     Runtime complexity: O(files in the directory)
     """
+    refuse_other_kind(directory, BOARD)  # a ledger's, a periodic board's: named
     manifest = os.path.join(directory, MANIFEST_NAME)
     if os.path.lexists(manifest):
         return
