@@ -78,6 +78,7 @@ def _find_bin() -> Path | None:
     found = shutil.which("initdb")
     if found and shutil.which("postgres"):
         return Path(os.path.realpath(found)).parent
+
     def version(path: str) -> int:
         name = Path(path).parent.parent.name
         return int(name) if name.isdigit() else 0
@@ -127,8 +128,15 @@ def _as_service_user() -> list[str]:
         return []
     if subprocess.run(["id", "-u", SERVICE_USER], capture_output=True, check=False).returncode:
         subprocess.run(
-            ["useradd", "--system", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
-             SERVICE_USER],
+            [
+                "useradd",
+                "--system",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
             capture_output=True,
             check=True,
         )
@@ -162,8 +170,19 @@ class PostgresProcess:
         if self._prefix:
             shutil.chown(self.directory, SERVICE_USER)
         result = subprocess.run(
-            [*self._prefix, str(bindir / "initdb"), "-D", str(self.data), "-U", "postgres",
-             "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"],
+            [
+                *self._prefix,
+                str(bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--locale=C",
+            ],
             capture_output=True,
             text=True,
             check=False,
@@ -190,11 +209,16 @@ class PostgresProcess:
         command = [
             *self._prefix,
             str(bindir / "postgres"),
-            "-D", str(self.data),
-            "-p", str(self.port),
-            "-c", "listen_addresses=127.0.0.1",
-            "-c", f"unix_socket_directories={self.directory}",
-            "-c", "max_connections=100",
+            "-D",
+            str(self.data),
+            "-p",
+            str(self.port),
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={self.directory}",
+            "-c",
+            "max_connections=100",
         ]
         for name, value in self.settings.items():
             command += ["-c", f"{name}={value}"]

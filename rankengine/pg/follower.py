@@ -16,9 +16,10 @@ view and is counted in ``view.refused``; every process refuses it alike,
 because every process's view is in the same state when it comes.
 
 Time: a view whose ``incr`` takes ``t=`` (periodic boards, windows) gets the
-event's own time, and its ``clock`` should be :meth:`Follower.clock` (the
-time of the event being applied), so that what is open, closed or late is
-decided by the stream, not by each process's wall clock.
+event's own time, and its board's ``clock`` should be a :class:`StreamClock`
+given to the view too: "now" is then the latest event time the view has
+seen, so what is open, closed or late is decided by the stream, the same in
+every process, not by each process's wall clock.
 
 A view on Redis is :class:`~rankengine.pg.redis_view.RedisView`: the same
 interface, with its position kept in Redis.
@@ -44,7 +45,7 @@ from rankengine.pg.events import INCR, META, REMOVE, SET, StoreEvent
 from rankengine.pg.fold import can_fold, fold_into
 from rankengine.pg.store import CHUNK, EventStore
 
-__all__ = ["FOLD_MIN", "BoardView", "Follower", "Route", "View", "apply_event"]
+__all__ = ["FOLD_MIN", "BoardView", "Follower", "Route", "StreamClock", "View", "apply_event"]
 
 #: A run of foldable events shorter than this is applied one by one: folding
 #: pays a dict per run and ``set_many``'s planning, which a few events do not
@@ -102,13 +103,34 @@ def _takes_time(board: Any) -> bool:
         return False
 
 
+class StreamClock:
+    """A board's "now" taken from the stream: the latest event time (seconds)
+    its view has seen, routed to it or not.  Never goes back.
+
+    >>> clock = StreamClock()
+    >>> clock.advance(5_000); clock.advance(3_000); clock()
+    5.0
+    """
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, time_ms: int) -> None:
+        """Move to ``time_ms`` (milliseconds) unless the clock is past it already."""
+        t = time_ms / 1000
+        self.now = max(self.now, t)
+
+
 class BoardView:
     """An in-process board fed by a follower (any board kind with
     ``incr``/``set``/``remove``/``set_meta``).
 
     :param route: a filter, e.g. ``lambda e: (e.attrs or {}).get("region") == "eu"``.
-    :param on_event: called before each event is applied one by one (the
-        follower sets its event clock there).
+    :param clock: the :class:`StreamClock` the board was made with (a board
+        with a time axis): the view advances it before each event.
     """
 
     def __init__(
@@ -118,7 +140,7 @@ class BoardView:
         *,
         route: Route | None = None,
         position: int = 0,
-        on_event: Callable[[StoreEvent], None] | None = None,
+        clock: StreamClock | None = None,
     ) -> None:
         self.name = name
         self.board = board
@@ -127,7 +149,7 @@ class BoardView:
         self.refused = 0
         self.timed = _takes_time(board)
         self.foldable = not self.timed and can_fold(board)
-        self._on_event = on_event
+        self.clock = clock
 
     def __repr__(self) -> str:
         return f"BoardView({self.name!r}, position={self.position}, refused={self.refused})"
@@ -141,11 +163,17 @@ class BoardView:
         fresh = [e for e in events if e.seq > self.position]
         if not fresh:
             return 0
-        if self.route is not None:
-            route = self.route
-            taken = [e for e in fresh if route(e)]
-        else:
-            taken = fresh
+        route = self.route
+        if self.clock is not None:
+            # one by one, the clock at each event the latest time before it
+            advance = self.clock.advance
+            for event in fresh:
+                advance(event.time_ms)
+                if route is None or route(event):
+                    self._one(event)
+            self.position = fresh[-1].seq
+            return len(fresh)
+        taken = fresh if route is None else [e for e in fresh if route(e)]
         run: list[StoreEvent] = []
         for event in taken:
             if self.foldable and event.op != META and type(event.value) in (int, float, type(None)):
@@ -170,8 +198,6 @@ class BoardView:
             self._one(event)
 
     def _one(self, event: StoreEvent) -> None:
-        if self._on_event is not None:
-            self._on_event(event)
         try:
             apply_event(self.board, event, self.timed)
         except (ValueError, TypeError, KeyError, OverflowError):
@@ -184,8 +210,9 @@ class Follower:
     """Applies one event store's events to a process's views.
 
     >>> follower = Follower(store)                        # doctest: +SKIP
-    >>> weekly = PeriodicLeaderboard("weekly", clock=follower.clock)  # doctest: +SKIP
-    >>> follower.add("weekly", weekly)                    # doctest: +SKIP
+    >>> clock = StreamClock()                             # doctest: +SKIP
+    >>> weekly = PeriodicLeaderboard("weekly", clock=clock)  # doctest: +SKIP
+    >>> follower.add("weekly", weekly, clock=clock)       # doctest: +SKIP
     >>> follower.catch_up()                               # doctest: +SKIP
     >>> follower.follow(stop)                             # doctest: +SKIP
     """
@@ -194,27 +221,30 @@ class Follower:
         self.store = store
         self.chunk = chunk
         self.views: dict[str, View] = {}
-        #: Time (seconds) of the event being applied (or last applied).
-        self.event_time = 0.0
         self._lock = threading.Lock()
 
-    def clock(self) -> float:
-        """The stream's "now": the time of the event being applied (seconds).
-
-        Give it as ``clock=`` to periodic and window boards.
-        """
-        return self.event_time
-
-    def _note(self, event: StoreEvent) -> None:
-        self.event_time = max(self.event_time, event.time_ms / 1000)
-
-    def add(self, name: str, board: Any, *, route: Route | None = None) -> BoardView:
+    def add(
+        self,
+        name: str,
+        board: Any,
+        *,
+        route: Route | None = None,
+        clock: StreamClock | None = None,
+    ) -> BoardView:
         """Register an in-process board as view ``name`` (it starts at
-        position 0: the next :meth:`catch_up` builds it from the whole stream).
+        position 0: the next :meth:`catch_up` builds it from the whole
+        stream).  A board with a time axis needs its ``clock``.
 
         Runtime complexity: O(1)
         """
-        return self.add_view(BoardView(name, board, route=route, on_event=self._note))  # type: ignore[return-value]
+        if _takes_time(board) and clock is None:
+            raise ValueError(
+                f"view {name!r}: a board with a time axis needs clock=StreamClock(), "
+                "the one it was made with (its 'now' must come from the stream)"
+            )
+        view = BoardView(name, board, route=route, clock=clock)
+        self.add_view(view)
+        return view
 
     def add_view(self, view: View) -> View:
         """Register a view object (a :class:`BoardView`, a ``RedisView``...)."""
@@ -237,7 +267,6 @@ class Follower:
             applied = 0
             for view in self.views.values():
                 applied = max(applied, view.apply(events))
-            self.event_time = max(self.event_time, events[-1].time_ms / 1000)
             return applied
 
     def catch_up(self) -> int:

@@ -66,9 +66,7 @@ from typing import Any, Final, TypeVar
 try:
     import psycopg
 except ImportError as exc:  # the optional dependency, named in the error
-    raise ImportError(
-        "rankengine.pg needs psycopg 3: pip install 'rankengine[postgres]'"
-    ) from exc
+    raise ImportError("rankengine.pg needs psycopg 3: pip install 'rankengine[postgres]'") from exc
 
 from rankengine.pg.events import (
     NewEvent,
@@ -330,9 +328,7 @@ class EventStore:
         checked = [check_event(NewEvent(*e)) for e in events]
         if keys is None:
             keys = [os.urandom(KEY_BYTES) for _ in checked]
-        elif len(keys) != len(checked) or not all(
-            isinstance(k, bytes) and k for k in keys
-        ):
+        elif len(keys) != len(checked) or not all(isinstance(k, bytes) and k for k in keys):
             raise ValueError("keys must be one non-empty bytes value per event")
         if not checked:
             return []
