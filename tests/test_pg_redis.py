@@ -8,6 +8,7 @@ the same events are read twice.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import uuid
 from collections.abc import Iterator
@@ -61,10 +62,8 @@ def _reference(store: EventStore) -> list[tuple[Any, Any]]:
     board = Leaderboard()
     for chunk in store.chunks(0):
         for event in chunk:
-            try:
+            with contextlib.suppress(ValueError, TypeError, KeyError):
                 apply_event(board, event, False)
-            except (ValueError, TypeError, KeyError):
-                pass
     return board.items()
 
 
