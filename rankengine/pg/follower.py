@@ -45,8 +45,21 @@ from rankengine.pg.events import INCR, META, REMOVE, SET, StoreEvent
 from rankengine.pg.fold import can_fold, fold_into
 from rankengine.pg.store import CHUNK, EventStore
 
-__all__ = ["FOLD_MIN", "BoardView", "Follower", "Route", "StreamClock", "View", "apply_event"]
+__all__ = [
+    "CATCH_UP_BATCH",
+    "FOLD_MIN",
+    "BoardView",
+    "Follower",
+    "Route",
+    "StreamClock",
+    "View",
+    "apply_event",
+]
 
+#: Events a catch-up gives its views at once: the larger, the more of each
+#: member's events fold into one write (a joining process's views are
+#: empty, and folded into once they load in bulk); ~100 bytes an event.
+CATCH_UP_BATCH: Final = 200_000
 #: A run of foldable events shorter than this is applied one by one: folding
 #: pays a dict per run and ``set_many``'s planning, which a few events do not
 #: win back (a live follower's reads are often one or two events).
@@ -276,9 +289,13 @@ class Follower:
         (chunked server-side cursor reads).
         """
         applied = 0
+        batch: list[StoreEvent] = []
         for chunk in self.store.chunks(self.position, size=self.chunk):
-            applied += self.apply(chunk)
-        return applied
+            batch.extend(chunk)
+            if len(batch) >= CATCH_UP_BATCH:
+                applied += self.apply(batch)
+                batch = []
+        return applied + self.apply(batch)
 
     def poll(self, timeout: float = 0.0) -> int:
         """Apply what is new; if nothing is, wait up to ``timeout`` seconds
