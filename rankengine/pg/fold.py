@@ -39,7 +39,7 @@ see no change).
 >>> board = Leaderboard()
 >>> events = [StoreEvent(i + 1, "incr", m, 5, 0, None) for i, m in enumerate("abab")]
 >>> fold_into(board, events), board.items()
-(4, [('a', 10), ('b', 10)])
+(0, [('a', 10), ('b', 10)])
 """
 
 from __future__ import annotations
