@@ -68,8 +68,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rankengine.trending.hashing import key_nbytes
+from rankengine.trending.merge import merge_topk
 from rankengine.trending.partitions import PartitionedTopK
-from rankengine.trending.topk import TopK, merge_topk
+from rankengine.trending.topk import TopK
 
 try:
     import numpy as np

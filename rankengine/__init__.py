@@ -58,9 +58,10 @@ if TYPE_CHECKING:
     from rankengine.timed.decay import DecayedLeaderboard
     from rankengine.timed.periodic import LateEventError, PeriodicLeaderboard
     from rankengine.timed.window import SlidingWindowLeaderboard
+    from rankengine.trending.merge import merge_topk
     from rankengine.trending.partitions import PartitionedTopK
     from rankengine.trending.sketch import CountMinSketch
-    from rankengine.trending.topk import TopItem, TopK, merge_topk
+    from rankengine.trending.topk import TopItem, TopK
     from rankengine.trending.windows import TumblingWindows
 
 __all__ = [

@@ -369,10 +369,6 @@ MODULE_LINES = 850
 OVERSIZE: dict[str, int] = {
     "rankengine/index/sortedlist.py": 1600,  # one structure (exempt)
     "rankengine/index/skiplist.py": 1200,  # one structure (exempt)
-    "rankengine/timed/periodic.py": 1200,  # its writes still restate the contract
-    "rankengine/sharded/board.py": 1000,  # score/meta/items still its own
-    "rankengine/board/core.py": 1000,
-    "rankengine/trending/topk.py": 950,
 }
 
 

@@ -27,6 +27,7 @@ import pytest
 from rankengine import Leaderboard
 from rankengine.cli import trending as cli_trending
 from rankengine.cli.main import main
+from rankengine.durable.manifest import read_manifest, write_manifest
 from rankengine.trending.topk import TopK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -649,6 +650,10 @@ def _torn_board(path: Path) -> Path:
             board.set(f"p{i}", i)
     segment = sorted(path.glob("log-*.seg"))[-1]
     segment.write_bytes(segment.read_bytes()[:-5])
+    # as a kill before close() leaves it: no seal (a sealed log cut short is damage)
+    manifest = read_manifest(str(path))
+    manifest.sealed, manifest.ends, manifest.durable_seq = False, {}, 0
+    write_manifest(str(path), manifest)
     return path
 
 

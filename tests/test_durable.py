@@ -37,7 +37,8 @@ from rankengine.durable import records as records_module
 from rankengine.durable import repair as repair_module
 from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
 from rankengine.durable.eventlog import MAPPED_SEGMENTS, SegmentWriter
-from rankengine.durable.manifest import read_manifest, segment_name
+from rankengine.durable.manifest import read_manifest, segment_name, write_manifest
+from rankengine.durable.marks import AcknowledgedLossError, high_water
 from rankengine.durable.records import (
     CorruptionError,
     LogError,
@@ -1052,6 +1053,14 @@ def test_torn_tail_is_cut_with_a_warning_or_refused(tmp_path: Path) -> None:
     seg = seg_files(tmp_path)[0]
     with open(seg, "r+b") as f:
         f.truncate(seg.stat().st_size - 2)
+    # cut from a cleanly closed board, the record is an acknowledged loss
+    assert verify(str(tmp_path)).exit_code == 1
+    with pytest.raises(AcknowledgedLossError, match="1 acknowledged records missing after seq"):
+        open_board(tmp_path)
+    # a board killed before close() has no seal: its cut last record is a torn tail
+    manifest = read_manifest(str(tmp_path))
+    manifest.sealed, manifest.ends, manifest.durable_seq = False, {}, 0
+    write_manifest(str(tmp_path), manifest)
     assert verify(str(tmp_path)).exit_code == 3
     with pytest.raises(TornTailError, match="torn tail"):
         open_board(tmp_path, on_torn_tail="refuse")
@@ -1527,10 +1536,15 @@ def test_repair_dry_run_says_what_it_would_do(
     good = info.good_end
     assert good is not None
     backup = tmp_path / "saved"
+    assert report.manifest is not None
+    mark = high_water(report.manifest)[0]
     assert dry_run(healthy, capsys, "--backup-dir", str(backup)) == [
         *(f"found: {finding}" for finding in report.findings),
         f"would cut {seg.name} at offset {good}, saving the {len(data) - good} bytes after "
         f"seq {info.last_seq} as {seg.name}.cut-at-{good}",
+        f"would lower the MANIFEST's marks from seq {mark} to seq {info.last_seq}: seq "
+        f"{info.last_seq + 1}..{mark} ({mark - info.last_seq} acknowledged records) are lost "
+        "from the board; `rankengine salvage DIR` shows any that were found and set aside",
         "would write the new MANIFEST",
         f"would save what it moves or cuts in {backup}",
         "dry run: nothing was changed",

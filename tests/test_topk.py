@@ -12,8 +12,9 @@ from conftest import load_optimised
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rankengine.trending.merge import merge_topk
 from rankengine.trending.sketch import CountMinSketch
-from rankengine.trending.topk import TopItem, TopK, merge_topk
+from rankengine.trending.topk import TopItem, TopK
 
 SMALL_KEYS = st.one_of(
     st.sampled_from([f"k{i}" for i in range(30)]),

@@ -10,10 +10,12 @@ ordered index (see :mod:`rankengine.index.protocol`)::
     (primary, tie) in ascending order  skip list or SortedList, O(log N)
 
 -- and the machinery that keeps them in step: ``_commit`` (show the changes
-to the listener, then apply), ``_apply``/``_put``/``_delete``, bulk rebuilds,
-snapshot export/restore, the rank arithmetic and the dense-rank counts, and
-``_check()`` for the invariants.  :class:`~rankengine.board.reads.BoardReads` adds
-the reads and :class:`~rankengine.Leaderboard` the writes.
+to the listener, then apply), ``_apply``/``_put``/``_delete``, the rank
+arithmetic and the dense-rank counts, and ``_check()`` for the invariants.
+Bulk rebuilds, snapshot export/restore and copies move the whole state at
+once: they are :class:`~rankengine.board.bulk.BulkLoad`, a base of this
+class.  :class:`~rankengine.board.reads.BoardReads` adds the reads and
+:class:`~rankengine.Leaderboard` the writes.
 
 The index sorts ascending by ``(primary, tie)``.  A descending board (the
 default) reads it from the top end, so public rank 1 is the *last* index
@@ -29,16 +31,14 @@ from the index) and ``_ranks_of_positions`` (an index range as ranks).
 
 from __future__ import annotations
 
-import itertools
 import math
-import operator
 import threading
-from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, NamedTuple, Protocol, TypeAlias
 
 from sortedcontainers import SortedList
 
+from rankengine.board.bulk import BulkLoad
 from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.checks import (
     check_comparable,
@@ -51,7 +51,6 @@ from rankengine.board.scoring import (
     Score,
     ScoreCodec,
     check_member,
-    check_meta,
     is_member,
     member_error,
 )
@@ -84,11 +83,6 @@ MISSING: Final = object()
 #: and for page 1 at the default page size.  A top-k read then costs a slice
 #: until a write reaches those rows (most writes in a large board do not).
 TOP_CACHE_SIZE: Final = 25
-
-#: Snapshot export finds the rows of members with metadata one by one
-#: (O(log N) each) while fewer than 1 in this many members have metadata,
-#: else by one scan of the member column (O(N) at ~50 ns per member).
-_META_SCAN_FACTOR: Final = 20
 
 #: A batch write rebuilds the index from scratch (sort + O(N) bulk load)
 #: instead of applying entries one by one when it touches at least this
@@ -179,7 +173,7 @@ class ItemWrites:
             raise KeyError(member)
 
 
-class BoardCore:
+class BoardCore(BulkLoad):
     """State, invariants and the change machinery shared by every exact board.
 
     Not used on its own: :class:`~rankengine.Leaderboard` is the public class.
@@ -314,226 +308,6 @@ class BoardCore:
         return (
             f"Leaderboard(order={self._order!r}, tie_break={self._tie_break!r}, "
             f"rank_style={self._rank_style!r}, members={len(self)})"
-        )
-
-    def _export(self) -> Iterator[tuple[Member, Score, int, dict[str, Any] | None]]:
-        """Every member as ``(member, score, clock, meta)`` in ascending index
-        order (the order :meth:`_restore` bulk-loads without sorting).
-
-        Call it under the board's lock and consume it before writing.  On a
-        ``tie_break="member"`` board the clock of every member is 0.
-        """
-        score = self._codec.score
-        first = self._tie_break == "first"
-        meta = self._meta
-        for primary, tie, member in self._index.iter_range(0, len(self._index)):
-            clock = abs(tie) if first else 0
-            yield member, score(primary), clock, meta.get(member)
-
-    def _restore(
-        self, rows: Iterable[tuple[Member, Score, int, dict[str, Any] | None]], clock: int
-    ) -> None:
-        """Replace the whole state with ``rows`` (as :meth:`_export` yields them)
-        and set the logical clock; bulk-builds the index in O(N) when the rows
-        arrive in index order (else sorts them first).  Rows are trusted: they
-        come from a checksummed snapshot.
-        """
-        with self._lock:
-            codec = self._codec
-            first = self._tie_break == "first"
-            desc = self._desc
-            primaries: dict[Any, Any] = {}
-            ties: dict[Any, int] = {}
-            metas: dict[Any, dict[str, Any]] = {}
-            index_rows: list[tuple[Any, Any, Any]] = []
-            for member, value, member_clock, data in rows:
-                primary = codec.primary(tuple(value) if isinstance(value, list) else value)
-                tie: Any = (-member_clock if desc else member_clock) if first else member
-                primaries[member] = primary
-                if data is not None:
-                    metas[member] = data
-                index_rows.append((primary, tie, member))
-            if any(_key_of_row(a) >= _key_of_row(b) for a, b in itertools.pairwise(index_rows)):
-                index_rows.sort(key=_key_of_row)
-            if first:
-                ties = _deep_ties(*_row_columns(index_rows), oldest_last=desc)
-            self._primary, self._tie, self._meta = primaries, ties, metas
-            self._clock = clock
-            self._member_type = type(index_rows[0][2]) if index_rows else None
-            self._index.build(index_rows)
-            self._counts = None
-            self._distinct = None
-            self._top = None
-
-    def _restore_columns(
-        self,
-        members: list[Any],
-        scores: Sequence[Any],
-        clocks: Sequence[int],
-        metas: dict[Any, dict[str, Any]],
-        clock: int,
-        *,
-        by_member: dict[Any, Any] | None = None,
-        negated: bool = False,
-    ) -> None:
-        """Columnar :meth:`_restore`: whole columns in ascending index order.
-
-        ``by_member`` is the ``member -> score`` map of the same rows when the
-        caller has built it already (scalar boards only; it is kept as the
-        board's map).  ``negated`` says the clocks come negated (a snapshot
-        of a descending board stores them as its index keeps them).
-
-        Snapshot recovery of a million members spends its time in per-row
-        Python work; here every step is a C-level bulk operation (``dict(zip())``,
-        ``map``, a sort of already sorted data), which is what makes recovery
-        competitive with Redis's RDB load.  Scores and clocks may be ``array``
-        columns (a snapshot's typed columns): they reach the index's blocks
-        by memory copy.  Rows that are out of order or repeat a member fall
-        back to :meth:`_restore`, which sorts.
-        """
-        with self._lock:
-            codec = self._codec
-            if codec.columns is None:
-                primaries = scores
-            else:
-                primaries = [codec.primary(tuple(s)) for s in scores]
-            first = self._tie_break == "first"
-            ties: Sequence[Any]
-            if not first:
-                ties = members
-            elif negated == self._desc:  # stored as the index keeps them
-                ties = clocks
-            elif type(clocks) is array:
-                ties = array(clocks.typecode, map(operator.neg, clocks))
-            else:
-                ties = list(map(operator.neg, clocks))
-            # (the list of primaries: iterating an array would make an int
-            # object per entry, and the map and the order check share these)
-            listed = primaries.tolist() if type(primaries) is array else primaries
-            if by_member is None:
-                by_member = dict(zip(members, listed, strict=True))
-            # Non-decreasing primaries, checked in C: Timsort finds one run in
-            # a sorted list (N - 1 comparisons, specialised for ints and
-            # floats), and list equality compares pointers first.  Measured
-            # at N = 1,000,000: 0.05 s, against 0.3 s for all(map(le, ...)).
-            ordered = listed == sorted(listed)
-            if len(by_member) != len(members) or not ordered:
-                plain = map(abs, clocks) if negated else clocks
-                rows = zip(members, scores, plain, (metas.get(m) for m in members), strict=True)
-                self._restore(rows, clock)
-                return
-            self._primary = by_member
-            self._tie = _deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
-            self._meta = dict(metas)
-            self._clock = clock
-            self._member_type = type(members[0]) if members else None
-            build_columns = getattr(self._index, "build_columns", None)
-            if build_columns is not None:
-                build_columns(primaries, ties, members)
-            else:
-                # (the list the member map was made from: its nodes and the
-                # map then share one int object per score)
-                self._index.build(zip(listed, ties, members, strict=True))
-            self._counts = None
-            self._distinct = None
-            self._top = None
-
-    def _export_columns(
-        self,
-    ) -> tuple[list[Any], Sequence[Any], Sequence[int], dict[int, dict[str, Any]]]:
-        """Every member as columns ``(members, scores, clocks, metas)`` in
-        ascending index order; ``metas`` maps a row number to its metadata.
-        On a descending ``tie_break="first"`` board the clocks come negated,
-        as the index keeps them (the snapshot writer records it).
-
-        The columnar twin of :meth:`_export`, for snapshot writing: with an
-        index that offers ``columns()`` every step is a C-level bulk copy
-        (measured at N = 1,000,000 on the sortedlist backend: 0.15 s against
-        0.5 s for the row generator, whose rows also need
-        transposing before msgpack).  Call it under the board's lock.
-        """
-        columns = getattr(self._index, "columns", None)
-        if columns is not None:
-            primaries, ties, members = columns()
-        else:
-            rows = list(self._index.iter_range(0, len(self._index)))
-            primaries = [row[0] for row in rows]
-            ties = [row[1] for row in rows]
-            members = [row[2] for row in rows]
-            del rows
-        # The index's ties are the clocks (negated on a descending board; the
-        # snapshot writer records that, and recovery wants them so); a board
-        # that breaks ties by member has all-zero clocks.
-        clocks: Sequence[int] = ties if self._first else array("q", bytes(8 * len(members)))
-        if self._codec.columns is None:
-            scores = primaries
-        else:
-            scores = list(map(self._codec.score, primaries))
-        meta = self._meta
-        metas: dict[int, dict[str, Any]] = {}
-        if len(meta) * _META_SCAN_FACTOR < len(members):
-            # few members carry metadata: find each one's row in O(log N)
-            position = self._index.position
-            primary = self._primary
-            metas = {position(primary[m], self._tie_of(m)): data for m, data in meta.items()}
-        elif meta:
-            metas = {i: meta[m] for i, m in enumerate(members) if m in meta}
-        return members, scores, clocks, metas
-
-    def _copy_state(self, *, copy_meta: bool) -> dict[str, Any]:
-        """The whole state as columns, for ``copy()`` and pickling: members,
-        scores and clocks in ascending index order (:meth:`_export_columns`),
-        metadata by member, and the logical clock.  No lock, no caches.
-
-        ``copy_meta`` deep-copies the metadata as reads do (a copy must not
-        share it); a pickler copies it anyway.  :meth:`_load_state` is the
-        inverse.
-
-        Runtime complexity: O(N + size of metadata)
-
-        >>> core = BoardCore()
-        >>> core._commit([(0, "ann", 10, 1), (0, "bob", 10, 2)])
-        >>> state = core._copy_state(copy_meta=True)
-        >>> list(state["members"]), state["clock"]
-        (['bob', 'ann'], 2)
-        """
-        with self._lock:
-            members, scores, clocks, rows = self._export_columns()
-            if copy_meta:
-                metas = {members[i]: check_meta(data) for i, data in rows.items()}
-            else:
-                metas = {members[i]: data for i, data in rows.items()}
-            return {
-                "members": members,
-                "scores": scores,
-                "clocks": clocks,
-                # as _export_columns gives them: negated on a descending
-                # first-to-reach board, as its index keeps them
-                "negated": self._first and self._desc,
-                "metas": metas,
-                "clock": self._clock,
-            }
-
-    def _load_state(self, state: dict[str, Any]) -> None:
-        """Replace the whole state with one :meth:`_copy_state` returned
-        (from a board with the same settings), by the columnar bulk load.
-
-        Runtime complexity: O(N)
-
-        >>> core = BoardCore()
-        >>> core._commit([(0, "ann", 10, 1), (0, "bob", 10, 2)])
-        >>> twin = BoardCore()
-        >>> twin._load_state(core._copy_state(copy_meta=True))
-        >>> twin._rank_of(member="ann", primary=10, style="unique"), twin.clock
-        (1, 2)
-        """
-        self._restore_columns(
-            list(state["members"]),
-            state["scores"],
-            state["clocks"],
-            state["metas"],
-            int(state["clock"]),
-            negated=bool(state["negated"]),
         )
 
     def _check(self) -> None:
@@ -753,45 +527,6 @@ class BoardCore:
                 return tie, distance
         raise KeyError(member)  # pragma: no cover - the maps are out of step
 
-    def _rebuild_with(self, puts: list[Change]) -> None:
-        """Apply many PUTs by sorting everything and bulk-loading the index."""
-        written: dict[Any, int] = {}  # member -> its new tie
-        for _, member, score, clock in puts:
-            if not self._primary:  # first member of an empty board fixes the type
-                self._member_type = type(member)
-            self._primary[member] = self._codec.primary(score)
-            if self._first:
-                written[member] = -clock if self._desc else clock
-            self._clock = max(self._clock, clock)
-        self._rebuild_index(written)
-
-    def _rebuild_index(self, written: dict[Any, int]) -> None:
-        """Rebuild the index from ``_primary``; ``written`` holds the new ties
-        of the members whose key changed since the index saw them."""
-        if self._first:
-            # every member's tie: the index's (one C-level dict(zip()) when it
-            # offers columns), then the new ones
-            columns = getattr(self._index, "columns", None)
-            if columns is not None:
-                _, index_ties, index_members = columns()
-                tie = dict(zip(index_members, index_ties, strict=True))
-            else:
-                tie = {m: t for _, t, m in self._index.iter_range(0, len(self._index))}
-            tie.update(written)
-            rows = [(p, tie[m], m) for m, p in self._primary.items()]
-            del tie
-        else:
-            rows = [(p, m, m) for m, p in self._primary.items()]
-        rows.sort(key=_key_of_row)
-        self._index.build(rows)
-        if self._first:
-            self._tie = _deep_ties(*_row_columns(rows), oldest_last=self._desc)
-        self._top = None
-        if self._counts is not None:
-            self._counts = None
-            self._distinct = None
-            self._ensure_dense()
-
     def _rank_of_position(self, position: int) -> int:
         """1-based unique rank of a 0-based index position (the only place
         where the index's ascending order meets the user's ranks)."""
@@ -921,48 +656,6 @@ def lookalike(value: object) -> bool:
     return not is_member(value)
 
 
-def _deep_ties(
-    primaries: Sequence[Any], ties: Sequence[Any], members: Sequence[Any], *, oldest_last: bool
-) -> dict[Any, Any]:
-    """The tie map of a board loaded from whole columns in ascending index
-    order: only the members that lie ``RUN_SCAN_LIMIT`` (K) or more entries
-    from the oldest end of their run of equal primaries (the last entry of
-    the run when ``oldest_last``, else the first; see :mod:`rankengine.index.protocol`).
-
-    Row ``i`` is that deep when row ``i + K`` holds the same primary (oldest
-    last), or row ``i - K`` does (oldest first).  Every pass is C-level: the
-    primary column compared with itself shifted by K (``map(eq)``), and
-    ``compress`` picks the numbers of the deep rows, so ordinary members
-    cost no Python step.  The columns may be lists or arrays.  Any
-    other member's tie is read from the index on demand
-    (:meth:`BoardCore._find_tie`).
-
-    Runtime complexity: O(N)
-
-    >>> primaries = [3] + [5] * 10
-    >>> _deep_ties(primaries, range(11), "xabcdefghij", oldest_last=True)
-    {'a': 1, 'b': 2}
-    >>> _deep_ties(primaries, range(11), "xabcdefghij", oldest_last=False)
-    {'i': 9, 'j': 10}
-    """
-    deep = map(operator.eq, primaries, itertools.islice(primaries, RUN_SCAN_LIMIT, None))
-    start = 0 if oldest_last else RUN_SCAN_LIMIT
-    # The row numbers of the deep rows, then a read of each: measured at
-    # N = 1,000,000 with few long runs, 0.03 s against 0.16 s for picking
-    # the members and ties with compress (every tie of an array column
-    # became an int object on the way).
-    return {members[i]: ties[i] for i in itertools.compress(itertools.count(start), deep)}
-
-
-def _row_columns(rows: list[tuple[Any, Any, Any]]) -> tuple[list[Any], list[Any], list[Any]]:
-    """``(primaries, ties, members)`` of ``(primary, tie, member)`` rows."""
-    return (
-        list(map(operator.itemgetter(0), rows)),
-        list(map(operator.itemgetter(1), rows)),
-        list(map(operator.itemgetter(2), rows)),
-    )
-
-
 def _same_value(a: Any, b: Any) -> bool:
     """Are two equal primaries also the same value, column by column for
     composite scores: the same type (``2`` and ``2.0`` are not) and, for
@@ -972,7 +665,3 @@ def _same_value(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)
-
-
-def _key_of_row(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:
-    return (row[0], row[1])

@@ -34,6 +34,7 @@ COMMAND_MODULES: Final = (
     "rankengine.cli.viz",
     "rankengine.cli.explore",
     "rankengine.cli.log",
+    "rankengine.cli.salvage",
     "rankengine.cli.trending",
 )
 

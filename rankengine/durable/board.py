@@ -68,6 +68,7 @@ from rankengine.durable.manifest import (
     snapshot_name,
     write_manifest,
 )
+from rankengine.durable.marks import Checkpoints, check_loaded, record_end, seal
 from rankengine.durable.opening import (
     _check_before_locking,
     _checked_clock,
@@ -165,6 +166,7 @@ def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -
         if live is None:
             return
         live._background_sync()
+        live._checkpoints.maybe(live)  # (a high-water mark, when one is due)
         del live
 
 
@@ -247,6 +249,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             config = resolve_config(manifest.config, explicit, self.path)
             super().__init__(**config)
             loaded = load_board(self, self.path, manifest)
+            check_loaded(self.path, manifest, loaded.last_seq, loaded.active, loaded.torn)
             if loaded.torn is not None:
                 if on_torn_tail == "refuse":
                     raise TornTailError(loaded.torn)
@@ -312,6 +315,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
         self._capture: SlicedExport | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
+        self._checkpoints = Checkpoints()
         self._closed = False
         if fsync == "everysec":
             # (the thread holds the board by a weak reference: see _flush_loop)
@@ -597,6 +601,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             try:
                 if self._failure is None:
                     self._writer.sync()
+                    seal(self)  # the seal: what the log holds, in the manifest
             except OSError as exc:
                 error = exc
             finally:
@@ -763,6 +768,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                 # first, or a kill before the switch below leaves them there.
                 with self._sync_lock:
                     self._writer.trim()
+                record_end(manifest, segment_name(self._active_first), seq, self._writer.end)
                 manifest.segments.append((name, seq + 1))
                 try:
                     write_manifest(directory, manifest, step="rotate_manifest")
@@ -804,11 +810,13 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             manifest,
             snapshots=[(snap, seq)] if not self._retain else [*old_snapshots, (snap, seq)],
             segments=[s for s in old_segments if s[1] > seq] if not self._retain else old_segments,
+            durable_seq=max(manifest.durable_seq, seq),
         )
         write_manifest(directory, swapped, step="swap_manifest")
         with self._lock:
             manifest.snapshots, manifest.segments = swapped.snapshots, swapped.segments
             manifest.generation, manifest.written_ms = swapped.generation, swapped.written_ms
+            manifest.durable_seq = swapped.durable_seq
             self._snapshot_size = size
             self._compact_after = 0  # a failure's deferral ends with a success
         keep = {n for n, _ in manifest.snapshots} | {n for n, _ in manifest.segments}

@@ -32,6 +32,7 @@ from rankengine.board.checks import check_flag
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.eventlog import SegmentReader
 from rankengine.durable.manifest import Manifest, read_manifest
+from rankengine.durable.marks import check_loaded
 from rankengine.durable.opening import resolve_config
 from rankengine.durable.records import Event, LogError, RecoveryWarning, TornTailWarning
 from rankengine.durable.recovery import load_board
@@ -189,6 +190,8 @@ def rebuild(
         from_log=from_log,
         progress=progress,
     )
+    if until_seq is None and until_ms is None:  # the end: it must reach the marks
+        check_loaded(directory, manifest, loaded.last_seq, loaded.active, loaded.torn)
     if loaded.torn is not None:
         warnings.warn(
             f"{loaded.torn.path}: ignored a torn tail at offset {loaded.torn.offset} "

@@ -9,9 +9,14 @@ A board directory holds::
 
 The manifest is one framed msgpack map (see :mod:`rankengine.durable.records`)::
 
-    {"format": 1, "generation": g, "written_ms": t, "config": {...},
+    {"format": 2, "generation": g, "written_ms": t, "config": {...},
      "snapshots": [[name, seq], ...],        oldest first
-     "segments":  [[name, first_seq], ...]}  oldest first
+     "segments":  [[name, first_seq], ...],  oldest first
+     "marks": {"durable_seq": s, "sealed": bool,
+               "ends": [[name, last_seq, length], ...]}}
+
+The marks say what was acknowledged (see :mod:`rankengine.durable.marks`):
+a log that ends before them is damage.  Format 1 (no marks) still reads.
 
 Recovery is the newest readable snapshot plus the segments after it.  The
 manifest is written to ``MANIFEST.tmp``, fsynced, renamed over ``MANIFEST``
@@ -54,6 +59,7 @@ from rankengine.durable.snapshot import fsync_dir
 
 __all__ = [
     "LOCK_NAME",
+    "MANIFEST_FORMAT",
     "MANIFEST_MAGIC",
     "MANIFEST_NAME",
     "MAX_MANIFEST_BYTES",
@@ -78,6 +84,10 @@ MANIFEST_MAGIC: Final = b"\x89RKMAN\r\n"
 SEQ_DIGITS: Final = 20
 #: A manifest is a few hundred bytes; anything larger than this is not one.
 MAX_MANIFEST_BYTES: Final = 1 << 24
+#: The manifest format written: 2 adds the marks of what was acknowledged.
+#: Format 1 (no marks) is still read; a rankengine that reads only format 1
+#: refuses format 2 rather than open a cut log without noticing.
+MANIFEST_FORMAT: Final = 2
 
 SEGMENT_RE: Final = re.compile(r"log-(\d{20})\.seg")
 SNAPSHOT_RE: Final = re.compile(r"snap-(\d{20})\.snap")
@@ -110,16 +120,31 @@ class Manifest:
     segments: list[tuple[str, int]]
     generation: int = 0
     written_ms: int = field(default=0, compare=False)
+    #: high-water mark: every record up to this seq was durable (and so
+    #: acknowledged) when a manifest was written
+    durable_seq: int = 0
+    #: True once a clean close() wrote the manifest (it stays True while the
+    #: board is open again: the marks only ever say what the log must reach)
+    sealed: bool = False
+    #: segment name -> (its last seq, its byte length), recorded when a new
+    #: segment starts after it, and for the last segment when the board closes
+    ends: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def to_map(self) -> dict[str, Any]:
-        """The msgpack map written to disk."""
+        """The msgpack map written to disk (the ends of listed segments only)."""
+        listed = {name for name, _ in self.segments}
         return {
-            "format": 1,
+            "format": MANIFEST_FORMAT,
             "generation": self.generation,
             "written_ms": self.written_ms,
             "config": self.config,
             "snapshots": [list(s) for s in self.snapshots],
             "segments": [list(s) for s in self.segments],
+            "marks": {
+                "durable_seq": self.durable_seq,
+                "sealed": self.sealed,
+                "ends": [[n, *end] for n, end in sorted(self.ends.items()) if n in listed],
+            },
         }
 
     def chain_start(self, seq: int) -> int:
@@ -201,20 +226,44 @@ def parse_manifest(data: bytes, path: str = MANIFEST_NAME) -> Manifest:
         value = unpack(payload)
     except Exception as exc:  # msgpack raises several unrelated types
         raise CorruptionError(path, at, f"manifest does not decode ({exc})") from None
-    if type(value) is not dict or value.get("format") != 1:
-        raise CorruptionError(path, at, "manifest is not a format-1 map")
+    if type(value) is not dict or value.get("format") not in (1, MANIFEST_FORMAT):
+        raise CorruptionError(path, at, "manifest is not a format-1 or format-2 map")
     config = value.get("config")
     generation = value.get("generation")
     written = value.get("written_ms", 0)
     if type(config) is not dict or type(generation) is not int or type(written) is not int:
         raise CorruptionError(path, at, "manifest has no valid config/generation")
-    return Manifest(
+    manifest = Manifest(
         config,
         _entries(path, value, "snapshots", SNAPSHOT_RE),
         _entries(path, value, "segments", SEGMENT_RE),
         generation,
         written,
     )
+    if value.get("format") == MANIFEST_FORMAT:
+        _read_marks(path, at, value.get("marks"), manifest)
+    return manifest
+
+
+def _read_marks(path: str, at: int, marks: Any, manifest: Manifest) -> None:
+    """Fill ``manifest``'s marks from the ``"marks"`` map, or raise."""
+    if type(marks) is not dict:
+        raise CorruptionError(path, at, "manifest marks are not a map")
+    durable, sealed, ends = marks.get("durable_seq"), marks.get("sealed"), marks.get("ends")
+    if type(durable) is not int or durable < 0 or type(sealed) is not bool:
+        raise CorruptionError(path, at, "manifest marks have no valid durable_seq/sealed")
+    if type(ends) is not list:
+        raise CorruptionError(path, at, "manifest marks' ends are not a list")
+    for end in ends:
+        if (
+            type(end) is not list
+            or len(end) != 3
+            or type(end[0]) is not str
+            or not all(type(n) is int and n >= 0 for n in end[1:])
+        ):
+            raise CorruptionError(path, at, "manifest marks' ends are malformed")
+        manifest.ends[end[0]] = (end[1], end[2])
+    manifest.durable_seq, manifest.sealed = durable, sealed
 
 
 def write_manifest(directory: str, manifest: Manifest, *, step: str = "manifest") -> None:

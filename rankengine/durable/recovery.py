@@ -46,6 +46,7 @@ from rankengine.board.checks import check_comparable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.eventlog import SegmentReader
 from rankengine.durable.manifest import SEGMENT_RE, SNAPSHOT_RE, Manifest, read_manifest
+from rankengine.durable.marks import missing_after
 from rankengine.durable.records import (
     CorruptionError,
     Event,
@@ -284,6 +285,12 @@ def load_board(
     tail = _TailReplay(board)
     for i, (name, first) in enumerate(chain):
         path = os.path.join(directory, name)
+        if i and first > out.last_seq + 1:  # (records lost between two segments)
+            prev = os.path.join(directory, chain[i - 1][0])
+            why = f"the next segment, {name}, starts at seq {first}"
+            raise missing_after(
+                prev, out.active[3] if out.active else 0, out.last_seq, first - 1, why
+            )
         if i and first != out.last_seq + 1:
             raise CorruptionError(
                 path, 0, f"segment starts at seq {first}, expected {out.last_seq + 1}"
@@ -306,6 +313,9 @@ def load_board(
                 tail.add(event, reader)
                 out.last_seq, out.last_ms = event.seq, event.time_ms
                 out.records += 1
+                if event.seq == until_seq:  # (not reading on: damage past it is no matter)
+                    stop = True
+                    break
             if stop:
                 tail.finish()
                 return out
@@ -314,6 +324,15 @@ def load_board(
                     path,
                     reader.end,
                     f"log ends at seq {reader.last_seq} before the snapshot's {base}",
+                )
+            if (
+                reader.torn is not None
+                and i != len(chain) - 1
+                and chain[i + 1][1] > out.last_seq + 1
+            ):
+                why = f"the next segment, {chain[i + 1][0]}, starts at seq {chain[i + 1][1]}"
+                raise missing_after(
+                    path, reader.torn.offset, out.last_seq, chain[i + 1][1] - 1, why
                 )
             if reader.torn is not None and i != len(chain) - 1:
                 raise CorruptionError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import json
 import os
 import shutil
 import signal
@@ -30,6 +31,7 @@ from rankengine.durable.manifest import (
     segment_name,
     write_manifest,
 )
+from rankengine.durable.marks import high_water, settle
 from rankengine.durable.options import make_directory
 from rankengine.durable.records import (
     LogError,
@@ -42,6 +44,7 @@ from rankengine.durable.verify import (
 )
 
 __all__ = [
+    "MARKS_NOTE",
     "RepairResult",
     "ctrl_c_held",
     "repair",
@@ -65,6 +68,11 @@ class RepairResult:
     before: Report
     after: Report | None
     notes: list[str] = field(default_factory=list)
+
+
+#: What a repair that lowers the manifest's marks keeps of them, in its
+#: backup directory: JSON ``{"mark_seq": S, "kept_seq": K, "why": ...}``.
+MARKS_NOTE = "marks-before-repair.json"
 
 
 def _chain_of(segments: list[tuple[str, int]], seq: int) -> int:
@@ -310,6 +318,37 @@ def repair(
             )
             keep.append((name, base + 1))
         manifest.segments = keep
+        infos = {info.name: info for info in before.segments}
+        kept = [
+            (name, infos[name].last_seq, infos[name].good_end or infos[name].size)
+            for name, _ in keep
+            if name in infos
+        ]
+        why = high_water(manifest)[1]
+        old_mark, new_mark = settle(manifest, kept)
+        if new_mark < old_mark:
+            claim(MARKS_NOTE)
+            saves = True
+
+            def note_marks(old: int = old_mark, new: int = new_mark, why: str = why) -> None:
+                make_backup()
+                note = {"mark_seq": old, "kept_seq": new, "why": why}
+                with open(os.path.join(backup, MARKS_NOTE), "w", encoding="utf-8") as f:
+                    json.dump(note, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+                fsync_dir(backup)
+
+            plan.append(
+                (
+                    f"lower the MANIFEST's marks from seq {old_mark} to seq {new_mark}: "
+                    f"seq {new_mark + 1}..{old_mark} ({old_mark - new_mark} acknowledged "
+                    "records) are lost from the board (the old marks are kept as "
+                    f"{MARKS_NOTE}); `rankengine salvage DIR` shows any that were found "
+                    "and set aside",
+                    note_marks,
+                )
+            )
 
         def new_manifest() -> None:
             write_manifest(directory, manifest, step="repair_manifest")

@@ -18,6 +18,7 @@ True
 from __future__ import annotations
 
 import os
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from rankengine.durable.manifest import (
     Manifest,
     read_manifest,
 )
+from rankengine.durable.marks import high_water
 from rankengine.durable.records import (
     FRAME,
     CorruptionError,
@@ -167,16 +169,17 @@ class Report:
         self.findings.append(Finding(severity, path, offset, message))
 
 
-def _resync(path: str, offset: int) -> tuple[int, int, int]:
+def _resync(path: str, offset: int) -> tuple[int, int, int, int, int]:
     """Look past damage at ``offset`` for intact records: return
-    ``(records, first_seq, last_seq)`` of the complete frames found after it."""
+    ``(records, first_seq, last_seq, first_ms, last_ms)`` of the complete
+    frames found after it."""
     with open(path, "rb") as f:
         f.seek(offset + 1)
         data = f.read(RESYNC_LIMIT_BYTES)
 
     at = 0
     end = len(data) - 12
-    records, first, last = 0, 0, 0
+    records, first, last, first_ms, last_ms = 0, 0, 0, 0, 0
     while at <= end:
         length, length_crc, payload_crc = FRAME.unpack_from(data, at)
         stop = at + 12 + length
@@ -186,17 +189,26 @@ def _resync(path: str, offset: int) -> tuple[int, int, int]:
             and zlib.crc32(data[at + 12 : stop]) == payload_crc
         ):
             try:
-                seq = decode_record(data[at + 12 : stop]).seq
+                seq, last_ms, _ = decode_record(data[at + 12 : stop])
             except ValueError:
                 at += 1
                 continue
             records += 1
-            first = first or seq
+            first, first_ms = first or seq, first_ms or last_ms
             last = seq
             at = stop
         else:
             at += 1
-    return records, first, last
+    return records, first, last, first_ms, last_ms
+
+
+def utc(ms: int) -> str:
+    """Milliseconds since the epoch as an ISO 8601 UTC time (to the second).
+
+    >>> utc(1_700_000_000_000)
+    '2023-11-14T22:13:20Z'
+    """
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
 def _reporter(
@@ -294,7 +306,15 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
         report.segments.append(info)
         # before the chain the board replays, damage is only the history's
         severity = "damage" if i >= chain else "history"
-        if previous is not None and first != previous + 1:
+        if previous is not None and first > previous + 1:
+            report.add(
+                severity,
+                path,
+                None,
+                f"{first - 1 - previous} acknowledged records missing after seq {previous} "
+                f"(seq {previous + 1}..{first - 1}): this segment starts at seq {first}",
+            )
+        elif previous is not None and first != previous + 1:
             report.add(severity, path, None, f"records {previous + 1}..{first - 1} are missing")
         previous = None
         try:
@@ -310,8 +330,13 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 except CorruptionError as exc:
                     info.ok = False
                     info.good_end = exc.offset
-                    n, lo, hi = _resync(path, exc.offset)
-                    after = f"; after it {n} intact-looking records (seq {lo}..{hi})" if n else ""
+                    n, lo, hi, t0, t1 = _resync(path, exc.offset)
+                    after = (
+                        f"; after it {n} intact-looking records (seq {lo}..{hi}, written "
+                        f"{utc(t0)} to {utc(t1)}): `rankengine salvage DIR` shows them"
+                        if n
+                        else ""
+                    )
                     report.add(severity, path, exc.offset, exc.reason + after)
                 info.records, info.last_seq = reader.records, reader.last_seq
                 if reader.torn is not None:
@@ -332,6 +357,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
             report.add(
                 severity, path, getattr(exc, "offset", None), getattr(exc, "reason", str(exc))
             )
+    _check_marks(report, manifest)
     if manifest.segments:
         if not continues:
             report.add("damage", directory, None, f"no segment continues the log after seq {base}")
@@ -354,6 +380,30 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 "segment that holds records to .orphan)",
             )
     return report
+
+
+def _check_marks(report: Report, manifest: Manifest) -> None:
+    """Damage when the log ends before the manifest's marks say it reached:
+    a torn tail there is no interrupted write but part of the loss."""
+    if not report.segments:
+        return
+    last = report.segments[-1]
+    mark, why = high_water(manifest)
+    if last.last_seq >= mark:
+        return
+    path = os.path.join(report.directory, last.name)
+    for i, finding in enumerate(report.findings):
+        if finding.severity == "torn" and finding.path == path:
+            message = finding.message.replace(" (cut on open)", "")
+            message += ": no interrupted write, but part of the loss below"
+            report.findings[i] = finding._replace(severity="damage", message=message)
+    report.add(
+        "damage",
+        path,
+        last.good_end if last.good_end is not None else last.size,
+        f"{mark - last.last_seq} acknowledged records missing after seq {last.last_seq} "
+        f"(seq {last.last_seq + 1}..{mark}): the log ends there, but {why}",
+    )
 
 
 def board_files(directory: str) -> list[str]:

@@ -1,8 +1,9 @@
 """Time: calendars, periodic boards, sliding windows and decayed scores.
 
 Owns the calendars that name periods (``calendars``), boards that start
-afresh each period (``periodic``) with their archive files (``archive``)
-and period directories (``store``), the last-N-seconds board (``window``) and
+afresh each period (``periodic``) with their writes routed by time
+(``period_writes``), archive files (``archive``) and period directories
+(``store``), the last-N-seconds board (``window``) and
 boards whose scores fade (``decay``), with their checks (``decay_checks``)
 and durable epochs (``epochs``).
 

@@ -7,7 +7,7 @@ deterministic hash, so each key is counted by exactly one partition.  Events
 are pre-aggregated in one buffer and handed to the partitions in batches,
 either in this process or in worker processes (:mod:`multiprocessing`)
 running the same code.  A snapshot merges the partitions with
-:func:`~rankengine.trending.topk.merge_topk`: sketches summed, the union of
+:func:`~rankengine.trending.merge.merge_topk`: sketches summed, the union of
 all local candidates re-queried.  It is a
 :class:`~rankengine.trending.windows.WindowSource`, so
 :class:`~rankengine.trending.windows.TumblingWindows` can fill it.
@@ -31,8 +31,9 @@ from typing import Any, Final
 
 from rankengine.board.checks import check_flag
 from rankengine.trending.hashing import Key, check_count_map, check_key, count_keys, make_indexer
+from rankengine.trending.merge import merge_topk
 from rankengine.trending.sketch import check_positive
-from rankengine.trending.topk import TopK, merge_topk
+from rankengine.trending.topk import TopK
 
 __all__ = ["FLUSH_EVENTS", "ROUTE_SEED", "PartitionedTopK"]
 
@@ -396,7 +397,7 @@ class PartitionedTopK:
         tracker per partition, in order; anything else raises
         :class:`ValueError`.
 
-        Runtime complexity: as :func:`~rankengine.trending.topk.merge_topk`
+        Runtime complexity: as :func:`~rankengine.trending.merge.merge_topk`
 
         >>> pipe = PartitionedTopK(3, k=1, width=8, depth=1)
         >>> pipe.add("a", 4)

@@ -36,8 +36,9 @@ from typing import Any, Final, Protocol
 
 from rankengine.board.checks import check_flag
 from rankengine.trending.hashing import Key, check_count_map, check_key, count_keys
+from rankengine.trending.merge import merge_topk
 from rankengine.trending.sketch import check_positive
-from rankengine.trending.topk import TopItem, TopK, merge_topk
+from rankengine.trending.topk import TopItem, TopK
 
 DEFAULT_KEEP: Final = 12
 """Published windows kept: one hour of 5-minute windows."""
@@ -521,7 +522,7 @@ class TumblingWindows:
         """Merged tracker of the last ``windows`` published windows ("last N windows").
 
         Sketches are summed and candidates re-queried (see
-        :func:`~rankengine.trending.topk.merge_topk`); with ``include_current`` the open
+        :func:`~rankengine.trending.merge.merge_topk`); with ``include_current`` the open
         window counts as one of them.
 
         Runtime complexity: O(windows * width * depth + windows * k' * depth)
