@@ -19,7 +19,8 @@ The packages, from the bottom up (each imports only those below it; see
 in-memory board), ``durable`` (event log, snapshots, durable board),
 ``timed`` (periodic, window, decayed boards), ``trending`` (approximate
 top-K), ``redis`` and ``sharded`` (boards on Redis and over shards),
-``teach`` (pictures and narration) and ``cli`` (the command line).
+``ledger`` (one event stream, many views), ``teach`` (pictures and
+narration) and ``cli`` (the command line).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         TornTailError,
     )
     from rankengine.index.sortedlist import SortedListIndex
+    from rankengine.ledger.ledger import Ledger
     from rankengine.redis.board import RedisLeaderboard
     from rankengine.sharded.board import ShardedLeaderboard
     from rankengine.stores import connect_board, open_board
@@ -77,6 +79,7 @@ __all__ = [
     "Hourly",
     "LateEventError",
     "Leaderboard",
+    "Ledger",
     "LogError",
     "Monthly",
     "PackedScore",
@@ -119,6 +122,7 @@ _LAZY: dict[str, str] = {
     "TornTailError": "rankengine.durable.records",
     "PackedScore": "rankengine.board.packed",
     "LateEventError": "rankengine.timed.periodic",
+    "Ledger": "rankengine.ledger.ledger",
     "PeriodicLeaderboard": "rankengine.timed.periodic",
     "RedisLeaderboard": "rankengine.redis.board",
     "ShardedLeaderboard": "rankengine.sharded.board",

@@ -40,8 +40,11 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "trending": frozenset({"board"}),
     "redis": frozenset({"board", "durable", "index"}),
     "sharded": frozenset({"board", "redis", "durable", "index"}),
-    "pg": frozenset({"board", "durable", "index"}),
+    "pg": frozenset(
+        {"board", "durable", "index", "ledger", "timed", "trending", "redis", "sharded"}
+    ),
     "teach": frozenset({"board", "index"}),
+    "ledger": frozenset({"board", "durable", "index", "timed", "trending", "redis", "sharded"}),
     "cli": frozenset(
         {
             "(root)",
@@ -53,6 +56,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
             "redis",
             "sharded",
             "teach",
+            "ledger",
             "pg",
         }
     ),

@@ -60,9 +60,11 @@ from typing import Any, Final, TextIO
 from rankengine.board.plain import int_text, plain_repr, to_json
 from rankengine.cli.args import ArgumentParser, non_negative, output_path
 from rankengine.cli.files import output_file
+from rankengine.cli.ledger import build_view, inspect_ledger, parse_options, verify_ledger
 from rankengine.cli.main import interrupted, reader_gone
 from rankengine.cli.roots import root_hint
 from rankengine.durable.board import rebuild
+from rankengine.durable.kinds import LEDGER, what_is_in
 from rankengine.durable.manifest import MANIFEST_NAME, read_manifest
 from rankengine.durable.records import LogError, RecoveryWarning
 from rankengine.durable.repair import repair
@@ -242,6 +244,25 @@ def register(subparsers: Any) -> None:
         help="write to FILE instead of stdout (replaced only once complete; '-': stdout)",
     )
     p.set_defaults(handler=functools.partial(run, _replay), log_command="replay")
+    p = subparsers.add_parser(
+        "add-view",
+        parents=[progress],
+        help="add a view to a ledger, built from its history",
+        description="Register a view on the ledger in DIR and build it by replaying every "
+        "event recorded so far (with a progress bar).  Stop the process using the ledger "
+        'first.  Options as NAME=VALUE (JSON values: keep=2, where=\'{"region": "eu"}\').',
+    )
+    p.add_argument("dir", type=_board_dir, metavar="DIR", help="the ledger directory")
+    p.add_argument("name", help="the view's name")
+    p.add_argument("kind", help="board, periodic, window, decayed or topk")
+    p.add_argument("options", nargs="*", metavar="NAME=VALUE", help="the view's options")
+    p.set_defaults(handler=functools.partial(run, _add_view), log_command="add-view")
+
+
+def _add_view(args: argparse.Namespace, out: TextIO) -> int:
+    options = parse_options(args.options)
+    with _Progress("add-view", args.progress) as bar:
+        return build_view(args.dir, args.name, args.kind, options, bar)
 
 
 def _report_json(report: Report) -> dict[str, Any]:
@@ -262,6 +283,8 @@ def _report_json(report: Report) -> dict[str, Any]:
 def _inspect(args: argparse.Namespace, out: TextIO) -> int:
     with _Progress("inspect", args.progress) as bar:
         report = verify(args.dir, progress=bar)
+    if what_is_in(args.dir) == LEDGER:
+        return inspect_ledger(args.dir, report, args.json, out)
     manifest = report.manifest
     snap = next((s for s in reversed(report.snapshots) if s.ok), None)
     events = sum(s.records for s in report.segments)
@@ -311,6 +334,8 @@ def _inspect(args: argparse.Namespace, out: TextIO) -> int:
 def _verify(args: argparse.Namespace, out: TextIO) -> int:
     with _Progress("verify", args.progress) as bar:
         report = verify(args.dir, progress=bar)
+    if what_is_in(args.dir) == LEDGER:
+        return verify_ledger(args.dir, report, args.json, out)
     if args.json:
         json.dump(_report_json(report), out, indent=2)
         out.write("\n")

@@ -62,6 +62,7 @@ from rankengine.durable.eventlog import (
     SegmentWriter,
 )
 from rankengine.durable.events import EventReader, iter_events, open_readers, rebuild
+from rankengine.durable.kinds import BOARD, refuse_other_kind
 from rankengine.durable.manifest import (
     DirectoryLock,
     segment_name,
@@ -242,6 +243,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             raise FileNotFoundError(f"{self.path} does not exist (create=False)")
         elif not os.path.isdir(self.path):
             raise NotADirectoryError(f"{self.path} is not a directory")
+        refuse_other_kind(self.path, BOARD)  # a ledger's, a periodic board's: named
         _check_before_locking(self.path, create)
         self._dirlock = DirectoryLock(self.path)
         try:

@@ -41,6 +41,7 @@ from rankengine.board.scoring import check_meta
 __all__ = [
     "BIGINT_EXT",
     "CRASH_ENV",
+    "EVENT",
     "FORMAT_VERSION",
     "FRAME",
     "FRAME_HEADER_BYTES",
@@ -85,6 +86,11 @@ MAX_FRAME_BYTES: Final = 1 << 30
 #: msgpack extension code for integers beyond 64 bits (Python ints are
 #: unbounded; msgpack's are not): signed big-endian two's complement bytes.
 BIGINT_EXT: Final = 1
+#: Change kind of a ledger's score event (see :mod:`rankengine.ledger`):
+#: ``[EVENT, member, op, value, t_ms, attrs, when, meta]``, the request itself
+#: (a ledger's views each fold it into their own state), beside the
+#: PUT/DEL/META results a board logs (:mod:`rankengine.board.changes`).
+EVENT: Final = 3
 #: Fault injection for crash tests: when this environment variable names a
 #: step (see :func:`crash_point`), the process kills itself with SIGKILL there.
 CRASH_ENV: Final = "RANKENGINE_CRASH_AT"
@@ -402,7 +408,37 @@ def _decode_change(raw: Any) -> Change:
             except (TypeError, ValueError) as exc:
                 raise _bad(f"META value is not valid metadata ({exc})") from None
         return (META, _check_member(raw[1]), meta)
+    if kind == EVENT and type(kind) is int:
+        return _decode_event(raw)
     raise _bad(f"unknown change kind {kind!r} (written by a newer version?)")
+
+
+#: Highest op code of an EVENT change (incr, set, remove, meta).
+_EVENT_OPS: Final = 3
+
+
+def _decode_event(raw: list[Any]) -> Change:
+    """An EVENT change, its fields checked for shape (the ledger checks what
+    they mean against its views when it records and replays them)."""
+    if len(raw) != 8:
+        raise _bad("EVENT change does not have 8 fields")
+    _, member, op, value, t_ms, attrs, when, meta = raw
+    if type(op) is not int or not 0 <= op <= _EVENT_OPS:
+        raise _bad(f"EVENT op is not an int from 0 to {_EVENT_OPS}")
+    if type(t_ms) is not int:
+        raise _bad("EVENT time is not an int")
+    if attrs is not None and type(attrs) is not dict:
+        raise _bad("EVENT attrs are not a map")
+    if when is not None and type(when) is not str:
+        raise _bad("EVENT when is not a string")
+    if value is not None:
+        value = _check_number(value)
+    if meta is not None:
+        try:
+            meta = check_meta(meta)
+        except (TypeError, ValueError) as exc:
+            raise _bad(f"EVENT meta is not valid metadata ({exc})") from None
+    return (EVENT, _check_member(member), op, value, t_ms, attrs, when, meta)
 
 
 def decode_record(payload: bytes | memoryview) -> Event:

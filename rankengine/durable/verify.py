@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 from rankengine.durable.eventlog import SegmentReader
+from rankengine.durable.kinds import fixed_config
 from rankengine.durable.manifest import (
     LOCK_NAME,
     MANIFEST_NAME,
@@ -322,7 +323,7 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 info.size = reader.size
                 if reader.first_seq != first:
                     raise CorruptionError(path, 0, f"header says first seq {reader.first_seq}")
-                if reader.header.get("config") != manifest.config:
+                if fixed_config(reader.header.get("config") or {}) != fixed_config(manifest.config):
                     report.add("damage", path, 0, "segment config differs from the manifest's")
                 try:
                     for event in reader.events(_reporter(progress, name, reader.size)):

@@ -37,6 +37,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.board import FsyncPolicy, make_directory, open_board_as
+from rankengine.durable.kinds import DECAYED, refuse_other_kind
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.durable.records import crash_point
 
@@ -86,6 +87,7 @@ def open_epochs(
     Runtime complexity: O(replay) to open
     """
     root = Path(path)
+    refuse_other_kind(str(root), DECAYED)  # before anything is created in another kind's
     make_directory(str(root))  # new entries fsynced into their parents
     # before any cleanup or read of the root: a second process must not
     # remove the next base the one writing here is building

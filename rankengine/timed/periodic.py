@@ -58,6 +58,7 @@ from rankengine.durable.board import (
     make_directory,
     pop_log_options,
 )
+from rankengine.durable.kinds import PERIODIC, refuse_other_kind
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.durable.records import crash_point
 from rankengine.timed.archive import (
@@ -537,6 +538,9 @@ class PeriodicLeaderboard(PeriodWrites, Uncopyable):
         """Lock ``root``, store periods under it and load the ones already
         there.  If that fails, the boards it opened are closed and the root
         is released (a failed open leaves nothing locked)."""
+        # another kind's directory (a plain board's, a ledger's) is refused
+        # before anything is created in it
+        refuse_other_kind(str(root), PERIODIC)
         make_directory(str(root))  # new entries fsynced into their parents
         # before any cleanup or read of the root: a second process must not
         # remove the temporary files of the one writing here

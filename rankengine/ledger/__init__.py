@@ -1,0 +1,13 @@
+"""The ledger: one durable stream of score events, many views.
+
+The layer above ``durable``, ``timed``, ``trending``, ``redis`` and
+``sharded``: events (``events.py``) logged in the durable record format,
+routes (``routes.py``), the view adapters of every board kind
+(``adapters.py``), registered views (``views.py``), the directory
+(``storage.py``), subscriptions (``subscriptions.py``) and the
+:class:`~rankengine.ledger.ledger.Ledger` itself (``ledger.py``).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

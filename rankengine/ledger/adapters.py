@@ -1,0 +1,480 @@
+"""View adapters: each board kind as a ledger view -- check, apply, save, load.
+
+A ledger keeps every view as the board kind it is (a ``Leaderboard``, a
+``PeriodicLeaderboard``...), reads go to that board as they would
+anywhere, and an *adapter* does the four things the ledger needs from it:
+
+``check(event, now_ms, sim)``
+    raise what the board would raise for this event, **changing nothing**:
+    the boards' own checks (member, score or delta, ``when``, metadata; the
+    sum an increment makes; a late event; a decayed weight), run against
+    the board plus ``sim``, the effects of the events before it in the same
+    batch (a batch is checked whole before any of it is applied);
+``apply(event, ranks)``
+    make the write (it cannot fail after ``check``); return the member's
+    new score and, when asked, its rank before and after;
+``export()`` / ``restore(parts)``
+    the state as *parts* (a small header and a board each), which the
+    ledger writes as snapshots (:mod:`rankengine.durable.snapshot`).
+
+Time views run on the ledger's clock, the latest event time it has
+recorded, so a replay of the log rebuilds them exactly: a period closes,
+a window slides and a score decays by event time, never by the wall clock
+of the process that replays.
+
+=================  =============================================  ===========
+kind               what an event does                             per write
+=================  =============================================  ===========
+``board``          incr/set/remove/meta on a ``Leaderboard``      O(log N)
+``periodic``       the same on the board of the event's period    O(log N)
+``window``         the same in the event's bucket, then refresh   O(B + log N)
+``decayed``        ``add``/``set`` weighted by the event's time   O(log N)
+``topk``           counts increments (``weight``: 1 or value)     O(1) amortised
+=================  =============================================  ===========
+
+>>> from rankengine.ledger.events import make_event
+>>> adapter = make_adapter("board", {}, lambda: 0.0)
+>>> event = make_event("ann", 5, t_ms=0)
+>>> adapter.check(event, 0, {})
+>>> adapter.apply(event, True)
+(5, None, 1)
+>>> adapter.check(make_event("ann", float("nan"), t_ms=0), 0, {})
+Traceback (most recent call last):
+...
+ValueError: delta must not be NaN
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from rankengine.board.checks import check_comparable
+from rankengine.board.leaderboard import Leaderboard
+from rankengine.timed.calendars import calendar
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.timed.state import (
+    check_decayed_write,
+    decayed_state,
+    period_board,
+    periodic_state,
+    restore_decayed,
+    restore_periodic,
+    restore_window,
+    route_period,
+)
+from rankengine.timed.window import SlidingWindowLeaderboard
+from rankengine.trending.hashing import check_key
+from rankengine.trending.topk import TopK
+
+__all__ = [
+    "BOARD_SETTINGS",
+    "KINDS",
+    "Adapter",
+    "Part",
+    "make_adapter",
+]
+
+#: The settings of the boards a view is made of (strings only: a backend
+#: factory could not be stored in the manifest).
+BOARD_SETTINGS: Final = ("order", "tie_break", "rank_style", "backend")
+#: Options each kind takes besides the board settings.
+_OPTIONS: Final[dict[str, tuple[str, ...]]] = {
+    "board": BOARD_SETTINGS,
+    "periodic": ("calendar", "keep", "grace", "late", *BOARD_SETTINGS),
+    "window": ("calendar", "buckets", "grace", "late", *BOARD_SETTINGS),
+    "decayed": ("half_life", "tau", "t0", "rebase_after", *BOARD_SETTINGS),
+    "topk": ("k", "capacity", "width", "depth", "seed", "conservative", "counter_bits", "weight"),
+}
+KINDS: Final = tuple(_OPTIONS)
+#: One part of a view's saved state: a header map and a board (or None).
+Part = tuple[dict[str, Any], "Leaderboard | None"]
+_MISSING: Final = object()
+#: The key under which a batch's simulation keeps a tie-by-member board's
+#: member type (no member is a tuple, so it never collides with one).
+_TYPE: Final = ("type",)
+
+
+def _settings(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: options[k] for k in BOARD_SETTINGS if options.get(k) is not None}
+
+
+def _check_board_write(board: Leaderboard, event: Any, sim: dict[Any, Any]) -> None:
+    """Raise what ``board`` would raise for ``event`` after the writes noted
+    in ``sim`` (member -> score, ``_MISSING`` removed), and note its effect.
+
+    Runtime complexity: O(1) plus one score look-up
+    """
+    member = board._check_member(event.member)
+    if board._tie_break == "member":
+        held = board._member_type if len(board) else sim.get(_TYPE)
+        check_comparable(member, held)
+        sim.setdefault(_TYPE, type(member))
+    op = event.op
+    if op == "remove":
+        sim[member] = _MISSING
+        return
+    if op == "meta":
+        return
+    codec = board._codec
+    current = sim.get(member)
+    if current is None:
+        current = board.score(member, _MISSING)
+    held_score = None if current is _MISSING else current
+    if op == "incr":
+        step = codec.check(event.value, "delta")
+        if event.when == "present" and held_score is None:
+            return
+        if event.when == "new" and held_score is not None:
+            return
+        base = board._zero() if held_score is None else held_score
+        new = codec.add(base, step, member)
+    else:
+        new = codec.check(event.value)
+    if event.when is not None and codec.blocks(event.when, held_score, new):
+        return
+    sim[member] = new
+
+
+def _write(board: Leaderboard, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
+    """Make ``event``'s write on an exact board; ``(score, rank before,
+    rank after)`` (the ranks None unless ``ranks``)."""
+    member, op = event.member, event.op
+    before = board.rank(member) if ranks else None
+    if op == "incr":
+        score = board.incr(member, event.value, when=event.when)
+    elif op == "set":
+        board.set(member, event.value, when=event.when, meta=event.meta)
+        score = board.score(member)
+    elif op == "remove":
+        board.remove(member)
+        score = None
+    else:
+        if member in board:
+            board.set_meta(member, event.meta)
+        score = board.score(member)
+    return score, before, (board.rank(member) if ranks else None)
+
+
+class Adapter:
+    """One view of one kind (see the module docstring); ``board`` is what
+    reads are given."""
+
+    kind = "board"
+
+    def __init__(self, options: dict[str, Any], clock: Callable[[], float]) -> None:
+        self.options = options
+        self.clock = clock
+        self.board: Any = self._make()
+
+    def _make(self) -> Any:
+        return Leaderboard(**_settings(self.options))
+
+    def new_board(self) -> Leaderboard:
+        """An empty board with this view's settings (a part to restore into)."""
+        return Leaderboard(**_settings(self.options))
+
+    def check(self, event: Any, now_ms: int, sim: dict[Any, Any]) -> None:
+        """Raise what the view would raise for ``event`` (the ledger's clock
+        at ``now_ms`` then), after the batch's earlier writes in ``sim``."""
+        _check_board_write(self.board, event, sim)
+
+    def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
+        """Make the write; ``(score, rank before, rank after)``."""
+        return _write(self.board, event, ranks)
+
+    def exact(self, event: Any) -> Leaderboard | None:
+        """The exact board ``event`` went to (for subscriptions), if any."""
+        return self.board  # type: ignore[no-any-return]
+
+    def export(self) -> list[Part]:
+        """The state as parts."""
+        return [({}, self.board)]
+
+    def restore(self, parts: list[Part]) -> None:
+        """Take the state :meth:`export` gave (boards restored already)."""
+        ((_, board),) = parts
+        assert board is not None
+        self.board = board
+
+    def check_invariants(self) -> None:
+        """The board's own ``_check()``."""
+        self.board._check()
+
+
+class PeriodicAdapter(Adapter):
+    """A ``PeriodicLeaderboard`` on the ledger's clock."""
+
+    kind = "periodic"
+
+    def _make(self) -> Any:
+        o = self.options
+        return PeriodicLeaderboard(
+            calendar(o["calendar"]),
+            keep=o.get("keep", 1),
+            grace=o.get("grace", 0.0),
+            late=o.get("late", "reject"),
+            clock=self.clock,
+            **_settings(o),
+        )
+
+    def _periodic(self) -> PeriodicLeaderboard:
+        return self.board  # type: ignore[no-any-return]
+
+    @property
+    def _scratch(self) -> Leaderboard:
+        """An empty board with the periods' settings, never written."""
+        scratch = self.__dict__.get("_empty")
+        if scratch is None:
+            scratch = self.__dict__["_empty"] = self.new_board()
+        return scratch
+
+    def check(self, event: Any, now_ms: int, sim: dict[Any, Any]) -> None:
+        periodic = self._periodic()
+        period = route_period(periodic, event.t_ms / 1000, now_ms / 1000)
+        name = None if period is None else period.name
+        target = None if name is None else period_board(periodic, name)
+        if target is None:  # checked as on the new period's empty board
+            target = self._scratch
+        _check_board_write(target, event, sim.setdefault(("period", name), {}))
+
+    def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
+        periodic = self._periodic()
+        member, op, t = event.member, event.op, event.t_ms / 1000
+        periodic.now()  # time moves with every event the view takes, write or not
+        period = route_period(periodic, t, self.clock())
+        board = None if period is None else period_board(periodic, period.name)
+        before = board.rank(member) if ranks and board is not None else None
+        if op == "incr":
+            score = periodic.incr(member, event.value, t=t, when=event.when)
+        elif op == "set":
+            periodic.set(member, event.value, t=t, when=event.when, meta=event.meta)
+            score = None
+        elif op == "remove":
+            periodic.remove(member, t=t)
+            score = None
+        else:
+            score = None
+            if board is not None and member in board:
+                periodic.set_meta(member, event.meta, t=t)
+        if period is None:
+            return None, None, None
+        board = period_board(periodic, period.name)
+        if board is None:
+            return None, before, None
+        if op != "incr":
+            score = board.score(member)
+        return score, before, (board.rank(member) if ranks else None)
+
+    def exact(self, event: Any) -> Leaderboard | None:
+        periodic = self._periodic()
+        return period_board(periodic, periodic.period_of(event.t_ms / 1000).name)
+
+    def export(self) -> list[Part]:
+        now, held = periodic_state(self._periodic())
+        if not held:
+            return [({"now": now}, None)]
+        return [({"now": now, "period": n, "closed": c}, b) for n, c, b in held]
+
+    def restore(self, parts: list[Part]) -> None:
+        now, held = _held(parts)
+        restore_periodic(self._periodic(), now, held)
+
+    def check_invariants(self) -> None:
+        self._periodic()._check()
+
+
+def _held(parts: list[Part]) -> tuple[float, list[tuple[str, bool, Leaderboard]]]:
+    now = float(parts[0][0].get("now", float("-inf")))
+    held = [(h["period"], bool(h["closed"]), b) for h, b in parts if b is not None]
+    return now, held
+
+
+class WindowAdapter(PeriodicAdapter):
+    """A ``SlidingWindowLeaderboard``, refreshed after every event (so its
+    reads are current: the refresh recomputes the one member written, and
+    the members of a bucket that slid out)."""
+
+    kind = "window"
+
+    def _make(self) -> Any:
+        o = self.options
+        return SlidingWindowLeaderboard(
+            calendar(o["calendar"]),
+            o["buckets"],
+            grace=o.get("grace", 0.0),
+            late=o.get("late", "reject"),
+            clock=self.clock,
+            **_settings(o),
+        )
+
+    def _periodic(self) -> PeriodicLeaderboard:
+        return self.board.buckets  # type: ignore[no-any-return]
+
+    def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
+        window = self.board.board
+        before = window.rank(event.member) if ranks else None
+        super().apply(event, False)
+        self.board.refresh()
+        member = event.member
+        return window.score(member), before, (window.rank(member) if ranks else None)
+
+    def exact(self, event: Any) -> Leaderboard | None:
+        return self.board.board  # type: ignore[no-any-return]
+
+    def restore(self, parts: list[Part]) -> None:
+        now, held = _held(parts)
+        restore_window(self.board, now, held)
+
+    def check_invariants(self) -> None:
+        self.board._check()
+
+
+class DecayedAdapter(Adapter):
+    """A ``DecayedLeaderboard`` on the ledger's clock: an ``incr`` adds
+    points earned at the event's time, a ``set`` sets the decayed value."""
+
+    kind = "decayed"
+
+    def _make(self) -> Any:
+        o = self.options
+        return DecayedLeaderboard(
+            half_life=o.get("half_life"),
+            tau=o.get("tau"),
+            t0=o.get("t0", 0.0),
+            clock=self.clock,
+            **({"rebase_after": o["rebase_after"]} if "rebase_after" in o else {}),
+            **_settings(o),
+        )
+
+    def check(self, event: Any, now_ms: int, sim: dict[Any, Any]) -> None:
+        if event.when is not None:
+            raise ValueError("a decayed view takes no when= (its scores fade)")
+        board = self.board.board
+        _check_board_write(board, _plain(event), sim)  # the member's type and presence
+        if event.op in ("incr", "set"):
+            check_decayed_write(
+                self.board,
+                event.member,
+                event.value,
+                event.t_ms / 1000,
+                max(now_ms / 1000, self.clock()),
+                add=event.op == "incr",
+            )
+
+    def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
+        decayed, member, t = self.board, event.member, event.t_ms / 1000
+        before = decayed.rank(member) if ranks else None
+        if event.op == "incr":
+            score = decayed.add(member, event.value, t=t)
+        elif event.op == "set":
+            decayed.set(member, event.value, t=t)
+            if event.meta is not None:
+                decayed.set_meta(member, event.meta)
+            score = decayed.score(member)
+        elif event.op == "remove":
+            decayed.remove(member)
+            score = None
+        else:
+            if member in decayed:
+                decayed.set_meta(member, event.meta)
+            score = decayed.score(member)
+        return score, before, (decayed.rank(member) if ranks else None)
+
+    def exact(self, event: Any) -> Leaderboard | None:
+        return self.board.board  # type: ignore[no-any-return]
+
+    def export(self) -> list[Part]:
+        t0, rebases, stored = decayed_state(self.board)
+        return [({"t0": t0, "rebases": rebases}, stored)]
+
+    def restore(self, parts: list[Part]) -> None:
+        ((header, stored),) = parts
+        assert stored is not None
+        restore_decayed(self.board, header["t0"], header["rebases"], stored)
+
+    def check_invariants(self) -> None:
+        self.board._check()
+
+
+def _plain(event: Any) -> Any:
+    """``event`` as a plain set of 0 (the checks of a decayed board's stored
+    board: member type and presence; its values are checked by the decay)."""
+    if event.op in ("incr", "set"):
+        return event._replace(op="set", value=0.0, when=None)
+    return event
+
+
+class TopKAdapter(Adapter):
+    """A trending ``TopK``: counts ``incr`` events, one each
+    (``weight="one"``, the default) or their value (``weight="value"``,
+    which must then be a positive int); other events leave it as it is."""
+
+    kind = "topk"
+
+    def _make(self) -> Any:
+        o = {k: v for k, v in self.options.items() if k != "weight"}
+        weight = self.options.get("weight", "one")
+        if weight not in ("one", "value"):
+            raise ValueError(f"weight must be 'one' or 'value', not {weight!r}")
+        return TopK(**o)
+
+    def _count(self, event: Any) -> int:
+        if self.options.get("weight", "one") == "one":
+            return 1
+        n = event.value
+        if type(n) is not int or n < 1:
+            raise ValueError(f"a topk view with weight='value' counts positive ints, not {n!r}")
+        return n
+
+    def check(self, event: Any, now_ms: int, sim: dict[Any, Any]) -> None:
+        if event.op == "incr":
+            check_key(event.member)
+            self._count(event)
+
+    def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
+        if event.op != "incr":
+            return None, None, None
+        topk = self.board
+        topk.add(event.member, self._count(event))
+        return topk.estimate(event.member), None, None
+
+    def exact(self, event: Any) -> Leaderboard | None:
+        return None
+
+    def export(self) -> list[Part]:
+        return [({"topk": self.board.to_bytes()}, None)]
+
+    def restore(self, parts: list[Part]) -> None:
+        ((header, _),) = parts
+        self.board = TopK.from_bytes(header["topk"])
+
+
+_ADAPTERS: Final[dict[str, type[Adapter]]] = {
+    "board": Adapter,
+    "periodic": PeriodicAdapter,
+    "window": WindowAdapter,
+    "decayed": DecayedAdapter,
+    "topk": TopKAdapter,
+}
+
+
+def make_adapter(kind: str, options: dict[str, Any], clock: Callable[[], float]) -> Adapter:
+    """A new, empty view of ``kind`` with ``options``; ``ValueError`` /
+    ``TypeError`` for an unknown kind or option, or a bad value (the board's
+    own constructor checks them).
+
+    Runtime complexity: O(1) (a TopK: O(width * depth))
+    """
+    if kind not in _ADAPTERS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    unknown = sorted(set(options) - set(_OPTIONS[kind]))
+    if unknown:
+        raise TypeError(f"a {kind} view takes no option {unknown[0]!r} (it takes {_OPTIONS[kind]})")
+    for name in BOARD_SETTINGS:
+        if name in options and not isinstance(options[name], (str, list, tuple, type(None))):
+            raise TypeError(f"{name} must be given by name in a ledger view, not {options[name]!r}")
+    if kind in ("periodic", "window") and not isinstance(options.get("calendar"), str):
+        raise TypeError("a periodic or window view needs calendar= as a name or cron string")
+    return _ADAPTERS[kind](options, clock)

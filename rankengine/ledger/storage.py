@@ -1,0 +1,408 @@
+"""A ledger's directory: its event log, its views' snapshots, its manifest.
+
+::
+
+    DIR/
+      MANIFEST                       config {"kind": "ledger", "views": {...},
+                                     "snapshots": {view: [seq, [[key, file], ...]]}},
+                                     and the segments
+      log-<first seq>.seg            the events, in the durable record format
+      views/<view>/s<seq>-<n>.snap   view snapshots (durable/snapshot.py files)
+      LOCK                           held by the writing process
+
+Everything is the durable board's machinery (:mod:`rankengine.durable`):
+segments are written by its ``SegmentWriter`` (a memory map under
+``everysec``/``never``), read by its ``SegmentReader`` (torn tails told from
+damage the same way), snapshots are its snapshot files (one per *part* of a
+view: a board and a small header), the manifest its manifest, replaced
+atomically, and the lock its ``DirectoryLock``.  The views and where their
+snapshots are live in the manifest's config map, so one atomic rename
+commits a view's registration, its snapshot or its removal.
+
+Recovery (:func:`read_events`): each view's newest snapshot, then the
+records after the oldest view's ``seq``, each given to the views that do
+not reflect it yet.
+
+>>> import tempfile, os
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     files = LedgerFiles(tmp, fsync="never", create=True)
+...     files.start_writing(("log-00000000000000000001.seg", 1, 0, os.path.getsize(
+...         os.path.join(tmp, "log-00000000000000000001.seg"))))
+...     files.append(encode(1, 5, [(3, "ann", 0, 1, 5, None, None, None)]), 1)
+...     files.close()
+...     [e.seq for e in read_events(tmp, files.manifest, 0)]
+[1]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+from rankengine.durable.eventlog import (
+    MAPPED_SEGMENTS,
+    MappedSegmentWriter,
+    SegmentReader,
+    SegmentWriter,
+)
+from rankengine.durable.kinds import LEDGER, LEDGER_KIND, refuse_other_kind
+from rankengine.durable.manifest import (
+    DirectoryLock,
+    Manifest,
+    read_manifest,
+    segment_name,
+    write_manifest,
+)
+from rankengine.durable.options import FLUSH_INTERVAL_S, FsyncPolicy, make_directory
+from rankengine.durable.records import (
+    CorruptionError,
+    Event,
+    LogError,
+    RecordFramer,
+    TornTail,
+    crash_point,
+)
+from rankengine.durable.snapshot import Snapshot, fsync_dir, read_snapshot, write_snapshot_columns
+
+__all__ = [
+    "VIEWS_DIR",
+    "LedgerFiles",
+    "LogTail",
+    "encode",
+    "read_events",
+    "remove_stray_files",
+]
+
+VIEWS_DIR: Final = "views"
+_FRAMER: Final = RecordFramer()
+_FRAMER_LOCK: Final = threading.Lock()
+
+
+def encode(seq: int, time_ms: int, changes: list[Any]) -> bytes:
+    """One framed record (for tests and tools; a ledger frames its own)."""
+    with _FRAMER_LOCK:
+        return _FRAMER.frame(seq, time_ms, changes)
+
+
+def _flush_loop(files: weakref.ref[LedgerFiles], stop: threading.Event) -> None:
+    """The ``everysec`` fsync thread (holds the files only while it syncs)."""
+    while not stop.wait(FLUSH_INTERVAL_S):
+        live = files()
+        if live is None:
+            return
+        live.background_sync()
+        del live
+
+
+class LedgerFiles:
+    """The open directory of a ledger: lock, manifest, active segment, fsync.
+
+    ``append(data, seq)`` puts one framed record in the log (fsynced under
+    ``"always"``) or raises having written nothing; ``failure`` is set
+    after a failed fsync, and then every append raises (reopen).
+    """
+
+    def __init__(self, path: str, *, fsync: FsyncPolicy, create: bool) -> None:
+        self.path = path
+        refuse_other_kind(path, LEDGER)
+        if create:
+            make_directory(path)
+        elif not os.path.isdir(path):
+            raise FileNotFoundError(f"{path} holds no ledger (create=False)")
+        self.lock = DirectoryLock(path)
+        self.policy: FsyncPolicy = fsync
+        self.failure: BaseException | None = None
+        self.dirty = False
+        self.sync_lock = threading.Lock()
+        self.writer: SegmentWriter | None = None
+        try:
+            self.manifest = self._open_manifest(create)
+        except BaseException:
+            self.lock.release()
+            raise
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def _open_manifest(self, create: bool) -> Manifest:
+        try:
+            manifest = read_manifest(self.path)
+        except FileNotFoundError:
+            if not create:
+                raise FileNotFoundError(f"{self.path} holds no ledger (no MANIFEST)") from None
+            leftovers = [n for n in os.listdir(self.path) if n not in ("LOCK",)]
+            stray = [n for n in leftovers if not n.endswith((".tmp", ".seg"))]
+            if stray:
+                raise LogError(
+                    f"{self.path} holds {stray[0]!r} and no MANIFEST: refusing to create a "
+                    "ledger over it"
+                ) from None
+            for name in leftovers:  # a crash while creating: a header-only segment
+                os.remove(os.path.join(self.path, name))
+            name = segment_name(1)
+            config = {"kind": LEDGER_KIND, "views": {}, "snapshots": {}}
+            header = {"first_seq": 1, "created_ms": time.time_ns() // 1_000_000, "config": config}
+            SegmentWriter.create(os.path.join(self.path, name), header).close()
+            fsync_dir(self.path)
+            manifest = Manifest(config, [], [(name, 1)])
+            write_manifest(self.path, manifest, step="create_manifest")
+            return manifest
+        if manifest.config.get("kind") != LEDGER_KIND:
+            raise ValueError(f"{self.path} holds a durable board, not a ledger")
+        return manifest
+
+    # ------------------------------------------------------------------
+    # The log
+    # ------------------------------------------------------------------
+    def start_writing(self, active: tuple[str, int, int, int]) -> None:
+        """Open the active segment (as recovery found it) for appending and,
+        under ``everysec``, start the fsync thread."""
+        name, _first, start, end = active
+        cls = MappedSegmentWriter if MAPPED_SEGMENTS and self.policy != "always" else SegmentWriter
+        self.writer = cls.reopen(os.path.join(self.path, name), end, start)
+        if self.policy == "everysec":
+            self._flusher = threading.Thread(
+                target=_flush_loop,
+                args=(weakref.ref(self), self._stop),
+                name="rankengine-ledger-fsync",
+                daemon=True,
+            )
+            self._flusher.start()
+
+    def check_writable(self) -> None:
+        """Raise when the log takes no more records."""
+        if self.writer is None:
+            raise ValueError(f"the ledger at {self.path} is closed")
+        if self.failure is not None:
+            raise LogError(
+                f"{self.path}: an fsync failed ({self.failure}); the log may be missing records "
+                "the OS had accepted, so the ledger refuses further events: close and reopen it"
+            ) from self.failure
+
+    def append(self, data: bytes, seq: int) -> None:
+        """Append one framed record; durable under the policy on return."""
+        writer = self.writer
+        if writer is None or self.failure is not None:
+            self.check_writable()
+        assert writer is not None
+        writer.append(data)
+        if self.policy == "always":
+            try:
+                writer.sync()
+            except BaseException as exc:
+                writer.undo_last(len(data))
+                self.failure = exc
+                raise
+        else:
+            self.dirty = True
+
+    @property
+    def active_bytes(self) -> int:
+        """Bytes of records in the active segment."""
+        return 0 if self.writer is None else self.writer.record_bytes
+
+    def background_sync(self) -> None:
+        """The ``everysec`` thread's fsync."""
+        with self.sync_lock:
+            if not self.dirty or self.failure is not None or self.writer is None:
+                return
+            self.dirty = False
+            try:
+                self.writer.sync()
+            except OSError as exc:
+                self.failure = exc
+
+    def sync(self) -> None:
+        """fsync the log now."""
+        with self.sync_lock:
+            if self.writer is None:
+                return
+            try:
+                self.writer.sync()
+            except OSError as exc:
+                self.failure = exc
+                raise
+            self.dirty = False
+
+    def roll(self, first_seq: int) -> None:
+        """Start a new segment at ``first_seq`` and list it in the manifest
+        (the old one is synced and trimmed first)."""
+        assert self.writer is not None
+        self.sync()
+        self.writer.trim()
+        name = segment_name(first_seq)
+        header = {
+            "first_seq": first_seq,
+            "created_ms": time.time_ns() // 1_000_000,
+            "config": {"kind": LEDGER_KIND},
+        }
+        fresh = SegmentWriter.create(os.path.join(self.path, name), header)
+        fresh.close()
+        fsync_dir(self.path)
+        self.manifest.segments.append((name, first_seq))
+        write_manifest(self.path, self.manifest, step="roll_manifest")
+        old, self.writer = self.writer, None
+        old.close()
+        end = os.path.getsize(os.path.join(self.path, name))
+        cls = MappedSegmentWriter if MAPPED_SEGMENTS and self.policy != "always" else SegmentWriter
+        self.writer = cls.reopen(os.path.join(self.path, name), end, end)
+
+    def drop_segments_before(self, seq: int) -> None:
+        """Remove segments whose every record is at most ``seq`` (all but
+        the one holding ``seq + 1``, and those after it)."""
+        keep_from = self.manifest.chain_start(seq)
+        doomed = self.manifest.segments[:keep_from]
+        if not doomed:
+            return
+        self.manifest.segments = self.manifest.segments[keep_from:]
+        write_manifest(self.path, self.manifest, step="drop_manifest")
+        for name, _ in doomed:
+            os.remove(os.path.join(self.path, name))
+        fsync_dir(self.path)
+
+    # ------------------------------------------------------------------
+    # View snapshots
+    # ------------------------------------------------------------------
+    def view_dir(self, view: str) -> str:
+        """The directory of ``view``'s snapshot files."""
+        return os.path.join(self.path, VIEWS_DIR, view)
+
+    def write_parts(
+        self, view: str, seq: int, ledger_ms: int, parts: list[tuple[Any, Any]]
+    ) -> list[list[Any]]:
+        """Write ``view``'s parts as snapshot files of ``seq``; return the
+        ``[key, file name]`` list the manifest names them by (the caller
+        commits it with :meth:`commit`)."""
+        directory = self.view_dir(view)
+        if not os.path.isdir(directory):
+            make_directory(directory)
+        files: list[list[Any]] = []
+        for n, (key, (part, board)) in enumerate(parts):
+            name = f"s{seq:020d}-{n:05d}.snap"
+            header = {
+                "seq": seq,
+                "clock": 0 if board is None else board.clock,
+                "view": view,
+                "key": key,
+                "part": part,
+                "board": board is not None,
+                "ledger_ms": ledger_ms,
+            }
+            columns: Any = ([], [], [], {}) if board is None else board._export_columns()
+            write_snapshot_columns(os.path.join(directory, name), header, columns)
+            files.append([key, name])
+        return files
+
+    def read_parts(self, view: str, files: list[list[Any]], columns: int | None) -> list[Snapshot]:
+        """Read back the snapshot files of one view (raises on damage)."""
+        return [
+            read_snapshot(os.path.join(self.view_dir(view), name), columns=columns)
+            for _key, name in files
+        ]
+
+    def commit(self) -> None:
+        """Write the manifest (views, snapshots and segments) atomically."""
+        write_manifest(self.path, self.manifest, step="ledger_manifest")
+        crash_point("after_ledger_manifest")
+
+    def remove_unlisted(self) -> list[str]:
+        """Remove view files and directories the manifest does not name
+        (left by a crash, or by a removed view); return notes."""
+        notes: list[str] = []
+        root = os.path.join(self.path, VIEWS_DIR)
+        if not os.path.isdir(root):
+            return notes
+        views = self.manifest.config.get("views", {})
+        snaps = self.manifest.config.get("snapshots", {})
+        for view in sorted(os.listdir(root)):
+            directory = os.path.join(root, view)
+            if view not in views:
+                shutil.rmtree(directory, ignore_errors=True)
+                notes.append(f"removed the files of view {view!r} (no longer registered)")
+                continue
+            listed = {name for _key, name in snaps.get(view, [0, []])[1]}
+            for name in sorted(os.listdir(directory)):
+                if name not in listed:
+                    os.remove(os.path.join(directory, name))
+        return notes
+
+    def close(self) -> None:
+        """Sync and close the log, stop the thread, release the directory."""
+        self._stop.set()
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join()
+        try:
+            if self.writer is not None:
+                writer, self.writer = self.writer, None
+                try:
+                    if self.failure is None:
+                        writer.sync()
+                finally:
+                    writer.trim()
+                    writer.close()
+        finally:
+            self.lock.release()
+
+
+def remove_stray_files(directory: str) -> None:
+    """Remove a removed view's directory now (best effort; the next open
+    removes whatever is left)."""
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+class LogTail:
+    """Where reading the log ended: the last seq and time, a torn tail, and
+    the active segment ``(name, first_seq, start, end)``."""
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        self.last_ms = 0
+        self.torn: TornTail | None = None
+        self.active: tuple[str, int, int, int] | None = None
+
+
+def read_events(
+    directory: str,
+    manifest: Manifest,
+    after: int,
+    tail: LogTail | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Event]:
+    """The records after seq ``after``, in order, across segments, checking
+    continuity; fills ``tail`` as it goes.  Raises ``LogError`` when the
+    records needed were compacted away, ``CorruptionError`` on damage.
+
+    Runtime complexity: O(records read)
+    """
+    out = tail if tail is not None else LogTail()
+    segments = manifest.segments
+    start = manifest.chain_start(after)
+    chain = segments[start:]
+    if not chain or chain[0][1] > after + 1:
+        raise LogError(
+            f"{directory}: the events needed from seq {after + 1} were compacted away "
+            "(a ledger keeps its history unless opened with retain_log=False)"
+        )
+    expected = chain[0][1]
+    for i, (name, first) in enumerate(chain):
+        path = os.path.join(directory, name)
+        if first != expected and i:
+            raise CorruptionError(path, 0, f"segment starts at seq {first}, expected {expected}")
+        with SegmentReader(path) as reader:
+            report = None if progress is None else (lambda _at: progress(reader.last_seq))
+            for event in reader.events(report):
+                out.last_seq, out.last_ms = event.seq, event.time_ms
+                if event.seq > after:
+                    yield event
+            if reader.torn is not None and i != len(chain) - 1:
+                raise CorruptionError(
+                    path, reader.torn.offset, f"{reader.torn.reason} inside the log"
+                )
+            out.torn = reader.torn
+            out.active = (name, first, reader.start, reader.end)
+            out.last_seq = max(out.last_seq, reader.last_seq)
+            expected = reader.last_seq + 1

@@ -1,0 +1,161 @@
+"""The state of a time board, read out and put back, and its writes checked
+without making them: what a ledger (:mod:`rankengine.ledger`) needs to keep
+a periodic board, a sliding window or a decayed board as one of its views.
+
+A view is rebuilt from a snapshot plus the events after it, so each board's
+state must be read out whole and put back exactly:
+
+* a periodic board: "now" and each period held (its name, whether its
+  close has run, its board);
+* a sliding window: its buckets (a periodic board), the window board being
+  a function of them, recomputed from them on restore;
+* a decayed board: its base time ``t0`` and its stored board.
+
+And an event any view would refuse must change no view, so a write is
+checked first, against the board as it is and a time that has not moved
+yet: :func:`route_period` (which period a write at ``t`` goes to when the
+clock reads ``now``; raises as the write would) and
+:func:`check_decayed_write`.
+
+>>> from rankengine.timed.periodic import PeriodicLeaderboard
+>>> daily = PeriodicLeaderboard("daily", clock=lambda: 90_000.0)
+>>> _ = daily.incr("ann", 3)
+>>> now, held = periodic_state(daily)
+>>> now, [(name, closed, board.items()) for name, closed, board in held]
+(90000.0, [('1970-01-02', False, [('ann', 3)])])
+>>> route_period(daily, 100_000.0, 100_000.0).name
+'1970-01-02'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rankengine.board.leaderboard import Leaderboard
+from rankengine.timed.calendars import Period
+from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.decay_checks import _check_points, _check_sum
+from rankengine.timed.periodic import PeriodicLeaderboard
+from rankengine.timed.window import SlidingWindowLeaderboard
+
+__all__ = [
+    "check_decayed_write",
+    "decayed_state",
+    "period_board",
+    "periodic_state",
+    "restore_decayed",
+    "restore_periodic",
+    "restore_window",
+    "route_period",
+]
+
+
+def periodic_state(board: PeriodicLeaderboard) -> tuple[float, list[tuple[str, bool, Leaderboard]]]:
+    """``(now, [(period name, closed, board), ...])``: what
+    :func:`restore_periodic` puts back (the boards are the live ones: read
+    them before the next write).
+
+    Runtime complexity: O(P) for P periods held
+    """
+    with board._lock:
+        held = [(name, name in board._closed, b) for name, b in board._boards.items()]
+        return board._now, held
+
+
+def period_board(board: PeriodicLeaderboard, name: str) -> Leaderboard | None:
+    """The board of period ``name`` if ``board`` holds it, else None (no
+    board is created and time does not move).
+
+    Runtime complexity: O(1)
+    """
+    return board._boards.get(name)
+
+
+def restore_periodic(
+    board: PeriodicLeaderboard, now: float, held: list[tuple[str, bool, Leaderboard]]
+) -> None:
+    """Put the state :func:`periodic_state` read back into an unused
+    ``board`` (same calendar and settings); the boards become its own.
+
+    Runtime complexity: O(P) for P periods
+    """
+    with board._lock:
+        for name, closed, period_board in held:
+            period = board._calendar.parse(name)
+            board._boards[name] = period_board
+            board._periods[name] = period
+            if closed:
+                board._closed.add(name)
+        board._now = max(board._now, now)
+        board._horizon = -math.inf
+
+
+def route_period(board: PeriodicLeaderboard, t: float, now: float) -> Period | None:
+    """The period a write at ``t`` goes to if the board's clock read ``now``
+    (None: a late write ``late="drop"`` drops), without moving the board's
+    time or creating a board; raises what that write would raise
+    (:class:`~rankengine.timed.periodic.LateEventError`, ``ValueError``).
+
+    Runtime complexity: O(1) (the calendar's period look-up)
+    """
+    with board._lock:
+        return board._route(t, max(now, board._now))
+
+
+def restore_window(
+    window: SlidingWindowLeaderboard, now: float, held: list[tuple[str, bool, Leaderboard]]
+) -> None:
+    """Put the buckets :func:`periodic_state` read from ``window.buckets``
+    back into an unused ``window``, and recompute its window board from
+    them (every member due, then one refresh).
+
+    Runtime complexity: O(M * B + M log M) for M members over B buckets
+    """
+    with window._lock:
+        restore_periodic(window._buckets, now, held)
+        for _, _, bucket in sorted(held, key=lambda h: window._buckets._periods[h[0]].start):
+            for member in bucket:
+                window._dirty.setdefault(member, None)
+        window.refresh()
+
+
+def decayed_state(board: DecayedLeaderboard) -> tuple[float, int, Leaderboard]:
+    """``(t0, rebases, stored board)`` of a decayed board.
+
+    Runtime complexity: O(1)
+    """
+    with board._lock:
+        return board._t0, board.rebases, board._board
+
+
+def restore_decayed(
+    board: DecayedLeaderboard, t0: float, rebases: int, stored: Leaderboard
+) -> None:
+    """Make ``stored`` (scores stored against base ``t0``) the decayed
+    board's own.
+
+    Runtime complexity: O(1)
+    """
+    with board._lock:
+        board._t0 = float(t0)
+        board.rebases = rebases
+        board._board = stored
+
+
+def check_decayed_write(
+    board: DecayedLeaderboard, member: Any, points: Any, t: float, now: float, *, add: bool
+) -> None:
+    """Raise what ``board.add(member, points, t=t)`` (``add``) or
+    ``board.set(member, points, t=t)`` would raise with the clock at
+    ``now``, changing nothing (no re-base).
+
+    Runtime complexity: O(1)
+    """
+    with board._lock:
+        board._board._check_member(member)
+        _check_points(points, member)
+        new_t0, weight = board._plan(t, now)
+        delta = points * weight
+        base = board._stored_at(member, new_t0) if add else 0.0
+        _check_sum(base + delta, member)
