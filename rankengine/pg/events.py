@@ -17,10 +17,16 @@ payload, packed with the record format's msgpack (:func:`~rankengine.durable.rec
 integers of any size survive)::
 
     payload = msgpack [op, member, value, time_ms, attrs]
+            | msgpack [op, member, value, time_ms, attrs, when, meta]
+
+The last two fields, written only when one is set, are the ledger's
+(:mod:`rankengine.pg.ledger`): ``when=`` of an ``incr``/``set`` and the
+metadata a ``set`` gives its member.
 
 >>> new = NewEvent("incr", "ann", 30, 1_700_000_000_000, {"region": "eu"})
 >>> decode_event(7, encode_event(new))
-StoreEvent(seq=7, op='incr', member='ann', value=30, time_ms=1700000000000, attrs={'region': 'eu'})
+StoreEvent(seq=7, op='incr', member='ann', value=30, time_ms=1700000000000,
+           attrs={'region': 'eu'}, when=None, meta=None)
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any, Final, NamedTuple
 
 import msgpack
 
+from rankengine.board.checks import check_when
 from rankengine.board.scoring import Member, check_meta
 from rankengine.durable.records import pack, unpack
 
@@ -70,6 +77,8 @@ class NewEvent(NamedTuple):
     value: Any = None
     time_ms: int = 0
     attrs: dict[str, Any] | None = None
+    when: str | None = None
+    meta: dict[str, Any] | None = None
 
 
 class StoreEvent(NamedTuple):
@@ -81,6 +90,8 @@ class StoreEvent(NamedTuple):
     value: Any
     time_ms: int
     attrs: dict[str, Any] | None
+    when: str | None = None
+    meta: dict[str, Any] | None = None
 
 
 def now_ms() -> int:
@@ -103,7 +114,7 @@ def check_event(event: NewEvent) -> NewEvent:
     Traceback (most recent call last):
     ValueError: unknown event op 'jump' (one of incr, meta, remove, set)
     """
-    op, member, value, time_ms, attrs = event
+    op, member, value, time_ms, attrs, when, meta = event
     if op not in OPS:
         raise ValueError(f"unknown event op {op!r} (one of {', '.join(sorted(OPS))})")
     if type(member) not in _MEMBER_TYPES:
@@ -123,7 +134,15 @@ def check_event(event: NewEvent) -> NewEvent:
         raise ValueError(f"time_ms must be a non-negative int, not {time_ms!r}")
     if attrs is not None and not isinstance(attrs, dict):
         raise TypeError(f"attrs must be a dict or None, not {type(attrs).__name__}")
-    return NewEvent(op, member, value, time_ms, attrs)
+    if when is not None:
+        if op not in (INCR, SET):
+            raise ValueError(f"when= goes with incr and set, not {op}")
+        check_when(when)
+    if meta is not None:
+        if op != SET:
+            raise ValueError(f"meta= goes with set, not {op} (a meta event's value is the meta)")
+        meta = check_meta(meta)
+    return NewEvent(op, member, value, time_ms, attrs, when, meta)
 
 
 def encode_event(event: NewEvent) -> bytes:
@@ -134,7 +153,9 @@ def encode_event(event: NewEvent) -> bytes:
     value = event.value
     if type(value) is tuple:
         value = list(value)
-    return pack([event.op, event.member, value, event.time_ms, event.attrs])
+    if event.when is None and event.meta is None:
+        return pack([event.op, event.member, value, event.time_ms, event.attrs])
+    return pack([event.op, event.member, value, event.time_ms, event.attrs, event.when, event.meta])
 
 
 def decode_event(seq: int, payload: bytes | memoryview) -> StoreEvent:
@@ -146,12 +167,16 @@ def decode_event(seq: int, payload: bytes | memoryview) -> StoreEvent:
         # unpack() inlined, and the NamedTuple built without its Python-level
         # __new__ (as durable/records.py does: ~0.3 us of ~1.5 us an event)
         raw = msgpack.unpackb(payload, raw=False, use_list=True, ext_hook=_ext_hook)
-        op, member, value, time_ms, attrs = raw
+        if len(raw) == 5:
+            op, member, value, time_ms, attrs = raw
+            when = meta = None
+        else:
+            op, member, value, time_ms, attrs, when, meta = raw
     except (ValueError, TypeError, msgpack.ExtraData) as exc:
         raise ValueError(f"event {seq}: payload is not an event ({exc})") from None
     if type(value) is list:
         value = tuple(value)
-    return _new_event(StoreEvent, (seq, op, member, value, time_ms, attrs))
+    return _new_event(StoreEvent, (seq, op, member, value, time_ms, attrs, when, meta))
 
 
 def _ext_hook(code: int, data: bytes) -> Any:

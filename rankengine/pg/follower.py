@@ -88,25 +88,23 @@ def apply_event(board: Any, event: StoreEvent, timed: bool) -> None:
     Runtime complexity: one write of the board (O(log N) on an exact board)
     """
     op, member, value = event.op, event.member, event.value
-    if timed:
-        t = event.time_ms / 1000
-        if op == INCR:
-            board.incr(member, value, t=t)
-        elif op == SET:
-            board.set(member, value, t=t)
-        elif op == REMOVE:
-            board.remove(member, t=t)
-        elif op == META:
-            board.set_meta(member, value, t=t)
-        return
+    time: dict[str, float] = {"t": event.time_ms / 1000} if timed else {}
     if op == INCR:
-        board.incr(member, value)
+        if event.when is None:
+            board.incr(member, value, **time)
+        else:
+            board.incr(member, value, when=event.when, **time)
     elif op == SET:
-        board.set(member, value)
+        extra: dict[str, Any] = {}
+        if event.when is not None:
+            extra["when"] = event.when
+        if event.meta is not None:
+            extra["meta"] = event.meta
+        board.set(member, value, **time, **extra)
     elif op == REMOVE:
-        board.remove(member)
+        board.remove(member, **time)
     elif op == META:
-        board.set_meta(member, value)
+        board.set_meta(member, value, **time)
 
 
 def _takes_time(board: Any) -> bool:
@@ -189,7 +187,13 @@ class BoardView:
         taken = fresh if route is None else [e for e in fresh if route(e)]
         run: list[StoreEvent] = []
         for event in taken:
-            if self.foldable and event.op != META and type(event.value) in (int, float, type(None)):
+            if (
+                self.foldable
+                and event.op != META
+                and type(event.value) in (int, float, type(None))
+                and event.when is None
+                and event.meta is None
+            ):
                 run.append(event)
                 continue
             self._flush(run)
