@@ -51,6 +51,7 @@ __all__ = [
     "check_event",
     "decode_event",
     "encode_event",
+    "new_packer",
     "now_ms",
 ]
 
@@ -92,6 +93,11 @@ class StoreEvent(NamedTuple):
     attrs: dict[str, Any] | None
     when: str | None = None
     meta: dict[str, Any] | None = None
+
+
+def new_packer() -> Any:
+    """A msgpack Packer for :func:`encode_event` (one per writer: not thread-safe)."""
+    return msgpack.Packer(use_bin_type=True)
 
 
 def now_ms() -> int:
@@ -142,11 +148,17 @@ def check_event(event: NewEvent) -> NewEvent:
         if op != SET:
             raise ValueError(f"meta= goes with set, not {op} (a meta event's value is the meta)")
         meta = check_meta(meta)
+    elif op != META and type(event) is NewEvent:
+        return event  # nothing normalised: the same tuple (Speed: no new NamedTuple)
     return NewEvent(op, member, value, time_ms, attrs, when, meta)
 
 
-def encode_event(event: NewEvent) -> bytes:
+def encode_event(event: NewEvent, packer: Any = None) -> bytes:
     """The payload of one row (msgpack, as the record format packs it).
+
+    ``packer``: a ``msgpack.Packer(use_bin_type=True)`` to reuse (a writer's
+    own: it saves building one per event, about half the cost); integers
+    beyond 64 bits and strings that are not UTF-8 take the general path.
 
     Runtime complexity: O(size of the event)
     """
@@ -154,6 +166,13 @@ def encode_event(event: NewEvent) -> bytes:
     if type(value) is tuple:
         value = list(value)
     if event.when is None and event.meta is None:
+        if packer is not None:
+            try:
+                return packer.pack(  # type: ignore[no-any-return]
+                    [event.op, event.member, value, event.time_ms, event.attrs]
+                )
+            except (OverflowError, UnicodeEncodeError):
+                pass  # the Packer resets itself after an error
         return pack([event.op, event.member, value, event.time_ms, event.attrs])
     return pack([event.op, event.member, value, event.time_ms, event.attrs, event.when, event.meta])
 

@@ -74,6 +74,7 @@ from rankengine.pg.events import (
     check_event,
     decode_event,
     encode_event,
+    new_packer,
     now_ms,
 )
 
@@ -166,6 +167,7 @@ class EventStore:
         self._writer: psycopg.Connection[Any] | None = None
         self._reader: psycopg.Connection[Any] | None = None
         self._listener: psycopg.Connection[Any] | None = None
+        self._packer = new_packer()
         if create:
             self._retrying(self._create)
 
@@ -325,20 +327,24 @@ class EventStore:
 
         Runtime complexity: O(k) for k events, one round trip, one commit.
         """
-        checked = [check_event(NewEvent(*e)) for e in events]
+        checked = [check_event(e if type(e) is NewEvent else NewEvent(*e)) for e in events]
         if keys is None:
-            keys = [os.urandom(KEY_BYTES) for _ in checked]
+            block = os.urandom(KEY_BYTES * len(checked))
+            keys = [block[i : i + KEY_BYTES] for i in range(0, len(block), KEY_BYTES)]
         elif len(keys) != len(checked) or not all(isinstance(k, bytes) and k for k in keys):
             raise ValueError("keys must be one non-empty bytes value per event")
         if not checked:
             return []
-        payloads = [encode_event(e) for e in checked]
+        packer = self._packer
+        payloads = [encode_event(e, packer) for e in checked]
         return self._retrying(lambda: self._insert(keys, payloads), keys)
 
     def _insert(self, keys: list[bytes], payloads: list[bytes]) -> list[int]:
         conn = self._writer_conn()
+        # %b: the arrays go in binary (measured: ~66 us an event instead of
+        # ~126 us for batches of 1,000, most of it the server's text parsing)
         rows = conn.execute(
-            f"SELECT out_ident, out_seq FROM {self.table}_append(%s, %s)", (keys, payloads)
+            f"SELECT out_ident, out_seq FROM {self.table}_append(%b, %b)", (keys, payloads)
         ).fetchall()
         if len(rows) == len(keys):
             return [int(seq) for _, seq in rows]
@@ -347,7 +353,7 @@ class EventStore:
         found = dict(rows)
         missing = [k for k in keys if k not in found]
         for ident, seq in conn.execute(
-            f"SELECT ident, seq FROM {self.table} WHERE ident = ANY(%s)", (missing,)
+            f"SELECT ident, seq FROM {self.table} WHERE ident = ANY(%b)", (missing,)
         ):
             found[bytes(ident)] = seq
         return [int(found[k]) for k in keys]
