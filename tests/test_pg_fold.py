@@ -85,3 +85,24 @@ def test_the_view_folds_long_runs_and_matches_one_by_one() -> None:
         apply_event(plain, event, False)
     assert _state(folded.board) == _state(plain)
     assert folded.position == len(raw)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(increments, max_size=30), max_size=5), st.lists(ops, max_size=10))
+def test_a_deferred_catch_up_equals_one_by_one(
+    chunks: list[list[tuple[str, Any, Any]]], after: list[tuple[str, Any, Any]]
+) -> None:
+    """Chunks of increments summed across chunks into an empty board, then
+    written once (a joiner's catch-up), then more events as they come."""
+    view = BoardView("v", Leaderboard())
+    model = Leaderboard()
+    seq = 1
+    for raw in [*chunks, after]:
+        events = _events(raw, first=seq)
+        seq += len(raw)
+        view.apply(events, defer=raw is not after)
+        for event in events:
+            apply_event(model, event, False)
+    view.flush()
+    assert _state(view.board) == _state(model)
+    assert view.position == seq - 1

@@ -32,6 +32,7 @@ StoreEvent(seq=7, op='incr', member='ann', value=30, time_ms=1700000000000,
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any, Final, NamedTuple
 
 import msgpack
@@ -50,6 +51,7 @@ __all__ = [
     "StoreEvent",
     "check_event",
     "decode_event",
+    "decode_rows",
     "encode_event",
     "new_packer",
     "now_ms",
@@ -196,6 +198,28 @@ def decode_event(seq: int, payload: bytes | memoryview) -> StoreEvent:
     if type(value) is list:
         value = tuple(value)
     return _new_event(StoreEvent, (seq, op, member, value, time_ms, attrs, when, meta))
+
+
+def decode_rows(rows: Iterable[tuple[int, bytes]]) -> list[StoreEvent]:
+    """The events of ``(seq, payload)`` rows: :func:`decode_event` for each,
+    its common case (five fields, a plain value) inlined (the catch-up path:
+    a call less per event).
+
+    Runtime complexity: O(total payload size)
+    """
+    unpackb, new, hook = msgpack.unpackb, _new_event, _ext_hook
+    out: list[StoreEvent] = []
+    append = out.append
+    for seq, payload in rows:
+        try:
+            raw = unpackb(payload, raw=False, use_list=True, ext_hook=hook)
+        except (ValueError, TypeError, msgpack.ExtraData):
+            raw = None
+        if type(raw) is list and len(raw) == 5 and type(raw[2]) is not list:
+            append(new(StoreEvent, (seq, *raw, None, None)))
+        else:
+            append(decode_event(seq, payload))  # reports a bad one
+    return out
 
 
 def _ext_hook(code: int, data: bytes) -> Any:

@@ -23,10 +23,11 @@ included:
 
 The common run, increments by non-zero integers, takes a shorter path: the
 deltas are summed per member without reading the board (integer sums do
-not depend on their grouping), then written with one ``incr_many`` (one
-``set_many`` into an empty board, which builds its index in bulk).  A sum
-of zero sends the run to the general path (a present member back where it
-started; see below).
+not depend on their grouping), then the final scores are written with one
+``set_many`` (into an empty board it builds the index in bulk).  A catch-up
+keeps summing across chunks (:func:`add_increments`) and writes once at the
+end (:func:`write_increments`).  A present member whose score is a float,
+or whose deltas sum to zero, sends the run to the general path.
 
 What does not fold is applied one by one: metadata events (a barrier), a
 value that is not an int or float, a board with composite scores or a time
@@ -50,7 +51,7 @@ from typing import Any, Final
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.pg.events import INCR, REMOVE, SET, StoreEvent
 
-__all__ = ["can_fold", "fold_into"]
+__all__ = ["add_increments", "can_fold", "fold_into", "write_increments"]
 
 _ABSENT: Final = object()
 _PLAIN: Final = (int, float)
@@ -129,21 +130,52 @@ def fold_into(board: Leaderboard, events: Sequence[StoreEvent]) -> int | None:
     return refused
 
 
+def add_increments(sums: dict[Any, int], events: Sequence[StoreEvent]) -> bool:
+    """Add ``events``' deltas to ``sums`` (member -> summed delta, kept in the
+    order of each member's last change) if every one is an increment by a
+    non-zero int; False (``sums`` unchanged) otherwise.
+
+    Runtime complexity: O(k) for k events
+    """
+    for event in events:
+        value = event[3]
+        if type(value) is not int or not value or event[1] != INCR:
+            return False
+    pop = sums.pop
+    for event in events:
+        member = event[2]
+        sums[member] = pop(member, 0) + event[3]
+    return True
+
+
+def write_increments(board: Leaderboard, sums: dict[Any, int]) -> bool:
+    """Write summed increments to ``board`` as one ``set_many`` of the final
+    scores, in the order of the members' last changes; False (the board
+    unchanged) when that would not be exact: a present member whose score is
+    not an int (float sums depend on their grouping), or whose deltas sum to
+    zero (one by one it gets a new tie clock; the fold would see no change).
+
+    Runtime complexity: O(m log N) for m members (a bulk build into an empty board)
+    """
+    if not len(board):
+        board.set_many(list(sums.items()))  # absent members: 0 + sum, exactly
+        return True
+    score = board.score
+    pairs = []
+    for member, delta in sums.items():
+        held = score(member, _ABSENT)
+        if held is _ABSENT:
+            pairs.append((member, delta))
+        elif type(held) is not int or not delta:
+            return False
+        else:
+            pairs.append((member, held + delta))
+    board.set_many(pairs)
+    return True
+
+
 def _fold_int_increments(board: Leaderboard, events: Sequence[StoreEvent]) -> bool:
     """The fast path: True if ``events`` were all increments by non-zero
     ints and are now applied; False (the board unchanged) otherwise."""
-    sums: dict[Any, int] = {}  # in the order of each member's last change
-    pop = sums.pop
-    for event in events:
-        value = event.value
-        if type(value) is not int or not value or event.op != INCR:
-            return False
-        member = event.member
-        sums[member] = pop(member, 0) + value
-    if 0 in sums.values():
-        return False
-    if len(board):
-        board.incr_many(list(sums.items()))
-    else:
-        board.set_many(list(sums.items()))
-    return True
+    sums: dict[Any, int] = {}
+    return add_increments(sums, events) and write_increments(board, sums)

@@ -42,11 +42,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
 from rankengine.pg.events import INCR, META, REMOVE, SET, StoreEvent
-from rankengine.pg.fold import can_fold, fold_into
+from rankengine.pg.fold import add_increments, can_fold, fold_into, write_increments
 from rankengine.pg.store import CHUNK, EventStore
 
 __all__ = [
-    "CATCH_UP_BATCH",
     "FOLD_MIN",
     "BoardView",
     "Follower",
@@ -56,10 +55,6 @@ __all__ = [
     "apply_event",
 ]
 
-#: Events a catch-up gives its views at once: the larger, the more of each
-#: member's events fold into one write (a joining process's views are
-#: empty, and folded into once they load in bulk); ~100 bytes an event.
-CATCH_UP_BATCH: Final = 200_000
 #: A run of foldable events shorter than this is applied one by one: folding
 #: pays a dict per run and ``set_many``'s planning, which a few events do not
 #: win back (a live follower's reads are often one or two events).
@@ -160,14 +155,21 @@ class BoardView:
         self.refused = 0
         self.timed = _takes_time(board)
         self.foldable = not self.timed and can_fold(board)
+        #: increments summed by a deferred apply, not yet written (see flush)
+        self._sums: dict[Any, int] = {}
         self.clock = clock
 
     def __repr__(self) -> str:
         return f"BoardView({self.name!r}, position={self.position}, refused={self.refused})"
 
-    def apply(self, events: Sequence[StoreEvent]) -> int:
+    def apply(self, events: Sequence[StoreEvent], *, defer: bool = False) -> int:
         """Apply the events past :attr:`position`, in order (folded where
         :mod:`rankengine.pg.fold` can); return how many were past it.
+
+        ``defer``: into an empty board, a run of integer increments may be
+        summed and written later, by :meth:`flush` (a joining process's
+        catch-up sums every chunk, then loads each member once, in bulk);
+        the board lags until then.
 
         Runtime complexity: O(k log N) for k events (less when folded).
         """
@@ -175,6 +177,13 @@ class BoardView:
         if not fresh:
             return 0
         route = self.route
+        if self.foldable and self.clock is None:
+            taken = fresh if route is None else [e for e in fresh if route(e)]
+            empty = bool(self._sums) or not len(self.board)
+            if defer and empty and add_increments(self._sums, taken):
+                self.position = fresh[-1].seq
+                return len(fresh)
+        self.flush()
         if self.clock is not None:
             # one by one, the clock at each event the latest time before it
             advance = self.clock.advance
@@ -202,6 +211,18 @@ class BoardView:
         self._flush(run)
         self.position = fresh[-1].seq
         return len(fresh)
+
+    def flush(self) -> None:
+        """Write the increments a deferred :meth:`apply` summed.
+
+        Runtime complexity: O(m log N) for m members summed
+        """
+        if not self._sums:
+            return
+        sums, self._sums = self._sums, {}
+        # deferred only into an empty board, which takes any sums exactly
+        written = write_increments(self.board, sums)
+        assert written, "deferred increments into a board that was not empty"
 
     def _flush(self, run: list[StoreEvent]) -> None:
         if not run:
@@ -293,13 +314,23 @@ class Follower:
         (chunked server-side cursor reads).
         """
         applied = 0
-        batch: list[StoreEvent] = []
-        for chunk in self.store.chunks(self.position, size=self.chunk):
-            batch.extend(chunk)
-            if len(batch) >= CATCH_UP_BATCH:
-                applied += self.apply(batch)
-                batch = []
-        return applied + self.apply(batch)
+        views = list(self.views.values())
+        try:
+            for chunk in self.store.chunks(self.position, size=self.chunk):
+                with self._lock:
+                    done = 0
+                    for view in views:
+                        if isinstance(view, BoardView):
+                            done = max(done, view.apply(chunk, defer=True))
+                        else:
+                            done = max(done, view.apply(chunk))
+                    applied += done
+        finally:
+            with self._lock:
+                for view in views:
+                    if isinstance(view, BoardView):
+                        view.flush()
+        return applied
 
     def poll(self, timeout: float = 0.0) -> int:
         """Apply what is new; if nothing is, wait up to ``timeout`` seconds

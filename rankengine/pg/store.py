@@ -72,7 +72,7 @@ from rankengine.pg.events import (
     NewEvent,
     StoreEvent,
     check_event,
-    decode_event,
+    decode_rows,
     encode_event,
     new_packer,
     now_ms,
@@ -385,7 +385,7 @@ class EventStore:
                 f"SELECT seq, payload FROM {self.table} WHERE seq > %s ORDER BY seq LIMIT %s",
                 (after, limit),
             )
-            return [decode_event(seq, payload) for seq, payload in cur.fetchall()]
+            return decode_rows(cur.fetchall())
 
         return self._retrying(run)
 
@@ -422,7 +422,7 @@ class EventStore:
                     f"SELECT seq, payload FROM {self.table} WHERE seq > %s ORDER BY seq", (after,)
                 )
                 while rows := cur.fetchmany(size):
-                    yield [decode_event(seq, payload) for seq, payload in rows]
+                    yield decode_rows(rows)
         finally:
             conn.close()
 
