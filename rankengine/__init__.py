@@ -36,6 +36,7 @@ from rankengine.index.skiplist import SkipList
 if TYPE_CHECKING:
     from rankengine.board.packed import PackedScore
     from rankengine.durable.board import DurableLeaderboard
+    from rankengine.durable.marks import AcknowledgedLossError
     from rankengine.durable.records import (
         CorruptionError,
         LogError,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from rankengine.trending.windows import TumblingWindows
 
 __all__ = [
+    "AcknowledgedLossError",
     "Calendar",
     "CorruptionError",
     "CountMinSketch",
@@ -117,6 +119,7 @@ _LAZY: dict[str, str] = {
     "DecayedLeaderboard": "rankengine.timed.decay",
     "DurableLeaderboard": "rankengine.durable.board",
     "CorruptionError": "rankengine.durable.records",
+    "AcknowledgedLossError": "rankengine.durable.marks",
     "LogError": "rankengine.durable.records",
     "RecordTooLargeError": "rankengine.durable.records",
     "TornTailError": "rankengine.durable.records",
@@ -131,7 +134,7 @@ _LAZY: dict[str, str] = {
     "SortedListIndex": "rankengine.index.sortedlist",
     "TopK": "rankengine.trending.topk",
     "TopItem": "rankengine.trending.topk",
-    "merge_topk": "rankengine.trending.topk",
+    "merge_topk": "rankengine.trending.merge",
     "PartitionedTopK": "rankengine.trending.partitions",
     "TumblingWindows": "rankengine.trending.windows",
     "SlidingWindowLeaderboard": "rankengine.timed.window",

@@ -40,7 +40,8 @@ from redis_service import redis_board
 
 import rankengine
 from rankengine import Leaderboard
-from rankengine.board.contract import Board
+from rankengine.board import routing
+from rankengine.board.contract import EXTENSION_POINTS, Board, BoardAPI
 from rankengine.board.writes import WRITE_PRIMITIVES, BoardWrites
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.redis.board import RedisLeaderboard
@@ -678,6 +679,13 @@ BAD: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "at-bad-style-and-float": ("at", lambda b: b.at(1.0, style="x")),
     "entries-bad-style-bare-string": ("entries", lambda b: b.entries("ann", style="x")),
     "rank-unhashable-bad-style": ("rank", lambda b: b.rank(["ann"], style="x")),
+    # the container reads (BoardAPI's extension points, and what it makes of them)
+    "score-unhashable": ("score", lambda b: b.score(["ann"])),
+    "meta-unhashable": ("meta", lambda b: b.meta(["ann"])),
+    "getitem-absent": ("container", lambda b: b[ABSENT]),
+    "getitem-unhashable": ("container", lambda b: b[["ann"]]),
+    "getitem-lookalike": ("container", lambda b: b[True]),
+    "contains-unhashable": ("container", lambda b: ["ann"] in b),
     "page-bad-flag-and-size": ("page", lambda b: b.page(1, 0, with_meta=1)),
 }
 
@@ -956,21 +964,94 @@ WRITES = {
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, ShardedLeaderboard],
+    [Leaderboard, DurableLeaderboard, ShardedLeaderboard, RedisLeaderboard],
     ids=lambda cls: cls.__name__,
 )
 def test_writes_are_the_contracts(cls: type) -> None:
-    """The in-memory, durable and sharded boards take their public writes
-    from BoardWrites: each supplies every write primitive (none is left to
-    the contract's stub), and each write's docstring is the contract's
-    (the in-memory board's fused ``set`` and ``incr`` included); the durable
-    board's ``clear`` alone adds its own (its log record's size limit)."""
+    """The in-memory, durable, sharded and Redis boards take their public
+    writes from BoardWrites: each supplies every write primitive (none is
+    left to the contract's stub), and each write's docstring is the
+    contract's (the in-memory board's fused ``set`` and ``incr`` included);
+    the durable board's ``clear`` alone adds its own (its log record's size
+    limit).  Only the in-memory board fuses a write; the others' public
+    writes are the contract's own methods."""
     assert issubclass(cls, BoardWrites)
     for name in WRITE_PRIMITIVES:
         assert getattr(cls, name) is not getattr(BoardWrites, name), name
+    if cls in (ShardedLeaderboard, RedisLeaderboard):
+        for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
+            assert getattr(cls, name) is getattr(BoardWrites, name), name
     for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
         if cls is DurableLeaderboard and name == "clear":
             continue
         assert inspect.getdoc(getattr(cls, name)) == inspect.getdoc(getattr(BoardWrites, name)), (
             name
         )
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard],
+    ids=lambda cls: cls.__name__,
+)
+def test_container_reads_are_the_contracts(cls: type) -> None:
+    """The container reads are stated once, in BoardAPI: each kind writes
+    the extension points' bodies (none is left to the contract's stub) under
+    the contract's docstrings (no kind restates one), and the Redis and
+    sharded boards take ``__iter__`` and ``__getitem__`` from the contract
+    (the in-memory board fuses both, under the contract's docstrings)."""
+    assert issubclass(cls, BoardAPI)
+    for name in EXTENSION_POINTS:
+        assert getattr(cls, name) is not getattr(BoardAPI, name), name
+    for name in (*EXTENSION_POINTS, "__iter__", "__getitem__"):
+        assert inspect.getdoc(getattr(BoardAPI, name)), name
+        assert getattr(cls, name).__doc__ in (None, getattr(BoardAPI, name).__doc__), name
+    if cls in (RedisLeaderboard, ShardedLeaderboard):
+        assert cls.__iter__ is BoardAPI.__iter__
+        assert cls.__getitem__ is BoardAPI.__getitem__
+
+
+#: The writes of the contract that each time board answers with the time
+#: as its extension point (``t=``; a decayed board's take no time), and
+#: what that keyword is.
+TIMED_WRITES: dict[type, tuple[str | None, set[str]]] = {
+    PeriodicLeaderboard: ("t", WRITES - {"clear"}),
+    SlidingWindowLeaderboard: (
+        "t",
+        {"set", "incr", "set_many", "incr_many", "remove", "remove_many", "set_meta"},
+    ),
+    DecayedLeaderboard: (
+        None,
+        {
+            "remove",
+            "remove_many",
+            "set_meta",
+            "pop_best",
+            "pop_worst",
+            "keep_top",
+            "remove_by_rank",
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("cls", list(TIMED_WRITES), ids=lambda cls: cls.__name__)
+def test_time_boards_writes_are_the_contracts(cls: type) -> None:
+    """A periodic board's, a window's and a decayed board's writes are
+    declared the contract's (routing.at_time): the contract's signature
+    plus ``t=`` (a decayed board's: the contract's exactly), and the
+    contract's rules in the docstring, after the kind's own first line."""
+    keyword, names = TIMED_WRITES[cls]
+    for name in names:
+        write = getattr(cls, name)
+        assert write.__contract__ is getattr(Leaderboard, name), name
+        got = _parameters(write)
+        if keyword is not None:
+            assert keyword in [p[0] for p in got], name
+            got = [p for p in got if p[0] != keyword]
+        assert got == _parameters(getattr(Leaderboard, name)), name
+        rules = inspect.getdoc(getattr(Leaderboard, name)).split("\n\n")[0]
+        assert rules in write.__doc__, name
+    # and a write that no longer matches the contract is refused at once
+    with pytest.raises(TypeError, match="not the contract's"):
+        routing.at_time(Leaderboard.set)(lambda self, member, *, t=None: None)

@@ -1544,7 +1544,8 @@ def test_repair_dry_run_says_what_it_would_do(
         f"seq {info.last_seq} as {seg.name}.cut-at-{good}",
         f"would lower the MANIFEST's marks from seq {mark} to seq {info.last_seq}: seq "
         f"{info.last_seq + 1}..{mark} ({mark - info.last_seq} acknowledged records) are lost "
-        "from the board; `rankengine salvage DIR` shows any that were found and set aside",
+        "from the board (the old marks are kept as marks-before-repair.json); `rankengine "
+        "salvage DIR` shows any that were found and set aside",
         "would write the new MANIFEST",
         f"would save what it moves or cuts in {backup}",
         "dry run: nothing was changed",

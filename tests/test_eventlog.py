@@ -159,7 +159,7 @@ def test_unencodable_string_is_a_value_error() -> None:
         [1, 2],
         [0, 0, [[PUT, "m", 1, 1]]],
         [1, -1, [[PUT, "m", 1, 1]]],
-        [1, 0, []],
+        [1, 0, {}],
         [1, 0, [[9, "m"]]],
         [1, 0, [[PUT, "m", float("nan"), 1]]],
         [1, 0, [[PUT, "m", "1", 1]]],
@@ -175,6 +175,11 @@ def test_unencodable_string_is_a_value_error() -> None:
 def test_malformed_records_are_value_errors(value: Any) -> None:
     with pytest.raises(ValueError):
         decode_record(pack(value))
+
+
+def test_a_record_without_changes_is_one_a_forget_emptied() -> None:
+    # (a forget drops a member's changes and keeps the record, empty)
+    assert decode_record(pack([3, 7, []])) == (3, 7, [])
 
 
 def test_frame_layout() -> None:

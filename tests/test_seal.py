@@ -348,3 +348,17 @@ def test_sigkill_during_a_salvage_then_a_rerun_finishes_it(tmp_path: Path, step:
         assert board.items() == items
     assert verify(str(directory)).healthy
     assert find(str(directory)).events == []
+
+
+def test_verify_mentions_records_a_repair_set_aside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    damaged_board(tmp_path)
+    repair(str(tmp_path))
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path)]) == 0  # the board itself is healthy again
+    out = capsys.readouterr().out
+    assert "SALVAGEABLE: 20 records set aside by a repair are not on the board (seq 12..31" in out
+    apply(str(tmp_path))
+    assert main(["verify", str(tmp_path)]) == 0
+    assert "SALVAGEABLE" not in capsys.readouterr().out

@@ -9,9 +9,10 @@ boards.  This module is where that API lives:
 :class:`Board`
     A :class:`typing.Protocol` naming every public method and its
     signature, as :class:`~rankengine.index.protocol.OrderedIndex` does for
-    the indexes.  Code that takes "any board" annotates with it; mypy
-    checks that the in-memory, Redis and sharded boards answer it (a
-    ``TYPE_CHECKING`` function at the end of each of their modules).
+    the indexes (in :mod:`rankengine.board.protocol`, re-exported here).
+    Code that takes "any board" annotates with it; mypy checks that the
+    in-memory, Redis and sharded boards answer it (a ``TYPE_CHECKING``
+    function at the end of each of their modules).
 
 :class:`BoardAPI`
     The public methods themselves, each with its docstring (summary, prose,
@@ -32,11 +33,17 @@ The writes ``set``, ``incr``, ``set_many``, ``incr_many``, ``remove``,
 ``remove_many``, ``set_meta`` and ``clear`` are stated once in
 :class:`rankengine.board.writes.BoardWrites`, its companion (the same
 pattern: checks there, one primitive per write, listed in its
-``WRITE_PRIMITIVES``); the in-memory and sharded boards inherit it.  Not
-there yet: the Redis board's writes and the time boards' (which take
-``t=``) are still written by each, and so are the reads ``score``,
-``meta`` and ``items`` (their rules shared through
-:mod:`rankengine.board.checks`).
+``WRITE_PRIMITIVES``); the in-memory, durable, sharded and Redis boards
+inherit it.  The time boards' writes go to the board a time picks, with
+bookkeeping of their own per write: each is declared the contract's by
+:func:`rankengine.board.routing.at_time` (its signature checked against
+the contract's plus ``t=``, the contract's rules in its docstring).
+
+The container reads ``__len__``, ``__contains__``, ``score``, ``meta`` and
+``items`` are *extension points* (:data:`EXTENSION_POINTS`): their
+docstrings are :class:`BoardAPI`'s and each kind writes the body (each
+reads its own store); ``__iter__`` and ``__getitem__`` are made from them
+once, here (the in-memory board answers both with fused bodies of its own).
 
 Hot path: the in-memory board answers :meth:`BoardAPI.rank` (and the
 writes ``set`` and ``incr``) with fused bodies of its own (the checks and
@@ -61,8 +68,8 @@ several are bad, and it is the same on every kind
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, Protocol, TypeAlias, overload
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
 
 from rankengine.board.checks import (
     check_count,
@@ -76,11 +83,13 @@ from rankengine.board.checks import (
     member_list,
     not_a_flag,
 )
-from rankengine.board.core import Entry, RankStyle, TieBreak
-from rankengine.board.scoring import Member, Order, Score
+from rankengine.board.core import Entry, RankStyle
+from rankengine.board.protocol import DEFAULT_PAGE_SIZE, Board, PercentileMethod, When
+from rankengine.board.scoring import Member, Score
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
+    "EXTENSION_POINTS",
     "PRIMITIVES",
     "Board",
     "BoardAPI",
@@ -88,11 +97,12 @@ __all__ = [
     "When",
 ]
 
-When: TypeAlias = Literal["new", "present", "better", "worse"]
-PercentileMethod: TypeAlias = Literal["below", "at_or_below", "midpoint"]
+#: What ``__getitem__`` passes to ``score`` as its default: no caller has it.
+_ABSENT: Final = object()
 
-#: Page size used when none is given (agoragames' default).
-DEFAULT_PAGE_SIZE: Final = 25
+#: The extension points of :class:`BoardAPI`: public methods whose
+#: docstrings it holds and whose bodies each kind writes (see the class).
+EXTENSION_POINTS: Final = ("__len__", "__contains__", "score", "meta", "items")
 
 #: The primitives a kind supplies to :class:`BoardAPI` (see the stubs at the
 #: end of the class), each called with checked arguments: a count is an
@@ -119,156 +129,18 @@ PRIMITIVES: Final = (
 )
 
 
-class Board(Protocol):
-    """What every exact board kind answers: its settings, reads and writes.
-
-    The docstrings are :class:`BoardAPI`'s, the writes'
-    :class:`~rankengine.board.writes.BoardWrites`' (and, for the reads a
-    kind writes itself -- ``score``, ``meta``, ``items`` --
-    :class:`~rankengine.Leaderboard`'s, which the others follow).
-    """
-
-    # -- settings ------------------------------------------------------
-    @property
-    def order(self) -> Order | tuple[Order, ...]: ...
-    @property
-    def tie_break(self) -> TieBreak: ...
-    @property
-    def rank_style(self) -> RankStyle: ...
-    @property
-    def clock(self) -> int: ...
-    def config(self) -> dict[str, Any]: ...
-
-    # -- a container of members ----------------------------------------
-    def __len__(self) -> int: ...
-    def __contains__(self, member: object) -> bool: ...
-    def __iter__(self) -> Iterator[Member]: ...
-    def __getitem__(self, member: Member) -> Score: ...
-    def __setitem__(self, member: Member, score: Score) -> None: ...
-    def __delitem__(self, member: Member) -> None: ...
-
-    # -- point reads ---------------------------------------------------
-    def score(self, member: Member, default: Any = None) -> Any: ...
-    def rank(self, member: Member, *, style: RankStyle | None = None) -> int | None: ...
-    def entry(
-        self, member: Member, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> Entry | None: ...
-    def entries(
-        self, members: Iterable[Member], *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> list[Entry | None]: ...
-    def at(
-        self, rank: int, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> Entry: ...
-    def rank_for_score(self, score: Score, *, style: RankStyle | None = None) -> int: ...
-    def percentile(
-        self, member: Member, *, method: PercentileMethod = "midpoint"
-    ) -> float | None: ...
-    def score_at_percentile(self, p: float) -> Score | None: ...
-    def meta(self, member: Member) -> dict[str, Any] | None: ...
-
-    # -- range reads ---------------------------------------------------
-    def top(
-        self, k: int = 10, *, style: RankStyle | None = None, with_meta: bool = False
-    ) -> list[Entry]: ...
-    def by_rank(
-        self,
-        start: int = 1,
-        stop: int = -1,
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]: ...
-    def page(
-        self,
-        number: int,
-        size: int = DEFAULT_PAGE_SIZE,
-        *,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]: ...
-    def pages(self, size: int = DEFAULT_PAGE_SIZE) -> int: ...
-    def around(
-        self,
-        member: Member,
-        above: int = 5,
-        below: int = 5,
-        *,
-        fill: bool = False,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]: ...
-    def by_score(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-        offset: int = 0,
-        limit: int | None = None,
-        style: RankStyle | None = None,
-        with_meta: bool = False,
-    ) -> list[Entry]: ...
-    def count(
-        self,
-        min: Score | None = None,
-        max: Score | None = None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-    ) -> int: ...
-    def items(self) -> list[tuple[Member, Score]]: ...
-
-    # -- writes --------------------------------------------------------
-    def set(
-        self,
-        member: Member,
-        score: Score,
-        *,
-        when: When | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> bool: ...
-    @overload
-    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
-    @overload
-    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
-    def set_many(
-        self,
-        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
-        *,
-        when: When | None = None,
-    ) -> int: ...
-    def incr_many(
-        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
-    ) -> dict[Member, Score]: ...
-    def remove(self, member: Member) -> bool: ...
-    def remove_many(self, members: Iterable[Member]) -> int: ...
-    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None: ...
-    def clear(self) -> None: ...
-    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]: ...
-    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]: ...
-    def remove_by_rank(self, start: int, stop: int) -> int: ...
-    def remove_by_score(
-        self,
-        min: Score | None,
-        max: Score | None,
-        *,
-        min_inclusive: bool = True,
-        max_inclusive: bool = True,
-    ) -> int: ...
-    def keep_top(self, n: int) -> int: ...
-
-    # -- invariants ----------------------------------------------------
-    def _check(self) -> None: ...
-
-
 class BoardAPI:
     """The public reads and the pops and prunes of every exact board kind:
     docstrings and argument checks here, the work in the kind's primitives
     (see :data:`PRIMITIVES`).
 
     A kind inherits from it and supplies ``_rank_style``, ``_desc`` (True
-    when a higher score ranks first), ``__len__`` and the primitives.
+    when a higher score ranks first), the primitives, and the *extension
+    points*: the container reads ``__len__``, ``__contains__``, ``score``,
+    ``meta`` and ``items``, whose docstrings are here and whose bodies each
+    kind writes (each reads its own store; their only argument is a member,
+    which any value may be: a value that is not a member is absent).
+    ``__iter__`` and ``__getitem__`` are made from them here.
     """
 
     __slots__ = ()
@@ -276,8 +148,119 @@ class BoardAPI:
     _rank_style: RankStyle
     _desc: bool
 
+    # ------------------------------------------------------------------
+    # A container of members: extension points, and what is made of them
+    # ------------------------------------------------------------------
     def __len__(self) -> int:
-        raise NotImplementedError  # pragma: no cover - every kind has its own
+        """The number of members.
+
+        Runtime complexity: O(1) (Redis: one round trip; sharded: one per shard)
+
+        >>> from rankengine import Leaderboard
+        >>> board = Leaderboard()
+        >>> board.set_many({"ann": 5, "bob": 9})
+        2
+        >>> len(board)
+        2
+        """
+        raise NotImplementedError  # pragma: no cover - an extension point
+
+    def __contains__(self, member: object) -> bool:
+        """True when ``member`` is on the board.  A value that only equals a
+        member (``True`` or ``1.0`` for the member ``1``) is not on it, as on
+        every kind.
+
+        Runtime complexity: O(1) (Redis: one round trip; sharded: one shard)
+
+        >>> from rankengine import Leaderboard
+        >>> board = Leaderboard()
+        >>> board.set(1, 5)
+        True
+        >>> 1 in board, True in board, 2 in board
+        (True, False, False)
+        """
+        raise NotImplementedError  # pragma: no cover - an extension point
+
+    def __iter__(self) -> Iterator[Member]:
+        """Members in rank order, best first: a snapshot, one read of the
+        whole board (:meth:`items`).
+
+        Runtime complexity: O(N) (Redis: one round trip)
+
+        >>> from rankengine import Leaderboard
+        >>> board = Leaderboard()
+        >>> board.set_many({"ann": 5, "bob": 9})
+        2
+        >>> list(board)
+        ['bob', 'ann']
+        """
+        return iter([member for member, _ in self.items()])
+
+    def __getitem__(self, member: Member) -> Score:
+        """The score of ``member`` (:meth:`score`); ``KeyError`` when absent.
+
+        Runtime complexity: as :meth:`score`
+
+        >>> from rankengine import Leaderboard
+        >>> board = Leaderboard()
+        >>> board.set("ann", 5)
+        True
+        >>> board["ann"]
+        5
+        >>> board["zed"]
+        Traceback (most recent call last):
+        ...
+        KeyError: 'zed'
+        """
+        value = self.score(member, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(member)
+        return value  # type: ignore[no-any-return]
+
+    def score(self, member: Member, default: Any = None) -> Any:
+        """The member's score, or ``default`` when absent.
+
+        Runtime complexity: O(1) (Redis: one round trip; sharded: one shard)
+
+        >>> from rankengine import Leaderboard
+        >>> board = Leaderboard()
+        >>> board.set("ann", 5)
+        True
+        >>> board.score("ann"), board.score("zed"), board.score("zed", 0)
+        (5, None, 0)
+        """
+        raise NotImplementedError  # pragma: no cover - an extension point
+
+    def meta(self, member: Member) -> dict[str, Any] | None:
+        """A copy of the member's metadata, or None (absent, or none set):
+        changing the copy changes nothing on the board.
+
+        Runtime complexity: O(size of meta) (Redis: one round trip; sharded:
+        one shard)
+
+        >>> from rankengine import Leaderboard
+        >>> board = Leaderboard()
+        >>> board.set("ann", 5, meta={"name": "Ann"})
+        True
+        >>> board.meta("ann"), board.meta("zed")
+        ({'name': 'Ann'}, None)
+        """
+        raise NotImplementedError  # pragma: no cover - an extension point
+
+    def items(self) -> list[tuple[Member, Score]]:
+        """``(member, score)`` pairs in rank order, best first.
+
+        Runtime complexity: O(N) (Redis: one round trip; sharded: a merge of
+        every shard's)
+
+        >>> from rankengine import Leaderboard
+        >>> board = Leaderboard()
+        >>> board.set_many({"ann": 5, "bob": 9})
+        2
+        >>> board.items()
+        [('bob', 9), ('ann', 5)]
+        """
+        raise NotImplementedError  # pragma: no cover - an extension point
 
     # ------------------------------------------------------------------
     # Point reads

@@ -54,15 +54,15 @@ class BoardReads(BoardCore, BoardAPI):
     the public methods, their docstrings and checks) over the hash map and
     index of :class:`~rankengine.board.core.BoardCore`, each under the lock."""
 
+    # The container reads: BoardAPI's extension points (and __getitem__ and
+    # __iter__, fused here: no score() call, no pairs), under its docstrings.
     def __getitem__(self, member: Member) -> Score:
-        """The score of ``member``; ``KeyError`` when absent."""
         primary = self._lookup(member)
         if primary is MISSING:
             raise KeyError(member)
         return self._codec.score(primary)  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[Member]:
-        """Members in rank order, best first (a snapshot taken under the lock)."""
         with self._lock:
             members = [
                 m for _, _, m in self._iter_positions(0, len(self._primary), best_first=True)
@@ -70,10 +70,6 @@ class BoardReads(BoardCore, BoardAPI):
         return iter(members)
 
     def score(self, member: Member, default: Any = None) -> Any:
-        """The member's score, or ``default`` when absent.
-
-        Runtime complexity: O(1)
-        """
         primary = self._lookup(member)
         if primary is MISSING:
             return default
@@ -114,10 +110,6 @@ class BoardReads(BoardCore, BoardAPI):
             lock.release()
 
     def meta(self, member: Member) -> dict[str, Any] | None:
-        """A copy of the member's metadata, or None.
-
-        Runtime complexity: O(size of meta)
-        """
         with self._lock:
             if self._lookup(member) is MISSING:
                 return None
@@ -125,10 +117,6 @@ class BoardReads(BoardCore, BoardAPI):
             return None if data is None else check_meta(data)
 
     def items(self) -> list[tuple[Member, Score]]:
-        """``(member, score)`` pairs in rank order, best first.
-
-        Runtime complexity: O(N)
-        """
         with self._lock:
             score = self._codec.score
             return [

@@ -1,10 +1,17 @@
-"""Reads of the board contract that another board answers.
+"""Reads and writes of the board contract that another board answers.
 
 Boards made of boards answer every read of the contract with the same
 words: pick a board, ask it.  A periodic board is one board per period (its
 reads take ``period=``); a sliding window reads its window board after a
 refresh that is due.  :func:`routed` writes such a read once, from the
 contract's method, keeping its signature, docstring and errors.
+
+Their writes go to the board a time picks (the period or bucket of ``t=``),
+with bookkeeping that differs per write, so each kind writes the body; the
+time is the documented extension point.  :func:`at_time` declares such a
+write the contract's: it checks the signature against the contract's (plus
+``t=``) when the class is built, and gives the write the contract's rules
+in its docstring.
 """
 
 from __future__ import annotations
@@ -15,9 +22,16 @@ from typing import Any, Final, TypeVar
 
 from rankengine.board.checks import check_flag
 
-__all__ = ["routed"]
+__all__ = ["TIME_KEYWORD", "at_time", "routed"]
 
 _R = TypeVar("_R")
+_F = TypeVar("_F", bound=Callable[..., Any])
+#: The keyword-only argument a write routed by time adds to the contract's:
+#: the time of the write in POSIX seconds (None: the board's "now").
+TIME_KEYWORD: Final = "t"
+#: Where the contract's rules end in its docstring: its costs, return
+#: value, parameters and doctest are its own (the writer keeps its own).
+_RULES_END: Final = ("Runtime complexity", ":return:", ":param", ":raises", ">>>")
 #: The flags a routed read checks before it routes (a bad flag is a
 #: ``TypeError`` whatever the route would have said), in this order.
 _EARLY_FLAGS: Final = ("fill", "with_meta")
@@ -117,3 +131,90 @@ def routed(
     )
     read.__signature__ = contract.replace(parameters=params)  # type: ignore[attr-defined]
     return read
+
+
+def _shape(signature: inspect.Signature) -> list[tuple[str, Any, Any]]:
+    """Name, kind and default of each parameter (annotations aside: each
+    module spells its own)."""
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values()]
+
+
+def _rules(method: Callable[..., Any]) -> str:
+    """The contract's rules: its docstring up to its costs and doctest."""
+    doc = inspect.getdoc(method) or ""
+    kept: list[str] = []
+    for line in doc.splitlines():
+        if line.lstrip().startswith(_RULES_END):
+            break
+        kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def at_time(
+    method: Callable[..., Any], *, keyword: str | None = TIME_KEYWORD
+) -> Callable[[_F], _F]:
+    """Declare the decorated write the contract's ``method``, answered by
+    the board that the time ``keyword`` (``t=``) picks: a periodic board's
+    period, a sliding window's bucket.
+
+    The time is the time boards' extension point of the contract, stated
+    here once: the write's signature must be the contract's plus the
+    keyword-only ``keyword`` (with ``keyword=None``, the contract's
+    exactly), checked when the class is built, so a change to the contract
+    that a time board misses fails at import, not in a caller's hands.  Its
+    docstring becomes its own first paragraph (what the time picks), then
+    the contract's rules (the contract's docstring up to its costs), then
+    the rest of its own (costs, notes, doctests).  The body stays the
+    kind's, since each kind's bookkeeping differs per write; the arguments
+    are checked by the board the time picks (the contract's own checks).
+
+    Runtime complexity: O(1) per call (the decorated write is unchanged)
+
+    >>> from rankengine import Leaderboard
+    >>> class Daily:
+    ...     @at_time(Leaderboard.remove)
+    ...     def remove(self, member, *, t=None):
+    ...         "Remove ``member`` from the day of ``t``."
+    ...         return False
+    >>> print(Daily.remove.__doc__.splitlines()[2])
+    Remove a member and its metadata.
+    >>> class Wrong:
+    ...     @at_time(Leaderboard.remove)
+    ...     def remove(self, who, *, t=None):
+    ...         return False
+    Traceback (most recent call last):
+    ...
+    TypeError: remove takes (self, who, *, t), not the contract's (self, member) plus t
+    """
+    contract = inspect.signature(method)
+    rules = _rules(method)
+
+    def declare(write: _F) -> _F:
+        got = inspect.signature(write)
+        own = [p for p in got.parameters.values() if p.name != keyword]
+        if _shape(got.replace(parameters=own)) != _shape(contract) or (
+            keyword is not None and keyword not in got.parameters
+        ):
+            plus = "" if keyword is None else f" plus {keyword}"
+            raise TypeError(
+                f"{write.__name__} takes {_names(got)}, not the contract's {_names(contract)}{plus}"
+            )
+        doc = inspect.cleandoc(write.__doc__ or "")
+        first, _, rest = doc.partition("\n\n")
+        write.__doc__ = "\n\n".join(part for part in (first, rules, rest) if part) + "\n"
+        write.__dict__["__contract__"] = method
+        return write
+
+    return declare
+
+
+def _names(signature: inspect.Signature) -> str:
+    """``(self, member, *, t)``: a signature's parameter names, as read."""
+    out: list[str] = []
+    star = False
+    for p in signature.parameters.values():
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and not star:
+            out.append("*")
+            star = True
+        out.append(p.name)
+    return f"({', '.join(out)})"

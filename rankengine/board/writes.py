@@ -33,6 +33,7 @@ instead of) checking it pair by pair.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Final, overload
 
 from rankengine.board.checks import WHENS, check_members, check_when, member_list
@@ -66,13 +67,20 @@ class BoardWrites:
 
     A kind inherits from it and supplies ``_lock`` (a re-entrant lock held
     for the whole write), ``_codec`` (its score codec), ``_check_member``
-    and the primitives.
+    and the primitives.  A kind whose writes are atomic elsewhere (the
+    Redis board: one script on the server) replaces ``_write_guard``, what
+    a write holds, with a context that takes no lock.
     """
 
     __slots__ = ()
 
     _lock: Any
     _codec: ScoreCodec
+
+    @property
+    def _write_guard(self) -> AbstractContextManager[Any]:
+        """What a write holds while it checks and applies: the board's lock."""
+        return self._lock  # type: ignore[no-any-return]
 
     def set(
         self,
@@ -93,7 +101,7 @@ class BoardWrites:
         Setting the score a member already has changes nothing: it keeps its
         place among ties.
 
-        Runtime complexity: O(log N) (sharded: one shard)
+        Runtime complexity: O(log N) (Redis: one round trip; sharded: one shard)
 
         :return: True if the board changed.
 
@@ -102,7 +110,7 @@ class BoardWrites:
         >>> board.set("ann", 10), board.set("ann", 5, when="better"), board["ann"]
         (True, False, 10)
         """
-        with self._lock:
+        with self._write_guard:
             member = self._check_member(member)
             value = self._codec.check(score)
             if when not in WHENS:
@@ -123,8 +131,12 @@ class BoardWrites:
         equals the old score (``5 + 0.0``, ``0 + -0.0``), the board keeps the
         score it holds, as :meth:`set` of an equal score does, and returns it
         (``5``, not ``5.0``), so the result is always the stored score.
+        Exact for every score on every kind (on Redis the server adds
+        doubles when the sum is exact; otherwise the client adds the exact
+        values and commits them with a compare-and-set).
 
-        Runtime complexity: O(log N) (sharded: one shard)
+        Runtime complexity: O(log N) (Redis: one round trip, three on the
+        exact path; sharded: one shard)
 
         :return: the new score, or None when ``when`` blocked the write.
 
@@ -133,7 +145,7 @@ class BoardWrites:
         >>> board.incr("ann", 5), board.incr("ann", 2.5), board.incr("bob", 1, when="present")
         (5, 7.5, None)
         """
-        with self._lock:
+        with self._write_guard:
             member = self._check_member(member)
             step = self._codec.check(delta, "delta")
             if when not in WHENS:
@@ -154,7 +166,8 @@ class BoardWrites:
         record, and a bulk rebuild of the index when the batch is large.
 
         Runtime complexity: O(k log N), or O((N + k) log(N + k)) in C when
-        rebuilding (sharded: one read and one write per shard).
+        rebuilding (Redis: one atomic script, one round trip; sharded: one
+        read and one write per shard).
 
         :return: the number of members whose score changed or who were added.
 
@@ -167,7 +180,7 @@ class BoardWrites:
         ...
         TypeError: the batch's item at index 0 (member 'bob'): score must be an int ... not str; ...
         """
-        with self._lock:
+        with self._write_guard:
             if when not in WHENS:
                 check_when(when)
             return self._set_pairs(items, when)
@@ -180,7 +193,8 @@ class BoardWrites:
         A member given twice gets both increments.  If any increment would
         produce NaN, nothing changes.
 
-        Runtime complexity: O(k log N) (sharded: one read and one write per
+        Runtime complexity: O(k log N) (Redis: one atomic script, one round
+        trip, three on the exact path; sharded: one read and one write per
         shard)
 
         :return: each member's new score.
@@ -190,13 +204,13 @@ class BoardWrites:
         >>> board.incr_many([("ann", 3), ("bob", 5), ("ann", 4)])
         {'ann': 7, 'bob': 5}
         """
-        with self._lock:
+        with self._write_guard:
             return self._incr_pairs(items)
 
     def remove(self, member: Member) -> bool:
         """Remove a member and its metadata.
 
-        Runtime complexity: O(log N)
+        Runtime complexity: O(log N) (Redis: one round trip)
 
         :return: True if it was present.
 
@@ -207,7 +221,7 @@ class BoardWrites:
         >>> board.remove("ann"), board.remove("ann"), len(board)
         (True, False, 0)
         """
-        with self._lock:
+        with self._write_guard:
             return self._remove_member(self._check_member(member))
 
     def remove_many(self, members: Iterable[Member]) -> int:
@@ -217,7 +231,8 @@ class BoardWrites:
         once.  A bare ``str`` is refused, not read as a list of one-letter
         members.
 
-        Runtime complexity: O(k log N) (sharded: one call per shard touched)
+        Runtime complexity: O(k log N) (Redis: one round trip; sharded: one
+        call per shard touched)
 
         >>> from rankengine import Leaderboard
         >>> board = Leaderboard()
@@ -227,14 +242,14 @@ class BoardWrites:
         (1, [('bob', 2)])
         """
         wanted = member_list(members)
-        with self._lock:
+        with self._write_guard:
             return self._remove_members(check_members(self._check_member, wanted))
 
     def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
         """Replace (or with ``None`` remove) a present member's metadata;
         ``KeyError`` when the member is absent.
 
-        Runtime complexity: O(size of meta)
+        Runtime complexity: O(size of meta) (Redis: one round trip)
 
         >>> from rankengine import Leaderboard
         >>> board = Leaderboard()
@@ -243,7 +258,7 @@ class BoardWrites:
         >>> board.meta("ann")
         {'name': 'Ann'}
         """
-        with self._lock:
+        with self._write_guard:
             member = self._check_member(member)
             clean = None if meta is None else check_meta(meta)
             self._set_meta_checked(member, clean)
@@ -255,7 +270,7 @@ class BoardWrites:
         its state at once: the index is emptied, not searched for each member.
         The logical clock keeps its value.
 
-        Runtime complexity: O(N)
+        Runtime complexity: O(N) (Redis: one round trip)
 
         >>> from rankengine import Leaderboard
         >>> board = Leaderboard()
@@ -264,7 +279,7 @@ class BoardWrites:
         >>> board.clear(), len(board), board.clock
         (None, 0, 2)
         """
-        with self._lock:
+        with self._write_guard:
             self._clear_all()
 
     # ------------------------------------------------------------------

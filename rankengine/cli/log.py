@@ -68,7 +68,9 @@ from rankengine.durable.kinds import LEDGER, what_is_in
 from rankengine.durable.manifest import MANIFEST_NAME, read_manifest
 from rankengine.durable.records import LogError, RecoveryWarning
 from rankengine.durable.repair import repair
-from rankengine.durable.verify import Report, board_files, verify
+from rankengine.durable.salvage import find
+from rankengine.durable.salvage import records as count_records
+from rankengine.durable.verify import Report, board_files, utc, verify
 
 __all__ = ["main", "register"]
 
@@ -367,9 +369,23 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
         )
     if report.torn and not report.damaged:
         out.write("TORN TAIL: an interrupted last write; the next open cuts it (with a warning)\n")
+    if not report.damaged and report.manifest is not None and _backups(args.dir):
+        plan = find(args.dir)  # what earlier repairs set aside and no salvage replayed
+        if plan.events:
+            first, last = plan.events[0], plan.events[-1]
+            out.write(
+                f"SALVAGEABLE: {count_records(len(plan.events))} set aside by a repair are "
+                f"not on the board (seq {first.seq}..{last.seq}, written {utc(first.time_ms)} to "
+                f"{utc(last.time_ms)}): `rankengine salvage DIR` shows them\n"
+            )
     if report.healthy:
         out.write("healthy\n")
     return report.exit_code
+
+
+def _backups(directory: str) -> bool:
+    """Whether ``directory`` holds a backup of an earlier repair."""
+    return any(name.startswith("repair-") for name in os.listdir(directory))
 
 
 def _status(report: Report) -> str:

@@ -35,6 +35,7 @@ COMMAND_MODULES: Final = (
     "rankengine.cli.explore",
     "rankengine.cli.log",
     "rankengine.cli.salvage",
+    "rankengine.cli.forget",
     "rankengine.cli.trending",
 )
 

@@ -6,8 +6,9 @@ Owns the record format and errors (``records``), the segments
 checks of ``rankengine verify`` (``verify``) and ``rankengine repair``
 (``repair``), the durable board that logs every change before it is
 acknowledged (``board``), what its open settles before loading
-(``opening``), loading and replay (``recovery``) and reading the events
-back (``events``).
+(``opening``), loading and replay (``recovery``), reading the events
+back (``events``), the marks of what was acknowledged (``marks``) and
+salvage of the records past damage (``salvage``).
 
 May import: :mod:`rankengine.board` and :mod:`rankengine.index`.
 """
@@ -15,9 +16,11 @@ May import: :mod:`rankengine.board` and :mod:`rankengine.index`.
 from __future__ import annotations
 
 from rankengine.durable.board import DurableLeaderboard, FsyncPolicy
+from rankengine.durable.marks import AcknowledgedLossError
 from rankengine.durable.records import CorruptionError, LogError, RecordTooLargeError, TornTailError
 
 __all__ = [
+    "AcknowledgedLossError",
     "CorruptionError",
     "DurableLeaderboard",
     "FsyncPolicy",

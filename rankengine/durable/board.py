@@ -62,7 +62,7 @@ from rankengine.durable.eventlog import (
     SegmentWriter,
 )
 from rankengine.durable.events import EventReader, iter_events, open_readers, rebuild
-from rankengine.durable.kinds import BOARD, refuse_other_kind
+from rankengine.durable.forget import Forgetting, finish_forget
 from rankengine.durable.manifest import (
     DirectoryLock,
     segment_name,
@@ -171,9 +171,10 @@ def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -
         del live
 
 
-class DurableLeaderboard(Uncopyable, Leaderboard):
+class DurableLeaderboard(Uncopyable, Forgetting, Leaderboard):
     """A :class:`Leaderboard` stored in a directory; the same API plus
-    :meth:`flush`, :meth:`close`, :meth:`compact`, :meth:`events`.
+    :meth:`flush`, :meth:`close`, :meth:`compact`, :meth:`events`,
+    :meth:`forget`.
 
     :param path: the directory (created if missing, unless ``create=False``).
     :param fsync: ``"always"``, ``"everysec"`` (default) or ``"never"``; see
@@ -243,10 +244,10 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
             raise FileNotFoundError(f"{self.path} does not exist (create=False)")
         elif not os.path.isdir(self.path):
             raise NotADirectoryError(f"{self.path} is not a directory")
-        refuse_other_kind(self.path, BOARD)  # a ledger's, a periodic board's: named
         _check_before_locking(self.path, create)
         self._dirlock = DirectoryLock(self.path)
         try:
+            forgot = finish_forget(self.path)  # (a forget a crash interrupted)
             manifest = _open_manifest(self.path, _stored_config(fresh), create)
             config = resolve_config(manifest.config, explicit, self.path)
             super().__init__(**config)
@@ -263,7 +264,7 @@ class DurableLeaderboard(Uncopyable, Leaderboard):
                     TornTailWarning,
                     stacklevel=3,
                 )
-            self.recovery_notes = loaded.notes + remove_leftovers(self.path, manifest)
+            self.recovery_notes = forgot + loaded.notes + remove_leftovers(self.path, manifest)
             assert loaded.active is not None
             name, first, start, end = loaded.active
             # Under "always" every record waits for an fsync anyway, so the

@@ -486,8 +486,8 @@ def decode_record(payload: bytes | memoryview) -> Event:
         raise _bad("sequence number is not a positive int")
     if type(time_ms) is not int or time_ms < 0:
         raise _bad("timestamp is not a non-negative int")
-    if type(changes) is not list or not changes:
-        raise _bad("changes are not a non-empty array")
+    if type(changes) is not list:  # (empty: every change was forgotten)
+        raise _bad("changes are not an array")
     return Event(seq, time_ms, [_decode_change(c) for c in changes])
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, TypeAlias
 
 from rankengine.durable.eventlog import SegmentReader
+from rankengine.durable.forget import FORGET_JOURNAL
 from rankengine.durable.kinds import fixed_config
 from rankengine.durable.manifest import (
     LOCK_NAME,
@@ -380,6 +381,14 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 else "not in the manifest (a leftover; open removes it, or renames a "
                 "segment that holds records to .orphan)",
             )
+    if os.path.exists(journal := os.path.join(directory, FORGET_JOURNAL)):
+        report.add(
+            "note",
+            journal,
+            None,
+            "a forget was interrupted after its commit: the next open finishes it (until "
+            "then some files are old and some new, so a replay may fail: open the board first)",
+        )
     return report
 
 

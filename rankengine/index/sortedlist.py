@@ -823,6 +823,23 @@ class SortedListIndex:
         :raises KeyError: if no entry with ``primary`` holds ``member``
         :raises DuplicateKeyError: if the new key is present (a ``KeyError``)
         """
+        # _find's first probe inlined, as in position_of: a call less on the
+        # hot path of an increment.
+        maxes = self._maxes
+        if self.oldest_last:
+            i = bisect_right(maxes, primary)
+            if i < len(maxes):
+                ps = self._lists[i]
+                a = bisect_right(ps, primary) - 1
+                if a >= 0 and ps[a] == primary and self._members[i][a] == member:
+                    return self._move_at(i, a, new_primary, new_tie)
+        else:
+            i = bisect_left(maxes, primary)
+            if i < len(maxes):
+                ps = self._lists[i]
+                a = bisect_left(ps, primary)
+                if ps[a] == primary and self._members[i][a] == member:
+                    return self._move_at(i, a, new_primary, new_tie)
         i, a, _ = self._find(primary, member)
         return self._move_at(i, a, new_primary, new_tie)
 
@@ -1100,6 +1117,23 @@ class SortedListIndex:
 
         :raises KeyError: if no entry with ``primary`` holds ``member``
         """
+        # _find's first probe inlined: the member is usually alone in its run
+        # (a call less on a board's hottest read, ``rank``); else _find.
+        maxes = self._maxes
+        if self.oldest_last:
+            i = bisect_right(maxes, primary)
+            if i < len(maxes):
+                ps = self._lists[i]
+                a = bisect_right(ps, primary) - 1
+                if a >= 0 and ps[a] == primary and self._members[i][a] == member:
+                    return (self._offsets[i] if i < self._valid else self._offset_of(i)) + a
+        else:
+            i = bisect_left(maxes, primary)
+            if i < len(maxes):
+                ps = self._lists[i]
+                a = bisect_left(ps, primary)
+                if ps[a] == primary and self._members[i][a] == member:
+                    return (self._offsets[i] if i < self._valid else self._offset_of(i)) + a
         i, a, _ = self._find(primary, member)
         if i < self._valid:
             return self._offsets[i] + a

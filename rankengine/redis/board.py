@@ -33,13 +33,15 @@ construction, writes, reads and :meth:`RedisLeaderboard._check`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal, overload
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import check_members, check_when, member_list
+from rankengine.board.checks import check_when
 from rankengine.board.contract import Board, BoardAPI
 from rankengine.board.copying import Uncopyable
 from rankengine.board.core import Entry, ItemWrites, RankStyle, TieBreak
@@ -55,6 +57,7 @@ from rankengine.board.scoring import (
     Score,
     check_meta,
 )
+from rankengine.board.writes import BoardWrites
 from rankengine.durable.board import FsyncPolicy
 from rankengine.redis.codec import (
     TIE_DIGITS,
@@ -101,7 +104,9 @@ __all__ = [
 CAS_ATTEMPTS: Final = 100
 
 
-class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoard, BoardAPI):
+class RedisLeaderboard(
+    Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoard, BoardWrites, BoardAPI
+):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
     :param redis: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` client
@@ -201,21 +206,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         key = self._key_or_none(member)
         return key is not None and bool(self._client.hexists(self._keys[1], key))
 
-    def __iter__(self) -> Iterator[Member]:
-        """Members in rank order, best first (one read of the whole board)."""
-        return iter([member for member, _ in self.items()])
-
     def __repr__(self) -> str:
         return (
             f"RedisLeaderboard({self._name!r}, order={self._order!r}, "
             f"tie_break={self._tie_break!r}, rank_style={self._rank_style!r})"
         )
-
-    def __getitem__(self, member: Member) -> Score:
-        value = self.score(member, MISSING)
-        if value is MISSING:
-            raise KeyError(member)
-        return value  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Close the event log, if any, and the Redis client if this board
@@ -239,34 +234,43 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         self.close()
 
     # ------------------------------------------------------------------
-    # Writes
+    # Writes: the public methods, their docstrings and argument checks are
+    # the contract's (rankengine.board.writes.BoardWrites); these are its
+    # primitives, with checked arguments.  No client-side lock around a
+    # write (_write_guard): each is one script, atomic on the server;
+    # _writing() keeps the log's records in order when a log listens.
     # ------------------------------------------------------------------
-    def set(
-        self,
-        member: Member,
-        score: Score,
-        *,
-        when: When | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> bool:
-        """Set ``member``'s score, optionally only under a condition; see
-        :meth:`Leaderboard.set <rankengine.Leaderboard.set>`.
+    _write_guard: ClassVar[AbstractContextManager[Any]] = contextlib.nullcontext()
 
-        Runtime complexity: O(log N), one round trip.
-        """
-        args, done = self._set_call(member, score, when, meta)
+    def _check_member(self, member: object) -> Member:
+        self._member(member)  # raises for a value that cannot be a stored member
+        return member  # type: ignore[return-value]  # (checked: a member)
+
+    def _set_checked(
+        self, member: Member, score: Score, when: When | None, meta: dict[str, Any] | None
+    ) -> bool:
+        args, done = self._set_args(member, self._member(member), score, when, meta)
         with self._writing():
             return done(self._run("SET", *args))
 
     def _set_call(
         self, member: Member, score: Score, when: When | None, meta: Mapping[str, Any] | None
     ) -> tuple[list[Any], Callable[[Any], bool]]:
-        """The checked arguments of a SET call, and what turns its reply into
-        set()'s answer (noting the change); raises before anything is sent."""
+        """The checked arguments of a SET call (a pipeline's: it checks as
+        :meth:`BoardWrites.set <rankengine.board.writes.BoardWrites.set>`
+        does), and what turns its reply into set()'s answer; raises before
+        anything is sent."""
         key = self._member(member)
         value = self._codec.check(score)
         check_when(when)
         clean = None if meta is None else check_meta(meta)
+        return self._set_args(member, key, value, when, clean)
+
+    def _set_args(
+        self, member: Member, key: bytes, value: Score, when: When | None, clean: Any
+    ) -> tuple[list[Any], Callable[[Any], bool]]:
+        """The arguments of a SET call from checked ones, and what turns its
+        reply into set()'s answer (noting the change)."""
         text, ok, kind = self._format.encode(value)
         blob = b"" if clean is None else encode_meta(clean)
         args = [key, text, ok, kind, when or "", "0" if clean is None else "1", blob]
@@ -284,21 +288,13 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
 
         return [*args, self._clock_floor], done
 
-    @overload
-    def incr(self, member: Member, delta: Score = 1, *, when: None = None) -> Score: ...
-    @overload
-    def incr(self, member: Member, delta: Score = 1, *, when: When) -> Score | None: ...
-    def incr(self, member: Member, delta: Score = 1, *, when: When | None = None) -> Score | None:
-        """Add ``delta`` to ``member``'s score; see
-        :meth:`Leaderboard.incr <rankengine.Leaderboard.incr>`.
-
-        Exact for every score: the server adds doubles when the result is
-        exact, and otherwise the client adds the exact values and commits
-        with a compare-and-set.
-
-        Runtime complexity: O(log N), one round trip (three on the exact path).
-        """
-        key, step, args = self._incr_call(member, delta, when)
+    def _incr_checked(self, member: Member, delta: Score, when: When | None) -> Score | None:
+        # Exact for every score: the server adds doubles when the result is
+        # exact, and otherwise the client adds the exact values and commits
+        # with a compare-and-set (_exact_incr: three round trips).
+        key = self._member(member)
+        step = delta
+        args = self._incr_args(key, step, when)
         if args is not None:
             with self._writing():
                 new = self._incr_done(member, key, self._run("INCR", *args))
@@ -310,16 +306,21 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         self, member: Member, delta: Score, when: When | None
     ) -> tuple[bytes, Score, list[Any] | None]:
         """The member's key, the checked step and the arguments of an INCR
-        call (None when only the exact path can add them); raises before
-        anything is sent."""
+        call (a pipeline's: it checks as :meth:`BoardWrites.incr
+        <rankengine.board.writes.BoardWrites.incr>` does; None when only the
+        exact path can add them); raises before anything is sent."""
         key = self._member(member)
         step = self._codec.check(delta, "delta")
         check_when(when)
+        return key, step, self._incr_args(key, step, when)
+
+    def _incr_args(self, key: bytes, step: Score, when: When | None) -> list[Any] | None:
+        """The arguments of an INCR call from checked ones, or None when only
+        the exact path can add ``step``."""
         if self._format.columns == 1 and self._format.packing is None and _fast(step):
             number: float = step  # type: ignore[assignment]  # a scalar board's delta
-            args = [key, repr(float(number)), _kind(number), when or "", self._clock_floor]
-            return key, step, args
-        return key, step, None
+            return [key, repr(float(number)), _kind(number), when or "", self._clock_floor]
+        return None
 
     def _incr_done(self, member: Member, key: bytes, result: Any) -> Any:
         """incr()'s answer from an INCR reply (noting the change), or
@@ -353,18 +354,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         """
         return RedisPipeline(self)
 
-    def set_many(
-        self,
-        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
-        *,
-        when: When | None = None,
+    def _set_pairs(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]], when: When | None
     ) -> int:
-        """Set many scores in one atomic script; all are validated first.  See
-        :meth:`Leaderboard.set_many <rankengine.Leaderboard.set_many>`.
-
-        Runtime complexity: O(k log N), one round trip.
-        """
-        check_when(when)
+        # one atomic script; every pair is checked (here) before it is sent
         pairs, keys, tag = self._check_pairs(items, "score")
         args: list[Any] = [when or "", self._clock_floor, tag]
         for (_, value), key in zip(pairs, keys, strict=True):
@@ -378,14 +371,10 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
             self._notify([(PUT, *pairs[index], base + step) for step, index in marks])
         return changed
 
-    def incr_many(
+    def _incr_pairs(
         self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
     ) -> dict[Member, Score]:
-        """Increment many members in one atomic script; see
-        :meth:`Leaderboard.incr_many <rankengine.Leaderboard.incr_many>`.
-
-        Runtime complexity: O(k log N), one round trip (three on the exact path).
-        """
+        # one atomic script (three round trips on the exact path)
         pairs, keys, tag = self._check_pairs(items, "delta")
         if not pairs:
             return {}
@@ -412,20 +401,11 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
                     return results
         return self._exact_incr_many(pairs, keys)
 
-    def remove(self, member: Member) -> bool:
-        """Remove a member and its metadata; True if it was present.
+    def _remove_member(self, member: Member) -> bool:
+        return self._remove_members([member]) == 1
 
-        Runtime complexity: O(log N), one round trip.
-        """
-        return self.remove_many([member]) == 1
-
-    def remove_many(self, members: Iterable[Member]) -> int:
-        """Remove several members in one script; return how many were present.
-
-        Runtime complexity: O(k log N), one round trip.
-        """
-        wanted = member_list(members)
-        keys = check_members(self._member, wanted)
+    def _remove_members(self, members: list[Any]) -> int:
+        keys = [self._member(member) for member in members]  # (checked members)
         if not keys:
             return 0
         with self._writing():
@@ -433,24 +413,17 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
             self._notify([(DEL, decode_member(key)) for key in gone])
         return len(gone)
 
-    def clear(self) -> None:
-        """Remove every member (the clock and the configuration stay).
-
-        Runtime complexity: O(N), one round trip.
-        """
+    def _clear_all(self) -> None:
+        # one script; the clock and the configuration stay
         with self._writing():
             want = self._listener is not None
             gone = self._run("CLEAR", "1" if want else "0")
             if want:
                 self._notify([(DEL, decode_member(key)) for key in gone])
 
-    def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
-        """Replace (or with ``None`` remove) a present member's metadata.
-
-        Runtime complexity: O(size of meta), one round trip.
-        """
+    def _set_meta_checked(self, member: Member, meta: dict[str, Any] | None) -> None:
         key = self._member(member)
-        clean = None if meta is None else check_meta(meta)
+        clean = meta
         blob = b"" if clean is None else encode_meta(clean)
         with self._writing():
             status = self._run("SET_META", key, "0" if clean is None else "1", blob)
@@ -460,10 +433,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
                 self._notify([(META, member, clean)])
 
     def meta(self, member: Member) -> dict[str, Any] | None:
-        """The member's metadata, or None.
-
-        Runtime complexity: O(size of meta), one round trip.
-        """
+        # (an extension point of BoardAPI, which holds the docstring)
         key = self._key_or_none(member)
         data = None if key is None else self._client.hget(self._keys[2], key)
         return None if data is None else decode_meta(data)
@@ -485,10 +455,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         return self._remove_range("rank", n + 1, -1)
 
     def score(self, member: Member, default: Any = None) -> Any:
-        """The member's score, or ``default`` when absent.
-
-        Runtime complexity: O(1), one round trip.
-        """
+        # (an extension point of BoardAPI, which holds the docstring)
         found = self._entries([member], "-", False)[0]
         return default if found is None else found.score
 
@@ -607,10 +574,7 @@ class RedisLeaderboard(Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoar
         return int(self._run("RANK_FOR", "span", "", "", *span))
 
     def items(self) -> list[tuple[Member, Score]]:
-        """``(member, score)`` pairs in rank order, best first.
-
-        Runtime complexity: O(N), one round trip.
-        """
+        # (an extension point of BoardAPI, which holds the docstring)
         return [(e.member, e.score) for e in self._range("unique", False, "rank", 1, -1)]
 
     # ------------------------------------------------------------------

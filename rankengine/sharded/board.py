@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from rankengine.board.changes import PUT, Change
@@ -320,20 +320,11 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardWrites, BoardAPI):
         shard = self._shard_or_none(member)
         return shard is not None and member in shard.board
 
-    def __iter__(self) -> Iterator[Member]:
-        return iter([member for member, _ in self.items()])
-
     def __repr__(self) -> str:
         return (
             f"ShardedLeaderboard(shards={len(self._boards)}, order={self.order!r}, "
             f"tie_break={self._tie_break!r}, rank_style={self._rank_style!r})"
         )
-
-    def __getitem__(self, member: Member) -> Score:
-        value = self.score(member, MISSING)
-        if value is MISSING:
-            raise KeyError(member)
-        return value  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------
     # Writes: the public methods and their checks are the contract's
@@ -376,10 +367,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardWrites, BoardAPI):
         self._boards[self.shard_of(member)].set_meta(member, meta)
 
     def meta(self, member: Member) -> dict[str, Any] | None:
-        """The member's metadata, or None.
-
-        Runtime complexity: O(size of meta)
-        """
+        # (an extension point of BoardAPI, as score: one shard)
         shard = self._shard_or_none(member)
         return None if shard is None else shard.board.meta(member)
 
@@ -424,10 +412,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardWrites, BoardAPI):
     # Point reads
     # ------------------------------------------------------------------
     def score(self, member: Member, default: Any = None) -> Any:
-        """The member's score, or ``default``.
-
-        Runtime complexity: O(1), one shard
-        """
+        # (an extension point of BoardAPI, which holds the docstring: one shard)
         shard = self._shard_or_none(member)
         return default if shard is None else shard.board.score(member, default)
 
@@ -598,10 +583,7 @@ class ShardedLeaderboard(ShardMerge, ItemWrites, BoardWrites, BoardAPI):
             return sum(self._map(lambda s: s.count(low, high, low_inclusive, high_inclusive)))
 
     def items(self) -> list[tuple[Member, Score]]:
-        """``(member, score)`` pairs in rank order: a merge of every shard.
-
-        Runtime complexity: O(N log S)
-        """
+        # (an extension point of BoardAPI: a merge of every shard, O(N log S))
         with self._lock:
             return [(row[2], row[3]) for row in self._window(0, _ALL, False)]
 

@@ -72,10 +72,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
+from rankengine.board.changes import DEL
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Entry, Leaderboard, RankStyle
-from rankengine.board.routing import routed
-from rankengine.board.scoring import Member
+from rankengine.board.routing import at_time, routed
+from rankengine.board.scoring import Member, check_member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
     LOG_OPTIONS,
@@ -86,6 +87,7 @@ from rankengine.durable.board import (
     check_settings,
     pop_log_options,
 )
+from rankengine.durable.forget import Forgotten
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.timed.decay_checks import (
     _EXP_SAFE,
@@ -376,6 +378,7 @@ class DecayedLeaderboard(Uncopyable):
                 self.rebase(new_t0)
             return self._board.set_many(stored)
 
+    @at_time(Leaderboard.remove, keyword=None)
     def remove(self, member: Member) -> bool:
         """Remove ``member``.
 
@@ -384,6 +387,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.remove(member)
 
+    @at_time(Leaderboard.remove_many, keyword=None)
     def remove_many(self, members: Iterable[Member]) -> int:
         """Remove ``members`` in one board write; every member is checked
         before any is removed.
@@ -400,6 +404,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.remove_many(members)
 
+    @at_time(Leaderboard.set_meta, keyword=None)
     def set_meta(self, member: Member, meta: Mapping[str, Any] | None) -> None:
         """Replace (or with ``None`` remove) a present member's metadata
         (``KeyError`` for an absent one); decay leaves it as it is, a
@@ -430,6 +435,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.meta(member)
 
+    @at_time(Leaderboard.pop_best, keyword=None)
     def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
         """Remove and return up to ``count`` best entries (with their ranks
         before removal), their scores the decayed values at now, as
@@ -446,6 +452,7 @@ class DecayedLeaderboard(Uncopyable):
             now = self._now(None)  # read before anything is removed
             return self._convert(self._board.pop_best(count, with_meta=with_meta), now)
 
+    @at_time(Leaderboard.pop_worst, keyword=None)
     def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
         """Remove and return up to ``count`` worst entries, worst first, their
         scores the decayed values at now (see :meth:`pop_best`).
@@ -461,6 +468,7 @@ class DecayedLeaderboard(Uncopyable):
             now = self._now(None)  # read before anything is removed
             return self._convert(self._board.pop_worst(count, with_meta=with_meta), now)
 
+    @at_time(Leaderboard.keep_top, keyword=None)
     def keep_top(self, n: int) -> int:
         """Keep only the best ``n`` members (ranks do not change with time);
         return how many were removed.
@@ -475,6 +483,7 @@ class DecayedLeaderboard(Uncopyable):
         with self._lock:
             return self._board.keep_top(n)
 
+    @at_time(Leaderboard.remove_by_rank, keyword=None)
     def remove_by_rank(self, start: int, stop: int) -> int:
         """Remove the members ranked ``start`` to ``stop`` inclusive (1-based,
         negative counts from the bottom; see :meth:`Leaderboard.remove_by_rank`);
@@ -754,6 +763,25 @@ class DecayedLeaderboard(Uncopyable):
             )
 
         return open_epochs(path, build, clock=clock, fsync=fsync, board_config=board_config)
+
+    def forget(self, member: Member) -> Forgotten:
+        """Remove ``member`` and, on a durable board, every trace of them in
+        its files (:meth:`DurableLeaderboard.forget
+        <rankengine.durable.forget.Forgetting.forget>` of the stored board:
+        log, snapshots).  Written again later, the member is a new member.
+
+        Runtime complexity: O(size of the board's files); O(log N) in memory
+        """
+        with self._lock:
+            board = self._board
+            if isinstance(board, DurableLeaderboard):
+                return board.forget(member)
+            member = check_member(member)
+            with board._lock:
+                present = member in board._primary
+                if present:
+                    board._apply([(DEL, member)])
+            return Forgotten(present, 0, 0, 0)
 
     def compact(self) -> int | None:
         """Compact the durable board of stored scores (a snapshot: see

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from rankengine.board.checks import check_count, check_flag, member_list
 from rankengine.board.leaderboard import Entry, Leaderboard, When
+from rankengine.board.routing import at_time
 from rankengine.board.scoring import Member, Score, check_member, check_meta
 from rankengine.timed.calendars import Calendar, Period, _check_time
 
@@ -77,6 +78,7 @@ class PeriodWrites:
         def _ensure(self, period: Period) -> Leaderboard: ...
         def _discard(self, period: Period) -> None: ...
 
+    @at_time(Leaderboard.set)
     def set(
         self,
         member: Member,
@@ -102,6 +104,7 @@ class PeriodWrites:
             self._wrote(period, (member,), moved=self._moved(board, member, before))
             return changed
 
+    @at_time(Leaderboard.incr)
     def incr(
         self, member: Member, delta: Score = 1, *, t: float | None = None, when: When | None = None
     ) -> Score | None:
@@ -122,6 +125,7 @@ class PeriodWrites:
             self._wrote(period, (member,), moved=self._moved(board, member, before))
             return result
 
+    @at_time(Leaderboard.set_many)
     def set_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -142,6 +146,7 @@ class PeriodWrites:
             self._wrote(period, [pair[0] for pair in pairs])
             return changed
 
+    @at_time(Leaderboard.incr_many)
     def incr_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -161,6 +166,7 @@ class PeriodWrites:
             self._wrote(period, result)
             return result
 
+    @at_time(Leaderboard.remove)
     def remove(self, member: Member, *, t: float | None = None) -> bool:
         """Remove ``member`` from the board of the period of ``t`` (default now).
 
@@ -174,6 +180,7 @@ class PeriodWrites:
             self._wrote(period, (member,), moved=removed)
             return removed
 
+    @at_time(Leaderboard.remove_many)
     def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
         """:meth:`Leaderboard.remove_many` on the board of the period of
         ``t`` (default now): every member is checked before any is removed.
@@ -198,6 +205,7 @@ class PeriodWrites:
             self._wrote(period, wanted)
             return removed
 
+    @at_time(Leaderboard.pop_best)
     def pop_best(
         self, count: int = 1, *, t: float | None = None, with_meta: bool = False
     ) -> list[Entry]:
@@ -220,6 +228,7 @@ class PeriodWrites:
         """
         return self._pop("pop_best", count, t, with_meta)
 
+    @at_time(Leaderboard.pop_worst)
     def pop_worst(
         self, count: int = 1, *, t: float | None = None, with_meta: bool = False
     ) -> list[Entry]:
@@ -259,6 +268,7 @@ class PeriodWrites:
             self._wrote(period, [entry.member for entry in popped])
             return popped
 
+    @at_time(Leaderboard.remove_by_rank)
     def remove_by_rank(self, start: int, stop: int, *, t: float | None = None) -> int:
         """:meth:`Leaderboard.remove_by_rank` on the board of the period of
         ``t`` (default now): remove the members ranked ``start`` to ``stop``
@@ -285,6 +295,7 @@ class PeriodWrites:
             self._wrote(period, gone)
             return removed
 
+    @at_time(Leaderboard.remove_by_score)
     def remove_by_score(
         self,
         min: Score | None,  # the names of Leaderboard.remove_by_score
@@ -326,6 +337,7 @@ class PeriodWrites:
             self._wrote(period, gone)
             return removed
 
+    @at_time(Leaderboard.keep_top)
     def keep_top(self, n: int, *, t: float | None = None) -> int:
         """:meth:`Leaderboard.keep_top` on the board of the period of ``t``
         (default now): keep only its best ``n`` members.  A closed period:
@@ -354,6 +366,7 @@ class PeriodWrites:
             self._wrote(period, gone)
             return removed
 
+    @at_time(Leaderboard.set_meta)
     def set_meta(
         self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
     ) -> None:

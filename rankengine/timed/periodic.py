@@ -79,6 +79,7 @@ from rankengine.timed.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.timed.forget import PeriodicForgetting
 from rankengine.timed.period_writes import LateEventError, PeriodWrites
 from rankengine.timed.store import PeriodDirectories, close_all
 
@@ -126,7 +127,7 @@ def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
 # ----------------------------------------------------------------------
 # The periodic board
 # ----------------------------------------------------------------------
-class PeriodicLeaderboard(PeriodWrites, Uncopyable):
+class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
     """A leaderboard per period of a calendar, with retention, archive and
     close callbacks.  See the module docstring for the time and late rules.
 

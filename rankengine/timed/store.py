@@ -26,6 +26,7 @@ from rankengine.durable.board import (
     FsyncPolicy,
     open_board_as,
 )
+from rankengine.durable.forget import finish_forget
 from rankengine.durable.records import crash_point
 from rankengine.durable.snapshot import fsync_dir
 from rankengine.timed.archive import ARCHIVE_SUFFIX, ARCHIVE_TMP, period_file_name
@@ -55,6 +56,7 @@ class PeriodDirectories:
                 created = True
         if created:  # the new directories' entries, so markers have a durable home
             fsync_dir(str(root))
+        finish_forget(str(root), nested=True)  # a crash during a forget: finish or undo it first
         for leftover in self.periods.glob(f"{_DROPPED}*"):  # a crash while deleting
             shutil.rmtree(leftover)
         # a crash after a dropped period's files went but before its marker did

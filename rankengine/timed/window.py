@@ -60,11 +60,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from rankengine.board.changes import DEL
 from rankengine.board.combine import aggregate_scores
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard, When
-from rankengine.board.routing import routed
-from rankengine.board.scoring import Member, Score
+from rankengine.board.routing import at_time, routed
+from rankengine.board.scoring import Member, Score, check_member
 from rankengine.durable.board import (
     BOARD_SETTINGS,
     FsyncPolicy,
@@ -72,6 +73,7 @@ from rankengine.durable.board import (
     check_options,
     pop_log_options,
 )
+from rankengine.durable.forget import Forgotten
 from rankengine.timed.periodic import (
     _OPEN_OWNS,
     Calendar,
@@ -345,9 +347,30 @@ class SlidingWindowLeaderboard(Uncopyable):
         for member in board:
             self._dirty.setdefault(member, None)
 
+    def forget(self, member: Member) -> Forgotten:
+        """Remove ``member`` from the window and from every bucket, and from
+        their history: :meth:`PeriodicLeaderboard.forget
+        <rankengine.timed.forget.PeriodicForgetting.forget>` of the buckets
+        (logs, snapshots, archives), then the window board, which is
+        derived data and holds no file.  Written again later, the member
+        is a new member.
+
+        Runtime complexity: O(size of the buckets' files and archives)
+        """
+        with self._lock, self._buckets._lock:
+            forgotten = self._buckets.forget(member)
+            member = check_member(member)
+            self._dirty.pop(member, None)
+            with self._board._lock:
+                if member in self._board:
+                    self._board._apply([(DEL, member)])
+                    forgotten = forgotten._replace(present=True)
+            return forgotten
+
     # ------------------------------------------------------------------
     # Writes (to the bucket of the timestamp)
     # ------------------------------------------------------------------
+    @at_time(Leaderboard.incr)
     def incr(
         self, member: Member, delta: Score = 1, *, t: float | None = None, when: When | None = None
     ) -> Score | None:
@@ -360,6 +383,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.incr(member, delta, t=t, when=when)
 
+    @at_time(Leaderboard.set)
     def set(
         self,
         member: Member,
@@ -376,6 +400,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.set(member, score, t=t, when=when, meta=meta)
 
+    @at_time(Leaderboard.incr_many)
     def incr_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -389,6 +414,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.incr_many(items, t=t)
 
+    @at_time(Leaderboard.set_many)
     def set_many(
         self,
         items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
@@ -403,6 +429,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.set_many(items, t=t, when=when)
 
+    @at_time(Leaderboard.remove)
     def remove(self, member: Member, *, t: float | None = None) -> bool:
         """Remove ``member`` from the bucket of ``t`` (default now); its
         other buckets still count.
@@ -412,6 +439,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.remove(member, t=t)
 
+    @at_time(Leaderboard.remove_many)
     def remove_many(self, members: Iterable[Member], *, t: float | None = None) -> int:
         """Remove ``members`` from the bucket of ``t`` (default now); their
         other buckets still count.  Every member is checked before any is
@@ -437,6 +465,7 @@ class SlidingWindowLeaderboard(Uncopyable):
         with self._lock:
             return self._buckets.remove_many(members, t=t)
 
+    @at_time(Leaderboard.set_meta)
     def set_meta(
         self, member: Member, meta: Mapping[str, Any] | None, *, t: float | None = None
     ) -> None:
