@@ -55,6 +55,7 @@ from rankengine.durable.records import (
     TornTailWarning,
 )
 from rankengine.ledger.events import LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
 from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
 from rankengine.ledger.subscriptions import Subscriptions
@@ -213,6 +214,8 @@ class Ledger:
         for view in self._views.values():
             view.seq = max(view.seq, self._seq)
         files.start_writing(tail.active)
+        for view in self._views.values():  # a Redis view: to the view's state
+            view.attach(self._seq)
 
     def _restored_board(self, view: View, snap: Any) -> Any:
         board = view.template.new_board()
@@ -277,6 +280,7 @@ class Ledger:
                 raise ValueError(f"the ledger has a view {name!r} already (remove_view first)")
             view = View(name, kind, options, route)
             self._build(view, progress)
+            view.attach(self._seq)
             self._views[name] = view
             if self._files is not None:
                 config = self._files.manifest.config
@@ -338,16 +342,32 @@ class Ledger:
             del self._views[name]
             self._subs.drop_view(name)
 
-    def rebuild_view(self, name: str, progress: Callable[[int, int], None] | None = None) -> None:
-        """Rebuild ``name`` from the log (its boards emptied first).
+    def rebuild_view(
+        self,
+        name: str,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        from_log: bool = False,
+    ) -> None:
+        """Rebuild ``name`` from the log (its boards emptied first).  A Redis
+        view is rebuilt from its state instead (Redis made the view's board
+        again: idempotent, O(N)), unless ``from_log``.
 
         Runtime complexity: O(E) for E events recorded
         """
         with self._lock:
             self._check_open()
             view = self._views[name]
+            redis = [a for a in view.adapters.values() if isinstance(a, RedisAdapter)]
+            if redis and not from_log:
+                # the serving copy, from the view's state: a copy, not a replay
+                for adapter in redis:
+                    adapter.rebuild(self._seq)
+                return
+            view.close(self._seq)
             view.reset()
             self._build(view, progress)
+            view.attach(self._seq)
 
     @property
     def views(self) -> list[str]:
@@ -482,7 +502,7 @@ class Ledger:
                     raise
         # 2. one record, durable under the policy
         seq = self._seq + 1
-        stamp = max(self._now(), self._last_ms)
+        stamp = max(self._now(), self._last_ms)  # record times never go back
         changes = [to_change(event) for event in events]
         if self._files is not None:
             self._files.append(self._framer.frame(seq, stamp, changes), seq)
@@ -492,12 +512,17 @@ class Ledger:
         # 3. every view, under this one lock
         done: list[Recorded] = []
         subs = self._subs
+        quiet = not subs.any()
         try:
             for event in events:
                 self._time = max(self._time, event.t_ms)
+                time_ms = self._time
                 outcomes: list[Outcome] = []
                 for view in views:
-                    view.time_ms = self._time
+                    view.time_ms = time_ms
+                    if quiet:  # no subscriber anywhere: nothing to look up
+                        outcomes += view.apply(event, ranks)
+                        continue
                     watched = subs.watches(view.name)
                     outcomes += view.apply(event, ranks or watched)
                     if watched:
@@ -600,8 +625,12 @@ class Ledger:
             if self._closed and (self._files is None or self._files.writer is None):
                 return
             self._closed = True
-            if self._files is not None and self._files.writer is not None:
-                self._files.close()
+            try:
+                for view in self._views.values():
+                    view.close(self._seq)
+            finally:
+                if self._files is not None and self._files.writer is not None:
+                    self._files.close()
 
     def __enter__(self) -> Ledger:
         return self

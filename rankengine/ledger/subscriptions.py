@@ -103,6 +103,10 @@ class Subscriptions:
         self._by_view: dict[str, list[_Sub]] = {}
         self._handles = itertools.count(1)
 
+    def any(self) -> bool:
+        """True when some view has a subscriber."""
+        return bool(self._by_view)
+
     def watches(self, view: str) -> bool:
         """True when ``view`` has a subscriber (one dict look-up)."""
         return view in self._by_view

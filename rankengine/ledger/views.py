@@ -59,6 +59,11 @@ class Outcome(NamedTuple):
     rank_after: int | None
 
 
+#: ``_new_outcome(Outcome, fields)`` builds an Outcome without the
+#: Python-level ``__new__`` of a NamedTuple (one per view per event).
+_new_outcome: Final = tuple.__new__
+
+
 class KeyedBoards(Mapping[Any, Any]):
     """The boards of a keyed view, by key (read-only): ``ledger["by_mode"]``.
 
@@ -95,9 +100,13 @@ class View:
         route: Route,
     ) -> None:
         self.name = check_view_name(name)
+        if kind == "redis" and route.by is not None:
+            raise ValueError("a redis view is one Redis board: by= is not supported (use where=)")
         self.kind = kind
         self.options = dict(options)
         self.route = route
+        #: True when the view takes every event into its one board
+        self._everything = not route.where and route.by is None
         #: the view's clock, the ledger's time as of the last event it took
         #: (ms): time boards run on it, so a replay rebuilds them exactly
         self.time_ms = 0
@@ -150,6 +159,9 @@ class View:
 
         Runtime complexity: O(1) plus the board's checks
         """
+        if self._everything:
+            self.adapters[NO_KEY].check(event, now_ms, sim)
+            return
         taken, key = self.route.target(event.attrs)
         if not taken:
             return
@@ -167,13 +179,17 @@ class View:
 
         Runtime complexity: O(1) plus the board's write
         """
-        taken, key = self.route.target(event.attrs)
-        if not taken:
-            return []
-        adapter = self._adapter(key, True)
+        if self._everything:  # no route: its one board (a call less an event)
+            key: Any = NO_KEY
+            adapter: Adapter | None = self.adapters[NO_KEY]
+        else:
+            taken, key = self.route.target(event.attrs)
+            if not taken:
+                return []
+            adapter = self._adapter(key, True)
         assert adapter is not None
         score, before, after = adapter.apply(event, ranks)
-        return [Outcome(self.name, key, score, before, after)]
+        return [_new_outcome(Outcome, (self.name, key, score, before, after))]
 
     def exact_board(self, event: LedgerEvent) -> tuple[Any, Any]:
         """``(key, exact board)`` that ``event`` went to (board None if none)."""
@@ -194,6 +210,16 @@ class View:
             adapter = self._adapter(key, True)
             assert adapter is not None
             adapter.restore(key_parts)
+
+    def attach(self, ledger_seq: int) -> None:
+        """Connect every board that lives outside the process (Redis)."""
+        for adapter in self.adapters.values():
+            adapter.attach(ledger_seq)
+
+    def close(self, ledger_seq: int) -> None:
+        """Let go of every board that lives outside the process."""
+        for adapter in self.adapters.values():
+            adapter.close(ledger_seq)
 
     def reset(self) -> None:
         """Empty the view (to rebuild it from the log)."""

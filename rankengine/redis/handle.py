@@ -133,12 +133,16 @@ def _check_log(log: object, fsync: object, order: Any, tie_break: object) -> Non
     check_fsync(fsync)
     if log is None or isinstance(log, (str, os.PathLike)):
         return
-    if not isinstance(log, DurableLeaderboard):
+    # (or a board that counts its writes as a log's records, ``last_seq``,
+    # and says so with ``counts_writes``: a ledger's Redis view keeps one)
+    if not isinstance(log, DurableLeaderboard) and not (
+        isinstance(log, Leaderboard) and getattr(log, "counts_writes", False)
+    ):
         raise TypeError(
             "log must be a directory or an open durable board (Leaderboard.open), "
             f"not {type(log).__name__}"
         )
-    if log.closed:
+    if getattr(log, "closed", False):
         raise ValueError("the event log given is closed")
     if log.order != order or log.tie_break != tie_break:
         raise ValueError("the log holds a board with another order or tie_break")

@@ -42,6 +42,7 @@ from rankengine.timed.window import SlidingWindowLeaderboard
 __all__ = [
     "check_decayed_write",
     "decayed_state",
+    "open_until",
     "period_board",
     "periodic_state",
     "restore_decayed",
@@ -61,6 +62,14 @@ def periodic_state(board: PeriodicLeaderboard) -> tuple[float, list[tuple[str, b
     with board._lock:
         held = [(name, name in board._closed, b) for name, b in board._boards.items()]
         return board._now, held
+
+
+def open_until(board: PeriodicLeaderboard, period: Period) -> float:
+    """When ``period`` stops taking writes: its end plus the board's grace.
+
+    Runtime complexity: O(1)
+    """
+    return period.end + board._grace
 
 
 def period_board(board: PeriodicLeaderboard, name: str) -> Leaderboard | None:
