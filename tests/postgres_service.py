@@ -289,8 +289,14 @@ def _postmaster_pid(data: Path) -> int | None:
 
 
 def _children(pid: int) -> list[int]:
-    result = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
-    return [int(line) for line in result.stdout.split()]
+    """Process ids whose parent is ``pid`` (read from /proc: no pgrep needed)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(stat.parent.name))
+    return out
 
 
 def _alive(pid: int) -> bool:
