@@ -113,6 +113,8 @@ def test_record_returns_the_outcomes_and_a_refusal_writes_nothing(
     with pytest.raises(ValueError, match="item 1"):
         ledger.record_many([("bob", 1), ("bob", float("nan"))])
     assert len(ledger.reader.read(0)) == 1  # nothing of either was appended
+    with pytest.raises(ValueError, match="one applier"):
+        ledger.add_view("serving", "redis", url="redis://127.0.0.1:1/0", board="b")
     # another process's event comes first when it committed first
     other = _ledger(postgres_url, table)
     other.record("bob", 50, t_ms=T0)

@@ -135,6 +135,14 @@ class PgLedger:
         Runtime complexity: O(E) for the E events applied so far (read again)
         """
         check_view_name(name)
+        if kind == "redis":
+            # The ledger's Redis view writes Redis from each process that
+            # has it: in a fleet, every process would add every event.
+            raise ValueError(
+                "a fleet's Redis board has one applier: feed it with "
+                "rankengine.pg.redis_view.RedisView in one process, not a 'redis' view "
+                "in every process's PgLedger"
+            )
         with self._lock:
             if name in self._views:
                 raise ValueError(f"the ledger has a view {name!r} already")
