@@ -111,24 +111,26 @@ def test_a_bad_event_is_refused_and_nothing_is_written(store: EventStore) -> Non
     ):
         with pytest.raises((ValueError, TypeError)):
             store.append_many(bad)
-    with pytest.raises(ValueError, match="keys"):
-        store.append_many([NewEvent("incr", "bob", 1)], keys=[])
+    with pytest.raises(ValueError, match="key"):
+        store.append_many([NewEvent("incr", "bob", 1)], key=b"")
     assert len(store.read(0)) == 1
 
 
-def test_appending_again_with_the_same_keys_stores_each_event_once(store: EventStore) -> None:
+def test_appending_again_with_the_same_key_stores_the_events_once(store: EventStore) -> None:
     events = [NewEvent("incr", "ann", 1), NewEvent("incr", "bob", 2)]
-    keys = [b"key-one", b"key-two"]
-    first = store.append_many(events, keys=keys)
-    again = store.append_many(events, keys=keys)  # a retry after a lost reply
-    assert again == first
-    assert len(store.read(0)) == 2
+    first = store.append_many(events, key=b"key-one")
+    store.append("incr", "cy", 1)
+    again = store.append_many(events, key=b"key-one")  # a retry after a lost reply
+    assert again == first == [first[0], first[0] + 1]
+    assert len(store.read(0)) == 3
+    with pytest.raises(ValueError, match="names one append"):
+        store.append_many(events[:1], key=b"key-one")
 
 
 def test_a_rolled_back_append_leaves_a_gap_that_readers_pass(store: EventStore) -> None:
     store.append("incr", "ann", 1)
     with psycopg.connect(store.conninfo) as conn:
-        conn.execute(f"SELECT * FROM {store.table}_append(%s, %s)", ([b"rolled-back"], [b"\x90"]))
+        conn.execute(f"SELECT * FROM {store.table}_append(%s, %s)", (b"rolled-back", [b"\x90"]))
         conn.rollback()
     store.append("incr", "ann", 2)
     seqs = [e.seq for e in store.read(0)]
@@ -148,7 +150,7 @@ def test_commits_are_visible_in_seq_order(store: EventStore) -> None:
         # an append in progress: it holds the lock and its seq, uncommitted
         slow.execute(
             f"SELECT * FROM {store.table}_append(%s, %s)",
-            ([b"slow"], [store_payload("incr", "slow", 1)]),
+            (b"slow", [store_payload("incr", "slow", 1)]),
         )
         other = EventStore(store.conninfo, table=store.table, create=False)
         done: list[int] = []
@@ -315,17 +317,17 @@ def test_the_database_restarted_under_load(tmp_path: Path) -> None:
         store.close()
 
 
-def test_an_unreachable_store_surfaces_a_clear_error_with_the_keys() -> None:
+def test_an_unreachable_store_surfaces_a_clear_error_with_the_key() -> None:
     with private_postgres() as server:
         store = EventStore(server.url, table=_table(), retry_seconds=0.5)
         store.append("incr", "ann", 1)
         server.stop()
         with pytest.raises(StoreUnavailableError, match="unreachable") as info:
             store.append_many([NewEvent("incr", "ann", 1), NewEvent("incr", "bob", 1)])
-        keys = info.value.keys
-        assert keys is not None and len(keys) == 2
+        key = info.value.key
+        assert key is not None
         server.start()
-        store.append_many([NewEvent("incr", "ann", 1), NewEvent("incr", "bob", 1)], keys=keys)
-        store.append_many([NewEvent("incr", "ann", 1), NewEvent("incr", "bob", 1)], keys=keys)
+        store.append_many([NewEvent("incr", "ann", 1), NewEvent("incr", "bob", 1)], key=key)
+        store.append_many([NewEvent("incr", "ann", 1), NewEvent("incr", "bob", 1)], key=key)
         assert len(store.read(0)) == 3
         store.close()

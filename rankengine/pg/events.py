@@ -10,11 +10,11 @@ event holds the *request*: several processes append to one stream, and each
 view turns the same requests into the same results by applying them in the
 store's order.
 
-A row is ``(seq bigint, ident bytea, payload bytea)``: the sequence number
-the database gave it, a 16-byte key the writer chose (so a write retried
-after a lost reply is recognised, see :mod:`rankengine.pg.store`), and the
-payload, packed with the record format's msgpack (:func:`~rankengine.durable.records.pack`:
-integers of any size survive)::
+A row is ``(seq bigint, payload bytea)``: the sequence number the database
+gave it (see :mod:`rankengine.pg.store`, which also keeps each append's key
+so a retried append is recognised), and the payload, packed with the record
+format's msgpack (:func:`~rankengine.durable.records.pack`: integers of any
+size survive)::
 
     payload = msgpack [op, member, value, time_ms, attrs]
             | msgpack [op, member, value, time_ms, attrs, when, meta]
