@@ -22,18 +22,54 @@ daily (``PeriodicLeaderboard``) and trending (``TopK``, k = 10):
   ``fsync="everysec"``; ``TopK`` has no durable form, so it stays in
   memory here), the target being <= 1/2 of the ledger's time.
 
+asyncio: ``--tasks`` concurrent tasks record half the stream through an
+``AsyncLedger`` under ``fsync="always"`` (group commit) and ``"everysec"``
+(wall time, since waiting for fsyncs is the point), with the event loop's
+largest lag (a 1 ms ticker's overshoot); the target being ``always`` >=
+0.5x ``everysec``, the lag <= 5 ms.
+
 Open time: a ledger whose four views hold ``-n`` members each (one
 snapshot per view, written by ``compact()``) against one durable board of
 ``-n`` members (``Leaderboard.open``), the target being <= 2x.
 
+Last run (2 shared cores, load average 10-14 from other work; CPU time
+for the writes and opens, wall time for asyncio;
+``python bench/ledger.py -e 20000 -n 50000 --repeats 2``)::
+
+    ledger         median 2.116 s   9,453 events/s
+    ledger+ranks   median 3.705 s   5,398 events/s
+    memory         median 1.248 s  16,021 events/s
+    separate       median 2.180 s   9,176 events/s
+    ledger / memory 0.59x (target 0.7), ledger / separate 1.03x (target 2)
+    asyncio, 1,000 tasks, 10,000 events: always / everysec 0.62x (target
+    0.5), 700-985 fsyncs for 10,000 events; loop lag 1-3 s (saturated)
+    open: ledger 0.116 s, board 0.035 s: 3.34x (target 2), at N = 50,000
+
+(An earlier run at load 6-10: 0.62x, 1.16x, open 2.66x.)
+
+Where the targets are missed: the ledger's own cost per event (one check
+per view, one record, one append, the outcomes) is about 60% on top of
+the four writes, and the separate durable boards cost only ~1.9x the
+in-memory ones here (their appends go into memory maps), so 2x over them
+would need the ledger to beat the in-memory views.  The loop lag target
+(<= 5 ms while recording 10,000 events/s) is not reachable here: an event
+costs ~100 us of CPU on this machine, so 10,000 a second saturate the
+loop; the lag shown is that of a saturated loop.  The open reads and
+bulk-loads three exact boards of N members each against one: about 3x the
+board's work, whatever the log format.
+
 Each figure: one warm-up, then ``--repeats`` rounds of every contestant in
 turn (interleaved, so load on a shared machine hits each alike); min /
-median / max seconds, ratios of medians.
+median / max seconds of CPU time of this process (``time.process_time``:
+on a machine shared by other work, wall time measures the neighbours;
+the fsync thread's waits are not CPU time, its syscalls are), ratios of
+medians.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import os
 import random
@@ -48,6 +84,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rankengine import Leaderboard, Ledger, PeriodicLeaderboard, TopK
+from rankengine.ledger.aio import AsyncLedger
 
 T0_MS = 1_799_020_800_000  # 2027-01-04T00:00Z, a Monday
 STEP_MS = 60_000
@@ -75,10 +112,10 @@ def run_ledger(data: list[tuple[str, int, int]], ranks: bool) -> float:
         add_four(ledger)
         record = ledger.record
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         for member, delta, t_ms in data:
             record(member, delta, t_ms=t_ms, ranks=ranks)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         ledger.close()
         return elapsed
     finally:
@@ -93,7 +130,7 @@ def run_memory(data: list[tuple[str, int, int]]) -> float:
     daily = PeriodicLeaderboard("daily", clock=clock)
     trending = TopK(k=10)
     gc.collect()
-    start = time.perf_counter()
+    start = time.process_time()
     for member, delta, t_ms in data:
         t = t_ms / 1000
         now[0] = t
@@ -101,7 +138,7 @@ def run_memory(data: list[tuple[str, int, int]]) -> float:
         weekly.incr(member, delta, t=t)
         daily.incr(member, delta, t=t)
         trending.add(member, 1)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def run_separate(data: list[tuple[str, int, int]]) -> float:
@@ -114,7 +151,7 @@ def run_separate(data: list[tuple[str, int, int]]) -> float:
         daily = PeriodicLeaderboard.open(directory / "daily", "daily", clock=clock)
         trending = TopK(k=10)
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         for member, delta, t_ms in data:
             t = t_ms / 1000
             now[0] = t
@@ -122,10 +159,47 @@ def run_separate(data: list[tuple[str, int, int]]) -> float:
             weekly.incr(member, delta, t=t)
             daily.incr(member, delta, t=t)
             trending.add(member, 1)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         for board in (alltime, weekly, daily):
             board.close()
         return elapsed
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+async def run_async(
+    data: list[tuple[str, int, int]], policy: str, tasks: int
+) -> tuple[float, float, int]:
+    """``tasks`` concurrent tasks record ``data`` (round robin, event times
+    now) through an :class:`AsyncLedger`; wall seconds, the event loop's
+    largest lag (a 1 ms ticker's overshoot) and the fsyncs made."""
+    directory = tempfile.mkdtemp(prefix="bench-async-")
+    try:
+        aledger = await AsyncLedger.open(directory, fsync=policy, compact_min_bytes=None)
+        add_four(aledger.ledger)
+        lag = 0.0
+        running = True
+
+        async def ticker() -> None:
+            nonlocal lag
+            while running:
+                before = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lag = max(lag, time.perf_counter() - before - 0.001)
+
+        async def task(k: int) -> None:
+            for member, delta, _ in data[k::tasks]:
+                await aledger.arecord(member, delta, ranks=False)
+
+        tick = asyncio.create_task(ticker())
+        start = time.perf_counter()
+        await asyncio.gather(*(task(k) for k in range(tasks)))
+        elapsed = time.perf_counter() - start
+        running = False
+        await tick
+        fsyncs = aledger.fsyncs
+        await aledger.aclose()
+        return elapsed, lag, fsyncs
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -154,18 +228,18 @@ def build_open_fixtures(n: int, root: Path) -> tuple[Path, Path]:
 
 def open_ledger(path: Path) -> float:
     gc.collect()
-    start = time.perf_counter()
+    start = time.process_time()
     ledger = Ledger.open(path, compact_min_bytes=None)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     ledger.close()
     return elapsed
 
 
 def open_board(path: Path) -> float:
     gc.collect()
-    start = time.perf_counter()
+    start = time.process_time()
     board = Leaderboard.open(path, compact_min_bytes=None)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     board.close()  # type: ignore[attr-defined]
     return elapsed
 
@@ -204,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-n", type=int, default=200_000, help="members for the open")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--tasks", type=int, default=1000, help="asyncio tasks")
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus (shared machine)")
     data = stream(args.events, args.players, args.seed)
@@ -225,6 +300,19 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  ledger / separate throughput:     {med['separate'] / med['ledger']:.2f}x (target >= 2)"
     )
+    print(f"asyncio, {args.tasks:,} tasks, {args.events // 2:,} events (wall time):")
+    half = data[: args.events // 2]
+    rates = {}
+    for _ in range(args.repeats):
+        for policy in ("everysec", "always"):
+            elapsed, lag, fsyncs = asyncio.run(run_async(half, policy, args.tasks))
+            rates.setdefault(policy, []).append(len(half) / elapsed)
+            print(
+                f"  {policy:<9} {len(half) / elapsed:>9,.0f} events/s  loop max lag "
+                f"{lag * 1000:6.1f} ms  fsyncs {fsyncs}"
+            )
+    ratio = statistics.median(rates["always"]) / statistics.median(rates["everysec"])
+    print(f"  always / everysec throughput: {ratio:.2f}x (target >= 0.5)")
     root = Path(tempfile.mkdtemp(prefix="bench-open-"))
     try:
         print(f"open: a ledger with four views of {args.n:,} members vs one board of {args.n:,}")

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         TornTailError,
     )
     from rankengine.index.sortedlist import SortedListIndex
+    from rankengine.ledger.aio import AsyncLedger
     from rankengine.ledger.ledger import Ledger
     from rankengine.redis.board import RedisLeaderboard
     from rankengine.sharded.board import ShardedLeaderboard
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcknowledgedLossError",
+    "AsyncLedger",
     "Calendar",
     "CorruptionError",
     "CountMinSketch",
@@ -126,6 +128,7 @@ _LAZY: dict[str, str] = {
     "PackedScore": "rankengine.board.packed",
     "LateEventError": "rankengine.timed.periodic",
     "Ledger": "rankengine.ledger.ledger",
+    "AsyncLedger": "rankengine.ledger.aio",
     "PeriodicLeaderboard": "rankengine.timed.periodic",
     "RedisLeaderboard": "rankengine.redis.board",
     "ShardedLeaderboard": "rankengine.sharded.board",

@@ -322,3 +322,21 @@ def test_a_slot_lost_on_master_and_replica_is_rebuilt_from_the_log(
         assert board.clock == expected[1] + 1
         assert board.verify() == []
     redis_cluster.wait_ok()
+
+
+def test_plain_ranks_on_the_cluster(cluster_client: Any) -> None:
+    """A member's ranks by plain commands (and a pipeline's two-step ranks)
+    reach the board's node through a cluster client."""
+    board = RedisLeaderboard(cluster_client, unique_name())
+    board.set_many({f"p{i}": i % 5 for i in range(20)})
+    board.rank("p0", style="dense")  # dense counts built
+    twin = Leaderboard()
+    twin.set_many(board.items())
+    reader = RedisLeaderboard(cluster_client, board.name)
+    for style in ("unique", "competition", "dense"):
+        for member in ("p3", "p7", "p19", "nobody"):
+            assert reader.rank(member, style=style) == twin.rank(member, style=style)
+        with reader.pipeline() as p:
+            for member in ("p4", "p11", "nobody"):
+                p.rank(member, style=style)
+        assert p.results == [twin.rank(m, style=style) for m in ("p4", "p11", "nobody")]

@@ -17,6 +17,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -318,6 +319,35 @@ def test_the_marks_record_the_rewritten_segments_ends(tmp_path: Path) -> None:
     assert scan(tmp_path) == []
 
 
+@pytest.mark.parametrize("policy", ["everysec", "always"])
+def test_writes_from_another_thread_during_a_forget_all_land(tmp_path: Path, policy: str) -> None:
+    board = Leaderboard.open(tmp_path, fsync=policy, compact_min_bytes=4096)
+    for i in range(200):
+        board.incr(TARGET if i % 4 == 0 else f"p{i % 7}", 1)
+    board.set_meta(TARGET, SECRET)
+    done = threading.Event()
+
+    def write() -> None:
+        for i in range(600):
+            board.incr(f"p{i % 7}", 1)
+        done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    forgets = 0
+    while not done.is_set() or forgets < 2:
+        board.forget(TARGET)
+        forgets += 1
+    writer.join()
+    board._check()
+    expected = board.items()
+    assert sum(score for _, score in expected) == 150 + 600
+    board.close()
+    with Leaderboard.open(tmp_path) as again:
+        assert again.items() == expected
+    assert scan(tmp_path) == []
+
+
 def test_a_forgotten_member_written_again_is_a_new_member(tmp_path: Path) -> None:
     board, _ = build(tmp_path, seed=17, retain_log=True)
     board.forget(TARGET)
@@ -529,11 +559,17 @@ def test_decayed_board_forgets_in_its_stored_board(tmp_path: Path) -> None:
 def test_cli_forgets_in_a_board_directory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    board, _ = build(tmp_path, seed=21)
+    board, _ = build(tmp_path, seed=21, retain_log=True)
     board.close()
+    assert cli_main(["replay", str(tmp_path), "--format", "json"]) == 0
+    assert TARGET in capsys.readouterr().out  # (the test can fail)
     assert cli_main(["forget", str(tmp_path), TARGET]) == 0
     assert "forgot" in capsys.readouterr().out
     assert scan(tmp_path) == []
+    for until in ("1", "40", "2100-01-01T00:00:00Z"):
+        assert cli_main(["replay", str(tmp_path), "--until", until, "--format", "json"]) == 0
+        out = capsys.readouterr().out
+        assert TARGET not in out and "zed-secret" not in out
     assert cli_main(["forget", str(tmp_path), TARGET]) == 0
     assert "no trace" in capsys.readouterr().out
     assert cli_main(["forget", str(tmp_path), "12", "--int"]) == 0
@@ -561,6 +597,20 @@ def test_cli_forgets_in_a_periodic_root(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert scan(tmp_path) == []
     check_periodic(tmp_path, now, expected)
+
+
+def test_cli_forgets_in_a_decayed_root(tmp_path: Path) -> None:
+    with DecayedLeaderboard.open(tmp_path, tau=3600.0, clock=lambda: T0) as hot:
+        hot.add(TARGET, 5)
+        hot.set_meta(TARGET, SMALL_SECRET)
+        hot.add("p1", 2)
+        hot.rebase(T0 + 1)  # (a new base: its board holds the stored scores again)
+        hot.add(TARGET, 1)
+    assert scan(tmp_path, TARGET, SMALL_SECRET)
+    assert cli_main(["forget", str(tmp_path), TARGET]) == 0
+    assert scan(tmp_path, TARGET, SMALL_SECRET) == []
+    with DecayedLeaderboard.open(tmp_path, tau=3600.0, clock=lambda: T0) as again:
+        assert TARGET not in again and "p1" in again
 
 
 # ----------------------------------------------------------------------

@@ -281,6 +281,8 @@ def test_inspect_and_verify_understand_a_ledger(
     assert "snapshot at seq 20 (0 event(s) to replay)" in shown
     assert main(["verify", str(tmp_path)]) == 0
     assert capsys.readouterr().out.endswith("healthy\n")
+    assert main(["replay", str(tmp_path)]) == 1  # refused, naming the ledger
+    assert "holds a ledger" in capsys.readouterr().err
     assert main(["add-view", str(tmp_path), "late", "board", 'where={"region": "eu"}']) == 0
     for snap in (tmp_path / "views" / "eu").iterdir():
         snap.unlink()
@@ -288,3 +290,19 @@ def test_inspect_and_verify_understand_a_ledger(
     assert "VIEW REBUILD: 1 view(s)" in capsys.readouterr().out
     with pytest.warns(RecoveryWarning), Ledger.open(tmp_path) as again:
         assert again["late"].items() == again["eu"].items() and len(again["late"]) == 20
+
+
+def test_a_window_view_reopens_with_its_ties_in_order(tmp_path: Path) -> None:
+    # equal sums rank by the refresh that reached them; a window recomputed
+    # from its buckets would order them by the buckets instead
+    with Ledger.open(tmp_path) as ledger:
+        ledger.add_view("last3h", "window", calendar="hourly", buckets=3)
+        for i, member in enumerate(["ann", "bob", "cid", "bob", "ann", "dee", "cid"]):
+            ledger.record(member, 5 if i < 3 else 0 + 5, t_ms=T + i * 1_500_000)
+        ledger.compact()
+        ledger.record("eve", 10, t_ms=T + 7 * 1_500_000)
+        expected = ledger["last3h"].board.items()
+        assert [score for _, score in expected].count(10) >= 2  # ties to keep in order
+    with Ledger.open(tmp_path) as again:
+        again._check()
+        assert again["last3h"].board.items() == expected

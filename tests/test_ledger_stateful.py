@@ -219,13 +219,14 @@ class LedgerMachine(RuleBasedStateMachine):
             event["attrs"] = {"region": region}
         return event
 
-    def _try(self, events: list[dict[str, Any]]) -> None:
+    def _try(self, events: list[dict[str, Any]], ranks: bool = True) -> None:
         before = norm(ledger_state(self.ledger))
         seq = self.ledger.last_seq
         try:
             if len(events) == 1:
                 fields = dict(events[0])
-                self.ledger.record(fields.pop("member"), fields.pop("value", None), **fields)
+                member, value = fields.pop("member"), fields.pop("value", None)
+                self.ledger.record(member, value, ranks=ranks, **fields)
             else:
                 self.ledger.record_many(events)
         except (TypeError, ValueError, OverflowError):
@@ -238,11 +239,21 @@ class LedgerMachine(RuleBasedStateMachine):
             self.accepted.append(event)
             self.time_ms = max(self.time_ms, event["t_ms"])
 
-    @rule(member=MEMBERS, op=OPS, value=VALUES, step=STEPS, region=REGIONS, when=WHENS)
+    @rule(
+        member=MEMBERS,
+        op=OPS,
+        value=VALUES,
+        step=STEPS,
+        region=REGIONS,
+        when=WHENS,
+        ranks=st.booleans(),
+    )
     def record(  # noqa: PLR0917
-        self, member: Any, op: str, value: Any, step: int, region: Any, when: Any
+        self, member: Any, op: str, value: Any, step: int, region: Any, when: Any, ranks: bool
     ) -> None:
-        self._try([self._event(member, op, value, step, region, when)])
+        # (ranks=False with an int increment, no attributes and no when:
+        # the ledger's fast path, which writes some boards directly)
+        self._try([self._event(member, op, value, step, region, when)], ranks)
 
     @rule(
         batch=st.lists(

@@ -492,6 +492,20 @@ def test_archive_file_is_checked(tmp_path: Path) -> None:
         read_archive(path)
 
 
+@pytest.mark.parametrize("backend", ["skiplist", "sortedlist"])
+def test_an_archive_keeps_ints_past_64_bits(tmp_path: Path, backend: str) -> None:
+    # the event log stores any int; the archive of the same period must too
+    lb = Leaderboard(backend=backend)
+    lb.set_many({"ann": 2**100, "bob": -(2**70), "cid": 5})
+    lb.set_meta("cid", {"prize": 2**80, "inner": {"nested": [-(2**90)]}})
+    path = tmp_path / "p.rkarchive"
+    write_archive(path, Period("2026-11-30", 1, 2), lb)
+    _, got = read_archive(path, backend=backend)
+    assert got.items() == lb.items()
+    assert got.meta("cid") == {"prize": 2**80, "inner": {"nested": [-(2**90)]}}
+    got._check()
+
+
 def test_archive_names_with_colons(tmp_path: Path) -> None:
     clock = FakeClock(ts("2026-11-30T07:10:00"))
     board = PeriodicLeaderboard("*/30 * * * *", keep=0, clock=clock, archive=tmp_path)

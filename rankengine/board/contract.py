@@ -272,8 +272,8 @@ class BoardAPI:
         ``"unique"`` 1, 2, 3, 4, 5 -- ``"dense"`` 1, 1, 2, 2, 3 --
         ``"competition"`` 1, 1, 3, 3, 5 for scores 50, 50, 30, 30, 10.
 
-        Runtime complexity: O(log N) (Redis: one round trip; sharded:
-        O(S log N) for S shards)
+        Runtime complexity: O(log N) (Redis: one or two round trips;
+        sharded: O(S log N) for S shards)
 
         >>> from rankengine import Leaderboard
         >>> board = Leaderboard()

@@ -425,6 +425,12 @@ def _repair(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _replay(args: argparse.Namespace, out: TextIO) -> int:
+    if what_is_in(args.dir) == LEDGER:
+        raise ValueError(
+            f"{args.dir} holds a ledger: replay reads one board's log, not a ledger's "
+            "events (see `rankengine inspect`; a view as of a point in time is not "
+            "available yet)"
+        )
     kind, value = args.until if args.until else ("seq", None)
     with _Progress("replay", args.progress) as bar:
         board = rebuild(

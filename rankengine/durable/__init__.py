@@ -6,9 +6,11 @@ Owns the record format and errors (``records``), the segments
 checks of ``rankengine verify`` (``verify``) and ``rankengine repair``
 (``repair``), the durable board that logs every change before it is
 acknowledged (``board``), what its open settles before loading
-(``opening``), loading and replay (``recovery``), reading the events
-back (``events``), the marks of what was acknowledged (``marks``) and
-salvage of the records past damage (``salvage``).
+(``opening``), loading and replay (``recovery``), the replay folded into
+each member's final state (``fold``), group commit (``commit``) and the
+writes that wait for it (``acks``), reading the events back (``events``),
+the marks of what was acknowledged (``marks``) and salvage of the records
+past damage (``salvage``).
 
 May import: :mod:`rankengine.board` and :mod:`rankengine.index`.
 """

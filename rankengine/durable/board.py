@@ -20,8 +20,8 @@ settles first is :mod:`~rankengine.durable.opening`'s, loading and replay
 fsync policies (what a crash can lose)
 --------------------------------------
 ``"always"``   nothing that was acknowledged: a write returns only after its
-               record is fsynced (one fsync per write call; a ``set_many``
-               shares one fsync among all its members).
+               record is fsynced; writes in flight together share one fsync,
+               made outside the board's lock (group commit: ``acks.py``).
 ``"everysec"`` about the last second (a background thread fsyncs once a
                second).  If an fsync stalls for more than
                :data:`FSYNC_STALL_S`, writes wait for it, so the window
@@ -56,6 +56,7 @@ from typing import Any
 
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard
+from rankengine.durable.acks import AcknowledgedWrites
 from rankengine.durable.eventlog import (
     MAPPED_SEGMENTS,
     MappedSegmentWriter,
@@ -171,7 +172,7 @@ def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -
         del live
 
 
-class DurableLeaderboard(Uncopyable, Forgetting, Leaderboard):
+class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard):
     """A :class:`Leaderboard` stored in a directory; the same API plus
     :meth:`flush`, :meth:`close`, :meth:`compact`, :meth:`events`,
     :meth:`forget`.
@@ -337,6 +338,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, Leaderboard):
                 finally:
                     self._dirlock.release()
                 raise
+        self._start_group(self._sync_each, self._seq)
         self._listener = self._append
         #: the directory is this board's to release from now on (see __del__)
         self._dirlock.released_by_owner = True
@@ -438,16 +440,11 @@ class DurableLeaderboard(Uncopyable, Forgetting, Leaderboard):
             self._wait_if_stalled()
         writer = self._writer
         writer.append(data)
-        if self._sync_each:
-            try:
-                writer.sync()
-            except BaseException as exc:
-                writer.undo_last(len(data))
-                self._failure = exc
-                raise
+        self._seq, self._last_ms = seq, stamp
+        if self._sync_each:  # the fsync is shared, outside the lock: durable/acks.py
+            self._appended(seq)
         else:
             self._dirty = True
-        self._seq, self._last_ms = seq, stamp
         if self._capture is not None:  # a snapshot is being read in slices
             self._capture.capture(changes)
         # Compaction is due only past compact_min bytes: one comparison per
@@ -529,6 +526,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, Leaderboard):
                 self._failure = exc
                 raise
             self._dirty = False
+        self._synced(self._seq)
 
     def close(self) -> None:
         """Flush, stop the background threads, let a compaction in progress
@@ -577,6 +575,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, Leaderboard):
             )
         finally:  # (under -W error the warning raises: release all the same)
             self._stop.set()
+            self._stop_group(join=False)
             # (the segment's file may have been finalized before this board:
             # a closed file raises ValueError, and nothing is lost, since
             # every acknowledged record is in the OS page cache already)
@@ -590,6 +589,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, Leaderboard):
     def _close(self) -> None:
         """What close() does once it has marked the board closed (under its lock)."""
         self._stop.set()
+        self._stop_group()
         if self._flusher is not None:
             self._flusher.join()
         compactor = self._compactor

@@ -141,12 +141,9 @@ def _check_before_locking(directory: str, create: bool) -> None:
     first segment (header only), temporary files and ``LOCK`` before its
     ``MANIFEST`` exists, so a directory refused here holds no board.
 
-    A directory of another kind (a ledger's, a periodic board's) is refused
-    first, with a message that names it.
-
     Runtime complexity: O(files in the directory)
     """
-    refuse_other_kind(directory, BOARD)
+    refuse_other_kind(directory, BOARD)  # a ledger's, a periodic board's: named
     manifest = os.path.join(directory, MANIFEST_NAME)
     if os.path.lexists(manifest):
         return

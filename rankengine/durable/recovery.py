@@ -6,8 +6,8 @@ writes nothing (a torn tail is reported in its :class:`Loaded`, for the
 caller to cut or refuse).  A damaged snapshot is skipped with a
 :class:`~rankengine.durable.records.RecoveryWarning` when an older one, or
 the log from seq 1, can stand in for it.  The records after the snapshot
-are checked one by one and applied by their net effect
-(:class:`_TailReplay`).  :func:`remove_leftovers` runs once an open holds
+are checked and folded into each member's final state, then applied in one
+batch (:class:`~rankengine.durable.fold.Fold`).  :func:`remove_leftovers` runs once an open holds
 the directory: files the manifest does not name were left by a crash
 between a compaction's steps, and are removed (or set aside as
 ``.orphan`` when they may hold records); :func:`manifest_may_name` tells a
@@ -39,17 +39,14 @@ import gc
 import os
 import warnings
 from collections.abc import Callable
-from typing import Any
 
-from rankengine.board.changes import DEL, META, PUT, Change
-from rankengine.board.checks import check_comparable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.eventlog import SegmentReader
+from rankengine.durable.fold import Fold
 from rankengine.durable.manifest import SEGMENT_RE, SNAPSHOT_RE, Manifest, read_manifest
 from rankengine.durable.marks import missing_after
 from rankengine.durable.records import (
     CorruptionError,
-    Event,
     LogError,
     RecoveryWarning,
     TornTail,
@@ -77,113 +74,6 @@ class Loaded:
         #: the last segment read: (name, first_seq, start, end)
         self.active: tuple[str, int, int, int] | None = None
         self.notes: list[str] = []
-
-
-class _TailReplay:
-    """The records after the snapshot: each checked in turn, as applying
-    them one by one would check it, and all applied at the end by their net
-    effect.
-
-    A long tail mostly rewrites the same members, and a member's state
-    after the tail is its last record's: the net effect is one ``DEL`` per
-    member that was on the board and was deleted, then each member's last
-    ``PUT`` (in log order), then each member's last ``META``::
-
-        records   PUT a 5 @7 | PUT b 3 @8 | PUT a 9 @9 | DEL b | META a {...}
-        net       DEL b (on the board before the tail) | PUT a 9 @9 | META a {...}
-
-    A ``DEL`` also drops the member's metadata, so a member deleted and put
-    back is deleted first.  The puts go in as one batch, which the board
-    bulk-loads when it rewrites a large part of it.  Speed: opening the
-    demo's board (a snapshot of 100,000 members, then 100,000 records
-    touching 60,000 of them) took 1.5-1.7 s on the sorted list and
-    3.2-3.9 s on the skip list when each record was applied as a write;
-    1.0 s and 1.1-1.3 s now (most of it reading and checking the records).
-
-    Runtime complexity: O(1) per change checked; the net effect is applied
-    as a batch write of the members touched.
-    """
-
-    def __init__(self, board: Leaderboard) -> None:
-        self.board = board
-        self.by_member = board._tie_break == "member"
-        self.check_score = board._codec.check
-        #: the board before the tail (not changed until :meth:`finish`)
-        self.before = board._primary
-        #: member -> present now, for the members the tail touched
-        self.present: dict[Any, bool] = {}
-        self.size = len(board._primary)
-        self.member_type = board._member_type if board._primary else None
-        #: members on the board before the tail that a DEL removed
-        self.deleted: set[Any] = set()
-        #: member -> its last PUT since its last DEL, in log order
-        self.puts: dict[Any, Change] = {}
-        #: member -> its last META value since its last DEL
-        self.metas: dict[Any, Any] = {}
-        self.clock = 0
-
-    def add(self, event: Event, reader: SegmentReader) -> None:
-        """Check that ``event`` applies after the records before it, and
-        note its changes; :class:`CorruptionError` if it does not apply."""
-        # (the type checks see the board as of the event's start, as a
-        # board applying it would: an event is one batch write, and on an
-        # empty board its members must compare with each other, as a batch
-        # write checks them: the first one fixes the type)
-        held = self.member_type if self.size else None
-        present, puts = self.present, self.puts
-        try:
-            # (members need no type check here: the record decoder admits
-            # only str, bytes and int members)
-            for change in event.changes:
-                kind, member = change[0], change[1]
-                if self.by_member:
-                    if held is None:
-                        held = type(member)
-                    else:
-                        check_comparable(member, held)
-                here = present.get(member)
-                if here is None:
-                    here = member in self.before
-                if kind == PUT:
-                    self.check_score(change[2])
-                    if not here:
-                        if not self.size:
-                            self.member_type = type(member)
-                        self.size += 1
-                        present[member] = True
-                    puts.pop(member, None)  # keep log order: re-add at the end
-                    puts[member] = change
-                    self.clock = max(self.clock, change[3])
-                elif not here:
-                    raise ValueError(
-                        f"{'DEL' if kind == DEL else 'META'} of absent member {member!r}"
-                    )
-                elif kind == DEL:
-                    present[member] = False
-                    self.size -= 1
-                    puts.pop(member, None)
-                    self.metas.pop(member, None)
-                    if member in self.before:
-                        self.deleted.add(member)
-                else:
-                    assert kind == META
-                    self.metas[member] = change[2]
-        except (TypeError, ValueError) as exc:
-            raise CorruptionError(
-                reader.path, reader.at, f"record {event.seq} does not apply ({exc})"
-            ) from None
-
-    def finish(self) -> None:
-        """Apply the net effect of the records added to the board."""
-        board = self.board
-        if self.deleted:
-            board._apply([(DEL, member) for member in self.deleted])
-        if self.puts:
-            board._apply(list(self.puts.values()))
-        metas: list[Change] = [(META, member, data) for member, data in self.metas.items()]
-        if metas:
-            board._apply(metas)
-        board._clock = max(board._clock, self.clock)
 
 
 def load_board(
@@ -282,7 +172,41 @@ def load_board(
             f"{directory}: the log needed from seq {base + 1} {where}; older "
             "records were compacted away (open with retain_log=True to keep history)"
         )
-    tail = _TailReplay(board)
+    fold = Fold(board)
+    enabled = gc.isenabled()
+    # As for the snapshot: the collector would rescan the growing heap many
+    # times while the records' objects are made (measured: ~2x slower).
+    gc.disable()
+    try:
+        _replay(
+            fold,
+            directory,
+            chain=chain,
+            out=out,
+            base=base,
+            until_seq=until_seq,
+            until_ms=until_ms,
+            progress=progress,
+        )
+    finally:
+        if enabled:
+            gc.enable()
+    return out
+
+
+def _replay(
+    fold: Fold,
+    directory: str,
+    *,
+    chain: list[tuple[str, int]],
+    out: Loaded,
+    base: int,
+    until_seq: int | None,
+    until_ms: int | None,
+    progress: Callable[[str, int, int], None] | None,
+) -> None:
+    """Fold the records of ``chain`` after seq ``base`` (up to ``until_*``)
+    into ``fold``, note where the log ends in ``out``, then finish."""
     for i, (name, first) in enumerate(chain):
         path = os.path.join(directory, name)
         if i and first > out.last_seq + 1:  # (records lost between two segments)
@@ -298,27 +222,24 @@ def load_board(
         with SegmentReader(path) as reader:
             if reader.first_seq != first:
                 raise CorruptionError(path, 0, f"segment header says first seq {reader.first_seq}")
-            stop = False
+            fold.last_seq = first - 1
             report = (
                 None if progress is None else (lambda at, n=name, s=reader.size: progress(n, at, s))
             )
-            for event in reader.events(report):
-                if event.seq <= base:
-                    continue
-                if (until_seq is not None and event.seq > until_seq) or (
-                    until_ms is not None and event.time_ms > until_ms
+            for batch in reader.batches(report):
+                taken = fold.add_batch(
+                    batch, path, after=base, until_seq=until_seq, until_ms=until_ms
+                )
+                if fold.records:
+                    out.last_seq, out.last_ms = fold.last_seq, fold.last_ms
+                out.records = fold.records
+                if taken < len(batch) or (
+                    until_seq is not None and fold.records and fold.last_seq >= until_seq
                 ):
-                    stop = True
-                    break
-                tail.add(event, reader)
-                out.last_seq, out.last_ms = event.seq, event.time_ms
-                out.records += 1
-                if event.seq == until_seq:  # (not reading on: damage past it is no matter)
-                    stop = True
-                    break
-            if stop:
-                tail.finish()
-                return out
+                    # (not reading on: damage past it is no matter)
+                    fold.finish()
+                    return
+            reader.last_seq = fold.last_seq
             if reader.last_seq < base:
                 raise CorruptionError(
                     path,
@@ -340,8 +261,7 @@ def load_board(
                 )
             out.torn = reader.torn
             out.active = (name, first, reader.start, reader.end)
-    tail.finish()
-    return out
+    fold.finish()
 
 
 def manifest_may_name(directory: str, name: str) -> bool:

@@ -64,6 +64,7 @@ from rankengine.timed.state import (
     restore_periodic,
     restore_window,
     route_period,
+    window_state,
 )
 from rankengine.timed.window import SlidingWindowLeaderboard
 from rankengine.trending.hashing import check_key
@@ -377,9 +378,16 @@ class WindowAdapter(PeriodicAdapter):
     def exact(self, event: Any) -> Leaderboard | None:
         return self.board.board  # type: ignore[no-any-return]
 
+    def export(self) -> list[Part]:
+        as_of, board = window_state(self.board)
+        return [*super().export(), ({"window": True, "as_of": as_of}, board)]
+
     def restore(self, parts: list[Part]) -> None:
-        now, held = _held(parts)
-        restore_window(self.board, now, held)
+        (window_part,) = [p for p in parts if p[0].get("window")]
+        buckets = [p for p in parts if not p[0].get("window")]
+        now, held = _held(buckets)
+        assert window_part[1] is not None
+        restore_window(self.board, now, held, float(window_part[0]["as_of"]), window_part[1])
 
     def check_invariants(self) -> None:
         self.board._check()
@@ -474,11 +482,12 @@ class TopKAdapter(Adapter):
         weight = self.options.get("weight", "one")
         if weight not in ("one", "value"):
             raise ValueError(f"weight must be 'one' or 'value', not {weight!r}")
-        self._one = weight == "one"
+        #: True when each increment counts one (``weight="one"``)
+        self.counts_one = weight == "one"
         return TopK(**o)
 
     def _count(self, event: Any) -> int:
-        if self._one:
+        if self.counts_one:
             return 1
         n = event.value
         if type(n) is not int or n < 1:

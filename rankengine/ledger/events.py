@@ -40,6 +40,7 @@ from rankengine.durable.records import EVENT
 
 __all__ = [
     "MAX_ATTRS",
+    "MAX_T_MS",
     "OPS",
     "LedgerEvent",
     "Op",

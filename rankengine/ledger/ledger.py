@@ -30,12 +30,13 @@ ValueError: delta must not be NaN
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from rankengine.durable.options import (
     COMPACT_MIN_BYTES,
@@ -54,7 +55,8 @@ from rankengine.durable.records import (
     TornTailError,
     TornTailWarning,
 )
-from rankengine.ledger.events import LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.adapters import Adapter, PeriodicAdapter, TopKAdapter
+from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
 from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
@@ -62,6 +64,12 @@ from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
 
 __all__ = ["Ledger", "Recorded"]
+
+#: How :meth:`Ledger._record_incr` feeds a view (see ``_fast_plan``).
+_GENERIC, _BOARD, _PERIODIC, _TOPK = range(4)
+#: Tuples made without the Python-level ``__new__`` of a NamedTuple.
+_new_event: Final = tuple.__new__
+_new_outcome: Final = tuple.__new__
 
 
 class Recorded(NamedTuple):
@@ -136,16 +144,26 @@ class Ledger:
         self._framer = RecordFramer()
         self._history: list[Event] | None = [] if path is None else None
         self._subs = Subscriptions()
+        #: how _record_incr feeds each view (None: to be worked out again)
+        self._plan: list[tuple[int, View, Any]] | None = None
         self._closed = False
         self._files: LedgerFiles | None = None
         self.recovery_notes: list[str] = []
         if self.path is not None:
             self._files = LedgerFiles(self.path, fsync=fsync, create=create)
+            enabled = gc.isenabled()
+            # Bulk loads, as a durable board's open does: the collector would
+            # rescan the growing heap many times while the views' boards are
+            # built (measured there: 3x slower at a million members).
+            gc.disable()
             try:
                 self._recover(on_torn_tail)
             except BaseException:
-                self._files.lock.release()
+                self._files.close()
                 raise
+            finally:
+                if enabled:
+                    gc.enable()
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], **options: Any) -> Ledger:
@@ -282,6 +300,7 @@ class Ledger:
             self._build(view, progress)
             view.attach(self._seq)
             self._views[name] = view
+            self._plan = None
             if self._files is not None:
                 config = self._files.manifest.config
                 config["views"][name] = view.spec()
@@ -340,6 +359,7 @@ class Ledger:
                     raise
                 remove_stray_files(self._files.view_dir(name))
             del self._views[name]
+            self._plan = None
             self._subs.drop_view(name)
 
     def rebuild_view(
@@ -366,6 +386,7 @@ class Ledger:
                 return
             view.close(self._seq)
             view.reset()
+            self._plan = None
             self._build(view, progress)
             view.attach(self._seq)
 
@@ -415,6 +436,17 @@ class Ledger:
         """
         if value is None and op == "incr":
             value = 1
+        if (
+            type(value) is int
+            and op == "incr"
+            and not ranks
+            and type(member) is str
+            and when is None
+            and attrs is None
+            and meta is None
+            and (t_ms is None or (type(t_ms) is int and 0 <= t_ms <= MAX_T_MS))
+        ):
+            return self._record_incr(member, value, t_ms)
         with self._lock:
             self._check_open()
             event = make_event(
@@ -427,6 +459,93 @@ class Ledger:
                 meta=meta,
             )
             return self._record([event], ranks)[0]
+
+    def _fast_plan(self) -> list[tuple[int, View, Any]]:
+        """Each view with how :meth:`_record_incr` feeds it: ``_BOARD``,
+        ``_PERIODIC`` and ``_TOPK`` directly (an int increment cannot fail
+        there), ``_GENERIC`` through its check and apply."""
+        plan = []
+        for view in self._views.values():
+            adapter = view.adapters.get(NO_KEY) if view.takes_everything else None
+            code = _GENERIC
+            if adapter is not None and adapter.free_int_incr:
+                kind = type(adapter)
+                if kind is Adapter:
+                    code = _BOARD
+                elif kind is PeriodicAdapter:
+                    code = _PERIODIC
+            if isinstance(adapter, TopKAdapter) and adapter.counts_one:
+                code = _TOPK
+            plan.append((code, view, adapter))
+        self._plan = plan
+        return plan
+
+    def _record_incr(self, member: str, value: int, t_ms: int | None) -> Recorded:
+        """:meth:`record` of the commonest event, an int increment of a str
+        member with no route attributes, no ``when``, no ranks and no
+        subscriber: the same check, record and writes as :meth:`_record`,
+        with the boards that cannot refuse it written directly (measured:
+        about a third of the ledger's own cost per event)."""
+        with self._lock:
+            self._check_open()
+            if self._subs.any():
+                event = make_event(member, value, t_ms=self._now() if t_ms is None else t_ms)
+                return self._record([event], False)[0]
+            t = self._now() if t_ms is None else t_ms
+            if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
+                return self._record([make_event(member, value, t_ms=t)], False)[0]
+            plan = self._plan or self._fast_plan()
+            now_ms = max(self._time, t)
+            event = _new_event(LedgerEvent, (member, "incr", value, t, None, None, None))
+            t_s, now_s = t / 1000, now_ms / 1000
+            for code, view, adapter in plan:
+                if code == _PERIODIC:
+                    cached = adapter._open
+                    if cached is not None and cached[0] <= t_s < cached[1] and now_s < cached[2]:
+                        continue  # within the open period last routed to
+                elif code != _GENERIC:
+                    continue
+                try:
+                    view.check(event, now_ms, {})
+                except Exception as exc:
+                    exc.add_note(f"(refused by view {view.name!r}; nothing was recorded)")
+                    raise
+            seq = self._seq + 1
+            stamp = max(self._now(), self._last_ms)  # record times never go back
+            if self._files is not None:
+                self._files.append(self._framer.frame(seq, stamp, [to_change(event)]), seq)
+            elif self._history is not None:
+                self._history.append(Event(seq, stamp, [to_change(event)]))
+            self._seq, self._last_ms, self._time = seq, stamp, now_ms
+            outcomes: list[Outcome] = []
+            try:
+                for code, view, adapter in plan:
+                    view.time_ms = now_ms
+                    view.seq = seq
+                    if code == _BOARD:
+                        score = adapter.board.incr(member, value)
+                    elif code == _PERIODIC:
+                        score = adapter.board.incr(member, value, t=t_s)
+                    elif code == _TOPK:
+                        adapter.board.add(member, 1)
+                        score = None
+                    else:
+                        outcomes += view.apply(event, False)
+                        continue
+                    outcomes.append(_new_outcome(Outcome, (view.name, NO_KEY, score, None, None)))
+            except Exception as exc:  # a view refused what it had passed: a bug
+                self._closed = True
+                raise LogError(
+                    f"event {seq} was logged but a view failed to apply it ({exc}); the ledger "
+                    "is closed: reopen it (the views are rebuilt from the log)"
+                ) from exc
+            if (
+                self._files is not None
+                and self._compact_min is not None
+                and self._files.active_bytes >= self._compact_min
+            ):
+                self.compact()
+            return _new_event(Recorded, (seq, event, outcomes))
 
     def incr(self, member: Any, delta: Any = 1, **options: Any) -> Recorded:
         """``record(member, delta, op="incr", ...)``."""

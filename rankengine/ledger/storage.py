@@ -120,6 +120,9 @@ class LedgerFiles:
         self.dirty = False
         self.sync_lock = threading.Lock()
         self.writer: SegmentWriter | None = None
+        #: ``local.defer`` True on a thread whose appends are fsynced by a
+        #: group commit instead (see rankengine.ledger.aio): no fsync here
+        self.local = threading.local()
         try:
             self.manifest = self._open_manifest(create)
         except BaseException:
@@ -190,7 +193,7 @@ class LedgerFiles:
             self.check_writable()
         assert writer is not None
         writer.append(data)
-        if self.policy == "always":
+        if self.policy == "always" and not getattr(self.local, "defer", False):
             try:
                 writer.sync()
             except BaseException as exc:

@@ -39,6 +39,7 @@ TopMove(seq=2, view='alltime', key=None, member='ann', entered=False, rank=2)
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -102,6 +103,16 @@ class Subscriptions:
     def __init__(self) -> None:
         self._by_view: dict[str, list[_Sub]] = {}
         self._handles = itertools.count(1)
+        #: ``local.hold``, a list on a thread whose notices wait for a group
+        #: commit: ``(callback, notice)`` pairs, delivered once it is durable
+        self.local = threading.local()
+
+    def _emit(self, callback: Callable[[Any], None], notice: Any) -> None:
+        hold = getattr(self.local, "hold", None)
+        if hold is None:
+            callback(notice)
+        else:
+            hold.append((callback, notice))
 
     def any(self) -> bool:
         """True when some view has a subscriber."""
@@ -166,8 +177,9 @@ class Subscriptions:
         board: Any = None
         for sub in self._by_view.get(view.name, ()):
             if sub.on == "change":
-                sub.callback(
-                    Changed(seq, view.name, key, member, event.op, outcome.score, before, after)
+                self._emit(
+                    sub.callback,
+                    Changed(seq, view.name, key, member, event.op, outcome.score, before, after),
                 )
                 continue
             if before == after:
@@ -177,14 +189,18 @@ class Subscriptions:
                 if board is None:
                     return
             if sub.on == "top":
-                _top_moves(sub, seq, key, member, before=before, after=after, board=board)
+                _top_moves(
+                    self._emit, sub, seq, key, member, before=before, after=after, board=board
+                )
             elif before is not None and after is not None and after < before:
                 for rank in range(after + 1, before + 1):
                     passed = board.at(rank).member
-                    sub.callback(Overtaken(seq, view.name, key, passed, member, rank - 1, rank))
+                    notice = Overtaken(seq, view.name, key, passed, member, rank - 1, rank)
+                    self._emit(sub.callback, notice)
 
 
 def _top_moves(
+    emit: Callable[[Callable[[Any], None], Any], None],
     sub: _Sub,
     seq: int,
     key: Any,
@@ -198,13 +214,13 @@ def _top_moves(
     was_in = before is not None and before <= k
     is_in = after is not None and after <= k
     if is_in and not was_in:
-        sub.callback(TopMove(seq, name, key, member, True, after))
+        emit(sub.callback, TopMove(seq, name, key, member, True, after))
         if len(board) > k:  # the member at k + 1 was in the top k before
             pushed = board.at(k + 1).member
-            sub.callback(TopMove(seq, name, key, pushed, False, k + 1))
+            emit(sub.callback, TopMove(seq, name, key, pushed, False, k + 1))
     elif was_in and not is_in:
-        sub.callback(TopMove(seq, name, key, member, False, after))
+        emit(sub.callback, TopMove(seq, name, key, member, False, after))
         if len(board) >= k:  # the member now at k was at k + 1
             entered = board.at(k).member
             if entered != member:
-                sub.callback(TopMove(seq, name, key, entered, True, k))
+                emit(sub.callback, TopMove(seq, name, key, entered, True, k))

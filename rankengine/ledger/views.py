@@ -106,7 +106,7 @@ class View:
         self.options = dict(options)
         self.route = route
         #: True when the view takes every event into its one board
-        self._everything = not route.where and route.by is None
+        self.takes_everything = not route.where and route.by is None
         #: the view's clock, the ledger's time as of the last event it took
         #: (ms): time boards run on it, so a replay rebuilds them exactly
         self.time_ms = 0
@@ -159,7 +159,7 @@ class View:
 
         Runtime complexity: O(1) plus the board's checks
         """
-        if self._everything:
+        if self.takes_everything:
             self.adapters[NO_KEY].check(event, now_ms, sim)
             return
         taken, key = self.route.target(event.attrs)
@@ -179,7 +179,7 @@ class View:
 
         Runtime complexity: O(1) plus the board's write
         """
-        if self._everything:  # no route: its one board (a call less an event)
+        if self.takes_everything:  # no route: its one board (a call less an event)
             key: Any = NO_KEY
             adapter: Adapter | None = self.adapters[NO_KEY]
         else:

@@ -82,6 +82,7 @@ from rankengine.redis.handle import (
 )
 from rankengine.redis.log import LoggedBoard
 from rankengine.redis.pipeline import RedisPipeline
+from rankengine.redis.plainranks import FALLBACK, PlainRanks
 from rankengine.redis.scripts import EXACT
 from rankengine.redis.shards import (
     Pending,
@@ -105,7 +106,7 @@ CAS_ATTEMPTS: Final = 100
 
 
 class RedisLeaderboard(
-    Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoard, BoardWrites, BoardAPI
+    Uncopyable, ItemWrites, Combining, ShardHooks, LoggedBoard, PlainRanks, BoardWrites, BoardAPI
 ):
     """A leaderboard stored in Redis: the :class:`~rankengine.Leaderboard` API.
 
@@ -295,7 +296,11 @@ class RedisLeaderboard(
         key = self._member(member)
         step = delta
         args = self._incr_args(key, step, when)
-        if args is not None:
+        if args is not None and self._listener is None:  # (no log: no lock to take)
+            new = self._incr_done(member, key, self._run("INCR", *args))
+            if new is not EXACT:
+                return new  # type: ignore[no-any-return]  # a score or None
+        elif args is not None:
             with self._writing():
                 new = self._incr_done(member, key, self._run("INCR", *args))
                 if new is not EXACT:
@@ -460,21 +465,27 @@ class RedisLeaderboard(
         return default if found is None else found.score
 
     def _rank_of_member(self, member: Member, style: RankStyle) -> int | None:
+        key = self._key_or_none(member)
+        if key is None:
+            return None
         if style == "unique":
-            key = self._key_or_none(member)
-            if key is None:
-                return None
             # One plain command when the member's element is known: on a
             # tie_break="member" scalar board an exact score's element is
             # the member itself; on a first-to-reach board, the element this
             # handle last saw (see _seen).  Nil: absent, or the element
-            # changed since: the script.
+            # changed since: the plain path below, or the function.
             element = key if self._plain_rank else self._elements.get(key)
             if element is not None:
                 read = self._client.zrevrank if self._desc else self._client.zrank
                 found_rank = read(self._keys[0], element)
                 if found_rank is not None:
                     return int(found_rank) + 1
+        if self._plain_ranks():
+            # plain commands, no script (see rankengine.redis.plainranks)
+            found = self._plain_rank_of(key, style)
+            if found is not FALLBACK:
+                return found  # type: ignore[no-any-return]
+        if style == "unique":
             return self._rank_of(key, self._run("RANK", key))
         found = self._entries([member], _STYLE_CODE[style], False)[0]
         return None if found is None else found.rank

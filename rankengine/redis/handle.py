@@ -88,6 +88,9 @@ _WRITES: Final = frozenset(
     )
 )
 _STYLE_CODE: Final = {"unique": "u", "competition": "c", "dense": "d"}
+#: Reply keys a handle keeps made (one per thread that wrote; past them the
+#: table starts again: a key is cheap to make, this only bounds the table).
+_REPLY_KEYS_KEPT: Final = 1000
 #: What a score look-up returns for an absent member (shared with the
 #: sharded board's merges, which read the same look-ups).
 MISSING: Final = object()
@@ -254,6 +257,8 @@ class RedisHandle:
         self._scripts = ScriptRunner(redis)
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
+        #: thread id -> (process id, its reply key), made once (see _reply_key)
+        self._reply_keys: dict[int, tuple[int, str]] = {}
         self._calls = itertools.count(1)
         #: The SHA1 of the settings as stored when this handle opened the
         #: board (or stored them again): every write passes it, and refuses
@@ -532,7 +537,14 @@ class RedisHandle:
         run one after the other, so the call a lost reply belongs to is
         the last one written there.
         """
-        return f"{self._keys[5][:-1]}r:{self._handle}.{os.getpid()}.{threading.get_ident()}"
+        thread, pid = threading.get_ident(), os.getpid()
+        known = self._reply_keys.get(thread)
+        if known is None or known[0] != pid:  # (a forked child names its own)
+            known = (pid, f"{self._keys[5][:-1]}r:{self._handle}.{pid}.{thread}")
+            if len(self._reply_keys) >= _REPLY_KEYS_KEPT:
+                self._reply_keys.clear()
+            self._reply_keys[thread] = known
+        return known[1]
 
     def _error(self, exc: ScriptError) -> Exception:
         if exc.code == "KEYTYPE":

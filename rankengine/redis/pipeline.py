@@ -24,7 +24,14 @@ guarantees:
   the writes queued behind it have run before it (each exactly, and
   atomically, as calls of two clients may interleave);
 * on a board with an event log the calls run one by one (the write guard
-  counts the writes Redis has seen: it must see them one at a time).
+  counts the writes Redis has seen: it must see them one at a time);
+* the ranks of members that end a round trip, on a first-to-reach board,
+  take a second round trip of plain commands instead of a function each
+  (see :mod:`rankengine.redis.plainranks`): the round trip reads their
+  members' rows after the calls before them, the second counts.  Nothing
+  queued after them answers before they do, so the order of the calls
+  holds.  A rank with a write queued behind it runs its function in the
+  first round trip.
 
 A pipeline is not a transaction: another client's command may run between
 two of its calls, as between two calls sent alone (each call is atomic).
@@ -42,10 +49,12 @@ two of its calls, as between two calls sent alone (each call is atomic).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rankengine.board.checks import check_count, check_flag, check_int, check_size
 from rankengine.board.reads import DEFAULT_PAGE_SIZE
+from rankengine.redis.plainranks import FALLBACK
 from rankengine.redis.scripts import EXACT, _refusal
 
 if TYPE_CHECKING:
@@ -74,6 +83,10 @@ class _Call(NamedTuple):
     args: list[Any]
     finish: Callable[[Any], Any]
     alone: Callable[[], Any]
+    #: A member's rank that plain commands may answer (its key and style):
+    #: in the run of such ranks that ends a round trip, it is read in two
+    #: (see _send), else by its function.
+    plain: tuple[bytes, RankStyle] | None = None
 
 
 class RedisPipeline:
@@ -148,14 +161,16 @@ class RedisPipeline:
     def rank(self, member: Member, *, style: RankStyle | None = None) -> RedisPipeline:
         """Queue :meth:`RedisLeaderboard.rank`."""
         board = self._board
-        code = _code(board._style(style))
+        chosen = board._style(style)
+        code = _code(chosen)
         key = board._key_or_none(member)
+        plain = (key, chosen) if key is not None and board._plain_ranks() else None
         if code != "u" or key is None:
-            self._entry(member, code, False, lambda e: None if e is None else e.rank)
+            self._entry(member, code, False, lambda e: None if e is None else e.rank, plain)
             return self
         finish = lambda reply: board._rank_of(key, reply)  # noqa: E731
         alone = lambda: board.rank(member, style="unique")  # noqa: E731
-        self._queued.append(_Call("RANK", [key], finish, alone))
+        self._queued.append(_Call("RANK", [key], finish, alone, plain))
         return self
 
     def entry(
@@ -243,7 +258,12 @@ class RedisPipeline:
         return self
 
     def _entry(
-        self, member: Member, code: str, with_meta: bool, answer: Callable[[Any], Any]
+        self,
+        member: Member,
+        code: str,
+        with_meta: bool,
+        answer: Callable[[Any], Any],
+        plain: tuple[bytes, RankStyle] | None = None,
     ) -> None:
         """Queue an ENTRIES read of one member, answered by ``answer(entry)``."""
         board = self._board
@@ -256,7 +276,8 @@ class RedisPipeline:
             return answer(board._decode_entries([member], [key], result, with_meta)[0])
 
         alone = lambda: answer(board._entries([member], code, with_meta)[0])  # noqa: E731
-        self._queued.append(_Call("ENTRIES", [code, "1" if with_meta else "0", key], finish, alone))
+        args = [code, "1" if with_meta else "0", key]
+        self._queued.append(_Call("ENTRIES", args, finish, alone, plain))
 
     # ------------------------------------------------------------------
     # Sending
@@ -297,10 +318,17 @@ class RedisPipeline:
             return []
         board = self._board
         runner = board._scripts
+        # The ranks that end the round trip, when plain commands may read
+        # them: here their members' rows, in a second round trip the counts
+        # (see rankengine.redis.plainranks).  Nothing queued after them
+        # answers before they do.
+        tail = len(calls)
+        while tail and calls[tail - 1].plain is not None:
+            tail -= 1
         for attempt in range(2):
             pipe = board._client.pipeline(transaction=False)
             writes = 0
-            for call in calls:
+            for call in calls[:tail]:
                 if call.name is None:  # a plain read: it queues itself
                     call.args[0](pipe)
                     continue
@@ -314,11 +342,52 @@ class RedisPipeline:
                         mode += f"@{board._stored_sha}"
                     writes += 1
                 pipe.execute_command(*runner.call_args(call.name, keys, [mode, *call.args]))
+            for call in calls[tail:]:  # (after the calls before them: their writes are in)
+                pipe.hget(board._keys[1], call.plain[0])  # type: ignore[index]
             replies = pipe.execute(raise_on_error=False)
             if attempt == 0 and any(runner.missing(reply) for reply in replies):
                 runner.load()  # (no script or function ran: every one of them failed alike)
                 continue
             break
+        replies, rows = replies[:tail], replies[tail:]
+        out, stale = self._answers(calls[:tail], replies)
+        if stale:  # a write ran alone after the rows were read: the ranks are read again
+            return out + [_answer(call.alone) for call in calls[tail:]]
+        return out + self._plain_ranks(calls[tail:], rows)
+
+    def _plain_ranks(self, calls: list[_Call], rows: list[Any]) -> list[Any]:
+        """The second round trip of the ranks that ended a round trip, given
+        their members' rows (see _send): counts by plain commands, or a
+        member's function where they cannot answer."""
+        board = self._board
+        pipe = board._client.pipeline(transaction=False)
+        counts: list[Any] = []
+        for call, row in zip(calls, rows, strict=True):
+            if row is None or isinstance(row, Exception):
+                counts.append(row)  # absent (None), or the error in its place
+                continue
+            key, style = call.plain  # type: ignore[misc]
+            count = board._plain_count(pipe, key, row, style)
+            counts.append(call.alone if count is None else (count, board._replies_of(style)))
+        replies = iter(pipe.execute(raise_on_error=False)) if len(pipe) else iter(())
+        out: list[Any] = []
+        for call, count in zip(calls, counts, strict=True):
+            if count is None or isinstance(count, Exception):
+                out.append(count)
+            elif callable(count):
+                out.append(_answer(count))
+            else:
+                decode, n = count
+                mine = [next(replies) for _ in range(n)]
+                error = next((r for r in mine if isinstance(r, Exception)), None)
+                found = error if error is not None else _answer(partial(decode, mine))
+                out.append(_answer(call.alone) if found is FALLBACK else found)
+        return out
+
+    def _answers(self, calls: list[_Call], replies: list[Any]) -> tuple[list[Any], bool]:
+        """The answers of calls sent in one round trip, from their replies,
+        and whether a write among them ran alone, after the calls behind it."""
+        board = self._board
         out: list[Any] = []
         # a write ran alone (added exactly, or refused and sent again) after
         # the calls behind it ran: the reads among them are read again
@@ -338,7 +407,7 @@ class RedisPipeline:
                     out.append(reply if refusal is None else board._error(refusal))
                 continue
             out.append(_answer(lambda call=call, reply=reply: call.finish(reply)))  # type: ignore[misc]
-        return out
+        return out, stale
 
 
 def _answer(compute: Callable[[], Any]) -> Any:

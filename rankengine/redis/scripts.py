@@ -280,18 +280,28 @@ class ScriptRunner:
         return str(reply).startswith("Function not found")
 
     def __call__(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        # The call itself, with nothing in front of it (each call of a board
+        # passes here); the errors are sorted out after (see _failed).
+        try:
+            return self.client.execute_command(*self.call_args(name, keys, args))
+        except Exception as exc:
+            return self._failed(name, keys, args, exc)
+
+    def _failed(self, name: str, keys: list[str], args: list[Any], exc: Exception) -> Any:
+        """After a call of script ``name`` raised ``exc``: load the library
+        and call again if the server lacks it; raise a script's refusal as
+        a :class:`ScriptError`; raise anything else as it is."""
         from redis.exceptions import ResponseError  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
 
+        if not isinstance(exc, ResponseError):
+            raise exc
         try:
-            try:
-                return self.client.execute_command(*self.call_args(name, keys, args))
-            except ResponseError as exc:
-                if not self.missing(exc):
-                    raise
-                self.load()
-                return self.client.execute_command(*self.call_args(name, keys, args))
-        except ResponseError as exc:
-            refusal = _refusal(exc)
+            if not self.missing(exc):
+                raise exc
+            self.load()
+            return self.client.execute_command(*self.call_args(name, keys, args))
+        except ResponseError as error:
+            refusal = _refusal(error)
             if refusal is not None:
                 raise refusal from None
             raise

@@ -30,10 +30,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Final
 
-import msgpack
-
 from rankengine.board.leaderboard import Leaderboard
-from rankengine.durable.records import crash_point
+from rankengine.durable.records import crash_point, pack, unpack
 from rankengine.durable.snapshot import fsync_dir
 from rankengine.timed.calendars import (
     Period,
@@ -86,7 +84,7 @@ def write_archive(path: str | os.PathLike[str], period: Period, board: Leaderboa
             "clock": board.clock,
             "rows": [list(row) for row in board._export()],
         }
-    body = msgpack.packb(payload, use_bin_type=True)
+    body = pack(payload)  # ints past 64 bits as the log's big-int extension
     data = _HEADER.pack(ARCHIVE_MAGIC, len(body), zlib.crc32(body)) + body
     target = Path(path)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=ARCHIVE_TMP, suffix=ARCHIVE_SUFFIX)
@@ -123,7 +121,7 @@ def read_archive(path: str | os.PathLike[str], **config: Any) -> tuple[Period, L
         raise ValueError(f"{path}: not a rankengine archive (magic {magic!r})")
     if len(body) != length or zlib.crc32(body) != crc:
         raise ValueError(f"{path}: archive is damaged (length or checksum mismatch)")
-    payload = msgpack.unpackb(body, raw=False, strict_map_key=False, use_list=True)
+    payload = unpack(body)
     settings = dict(payload["settings"])
     if isinstance(settings["order"], list):
         settings["order"] = tuple(settings["order"])

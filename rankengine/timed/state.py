@@ -7,8 +7,8 @@ state must be read out whole and put back exactly:
 
 * a periodic board: "now" and each period held (its name, whether its
   close has run, its board);
-* a sliding window: its buckets (a periodic board), the window board being
-  a function of them, recomputed from them on restore;
+* a sliding window: its buckets (a periodic board) and its window board
+  (refreshed after every write, so nothing is due);
 * a decayed board: its base time ``t0`` and its stored board.
 
 And an event any view would refuse must change no view, so a write is
@@ -49,6 +49,7 @@ __all__ = [
     "restore_periodic",
     "restore_window",
     "route_period",
+    "window_state",
 ]
 
 
@@ -112,21 +113,48 @@ def route_period(board: PeriodicLeaderboard, t: float, now: float) -> Period | N
         return board._route(t, max(now, board._now))
 
 
+def window_state(window: SlidingWindowLeaderboard) -> tuple[float, Leaderboard]:
+    """``(as_of, window board)`` of a sliding window refreshed after its
+    last write (nothing due): with its buckets, its whole state.
+
+    Runtime complexity: O(1)
+    """
+    with window._lock:
+        if window._dirty:
+            raise ValueError("the window has members due a refresh: refresh() it first")
+        return window._as_of, window._board
+
+
 def restore_window(
-    window: SlidingWindowLeaderboard, now: float, held: list[tuple[str, bool, Leaderboard]]
+    window: SlidingWindowLeaderboard,
+    now: float,
+    held: list[tuple[str, bool, Leaderboard]],
+    as_of: float,
+    board: Leaderboard,
 ) -> None:
     """Put the buckets :func:`periodic_state` read from ``window.buckets``
-    back into an unused ``window``, and recompute its window board from
-    them (every member due, then one refresh).
+    and the window board :func:`window_state` read back into an unused
+    ``window``, exactly (the window board as it was, ties in the order its
+    refreshes gave them: recomputing it would order equal sums otherwise).
 
-    Runtime complexity: O(M * B + M log M) for M members over B buckets
+    Runtime complexity: O(B) for B buckets
     """
     with window._lock:
         restore_periodic(window._buckets, now, held)
-        for _, _, bucket in sorted(held, key=lambda h: window._buckets._periods[h[0]].start):
-            for member in bucket:
-                window._dirty.setdefault(member, None)
-        window.refresh()
+        window._board = board
+        window._dirty = {}
+        window._as_of = as_of
+        window._window = []
+        if as_of != -math.inf:
+            cal = window._buckets.calendar
+            periods = [cal.period_of(as_of)]
+            for _ in range(window._size - 1):
+                try:
+                    periods.append(cal.previous(periods[-1]))
+                except ValueError:  # no bucket before the calendar's first (year 1)
+                    break
+            periods.reverse()
+            window._window = periods
 
 
 def decayed_state(board: DecayedLeaderboard) -> tuple[float, int, Leaderboard]:

@@ -6,8 +6,9 @@ local again = replayed()
 if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[5]
-check_tag(board_tag(), member)
 local old = lookup(member)
+-- (a member on the board has the board's type: only a new one is checked)
+if not old then check_tag(board_tag(), member) end
 if old and when == 'new' then return {0} end
 if not old and when == 'present' then return {0} end
 local new = sum(old, ARGV[3], ARGV[4])

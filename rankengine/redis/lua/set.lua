@@ -5,9 +5,10 @@ local again = replayed()
 if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[6]
-check_tag(board_tag(), member)
 local new = value(ARGV[3], ARGV[4], ARGV[5])
 local old = lookup(member)
+-- (a member on the board has the board's type: only a new one is checked)
+if not old then check_tag(board_tag(), member) end
 local clock = 0
 if not old then
   if when == 'present' then return {0, 0} end

@@ -1,0 +1,155 @@
+"""Replay speed: records per second when a durable board opens from its log.
+
+Usage (from the repository root)::
+
+    python bench/replay.py                         # this tree against main
+    python bench/replay.py --records 400000 --players 100000 --repeats 3
+    python bench/replay.py --baseline HEAD~3 --backend skiplist
+
+The case of issue 20: a board that has logged ``--records`` increments over
+``--players`` players (seeded; no snapshot yet, as before the first
+compaction) is opened, which replays every record into an empty board.
+The log is written once, by this tree (the format is the same in both).
+
+Each open runs in a fresh process, so that the two versions share nothing:
+this tree's ``rankengine`` and the ``--baseline`` ref's (read with ``git
+archive`` into a temporary directory).  After one warm-up open each, the
+versions take turns ``--repeats`` times (interleaved, so that the load of
+a shared machine hits both alike).  Each open reports its wall time and its
+process CPU time; records/s is ``records / seconds``, and the ratio is
+new over old on the medians.  CPU time is the steadier figure on a loaded
+machine; both are printed.  ``--json PATH`` writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Increment sizes drawn from [1, MAX_DELTA]: many equal scores among 10^5
+#: players, so tie order matters.
+MAX_DELTA = 100
+
+#: What one open runs, in a fresh interpreter whose path starts with a tree.
+_OPEN = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import rankengine
+from rankengine.durable.board import DurableLeaderboard
+assert rankengine.__file__.startswith(sys.argv[1]), rankengine.__file__
+wall, cpu = time.perf_counter(), time.process_time()
+board = DurableLeaderboard(sys.argv[2], backend=sys.argv[3])
+cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+print(json.dumps({"wall": wall, "cpu": cpu, "seq": board.last_seq, "members": len(board)}))
+board.close()
+"""
+
+
+def write_log(path: str, records: int, players: int, seed: int, backend: str) -> None:
+    """The board's directory: ``records`` increments, no snapshot."""
+    sys.path.insert(0, str(ROOT))
+    from rankengine.durable.board import DurableLeaderboard  # (this tree, on the path now)
+
+    rng = random.Random(seed)
+    with DurableLeaderboard(path, fsync="never", compact_min_bytes=None, backend=backend) as b:
+        for _ in range(records):
+            b.incr(f"player:{rng.randrange(players)}", rng.randint(1, MAX_DELTA))
+
+
+def export_ref(ref: str, into: str) -> str:
+    """``git archive ref`` unpacked into ``into``; returns the tree's path."""
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "rankengine"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    tar_path = os.path.join(into, "ref.tar")
+    Path(tar_path).write_bytes(data)
+    tree = os.path.join(into, "tree")
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+def open_once(tree: str, directory: str, backend: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN, tree, directory, backend],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": tree},
+    )
+    if done.returncode:
+        raise SystemExit(f"the open with {tree} failed:\n{done.stderr}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--records", type=int, default=400_000)
+    p.add_argument("--players", type=int, default=100_000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=20)
+    p.add_argument("--backend", default="sortedlist", choices=["sortedlist", "skiplist"])
+    p.add_argument("--baseline", default="main", help="git ref to compare with ('' for none)")
+    p.add_argument("--json", metavar="PATH", help="write the figures here")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = os.path.join(tmp, "board")
+        print(f"writing {args.records:,} increments over {args.players:,} players ...")
+        write_log(directory, args.records, args.players, args.seed, args.backend)
+        trees = {"new": str(ROOT)}
+        if args.baseline:
+            trees = {f"old ({args.baseline})": export_ref(args.baseline, tmp), **trees}
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+        for tree in trees.values():  # warm-up: the OS cache, the .pyc files
+            open_once(tree, directory, args.backend)
+        for _ in range(args.repeats):
+            for name, tree in trees.items():
+                run = open_once(tree, directory, args.backend)
+                assert run["seq"] == args.records, run
+                runs[name].append(run)
+        shutil.rmtree(directory)
+    figures: dict[str, Any] = {}
+    for name, done in runs.items():
+        row: dict[str, Any] = {}
+        for clock in ("wall", "cpu"):
+            secs = sorted(r[clock] for r in done)
+            row[clock] = {
+                "seconds": {"min": secs[0], "median": statistics.median(secs), "max": secs[-1]},
+                "records_per_s": args.records / statistics.median(secs),
+            }
+        figures[name] = row
+        print(
+            f"{name:>16}: wall {row['wall']['seconds']['median']:.2f} s "
+            f"({row['wall']['records_per_s']:>9,.0f} records/s), "
+            f"cpu {row['cpu']['seconds']['median']:.2f} s "
+            f"({row['cpu']['records_per_s']:>9,.0f} records/s)"
+        )
+    if len(figures) == 2:
+        old, new = figures.values()
+        for clock in ("wall", "cpu"):
+            ratio = new[clock]["records_per_s"] / old[clock]["records_per_s"]
+            print(f"new / old ({clock}): {ratio:.2f}x")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"args": vars(args), "figures": figures}, indent=2) + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
