@@ -34,6 +34,7 @@ from rankengine.durable.records import PREFIX_BYTES, CorruptionError, frame, pac
 from rankengine.durable.repair import MARKS_NOTE, repair
 from rankengine.durable.salvage import JOURNAL_NAME, apply, find
 from rankengine.durable.verify import verify
+from rankengine.timed.periodic import PeriodicLeaderboard
 
 sys.path.insert(0, str(Path(__file__).parent))
 from seal_child import SealChild, expected_board
@@ -370,3 +371,38 @@ def test_verify_mentions_records_a_repair_set_aside(
     apply(str(tmp_path))
     assert main(["verify", str(tmp_path)]) == 0
     assert "SALVAGEABLE" not in capsys.readouterr().out
+
+
+def test_salvage_names_a_period_directory_and_refuses_a_missing_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = {"clock": lambda: 1_780_000_000.0}
+    with PeriodicLeaderboard.open(tmp_path, "daily", fsync="never", **clock) as board:
+        board.incr("ann", 1)
+        (period,) = board.periods()
+    assert main(["salvage", str(tmp_path)]) == 2
+    assert f"periods/{period.name}" in capsys.readouterr().err
+    period_dir = str(tmp_path / "periods" / period.name)
+    with pytest.raises(SystemExit) as exited:  # (argparse's own exit)
+        main(["salvage", period_dir, "--from", str(tmp_path / "nope")])
+    assert exited.value.code == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["salvage", period_dir]) == 0
+    assert "nothing to replay; nothing was changed" in capsys.readouterr().out
+
+
+def test_salvage_does_not_replay_records_the_board_has_written_over(tmp_path: Path) -> None:
+    damaged_board(tmp_path)
+    repair(str(tmp_path))  # keeps seq 1..10; the application then goes on writing
+    with Leaderboard.open(tmp_path) as board:
+        for i in range(25):
+            board.set(f"new{i}", i)
+        after = board.items()
+    plan = find(str(tmp_path))
+    assert plan.events == [] and sorted(set(plan.overtaken)) == list(range(12, 32))
+    assert any(
+        "are not replayed: the board was written to after that repair" in line
+        for line in plan.lines()
+    )
+    apply(str(tmp_path))
+    assert rebuild(tmp_path).items() == after

@@ -16,11 +16,14 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankengine import Leaderboard
 from rankengine.durable.board import rebuild
@@ -210,3 +213,38 @@ def test_cuts_of_a_closed_period_board_are_reported(tmp_path: Path) -> None:
     segment.write_bytes(data)
     with PeriodicLeaderboard.open(tmp_path, "daily", **options) as again:
         assert again.board(period).score("p0") == 1 + 5 + 9
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    writes=st.lists(
+        st.tuples(st.integers(0, 5), st.integers(-50, 50) | st.floats(-1e6, 1e6)),
+        min_size=1,
+        max_size=25,
+    ),
+    data=st.data(),
+)
+def test_any_cut_of_a_sealed_log_is_reported_or_reads_whole(writes: Any, data: Any) -> None:
+    # the model: a sealed log cut anywhere before its end has lost exactly
+    # the records after the last whole one; cut at its end it is whole
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        model = Leaderboard()
+        with Leaderboard.open(directory, fsync="never") as board:
+            for member, score in writes:
+                board.set(f"m{member}", score)
+                model.set(f"m{member}", score)
+            last = int(board.last_seq)
+        (segment,) = sorted(directory.glob("log-*.seg"))
+        records = records_of(segment)
+        size = segment.stat().st_size
+        offset = data.draw(st.integers(records[0][1], size), label="cut at")
+        segment.write_bytes(segment.read_bytes()[:offset])
+        whole = max([seq for seq, _, end in records if end <= offset], default=0)
+        if offset == size:
+            with Leaderboard.open(directory) as board:
+                assert board.items() == model.items()
+        else:
+            with pytest.raises(AcknowledgedLossError) as caught:
+                Leaderboard.open(directory)
+            assert (caught.value.last_seq, caught.value.missing) == (whole, last - whole)

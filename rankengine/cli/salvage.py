@@ -12,9 +12,9 @@ failed, 2 bad arguments or DIR is not a board, 130 interrupted.
 
 >>> sub = argparse.ArgumentParser().add_subparsers()
 >>> register(sub)
->>> args = sub.choices["salvage"].parse_args([".", "--from", "saved"])
+>>> args = sub.choices["salvage"].parse_args([".", "--from", "."])
 >>> args.apply, args.extra
-(False, ['saved'])
+(False, ['.'])
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--from",
         dest="extra",
+        type=_existing,
         action="append",
         default=[],
         metavar="PATH",
@@ -60,6 +61,12 @@ def register(subparsers: Any) -> None:
 def _directory(value: str) -> str:
     if not os.path.isdir(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not a directory")
+    return value
+
+
+def _existing(value: str) -> str:
+    if not os.path.exists(value):
+        raise argparse.ArgumentTypeError(f"{value!r} does not exist")
     return value
 
 

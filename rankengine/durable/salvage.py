@@ -139,6 +139,10 @@ class Salvage:
     dropped: int = 0
     #: members whose score may not be exact after the replay
     inexact: list[Any] = field(default_factory=list)
+    #: seqs of records a repair set aside that no salvage replayed, and
+    #: that the board has since written new records over (not replayed:
+    #: they would undo newer writes)
+    overtaken: list[int] = field(default_factory=list)
 
     @property
     def identities(self) -> list[list[int]]:
@@ -167,6 +171,14 @@ class Salvage:
         if self.lost:
             ranges = ", ".join(f"{lo}" if lo == hi else f"{lo}..{hi}" for lo, hi in self.lost)
             out.append(f"lost: seq {ranges} ({records(self.lost_count)}): no copy was found")
+        if self.overtaken:
+            lo, hi = min(self.overtaken), max(self.overtaken)
+            out.append(
+                f"{records(len(set(self.overtaken)))} a repair set aside (seq {lo}..{hi}) "
+                f"are not replayed: the board was written to after that repair (it is at seq "
+                f"{self.kept_seq}), and replaying older scores would undo newer ones; they "
+                "stay in the backup (restore a backup, or replay them by hand)"
+            )
         if self.conflicts:
             out.append(f"{records(self.conflicts)} had a different copy of the same seq (ignored)")
         if self.events and self.after is not None:
@@ -246,6 +258,16 @@ def _sources(directory: str, extra: list[str]) -> list[str]:
     return paths
 
 
+def _kept_by_repair(path: str) -> int | float:
+    """The seq the repair whose backup holds ``path`` kept (its
+    ``MARKS_NOTE``), or infinity when ``path`` is no such backup's."""
+    note = os.path.join(os.path.dirname(path), MARKS_NOTE)
+    if not os.path.isfile(note):
+        return float("inf")
+    with open(note, encoding="utf-8") as f:
+        return int(json.load(f).get("kept_seq", 0))
+
+
 def _replayed_before(directory: str) -> set[tuple[int, int]]:
     """(seq, crc) of every record an earlier salvage replayed (its reports)."""
     done: set[tuple[int, int]] = set()
@@ -308,7 +330,10 @@ def find(directory: str, *, extra: list[str] | None = None) -> Salvage:
     found: dict[int, tuple[Event, int]] = {}
     for path in _sources(directory, extra or []):
         n = 0
+        cut_at = _kept_by_repair(path)
         for event, crc in scan_file(path):
+            if event.seq <= kept and cut_at < event.seq and (event.seq, crc) not in skip:
+                plan.overtaken.append(event.seq)  # set aside, then written over
             if event.seq <= kept or (event.seq, crc) in skip:
                 continue
             if only is not None and (event.seq, crc) not in only:
