@@ -57,6 +57,7 @@ from rankengine.durable.records import (
 )
 from rankengine.ledger.adapters import Adapter, PeriodicAdapter, TopKAdapter
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.forget import forget_member
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
 from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
@@ -663,6 +664,21 @@ class Ledger:
             self.compact()
         return done
 
+    def forget(self, member: Any) -> int:
+        """Remove ``member`` and every trace of them: their events from the
+        log, their rows from every view's snapshot and board (a Redis view's
+        too), crash-safely (see :mod:`rankengine.ledger.forget`).  Returns
+        how many boards held them.  Events wait while it runs.
+
+        Runtime complexity: O(size of the ledger's files)
+        """
+        with self._lock:
+            self._check_open()
+            if self._history is not None:  # in memory: the kept events too
+                for record in self._history:
+                    record.changes[:] = [c for c in record.changes if not _about(c, member)]
+            return forget_member(self, member)
+
     # ------------------------------------------------------------------
     # Subscriptions
     # ------------------------------------------------------------------
@@ -767,3 +783,8 @@ class Ledger:
             for view in self._views.values():
                 assert view.seq == self._seq, (view.name, view.seq, self._seq)
                 view._check()
+
+
+def _about(change: Any, member: Any) -> bool:
+    other = change[1]
+    return type(other) is type(member) and other == member
