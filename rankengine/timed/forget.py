@@ -34,7 +34,7 @@ import os
 import shutil
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +157,8 @@ class PeriodicForgetting:
     _archive: Path | None
     _store: Any
     _shut: bool
+    #: waits until the periods being archived are archived (see periodic.py)
+    _drain_detached: Callable[[], None]
 
     def forget(self, member: Any) -> Forgotten:
         """Remove ``member`` from every period held and every archived one,
@@ -175,6 +177,7 @@ class PeriodicForgetting:
         """
         member = check_member(member)
         with self._lock:
+            self._drain_detached()  # a period whose archive is being written
             if self._store is not None:
                 if self._shut:
                     raise ValueError(

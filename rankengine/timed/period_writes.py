@@ -26,7 +26,6 @@ supplies the periods (advancing time, creating and discarding period boards).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -36,6 +35,7 @@ from rankengine.board.leaderboard import Entry, Leaderboard, When
 from rankengine.board.routing import at_time
 from rankengine.board.scoring import Member, Score, check_member, check_meta
 from rankengine.timed.calendars import Calendar, Period, _check_time
+from rankengine.timed.detached import AfterLock
 
 __all__ = ["LateEventError", "PeriodWrites"]
 
@@ -62,7 +62,7 @@ class PeriodWrites:
     """
 
     # The periodic board's state these writes read; PeriodicLeaderboard sets it.
-    _lock: threading.RLock
+    _lock: AfterLock
     _calendar: Calendar
     _grace: float
     _late: str

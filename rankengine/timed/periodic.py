@@ -79,6 +79,7 @@ from rankengine.timed.calendars import (
     _check_time,
     calendar,
 )
+from rankengine.timed.detached import AfterLock
 from rankengine.timed.forget import PeriodicForgetting
 from rankengine.timed.period_writes import LateEventError, PeriodWrites
 from rankengine.timed.store import PeriodDirectories, close_all
@@ -239,10 +240,20 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         #: True while an on_close callback runs: a read it makes through this
         #: board must not advance again (it would close the same period again)
         self._closing = False
-        # Lock order: this lock, then a period board's lock.  A window over
-        # these buckets takes its own lock before this one (see window.py);
-        # the hooks below run under this lock and take none.
-        self._lock = threading.RLock()
+        #: Closed periods dropped from memory whose archive is being written
+        #: (oldest first): reads still answer from their boards meanwhile.
+        #: Changed under _detached_lock only, which guards nothing else.
+        self._detached: dict[str, tuple[Period, Leaderboard]] = {}
+        self._detached_lock = threading.Lock()
+        #: Held while detached periods are archived and released, one
+        #: thread at a time; never held while waiting for self._lock.
+        self._archiver = threading.Lock()
+        # Lock order: this lock, then _archiver, then a period board's lock.
+        # A window over these buckets takes its own lock before this one
+        # (see window.py); the hooks below run under this lock and take none.
+        # A dropped period's archive is written after the outermost release
+        # of this lock (see _drop and rankengine.timed.detached).
+        self._lock = AfterLock(after=self._write_detached, pending=lambda: bool(self._detached))
         #: True after close() closed durable period boards: the board then
         #: stays as it was (no new period boards, no closing or dropping).
         self._shut = False
@@ -365,6 +376,10 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
             board = self._boards.get(target.name)
             if board is not None:
                 return board
+            with self._detached_lock:
+                detached = self._detached.get(target.name)
+            if detached is not None and self._archive is not None:
+                return detached[1]  # its archive is being written (without: gone)
             current = self._calendar.period_of(now)
             # an open period not held has had no write yet (a period leaves
             # memory only once closed, and closes only after its grace)
@@ -520,6 +535,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         is raised.
         """
         with self._lock:
+            self._drain_detached()
             closable = any(hasattr(board, "close") for board in self._boards.values())
             self._shut = self._shut or self._store is not None or closable
             try:
@@ -686,18 +702,64 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         return board
 
     def _drop(self, period: Period) -> None:
+        """Take a closed period out of the held ones, into ``_detached``:
+        its archive is written, its files deleted and its board freed by
+        :meth:`_write_detached` once this lock is released (reads answer
+        from the detached board until its archive is on disk).
+
+        Runtime complexity: O(1) plus the drop hook
+        """
         board = self._boards[period.name]
         if self._drop_hook is not None:
             self._drop_hook(period, board)
-        if self._archive is not None:
-            path = self._archive / (period_file_name(period.name) + ARCHIVE_SUFFIX)
-            write_archive(path, period, board)
-            crash_point("after_archive")
+        with self._detached_lock:
+            self._detached[period.name] = (period, board)
         del self._boards[period.name]
         del self._periods[period.name]
         self._closed.discard(period.name)
-        if self._store is not None:
-            self._store.release(period, board)
+
+    def _write_detached(self) -> None:
+        """Archive and release the detached periods, oldest first, unless
+        another thread is doing it (it then does these too).  Runs after the
+        outermost release of the board's lock (see :class:`AfterLock`).
+
+        Runtime complexity: O(N) per period for N members
+        """
+        # (re-checked after the release: a period detached while another
+        # thread held _archiver, and that thread had found none left)
+        while self._detached and self._archiver.acquire(blocking=False):
+            try:
+                self._archive_detached()
+            finally:
+                self._archiver.release()
+
+    def _drain_detached(self) -> None:
+        """Under the board's lock: wait until every detached period is
+        archived and released (before close() or forget())."""
+        with self._archiver:
+            self._archive_detached()
+
+    def _archive_detached(self) -> None:
+        """Under ``_archiver``: archive each detached period (durable before
+        its own files are deleted), forget it, then release its files.  If
+        the archive fails, the period stays detached (still readable) and
+        the next release of the lock tries again."""
+        while True:
+            with self._detached_lock:
+                if not self._detached:
+                    return
+                name, (period, board) = next(iter(self._detached.items()))
+            if self._archive is not None:
+                path = self._archive / (period_file_name(period.name) + ARCHIVE_SUFFIX)
+                write_archive(path, period, board)
+                crash_point("after_archive")
+            # archived: readers read the archive from here on, and a failed
+            # release is not tried again (a reopen finishes it, see store.py)
+            with self._detached_lock:
+                del self._detached[name]
+            if self._store is not None:
+                self._store.release(period, board)
+            del board  # the last reference: freed here, outside the board's lock
 
     def _discard(self, period: Period) -> None:
         """Undo a period board nothing was written to (see :meth:`_routed`):
@@ -724,6 +786,11 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
                 if name in self._closed:
                     assert self._now >= period.end + self._grace, (period, self._now)
                 self._boards[name]._check()
+            with self._detached_lock:
+                detached = dict(self._detached)
+            for name, (_period, board) in detached.items():
+                assert name not in self._periods, f"{name} both held and detached"
+                board._check()
             starts = sorted(p.start for p in self._periods.values())
             ends = sorted(p.end for p in self._periods.values())
             # periods never overlap
