@@ -23,7 +23,15 @@ load, as docs/performance.md advises.
 * ``window slide-out``: two hours later, every member slides out.
 * ``period close``: a daily board of N members; a day later, ``tick()``
   closes the period and drops it (``keep=0``), then the same with
-  ``archive=`` (the period written to a file first).
+  ``archive=`` (the period written to a file first).  Here the call is
+  not the hold (the archive is written after the lock is released), so
+  two more figures are printed: ``hold``, the longest the periodic
+  board's lock was held, and ``waited``, the longest another thread took
+  to take and release that lock (every millisecond) during the call: the
+  lock's hold and the interpreter's global lock (a long C call such as
+  packing the archive stops other threads too).
+
+``--only period`` (or ``bulk``, ``window``; repeatable) runs only those cases.
 
 No wall-clock figure here is a pass/fail test.
 """
@@ -37,6 +45,7 @@ import random
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -57,12 +66,74 @@ def timed(label: str, call: Callable[[], Any]) -> None:
     print(f"  {label:<24} wall {wall * 1e3:9.1f} ms   CPU {cpu * 1e3:9.1f} ms   load {load}")
 
 
+class HoldTimer:
+    """Wraps a re-entrant lock and records its longest outermost hold."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock = lock
+        self.depth = 0  # changed by the owner only
+        self.since = 0.0
+        self.longest = 0.0
+
+    def acquire(self, *args: Any, **kwargs: Any) -> bool:
+        got: bool = self.lock.acquire(*args, **kwargs)
+        if got:
+            self.depth += 1
+            if self.depth == 1:
+                self.since = time.perf_counter()
+        return got
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.longest = max(self.longest, time.perf_counter() - self.since)
+        self.lock.release()
+
+    def __enter__(self) -> HoldTimer:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def timed_close(label: str, daily: Any, now: list[float]) -> None:
+    """Move ``now`` a day on and ``timed(label, daily.tick)``, plus the longest hold of the periodic
+    board's lock and the longest wait of a read on another thread."""
+    outer = daily._lock
+    if hasattr(outer, "_after"):  # the lock that writes archives after its release
+        timer = outer._lock = HoldTimer(outer._lock)
+    else:  # a plain RLock (an engine from before that)
+        timer = daily._lock = HoldTimer(outer)
+    stop = threading.Event()
+    waited = [0.0]
+
+    def probe() -> None:
+        while not stop.is_set():
+            start = time.perf_counter()
+            with daily._lock:  # a read's wait, without advancing (tick closes)
+                pass
+            waited[0] = max(waited[0], time.perf_counter() - start)
+            time.sleep(0.001)
+
+    reader = threading.Thread(target=probe, daemon=True)
+    reader.start()
+    time.sleep(0.05)
+    timer.longest = waited[0] = 0.0
+    now[0] += 86_400
+    timed(label, daily.tick)
+    stop.set()
+    reader.join()
+    print(f"  {'':<24} hold {timer.longest * 1e3:9.1f} ms   waited {waited[0] * 1e3:7.1f} ms")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-n", type=int, default=1_000_000)
     p.add_argument("--backend", choices=("sortedlist", "skiplist"), action="append")
     p.add_argument("--code", help="import rankengine from this checkout instead")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--only", choices=("bulk", "window", "period"), action="append")
     args = p.parse_args()
     sys.path.insert(0, args.code or str(Path(__file__).resolve().parent.parent))
 
@@ -70,13 +141,22 @@ def main() -> None:
     rng = random.Random(args.seed)
     for backend in args.backend or ["sortedlist", "skiplist"]:
         print(f"{backend} N={args.n:,}")
-        one_backend(backend, names, rng)
+        one_backend(backend, names, rng, set(args.only or ("bulk", "window", "period")))
 
 
-def one_backend(backend: str, names: list[str], rng: random.Random) -> None:
+def one_backend(backend: str, names: list[str], rng: random.Random, cases: set[str]) -> None:
     """Every case on one backend (the engine imported by ``main``)."""
     from rankengine import Leaderboard, PeriodicLeaderboard, SlidingWindowLeaderboard
 
+    if "bulk" in cases:
+        bulk_cases(Leaderboard, backend, names, rng)
+    if "window" in cases:
+        window_cases(SlidingWindowLeaderboard, backend, names, rng)
+    if "period" in cases:
+        period_cases(PeriodicLeaderboard, backend, names, rng)
+
+
+def bulk_cases(Leaderboard: Any, backend: str, names: list[str], rng: random.Random) -> None:
     n = len(names)
     board: Any = Leaderboard(backend=backend)
     board.set_many((m, rng.randrange(1_000_000)) for m in names)
@@ -88,8 +168,11 @@ def one_backend(backend: str, names: list[str], rng: random.Random) -> None:
     gc.unfreeze()
     gc.collect()
 
+
+def window_cases(Window: Any, backend: str, names: list[str], rng: random.Random) -> None:
+    n = len(names)
     now = [START]
-    window: Any = SlidingWindowLeaderboard("hourly", 2, clock=lambda: now[0], backend=backend)
+    window: Any = Window("hourly", 2, clock=lambda: now[0], backend=backend)
     window.set_many((m, rng.randrange(1_000)) for m in names)
     timed("window first refresh", window.refresh)
     window.set_many((names[rng.randrange(n)], 1) for _ in range(n // 100))
@@ -100,14 +183,16 @@ def one_backend(backend: str, names: list[str], rng: random.Random) -> None:
     gc.unfreeze()
     gc.collect()
 
+
+def period_cases(Periodic: Any, backend: str, names: list[str], rng: random.Random) -> None:
+    now = [START]
     for archive in (None, tempfile.mkdtemp(prefix="rankengine-bulk-")):
         now[0] = START
-        daily: Any = PeriodicLeaderboard(
+        daily: Any = Periodic(
             "daily", keep=0, clock=lambda: now[0], archive=archive, backend=backend
         )
         daily.set_many((m, rng.randrange(1_000)) for m in names)
-        now[0] += 86_400
-        timed("period close" + (" + archive" if archive else ""), daily.tick)
+        timed_close("period close" + (" + archive" if archive else ""), daily, now)
         del daily
         if archive:
             shutil.rmtree(archive, ignore_errors=True)

@@ -240,20 +240,19 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         #: True while an on_close callback runs: a read it makes through this
         #: board must not advance again (it would close the same period again)
         self._closing = False
-        #: Closed periods dropped from memory whose archive is being written
-        #: (oldest first): reads still answer from their boards meanwhile.
-        #: Changed under _detached_lock only, which guards nothing else.
-        self._detached: dict[str, tuple[Period, Leaderboard]] = {}
+        #: Dropped periods whose archive is being written, oldest first, with
+        #: the thread that writes it (None after a failed try: any thread);
+        #: reads answer from them meanwhile.  Guarded by _detached_lock only.
+        self._detached: dict[str, tuple[Period, Leaderboard, int | None]] = {}
         self._detached_lock = threading.Lock()
-        #: Held while detached periods are archived and released, one
-        #: thread at a time; never held while waiting for self._lock.
+        #: Held while detached periods are archived (never waits for _lock).
         self._archiver = threading.Lock()
         # Lock order: this lock, then _archiver, then a period board's lock.
         # A window over these buckets takes its own lock before this one
         # (see window.py); the hooks below run under this lock and take none.
         # A dropped period's archive is written after the outermost release
         # of this lock (see _drop and rankengine.timed.detached).
-        self._lock = AfterLock(after=self._write_detached, pending=lambda: bool(self._detached))
+        self._lock = AfterLock(after=self._write_detached, pending=self._archive_due)
         #: True after close() closed durable period boards: the board then
         #: stays as it was (no new period boards, no closing or dropping).
         self._shut = False
@@ -713,46 +712,61 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         if self._drop_hook is not None:
             self._drop_hook(period, board)
         with self._detached_lock:
-            self._detached[period.name] = (period, board)
+            self._detached[period.name] = (period, board, threading.get_ident())
         del self._boards[period.name]
         del self._periods[period.name]
         self._closed.discard(period.name)
 
+    def _archive_due(self) -> bool:
+        """Whether the calling thread has detached periods to archive.
+
+        Runtime complexity: O(1) with no period detached, else O(detached)"""
+        if not self._detached:
+            return False
+        me = threading.get_ident()
+        with self._detached_lock:
+            return any(owner in (me, None) for _, _, owner in self._detached.values())
+
     def _write_detached(self) -> None:
-        """Archive and release the detached periods, oldest first, unless
-        another thread is doing it (it then does these too).  Runs after the
-        outermost release of the board's lock (see :class:`AfterLock`).
+        """Archive and release the periods this thread detached (and those
+        whose archive failed), oldest first.  Runs after the outermost
+        release of the board's lock (see :class:`AfterLock`), so a close's
+        archive is written by the call that closed it, not by a reader.
 
         Runtime complexity: O(N) per period for N members
         """
-        # (re-checked after the release: a period detached while another
-        # thread held _archiver, and that thread had found none left)
-        while self._detached and self._archiver.acquire(blocking=False):
-            try:
-                self._archive_detached()
-            finally:
-                self._archiver.release()
+        me = threading.get_ident()
+        with self._archiver:
+            self._archive_detached(lambda owner: owner in (me, None))
 
     def _drain_detached(self) -> None:
-        """Under the board's lock: wait until every detached period is
-        archived and released (before close() or forget())."""
+        """Under the board's lock: archive and release every detached period,
+        after waiting for one being archived (before close() or forget())."""
         with self._archiver:
-            self._archive_detached()
+            self._archive_detached(lambda owner: True)
 
-    def _archive_detached(self) -> None:
-        """Under ``_archiver``: archive each detached period (durable before
-        its own files are deleted), forget it, then release its files.  If
-        the archive fails, the period stays detached (still readable) and
-        the next release of the lock tries again."""
+    def _archive_detached(self, mine: Callable[[int | None], bool]) -> None:
+        """Under ``_archiver``: archive each detached period whose owner is
+        ``mine`` (durable before its own files are deleted), forget it, then
+        release its files.  If the archive fails, the period stays detached
+        (still readable) and the next thread to release the lock tries again.
+        """
         while True:
             with self._detached_lock:
-                if not self._detached:
+                due = [name for name, (_, _, owner) in self._detached.items() if mine(owner)]
+                if not due:
                     return
-                name, (period, board) = next(iter(self._detached.items()))
-            if self._archive is not None:
-                path = self._archive / (period_file_name(period.name) + ARCHIVE_SUFFIX)
-                write_archive(path, period, board)
-                crash_point("after_archive")
+                name = due[0]
+                period, board, _ = self._detached[name]
+            try:
+                if self._archive is not None:
+                    path = self._archive / (period_file_name(period.name) + ARCHIVE_SUFFIX)
+                    write_archive(path, period, board)
+                    crash_point("after_archive")
+            except BaseException:
+                with self._detached_lock:
+                    self._detached[name] = (period, board, None)
+                raise
             # archived: readers read the archive from here on, and a failed
             # release is not tried again (a reopen finishes it, see store.py)
             with self._detached_lock:
@@ -788,7 +802,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
                 self._boards[name]._check()
             with self._detached_lock:
                 detached = dict(self._detached)
-            for name, (_period, board) in detached.items():
+            for name, (_period, board, _owner) in detached.items():
                 assert name not in self._periods, f"{name} both held and detached"
                 board._check()
             starts = sorted(p.start for p in self._periods.values())
