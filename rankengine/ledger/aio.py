@@ -4,8 +4,9 @@
 ``arecord`` runs on the event loop's thread: the check, the append (the
 record in the OS page cache) and the views' writes take microseconds and
 never wait for the disk.  Under ``fsync="always"`` the call then awaits the
-**group commit** of :mod:`rankengine.durable.commit` -- the same one a
-durable board and :class:`~rankengine.aio.AsyncLeaderboard` use: one
+**group commit** of :mod:`rankengine.durable.commit` -- the ledger's
+own (its threads share it), as a durable board and
+:class:`~rankengine.aio.AsyncLeaderboard` have theirs: one
 flusher thread runs fsyncs back to back, each covering every record
 appended before it started, so a thousand tasks recording together share a
 few fsyncs instead of waiting for a thousand, and the loop never blocks on
@@ -56,9 +57,9 @@ class AsyncLedger:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         files = ledger._files
-        self._group: GroupCommit | None = None
-        if files is not None and files.policy == "always":
-            self._group = GroupCommit(files.sync, durable=ledger.last_seq)
+        #: the ledger's group commit (``"always"`` only)
+        self._group: GroupCommit | None = None if files is None else files.group
+        if self._group is not None:
             self._group.subscribe(self._wake)
         self._loop: asyncio.AbstractEventLoop | None = None
         #: (ticket, future, held notices) of the awaits, in ticket order
@@ -105,8 +106,9 @@ class AsyncLedger:
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
+        # (the append noted it for the group; the records of this face are
+        # appended on the loop, one after another, so in ticket order)
         self._waiting.append((done.seq, future, held))
-        group.appended(done.seq)  # (records of this face are appended on the loop, in order)
         if done.seq <= group.durable:
             self._wake(group.durable, None)  # durable already (another fsync covered it)
         await future
