@@ -3,8 +3,9 @@
 The events are the truth; every board is a view of them.  One
 :meth:`Ledger.record` checks the event against every view (an event any
 view would refuse changes nothing and writes nothing), appends **one**
-record to the log, makes it durable once under the fsync policy, then
-applies it to every view under one lock, and returns what it did to each.
+record to the log, applies it to every view under one lock, and returns
+what it did to each once the record is durable under the fsync policy
+(under ``"always"``, an fsync shared with the records of other threads).
 After a crash every view reflects the same prefix of the log: each is
 loaded from its own snapshot and given the events after it.
 
