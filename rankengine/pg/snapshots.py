@@ -152,7 +152,8 @@ class ViewSnapshots:
                 f"view {view.name!r}: snapshot not loaded, {problem}; "
                 "building the view from the store",
                 SnapshotWarning,
-                stacklevel=3,
+                # past load, Follower.load_snapshot and add_view: the caller's add
+                stacklevel=5,
             )
             return False
         board._restore_columns(
