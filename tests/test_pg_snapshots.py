@@ -14,6 +14,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -256,3 +257,24 @@ def test_a_kill_during_a_snapshot_write_leaves_the_old_or_the_new(
     # the next snapshot replaces a leftover .tmp
     restarted.snapshot()
     assert sorted(os.listdir(tmp_path)) == ["all.snap", "eu.snap", "low.snap"]
+
+
+@pytest.mark.filterwarnings("ignore::rankengine.pg.snapshots.SnapshotWarning")
+def test_snapshots_taken_while_a_thread_follows(store: EventStore, tmp_path: Path) -> None:
+    follower = _follower(store, tmp_path)
+    writer = EventStore(store.conninfo, table=store.table, create=False)  # one per thread
+    stop = threading.Event()
+    thread = threading.Thread(target=follower.follow, args=(stop,), kwargs={"timeout": 0.05})
+    thread.start()
+    try:
+        for seed in range(20, 26):
+            writer.append_many(_events(150, seed=seed))
+            written = follower.snapshot()  # between two applies, never inside one
+            assert len(set(written.values())) == 1
+    finally:
+        stop.set()
+        thread.join()
+        writer.close()
+    restarted = _follower(store, tmp_path)
+    restarted.catch_up()
+    assert _state(restarted) == _reference(store)
