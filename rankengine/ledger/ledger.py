@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
+from rankengine.durable.forget import Forgotten
 from rankengine.durable.options import (
     COMPACT_MIN_BYTES,
     FsyncPolicy,
@@ -57,6 +58,7 @@ from rankengine.durable.records import (
 )
 from rankengine.ledger.adapters import Adapter, PeriodicAdapter, TopKAdapter
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.forget import forget_member
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
 from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
@@ -662,6 +664,14 @@ class Ledger:
         ):
             self.compact()
         return done
+
+    def forget(self, member: Any) -> Forgotten:
+        """Remove ``member`` from every view and every file of the ledger
+        (see :mod:`rankengine.ledger.forget`); other members are unchanged.
+
+        Runtime complexity: O(E + N) for E events logged and N members held
+        """
+        return forget_member(self, member)
 
     # ------------------------------------------------------------------
     # Subscriptions

@@ -50,6 +50,7 @@ from rankengine.durable.eventlog import (
     SegmentReader,
     SegmentWriter,
 )
+from rankengine.durable.forget import finish_forget
 from rankengine.durable.kinds import LEDGER, LEDGER_KIND, refuse_other_kind
 from rankengine.durable.manifest import (
     DirectoryLock,
@@ -124,6 +125,7 @@ class LedgerFiles:
         #: group commit instead (see rankengine.ledger.aio): no fsync here
         self.local = threading.local()
         try:
+            finish_forget(path, nested=True)  # (a forget a crash interrupted: before any read)
             self.manifest = self._open_manifest(create)
         except BaseException:
             self.lock.release()
