@@ -268,6 +268,61 @@ class LoggedBoard(ReplyDecoding):
                 self._restore(list(log._export()), log.clock, writes=log.last_seq)
         return len(rows)
 
+    def apply_at(self, changes: list[Change], *, after: int, seq: int) -> bool:
+        """Apply explicit changes (as :meth:`_commit`) and set the write
+        counter to ``seq``, in one script, only if the counter is ``after``:
+        False (nothing written) otherwise.
+
+        This is how an applier that feeds the board from an event store
+        (:mod:`rankengine.pg`) keeps its place *in Redis, with the board*:
+        the counter names the last event applied, and moves in the same
+        atomic script as the changes, so an event applied again after a
+        crash or by a second applier is refused, never counted twice.  Only
+        an unlogged board: a logged one's counter belongs to its log.
+
+        Runtime complexity: O(k log N) on the server for k changes, one round trip.
+        """
+        if self._log is not None:
+            raise ValueError("apply_at() is for a board without an event log")
+        ops: list[Any] = ["G", int(after)]
+        for change in changes:
+            if change[0] == PUT:
+                value = self._codec.check(change[2])
+                ops.extend(("P", self._member(change[1]), *self._format.encode(value), change[3]))
+            elif change[0] == DEL:
+                ops.extend(("D", self._member(change[1])))
+            else:
+                data = change[2]
+                ops.extend(("M", self._member(change[1]), _flag(data is not None)))
+                ops.append(b"" if data is None else encode_meta(check_meta(data)))
+        ops.extend(("W", int(seq)))
+        with self._writing():
+            if not int(self._run("COMMIT", self._clock_floor, *ops)[0]):
+                return False
+            self._notify(changes)
+        return True
+
+    def rebuild_at(self, source: Leaderboard, seq: int) -> int:
+        """:meth:`rebuild` from the in-process board ``source``, leaving the
+        write counter at ``seq`` (the event-store position ``source``
+        reflects; see :meth:`apply_at`).  While it runs, and after one cut
+        short, the counter is -1, which no applier takes for its place.
+
+        Runtime complexity: O(N log N), about N / 2000 round trips.
+        """
+        if self._log is not None:
+            raise ValueError("rebuild_at() is for a board without an event log")
+        for setting, mine in (("order", self._order), ("tie_break", self._tie_break)):
+            if getattr(source, setting) != mine:
+                raise ValueError(f"rebuild_at() needs a source with this board's {setting}")
+        with source._lock:
+            rows = list(source._export())
+            clock = int(source.clock)
+        with self._lock:
+            rows = self._checked_rows(rows, clock)
+            self._restore(rows, clock, writes=int(seq))
+        return len(rows)
+
     def _checked_rows(
         self, rows: list[tuple[Member, Score, int, dict[str, Any] | None]], clock: int
     ) -> list[tuple[Member, Score, int, dict[str, Any] | None]]:

@@ -8,13 +8,15 @@
 --   'M' member flag meta           flag 1 sets, 0 removes
 --   'C' clock                      raise the clock to at least this
 --   'W' writes                     set the write counter (restore)
+--   'G' writes                     precondition: the write counter is this
+--                                  (an event store's applier: see apply_at)
 -- base = max(clock, floor) when the script starts.  Returns {1, base} or
 -- {0} when a precondition failed (nothing written).
 
 local again = replayed()
 if again then return again end
 guard()
-local WIDTH = {X = 5, P = 6, R = 6, T = 2, D = 2, M = 4, C = 2, W = 2}
+local WIDTH = {X = 5, P = 6, R = 6, T = 2, D = 2, M = 4, C = 2, W = 2, G = 2}
 local tag = board_tag()
 local base = clock_base(tonumber(ARGV[2]))
 -- the highest clock the ops need, checked before the first write
@@ -32,7 +34,9 @@ while i <= #ARGV do
   elseif op == 'C' then
     highest = math.max(highest, tonumber(ARGV[i + 1]))
   end
-  if op == 'X' then
+  if op == 'G' then
+    if writes_now ~= tonumber(ARGV[i + 1]) then return {0} end
+  elseif op == 'X' then
     local old = lookup(ARGV[i + 1])
     if ARGV[i + 2] == '' then
       if old then return {0} end

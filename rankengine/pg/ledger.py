@@ -1,0 +1,350 @@
+"""The ledger's views and ``record`` API, with the stream in PostgreSQL.
+
+:class:`~rankengine.ledger.ledger.Ledger` keeps its events in local
+segments: one process.  :class:`PgLedger` is the same idea for a fleet:
+the same views (every board kind, routes with ``where=`` and ``by=``,
+subscriptions), the same ``record`` returning each view's outcome, but the
+events go to an :class:`~rankengine.pg.store.EventStore` that many
+processes append to, and each process's views apply the stream in the
+store's order.
+
+``record(...)``:
+
+1. makes the event and checks it against every view of *this* process
+   (an event a view would refuse raises and writes nothing, as in the
+   ledger);
+2. appends it to the store (durable once it returns, see
+   :mod:`rankengine.pg.store`);
+3. applies the stream up to and including it (other processes' events
+   first, when they committed before it), and returns its outcomes.
+
+What differs from the one-process ledger, and why: the check in step 1 sees
+this process's views as of its last read, while other processes may have
+appended since.  An event that passes here and is then refused by a view
+when applied (a weekly board's period closed by another process's later
+event, say) changes nothing in that view, in every process alike, and is
+counted in :attr:`PgLedger.refused`; it does not close the ledger as a
+local ledger's failed apply does.  The views live in memory: a process
+that starts builds them from the store (:meth:`PgLedger.sync`), and its
+snapshots are not kept (the store is the log; a restart is a catch-up).
+
+>>> ledger = PgLedger(EventStore("host=127.0.0.1"))        # doctest: +SKIP
+>>> ledger.add_view("alltime", "board")                    # doctest: +SKIP
+>>> ledger.add_view("eu", "board", where={"region": "eu"}) # doctest: +SKIP
+>>> done = ledger.record("ann", 30, attrs={"region": "eu"})   # doctest: +SKIP
+>>> [(o.view, o.score) for o in done.outcomes]             # doctest: +SKIP
+[('alltime', 30), ('eu', 30)]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from rankengine.ledger.events import LedgerEvent, make_event
+from rankengine.ledger.ledger import Recorded
+from rankengine.ledger.routes import NO_KEY, Route
+from rankengine.ledger.subscriptions import Subscriptions
+from rankengine.ledger.views import Outcome, View, check_view_name
+from rankengine.pg.events import META, NewEvent, StoreEvent, now_ms
+from rankengine.pg.store import CHUNK, EventStore
+
+__all__ = ["PgLedger", "ledger_event", "store_event"]
+
+#: What a view may raise when it refuses an event it is given (the boards'
+#: own refusals: bad value, late event, members that do not compare).
+_REFUSALS = (ValueError, TypeError, KeyError, OverflowError)
+
+
+def store_event(event: LedgerEvent) -> NewEvent:
+    """The store's form of a ledger event (a ``meta`` event's metadata is its value).
+
+    >>> e = make_event("ann", 3, op="set", t_ms=5, when="better")
+    >>> ledger_event(store_event(e), 1) == e
+    True
+    """
+    member, op, value, t_ms, attrs, when, meta = event
+    if op == META:
+        return NewEvent(op, member, meta, t_ms, attrs)
+    return NewEvent(op, member, value, t_ms, attrs, when, meta)
+
+
+def ledger_event(event: StoreEvent | NewEvent, seq: int = 0) -> LedgerEvent:
+    """The ledger's form of a stored event (``seq`` for the error message)."""
+    if event.op == META:
+        return LedgerEvent(
+            event.member, "meta", None, event.time_ms, event.attrs, None, event.value
+        )
+    return LedgerEvent(
+        event.member,
+        event.op,  # type: ignore[arg-type]  # checked when it was appended
+        event.value,
+        event.time_ms,
+        event.attrs,
+        event.when,
+        event.meta,
+    )
+
+
+class PgLedger:
+    """One PostgreSQL event stream, this process's views of it (see the module docstring).
+
+    :param store: the store events are appended to (and read from, unless
+        ``reader`` is given: a store object is for one thread).
+    :param now: a function returning milliseconds (the default event time).
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        reader: EventStore | None = None,
+        now: Callable[[], int] | None = None,
+    ) -> None:
+        self.store = store
+        self.reader = reader or EventStore(
+            store.conninfo, table=store.table, create=False, retry_seconds=store.retry_seconds
+        )
+        self._now = now_ms if now is None else now
+        self._lock = threading.RLock()
+        self._views: dict[str, View] = {}
+        self._subs = Subscriptions()
+        #: the ledger's clock: the latest event time applied (ms)
+        self._time = 0
+        self._seq = 0
+        #: events refused by a view when applied, by view name
+        self.refused: dict[str, int] = {}
+        #: outcomes of this process's own records, kept until record() returns them
+        self._waiting: dict[int, list[Outcome]] = {}
+
+    # -- views ---------------------------------------------------------------
+    def add_view(
+        self,
+        name: str,
+        kind: str = "board",
+        *,
+        where: Mapping[str, Any] | None = None,
+        by: str | None = None,
+        **options: Any,
+    ) -> None:
+        """Register a view (as :meth:`Ledger.add_view
+        <rankengine.ledger.ledger.Ledger.add_view>`), built from every event
+        this ledger has applied so far.
+
+        Runtime complexity: O(E) for the E events applied so far (read again)
+        """
+        check_view_name(name)
+        if kind == "redis":
+            # The ledger's Redis view writes Redis from each process that
+            # has it: in a fleet, every process would add every event.
+            raise ValueError(
+                "a fleet's Redis board has one applier: feed it with "
+                "rankengine.pg.redis_view.RedisView in one process, not a 'redis' view "
+                "in every process's PgLedger"
+            )
+        with self._lock:
+            if name in self._views:
+                raise ValueError(f"the ledger has a view {name!r} already")
+            view = View(name, kind, options, Route.of(where=where, by=by))
+            saved = self._time
+            self._time = 0
+            try:
+                for chunk in self.reader.chunks(0, size=CHUNK):
+                    events = [e for e in chunk if e.seq <= self._seq]
+                    self._apply_to([view], events)
+                    if len(events) < len(chunk):
+                        break
+            finally:
+                self._time = saved
+            view.seq = self._seq
+            self._views[name] = view
+
+    @property
+    def views(self) -> list[str]:
+        """The views' names, in registration order."""
+        return list(self._views)
+
+    def view(self, name: str, key: Any = NO_KEY) -> Any:
+        """The board of view ``name`` (and ``key``, for a keyed view)."""
+        return self._views[name].board(key)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._views[name].reader()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._views
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the last event applied."""
+        return self._seq
+
+    # -- recording -------------------------------------------------------------
+    def record(
+        self,
+        member: Any,
+        value: Any = None,
+        *,
+        op: str = "incr",
+        t_ms: int | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        when: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        ranks: bool = True,
+    ) -> Recorded:
+        """Check, append, apply (see the module docstring); the event's
+        sequence number and each view's outcome.
+
+        Runtime complexity: one append (a round trip and a commit), plus the
+        events appended by others since the last read
+        """
+        if value is None and op == "incr":
+            value = 1
+        event = make_event(
+            member,
+            value,
+            op=op,
+            t_ms=self._now() if t_ms is None else t_ms,
+            attrs=attrs,
+            when=when,
+            meta=meta,
+        )
+        return self._record([event], ranks)[0]
+
+    def record_many(
+        self, items: Iterable[Mapping[str, Any] | tuple[Any, Any]], *, ranks: bool = False
+    ) -> list[Recorded]:
+        """Record many events in one transaction: items as :meth:`Ledger.record_many
+        <rankengine.ledger.ledger.Ledger.record_many>` takes them."""
+        events = []
+        for i, item in enumerate(items):
+            try:
+                events.append(self._event_of(item))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"item {i} of the batch: {exc}") from None
+        return self._record(events, ranks) if events else []
+
+    def _event_of(self, item: Mapping[str, Any] | tuple[Any, Any]) -> LedgerEvent:
+        if isinstance(item, tuple):
+            if len(item) != 2:
+                raise TypeError(f"expected (member, delta) or a dict, got {item!r}")
+            return make_event(item[0], item[1], t_ms=self._now())
+        fields = dict(item)
+        member = fields.pop("member")
+        op = fields.pop("op", "incr")
+        value = fields.pop("value", 1 if op == "incr" else None)
+        t_ms = fields.pop("t_ms", None)
+        return make_event(
+            member, value, op=op, t_ms=self._now() if t_ms is None else t_ms, **fields
+        )
+
+    def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
+        with self._lock:
+            views = list(self._views.values())
+            sims: list[dict[Any, Any]] = [{} for _ in views]
+            now = self._time
+            for i, event in enumerate(events):
+                now = max(now, event.t_ms)
+                for view, sim in zip(views, sims, strict=True):
+                    try:
+                        view.check(event, now, sim)
+                    except Exception as exc:
+                        where = f"item {i} of the batch, " if len(events) > 1 else ""
+                        exc.add_note(
+                            f"({where}refused by view {view.name!r}; nothing was recorded)"
+                        )
+                        raise
+            seqs = self.store.append_many([store_event(e) for e in events])
+            for seq in seqs:
+                self._waiting[seq] = []
+            self._ranks = ranks
+            try:
+                self.sync(upto=seqs[-1])
+            finally:
+                self._ranks = False
+            return [
+                Recorded(seq, event, self._waiting.pop(seq, []))
+                for seq, event in zip(seqs, events, strict=True)
+            ]
+
+    # -- following ---------------------------------------------------------------
+    def sync(self, upto: int | None = None) -> int:
+        """Apply every event committed so far (at least up to ``upto``);
+        return how many were applied.
+
+        Runtime complexity: O(k) for k new events, k / CHUNK round trips
+        """
+        applied = 0
+        with self._lock:
+            while True:
+                chunk = self.reader.read(self._seq, CHUNK)
+                applied += self._apply(chunk)
+                if len(chunk) < CHUNK and (upto is None or self._seq >= upto):
+                    return applied
+
+    def poll(self, timeout: float = 0.0) -> int:
+        """Apply what is new; if nothing is, wait up to ``timeout`` seconds
+        for an append (``LISTEN``) and apply it."""
+        applied = self.sync()
+        if applied or timeout <= 0:
+            return applied
+        return self.sync() if self.reader.wait(timeout) else 0
+
+    def follow(self, stop: threading.Event, *, timeout: float = 0.5) -> None:
+        """Apply events as they commit until ``stop`` is set."""
+        while not stop.is_set():
+            self.poll(timeout)
+
+    _ranks = False
+
+    def _apply(self, events: list[StoreEvent]) -> int:
+        self._apply_to(list(self._views.values()), events)
+        if events:
+            self._seq = max(self._seq, events[-1].seq)
+        return len(events)
+
+    def _apply_to(self, views: list[View], events: list[StoreEvent]) -> None:
+        subs = self._subs
+        for stored in events:
+            event = ledger_event(stored, stored.seq)
+            self._time = max(self._time, event.t_ms)
+            mine = self._waiting.get(stored.seq)
+            for view in views:
+                if view.seq >= stored.seq:
+                    continue
+                view.time_ms = self._time
+                watched = subs.watches(view.name)
+                try:
+                    outcomes = view.apply(event, (mine is not None and self._ranks) or watched)
+                except _REFUSALS:
+                    self.refused[view.name] = self.refused.get(view.name, 0) + 1
+                    outcomes = []
+                if mine is not None:
+                    mine.extend(outcomes)
+                if watched and outcomes:
+                    subs.deliver(stored.seq, event, view, outcomes)
+                view.seq = stored.seq
+
+    # -- subscriptions -------------------------------------------------------------
+    def subscribe(self, view: str, callback: Callable[[Any], None], **options: Any) -> Any:
+        """As :meth:`Ledger.subscribe <rankengine.ledger.ledger.Ledger.subscribe>`:
+        notices are delivered as this process applies the stream, in order."""
+        with self._lock:
+            if view not in self._views:
+                raise KeyError(f"the ledger has no view {view!r}")
+            return self._subs.add(view, self._views[view].kind, callback, **options)
+
+    def unsubscribe(self, handle: Any) -> None:
+        """Stop a subscription."""
+        with self._lock:
+            self._subs.remove(handle)
+
+    def close(self) -> None:
+        """Close the store connections (the views stay readable)."""
+        self.store.close()
+        self.reader.close()
+
+    def _check(self) -> None:
+        for view in self._views.values():
+            view._check()
