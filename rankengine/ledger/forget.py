@@ -6,12 +6,14 @@ board, a candidate in a trending view) and in every view in memory (each
 routed per-key board, each period, a Redis view's serving copy).
 :func:`forget_member` (``Ledger.forget``) removes them from all of it:
 
-1. **rebuild** every view without the member: from the whole log with
-   their events left out when the ledger holds its whole history (the
-   default, ``retain_log=True``: every view is then exactly what a ledger
-   that never saw the member holds, a trending view's count-min sketch
-   included), else from each view's snapshot with the member's rows and
-   trending candidate removed, then the log after it without their events;
+1. **rebuild** every view without the member: from each view's snapshot
+   with the member's rows and trending candidate removed, then the log
+   after it without their events (the cost of an open); or, with
+   ``from_log=True`` (the ledger must hold its whole history, as it does
+   by default), from the whole log without their events, so that every
+   view is exactly what a ledger that never saw the member holds, a
+   trending view's count-min sketch included.  An in-memory ledger
+   rebuilds from its events always;
 2. **stage** (the durable board's :class:`~rankengine.durable.forget.ForgetPlan`):
    each segment that holds an event of theirs is rewritten as
    ``NAME.forget`` (a record left with no event stays, empty, so every
@@ -33,12 +35,13 @@ applies before anything is read (``LedgerFiles`` calls
 :func:`~rankengine.durable.forget.finish_forget` on the ledger's directory
 and ``views/`` under it).
 
-What cannot be forgotten exactly: a trending view rebuilt from a snapshot
-(``retain_log=False``) keeps the count-min sketch's counters, in which the
-member's increments are added into cells shared with other members; the
-sketch holds no member id (only hashed counters), and the member is no
-longer a candidate, so it never shows in ``top()`` again, but its counts
-stay smeared into those cells (and into ``total``).
+What cannot be forgotten exactly: a trending view rebuilt from its snapshot
+(the default) keeps the count-min sketch's counters, in which the member's
+increments were added into cells shared with other members; the sketch
+holds no member id (only hashed counters), and the member is no longer a
+candidate, so it never shows in ``top()`` again, but its counts stay
+smeared into those cells (and into ``total``).  ``from_log=True`` rebuilds
+the sketch without them.
 
 >>> from rankengine import Ledger
 >>> ledger = Ledger()
@@ -151,7 +154,7 @@ def _filtered(records: Iterable[Event], member: Any) -> Iterator[Event]:
         )
 
 
-def _rebuild(ledger: Ledger, member: Any) -> dict[str, View]:
+def _rebuild(ledger: Ledger, member: Any, from_log: bool) -> dict[str, View]:
     """Every view of ``ledger`` as it would be had the member never been
     recorded (see the module docstring, step 1)."""
     files = ledger._files
@@ -165,8 +168,14 @@ def _rebuild(ledger: Ledger, member: Any) -> dict[str, View]:
             records = ledger._history
         else:
             start = 0
-            if files.manifest.segments[0][1] != 1:  # history compacted away: snapshots
+            if not from_log:
                 start = _restore_scrubbed(ledger, files, fresh, member)
+            elif files.manifest.segments[0][1] != 1:
+                raise LogError(
+                    f"{ledger.path}: from_log=True needs the whole history, and the events "
+                    "before the first segment were compacted away (retain_log=False): "
+                    "forget without from_log (from the views' snapshots)"
+                )
             records = read_events(ledger.path, files.manifest, start)
         for record in _filtered(records, member):
             ledger._replay(record)
@@ -278,12 +287,16 @@ def _stage_log(ledger: Ledger, files: LedgerFiles, plan: ForgetPlan, member: Any
     )
 
 
-def forget_member(ledger: Ledger, member: Any) -> Forgotten:
+def forget_member(ledger: Ledger, member: Any, *, from_log: bool = False) -> Forgotten:
     """Remove ``member`` from every view of ``ledger`` and every file under
     its directory (``Ledger.forget``; see the module docstring).
+    ``from_log``: rebuild the views from the whole log (exact for a
+    trending view's sketch too; O(E) replays) instead of from their
+    snapshots and the log after them.
 
     Runtime complexity: O(E + N) for E events logged and N members held
-    (the views are rebuilt, the log read and rewritten)
+    (the log is read and rewritten; the views rebuilt from their snapshots
+    and the events after them, or with ``from_log`` from every event)
 
     :raises TypeError: ``member`` is not a str, bytes or int.
     :raises ValueError: the ledger is closed.
@@ -300,7 +313,7 @@ def forget_member(ledger: Ledger, member: Any) -> Forgotten:
         files = ledger._files
         if files is None:
             assert ledger._history is not None
-            fresh = _rebuild(ledger, member)
+            fresh = _rebuild(ledger, member, True)
             touched = sum(any(holds_member(c, member) for c in r.changes) for r in ledger._history)
             ledger._history = list(_filtered(ledger._history, member))
             _swap(ledger, fresh)
@@ -316,7 +329,7 @@ def forget_member(ledger: Ledger, member: Any) -> Forgotten:
         files.sync()
         if not rows and not _any_trace(files.path, member):
             return Forgotten(False, 0, 0, 0)
-        fresh = _rebuild(ledger, member)
+        fresh = _rebuild(ledger, member, from_log)
         plan = ForgetPlan(files.path)
         try:
             for leftover in stale_files(files.path, files.manifest):

@@ -665,13 +665,15 @@ class Ledger:
             self.compact()
         return done
 
-    def forget(self, member: Any) -> Forgotten:
+    def forget(self, member: Any, *, from_log: bool = False) -> Forgotten:
         """Remove ``member`` from every view and every file of the ledger
         (see :mod:`rankengine.ledger.forget`); other members are unchanged.
+        ``from_log``: rebuild the views from every event (exact for a
+        trending view's sketch too) rather than from their snapshots.
 
         Runtime complexity: O(E + N) for E events logged and N members held
         """
-        return forget_member(self, member)
+        return forget_member(self, member, from_log=from_log)
 
     # ------------------------------------------------------------------
     # Subscriptions
