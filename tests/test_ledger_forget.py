@@ -211,6 +211,27 @@ def test_from_log_needs_the_whole_history(tmp_path: Path) -> None:
         assert scan(tmp_path) == []
 
 
+@pytest.mark.parametrize("from_log", [False, True])
+def test_a_routed_board_only_the_member_made_goes_with_its_key(
+    tmp_path: Path, from_log: bool
+) -> None:
+    with Ledger.open(tmp_path) as ledger:
+        ledger.add_view("device", by="device")
+        ledger.record(TARGET, 5, t_ms=T0, attrs={"device": SECRET_ATTR})
+        ledger.record("p1", 3, t_ms=T0 + 1, attrs={"device": "phone"})
+        ledger.record("p2", 2, t_ms=T0 + 2, attrs={"device": "phone"})
+        ledger.remove("p2", t_ms=T0 + 3, attrs={"device": "tv"})  # an empty board of others'
+        ledger.compact()
+        ledger.record("p1", 1, t_ms=T0 + 4, attrs={"device": "phone"})
+        ledger.forget(TARGET, from_log=from_log)
+        assert sorted(ledger["device"]) == ["phone", "tv"]
+        assert ledger["device"]["phone"].items() == [("p1", 4), ("p2", 2)]
+        assert scan(tmp_path) == []
+    with Ledger.open(tmp_path) as reopened:
+        reopened._check()
+        assert sorted(reopened["device"]) == ["phone", "tv"]
+
+
 def test_an_in_memory_ledger_forgets_too() -> None:
     items = events(random.Random(5), 60)
     ledger = Ledger()

@@ -163,13 +163,14 @@ def _rebuild(ledger: Ledger, member: Any, from_log: bool) -> dict[str, View]:
     ledger._views = fresh
     try:
         records: Iterable[Event]
+        emptied: set[tuple[str, Any]] = set()
         ledger._time = 0
         if files is None:
             records = ledger._history
         else:
             start = 0
             if not from_log:
-                start = _restore_scrubbed(ledger, files, fresh, member)
+                start, emptied = _restore_scrubbed(ledger, files, fresh, member)
             elif files.manifest.segments[0][1] != 1:
                 raise LogError(
                     f"{ledger.path}: from_log=True needs the whole history, and the events "
@@ -181,17 +182,31 @@ def _rebuild(ledger: Ledger, member: Any, from_log: bool) -> dict[str, View]:
             ledger._replay(record)
     finally:
         ledger._views, ledger._time = saved_views, saved_time
+    for name, key in emptied:  # a routed board only the member had made
+        adapter = fresh[name].adapters.get(key)
+        if adapter is not None and _is_empty(adapter):
+            del fresh[name].adapters[key]
     for view in fresh.values():
         view.seq = ledger._seq
         view.time_ms = saved_time
     return fresh
 
 
+def _is_empty(adapter: Any) -> bool:
+    parts = adapter.export()
+    return any(b is not None for _, b in parts) and all(b is None or not len(b) for _, b in parts)
+
+
 def _restore_scrubbed(
     ledger: Ledger, files: LedgerFiles, fresh: dict[str, View], member: Any
-) -> int:
+) -> tuple[int, set[tuple[str, Any]]]:
     """Load each view of ``fresh`` from its snapshot without ``member``;
-    return the seq to replay the log from (the oldest snapshot's)."""
+    return the seq to replay the log from (the oldest snapshot's), and the
+    ``(view, key)`` of routed boards the member alone was in (a board of a
+    routing key only their events carried: the key, an attribute of
+    theirs, must not stay in a file, so the board goes unless a later
+    event of another member writes to it)."""
+    emptied: set[tuple[str, Any]] = set()
     snapshots = files.manifest.config.get("snapshots", {})
     seqs: list[tuple[int, int]] = []
     for name, view in fresh.items():
@@ -205,20 +220,30 @@ def _restore_scrubbed(
         board = view.template.board
         columns = board._codec.columns if hasattr(board, "_codec") else None
         parts = []
+        held: set[Any] = set()  # keys of the boards the member was in
         snaps = files.read_parts(name, listed, columns)
         for snap in snaps:
             header = dict(snap.header.get("part", {}))
             if _TOPK_KEY in header:
                 header[_TOPK_KEY] = scrub_topk(header[_TOPK_KEY], member)
-            restored = _scrubbed_board(view, snap, member) if snap.header.get("board") else None
+            restored = None
+            if snap.header.get("board"):
+                if any(_same(m, member) for m in snap.columns()[0]):
+                    held.add(snap.header.get("key"))
+                restored = _scrubbed_board(view, snap, member)
             parts.append((snap.header.get("key"), (header, restored)))
+        if view.route.keyed:
+            for key in held:
+                boards = [b for k, (_, b) in parts if k == key and b is not None]
+                if boards and not any(len(b) for b in boards):
+                    emptied.add((name, key))
         view.restore(parts)
         view.seq = seq
         view.time_ms = int(snaps[0].header.get("ledger_ms", 0)) if snaps else 0
         seqs.append((seq, view.time_ms))
     start, start_ms = min(seqs, default=(ledger._seq, ledger._time))
     ledger._time = start_ms
-    return start
+    return start, emptied
 
 
 def _stage_views(
