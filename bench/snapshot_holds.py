@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import shutil
 import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +46,30 @@ class TimedLock:
         self.depth = 0
         self.since = 0.0
         self.holds: list[float] = []
+        #: the same holds in the snapshot thread's CPU time (what the load
+        #: of a shared machine disturbs far less than the wall clock)
+        self.cpu: list[float] = []
+        self.cpu_since = 0.0
+        #: the collector's time on the snapshot's thread so far, and per hold
+        self.gc_total = 0.0
+        self.gc_since = 0.0
+        self.gc: list[float] = []
+        #: where each hold began (``--where``): the snapshot's frames
+        self.where: list[str] = []
+        self.trace = False
+        self._at = ""
 
     def acquire(self, *args: Any, **kwargs: Any) -> bool:
         got = bool(self.lock.acquire(*args, **kwargs))
         if got and threading.current_thread().name == SNAPSHOT_THREAD:
             self.depth += 1
             if self.depth == 1:
+                if self.trace:
+                    frames = traceback.extract_stack(limit=4)[:-1]
+                    self._at = " < ".join(f"{f.name}:{f.lineno}" for f in reversed(frames))
                 self.since = time.perf_counter()
+                self.cpu_since = time.thread_time()
+                self.gc_since = self.gc_total
         return got
 
     def release(self) -> None:
@@ -58,6 +77,9 @@ class TimedLock:
             self.depth -= 1
             if self.depth == 0:
                 self.holds.append(time.perf_counter() - self.since)
+                self.cpu.append(time.thread_time() - self.cpu_since)
+                self.gc.append(self.gc_total - self.gc_since)
+                self.where.append(self._at)
         self.lock.release()
 
     def __enter__(self) -> bool:
@@ -77,6 +99,9 @@ def main() -> None:
     p.add_argument("--freeze", action="store_true", help="gc.freeze() once the board is loaded")
     p.add_argument("--code", help="import rankengine from this checkout instead")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--where", action="store_true", help="print where the five longest holds were taken"
+    )
     args = p.parse_args()
     sys.path.insert(0, args.code or str(Path(__file__).resolve().parent.parent))
     from rankengine import Leaderboard
@@ -95,7 +120,14 @@ def main() -> None:
         full: list[tuple[float, str]] = []
         started = [0.0]
 
+        young = [0.0]
+
         def on_collection(phase: str, info: dict[str, int]) -> None:
+            if threading.current_thread().name == SNAPSHOT_THREAD:
+                if phase == "start":
+                    young[0] = time.perf_counter()
+                else:
+                    timed.gc_total += time.perf_counter() - young[0]
             if info["generation"] == 2:
                 if phase == "start":
                     started[0] = time.perf_counter()
@@ -104,6 +136,7 @@ def main() -> None:
                     full.append((took, threading.current_thread().name))
 
         timed = TimedLock(board._lock)
+        timed.trace = args.where
         board._lock = timed  # bench-only: time the snapshot's holds
         stop = threading.Event()
 
@@ -144,6 +177,21 @@ def main() -> None:
         "full collections meanwhile: "
         + (", ".join(f"{t * 1e3:.0f} ms ({who})" for t, who in full) or "none")
     )
+    cpu = sorted(timed.cpu)
+    print(
+        f"  CPU time of the holds: median {cpu[len(cpu) // 2] * 1e3:.2f} ms, "
+        f"99th percentile {cpu[int(len(cpu) * 0.99)] * 1e3:.2f} ms, "
+        f"longest {', '.join(f'{h * 1e3:.1f}' for h in cpu[-3:])} ms, "
+        f"total {sum(cpu):.2f} s; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+    if args.where:
+        rows = list(zip(timed.cpu, timed.holds, timed.gc, timed.where, strict=True))
+        by_cpu = sorted(rows, key=lambda r: -r[0])
+        by_wall = sorted(rows, key=lambda r: -r[1])
+        for title, top in (("longest by wall clock", by_wall), ("longest by CPU time", by_cpu)):
+            print(f"  {title} (CPU ms, wall ms, of which the collector ms, where):")
+            for c, hold, collector, at in top[:5]:
+                print(f"  {c * 1e3:8.2f} {hold * 1e3:8.2f} {collector * 1e3:8.2f}  {at}")
 
 
 if __name__ == "__main__":

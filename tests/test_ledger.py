@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from rankengine import DecayedLeaderboard, Leaderboard, Ledger, PeriodicLeaderboard
-from rankengine.durable.records import LogError, RecoveryWarning
+from rankengine.cli.log import main
+from rankengine.durable.records import LogError, RecoveryWarning, pack
 from rankengine.ledger.subscriptions import Changed, Overtaken, TopMove
 
 T = 1_798_934_400_000  # 2027-01-03T00:00Z, a Sunday
@@ -268,8 +269,6 @@ def test_a_view_without_subscribers_pays_only_a_lookup() -> None:
 def test_inspect_and_verify_understand_a_ledger(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rankengine.cli.log import main
-
     with Ledger.open(tmp_path) as ledger:
         four_views(ledger)
         for i in range(20):
@@ -306,3 +305,34 @@ def test_a_window_view_reopens_with_its_ties_in_order(tmp_path: Path) -> None:
     with Ledger.open(tmp_path) as again:
         again._check()
         assert again["last3h"].board.items() == expected
+
+
+def test_forget_scrubs_a_member_from_the_log_every_snapshot_and_every_view(
+    tmp_path: Path,
+) -> None:
+    secret = "ann-the-secret"
+    with Ledger.open(tmp_path) as ledger:
+        four_views(ledger)
+        ledger.add_view("last3h", "window", calendar="hourly", buckets=3)
+        ledger.add_view("hot", "decayed", half_life=3600.0)
+        ledger.add_view("by_region", by="region")
+        for i in range(30):
+            member = secret if i % 3 == 0 else f"p{i % 4}"
+            ledger.record(member, i + 1, t_ms=T + i * 60_000, attrs={"region": "eu"})
+        ledger.compact()  # snapshots that hold the member
+        ledger.record(secret, 5, t_ms=T + 31 * 60_000, attrs={"region": "eu"})
+        assert ledger.forget(secret).rows >= 6
+        for name in ("alltime", "eu"):
+            assert secret not in ledger[name]
+        assert secret not in ledger["last3h"] and secret not in ledger["hot"]
+        assert secret not in [item.key for item in ledger["trend"].top()]
+        ledger.record("p1", 1, t_ms=T + 32 * 60_000)  # the log goes on after the rewrite
+        expected = {name: repr(dump(ledger[name])) for name in ("alltime", "eu", "by_region")}
+    needle = pack(secret)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert needle not in path.read_bytes(), path
+    with Ledger.open(tmp_path) as again:
+        again._check()
+        assert {name: repr(dump(again[name])) for name in expected} == expected
+        assert secret not in again["weekly"].board()

@@ -13,6 +13,9 @@ reopens the directory and checks that
 
 Then the same directory is handed to the next child, which goes on from
 the recovered seq, so later rounds also crash on top of recovered state.
+
+A forget killed at each of its steps leaves the old history (the member in
+every view) or the new one (in none), never a mix, and no staged file.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
 import sys
 import time
 import warnings
@@ -96,3 +100,50 @@ def test_sigkill_loses_no_acknowledged_event_and_no_view_runs_ahead(
         finally:
             recovered.close()
         acked = seq
+
+
+FORGET_CHILD = """
+import sys
+from rankengine import Ledger
+ledger = Ledger.open(sys.argv[1], compact_min_bytes=None)
+ledger.forget("secret")
+print("forgot", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("step", "gone"),
+    [
+        ("forget_stage", False),
+        ("forget_journal_rename", False),
+        ("after_forget_journal", True),
+        ("forget_rename", True),
+    ],
+)
+def test_a_kill_during_forget_leaves_the_old_history_or_the_new(
+    tmp_path: Path, step: str, gone: bool
+) -> None:
+    directory = tmp_path / "ledger"
+    with Ledger.open(directory, compact_min_bytes=None) as ledger:
+        add_views(ledger)
+        for i in range(40):
+            apply(ledger, events(SEED, i))
+            ledger.record("secret", 3, t_ms=events(SEED, i)[0]["t_ms"], attrs={"region": "eu"})
+            if i == 20:
+                ledger.compact()  # snapshots that hold the member too
+    env = dict(os.environ, PYTHONPATH=str(ROOT), RANKENGINE_CRASH_AT=step)
+    child = subprocess.run(
+        [sys.executable, "-c", FORGET_CHILD, str(directory)], env=env, check=False
+    )
+    assert child.returncode == -signal.SIGKILL, step
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the open says it finished or dropped the forget
+        recovered = Ledger.open(directory, compact_min_bytes=None)
+    with recovered:
+        recovered._check()
+        assert ("secret" not in recovered["alltime"]) is gone
+        assert ("secret" not in recovered["by_region"]["eu"]) is gone
+    leftovers = [
+        p for p in directory.rglob("*") if p.name.endswith(".forget") or p.name == "FORGET"
+    ]
+    assert leftovers == []

@@ -10,6 +10,7 @@ the slice boundary, removals, re-additions, metadata changes, large batches
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -135,3 +136,28 @@ def test_metadata_set_then_member_removed_and_added_again(backend: str) -> None:
         expected = _plain(board._export_columns())
     assert _plain(export.columns()) == expected
     assert board.meta("m5") is None
+
+
+@pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])
+def test_slices_leave_the_collector_nothing_to_visit(backend: str) -> None:
+    """The slices read are kept where the collector no longer looks (a
+    young collection reading every row's header again made the longest
+    lock holds of a snapshot at 10^6; docs/performance.md, pauses)."""
+    board = Leaderboard(backend=backend)
+    board.set_many((f"p{i}", i % 97) for i in range(2_000))
+    export = SlicedExport(board, slice_seconds=0.0, entries=300)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        with board._lock:
+            while not export.step():
+                pass
+        assert len(export.slices) == 7
+        if backend == "skiplist":  # a walk's slices: untracked at once
+            assert not any(gc.is_tracked(c) for read in export.slices for c in read)
+        gc.collect(0)  # any slice: untracked at the collector's first look
+    finally:
+        if not was:
+            gc.disable()
+    for column in (c for read in export.slices for c in read):
+        assert not gc.is_tracked(column)

@@ -34,7 +34,11 @@ the index protocol's ``count_less``, ``entry`` and ``iter_range`` (and the
 sorted list's ``columns_range``, block slices instead of a walk).  Slices
 are kept as columns, not as a tuple per row: a million long-lived tuples
 made the collector run full collections of half a second in the middle of
-the export (measured at N = 200,000 and 1,000,000).
+the export (measured at N = 200,000 and 1,000,000).  The columns are tuples,
+which the collector stops tracking at its first look; kept as lists, every
+young collection read each kept row's header again, and those collections,
+run inside slices, were a skip-list snapshot's longest lock holds (45-54 ms
+of CPU at 10^6, against 2.7 ms now; see :meth:`SlicedExport.step`).
 
 Everything after the last slice (correcting, building the columns) runs
 without the lock, in units of at most :data:`SLICE_SECONDS` with the GIL
@@ -65,9 +69,10 @@ False
 
 from __future__ import annotations
 
+import gc
 import time
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from itertools import compress, islice
 from typing import Any, Final
 
@@ -90,7 +95,7 @@ UNIT_STEP: Final = 256
 
 _GONE: Final = object()
 
-Columns3 = tuple[list[Any], list[Any], list[Any]]
+Columns3 = tuple[Sequence[Any], Sequence[Any], Sequence[Any]]
 
 
 def _no_pause() -> None:
@@ -183,9 +188,22 @@ class SlicedExport:
                 break
         if members:
             meta = self.board._meta
-            self.slices.append((primaries, ties, members))
+            # kept as tuples, not lists: the collector stops tracking a tuple
+            # of atomic values at its first look, where a list of a slice's
+            # rows stays tracked, and each young collection then reads every
+            # row's header again, cold (see "the collector" above)
+            self.slices.append((tuple(primaries), tuple(ties), tuple(members)))
             self.slice_metas.append({m: meta[m] for m in members if m in meta} if meta else {})
             self.after = (primaries[-1], ties[-1])
+            if columns_range is None and gc.isenabled():
+                # A walk's rows (a skip list's) lie all over the heap: the
+                # collector's look at them now, while they are in the cache,
+                # untracks the tuples above; left to a later young
+                # collection, it read ~50,000 cold row headers at a time
+                # (2-6 ms, inside whichever call made it run; 25-50 ms for a
+                # gen-1 one at 10^6).  A sorted list's block slices showed no
+                # such cost, and the extra collection made its slices longer.
+                gc.collect(0)
         return at >= n
 
     def finish(self) -> None:
@@ -305,8 +323,11 @@ class SlicedExport:
 
 
 def _merge(
-    primaries: list[Any], ties: list[Any], members: list[Any], extra: list[tuple[Any, Any, Any]]
-) -> Columns3:
+    primaries: Sequence[Any],
+    ties: Sequence[Any],
+    members: Sequence[Any],
+    extra: list[tuple[Any, Any, Any]],
+) -> tuple[list[Any], list[Any], list[Any]]:
     """The columns with the rows of ``extra`` put in key order (the columns
     are in key order, no key repeats).
 

@@ -392,16 +392,11 @@ def _any_trace(root: str, member: Any) -> bool:
 
 def _settle(files: LedgerFiles, new: Manifest, plan: ForgetPlan) -> None:
     """After the commit: the new manifest, and the writer on the rewritten
-    active segment (the rewrite kept its header and ends at its last record)."""
+    active segment."""
     files.manifest = new
     active = os.path.join(files.path, new.segments[-1][0])
     if any(final == active for _, final in plan.renames):
-        with files.sync_lock:
-            old = files.writer
-            assert old is not None
-            end, start = os.path.getsize(active), old.start
-            files.writer = type(old).reopen(active, end, start)
-            old.close()
+        files.reopen_active()
 
 
 def _swap(ledger: Ledger, fresh: dict[str, View]) -> None:

@@ -125,7 +125,9 @@ class LedgerFiles:
         #: group commit instead (see rankengine.ledger.aio): no fsync here
         self.local = threading.local()
         try:
-            finish_forget(path, nested=True)  # (a forget a crash interrupted: before any read)
+            # a forget a crash interrupted: its journal applied (or its
+            # staged files removed) before anything is read
+            finish_forget(path, nested=True)
             self.manifest = self._open_manifest(create)
         except BaseException:
             self.lock.release()
@@ -204,6 +206,16 @@ class LedgerFiles:
                 raise
         else:
             self.dirty = True
+
+    def reopen_active(self) -> None:
+        """Append to the active segment as rewritten on disk (a forget
+        replaced the file: it keeps the header and ends at its last record)."""
+        assert self.writer is not None
+        path, start = self.writer.path, self.writer.start
+        cls = type(self.writer)
+        with self.sync_lock:  # (the everysec thread syncs the writer under it)
+            old, self.writer = self.writer, cls.reopen(path, os.path.getsize(path), start)
+            old.close()
 
     @property
     def active_bytes(self) -> int:
