@@ -39,6 +39,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
+from rankengine.durable.forget import Forgotten
 from rankengine.durable.options import (
     COMPACT_MIN_BYTES,
     FsyncPolicy,
@@ -677,20 +678,15 @@ class Ledger:
             self.compact()
         return done
 
-    def forget(self, member: Any) -> int:
-        """Remove ``member`` and every trace of them: their events from the
-        log, their rows from every view's snapshot and board (a Redis view's
-        too), crash-safely (see :mod:`rankengine.ledger.forget`).  Returns
-        how many boards held them.  Events wait while it runs.
+    def forget(self, member: Any, *, from_log: bool = False) -> Forgotten:
+        """Remove ``member`` from every view and every file of the ledger
+        (see :mod:`rankengine.ledger.forget`); other members are unchanged.
+        ``from_log``: rebuild the views from every event (exact for a
+        trending view's sketch too) rather than from their snapshots.
 
-        Runtime complexity: O(size of the ledger's files)
+        Runtime complexity: O(E + N) for E events logged and N members held
         """
-        with self._lock:
-            self._check_open()
-            if self._history is not None:  # in memory: the kept events too
-                for record in self._history:
-                    record.changes[:] = [c for c in record.changes if not _about(c, member)]
-            return forget_member(self, member)
+        return forget_member(self, member, from_log=from_log)
 
     # ------------------------------------------------------------------
     # Subscriptions
@@ -796,8 +792,3 @@ class Ledger:
             for view in self._views.values():
                 assert view.seq == self._seq, (view.name, view.seq, self._seq)
                 view._check()
-
-
-def _about(change: Any, member: Any) -> bool:
-    other = change[1]
-    return type(other) is type(member) and other == member
