@@ -19,14 +19,13 @@ root), no GPU, and everything that would reach the network on its own
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from services import apt_install, unavailable
 
 #: The flags every test browser starts with.
 FLAGS = (
@@ -44,26 +43,12 @@ FLAGS = (
 WINDOW = (1400, 950)
 
 
-def _required() -> bool:
-    return bool(os.environ.get("CI") or os.environ.get("RANKENGINE_REQUIRE_BROWSER"))
-
-
 def _unavailable(message: str) -> None:
-    if _required():
-        pytest.fail(f"{message} (CI is set: browser tests must run, not skip)", pytrace=False)
-    pytest.skip(message)
+    unavailable("browser", "RANKENGINE_REQUIRE_BROWSER", message)
 
 
 def _try_install() -> None:
-    """Install Debian's chromium and chromium-driver when root with apt-get."""
-    if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-o", "DPkg::Lock::Timeout=300"]
-    for command in (["apt-get", "update"], [*install, "chromium", "chromium-driver"]):
-        result = subprocess.run(command, env=env, capture_output=True, check=False)
-        if result.returncode != 0:
-            return
+    apt_install("chromium", "chromium-driver")
 
 
 def browser_binaries() -> tuple[str, str]:

@@ -42,35 +42,16 @@ from typing import Any
 
 import pytest
 from redis_service import free_port
+from services import STARTED, apt_install, unavailable
 
 #: Seconds to wait for a new server to accept connections.
 START_TIMEOUT = 30.0
 #: The system user a root session runs PostgreSQL as (initdb refuses root).
 SERVICE_USER = "postgres"
 
-_STARTED: list[subprocess.Popen[bytes]] = []
-
-
-def _stop_all() -> None:
-    for process in _STARTED:
-        if process.poll() is None:
-            process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=5)
-
-
-atexit.register(_stop_all)
-
-
-def _required() -> bool:
-    return bool(os.environ.get("CI") or os.environ.get("RANKENGINE_REQUIRE_POSTGRES"))
-
 
 def _unavailable(message: str) -> None:
-    """Fail (in CI) or skip (elsewhere) the test that needs a server."""
-    if _required():
-        pytest.fail(f"{message} (CI is set: PostgreSQL tests must run, not skip)", pytrace=False)
-    pytest.skip(message)
+    unavailable("PostgreSQL", "RANKENGINE_REQUIRE_POSTGRES", message)
 
 
 def _find_bin() -> Path | None:
@@ -88,14 +69,7 @@ def _find_bin() -> Path | None:
 
 
 def _try_install() -> None:
-    """Install Debian's postgresql package when running as root with apt-get."""
-    if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update"], ["apt-get", "install", "-y", "postgresql"]):
-        result = subprocess.run(command, env=env, capture_output=True, check=False)
-        if result.returncode != 0:
-            return
+    apt_install("postgresql")
 
 
 _BIN: list[Path] = []
@@ -225,7 +199,7 @@ class PostgresProcess:
         log = open(self.directory / "postgres.log", "ab")  # noqa: SIM115 - the child keeps it
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        _STARTED.append(self.process)
+        STARTED.append(self.process)
         import psycopg
 
         deadline = time.monotonic() + START_TIMEOUT

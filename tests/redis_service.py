@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import os
 import shutil
 import signal
 import socket
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from services import STARTED, apt_install, unavailable
 
 #: Seconds to wait for a server to answer PING after it starts.
 START_TIMEOUT = 10.0
@@ -53,40 +53,13 @@ CLUSTER_NODE_TIMEOUT_MS = 1000
 CLUSTER_MASTERS = 3
 CLUSTER_REPLICAS = 1
 
-_STARTED: list[subprocess.Popen[bytes]] = []
-
-
-def _stop_all() -> None:
-    for process in _STARTED:
-        if process.poll() is None:
-            process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=5)
-
-
-atexit.register(_stop_all)
-
-
-def _required() -> bool:
-    return bool(os.environ.get("CI") or os.environ.get("RANKENGINE_REQUIRE_REDIS"))
-
 
 def _unavailable(message: str) -> None:
-    """Fail (in CI) or skip (elsewhere) the test that needs a server."""
-    if _required():
-        pytest.fail(f"{message} (CI is set: Redis tests must run, not skip)", pytrace=False)
-    pytest.skip(message)
+    unavailable("Redis", "RANKENGINE_REQUIRE_REDIS", message)
 
 
 def _try_install() -> None:
-    """Install Debian's redis-server package when running as root with apt-get."""
-    if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update"], ["apt-get", "install", "-y", "redis-server"]):
-        result = subprocess.run(command, env=env, capture_output=True, check=False)
-        if result.returncode != 0:
-            return
+    apt_install("redis-server")
 
 
 _BINARIES: dict[str, str] | None = None
@@ -189,7 +162,7 @@ class RedisProcess:
         self.process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        _STARTED.append(self.process)
+        STARTED.append(self.process)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -1,7 +1,8 @@
 """``rankengine forget DIR MEMBER``: forget a member in a board's directory.
 
-``DIR`` is a board directory, or the root of a durable periodic board, a
-sliding window or a decayed board; no process may have it open (the
+``DIR`` is a board directory, the root of a durable periodic board, a
+sliding window or a decayed board, or a ledger's directory (the member
+leaves every view and every file: :mod:`rankengine.ledger.forget`); no process may have it open (the
 command takes its lock, as an open does).  The member is removed and every
 file under ``DIR`` is rewritten without them (see
 :mod:`rankengine.durable.forget`).  ``MEMBER`` is a string; ``--int`` reads
@@ -37,8 +38,10 @@ from rankengine.cli.args import ArgumentParser
 from rankengine.cli.roots import EPOCH_PREFIX, PERIODS_DIR
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.durable.forget import Forgotten
+from rankengine.durable.kinds import LEDGER, what_is_in
 from rankengine.durable.manifest import MANIFEST_NAME
 from rankengine.durable.records import LogError
+from rankengine.ledger.ledger import Ledger
 from rankengine.timed.forget import forget_decayed_root, forget_periodic_root
 
 __all__ = ["forget_directory", "main", "register"]
@@ -53,6 +56,11 @@ def _forget_board(path: str, member: Any) -> Forgotten:
         return board.forget(member)
 
 
+def _forget_ledger(path: str, member: Any) -> Forgotten:
+    with Ledger.open(path, create=False, fsync="always", compact_min_bytes=None) as ledger:
+        return ledger.forget(member)
+
+
 def forget_directory(path: str, member: Any) -> Forgotten | None:
     """Forget ``member`` in ``path``, whichever kind of board it holds;
     None when it holds none.
@@ -60,7 +68,9 @@ def forget_directory(path: str, member: Any) -> Forgotten | None:
     Runtime complexity: O(size of the files under path)
     """
     forget: Callable[[str, Any], Forgotten]
-    if os.path.exists(os.path.join(path, MANIFEST_NAME)):
+    if what_is_in(path) == LEDGER:
+        forget = _forget_ledger
+    elif os.path.exists(os.path.join(path, MANIFEST_NAME)):
         forget = _forget_board
     elif os.path.isdir(os.path.join(path, PERIODS_DIR)):
         forget = forget_periodic_root

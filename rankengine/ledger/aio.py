@@ -3,12 +3,15 @@
 ``AsyncLedger`` wraps a :class:`~rankengine.ledger.ledger.Ledger`.  An
 ``arecord`` runs on the event loop's thread: the check, the append (the
 record in the OS page cache) and the views' writes take microseconds and
-never wait for the disk.  Under ``fsync="always"`` the call then awaits a
-**group commit**: one flusher thread runs fsyncs back to back, each
-covering every record appended before it started, so a thousand tasks
-recording together share a few fsyncs instead of waiting for a thousand,
-and the loop never blocks on one.  Under ``"everysec"`` and ``"never"`` the
-await returns at once (the policy's promise is met by the append).
+never wait for the disk.  Under ``fsync="always"`` the call then awaits the
+**group commit** of :mod:`rankengine.durable.commit` -- the ledger's
+own (its threads share it), as a durable board and
+:class:`~rankengine.aio.AsyncLeaderboard` have theirs: one
+flusher thread runs fsyncs back to back, each covering every record
+appended before it started, so a thousand tasks recording together share a
+few fsyncs instead of waiting for a thousand, and the loop never blocks on
+one.  Under ``"everysec"`` and ``"never"`` the await returns at once (the
+policy's promise is met by the append).
 
 What the await means: the event is durable under the policy when it
 returns, and its subscription notices are delivered then, in log order, on
@@ -34,88 +37,37 @@ and the views are rebuilt from what the disk kept).
 from __future__ import annotations
 
 import asyncio
-import threading
+import collections
 from collections.abc import Callable
 from typing import Any
 
+from rankengine.durable.commit import GroupCommit
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
 
-__all__ = ["AsyncLedger", "GroupSync"]
+__all__ = ["AsyncLedger"]
 
 Held = list[tuple[Callable[[Any], None], Any]]
 
 
-def _finish(future: asyncio.Future[None], held: Held, error: BaseException | None) -> None:
-    """On the loop: deliver the held notices, then resolve the await."""
-    if future.done():  # (cancelled by its caller meanwhile)
-        return
-    if error is not None:
-        future.set_exception(error)
-        return
-    for callback, notice in held:
-        callback(notice)
-    future.set_result(None)
-
-
-class GroupSync:
-    """The group commit's flusher thread: fsyncs back to back, each one
-    resolving every wait registered before it started."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-        self._cond = threading.Condition()
-        self._waiting: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], Held]] = []
-        self._stop = False
-        #: fsyncs made (a figure for tests and benchmarks)
-        self.fsyncs = 0
-        self._thread = threading.Thread(
-            target=self._run, name="rankengine-group-fsync", daemon=True
-        )
-        self._thread.start()
-
-    def wait(
-        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None], held: Held
-    ) -> None:
-        """Resolve ``future`` on ``loop`` after the next fsync starts and ends."""
-        with self._cond:
-            self._waiting.append((loop, future, held))
-            self._cond.notify()
-
-    def _run(self) -> None:
-        files = self._ledger._files
-        assert files is not None
-        while True:
-            with self._cond:
-                while not self._waiting and not self._stop:
-                    self._cond.wait()
-                if not self._waiting:
-                    return
-                batch, self._waiting = self._waiting, []
-            error: BaseException | None = None
-            try:
-                files.sync()  # covers every record appended before it started
-                self.fsyncs += 1
-            except OSError as exc:
-                error = LogError(f"{files.path}: a group fsync failed ({exc}); reopen the ledger")
-            for loop, future, held in batch:
-                loop.call_soon_threadsafe(_finish, future, held, error)
-
-    def close(self) -> None:
-        """Finish the waits registered, then stop the thread."""
-        with self._cond:
-            self._stop = True
-            self._cond.notify()
-        self._thread.join()
-
-
 class AsyncLedger:
-    """A :class:`Ledger` for asyncio (see the module docstring)."""
+    """A :class:`Ledger` for asyncio (see the module docstring).  Use it
+    from one event loop."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         files = ledger._files
-        self._group = GroupSync(ledger) if files is not None and files.policy == "always" else None
+        #: the ledger's group commit (``"always"`` only)
+        self._group: GroupCommit | None = None if files is None else files.group
+        if self._group is not None:
+            self._group.subscribe(self._wake)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: (ticket, future, held notices) of the awaits, in ticket order
+        self._waiting: collections.deque[tuple[int, asyncio.Future[None], Held]] = (
+            collections.deque()
+        )
+        self._scheduled = False
+        self._error: BaseException | None = None
 
     @classmethod
     async def open(cls, path: Any, **options: Any) -> AsyncLedger:
@@ -126,7 +78,7 @@ class AsyncLedger:
     @property
     def fsyncs(self) -> int:
         """Group fsyncs made so far."""
-        return 0 if self._group is None else self._group.fsyncs
+        return 0 if self._group is None else self._group.syncs
 
     async def arecord(self, member: Any, value: Any = None, **options: Any) -> Recorded:
         """:meth:`Ledger.record`, awaited until the event is durable under
@@ -136,24 +88,67 @@ class AsyncLedger:
         """
         ledger = self.ledger
         files, subs = ledger._files, ledger._subs
+        group = self._group
         held: Held = []
         subs.local.hold = held
         if files is not None:
-            files.local.defer = self._group is not None
+            files.local.defer = group is not None
         try:
             done = ledger.record(member, value, **options)
         finally:
             subs.local.hold = None
             if files is not None:
                 files.local.defer = False
-        loop = asyncio.get_running_loop()
+        if group is None:
+            _deliver(held)
+            return done
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        if self._group is None:
-            _finish(future, held, None)
-        else:
-            self._group.wait(loop, future, held)
+        # (the append noted it for the group; the records of this face are
+        # appended on the loop, one after another, so in ticket order)
+        self._waiting.append((done.seq, future, held))
+        if done.seq <= group.durable:
+            self._wake(group.durable, None)  # durable already (another fsync covered it)
         await future
         return done
+
+    def _wake(self, durable: int, error: BaseException | None) -> None:
+        """After each fsync, from the flusher thread (or this one): have
+        the loop release the awaits that are durable now, if any wait."""
+        if error is not None:
+            self._error = error
+        elif not self._waiting or self._waiting[0][0] > durable:
+            return  # (nothing of ours became durable)
+        if not self._scheduled and self._loop is not None:
+            self._scheduled = True
+            # (cleared by _release before it reads how far the log is
+            # durable, so a wake-up after that read schedules it again)
+            self._loop.call_soon_threadsafe(self._release)
+
+    def _release(self) -> None:
+        """On the loop: deliver the notices of every durable event and end
+        its await, in log order; fail those whose fsync failed."""
+        self._scheduled = False
+        group = self._group
+        durable = group.durable if group is not None else 0
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= durable:
+            _, future, held = waiting.popleft()
+            _deliver(held)  # (even if its task was cancelled: the event is durable)
+            if not future.done():
+                future.set_result(None)
+        error = self._error
+        if error is not None:
+            files = self.ledger._files
+            where = "the ledger" if files is None else files.path
+            while waiting:
+                _, future, _held = waiting.popleft()
+                if not future.done():
+                    future.set_exception(
+                        LogError(f"{where}: a group fsync failed ({error}); reopen the ledger")
+                    )
 
     def add_view(self, name: str, kind: str = "board", **options: Any) -> None:
         """:meth:`Ledger.add_view` (a view built from a long history takes a
@@ -168,8 +163,15 @@ class AsyncLedger:
         return self.ledger.view(name) if key is None else self.ledger.view(name, key)
 
     async def aclose(self) -> None:
-        """Let the group commit finish, then close the ledger (on a worker
-        thread: the close fsyncs)."""
+        """Let the group commit make what is appended durable and release
+        its awaits, then close the ledger (on worker threads: both fsync)."""
         if self._group is not None:
             await asyncio.to_thread(self._group.close)
+            await asyncio.sleep(0)  # (the awaits it released run first)
         await asyncio.to_thread(self.ledger.close)
+
+
+def _deliver(held: Held) -> None:
+    """Deliver the subscription notices held for one event."""
+    for callback, notice in held:
+        callback(notice)

@@ -3,8 +3,9 @@
 The events are the truth; every board is a view of them.  One
 :meth:`Ledger.record` checks the event against every view (an event any
 view would refuse changes nothing and writes nothing), appends **one**
-record to the log, makes it durable once under the fsync policy, then
-applies it to every view under one lock, and returns what it did to each.
+record to the log, applies it to every view under one lock, and returns
+what it did to each once the record is durable under the fsync policy
+(under ``"always"``, an fsync shared with the records of other threads).
 After a crash every view reflects the same prefix of the log: each is
 loaded from its own snapshot and given the events after it.
 
@@ -38,6 +39,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
+from rankengine.durable.forget import Forgotten
 from rankengine.durable.options import (
     COMPACT_MIN_BYTES,
     FsyncPolicy,
@@ -102,8 +104,12 @@ class Ledger:
         events are kept in memory so that a view added later is built
         from them).
     :param fsync: ``"always"``, ``"everysec"`` (default) or ``"never"``, as
-        for a durable board (``docs/durability.md``): one fsync per
-        :meth:`record` or :meth:`record_many` under ``"always"``.
+        for a durable board (``docs/durability.md``).  Under ``"always"``
+        :meth:`record` and :meth:`record_many` return once their record is
+        fsynced, threads recording together sharing fsyncs (the group
+        commit of :mod:`rankengine.durable.commit`, as a durable board's
+        writes do); while a subscriber listens, an event's fsync is its
+        own, made before its notices go out under the lock.
     :param retain_log: keep every segment (default True: the history is
         what a view added later is built from, and what a view whose
         snapshot is lost is rebuilt from); False drops the segments every
@@ -447,19 +453,23 @@ class Ledger:
             and meta is None
             and (t_ms is None or (type(t_ms) is int and 0 <= t_ms <= MAX_T_MS))
         ):
-            return self._record_incr(member, value, t_ms)
-        with self._lock:
-            self._check_open()
-            event = make_event(
-                member,
-                value,
-                op=op,
-                t_ms=self._now() if t_ms is None else t_ms,
-                attrs=attrs,
-                when=when,
-                meta=meta,
-            )
-            return self._record([event], ranks)[0]
+            done = self._record_incr(member, value, t_ms)
+        else:
+            with self._lock:
+                self._check_open()
+                event = make_event(
+                    member,
+                    value,
+                    op=op,
+                    t_ms=self._now() if t_ms is None else t_ms,
+                    attrs=attrs,
+                    when=when,
+                    meta=meta,
+                )
+                done = self._record([event], ranks)[0]
+        if self._files is not None:
+            self._files.acknowledge()  # (under "always": the shared fsync, lock let go)
+        return done
 
     def _fast_plan(self) -> list[tuple[int, View, Any]]:
         """Each view with how :meth:`_record_incr` feeds it: ``_BOARD``,
@@ -585,7 +595,10 @@ class Ledger:
                     raise type(exc)(f"item {i} of the batch: {exc}") from None
             if not events:
                 return []
-            return self._record(events, ranks)
+            done = self._record(events, ranks)
+        if self._files is not None:
+            self._files.acknowledge()  # (under "always": the shared fsync, lock let go)
+        return done
 
     def _event_of(self, item: Mapping[str, Any] | tuple[Any, Any]) -> LedgerEvent:
         if isinstance(item, tuple):
@@ -621,18 +634,19 @@ class Ledger:
                         exc.add_note(f"(refused by view {view.name!r}; nothing was recorded)")
                     raise
         # 2. one record, durable under the policy
+        subs = self._subs
+        quiet = not subs.any()
         seq = self._seq + 1
         stamp = max(self._now(), self._last_ms)  # record times never go back
         changes = [to_change(event) for event in events]
         if self._files is not None:
-            self._files.append(self._framer.frame(seq, stamp, changes), seq)
+            # (a subscriber hears of the event under the lock: durable first)
+            self._files.append(self._framer.frame(seq, stamp, changes), seq, inline=not quiet)
         elif self._history is not None:
             self._history.append(Event(seq, stamp, changes))
         self._seq, self._last_ms = seq, stamp
         # 3. every view, under this one lock
         done: list[Recorded] = []
-        subs = self._subs
-        quiet = not subs.any()
         try:
             for event in events:
                 self._time = max(self._time, event.t_ms)
@@ -664,20 +678,15 @@ class Ledger:
             self.compact()
         return done
 
-    def forget(self, member: Any) -> int:
-        """Remove ``member`` and every trace of them: their events from the
-        log, their rows from every view's snapshot and board (a Redis view's
-        too), crash-safely (see :mod:`rankengine.ledger.forget`).  Returns
-        how many boards held them.  Events wait while it runs.
+    def forget(self, member: Any, *, from_log: bool = False) -> Forgotten:
+        """Remove ``member`` from every view and every file of the ledger
+        (see :mod:`rankengine.ledger.forget`); other members are unchanged.
+        ``from_log``: rebuild the views from every event (exact for a
+        trending view's sketch too) rather than from their snapshots.
 
-        Runtime complexity: O(size of the ledger's files)
+        Runtime complexity: O(E + N) for E events logged and N members held
         """
-        with self._lock:
-            self._check_open()
-            if self._history is not None:  # in memory: the kept events too
-                for record in self._history:
-                    record.changes[:] = [c for c in record.changes if not _about(c, member)]
-            return forget_member(self, member)
+        return forget_member(self, member, from_log=from_log)
 
     # ------------------------------------------------------------------
     # Subscriptions
@@ -783,8 +792,3 @@ class Ledger:
             for view in self._views.values():
                 assert view.seq == self._seq, (view.name, view.seq, self._seq)
                 view._check()
-
-
-def _about(change: Any, member: Any) -> bool:
-    other = change[1]
-    return type(other) is type(member) and other == member

@@ -36,6 +36,7 @@ not reflect it yet.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -44,6 +45,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from rankengine.durable.commit import GroupCommit
 from rankengine.durable.eventlog import (
     MAPPED_SEGMENTS,
     MappedSegmentWriter,
@@ -100,12 +102,24 @@ def _flush_loop(files: weakref.ref[LedgerFiles], stop: threading.Event) -> None:
         del live
 
 
+def _group_sync(files: weakref.ref[LedgerFiles]) -> None:
+    """The group commit's fsync (holds the files only while it syncs)."""
+    live = files()
+    if live is None:
+        raise ValueError("the ledger was dropped")
+    live.sync()
+
+
 class LedgerFiles:
     """The open directory of a ledger: lock, manifest, active segment, fsync.
 
-    ``append(data, seq)`` puts one framed record in the log (fsynced under
-    ``"always"``) or raises having written nothing; ``failure`` is set
-    after a failed fsync, and then every append raises (reopen).
+    ``append(data, seq)`` puts one framed record in the log or raises
+    having written nothing; under ``"always"`` the record is then made
+    durable by the group commit (:attr:`group`, see
+    :mod:`rankengine.durable.commit`): the writer calls :meth:`acknowledge`
+    once it has let its lock go, which waits for an fsync covering it.
+    ``failure`` is set after a failed fsync, and then every append raises
+    (reopen).
     """
 
     def __init__(self, path: str, *, fsync: FsyncPolicy, create: bool) -> None:
@@ -121,9 +135,12 @@ class LedgerFiles:
         self.dirty = False
         self.sync_lock = threading.Lock()
         self.writer: SegmentWriter | None = None
-        #: ``local.defer`` True on a thread whose appends are fsynced by a
-        #: group commit instead (see rankengine.ledger.aio): no fsync here
+        #: per thread: ``ticket``, the seq of its last record the group
+        #: commit covers; ``defer`` True where the caller waits for it its
+        #: own way (rankengine.ledger.aio), not in :meth:`acknowledge`
         self.local = threading.local()
+        #: under ``"always"``, the group commit that fsyncs the appends
+        self.group: GroupCommit | None = None
         try:
             # a forget a crash interrupted: its journal applied (or its
             # staged files removed) before anything is read
@@ -171,6 +188,10 @@ class LedgerFiles:
         name, _first, start, end = active
         cls = MappedSegmentWriter if MAPPED_SEGMENTS and self.policy != "always" else SegmentWriter
         self.writer = cls.reopen(os.path.join(self.path, name), end, start)
+        if self.policy == "always":
+            self.group = GroupCommit(functools.partial(_group_sync, weakref.ref(self)), durable=0)
+            # (its thread holds the files weakly: one dropped unclosed stops it)
+            weakref.finalize(self, self.group.close, join=False)
         if self.policy == "everysec":
             self._flusher = threading.Thread(
                 target=_flush_loop,
@@ -190,14 +211,25 @@ class LedgerFiles:
                 "the OS had accepted, so the ledger refuses further events: close and reopen it"
             ) from self.failure
 
-    def append(self, data: bytes, seq: int) -> None:
-        """Append one framed record; durable under the policy on return."""
+    def append(self, data: bytes, seq: int, *, inline: bool = False) -> None:
+        """Append one framed record: durable under ``"everysec"`` and
+        ``"never"`` on return; under ``"always"`` once :meth:`acknowledge`
+        returns (shared fsyncs), or on return if ``inline`` (an fsync of
+        its own, for a caller that must tell subscribers before it lets its
+        lock go).
+
+        Runtime complexity: O(len(data)), plus an fsync if ``inline``
+        """
         writer = self.writer
         if writer is None or self.failure is not None:
             self.check_writable()
         assert writer is not None
         writer.append(data)
-        if self.policy == "always" and not getattr(self.local, "defer", False):
+        group = self.group
+        if group is not None and (not inline or getattr(self.local, "defer", False)):
+            group.appended(seq)
+            self.local.ticket = seq
+        elif self.policy == "always":
             try:
                 writer.sync()
             except BaseException as exc:
@@ -206,6 +238,21 @@ class LedgerFiles:
                 raise
         else:
             self.dirty = True
+
+    def acknowledge(self) -> None:
+        """Under ``"always"``, wait until this thread's last record is
+        durable (:class:`~rankengine.durable.records.LogError` if its fsync
+        failed); call it with the ledger's lock let go.  At once elsewhere,
+        and where the caller waits its own way (``local.defer``).
+
+        Runtime complexity: the wait for at most two fsyncs
+        """
+        local = self.local
+        ticket = getattr(local, "ticket", 0)
+        if ticket and self.group is not None:
+            local.ticket = 0
+            if not getattr(local, "defer", False):
+                self.group.wait(ticket)
 
     def reopen_active(self) -> None:
         """Append to the active segment as rewritten on disk (a forget
@@ -262,8 +309,9 @@ class LedgerFiles:
         fsync_dir(self.path)
         self.manifest.segments.append((name, first_seq))
         write_manifest(self.path, self.manifest, step="roll_manifest")
-        old, self.writer = self.writer, None
-        old.close()
+        with self.sync_lock:  # (the fsync threads sync the writer under it)
+            old, self.writer = self.writer, None
+            old.close()
         end = os.path.getsize(os.path.join(self.path, name))
         cls = MappedSegmentWriter if MAPPED_SEGMENTS and self.policy != "always" else SegmentWriter
         self.writer = cls.reopen(os.path.join(self.path, name), end, end)
@@ -348,7 +396,9 @@ class LedgerFiles:
         return notes
 
     def close(self) -> None:
-        """Sync and close the log, stop the thread, release the directory."""
+        """Sync and close the log, stop the threads, release the directory."""
+        if self.group is not None:
+            self.group.close()  # (the last fsync: its waiters are released)
         self._stop.set()
         if self._flusher is not None and self._flusher is not threading.current_thread():
             self._flusher.join()
