@@ -149,7 +149,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         (that thread waits for the lock, so both would wait forever); hand
         slow work (prizes over the network) to a queue instead.
     :param archive: a directory: a dropped period is written there as
-        ``<name>.rkarchive`` (see :func:`write_archive`) before leaving memory.
+        ``<name>.rkarchive`` (see :func:`write_archive`) before leaving memory,
+        by the call that dropped it once it has released the board's lock.
     :param board_factory: builds the board of a new period, e.g. a durable
         ``lambda p: Leaderboard.open(root / p.name)``; default
         ``Leaderboard(**board_config)``.
