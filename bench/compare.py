@@ -560,10 +560,10 @@ class Harness:
     # -- durable mixed -------------------------------------------------
     def workload_durable_mixed(self, n: int) -> None:
         why = durable_available()
-        backends = [
+        backends = [  # the in-process boards only: rankengine-redis has its own durability
             name.removeprefix("rankengine-")
             for name in self.opts.systems
-            if name.startswith("rankengine-")
+            if name.startswith("rankengine-") and name in peers.PYTHON_SYSTEMS
         ]
         if why is not None:
             for backend in backends:

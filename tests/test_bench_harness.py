@@ -103,6 +103,22 @@ def test_bulk_load_is_not_skipped_for_a_skip_in_another_workload() -> None:
     assert {run.system for run in harness.runs} == {"rankengine-sortedlist", "sqlite"}
 
 
+def test_durable_mixed_runs_the_in_process_boards_beside_the_redis_systems() -> None:
+    # the default systems name rankengine-redis too: durable-mixed has no
+    # durable in-process twin of it and must not try to build one
+    opts = _options(
+        systems=["rankengine-sortedlist", "rankengine-redis", "sqlite"],
+        workloads=["durable-mixed"],
+    )
+    harness = compare.Harness(opts, None, "")
+    harness.run_all()
+    assert {run.system for run in harness.runs} == {
+        "rankengine-sortedlist",
+        "rankengine-sortedlist-fsync-everysec",
+        "rankengine-sortedlist-fsync-always",
+    }
+
+
 def test_plot_of_a_run_without_results(tmp_path: Path) -> None:
     import plot
 
