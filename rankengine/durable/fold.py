@@ -72,7 +72,7 @@ import msgpack
 from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.checks import check_comparable
 from rankengine.board.leaderboard import Leaderboard
-from rankengine.durable.records import CorruptionError, Event, _ext_hook, decode_record
+from rankengine.durable.records import CorruptionError, Event, decode_ext, decode_record
 
 __all__ = ["Fold"]
 
@@ -267,7 +267,7 @@ class Fold:
             raw=False,
             use_list=True,
             strict_map_key=True,
-            ext_hook=_ext_hook,
+            ext_hook=decode_ext,
             max_buffer_size=_UNPACKER_BUFFER,
         )
         unpacker.feed(b"".join(payloads))

@@ -53,9 +53,9 @@ from rankengine.durable.eventlog import _Damage, read_frames
 from rankengine.durable.records import (
     PREFIX_BYTES,
     CorruptionError,
-    _ext_hook,
     check_prefix,
     crash_point,
+    decode_ext,
     frame,
     pack,
     unpack,
@@ -421,7 +421,7 @@ def _column_hook(code: int, data: bytes) -> Any:
     """msgpack extension hook of snapshot chunks: typed columns to ``array``."""
     typecode = _TYPECODE_OF_EXT.get(code)
     if typecode is None:
-        return _ext_hook(code, data)
+        return decode_ext(code, data)
     if len(data) % _VALUE_BYTES:
         raise ValueError(f"a typed column of {len(data)} bytes is not whole 8-byte values")
     column = array(typecode)

@@ -39,7 +39,7 @@ import msgpack
 
 from rankengine.board.checks import check_when
 from rankengine.board.scoring import Member, check_meta
-from rankengine.durable.records import pack, unpack
+from rankengine.durable.records import decode_ext, pack
 
 __all__ = [
     "INCR",
@@ -187,7 +187,7 @@ def decode_event(seq: int, payload: bytes | memoryview) -> StoreEvent:
     try:
         # unpack() inlined, and the NamedTuple built without its Python-level
         # __new__ (as durable/records.py does: ~0.3 us of ~1.5 us an event)
-        raw = msgpack.unpackb(payload, raw=False, use_list=True, ext_hook=_ext_hook)
+        raw = msgpack.unpackb(payload, raw=False, use_list=True, ext_hook=decode_ext)
         if len(raw) == 5:
             op, member, value, time_ms, attrs = raw
             when = meta = None
@@ -207,7 +207,7 @@ def decode_rows(rows: Iterable[tuple[int, bytes]]) -> list[StoreEvent]:
 
     Runtime complexity: O(total payload size)
     """
-    unpackb, new, hook = msgpack.unpackb, _new_event, _ext_hook
+    unpackb, new, hook = msgpack.unpackb, _new_event, decode_ext
     out: list[StoreEvent] = []
     append = out.append
     for seq, payload in rows:
@@ -220,7 +220,3 @@ def decode_rows(rows: Iterable[tuple[int, bytes]]) -> list[StoreEvent]:
         else:
             append(decode_event(seq, payload))  # reports a bad one
     return out
-
-
-def _ext_hook(code: int, data: bytes) -> Any:
-    return unpack(pack(msgpack.ExtType(code, data)))

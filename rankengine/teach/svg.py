@@ -33,8 +33,8 @@ from rankengine.teach.viz import (
     LabelMode,
     Shape,
     _style,
-    _text_width,
     shape_of,
+    text_width,
 )
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
     labels = shape.labels
     nil = shape.nil
     level = shape.level
-    box = [max(40, _CHAR_W * _text_width(lab) + 16) for lab in labels]
+    box = [max(40, _CHAR_W * text_width(lab) + 16) for lab in labels]
     x = [_LEFT]
     for k in range(nil):
         x.append(x[-1] + box[k] + _GAP)
@@ -275,5 +275,5 @@ def _svg_panel(panel: Panel, top: int) -> tuple[list[str], int, int]:
             f'<text class="caption" x="{_LEFT}" y="{y}" fill="#444444">{_escape(line)}</text>'
         )
     lines = [panel.title, *legend, *panel.caption]
-    width = max(x[nil] + box[nil], _LEFT + _CHAR_W * max(map(_text_width, lines))) + 16
+    width = max(x[nil] + box[nil], _LEFT + _CHAR_W * max(map(text_width, lines))) + 16
     return out, width, y - top

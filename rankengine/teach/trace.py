@@ -26,7 +26,7 @@ from rankengine.board.checks import check_flag
 from rankengine.index.protocol import Entry3
 from rankengine.index.skiplist import SkipList
 from rankengine.teach.svg import counted
-from rankengine.teach.viz import Layout, Shape, _ljust, _text_width, render_text, shape_of
+from rankengine.teach.viz import Layout, Shape, ljust, render_text, shape_of, text_width
 
 __all__ = [
     "PROSE_WIDTH",
@@ -282,9 +282,9 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
     """
     shape = shape_of(source)
     labels = shape.labels
-    width = max(_text_width(labels[node]) for _, node, _ in trace.stops)
-    width = max([width, *(_text_width(labels[s.src]) for s in trace.steps)])
-    width = max([width, *(_text_width(labels[node]) for _, node, _ in trace.starts)])
+    width = max(text_width(labels[node]) for _, node, _ in trace.stops)
+    width = max([width, *(text_width(labels[s.src]) for s in trace.steps)])
+    width = max([width, *(text_width(labels[node]) for _, node, _ in trace.starts)])
     restarts = dict(trace.restarts())
     # the step numbers' width: at most a start and a drop per level, and the links
     nw = max(2, len(str(len(trace.steps) + 2 * len(trace.stops))))
@@ -316,7 +316,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
         if level in restarts:
             n += 1
             node = restarts[level]
-            start = f"{n:>{nw}}. L{level:<2} at {_ljust(labels[node], width)}  "
+            start = f"{n:>{nw}}. L{level:<2} at {ljust(labels[node], width)}  "
             start += f"start at update[{level}], rank {starts[level]}"
             if above is not None:
                 start += (
@@ -334,7 +334,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             else:
                 cond = f"{before} + {step.span} <= {target}"
             lines.append(
-                f"{n:>{nw}}. L{level:<2} at {_ljust(labels[step.src], width)}  {cond}: cross, "
+                f"{n:>{nw}}. L{level:<2} at {ljust(labels[step.src], width)}  {cond}: cross, "
                 f"span {step.span}, rank {before} + {step.span} = {step.rank}"
             )
         if trace.found == stop and not trace.strict:
@@ -349,7 +349,7 @@ def explain(trace: Trace, source: SkipList | Shape | Any) -> str:
             word = _key_word(shape, nxt, trace.target)
             why = f"next is {word} {'>=' if trace.strict else '>'} {target}"
         lines.append(
-            f"{n:>{nw}}. L{level:<2} at {_ljust(labels[stop], width)}  {why}: "
+            f"{n:>{nw}}. L{level:<2} at {ljust(labels[stop], width)}  {why}: "
             + (f"drop to L{level - 1}" if level else "end of the walk")
         )
     crossed = len(trace.steps)
@@ -436,11 +436,11 @@ def _table(rows: Sequence[Sequence[str]], minimum: Sequence[int]) -> list[str]:
     ['level  span', 'L0     1 -> 2', 'L10    9']
     """
     widths = [
-        max([low, *(_text_width(row[j]) for row in rows if j < len(row) - 1)])
+        max([low, *(text_width(row[j]) for row in rows if j < len(row) - 1)])
         for j, low in enumerate(minimum)
     ]
     return [
-        "  ".join([*(_ljust(cell, w) for cell, w in zip(row[:-1], widths, strict=False)), row[-1]])
+        "  ".join([*(ljust(cell, w) for cell, w in zip(row[:-1], widths, strict=False)), row[-1]])
         for row in rows
     ]
 

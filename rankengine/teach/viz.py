@@ -67,11 +67,13 @@ __all__ = [
     "Link",
     "Shape",
     "label_of",
+    "ljust",
     "make_shape",
     "random_scores",
     "render_text",
     "shape_of",
     "teaching_list",
+    "text_width",
 ]
 
 #: How a node is labelled: its score (primary), its member, its full key
@@ -234,28 +236,28 @@ def _cells(text: str) -> list[str]:
     return cells
 
 
-def _text_width(text: str) -> int:
+def text_width(text: str) -> int:
     """How many terminal columns ``text`` takes (see :func:`label_of`): a
     wide character (CJK, fullwidth, most emoji) takes two, a combining
     accent none.  The pictures place labels by it.
 
     Runtime complexity: O(len(text))
 
-    >>> _text_width("bob"), _text_width("漢字"), _text_width("e\u0301te\u0301")
+    >>> text_width("bob"), text_width("漢字"), text_width("e\u0301te\u0301")
     (3, 4, 3)
     """
     return len(text) if text.isascii() else len(_cells(text))
 
 
-def _ljust(text: str, width: int) -> str:
+def ljust(text: str, width: int) -> str:
     """``text`` padded with spaces to ``width`` terminal columns.
 
     Runtime complexity: O(len(text) + width)
 
-    >>> _ljust("漢字", 6) + "|"
+    >>> ljust("漢字", 6) + "|"
     '漢字  |'
     """
-    return text + " " * (width - _text_width(text))
+    return text + " " * (width - text_width(text))
 
 
 def forward_of(heights: Sequence[int]) -> tuple[tuple[int, ...], ...]:
@@ -598,7 +600,7 @@ def _style(
 def _columns(shape: Shape, prefix: int) -> list[int]:
     x = [prefix]
     for k in range(1, shape.nil + 1):
-        x.append(x[-1] + _text_width(shape.labels[k - 1]) + _MIN_GAP)
+        x.append(x[-1] + text_width(shape.labels[k - 1]) + _MIN_GAP)
     return x
 
 
@@ -611,7 +613,7 @@ def _prefix(shape: Shape) -> int:
 
 
 def _center(labels: Sequence[str], x: Sequence[int], k: int) -> int:
-    return x[k] + (_text_width(labels[k]) - 1) // 2
+    return x[k] + (text_width(labels[k]) - 1) // 2
 
 
 def _link_body(n: int, span: int, fill: str) -> str:
@@ -675,7 +677,7 @@ def _horizontal(
         row = list("rank".ljust(prefix)) + [" "] * (total - prefix)
         for k in range(nil):
             text = str(k)
-            at = x[k] + max(0, (_text_width(labels[k]) - len(text)) // 2)
+            at = x[k] + max(0, (text_width(labels[k]) - len(text)) // 2)
             row[at : at + len(text)] = text
         rows.append("".join(row).rstrip())
     return rows
@@ -718,7 +720,7 @@ def _vertical(
                 row.append(" " + _V_FILL[_style(i, current[i], followed, changed)])
         cells.append(row)
     cw = max(len(c) for row in cells for c in row) + 2
-    lw = max(_text_width(lab) for lab in labels)
+    lw = max(text_width(lab) for lab in labels)
     rw = max(len("rank"), len(str(shape.length)))
     head = (
         (f"{'rank':>{rw}}  " if ranks else "")
@@ -728,7 +730,7 @@ def _vertical(
     rows = [head.rstrip()]
     for k, row in enumerate(cells):
         rank = "" if k == nil else str(k)
-        line = (f"{rank:>{rw}}  " if ranks else "") + _ljust(labels[k], lw)
+        line = (f"{rank:>{rw}}  " if ranks else "") + ljust(labels[k], lw)
         line += "".join(c.ljust(cw) for c in row)
         if trace is not None and k == trace.end:
             if trace.found == k and not trace.strict:

@@ -55,6 +55,7 @@ __all__ = [
     "Period",
     "Weekly",
     "calendar",
+    "check_time",
 ]
 
 _DAY: Final = 86_400
@@ -95,7 +96,15 @@ class Period(NamedTuple):
         return self.start <= t < self.end
 
 
-def _check_time(t: object, what: str = "t") -> float:
+def check_time(t: object, what: str = "t") -> float:
+    """``t`` (POSIX seconds, an int or a float) unchanged, refusing a bool,
+    a non-number or a non-finite value with a message that names ``what``.
+
+    Runtime complexity: O(1)
+
+    >>> check_time(5), check_time(1.5)
+    (5, 1.5)
+    """
     if (
         isinstance(t, bool)
         or not isinstance(t, (int, float))
@@ -184,7 +193,7 @@ class Calendar(ABC):
         :raises ValueError: ``t`` is not a finite number, or its period
             cannot be named (it would start before year 1 or after 9999).
         """
-        t = _check_time(t)
+        t = check_time(t)
         last = self._last
         if last is not None and last.start <= t < last.end:
             return last

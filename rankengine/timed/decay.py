@@ -91,11 +91,11 @@ from rankengine.durable.forget import Forgotten
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.timed.decay_checks import (
     _EXP_SAFE,
-    _check_points,
-    _check_sum,
     _decay_tau,
     _finite,
     _number,
+    check_points,
+    check_sum,
 )
 from rankengine.timed.epochs import open_epochs
 
@@ -274,10 +274,10 @@ class DecayedLeaderboard(Uncopyable):
             when = now if t is None else _finite(t, "t")
             # everything is checked before a re-base, which cannot be undone
             self._board._check_member(member)
-            _check_points(points, member)
+            check_points(points, member)
             new_t0, weight = self._plan(when, now)
             delta = points * weight
-            _check_sum(self._stored_at(member, new_t0) + delta, member)
+            check_sum(self._stored_at(member, new_t0) + delta, member)
             if new_t0 is not None:
                 self.rebase(new_t0)
             stored = self._board.incr(member, delta)
@@ -306,7 +306,7 @@ class DecayedLeaderboard(Uncopyable):
             # as the board checks them, then the points
             self._board._check_pairs(pairs, "points")
             for member, points in pairs:
-                _check_points(points, member)
+                check_points(points, member)
             if not pairs:
                 return {}  # nothing to add: no re-base either (a new epoch, durably)
             new_t0, weight = self._plan(when, now)
@@ -314,7 +314,7 @@ class DecayedLeaderboard(Uncopyable):
             totals: dict[Any, float] = {}
             for member, delta in weighted:
                 base = totals[member] if member in totals else self._stored_at(member, new_t0)
-                totals[member] = _check_sum(base + delta, member)
+                totals[member] = check_sum(base + delta, member)
             if new_t0 is not None:
                 self.rebase(new_t0)
             stored = self._board.incr_many(weighted)
@@ -331,9 +331,9 @@ class DecayedLeaderboard(Uncopyable):
             now = self._now(None)
             when = now if t is None else _finite(t, "t")
             self._board._check_member(member)  # before a re-base, which cannot be undone
-            _check_points(value, member)
+            check_points(value, member)
             new_t0, weight = self._plan(when, now)
-            stored = _check_sum(value * weight, member)
+            stored = check_sum(value * weight, member)
             if new_t0 is not None:
                 self.rebase(new_t0)
             return self._board.set(member, stored)
@@ -369,11 +369,11 @@ class DecayedLeaderboard(Uncopyable):
             # the stored scores, all before a re-base, which cannot be undone
             self._board._check_pairs(pairs, "value")
             for member, value in pairs:
-                _check_points(value, member)
+                check_points(value, member)
             if not pairs:
                 return 0  # nothing to set: no re-base either (a new epoch, durably)
             new_t0, weight = self._plan(when, now)
-            stored = [(member, _check_sum(value * weight, member)) for member, value in pairs]
+            stored = [(member, check_sum(value * weight, member)) for member, value in pairs]
             if new_t0 is not None:
                 self.rebase(new_t0)
             return self._board.set_many(stored)

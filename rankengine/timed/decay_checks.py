@@ -12,7 +12,7 @@ Runtime complexity: O(1) per check
 
 >>> _finite(1.5, "t"), _decay_tau(60.0, None, 64.0, {}) > 60.0
 (1.5, True)
->>> _check_points(float("nan"), "ann")
+>>> check_points(float("nan"), "ann")
 Traceback (most recent call last):
 ...
 ValueError: points must be finite, not nan
@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from rankengine.board.scoring import Member, describe
 
-__all__: list[str] = []
+__all__ = ["check_points", "check_sum"]
 
 #: ``exp`` overflows past ~709.78 and underflows to 0 below ~-745; reads
 #: whose decay exponent is larger than this go through logarithms instead.
@@ -87,7 +87,11 @@ def _finite(value: object, what: str) -> float:
     return value
 
 
-def _check_points(points: object, member: object) -> None:
+def check_points(points: object, member: object) -> None:
+    """Refuse points that are not a finite int or float, naming ``member``.
+
+    Runtime complexity: O(1)
+    """
     if isinstance(points, bool) or not isinstance(points, (int, float)):
         raise TypeError(f"points must be an int or a float, not {type(points).__name__}")
     if isinstance(points, int):
@@ -102,7 +106,11 @@ def _check_points(points: object, member: object) -> None:
         raise ValueError(f"points must be finite, not {points!r}")
 
 
-def _check_sum(total: float, member: Member) -> float:
+def check_sum(total: float, member: Member) -> float:
+    """``total`` if it is finite, else an OverflowError naming ``member``.
+
+    Runtime complexity: O(1)
+    """
     if not math.isfinite(total):
         raise OverflowError(
             f"the stored score of {member!r} would be {total}: points too large for a "

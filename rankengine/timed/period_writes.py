@@ -34,7 +34,7 @@ from rankengine.board.checks import check_count, check_flag, member_list
 from rankengine.board.leaderboard import Entry, Leaderboard, When
 from rankengine.board.routing import at_time
 from rankengine.board.scoring import Member, Score, check_member, check_meta
-from rankengine.timed.calendars import Calendar, Period, _check_time
+from rankengine.timed.calendars import Calendar, Period, check_time
 from rankengine.timed.detached import AfterLock
 
 __all__ = ["LateEventError", "PeriodWrites"]
@@ -445,7 +445,7 @@ class PeriodWrites:
             # held already, unless close() stopped advancing or a close
             # callback is running
             return self._calendar.period_of(now)
-        t = _check_time(t)
+        t = check_time(t)
         period = self._calendar.period_of(t)
         if period.start > now:
             raise ValueError(

@@ -76,8 +76,8 @@ from rankengine.timed.calendars import (
     Monthly,
     Period,
     Weekly,
-    _check_time,
     calendar,
+    check_time,
 )
 from rankengine.timed.detached import AfterLock
 from rankengine.timed.forget import PeriodicForgetting
@@ -204,7 +204,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
     ) -> None:
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValueError(f"keep must be an int >= 0, not {keep!r}")
-        grace = _check_time(grace, "grace")
+        grace = check_time(grace, "grace")
         if grace < 0:
             raise ValueError(f"grace must be >= 0, not {grace!r}")
         if late not in _LATE_POLICIES:
@@ -641,7 +641,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         period's end, or the earliest ``end + grace`` of an unclosed period),
         so until then a call costs one clock read and one comparison.
         """
-        now = max(self._now, _check_time(self._clock(), "clock()"))
+        now = max(self._now, check_time(self._clock(), "clock()"))
         if now < self._horizon:  # within the current period: a time the calendar holds
             self._now = now
             return now

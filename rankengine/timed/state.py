@@ -35,7 +35,7 @@ from typing import Any
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.timed.calendars import Period
 from rankengine.timed.decay import DecayedLeaderboard
-from rankengine.timed.decay_checks import _check_points, _check_sum
+from rankengine.timed.decay_checks import check_points, check_sum
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.window import SlidingWindowLeaderboard
 
@@ -191,8 +191,8 @@ def check_decayed_write(
     """
     with board._lock:
         board._board._check_member(member)
-        _check_points(points, member)
+        check_points(points, member)
         new_t0, weight = board._plan(t, now)
         delta = points * weight
         base = board._stored_at(member, new_t0) if add else 0.0
-        _check_sum(base + delta, member)
+        check_sum(base + delta, member)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from rankengine.trending.hashing import Key
 from rankengine.trending.sketch import check_positive
-from rankengine.trending.topk import _COUNT, _ERROR, TopK, _order
+from rankengine.trending.topk import CAND_COUNT, CAND_ERROR, TopK, report_order
 
 __all__ = ["merge_topk"]
 
@@ -112,15 +112,15 @@ def merge_topk(
         for i in sources:
             rec = trackers[i]._cands.get(key)
             if rec is not None:
-                upper_sum += weights[i] * rec[_COUNT]
-                lower += weights[i] * (rec[_COUNT] - rec[_ERROR])
+                upper_sum += weights[i] * rec[CAND_COUNT]
+                lower += weights[i] * (rec[CAND_COUNT] - rec[CAND_ERROR])
             else:
                 upper_sum += weights[i] * sketches[i]._query_at(idx)
         est = min(merged._query_at(idx), upper_sum)
         # Every key of the union was a candidate somewhere, so lower >= 1.
         lower = min(max(lower, 1), est)
         items.append((key, est, est - lower))
-    items.sort(key=_order)
+    items.sort(key=report_order)
     result.total = merged.total
     result._load_candidates(items[: result.capacity])
     return result

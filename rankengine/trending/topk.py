@@ -91,9 +91,10 @@ FORMAT_VERSION: Final = 1
 
 _TYPE_ORDER: Final = {str: 0, bytes: 1, int: 2}
 
-# Candidate record layout: a list, for speed (mutated in place on every hit).
-_COUNT: Final = 0
-_ERROR: Final = 1
+# Candidate record layout: a list, for speed (mutated in place on every hit);
+# the count and error slots are public for the merge (trending/merge.py).
+CAND_COUNT: Final = 0
+CAND_ERROR: Final = 1
 _FLUSHED: Final = 2
 _IDX: Final = 3
 
@@ -123,8 +124,14 @@ class TopItem:
         return self.count - self.error
 
 
-def _order(item: tuple[Key, int, int]) -> tuple[int, int, int, Key]:
-    """Sort key of reported items: count desc, error asc, then key (by type)."""
+def report_order(item: tuple[Key, int, int]) -> tuple[int, int, int, Key]:
+    """Sort key of reported items: count desc, error asc, then key (by type).
+
+    Runtime complexity: O(1)
+
+    >>> sorted([("b", 3, 0), ("a", 3, 0), ("c", 5, 1)], key=report_order)
+    [('c', 5, 1), ('a', 3, 0), ('b', 3, 0)]
+    """
     key, count, error = item
     return (-count, error, _TYPE_ORDER[type(key)], key)
 
@@ -305,7 +312,7 @@ class TopK:
         sketch = self._sketch
         while True:
             root = heap[0]
-            count = cands[root[2]][_COUNT]
+            count = cands[root[2]][CAND_COUNT]
             if count == root[0]:
                 break
             root[0] = count
@@ -314,7 +321,7 @@ class TopK:
             return None
         evicted = cast(Key, root[2])
         old = cands.pop(evicted)
-        sketch._apply_deferred(old[_IDX], old[_COUNT] - old[_FLUSHED], old[_COUNT])
+        sketch._apply_deferred(old[_IDX], old[CAND_COUNT] - old[_FLUSHED], old[CAND_COUNT])
         cands[key] = [est, est - n, est, idx]
         heapq.heapreplace(heap, [est, self._seq, key])
         self._seq += 1
@@ -416,7 +423,8 @@ class TopK:
         """
         k = self.k if k is None else check_positive(k, "k")
         items = sorted(
-            ((key, rec[_COUNT], rec[_ERROR]) for key, rec in self._cands.items()), key=_order
+            ((key, rec[CAND_COUNT], rec[CAND_ERROR]) for key, rec in self._cands.items()),
+            key=report_order,
         )
         return [TopItem(*item) for item in items[:k]]
 
@@ -436,7 +444,7 @@ class TopK:
         idx = self._indexes(key)
         rec = self._cands.get(key)
         if rec is not None:
-            return int(rec[_COUNT])
+            return int(rec[CAND_COUNT])
         return self._sketch._query_at(idx)
 
     def bounds(self, key: Key) -> tuple[int, int]:
@@ -454,7 +462,7 @@ class TopK:
         """
         upper = self.estimate(key)
         rec = self._cands.get(key)
-        return (upper - rec[_ERROR] if rec is not None else 0), upper
+        return (upper - rec[CAND_ERROR] if rec is not None else 0), upper
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is a candidate (has an exact counter).
@@ -503,7 +511,7 @@ class TopK:
         """
         sketch = self._sketch.copy()
         for rec in self._cands.values():
-            sketch._apply_deferred(rec[_IDX], rec[_COUNT] - rec[_FLUSHED], rec[_COUNT])
+            sketch._apply_deferred(rec[_IDX], rec[CAND_COUNT] - rec[_FLUSHED], rec[CAND_COUNT])
         return sketch
 
     @property
@@ -529,7 +537,8 @@ class TopK:
         ['candidates', 'capacity', 'format', 'k', 'sketch', 'total', 'type']
         """
         items = sorted(
-            ((key, rec[_COUNT], rec[_ERROR]) for key, rec in self._cands.items()), key=_order
+            ((key, rec[CAND_COUNT], rec[CAND_ERROR]) for key, rec in self._cands.items()),
+            key=report_order,
         )
         return {
             "type": "TopK",
@@ -719,7 +728,7 @@ class TopK:
         >>> tk.add("a", 2)
         >>> tk._problem() is None
         True
-        >>> tk._cands["a"][_ERROR] = 2
+        >>> tk._cands["a"][CAND_ERROR] = 2
         >>> tk._problem()
         "candidates: 'a' has error 2, not in [0, count 2)"
 
@@ -746,7 +755,7 @@ class TopK:
             for child in (2 * i + 1, 2 * i + 2):
                 if child < len(heap) and not entry[:2] <= heap[child][:2]:
                     return f"heap: entry {i} {entry} is above its child {heap[child]}"
-            if entry[0] > cands[entry[2]][_COUNT]:
+            if entry[0] > cands[entry[2]][CAND_COUNT]:
                 return f"heap: entry {entry} stores more than the count"
             # Sequence numbers are unique and below the next one to hand out.
             if not 0 <= entry[1] < self._seq:
@@ -834,4 +843,4 @@ class _FrozenTopK(TopK):
         raise TypeError(_READ_ONLY)
 
 
-__all__ = ["TopItem", "TopK"]
+__all__ = ["CAND_COUNT", "CAND_ERROR", "TopItem", "TopK", "report_order"]
