@@ -73,7 +73,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from rankengine.board.combine import aggregate_scores
 from rankengine.board.leaderboard import Leaderboard
-from rankengine.board.release import adopt_state, release_in_pieces, unshared
+from rankengine.board.release import (
+    adopt_state,
+    empty_map_in_pieces,
+    release_in_pieces,
+    unshared,
+)
 from rankengine.timed.calendars import Period
 
 if TYPE_CHECKING:
@@ -197,7 +202,7 @@ def write_plan(board: Leaderboard, plan: Plan, *, removals: bool = True) -> None
     bulk-loads them
     """
     if plan.updates:
-        board.set_many(list(plan.updates.items()))
+        board.set_many(plan.updates)  # a map: no pair tuples for the collector to scan
         for member, data in plan.metas.items():
             if member in plan.updates:
                 board.set_meta(member, data)
@@ -375,7 +380,9 @@ class WindowRefresh:
                 raise
         else:
             release_in_pieces(new)  # 5 free: the old state, off the lock
-        del new, old, plan, touched, taken
+        del new, old
+        for done in (plan.updates, plan.gone, plan.metas, touched, taken):
+            empty_map_in_pieces(done)  # freed at once, 10^6 items hold the GIL for ~50 ms
         self._release(slid)
         return self._last_touched
 
