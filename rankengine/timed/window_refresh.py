@@ -64,11 +64,12 @@ after the refresh's start would.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import threading
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from rankengine.board.combine import aggregate_scores
@@ -79,6 +80,7 @@ from rankengine.board.release import (
     release_in_pieces,
     unshared,
 )
+from rankengine.index.teardown import PIECE
 from rankengine.timed.calendars import Period
 
 if TYPE_CHECKING:
@@ -222,7 +224,7 @@ def built_board(old: Leaderboard, plan: Plan, config: dict[str, Any]) -> Leaderb
     new = Leaderboard(**config)
     gone = plan.gone
     # (a slide-out that empties the window keeps nobody: nothing to copy)
-    everyone = len(gone) >= len(old._primary) and all(map(gone.__contains__, old._primary))
+    everyone = len(gone) >= len(old._primary) and _all_in(old._primary, gone)
     if old._primary and not everyone:
         members, scores, clocks, rows = old._export_columns()
         metas = {members[i]: data for i, data in rows.items()}
@@ -237,8 +239,62 @@ def built_board(old: Leaderboard, plan: Plan, config: dict[str, Any]) -> Leaderb
                 members, scores, clocks, metas, old._clock, negated=old._first and old._desc
             )
     new._clock = old._clock
+    if not new._primary and load_in_pieces(new, plan.updates):
+        for member, data in plan.metas.items():  # (members of plan.updates only)
+            new.set_meta(member, data)
+        plan.updates = {}  # the board's own map now
+        return new
     write_plan(new, plan, removals=False)  # the members that left were not copied
     return new
+
+
+def load_in_pieces(board: Leaderboard, sums: dict[Any, Any]) -> bool:
+    """``board.set_many(sums)`` into the empty first-to-reach ``board``,
+    the same state (member ``i`` of ``sums`` gets clock ``clock + i + 1``),
+    with the interpreter's lock let go every :data:`PIECE` members: the
+    rows are sorted a piece at a time and merged (``heapq.merge``, stable),
+    where ``set_many``'s bulk load sorts them in one C call (~1 s at
+    10^6, a stall of every thread).  ``sums`` becomes the board's own map.
+    The sums are trusted: window sums of scores the buckets accepted.
+    False (nothing done) when the board is not empty or not first-to-reach.
+
+    Runtime complexity: O(N log N), in pieces
+    """
+    n = len(sums)
+    if board._primary or not (board._scalar and board._first) or n < 2:
+        return False
+    members = list(sums)
+    scores = list(sums.values())
+    clock = board._clock
+    # Ascending index order is (score, tie): a stable sort of the row
+    # numbers by score keeps batch order among equal scores, right for an
+    # ascending board (tie = clock); a descending board (tie = -clock)
+    # wants the newest first, so it sorts the row numbers in reverse.
+    rows = range(n - 1, -1, -1) if board._desc else range(n)
+    key = scores.__getitem__
+    runs = []
+    for lo in range(0, n, PIECE):
+        runs.append(sorted(rows[lo : lo + PIECE], key=key))
+        time.sleep(0)
+    order = array("q", heapq.merge(*runs, key=key))  # a Python loop: the GIL comes and goes
+    del runs
+    in_members: list[Any] = []
+    in_scores: list[Any] = []
+    # the ties as the index keeps them (-clock on a descending board), so
+    # that the load takes the column as it is instead of negating it in C
+    ties = array("q")
+    sign, base = (-1, -(clock + 1)) if board._desc else (1, clock + 1)
+    for lo in range(0, n, PIECE):
+        piece = order[lo : lo + PIECE]
+        in_members += map(members.__getitem__, piece)
+        in_scores += map(scores.__getitem__, piece)
+        ties.extend(base + sign * c for c in piece)
+        time.sleep(0)
+    del members, scores, order
+    board._restore_columns(
+        in_members, in_scores, ties, {}, clock + n, by_member=sums, negated=board._desc
+    )
+    return True
 
 
 def _compressed(column: Any, keep: list[bool]) -> Any:
@@ -246,20 +302,36 @@ def _compressed(column: Any, keep: list[bool]) -> Any:
     return array(column.typecode, kept) if type(column) is array else list(kept)
 
 
-def members_best_first(board: Leaderboard) -> list[Any]:
-    """``board``'s members in rank order, best first (the index's member
-    column when it gives one: a C-level copy).
+def member_chunks(board: Leaderboard) -> Iterator[list[Any]]:
+    """``board``'s members in rank order, best first, :data:`PIECE` at a
+    time, each piece read under the board's lock (the board must not
+    change between pieces: a bucket that slid out, or one read under the
+    window's lock).  Pieces, not one list: a list of 10^6 members is
+    scanned whole by every young collection of the cycle collector that
+    runs while it lives (one C call: a stall of every thread).
 
-    Runtime complexity: O(N)
+    Runtime complexity: O(N + (N / PIECE) log N)
     """
-    with board._lock:
-        columns = getattr(board._index, "columns", None)
-        if columns is None:
-            return list(board)
-        members: list[Any] = list(columns()[2])
-        if board._desc:
-            members.reverse()
-        return members
+    n = len(board._primary)
+    for lo in range(0, n, PIECE):
+        hi = min(n, lo + PIECE)
+        with board._lock:
+            columns = board._position_columns(lo, hi)
+            if columns is None:
+                yield [m for _, _, m in board._iter_positions(lo, hi, best_first=True)]
+            else:
+                yield list(columns[1])
+
+
+def _all_in(keys: Iterable[Any], container: dict[Any, Any]) -> bool:
+    """``all(k in container for k in keys)``, :data:`PIECE` keys between
+    two hand-overs of the GIL."""
+    it = iter(keys)
+    while piece := list(itertools.islice(it, PIECE)):
+        if not all(map(container.__contains__, piece)):
+            return False
+        time.sleep(0)
+    return True
 
 
 class WindowRefresh:
@@ -300,7 +372,8 @@ class WindowRefresh:
     def _slid_out(self, board: Leaderboard) -> None:
         # no write of the member's: one already due keeps its place, the
         # others follow in the bucket's order
-        self._dirty.update(dict.fromkeys(members_best_first(board)))
+        for chunk in member_chunks(board):
+            self._dirty.update(dict.fromkeys(chunk))
 
     def _refresh(self) -> int:
         """Steps 1-5 of the module docstring; the caller holds ``_refreshing``."""
@@ -325,29 +398,30 @@ class WindowRefresh:
         del held, boards
         try:
             # 2 sum
-            touched = dict(taken)
+            touched = taken  # (_check reads it under the lock: one C call at a time)
             for board in slid:
-                touched.update(dict.fromkeys(members_best_first(board)))
+                for chunk in member_chunks(board):
+                    touched.update(dict.fromkeys(chunk))
+                    time.sleep(0)
             plan = Plan()
             sum_into(plan, touched, scores, metas if with_meta else None)
             # 3 correct (and build, when the change is large)
             old = self._board
             new = built_board(old, plan, self._board_config) if _swap(plan, old) else None
             again: dict[Any, None] = {}  # members summed again
-            extra = 0  # of them, how many step 2 had not summed
             for _ in range(CORRECT_ROUNDS):
                 with self._lock:
                     if len(self._dirty) <= CORRECT_UNDER_LOCK:
                         break
                     fresh, self._dirty = self._dirty, {}
-                    self._taken.update(fresh)
-                extra += _newcomers(fresh, touched, again)
+                    self._taken.update(fresh)  # (= touched)
+                again.update(fresh)
                 self._correct(plan, new, fresh, scores, metas)
             # 4 apply: the last members due, summed under the lock
             with self._lock:
                 fresh, self._dirty = self._dirty, {}
                 self._taken.update(fresh)
-                extra += _newcomers(fresh, touched, again)
+                again.update(fresh)
                 self._correct(plan, new, fresh, scores, metas)
                 if self._buckets._now >= window[-1].end:
                     # a write opened the next bucket, which this window does
@@ -355,7 +429,7 @@ class WindowRefresh:
                     self._dirty.update(again)
                 self._window = window
                 self._as_of = now
-                self._last_touched = len(touched) + extra
+                self._last_touched = len(touched)  # every member summed, once
                 if new is not None:
                     adopt_state(old, new)  # O(1): readers see the new sums at once
                     self._taken, self._taken_boards = {}, []
@@ -445,13 +519,6 @@ class WindowRefresh:
             if unshared(board):
                 release_in_pieces(board)
             del board
-
-
-def _newcomers(fresh: dict[Any, None], touched: dict[Any, None], again: dict[Any, None]) -> int:
-    """Add ``fresh`` to ``again``; return how many were in neither map."""
-    count = sum(1 for m in fresh if m not in touched and m not in again)
-    again.update(fresh)
-    return count
 
 
 def _swap(plan: Plan, old: Leaderboard) -> bool:
