@@ -399,3 +399,33 @@ def test_an_archive_packed_in_pieces_is_the_archive_packed_at_once(
         back_period, back = archive_module.read_archive(path)
         assert back_period == period and back.items() == board.items()
         assert back.meta("m0") == board.meta("m0")
+
+
+@pytest.mark.parametrize("mode", ["default", "slices"])
+def test_a_bucket_bulk_loaded_while_a_refresh_sums_is_summed_again_exactly(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The current bucket is empty when a refresh starts; while the refresh
+    sums (held at a gate in the bucket before it), another thread loads
+    the current bucket in bulk, which gives that board new maps: the
+    refresh sums those members again from the bucket's new maps."""
+    force(monkeypatch, mode)
+    clock = FakeClock(START)
+    window = SlidingWindowLeaderboard("hourly", 2, clock=clock)
+    window.set_many({f"p{i}": 1 for i in range(200)})
+    clock.t += HOUR
+    before = window.bucket(HOURLY.period_of(START).name)
+    gated = GatedDict(before._primary)
+    before._primary = gated
+    gated.armed = True
+    refresher = threading.Thread(target=window.refresh)
+    refresher.start()
+    try:
+        assert gated.reached.wait(SERVED_WITHIN)
+        assert served(lambda: window.set_many({f"p{i}": 10 for i in range(0, 200, 2)})) == 100
+    finally:
+        gated.gate.set()
+        refresher.join()
+    window._check()
+    expected = {f"p{i}": 1 + (10 if i % 2 == 0 else 0) for i in range(200)}
+    assert dict(window.items()) == expected

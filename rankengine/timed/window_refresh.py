@@ -391,11 +391,9 @@ class WindowRefresh:
             taken, self._dirty = self._dirty, {}
             slid, self._slid = self._slid, []
             self._taken, self._taken_boards = taken, slid
-            boards = [held[p.name] for p in window if p.name in held]
-            scores = [b._primary for b in boards]
-            metas = [b._meta for b in reversed(boards)]
+            scores, metas = self._bucket_maps(window)
             with_meta = any(metas) or bool(self._board._meta)
-        del held, boards
+        del held
         try:
             # 2 sum
             touched = taken  # (_check reads it under the lock: one C call at a time)
@@ -415,6 +413,7 @@ class WindowRefresh:
                         break
                     fresh, self._dirty = self._dirty, {}
                     self._taken.update(fresh)  # (= touched)
+                    scores, metas = self._bucket_maps(window)
                 again.update(fresh)
                 self._correct(plan, new, fresh, scores, metas)
             # 4 apply: the last members due, summed under the lock
@@ -422,6 +421,7 @@ class WindowRefresh:
                 fresh, self._dirty = self._dirty, {}
                 self._taken.update(fresh)
                 again.update(fresh)
+                scores, metas = self._bucket_maps(window)
                 self._correct(plan, new, fresh, scores, metas)
                 if self._buckets._now >= window[-1].end:
                     # a write opened the next bucket, which this window does
@@ -459,6 +459,18 @@ class WindowRefresh:
             empty_map_in_pieces(done)  # freed at once, 10^6 items hold the GIL for ~50 ms
         self._release(slid)
         return self._last_touched
+
+    def _bucket_maps(
+        self, window: list[Period]
+    ) -> tuple[list[dict[Any, Any]], list[dict[Any, dict[str, Any]]]]:
+        """Under the lock: the score maps of the buckets of ``window`` that
+        are held, oldest first, and their metadata maps, newest first.
+        Taken again for every round of sums: a bucket's bulk load into an
+        empty board replaces its maps, and a bucket may be made meanwhile
+        (a late write within its grace)."""
+        held = self._buckets._boards
+        boards = [held[p.name] for p in window if p.name in held]
+        return [b._primary for b in boards], [b._meta for b in reversed(boards)]
 
     def _correct(
         self,
