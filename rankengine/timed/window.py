@@ -35,7 +35,11 @@ in it yet, and a bucket that slid out since then is still in it.  With
 ``refresh_every=s`` no read sees a window older than ``s`` seconds (plus the
 time of one refresh); with ``refresh_every=None`` only explicit refreshes
 move it.  Bucket reads (:meth:`~SlidingWindowLeaderboard.bucket`) are
-always current.
+always current.  A refresh holds the window's lock for about a
+millisecond at a time, however many members it recomputes: it sums off
+the lock and writes in slices or swaps a new state in (see
+:mod:`rankengine.timed.window_refresh`, which also says what another
+thread reads meanwhile).
 
 >>> clock = [1_796_032_800.0]                      # 2026-11-30T10:00Z
 >>> last3h = SlidingWindowLeaderboard("hourly", 3, clock=lambda: clock[0])
