@@ -75,17 +75,31 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+# (a round's process has put its tree first already)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rankengine import Leaderboard, Ledger, PeriodicLeaderboard, TopK
-from rankengine.ledger.aio import AsyncLedger
+from rankengine import Leaderboard, PeriodicLeaderboard, TopK
 
+try:  # (a --baseline tree from before the ledger has none: it runs "separate" only)
+    from rankengine import Ledger
+    from rankengine.ledger.aio import AsyncLedger
+except ImportError:
+    Ledger = AsyncLedger = None  # type: ignore[assignment,misc]
+
+ROOT = Path(__file__).resolve().parent.parent
+#: The code when issue 20 was filed (before the ledger): its separate
+#: durable boards are the ">= 2x" target's reference.
+BASELINE = "f1b4bb9"
 T0_MS = 1_799_020_800_000  # 2027-01-04T00:00Z, a Monday
 STEP_MS = 60_000
 
@@ -163,6 +177,154 @@ def run_separate(data: list[tuple[str, int, int]]) -> float:
         for board in (alltime, weekly, daily):
             board.close()
         return elapsed
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+#: The write rounds, by name: each runs in a fresh process (see one_round).
+ROUNDS: dict[str, Callable[[list[tuple[str, int, int]]], float]] = {
+    "ledger": lambda data: run_ledger(data, False),
+    "ledger+ranks": lambda data: run_ledger(data, True),
+    "memory": run_memory,
+    "separate": run_separate,
+}
+
+#: What one round runs, in a fresh interpreter whose path starts with a tree
+#: (this one, or the --baseline ref's): the round's CPU seconds.
+_ROUND = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import rankengine
+assert rankengine.__file__.startswith(sys.argv[1]), rankengine.__file__
+sys.path.insert(1, sys.argv[2])
+import ledger as bench
+name, events, players, seed = sys.argv[3], *map(int, sys.argv[4:7])
+print(bench.ROUNDS[name](bench.stream(events, players, seed)))
+"""
+
+
+def export_ref(ref: str, into: str) -> str:
+    """``git archive ref`` of the package unpacked into ``into``; the tree's path."""
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "rankengine"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    tar_path = os.path.join(into, "ref.tar")
+    Path(tar_path).write_bytes(data)
+    tree = os.path.join(into, "tree")
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+def one_round(tree: str, name: str, args: argparse.Namespace) -> float:
+    """Round ``name`` in a fresh process importing ``tree``'s rankengine."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _ROUND,
+            tree,
+            str(Path(__file__).resolve().parent),
+            name,
+            str(args.events),
+            str(args.players),
+            str(args.seed),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": tree},
+    )
+    if done.returncode:
+        raise SystemExit(f"round {name} with {tree} failed:\n{done.stderr}")
+    return float(done.stdout.split()[-1])
+
+
+def run_threads(
+    data: list[tuple[str, int, int]], policy: str, threads: int
+) -> tuple[float, float, int]:
+    """``threads`` threads record ``data`` (round robin, event times now)
+    into one four-view ledger; wall seconds, CPU seconds, fsyncs made."""
+    directory = tempfile.mkdtemp(prefix="bench-threads-")
+    try:
+        ledger = Ledger.open(directory, fsync=policy, compact_min_bytes=None)
+        add_four(ledger)
+        start = threading.Barrier(threads + 1)
+
+        def work(k: int) -> None:
+            record = ledger.record
+            start.wait()
+            for member, delta, _ in data[k::threads]:
+                record(member, delta, ranks=False)
+
+        pool = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        for thread in pool:
+            thread.start()
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        start.wait()
+        for thread in pool:
+            thread.join()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        files = ledger._files
+        fsyncs = 0 if files is None or files.group is None else files.group.syncs
+        ledger.close()
+        return wall, cpu, fsyncs
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+async def run_open_loop(
+    data: list[tuple[str, int, int]], policy: str, rate: float
+) -> dict[str, float]:
+    """Open loop: start one ``arecord`` task per event at ``rate`` events a
+    second (on schedule, whether or not the earlier ones are done) while a
+    1 ms timer measures the loop's lag (how late each tick wakes).  Returns
+    the rate kept (events / time to the last one durable), the lag's max
+    and 99th percentile (ms), and the fsyncs made."""
+    directory = tempfile.mkdtemp(prefix="bench-openloop-")
+    try:
+        aledger = await AsyncLedger.open(directory, fsync=policy, compact_min_bytes=None)
+        add_four(aledger.ledger)
+        lags: list[float] = []
+        running = True
+
+        async def ticker() -> None:
+            while running:
+                before = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lags.append(time.perf_counter() - before - 0.001)
+
+        pending: set[asyncio.Task[Any]] = set()
+        tick = asyncio.create_task(ticker())
+        await asyncio.sleep(0.01)
+        gc.collect()
+        start = time.perf_counter()
+        sent = 0
+        while sent < len(data):
+            due = min(len(data), int((time.perf_counter() - start) * rate) + 1)
+            while sent < due:
+                member, delta, _ = data[sent]
+                task = asyncio.create_task(aledger.arecord(member, delta, ranks=False))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+                sent += 1
+            await asyncio.sleep(max(0.0, start + sent / rate - time.perf_counter()))
+        await asyncio.gather(*pending)
+        elapsed = time.perf_counter() - start
+        running = False
+        await tick
+        fsyncs = aledger.fsyncs
+        await aledger.aclose()
+        lags.sort()
+        return {
+            "kept": len(data) / elapsed,
+            "max_ms": lags[-1] * 1000,
+            "p99_ms": lags[int(len(lags) * 0.99)] * 1000,
+            "fsyncs": fsyncs,
+        }
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -279,30 +441,93 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--tasks", type=int, default=1000, help="asyncio tasks")
-    args = parser.parse_args(argv)
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus (shared machine)")
-    data = stream(args.events, args.players, args.seed)
-    print(f"one event into four views: {args.events:,} increments over {args.players:,} players")
-    writes = interleaved(
-        [
-            ("ledger", lambda: run_ledger(data, False)),
-            ("ledger+ranks", lambda: run_ledger(data, True)),
-            ("memory", lambda: run_memory(data)),
-            ("separate", lambda: run_separate(data)),
-        ],
-        args.repeats,
+    parser.add_argument("--threads", type=int, default=4, help="threads of the thread round")
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE,
+        help=f"git ref whose separate durable boards are measured too (default {BASELINE}, "
+        "the code when issue 20 was filed; '' for none)",
     )
+    parser.add_argument(
+        "--rates",
+        default="10000,5000,2000",
+        help="open-loop asyncio rates to try, events/s, highest first",
+    )
+    parser.add_argument("--skip", default="", help="rounds to skip: writes,threads,async,lag,open")
+    args = parser.parse_args(argv)
+    skip = set(args.skip.split(","))
+    load = os.getloadavg()
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus (shared machine), "
+        f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
+    data = stream(args.events, args.players, args.seed)
+    if "writes" not in skip:
+        write_rounds(args)
+    if "threads" not in skip:
+        thread_rounds(data, args)
+    if "async" not in skip:
+        async_rounds(data, args)
+    if "lag" not in skip:
+        lag_rounds(data, args)
+    if "open" not in skip:
+        open_rounds(args)
+    load = os.getloadavg()
+    print(f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    return 0
+
+
+def write_rounds(args: argparse.Namespace) -> None:
+    print(
+        f"one event into four views: {args.events:,} increments over {args.players:,} players "
+        "(CPU time, each round in a fresh process)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        here = str(ROOT)
+        steps: list[tuple[str, Callable[[], float]]] = [
+            (name, lambda name=name: one_round(here, name, args))
+            for name in ROUNDS  # type: ignore[misc]
+        ]
+        if args.baseline:
+            old = export_ref(args.baseline, tmp)
+            steps.append(("separate@" + args.baseline, lambda: one_round(old, "separate", args)))
+        writes = interleaved(steps, args.repeats)
     med = show(writes, args.events, "events")
     print(
         f"  ledger / memory throughput:       {med['memory'] / med['ledger']:.2f}x (target >= 0.7)"
     )
     print(f"  ledger+ranks / memory throughput: {med['memory'] / med['ledger+ranks']:.2f}x")
-    print(
-        f"  ledger / separate throughput:     {med['separate'] / med['ledger']:.2f}x (target >= 2)"
-    )
+    print(f"  ledger / separate (this tree):    {med['separate'] / med['ledger']:.2f}x")
+    if args.baseline:
+        old_med = med["separate@" + args.baseline]
+        print(
+            f"  ledger / separate ({args.baseline}):     {old_med / med['ledger']:.2f}x "
+            "(target >= 2: today's separate durable boards when the issue was filed)"
+        )
+
+
+def thread_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> None:
+    half = data[: args.events // 2]
+    print(f"threads: {len(half):,} events, record(ranks=False), wall time (CPU time)")
+    for policy in ("everysec", "always"):
+        for threads in (1, args.threads):
+            rates, cpus, syncs = [], [], []
+            for _ in range(args.repeats):
+                wall, cpu, fsyncs = run_threads(half, policy, threads)
+                rates.append(len(half) / wall)
+                cpus.append(cpu)
+                syncs.append(fsyncs)
+            print(
+                f"  {policy:<9} {threads} thread{'s' if threads > 1 else ' '} "
+                f"{statistics.median(rates):>9,.0f} events/s  "
+                f"(CPU {statistics.median(cpus):.2f} s)  fsyncs {statistics.median(syncs):,.0f}"
+            )
+
+
+def async_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> None:
     print(f"asyncio, {args.tasks:,} tasks, {args.events // 2:,} events (wall time):")
     half = data[: args.events // 2]
-    rates = {}
+    rates: dict[str, list[float]] = {}
     for _ in range(args.repeats):
         for policy in ("everysec", "always"):
             elapsed, lag, fsyncs = asyncio.run(run_async(half, policy, args.tasks))
@@ -313,6 +538,31 @@ def main(argv: list[str] | None = None) -> int:
             )
     ratio = statistics.median(rates["always"]) / statistics.median(rates["everysec"])
     print(f"  always / everysec throughput: {ratio:.2f}x (target >= 0.5)")
+
+
+def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> None:
+    print("asyncio open loop: one task per event, started on schedule; a 1 ms timer's lag:")
+    for rate in (float(r) for r in args.rates.split(",")):
+        events = data[: max(1000, min(len(data), int(rate * 2)))]  # about two seconds
+        kept_all = True
+        for policy in ("everysec", "always"):
+            figures = [
+                asyncio.run(run_open_loop(events, policy, rate)) for _ in range(args.repeats)
+            ]
+            worst = max(figures, key=lambda f: f["max_ms"])
+            kept = min(f["kept"] for f in figures)
+            kept_all = kept_all and kept >= 0.95 * rate
+            print(
+                f"  {rate:>7,.0f}/s {policy:<9} kept {kept:>7,.0f}/s  lag max "
+                f"{', '.join(format(f['max_ms'], '.1f') for f in figures)} ms, "
+                f"p99 {worst['p99_ms']:.1f} ms  fsyncs {worst['fsyncs']:,.0f}"
+            )
+        if kept_all:
+            print(f"  (the highest rate kept under both policies: {rate:,.0f}/s)")
+            break
+
+
+def open_rounds(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-open-"))
     try:
         print(f"open: a ledger with four views of {args.n:,} members vs one board of {args.n:,}")
@@ -329,7 +579,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  ledger open / board open: {ratio:.2f}x (target <= 2)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":
