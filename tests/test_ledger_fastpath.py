@@ -1,7 +1,7 @@
 """The ledger's fast path for int increments against its general path.
 
 :meth:`Ledger.record` sends an int increment of a str member (no route
-attributes, no ``when``, no ranks, no subscriber) down a path that feeds
+attributes, no ``when``, no subscriber; with or without ranks) down a path that feeds
 each view as its :class:`~rankengine.ledger.fastpath.IncrPlan` says,
 writing a periodic view's period board directly when nothing else is due.
 It must be indistinguishable from the general path (``Ledger._record``,
@@ -60,6 +60,7 @@ EVENTS = st.lists(
         st.sampled_from([None] * 6 + [{"region": "eu"}, {"region": "us"}]),
         st.sampled_from([None] * 8 + ["present", "better"]),
         st.booleans(),  # the default time (now) rather than t_ms=
+        st.booleans(),  # ranks
     ),
     max_size=60,
 )
@@ -72,13 +73,13 @@ def make_ledger(clock: list[int]) -> Ledger:
     return ledger
 
 
-def general(ledger: Ledger, member: Any, value: Any, **fields: Any) -> Any:
+def general(ledger: Ledger, member: Any, value: Any, *, ranks: bool, **fields: Any) -> Any:
     """What ``record`` does for an event it does not send down the fast path."""
     with ledger._lock:
         ledger._check_open()
         t_ms = fields.pop("t_ms")
         event = make_event(member, value, t_ms=ledger._now() if t_ms is None else t_ms, **fields)
-        return ledger._record([event], False)[0]
+        return ledger._record([event], ranks)[0]
 
 
 def board_state(board: Any) -> Any:
@@ -115,13 +116,13 @@ def test_fast_path_matches_the_general_path(events: list[Any]) -> None:
     clock = [START_MS]
     fast, slow = make_ledger(clock), make_ledger(clock)
     t = START_MS
-    for member, value, op, step, attrs, when, default_time in events:
+    for member, value, op, step, attrs, when, default_time, ranks in events:
         t = max(0, t + step)
         clock[0] = max(clock[0], t)
         value = None if op == "remove" else value  # noqa: PLW2901 -- remove takes none
         fields = {"op": op, "t_ms": None if default_time else t, "attrs": attrs, "when": when}
-        got = outcome(fast.record, member, value, ranks=False, **fields)
-        want = outcome(general, slow, member, value, **fields)
+        got = outcome(fast.record, member, value, ranks=ranks, **fields)
+        want = outcome(general, slow, member, value, ranks=ranks, **fields)
         assert got == want
         assert state(fast) == state(slow)
         fast._check()

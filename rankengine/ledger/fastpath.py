@@ -1,8 +1,8 @@
 """The commonest event's dispatch: an int increment, worked out once per view.
 
 Most events a game server records are the same: an ``int`` increment of a
-``str`` member, no route attributes, no ``when=``, no ranks asked for, no
-subscriber listening.  :meth:`Ledger.record <rankengine.ledger.ledger.Ledger.record>`
+``str`` member, no route attributes, no ``when=``, no subscriber listening
+(ranks asked for or not).  :meth:`Ledger.record <rankengine.ledger.ledger.Ledger.record>`
 sends those down a path whose per-view decisions are made **once**, when
 the set of views changes, not per event: an :class:`IncrPlan` lists
 

@@ -445,14 +445,13 @@ class Ledger:
         if (
             type(value) is int
             and op == "incr"
-            and not ranks
             and type(member) is str
             and when is None
             and attrs is None
             and meta is None
             and (t_ms is None or (type(t_ms) is int and 0 <= t_ms <= MAX_T_MS))
         ):
-            done = self._record_incr(member, value, t_ms)
+            done = self._record_incr(member, value, t_ms, ranks)
         else:
             with self._lock:
                 self._check_open()
@@ -471,11 +470,11 @@ class Ledger:
             files.acknowledge()  # (under "always": the shared fsync, lock let go)
         return done
 
-    def _record_incr(self, member: str, value: int, t_ms: int | None) -> Recorded:
+    def _record_incr(self, member: str, value: int, t_ms: int | None, ranks: bool) -> Recorded:
         """:meth:`record` of the commonest event, an int increment of a str
-        member with no route attributes, no ``when``, no ranks and no
-        subscriber: the same check, record and writes as :meth:`_record`,
-        with each view fed as its :class:`~rankengine.ledger.fastpath.IncrPlan`
+        member with no route attributes, no ``when`` and no subscriber: the
+        same check, record, writes and outcomes as :meth:`_record`, with
+        each view fed as its :class:`~rankengine.ledger.fastpath.IncrPlan`
         says (worked out once per set of views, not per event)."""
         lock = self._lock
         # (acquire/try/finally, not `with`: the same hold, less per call)
@@ -485,10 +484,10 @@ class Ledger:
                 self._check_open()
             if self._subs.any():
                 event = make_event(member, value, t_ms=self._now() if t_ms is None else t_ms)
-                return self._record([event], False)[0]
+                return self._record([event], ranks)[0]
             t = self._now() if t_ms is None else t_ms
             if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
-                return self._record([make_event(member, value, t_ms=t)], False)[0]
+                return self._record([make_event(member, value, t_ms=t)], ranks)[0]
             plan = self._plan
             if plan is None:
                 plan = self._plan = IncrPlan(self._views.values())
@@ -525,8 +524,14 @@ class Ledger:
                 for code, view, adapter, name in plan.feeds:
                     view.time_ms = now_ms
                     view.seq = seq
+                    before = after = None
                     if code == BOARD:
-                        score = adapter.board.incr(member, value)
+                        board = adapter.board
+                        if ranks:
+                            before = board.rank(member)
+                        score = board.incr(member, value)
+                        if ranks:
+                            after = board.rank(member)
                     elif code == PERIODIC:
                         # the period its check routed the event to, written
                         # directly when nothing else is due there
@@ -534,17 +539,23 @@ class Ledger:
                         target = None
                         if cached is not None and cached[0] <= t_s < cached[1]:
                             target = held_period_board(adapter.board, cached[3], now_s)
-                        if target is not None:
-                            score = target.incr(member, value)
-                        else:
-                            score = adapter.board.incr(member, value, t=t_s)
+                        if target is None:
+                            outcomes += view.apply(event, ranks)
+                            continue
+                        if ranks:
+                            before = target.rank(member)
+                        score = target.incr(member, value)
+                        if ranks:
+                            after = target.rank(member)
                     elif code == TOPK:
-                        adapter.board.add(member, 1)
-                        score = None
+                        topk = adapter.board
+                        topk.add(member, 1)
+                        # (the estimate is a second pass over the sketch: with ranks only)
+                        score = topk.estimate(member) if ranks else None
                     else:
-                        outcomes += view.apply(event, False)
+                        outcomes += view.apply(event, ranks)
                         continue
-                    add(_new_outcome(Outcome, (name, NO_KEY, score, None, None)))
+                    add(_new_outcome(Outcome, (name, NO_KEY, score, before, after)))
             except Exception as exc:  # a view refused what it had passed: a bug
                 self._closed = True
                 for _, view, _, _ in plan.feeds:
