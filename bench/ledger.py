@@ -48,33 +48,35 @@ Open time: a ledger whose four views hold ``-n`` members each (one
 snapshot per view, written by ``compact()``) against one durable board of
 ``-n`` members (``Leaderboard.open``), the target being <= 2x.
 
-Last run (2 cores shared with other work, load average 7.5 at the start,
-9.5 at the end; CPU time for the writes and opens, wall time for threads
+Last run (2 cores shared with other work, load average 12.6 at the start,
+8.8 at the end; CPU time for the writes and opens, wall time for threads
 and asyncio; ``python bench/ledger.py -e 20000 -n 50000 --repeats 3``)::
 
-    ledger           median 1.226 s  16,310 events/s
-    ledger+ranks     median 3.468 s   5,768 events/s
-    memory           median 1.430 s  13,989 events/s
-    separate         median 2.080 s   9,617 events/s
-    separate@f1b4bb9 median 2.183 s   9,161 events/s
-    ledger / memory 1.17x (target 0.7); ledger / separate 1.70x (this
-    tree), 1.78x (f1b4bb9; target 2)
-    threads, 4,000 events: everysec 4,882/s (1 thread), 6,854/s (4);
-    always 227/s (1 thread, an fsync each), 537/s (4, 1,943 fsyncs)
-    asyncio, 1,000 tasks, 10,000 events: always / everysec 1.02x (target
-    0.5), ~230 fsyncs for 10,000 events
-    open loop: 10,000/s and 5,000/s not kept (the process got too little
-    CPU); 2,000/s kept: lag p99 9-14 ms everysec, 47-209 ms always; max
-    99-260 ms; an idle loop's timer on this machine: max 8-20 ms, p99 4-6
-    open: ledger 0.131 s, board 0.060 s: 2.19x (target 2), at N = 50,000
+    ledger           median 1.485 s  13,466 events/s
+    ledger+ranks     median 2.019 s   9,906 events/s
+    memory           median 1.537 s  13,010 events/s
+    separate         median 2.166 s   9,235 events/s
+    separate@f1b4bb9 median 2.015 s   9,927 events/s
+    ledger / memory 1.04x (target 0.7), ledger+ranks / memory 0.76x;
+    ledger / separate 1.46x (this tree), 1.36x (f1b4bb9; target 2)
+    threads, 4,000 events: everysec 4,664/s (1 thread), 7,553/s (4);
+    always 241/s (1 thread, an fsync each), 625/s (4, 1,943 fsyncs)
+    asyncio, 1,000 tasks, 10,000 events: always / everysec 0.80x (target
+    0.5), 185-217 fsyncs for 10,000 events
+    open loop: 10,000/s and 5,000/s not kept (2,300-2,900/s: the process
+    got too little CPU); 2,000/s: lag p99 10-14 ms everysec, 93-267 ms
+    always (kept 1,763/s); an idle loop's timer here: max 8-20 ms, p99 4-6
+    open: ledger 0.131 s, board 0.050 s: 2.61x (target 2), at N = 50,000
 
-An earlier run of the same command (load 6.5-8.8): ledger / memory 0.91x,
-ledger / separate 1.47x (this tree), 1.48x (f1b4bb9), open 2.22x.
+Two earlier runs of the same command (load 6.5-9.5, before ``ranks=True``
+took the fast path): ledger / memory 0.91x and 1.17x, ledger / separate
+1.48x and 1.78x (f1b4bb9), 1.47x and 1.70x (this tree), open 2.22x and
+2.19x.
 
 Where the targets are missed: the separate durable boards cost about 1.5x
 the in-memory ones here (their appends are copies into memory maps), on
 f1b4bb9's code as on today's, so 2x over them needs the ledger at about
-1.3x the in-memory views' throughput; it writes a periodic view's period
+1.3x the in-memory views' throughput (it reaches 0.9-1.2x); it writes a periodic view's period
 board directly (its check routed the event already), which is why it
 passes the in-memory views at all.  The loop-lag target cannot be shown on
 this machine: an idle event loop's 1 ms timer already wakes up to 20 ms
