@@ -23,6 +23,13 @@ loop could not run anything):
    the loop's max and p99 lag, and each write's time to acknowledgement
    (p50/p99/max).
 
+``--writer`` picks how the active segment is appended to: ``map`` (a copy
+into a memory map, this tree's writer under every policy), ``write`` (a
+``write()`` system call, the writer ``always`` used before) or ``both``: the
+two take turns in every repeat and at the fixed rate, an A/B in one run.
+The fixed rate also reports ``blocked``: the loop's time inside the writes'
+synchronous part (the check, the index update, the append).
+
 Targets (issue 20): ``always`` >= 0.5x the ``everysec`` throughput with
 1,000 tasks; the loop's max lag <= 5 ms at 10,000 events/s.  On a shared
 machine the lag includes the scheduler's own hiccups: the report says so.
@@ -44,10 +51,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rankengine.aio import AsyncLeaderboard  # (this tree, on the path now)
+import rankengine.durable.board as durable_board  # (this tree, on the path now)
+from rankengine.aio import AsyncLeaderboard
 from rankengine.durable.board import DurableLeaderboard
+from rankengine.durable.eventlog import ACTIVE_WRITER, SegmentWriter
 
 PLAYERS = 10_000
+#: The segment writers ``--writer`` chooses between.
+WRITERS: dict[str, type[SegmentWriter]] = {"map": ACTIVE_WRITER, "write": SegmentWriter}
 #: The lag timer's period.
 TICK_S = 0.001
 
@@ -139,6 +150,18 @@ async def fixed_rate(rate: int, seconds: float, seed: int) -> dict[str, Any]:
             await board.incr(member, 1)
             latencies.append(time.perf_counter() - start)
 
+        inner = board.board.write_deferred
+        blocked = [0.0]
+
+        def timed(name: str, /, *args: Any, **kwargs: Any) -> tuple[Any, int]:
+            # the write's synchronous part, on the loop
+            began = time.perf_counter()
+            try:
+                return inner(name, *args, **kwargs)
+            finally:
+                blocked[0] += time.perf_counter() - began
+
+        board.board.write_deferred = timed  # type: ignore[method-assign]
         pending: set[asyncio.Task[None]] = set()
         loop = asyncio.get_running_loop()
         with LagTimer() as lag:
@@ -172,26 +195,65 @@ async def fixed_rate(rate: int, seconds: float, seed: int) -> dict[str, Any]:
             "max": 1000 * latencies[-1],
         },
         "fsyncs": syncs,
+        "blocked_s": blocked[0],
+        "blocked_share": blocked[0] / elapsed,
     }
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    runs: dict[str, list[dict[str, Any]]] = {"everysec": [], "always": [], "blocking": []}
+    """Every writer chosen, taking turns within each repeat."""
+    writers = list(WRITERS) if args.writer == "both" else [args.writer]
+    return {"writers": dict(zip(writers, await _interleaved(args, writers), strict=True))}
+
+
+async def _interleaved(args: argparse.Namespace, writers: list[str]) -> list[dict[str, Any]]:
+    runs: list[dict[str, list[dict[str, Any]]]] = [
+        {"everysec": [], "always": [], "blocking": []} for _ in writers
+    ]
+    rates: list[list[dict[str, Any]]] = [[] for _ in writers]
     for repeat in range(args.repeats):
-        for policy in ("everysec", "always"):
-            runs[policy].append(await throughput(policy, args.tasks, args.events, repeat))
-        runs["blocking"].append(await blocking(args.blocking_events, repeat))
-    rows: dict[str, Any] = {}
-    for name, done in runs.items():
-        rates = sorted(r["events_per_s"] for r in done)
-        rows[name] = {
-            "events_per_s": {"min": rates[0], "median": statistics.median(rates), "max": rates[-1]},
-            "max_lag_ms": max(r["max_lag_ms"] for r in done),
-            "fsyncs": [r["fsyncs"] for r in done],
-        }
-    rate = await fixed_rate(args.rate, args.seconds, 7)
-    ratio = rows["always"]["events_per_s"]["median"] / rows["everysec"]["events_per_s"]["median"]
-    return {"throughput": rows, "always_over_everysec": ratio, "fixed_rate": rate}
+        for n, writer in enumerate(writers):
+            with _writer(writer):
+                for policy in ("everysec", "always"):
+                    runs[n][policy].append(
+                        await throughput(policy, args.tasks, args.events, repeat)
+                    )
+                runs[n]["blocking"].append(await blocking(args.blocking_events, repeat))
+        for n, writer in enumerate(writers):
+            with _writer(writer):
+                rates[n].append(await fixed_rate(args.rate, args.seconds, 7 + repeat))
+    results = []
+    for n in range(len(writers)):
+        rows: dict[str, Any] = {}
+        for name, done in runs[n].items():
+            speeds = sorted(r["events_per_s"] for r in done)
+            rows[name] = {
+                "events_per_s": {
+                    "min": speeds[0],
+                    "median": statistics.median(speeds),
+                    "max": speeds[-1],
+                },
+                "max_lag_ms": max(r["max_lag_ms"] for r in done),
+                "fsyncs": [r["fsyncs"] for r in done],
+            }
+        always, everysec = rows["always"], rows["everysec"]
+        ratio = always["events_per_s"]["median"] / everysec["events_per_s"]["median"]
+        results.append({"throughput": rows, "always_over_everysec": ratio, "fixed_rate": rates[n]})
+    return results
+
+
+class _writer:
+    """Boards opened inside append with the writer named ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.cls = WRITERS[name]
+
+    def __enter__(self) -> None:
+        self.saved = durable_board.ACTIVE_WRITER
+        durable_board.ACTIVE_WRITER = self.cls  # type: ignore[misc]
+
+    def __exit__(self, *exc: object) -> None:
+        durable_board.ACTIVE_WRITER = self.saved  # type: ignore[misc]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,29 +265,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=int, default=10_000)
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--json", metavar="PATH")
+    p.add_argument("--writer", choices=["map", "write", "both"], default="map")
     args = p.parse_args(argv)
     result = asyncio.run(main_async(args))
     print(f"cpus: {os.cpu_count()} (shared: other work on the machine shows in the lag)")
-    print(f"throughput, {args.tasks} tasks, {args.events:,} increments (median of {args.repeats}):")
     labels = {
         "everysec": "async, everysec",
         "always": "async, always (group commit)",
         "blocking": "sync call on the loop, always",
     }
-    for name, row in result["throughput"].items():
+    for writer, done in result["writers"].items():
         print(
-            f"  {labels[name]:>30}: {row['events_per_s']['median']:>9,.0f} events/s  "
-            f"max loop lag {row['max_lag_ms']:6.1f} ms  fsyncs {row['fsyncs']}"
+            f"writer {writer}: throughput, {args.tasks} tasks, {args.events:,} increments "
+            f"(median of {args.repeats}):"
         )
-    print(f"  always / everysec: {result['always_over_everysec']:.2f}x (target >= 0.5)")
-    rate = result["fixed_rate"]
-    print(
-        f"fixed rate {args.rate:,}/s for {args.seconds} s under always: "
-        f"{rate['events_per_s']:,.0f} events/s, loop lag max {rate['max_lag_ms']:.1f} ms "
-        f"(target <= 5), p99 {rate['p99_lag_ms']:.2f} ms; acknowledged in "
-        f"p50 {rate['ack_ms']['p50']:.1f} / p99 {rate['ack_ms']['p99']:.1f} / "
-        f"max {rate['ack_ms']['max']:.1f} ms; {rate['fsyncs']} fsyncs"
-    )
+        for name, row in done["throughput"].items():
+            print(
+                f"  {labels[name]:>30}: {row['events_per_s']['median']:>9,.0f} events/s  "
+                f"max loop lag {row['max_lag_ms']:6.1f} ms  fsyncs {row['fsyncs']}"
+            )
+        print(f"  always / everysec: {done['always_over_everysec']:.2f}x (target >= 0.5)")
+        for rate in done["fixed_rate"]:
+            print(
+                f"  fixed rate {args.rate:,}/s for {args.seconds} s under always: "
+                f"{rate['events_per_s']:,.0f} events/s, loop lag max {rate['max_lag_ms']:.1f} ms "
+                f"(target <= 5), p99 {rate['p99_lag_ms']:.2f} ms; writes held the loop "
+                f"{rate['blocked_s']:.3f} s ({100 * rate['blocked_share']:.1f}%); acknowledged "
+                f"in p50 {rate['ack_ms']['p50']:.1f} / p99 {rate['ack_ms']['p99']:.1f} / "
+                f"max {rate['ack_ms']['max']:.1f} ms; {rate['fsyncs']} fsyncs"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), **result}, indent=2) + "\n")
     return 0

@@ -438,8 +438,14 @@ class FullDisk:
 
 
 @pytest.mark.parametrize("budget", [0, 5, 30])
-def test_disk_full_write_raises_and_changes_nothing(tmp_path: Path, budget: int) -> None:
+def test_disk_full_write_raises_and_changes_nothing(
+    tmp_path: Path, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the write() path (elsewhere than Linux; frames over MAP_FRAME_LIMIT):
+    # every policy appends through a memory map where it can
+    monkeypatch.setattr("rankengine.durable.board.ACTIVE_WRITER", SegmentWriter)
     board = open_board(tmp_path, fsync="always")
+    assert type(board._writer) is SegmentWriter
     board.set_many({"a": 1, "b": 2})
     before = state(board)
     real = board._writer.file
@@ -459,7 +465,7 @@ def test_disk_full_write_raises_and_changes_nothing(tmp_path: Path, budget: int)
 
 
 @pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Linux only")
-@pytest.mark.parametrize("fsync", ["everysec", "never"])
+@pytest.mark.parametrize("fsync", ["always", "everysec", "never"])
 def test_mapped_log_as_a_kill_leaves_it_opens_cleanly(tmp_path: Path, fsync: str) -> None:
     board = open_board(tmp_path / "live", fsync=fsync)
     for i in range(300):
@@ -488,8 +494,13 @@ def test_mapped_log_as_a_kill_leaves_it_opens_cleanly(tmp_path: Path, fsync: str
 
 
 @pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Linux only")
-def test_full_disk_under_a_mapped_log_raises_and_changes_nothing(tmp_path: Path) -> None:
-    board = open_board(tmp_path, fsync="everysec")
+@pytest.mark.parametrize("fsync", ["always", "everysec"])
+def test_full_disk_under_a_mapped_log_raises_and_changes_nothing(
+    tmp_path: Path, fsync: str
+) -> None:
+    # under "always" too: the append runs on the recording thread while the
+    # group commit's fsync runs, and a write() would wait behind it
+    board = open_board(tmp_path, fsync=fsync)
     board.set_many({"a": 1, "b": 2})
     writer = board._writer
     real = writer.allocate_fn

@@ -57,11 +57,7 @@ from typing import Any
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.acks import AcknowledgedWrites
-from rankengine.durable.eventlog import (
-    MAPPED_SEGMENTS,
-    MappedSegmentWriter,
-    SegmentWriter,
-)
+from rankengine.durable.eventlog import ACTIVE_WRITER, SegmentWriter
 from rankengine.durable.events import EventReader, iter_events, open_readers, rebuild
 from rankengine.durable.forget import Forgetting, finish_forget
 from rankengine.durable.manifest import (
@@ -268,12 +264,9 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
             self.recovery_notes = forgot + loaded.notes + remove_leftovers(self.path, manifest)
             assert loaded.active is not None
             name, first, start, end = loaded.active
-            # Under "always" every record waits for an fsync anyway, so the
-            # write() system call it saves is noise there; the map is for
-            # the policies where it is most of a record's cost.
-            self._writer_class = (
-                MappedSegmentWriter if MAPPED_SEGMENTS and fsync != "always" else SegmentWriter
-            )
+            # A map under every policy: under "always" a write() would wait
+            # behind the group commit's fsync (see ACTIVE_WRITER).
+            self._writer_class: type[SegmentWriter] = ACTIVE_WRITER
             self._writer = self._writer_class.reopen(os.path.join(self.path, name), end, start)
         except BaseException:
             self._dirlock.release()

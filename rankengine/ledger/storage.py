@@ -46,12 +46,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from rankengine.durable.commit import GroupCommit
-from rankengine.durable.eventlog import (
-    MAPPED_SEGMENTS,
-    MappedSegmentWriter,
-    SegmentReader,
-    SegmentWriter,
-)
+from rankengine.durable.eventlog import ACTIVE_WRITER, SegmentReader, SegmentWriter
 from rankengine.durable.forget import finish_forget
 from rankengine.durable.kinds import LEDGER, LEDGER_KIND, refuse_other_kind
 from rankengine.durable.manifest import (
@@ -82,15 +77,9 @@ __all__ = [
 ]
 
 VIEWS_DIR: Final = "views"
-#: The active segment's writer under every policy: an append is a copy
-#: into a memory map (Linux).  Under ``"always"`` too: with group commit the
-#: append runs on the recording thread -- an event loop's -- while the
-#: flusher fsyncs, and a ``write()`` that extends the file waits behind that
-#: fsync's journal commit, where a copy into space reserved ahead does not.
-#: Measured, an event loop recording 2,000 events/s under ``"always"`` on a
-#: shared machine: appends blocked the loop 0.38-0.46 s in 2 s with
-#: ``write()`` (up to 28 ms at once), 0.04-0.05 s with the map (up to 12 ms).
-_WRITER: Final = MappedSegmentWriter if MAPPED_SEGMENTS else SegmentWriter
+#: The active segment's writer: the durable board's, a memory map under
+#: every policy (see ``ACTIVE_WRITER``).
+_WRITER: Final = ACTIVE_WRITER
 _FRAMER: Final = RecordFramer()
 _FRAMER_LOCK: Final = threading.Lock()
 
