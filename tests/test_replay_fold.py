@@ -295,3 +295,28 @@ def test_a_bool_seq_is_refused() -> None:
     with pytest.raises(CorruptionError, match="sequence number"):
         fold.add_batch([(0, msgpack.packb([True, 5, [[0, "a", 1, 1]]]))], "seg")
     assert fold.records == 0
+
+
+def test_a_run_of_other_records_is_not_decoded_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the fast path takes nothing it waits, longer each time: in a
+    chunk of two-change records it tries a handful of times, not once per
+    record (each try decodes the record the slow path then decodes again)."""
+    import msgpack  # (the raw records are written as they are, unchecked)
+
+    records = [[i, 5, [[0, f"a{i}", i, 2 * i], [0, "b", i, 2 * i + 1]]] for i in range(1, 1001)]
+    frames = [(i * 50, msgpack.packb(r)) for i, r in enumerate(records)]
+    tries = []
+    plain = msgpack.unpackb
+
+    def counting(data: Any, **options: Any) -> Any:
+        if not options:  # (the fast path's call; decode_record passes options)
+            tries.append(data)
+        return plain(data, **options)
+
+    monkeypatch.setattr(msgpack, "unpackb", counting)
+    board = Leaderboard()
+    fold = Fold(board)
+    assert fold.add_batch(frames, "seg") == 1000
+    assert 5 <= len(tries) <= 30  # (about 7 + 1000 / 65, against 1000 without waiting)
+    fold.finish()
+    assert len(board) == 1001 and board.score("b") == 1000

@@ -88,6 +88,10 @@ __all__ = ["Fold"]
 
 #: What a member may be in a record (the decoder admits no other type).
 _MEMBER_TYPES: Final = frozenset((str, bytes, int))
+#: The longest the fast path waits (in records left to the slow path)
+#: before trying again after it took nothing: a log of other records then
+#: decodes at most one record in this many twice.
+_FAST_RETRY_MAX: Final = 64
 #: No limit on seq or time (Python ints compare with it).
 _NO_LIMIT: Final = float("inf")
 # The clock of a PUT change.
@@ -229,18 +233,28 @@ class Fold:
         The one-PUT records go through :meth:`_add_puts`; each record it
         stops at goes through :meth:`add` on its own, and the fast path
         takes over again after it (a log of increments with a ``remove``
-        now and then stays on the fast path).
+        now and then stays on the fast path; after a record it could not
+        take at all it waits a few records, longer each time, so that a
+        run of other records is not decoded by both paths).
 
         Runtime complexity: O(len(frames))
         """
         fast = self.scalar and not self.by_member
         count = len(frames)
         i = 0
+        wait = backoff = 0  # slow records before the fast path tries again
         while i < count:
-            if fast:
-                i = self._add_puts(frames, i, after, until_seq, until_ms)
+            if fast and not wait:
+                taken = self._add_puts(frames, i, after, until_seq, until_ms)
+                # (when it takes nothing it waits before trying again, twice
+                # as long each time: a run of other records is not decoded
+                # twice, one record in _FAST_RETRY_MAX at most)
+                backoff = 0 if taken > i else min(2 * backoff or 1, _FAST_RETRY_MAX)
+                wait, i = backoff, taken
                 if i == count:
                     break
+            elif wait:
+                wait -= 1
             if until_seq is not None and self.last_seq >= until_seq:
                 return i  # (not reading on: damage past it is no matter)
             at, payload = frames[i]
