@@ -79,6 +79,8 @@ import hashlib
 from importlib.resources import files
 from typing import Any, Final
 
+from rankengine.redis.direct import DirectCalls
+
 __all__ = ["EXACT", "LIBRARY", "LIBRARY_NAME", "SCRIPTS", "ScriptError", "ScriptRunner"]
 
 
@@ -286,6 +288,35 @@ class ScriptRunner:
             return self.client.execute_command(*self.call_args(name, keys, args))
         except Exception as exc:
             return self._failed(name, keys, args, exc)
+
+    def direct(
+        self, calls: DirectCalls, name: str, keys: list[str], mode: str, args: tuple[Any, ...]
+    ) -> Any:
+        """Call script ``name`` as :meth:`__call__` does, through ``calls``
+        (see :mod:`rankengine.redis.direct`): a write (``mode`` with ``#``
+        and its call number) goes out marked as sent for the first time
+        (``!``: its function keeps its reply but looks for no earlier run)
+        and with ``#`` if the connection sends it again; on a connection
+        that never sends a call again, with no call number and no reply
+        key (nothing to keep).  ``LOAD`` always keeps its reply: its chunks
+        are told apart by the call number.
+
+        Runtime complexity: O(size of the command), one round trip.
+        """
+
+        def command(resent: bool, resends: bool) -> list[Any]:
+            if resent or mode[4:5] != "#":
+                return self.call_args(name, keys, [mode, *args])
+            if resends or name == "LOAD":
+                return self.call_args(name, keys, [f"{mode[:4]}!{mode[5:]}", *args])
+            rest = mode[5:]
+            at = len(rest) - len(rest.lstrip("0123456789"))
+            return self.call_args(name, keys[:6], [mode[:4] + rest[at:], *args])
+
+        try:
+            return calls.call(command)
+        except Exception as exc:
+            return self._failed(name, keys, [mode, *args], exc)
 
     def _failed(self, name: str, keys: list[str], args: list[Any], exc: Exception) -> Any:
         """After a call of script ``name`` raised ``exc``: load the library
