@@ -189,6 +189,4 @@ def direct_calls(client: Any) -> DirectCalls | None:
     if pool is None or not hasattr(pool, "get_connection") or not hasattr(pool, "release"):
         return None
     version = tuple(int(part) for part in redis_py.__version__.split(".")[:2] if part.isdigit())
-    return DirectCalls(
-        pool, redis_py.exceptions.ResponseError, takes_name=version < _NAMELESS_FROM
-    )
+    return DirectCalls(pool, redis_py.exceptions.ResponseError, takes_name=version < _NAMELESS_FROM)

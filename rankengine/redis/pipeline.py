@@ -329,9 +329,7 @@ class RedisPipeline:
         for attempt in range(2):
             numbers = [next(board._calls) for call in calls[:tail] if call.name in _WRITES]
             if direct is None:
-                replies = self._queue(calls, tail, numbers, "#", True).execute(
-                    raise_on_error=False
-                )
+                replies = self._queue(calls, tail, numbers, "#", True).execute(raise_on_error=False)
             else:
                 # (sent first with '!', again with '#': see rankengine.redis.direct)
                 def build(resent: bool, resends: bool, numbers: list[int] = numbers) -> Any:
