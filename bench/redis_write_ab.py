@@ -12,6 +12,8 @@ set with the same ``--size`` members and scores, then takes turns, for
 ``FCALL``'s microseconds, which include the commands its Lua runs):
 
 * ``ZINCRBY``: the native command on the plain sorted set;
+* ``empty function``, ``function: one ZINCRBY``: the floor of any
+  function call, and a function whose only work is the native command;
 * ``incr, resent ('#')``: the function as every write ran it before this
   harness's version, and as a resend still runs it: it looks for an
   earlier run (``GET`` of the reply key) and keeps its reply (``SET``);
@@ -40,6 +42,14 @@ from typing import Any
 
 #: Members per ZADD / set_many when filling.
 FILL_CHUNK = 5000
+#: Two functions that measure what any function costs: nothing, and one
+#: ZINCRBY (the board's increment can cost no less than the second).
+FLOOR_LIBRARY = """#!lua name=write_ab_floor
+redis.register_function('write_ab_empty', function(keys, argv) return 0 end)
+redis.register_function('write_ab_zincrby', function(keys, argv)
+  return redis.call('ZINCRBY', keys[1], 1, argv[1])
+end)
+"""
 
 
 def main() -> None:
@@ -90,9 +100,13 @@ def main() -> None:
 
         return run
 
+    # The floor of any function call, and a function that is one ZINCRBY.
+    r.function_load(FLOOR_LIBRARY, replace=True)
     first = boards["first"]
     variants: dict[str, Callable[[str], None]] = {
         "ZINCRBY": lambda m: r.zincrby(plain, 1, m),
+        "empty function (FCALL floor)": lambda m: r.fcall("write_ab_empty", 1, plain, m),
+        "function: one ZINCRBY": lambda m: r.fcall("write_ab_zincrby", 1, plain, m),
         "incr, resent ('#')": fcall(first, "#", True),
         "incr, first sending ('!')": fcall(first, "!", True),
         "incr, no reply key": fcall(first, "", False),
@@ -127,6 +141,7 @@ def main() -> None:
     for board in boards.values():
         board.clear()
     r.delete(plain)
+    r.function_delete("write_ab_floor")
 
 
 if __name__ == "__main__":
