@@ -12,8 +12,10 @@ set with the same ``--size`` members and scores, then takes turns, for
 ``FCALL``'s microseconds, which include the commands its Lua runs):
 
 * ``ZINCRBY``: the native command on the plain sorted set;
-* ``empty function``, ``function: one ZINCRBY``: the floor of any
-  function call, and a function whose only work is the native command;
+* ``empty function``, ``function: one ZINCRBY``, ``function: eight
+  ZSCOREs``: the floor of any function call, a function whose only work
+  is the native command, and what a Redis call made from Lua costs (the
+  increment makes six to eight);
 * ``incr, resent ('#')``: the function as every write ran it before this
   harness's version, and as a resend still runs it: it looks for an
   earlier run (``GET`` of the reply key) and keeps its reply (``SET``);
@@ -48,6 +50,10 @@ FLOOR_LIBRARY = """#!lua name=write_ab_floor
 redis.register_function('write_ab_empty', function(keys, argv) return 0 end)
 redis.register_function('write_ab_zincrby', function(keys, argv)
   return redis.call('ZINCRBY', keys[1], 1, argv[1])
+end)
+redis.register_function('write_ab_zscore8', function(keys, argv)
+  for _ = 1, 8 do redis.call('ZSCORE', keys[1], argv[1]) end
+  return 0
 end)
 """
 
@@ -107,6 +113,7 @@ def main() -> None:
         "ZINCRBY": lambda m: r.zincrby(plain, 1, m),
         "empty function (FCALL floor)": lambda m: r.fcall("write_ab_empty", 1, plain, m),
         "function: one ZINCRBY": lambda m: r.fcall("write_ab_zincrby", 1, plain, m),
+        "function: eight ZSCOREs": lambda m: r.fcall("write_ab_zscore8", 1, plain, m),
         "incr, resent ('#')": fcall(first, "#", True),
         "incr, first sending ('!')": fcall(first, "!", True),
         "incr, no reply key": fcall(first, "", False),
