@@ -19,8 +19,9 @@ writes)::
     KEYS[6]  S  hash        config, clock, writes, inexact, dense (and
                             loading, between the chunks of one LOAD)
     KEYS[7]  R  string      the caller's last write: call number, reply
-                            (writes only; one per handle, process and
-                            thread; expires after 300 s)
+                            (writes of a client that may send them
+                            again; one per handle, process and thread;
+                            expires after 300 s)
 
 An element of ``Z`` is ``ordkey + tie + member`` (see
 :mod:`rankengine.redis.codec` for the encodings):
@@ -53,7 +54,10 @@ plain ``ZREVRANGE``, see :mod:`rankengine.redis.board`).
 first column), ``f``/``m`` (tie-break), the number of columns whose ordkey
 the element carries (``1`` for scalar and packed boards), the number of
 kind letters, then, on a write, ``#`` and the call number (a call sent
-again after a lost reply gets its first run's reply), ``@`` and the SHA1
+again after a lost reply gets its first run's reply; ``!`` instead of
+``#`` on a call's first sending, which keeps its reply and looks for
+none; no call number, and no reply key, from a client that never sends a
+call again: see :mod:`rankengine.redis.direct`), ``@`` and the SHA1
 of the settings the handle opened the board with, as stored (a write
 refuses a board stored again with others: Redis lost it and another
 process created it), then, on a write to a board with an event log, ``:``
