@@ -168,3 +168,25 @@ def test_a_resent_call_finds_its_reply_and_a_new_one_runs(redis_client: Any) -> 
     incr("#", 8)  # another call: it runs
     assert board["ann"] == 20
     board._check()
+
+
+@pytest.mark.parametrize("resends", [False, True])
+def test_a_server_that_lost_the_library_gets_it_again(
+    redis_url: str, redis_client: Any, resends: bool
+) -> None:
+    """A restart or a failover can leave the server without the library:
+    the first call through the pooled path loads it again and is applied
+    once, alone and in a pipeline."""
+    client = resending(redis_url)[0] if resends else redis_client
+    board = RedisLeaderboard(client, unique_name())
+    board.set_many({"ann": 1, "bob": 2})
+    writes = board.writes
+    client.function_flush()  # as after a restart without persistence
+    assert board.incr("ann", 4) == 5
+    client.function_flush()
+    with board.pipeline() as p:
+        p.incr("bob", 1).set("cid", 9).rank("cid")
+    assert p.results == [3, True, 1]
+    assert board.writes == writes + 3
+    assert board.items() == [("cid", 9), ("ann", 5), ("bob", 3)]
+    board._check()
