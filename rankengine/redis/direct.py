@@ -30,7 +30,8 @@ redis-py 7 and later do not count a board's calls; the server's
 
 Used only for a plain ``redis.Redis`` client (or a subclass that does not
 change how commands are executed) with a connection pool; a cluster
-client, a single-connection client and any other object take redis-py's
+client, a single-connection client, a client with client-side caching
+(``cache_config``) and any other object take redis-py's
 ``execute_command`` as before.
 
 Runtime complexity: O(size of the command) per call, one round trip
@@ -187,6 +188,8 @@ def direct_calls(client: Any) -> DirectCalls | None:
         return None
     pool = getattr(client, "connection_pool", None)
     if pool is None or not hasattr(pool, "get_connection") or not hasattr(pool, "release"):
+        return None
+    if getattr(pool, "cache", None) is not None:  # client-side caching: redis-py's to run
         return None
     version = tuple(int(part) for part in redis_py.__version__.split(".")[:2] if part.isdigit())
     return DirectCalls(pool, redis_py.exceptions.ResponseError, takes_name=version < _NAMELESS_FROM)
