@@ -1,0 +1,124 @@
+"""Events as typed columns (version 2 of the store's table), and back.
+
+The common event, an ``incr``/``set``/``remove`` of a ``str`` member by a
+64-bit integer, goes into plain columns (``op``, ``member``, ``value``,
+``t_ms``, and its attributes as msgpack in ``attrs``); anything else
+into ``payload``, the whole event in msgpack as version 1 stored every
+event (see :mod:`rankengine.pg.schema`).  What it buys: a reader gets
+Python ints and strs from the driver's binary loaders, with no msgpack
+to decode, and PostgreSQL can aggregate the typed rows itself
+(:mod:`rankengine.pg.catchup`).
+
+>>> from rankengine.pg.events import NewEvent
+>>> cols = encode_columns([NewEvent("incr", "ann", 5, 7), NewEvent("incr", "bob", 0.5, 8)])
+>>> cols[0], cols[1], cols[2], cols[5][0]
+([0, None], ['ann', None], [5, None], None)
+>>> rows = [(1, None, 0, "ann", 5, 7, None), (2, cols[5][1], None, None, None, None, None)]
+>>> [(e.seq, e.member, e.value) for e in decode_typed_rows(rows)]
+[(1, 'ann', 5), (2, 'bob', 0.5)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import msgpack
+
+from rankengine.durable.records import decode_ext, pack
+from rankengine.pg.events import NewEvent, StoreEvent, decode_event, encode_event
+from rankengine.pg.schema import OP_CODES, OP_NAMES
+
+__all__ = ["INT64_MAX", "INT64_MIN", "Columns", "decode_typed_rows", "encode_columns", "is_typed"]
+
+#: The range of a ``bigint`` column (a value outside it goes into the payload).
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+
+#: ``(ops, members, values, times, attrs, payloads)``: one list per column,
+#: all of one length, None where an event does not use the column.
+Columns = tuple[
+    list[int | None],
+    list[str | None],
+    list[int | None],
+    list[int | None],
+    list[bytes | None],
+    list[bytes | None],
+]
+
+_new_event: Final = tuple.__new__
+
+
+def is_typed(event: NewEvent) -> bool:
+    """Whether ``event`` fits the typed columns (checked already by
+    :func:`~rankengine.pg.events.check_event`).
+
+    Runtime complexity: O(len(member))
+
+    >>> is_typed(NewEvent("incr", "ann", 2**63)), is_typed(NewEvent("remove", "ann"))
+    (False, True)
+    """
+    op, member, value, time_ms, _attrs, when, meta = event
+    if op not in OP_CODES or type(member) is not str or when is not None or meta is not None:
+        return False
+    if op == "remove":
+        if value is not None:
+            return False
+    elif type(value) is not int or not INT64_MIN <= value <= INT64_MAX:
+        return False
+    if time_ms > INT64_MAX or "\x00" in member:
+        return False  # PostgreSQL's text holds no NUL
+    if not member.isascii():
+        try:
+            member.encode()
+        except UnicodeEncodeError:  # a lone surrogate: msgpack's path keeps it
+            return False
+    return True
+
+
+def encode_columns(events: Sequence[NewEvent], packer: Any = None) -> Columns:
+    """The column arrays of ``events`` (checked already) for the append function.
+
+    Runtime complexity: O(total size of the events)
+    """
+    n = len(events)
+    ops: list[int | None] = [None] * n
+    members: list[str | None] = [None] * n
+    values: list[int | None] = [None] * n
+    times: list[int | None] = [None] * n
+    attrs: list[bytes | None] = [None] * n
+    payloads: list[bytes | None] = [None] * n
+    codes = OP_CODES
+    for i, event in enumerate(events):
+        if is_typed(event):
+            ops[i] = codes[event.op]
+            members[i] = event.member  # type: ignore[assignment]  # a str: is_typed
+            values[i] = event.value
+            times[i] = event.time_ms
+            if event.attrs is not None:
+                attrs[i] = pack(event.attrs)
+        else:
+            payloads[i] = encode_event(event, packer)
+    return ops, members, values, times, attrs, payloads
+
+
+def decode_typed_rows(rows: Iterable[Sequence[Any]]) -> list[StoreEvent]:
+    """The events of version 2 rows ``(seq, payload, op, member, value, t_ms,
+    attrs)`` (:data:`~rankengine.pg.schema.TYPED_COLUMNS`): a typed row
+    becomes its event with one tuple (no decoding), a payload row is
+    decoded as version 1's.
+
+    Runtime complexity: O(total row size)
+    """
+    new, names, unpackb, hook = _new_event, OP_NAMES, msgpack.unpackb, decode_ext
+    out: list[StoreEvent] = []
+    append = out.append
+    for seq, payload, op, member, value, t_ms, attrs in rows:
+        if payload is not None:
+            append(decode_event(seq, payload))
+        elif attrs is None:
+            append(new(StoreEvent, (seq, names[op], member, value, t_ms, None, None, None)))
+        else:
+            found = unpackb(attrs, raw=False, use_list=True, ext_hook=hook)
+            append(new(StoreEvent, (seq, names[op], member, value, t_ms, found, None, None)))
+    return out
