@@ -405,7 +405,9 @@ class Follower:
 
     def _fold_in_sql(self, views: list[View]) -> int:
         """Load the views that take every event into an empty scalar board
-        from PostgreSQL's fold; return how many events that covered."""
+        from PostgreSQL's fold; return how many events that moved the
+        follower's position past (the lowest view's)."""
+        before = self.position
         groups: dict[int, list[BoardView]] = {}
         for view in views:
             if (
@@ -417,7 +419,7 @@ class Follower:
                 and not len(view.board)
             ):
                 groups.setdefault(view.position, []).append(view)
-        covered = 0
+        covered = {}
         for position, group in sorted(groups.items()):
             folded = fold_in_sql(self.store, position)
             if folded is None:
@@ -427,8 +429,13 @@ class Follower:
                     if folded.pairs:
                         view.board.set_many(list(folded.pairs))
                     view.position = folded.upto
-            covered = max(covered, folded.events)
-        return covered
+            covered[position] = folded
+        after = self.position
+        if after == before:
+            return 0  # a view not folded is still where the catch-up reads from
+        if before in covered and covered[before].upto == after:
+            return covered[before].events
+        return self.store.count(before, after)
 
     def poll(self, timeout: float = 0.0) -> int:
         """Apply what is new; if nothing is, wait up to ``timeout`` seconds

@@ -505,6 +505,16 @@ class EventStore:
 
         return self._retrying(run)
 
+    def count(self, after: int, upto: int) -> int:
+        """How many events have ``after < seq <= upto`` (gaps are not events).
+
+        Runtime complexity: O(k) for k events (an index range), one round trip
+        """
+        rows = self.select(
+            f"SELECT count(*) FROM {self.table} WHERE seq > %s AND seq <= %s", (after, upto)
+        )
+        return int(rows[0][0])
+
     def read(self, after: int = 0, limit: int = CHUNK) -> list[StoreEvent]:
         """Up to ``limit`` events with ``seq > after``, in order.
 
