@@ -285,10 +285,15 @@ class ViewSnapshots:
         except (CorruptionError, OSError, KeyError, TypeError, ValueError) as exc:
             problem = f"it is damaged ({exc})"
         if problem is not None:
-            warnings.warn(
-                f"view {name!r}: snapshot not loaded, {problem}; building the view from the store",
-                SnapshotWarning,
-                stacklevel=3,
-            )
+            self.warn(name, problem)
             return None
         return loaded
+
+    @staticmethod
+    def warn(name: str, problem: str) -> None:
+        """Say that view ``name``'s snapshot was not loaded, and why."""
+        warnings.warn(
+            f"view {name!r}: snapshot not loaded, {problem}; building the view from the store",
+            SnapshotWarning,
+            stacklevel=4,
+        )
