@@ -45,10 +45,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rankengine.durable.snapshot import Snapshot
-from rankengine.ledger.events import LedgerEvent, make_event
-from rankengine.ledger.ledger import Recorded
-from rankengine.ledger.routes import NO_KEY, Route
+from rankengine.ledger.events import LedgerEvent
+from rankengine.ledger.front import LedgerFront, Recorded, restored_board
+from rankengine.ledger.routes import Route
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
 from rankengine.pg.events import META, NewEvent, StoreEvent, now_ms
@@ -92,7 +91,7 @@ def ledger_event(event: StoreEvent | NewEvent, seq: int = 0) -> LedgerEvent:
     )
 
 
-class PgLedger:
+class PgLedger(LedgerFront):
     """One PostgreSQL event stream, this process's views of it (see the module docstring).
 
     :param store: the store events are appended to (and read from, unless
@@ -200,7 +199,12 @@ class PgLedger:
         if loaded is None:
             return 0
         try:
-            view.restore([(key, (part, _board_of(view, snap))) for key, part, snap in loaded.parts])
+            view.restore(
+                [
+                    (key, (part, None if snap is None else restored_board(view, snap)))
+                    for key, part, snap in loaded.parts
+                ]
+            )
         except (KeyError, TypeError, ValueError) as exc:
             view.reset()
             self.snapshots.warn(view.name, f"it does not load ({exc})")
@@ -235,83 +239,18 @@ class PgLedger:
             return written
 
     @property
-    def views(self) -> list[str]:
-        """The views' names, in registration order."""
-        return list(self._views)
-
-    def view(self, name: str, key: Any = NO_KEY) -> Any:
-        """The board of view ``name`` (and ``key``, for a keyed view)."""
-        return self._views[name].board(key)
-
-    def __getitem__(self, name: str) -> Any:
-        return self._views[name].reader()
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._views
-
-    @property
     def last_seq(self) -> int:
         """The sequence number of the last event applied."""
         return self._seq
 
-    # -- recording -------------------------------------------------------------
-    def record(
-        self,
-        member: Any,
-        value: Any = None,
-        *,
-        op: str = "incr",
-        t_ms: int | None = None,
-        attrs: Mapping[str, Any] | None = None,
-        when: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        ranks: bool = True,
-    ) -> Recorded:
-        """Check, append, apply (see the module docstring); the event's
-        sequence number and each view's outcome.
-
-        Runtime complexity: one append (a round trip and a commit), plus the
-        events appended by others since the last read
-        """
-        if value is None and op == "incr":
-            value = 1
-        event = make_event(
-            member,
-            value,
-            op=op,
-            t_ms=self._now() if t_ms is None else t_ms,
-            attrs=attrs,
-            when=when,
-            meta=meta,
-        )
-        return self._record([event], ranks)[0]
-
+    # -- recording (record(): LedgerFront's) ----------------------------------------
     def record_many(
         self, items: Iterable[Mapping[str, Any] | tuple[Any, Any]], *, ranks: bool = False
     ) -> list[Recorded]:
         """Record many events in one transaction: items as :meth:`Ledger.record_many
         <rankengine.ledger.ledger.Ledger.record_many>` takes them."""
-        events = []
-        for i, item in enumerate(items):
-            try:
-                events.append(self._event_of(item))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"item {i} of the batch: {exc}") from None
+        events = self._events_of(items)
         return self._record(events, ranks) if events else []
-
-    def _event_of(self, item: Mapping[str, Any] | tuple[Any, Any]) -> LedgerEvent:
-        if isinstance(item, tuple):
-            if len(item) != 2:
-                raise TypeError(f"expected (member, delta) or a dict, got {item!r}")
-            return make_event(item[0], item[1], t_ms=self._now())
-        fields = dict(item)
-        member = fields.pop("member")
-        op = fields.pop("op", "incr")
-        value = fields.pop("value", 1 if op == "incr" else None)
-        t_ms = fields.pop("t_ms", None)
-        return make_event(
-            member, value, op=op, t_ms=self._now() if t_ms is None else t_ms, **fields
-        )
 
     def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
         with self._lock:
@@ -404,20 +343,8 @@ class PgLedger:
                     subs.deliver(stored.seq, event, view, outcomes)
                 view.seq = stored.seq
 
-    # -- subscriptions -------------------------------------------------------------
-    def subscribe(self, view: str, callback: Callable[[Any], None], **options: Any) -> Any:
-        """As :meth:`Ledger.subscribe <rankengine.ledger.ledger.Ledger.subscribe>`:
-        notices are delivered as this process applies the stream, in order."""
-        with self._lock:
-            if view not in self._views:
-                raise KeyError(f"the ledger has no view {view!r}")
-            return self._subs.add(view, self._views[view].kind, callback, **options)
-
-    def unsubscribe(self, handle: Any) -> None:
-        """Stop a subscription."""
-        with self._lock:
-            self._subs.remove(handle)
-
+    # -- subscriptions: LedgerFront's (notices delivered as this process applies
+    #    the stream, in order) ---------------------------------------------------
     def close(self) -> None:
         """Close the store connections (the views stay readable)."""
         self.store.close()
@@ -426,15 +353,3 @@ class PgLedger:
     def _check(self) -> None:
         for view in self._views.values():
             view._check()
-
-
-def _board_of(view: View, snap: Snapshot | None) -> Any:
-    """The board a part's snapshot holds (None for a part without one)."""
-    if snap is None:
-        return None
-    board = view.template.new_board()
-    members, scores, clocks, metas = snap.columns()
-    board._restore_columns(
-        members, scores, clocks, metas, int(snap.header["clock"]), negated=snap.negated_clocks
-    )
-    return board
