@@ -98,10 +98,16 @@ def _writer(
     store.close()
 
 
-def throughput(url: str, writers: int, batch: int, sync: bool, seconds: float) -> float:
-    """Events per second of ``writers`` processes appending at once for ``seconds``."""
-    table = f"bench_{os.getpid()}_{writers}_{batch}_{int(sync)}"
-    store = EventStore(url, table=table)
+def throughput(
+    url: str, writers: int, batch: int, sync: bool, seconds: float, *, schema: int = 2
+) -> float:
+    """Events per second of ``writers`` processes appending at once for
+    ``seconds``, into a table of schema version ``schema`` (1: the earlier
+    layout, msgpack payloads only)."""
+    table = f"bench_{os.getpid()}_{writers}_{batch}_{int(sync)}_v{schema}"
+    store = EventStore(url, table=table, create=schema == 2)
+    if schema == 1:
+        store.create_legacy()
     ctx = mp.get_context("spawn")
     pipes = (ctx.Queue(), ctx.Event(), ctx.Queue())
     procs = [
@@ -296,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--batch", default="100,1000", help="batch sizes (besides 1)")
     parser.add_argument("--writers", default="1,2,4")
+    parser.add_argument(
+        "--schema",
+        default="2",
+        help="table versions to write, e.g. 1,2 (1: the earlier msgpack-only layout)",
+    )
     parser.add_argument("--catch-up", type=int, default=400_000)
     parser.add_argument("--rounds", type=int, default=3, help="catch-up rounds (best of)")
     parser.add_argument(
@@ -310,18 +321,28 @@ def main(argv: list[str] | None = None) -> int:
     with _server(args.url) as server:
         url = args.url or server.url
         parts = {args.only} if args.only else {"throughput", "catch-up", "delay"}
+        schemas = [int(v) for v in args.schema.split(",")]
         if "throughput" in parts:
             print(f"throughput, events/s ({args.seconds:g} s per cell)")
-            print(f"{'writers':>8} {'append':>10} {'sync commit':>12} {'events/s':>10}")
+            head = f"{'writers':>8} {'append':>10} {'sync commit':>12} {'schema':>7}"
+            print(f"{head} {'events/s':>10}")
         for writers in [int(w) for w in args.writers.split(",")] if "throughput" in parts else []:
             for batch in (1, *[int(b) for b in args.batch.split(",")]):
                 for sync in (True, False):
-                    rate = throughput(url, writers, batch, sync, args.seconds)
-                    kind = "single" if batch == 1 else f"batch {batch}"
-                    print(f"{writers:>8} {kind:>10} {'on' if sync else 'off':>12} {rate:>10,.0f}")
-                    results["throughput"].append(
-                        {"writers": writers, "batch": batch, "sync": sync, "events_s": rate}
-                    )
+                    for schema in schemas:  # interleaved: the versions side by side
+                        rate = throughput(url, writers, batch, sync, args.seconds, schema=schema)
+                        kind = "single" if batch == 1 else f"batch {batch}"
+                        on = "on" if sync else "off"
+                        print(f"{writers:>8} {kind:>10} {on:>12} {schema:>7} {rate:>10,.0f}")
+                        results["throughput"].append(
+                            {
+                                "writers": writers,
+                                "batch": batch,
+                                "sync": sync,
+                                "schema": schema,
+                                "events_s": rate,
+                            }
+                        )
         for fsync in ("everysec", "always") if "throughput" in parts else ():
             rate = local_log(fsync, args.seconds)
             results["local"][fsync] = rate

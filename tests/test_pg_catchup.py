@@ -204,6 +204,14 @@ def test_a_version_1_table_is_followed_then_upgraded(postgres_url: str) -> None:
         model = _reference(events, Leaderboard())
         assert view.board.items() == model
         assert _caught_up(opened, Leaderboard(), sql=True) == model
+        # the old rows that fit are rewritten as typed rows: the fold covers them
+        assert fold_in_sql(opened, 0) is None  # the first row is a payload row
+        assert opened.convert_rows(batch=7) == 52  # 50 + the set + the old writer's
+        assert opened.convert_rows() == 0
+        assert opened.read(0) == events
+        folded = fold_in_sql(opened, 0)
+        assert folded is not None and folded.upto == events[51].seq - 1  # the float
+        assert _caught_up(opened, Leaderboard(), sql=True) == model
         opened.close()
         reader.close()
     finally:

@@ -33,7 +33,9 @@ appends payload rows, as before.  :meth:`EventStore.upgrade
 version 2 in one transaction (PostgreSQL's DDL is transactional: a crash
 leaves version 1 or version 2, never half), adding nullable columns (a
 catalog change, no table rewrite).  The rows already there stay payload
-rows (readers take both kinds); the version 1 append function stays, so a
+rows (readers take both kinds; :meth:`EventStore.convert_rows
+<rankengine.pg.store.EventStore.convert_rows>` rewrites the ones that fit
+as typed rows, batch by batch); the version 1 append function stays, so a
 process of the earlier release still appends (payload rows).  Upgrade once
 every *reader* runs this release: an earlier reader cannot read a typed
 row (its payload is NULL).
