@@ -20,7 +20,9 @@ to decode, and PostgreSQL can aggregate the typed rows itself
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
+from itertools import chain, repeat
 from typing import Any, Final
 
 import msgpack
@@ -29,7 +31,23 @@ from rankengine.durable.records import decode_ext, pack
 from rankengine.pg.events import NewEvent, StoreEvent, decode_event, encode_event
 from rankengine.pg.schema import OP_CODES, OP_NAMES
 
-__all__ = ["INT64_MAX", "INT64_MIN", "Columns", "decode_typed_rows", "encode_columns", "is_typed"]
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "BinaryArray",
+    "ByteaArray",
+    "Columns",
+    "Int2Array",
+    "Int8Array",
+    "TextArray",
+    "array_of_bytes",
+    "array_of_ints",
+    "array_of_texts",
+    "binary_columns",
+    "decode_typed_rows",
+    "encode_columns",
+    "is_typed",
+]
 
 #: The range of a ``bigint`` column (a value outside it goes into the payload).
 INT64_MIN: Final = -(2**63)
@@ -47,6 +65,118 @@ Columns = tuple[
 ]
 
 _new_event: Final = tuple.__new__
+
+#: PostgreSQL's type numbers of the arrays an append sends.
+INT2_ARRAY_OID: Final = 1005
+INT8_ARRAY_OID: Final = 1016
+TEXT_ARRAY_OID: Final = 1009
+BYTEA_ARRAY_OID: Final = 1001
+_HEADER: Final = struct.Struct(">iiIii")  # ndim, has nulls, element type, length, lower bound
+_LENGTH: Final = struct.Struct(">i")
+_NULL: Final = _LENGTH.pack(-1)  # an element's length -1: NULL
+
+
+class BinaryArray(bytes):
+    """A one-dimensional array in PostgreSQL's binary wire format; each
+    subclass names its type's number (``oid``).  The store sends it as is."""
+
+    oid: int = 0
+
+
+class Int2Array(BinaryArray):
+    """A ``smallint[]``."""
+
+    oid = INT2_ARRAY_OID
+
+
+class Int8Array(BinaryArray):
+    """A ``bigint[]``."""
+
+    oid = INT8_ARRAY_OID
+
+
+class TextArray(BinaryArray):
+    """A ``text[]``."""
+
+    oid = TEXT_ARRAY_OID
+
+
+class ByteaArray(BinaryArray):
+    """A ``bytea[]``."""
+
+    oid = BYTEA_ARRAY_OID
+
+
+_ARRAY_CLASS: Final[dict[int, type[BinaryArray]]] = {
+    cls.oid: cls for cls in (Int2Array, Int8Array, TextArray, ByteaArray)
+}
+
+
+def array_of_ints(values: Sequence[int | None], *, size: int = 8) -> BinaryArray:
+    """``values`` as an ``int8[]`` (``size`` 8) or ``int2[]`` (``size`` 2).
+
+    Why not the driver's own list dumper: it spends ~5 us an element in
+    Python (measured, batches of 1,000), three times what a whole event
+    costs to encode otherwise; here a list without NULLs is one
+    ``struct.pack`` (C), and one with NULLs one short step an element.
+
+    Runtime complexity: O(n)
+
+    >>> array_of_ints([1, None], size=2).hex()
+    '0000000100000001000000150000000200000001000000020001ffffffff'
+    """
+    code, oid = ("q", INT8_ARRAY_OID) if size == 8 else ("h", INT2_ARRAY_OID)
+    n = len(values)
+    if None not in values:
+        body = struct.pack(f">{n * ('i' + code)}", *chain.from_iterable(zip(repeat(size), values)))
+        return _ARRAY_CLASS[oid](_HEADER.pack(1, 0, _ELEMENT[oid], n, 1) + body)
+    one = struct.Struct(f">i{code}").pack
+    body = b"".join([_NULL if v is None else one(size, v) for v in values])
+    return _ARRAY_CLASS[oid](_HEADER.pack(1, 1, _ELEMENT[oid], n, 1) + body)
+
+
+def _array_of_buffers(items: Sequence[bytes | None], oid: int) -> BinaryArray:
+    length = _LENGTH.pack
+    body = b"".join([_NULL if b is None else length(len(b)) + b for b in items])
+    header = _HEADER.pack(1, int(None in items), _ELEMENT[oid], len(items), 1)
+    return _ARRAY_CLASS[oid](header + body)
+
+
+def array_of_texts(texts: Sequence[str | None]) -> BinaryArray:
+    """``texts`` as a ``text[]`` (UTF-8).
+
+    Runtime complexity: O(total length)
+    """
+    return _array_of_buffers([None if t is None else t.encode() for t in texts], TEXT_ARRAY_OID)
+
+
+def array_of_bytes(items: Sequence[bytes | None]) -> BinaryArray:
+    """``items`` as a ``bytea[]``.
+
+    Runtime complexity: O(total length)
+    """
+    return _array_of_buffers(items, BYTEA_ARRAY_OID)
+
+
+#: array type -> its element type (int2, int8, text, bytea)
+_ELEMENT: Final = {INT2_ARRAY_OID: 21, INT8_ARRAY_OID: 20, TEXT_ARRAY_OID: 25, BYTEA_ARRAY_OID: 17}
+
+
+def binary_columns(columns: Columns) -> tuple[BinaryArray, ...]:
+    """The append function's arrays (``smallint[]``, ``text[]``, ``bigint[]``,
+    ``bigint[]``, ``bytea[]``, ``bytea[]``) in the binary wire format.
+
+    Runtime complexity: O(total size)
+    """
+    ops, members, values, times, attrs, payloads = columns
+    return (
+        array_of_ints(ops, size=2),
+        array_of_texts(members),
+        array_of_ints(values),
+        array_of_ints(times),
+        array_of_bytes(attrs),
+        array_of_bytes(payloads),
+    )
 
 
 def is_typed(event: NewEvent) -> bool:

@@ -426,6 +426,8 @@ class Follower:
                 continue
             with self._lock:
                 for view in group:
+                    if view.position != position or len(view.board) or view._sums:
+                        continue  # another thread applied to it meanwhile: not empty now
                     if folded.pairs:
                         view.board.set_many(list(folded.pairs))
                     view.position = folded.upto

@@ -64,6 +64,7 @@ _REFUSALS = (ValueError, TypeError, KeyError, OverflowError)
 def store_event(event: LedgerEvent) -> NewEvent:
     """The store's form of a ledger event (a ``meta`` event's metadata is its value).
 
+    >>> from rankengine.ledger.events import make_event
     >>> e = make_event("ann", 3, op="set", t_ms=5, when="better")
     >>> ledger_event(store_event(e), 1) == e
     True
