@@ -162,9 +162,10 @@ def array_of_bytes(items: Sequence[bytes | None]) -> BinaryArray:
 _ELEMENT: Final = {INT2_ARRAY_OID: 21, INT8_ARRAY_OID: 20, TEXT_ARRAY_OID: 25, BYTEA_ARRAY_OID: 17}
 
 
-def binary_columns(columns: Columns) -> tuple[BinaryArray, ...]:
+def binary_columns(columns: Columns) -> tuple[BinaryArray | None, ...]:
     """The append function's arrays (``smallint[]``, ``text[]``, ``bigint[]``,
-    ``bigint[]``, ``bytea[]``, ``bytea[]``) in the binary wire format.
+    ``bigint[]``, ``bytea[]``, ``bytea[]``) in the binary wire format; the
+    last two None (SQL NULL) when every element is.
 
     Runtime complexity: O(total size)
     """
@@ -174,8 +175,8 @@ def binary_columns(columns: Columns) -> tuple[BinaryArray, ...]:
         array_of_texts(members),
         array_of_ints(values),
         array_of_ints(times),
-        array_of_bytes(attrs),
-        array_of_bytes(payloads),
+        None if attrs.count(None) == len(attrs) else array_of_bytes(attrs),
+        None if payloads.count(None) == len(payloads) else array_of_bytes(payloads),
     )
 
 

@@ -102,7 +102,10 @@ def _v1_append_sql(table: str, lock_class: int, lock_key: int) -> str:
 
 def append_function_sql(table: str, lock_class: int, lock_key: int) -> str:
     """The version 2 append function: one array per column, all of one length
-    (an element is NULL where the event does not use that column)."""
+    (an element is NULL where the event does not use that column; ``attrs``
+    and ``payloads`` may be NULL as a whole when no event uses them:
+    ``unnest`` pads them with NULLs, and the server decodes two arrays less,
+    measured ~1/4 of its time for an append of plain increments)."""
     t = table
     return f"""CREATE OR REPLACE FUNCTION {t}_append(
         batch bytea, ops smallint[], members text[], vals bigint[], times bigint[],
@@ -120,7 +123,7 @@ def append_function_sql(table: str, lock_class: int, lock_key: int) -> str:
         RETURN QUERY SELECT generate_series(start, start + total - 1);
         RETURN;
       END IF;
-      total := cardinality(payloads);
+      total := cardinality(ops);
       start := nextval(seqs);
       IF total > 1 THEN PERFORM setval(seqs, start + total - 1); END IF;
       INSERT INTO {t} (seq, payload, op, member, value, t_ms, attrs) OVERRIDING SYSTEM VALUE
