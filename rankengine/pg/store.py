@@ -1,12 +1,15 @@
 """The event store: one PostgreSQL table of events, in the order the database gives them.
 
 Many processes append; every process reads the same events in the same
-order, from any position.  The tables::
+order, from any position.  The tables (both versions, and the upgrade
+from the first: :mod:`rankengine.pg.schema`)::
 
     <table>          seq      bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY
-                     payload  bytea   NOT NULL     msgpack, see rankengine.pg.events
+                     op, member, value, t_ms, attrs   the common event, typed
+                     payload  bytea   msgpack of any other event (rankengine.pg.events)
     <table>_batches  ident    bytea   PRIMARY KEY  the writer's key for one append
                      first    bigint, n integer    the sequence numbers it was given
+                     made     timestamptz          when it was stored (pruning)
 
 Appending (one round trip: a function the store creates beside its table)::
 
@@ -46,8 +49,9 @@ than double the server's cost of an insert (measured: ~46 us against ~20 us
 an event in batches of 1,000).  :meth:`EventStore.append_many` retries on a
 lost connection (a restarting server, a failover) for ``retry_seconds``,
 then raises :class:`StoreUnavailableError`, which carries the key so the
-caller can try again later with it.  The batches table grows by one small
-row per append; rows older than any retry can be deleted at will.
+caller can try again later with it, within the store's key horizon: keys
+are pruned past it, and a retry that old is refused unsent
+(:mod:`rankengine.pg.keys`).
 
 Reading: :meth:`EventStore.read` (one chunk) and :meth:`EventStore.chunks`
 (a server-side cursor fetching binary rows, for catch-up).  Following:
