@@ -12,7 +12,9 @@ per-event work itself on the typed rows (:mod:`rankengine.pg.schema`):
    appear later), cut before the first *payload* row (a float, a ``meta``,
    an event of a shape the columns do not hold: a partial index finds it):
    those rows are applied by the ordinary path afterwards.
-2. **One GROUP BY** over the typed rows in range, per member: the sum of
+2. **One GROUP BY** over the typed rows in range (split into
+   :data:`FOLD_PARTS` parts by a hash of the member, aggregated at once by
+   as many server processes), per member: the sum of
    the values, how many events, whether all were ``incr``, and the sequence
    number of its *last change*::
 
@@ -53,8 +55,15 @@ from rankengine.pg.columns import INT64_MAX, INT64_MIN
 from rankengine.pg.schema import OP_CODES
 from rankengine.pg.store import EventStore
 
-__all__ = ["FOLD_WORK_MEM", "Folded", "fold_in_sql", "replay_members"]
+__all__ = ["FOLD_PARTS", "FOLD_WORK_MEM", "Folded", "fold_in_sql", "replay_members"]
 
+#: The members are split into this many parts (by a hash of the name, a
+#: power of two), each aggregated by its own server process at once: a
+#: server with several cores (and a machine shared with other jobs) works
+#: on them side by side (measured, 400,000 events over 100,000 members on
+#: the shared 2-core machine, best of 4, interleaved: 1 part 2.50 s, 2 parts
+#: 2.25 s; again at a higher load 3.15, 2.69, and 4 parts 2.66 s).
+FOLD_PARTS: Final = 2
 #: ``work_mem`` for the fold's session: the GROUP BY's hash table of
 #: members (measured: ~28 MB for 100,000 members) stays in memory instead
 #: of spilling to disk in batches (PostgreSQL's default is 4 MB).
@@ -118,14 +127,23 @@ def fold_in_sql(store: EventStore, after: int) -> Folded | None:
     upto = head if barrier is None else int(barrier) - 1
     if upto <= after:
         return None
-    store.select("SELECT set_config('work_mem', %s, false)", (FOLD_WORK_MEM,))
-    rows = store.select(
-        f"SELECT member, CASE WHEN bool_and(op = {_INCR})"
-        f" AND sum(value) BETWEEN {INT64_MIN} AND {INT64_MAX} THEN sum(value)::int8 END,"
-        " coalesce(max(seq) FILTER (WHERE value <> 0), min(seq)), count(*)::int8"
-        f" FROM {t} WHERE seq > %s AND seq <= %s GROUP BY member ORDER BY 3",
-        (after, upto),
+    parts = store.select_each(
+        [
+            (
+                f"SELECT member, CASE WHEN bool_and(op = {_INCR})"
+                f" AND sum(value) BETWEEN {INT64_MIN} AND {INT64_MAX} THEN sum(value)::int8 END,"
+                " coalesce(max(seq) FILTER (WHERE value <> 0), min(seq)), count(*)::int8"
+                f" FROM {t} WHERE seq > %s AND seq <= %s AND hashtext(member) & %s = %s"
+                " GROUP BY member ORDER BY 3",
+                (after, upto, FOLD_PARTS - 1, part),
+            )
+            for part in range(FOLD_PARTS)
+        ],
+        setup=f"SET work_mem = '{FOLD_WORK_MEM}'",
     )
+    rows = [row for part in parts for row in part]
+    if FOLD_PARTS > 1:
+        rows.sort(key=itemgetter(2))  # runs ordered by last change: a merge
     if not rows:
         return None
     # (every pass over the rows in C: ~1 us a member less than a loop)
