@@ -225,3 +225,96 @@ def test_a_full_trending_view_refuses_before_anything_is_written() -> None:
     else:
         raise AssertionError("a full trending view took an increment")
     assert ledger.last_seq == 2 and not ledger.closed
+
+
+#: Batches for ``record_many``: mostly int increments of str members (its
+#: fast path), and what must fall back from it or be refused: floats, NaN,
+#: an int member, route attributes, a bad item (no value).
+BATCHES = st.lists(
+    st.tuples(
+        st.lists(
+            st.one_of(
+                st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.integers(-5, 20)),
+                st.tuples(st.sampled_from(["a", 7]), st.sampled_from([2.5, float("nan"), 2**64])),
+                st.fixed_dictionaries(
+                    {"member": st.sampled_from(["a", "e"]), "value": st.integers(0, 9)},
+                    optional={
+                        "t_ms": st.integers(START_MS - 86_400_000, START_MS + 9 * 86_400_000),
+                        "attrs": st.sampled_from([{"region": "eu"}, {"region": "us"}]),
+                    },
+                ),
+                st.just({"member": "a", "op": "set"}),  # no value: a bad item
+            ),
+            max_size=8,
+        ),
+        st.integers(0, 3_700_000),  # the clock's step before the batch
+        st.booleans(),  # ranks
+    ),
+    max_size=25,
+)
+
+
+def general_many(ledger: Ledger, items: list[Any], *, ranks: bool) -> Any:
+    """What ``record_many`` does for a batch it does not send down the fast path."""
+    with ledger._lock:
+        ledger._check_open()
+        events = ledger._events_of(items)
+        return ledger._record(events, ranks) if events else []
+
+
+def outcome_many(call: Any, *args: Any, **fields: Any) -> Any:
+    try:
+        done = call(*args, **fields)
+    except Exception as exc:  # the same refusal, word for word, notes too
+        return ("raised", type(exc).__name__, str(exc), getattr(exc, "__notes__", None))
+    return ("recorded", [(d.seq, d.event, d.outcomes) for d in done])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(BATCHES)
+def test_batch_fast_path_matches_the_general_path(batches: list[Any]) -> None:
+    """``record_many`` of int increments (checked each after the ones
+    before it, one record, every view fed as ``record``'s fast path feeds
+    it) against the general path: the same outcomes or refusal (a batch
+    with one bad item changes nothing), the same log and views."""
+    clock = [START_MS]
+    fast, slow = make_ledger(clock), make_ledger(clock)
+    for items, step, ranks in batches:
+        clock[0] += step
+        got = outcome_many(fast.record_many, items, ranks=ranks)
+        want = outcome_many(general_many, slow, items, ranks=ranks)
+        assert got == want
+        assert state(fast) == state(slow)
+        fast._check()
+        slow._check()
+
+
+def test_the_batch_fast_path_is_taken_and_refuses_whole() -> None:
+    """The comparison above compares something: a batch of int increments
+    writes a periodic view's period board directly; a batch a full
+    trending view cannot take is refused whole, nothing written."""
+    clock = [START_MS]
+    ledger = Ledger(now=lambda: clock[0])
+    ledger.add_view("all")
+    ledger.add_view("daily", "periodic", calendar="daily")
+    ledger.add_view("trend", "topk", k=2)
+    ledger.record("ann", 1, ranks=False)  # opens the day (general write)
+    board = ledger["daily"].board(ledger["daily"].period_of(START_MS / 1000))
+    calls = []
+    real = board.incr
+    board.incr = lambda *a, **k: calls.append(a) or real(*a, **k)  # type: ignore[method-assign]
+    done = ledger.record_many([("ann", 2), ("bob", 3)])
+    assert calls == [("ann", 2), ("bob", 3)]
+    assert [d.outcome("daily").score for d in done] == [3, 3]
+    assert done[0].seq == done[1].seq == 2  # one record
+    topk = ledger._views["trend"].adapters[next(iter(ledger._views["trend"].adapters))]
+    topk.limit = topk.board.total + 1  # room for one more, not two
+    before = state(ledger)
+    try:
+        ledger.record_many([("cat", 1), ("dan", 1)])
+    except Exception as exc:
+        assert "item 1 of the batch, refused by view 'trend'" in "".join(exc.__notes__)
+    else:
+        raise AssertionError("a full trending view took the batch")
+    assert state(ledger) == before
+    ledger._check()

@@ -43,10 +43,15 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from rankengine.ledger.adapters import Adapter, PeriodicAdapter, TopKAdapter
+from rankengine.ledger.events import LedgerEvent
 from rankengine.ledger.routes import NO_KEY
-from rankengine.ledger.views import View
+from rankengine.ledger.views import Outcome, View
+from rankengine.timed.state import held_period_board
 
-__all__ = ["BOARD", "CODE_NAMES", "GENERIC", "PERIODIC", "TOPK", "IncrPlan"]
+__all__ = ["BOARD", "CODE_NAMES", "GENERIC", "PERIODIC", "TOPK", "IncrPlan", "feed", "skip_checks"]
+
+#: Tuples made without the Python-level ``__new__`` of a NamedTuple.
+_new_outcome: Final = tuple.__new__
 
 #: How a view is fed an int increment (see the module docstring).
 GENERIC: Final = 0
@@ -91,3 +96,79 @@ class IncrPlan:
             if code != BOARD:
                 self.checks.append((code, view, adapter))
             self.feeds.append((code, view, adapter, view.name))
+
+
+def skip_checks(plan: IncrPlan, events: list[LedgerEvent], now_ms: int) -> list[bool]:
+    """Per view of ``plan.checks``: whether every event of a batch of int
+    increments passes its check without asking it -- a periodic view whose
+    open period (the one last routed to) holds every event's time, a
+    trending view with room for them all.  A view not skipped checks
+    every event of the batch, each after the ones before it.
+
+    Runtime complexity: O(len(plan.checks) + len(events))
+    """
+    times = [event.t_ms / 1000 for event in events]
+    now_s = max(now_ms, *(event.t_ms for event in events)) / 1000  # the last event's now
+    skips: list[bool] = []
+    for code, _view, adapter in plan.checks:
+        if code == PERIODIC:
+            cached = adapter._open
+            skips.append(
+                cached is not None
+                and now_s < cached[2]
+                and all(cached[0] <= t_s < cached[1] for t_s in times)
+            )
+        elif code == TOPK:
+            skips.append(adapter.board.total + len(events) <= adapter.limit)
+        else:
+            skips.append(False)
+    return skips
+
+
+def feed(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int, ranks: bool) -> list[Outcome]:
+    """Apply one int increment, already checked and logged as ``seq``, to
+    every view as ``plan`` says; return the views' outcomes (what the
+    general path's ``View.apply`` returns).
+
+    Runtime complexity: O(V log N) for V views of N members
+    """
+    member, value = event.member, event.value
+    t_s, now_s = event.t_ms / 1000, now_ms / 1000
+    outcomes: list[Outcome] = []
+    add = outcomes.append
+    for code, view, adapter, name in plan.feeds:
+        view.time_ms = now_ms
+        view.seq = seq
+        before = after = None
+        if code == BOARD:
+            board = adapter.board
+            if ranks:
+                before = board.rank(member)
+            score = board.incr(member, value)
+            if ranks:
+                after = board.rank(member)
+        elif code == PERIODIC:
+            # the period its check routed the event to, written directly
+            # when nothing else is due there
+            cached = adapter._open
+            target = None
+            if cached is not None and cached[0] <= t_s < cached[1]:
+                target = held_period_board(adapter.board, cached[3], now_s)
+            if target is None:
+                outcomes += view.apply(event, ranks)
+                continue
+            if ranks:
+                before = target.rank(member)
+            score = target.incr(member, value)
+            if ranks:
+                after = target.rank(member)
+        elif code == TOPK:
+            topk = adapter.board
+            topk.add(member, 1)
+            # (the estimate is a second pass over the sketch: with ranks only)
+            score = topk.estimate(member) if ranks else None
+        else:
+            outcomes += view.apply(event, ranks)
+            continue
+        add(_new_outcome(Outcome, (name, NO_KEY, score, before, after)))
+    return outcomes

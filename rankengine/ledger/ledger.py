@@ -59,21 +59,19 @@ from rankengine.durable.records import (
 )
 from rankengine.durable.snapshot import SharedChunks, Snapshot
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
-from rankengine.ledger.fastpath import BOARD, PERIODIC, TOPK, IncrPlan
+from rankengine.ledger.fastpath import PERIODIC, TOPK, IncrPlan, feed, skip_checks
 from rankengine.ledger.forget import forget_member
 from rankengine.ledger.front import LedgerFront, Recorded, restored_board
 from rankengine.ledger.redis_view import RedisAdapter
-from rankengine.ledger.routes import NO_KEY, Route
+from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
-from rankengine.timed.state import held_period_board
 
 __all__ = ["Ledger", "Recorded"]
 
 #: Tuples made without the Python-level ``__new__`` of a NamedTuple.
 _new_event: Final = tuple.__new__
-_new_outcome: Final = tuple.__new__
 
 
 def _now_ms() -> int:
@@ -480,44 +478,8 @@ class Ledger(LedgerFront):
                 self._history.append(Event(seq, stamp, [to_change(event)]))
             self._seq, self._last_ms, self._time = seq, stamp, now_ms
             # 3. every view
-            outcomes: list[Outcome] = []
-            add = outcomes.append
             try:
-                for code, view, adapter, name in plan.feeds:
-                    view.time_ms = now_ms
-                    view.seq = seq
-                    before = after = None
-                    if code == BOARD:
-                        board = adapter.board
-                        if ranks:
-                            before = board.rank(member)
-                        score = board.incr(member, value)
-                        if ranks:
-                            after = board.rank(member)
-                    elif code == PERIODIC:
-                        # the period its check routed the event to, written
-                        # directly when nothing else is due there
-                        cached = adapter._open
-                        target = None
-                        if cached is not None and cached[0] <= t_s < cached[1]:
-                            target = held_period_board(adapter.board, cached[3], now_s)
-                        if target is None:
-                            outcomes += view.apply(event, ranks)
-                            continue
-                        if ranks:
-                            before = target.rank(member)
-                        score = target.incr(member, value)
-                        if ranks:
-                            after = target.rank(member)
-                    elif code == TOPK:
-                        topk = adapter.board
-                        topk.add(member, 1)
-                        # (the estimate is a second pass over the sketch: with ranks only)
-                        score = topk.estimate(member) if ranks else None
-                    else:
-                        outcomes += view.apply(event, ranks)
-                        continue
-                    add(_new_outcome(Outcome, (name, NO_KEY, score, before, after)))
+                outcomes = feed(plan, event, now_ms, seq, ranks)
             except Exception as exc:  # a view refused what it had passed: a bug
                 self._closed = True
                 for _, view, _, _ in plan.feeds:
@@ -568,9 +530,81 @@ class Ledger(LedgerFront):
             events = self._events_of(items)
             if not events:
                 return []
-            done = self._record(events, ranks)
+            if not self._subs.any() and all(
+                event.op == "incr"
+                and type(event.value) is int
+                and type(event.member) is str
+                and event.attrs is None
+                and event.when is None
+                for event in events
+            ):
+                done = self._record_incr_many(events, ranks)
+            else:
+                done = self._record(events, ranks)
         if self._files is not None:
             self._files.acknowledge()  # (under "always": the shared fsync, lock let go)
+        return done
+
+    def _record_incr_many(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
+        """:meth:`_record` of a batch of int increments of str members (no
+        route attributes, no ``when``, no subscriber): the same checks,
+        record, writes and outcomes, each view fed as :meth:`_record_incr`
+        feeds it, and a view that cannot refuse such a batch not asked
+        (:func:`~rankengine.ledger.fastpath.skip_checks`)."""
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = IncrPlan(self._views.values())
+        # 1. every event against the views that could refuse it, each after
+        # the ones before it (a plain board cannot: it is not in plan.checks)
+        now_ms = self._time
+        asked: list[tuple[View, dict[Any, Any]]] = [
+            (view, {})
+            for (_code, view, _adapter), skip in zip(
+                plan.checks, skip_checks(plan, events, now_ms), strict=True
+            )
+            if not skip
+        ]
+        for i, event in enumerate(events):
+            now_ms = max(now_ms, event.t_ms)
+            for view, sim in asked:
+                try:
+                    view.check(event, now_ms, sim)
+                except Exception as exc:
+                    if len(events) > 1:
+                        exc.add_note(f"(item {i} of the batch, refused by view {view.name!r})")
+                    else:
+                        exc.add_note(f"(refused by view {view.name!r}; nothing was recorded)")
+                    raise
+        # 2. one record
+        seq = self._seq + 1
+        stamp = max(self._now(), self._last_ms)  # record times never go back
+        changes = [to_change(event) for event in events]
+        files = self._files
+        if files is not None:
+            files.append(self._framer.frame(seq, stamp, changes), seq)
+        elif self._history is not None:
+            self._history.append(Event(seq, stamp, changes))
+        self._seq, self._last_ms = seq, stamp
+        # 3. every view
+        done: list[Recorded] = []
+        try:
+            for event in events:
+                self._time = max(self._time, event.t_ms)
+                done.append(Recorded(seq, event, feed(plan, event, self._time, seq, ranks)))
+        except Exception as exc:  # a view refused what it had passed: a bug
+            self._closed = True
+            for _, view, _, _ in plan.feeds:
+                view.seq = seq - 1  # (as the general path leaves them)
+            raise LogError(
+                f"event {seq} was logged but a view failed to apply it ({exc}); the ledger "
+                "is closed: reopen it (the views are rebuilt from the log)"
+            ) from exc
+        if (
+            files is not None
+            and self._compact_min is not None
+            and files.active_bytes >= self._compact_min
+        ):
+            self.compact()
         return done
 
     def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
