@@ -5,6 +5,7 @@ leaves its own mark there::
 
     MANIFEST (config without "kind")    a durable board
     MANIFEST (config "kind": "ledger")  a ledger (rankengine.ledger)
+    MIGRATE                             a ledger: a migration to it, committed
     periods/ or closed/                 a periodic board or a sliding window
     epoch-<t0>/                         a decayed board
 
@@ -32,6 +33,8 @@ __all__ = [
     "DECAYED",
     "LEDGER",
     "LEDGER_KIND",
+    "MIGRATED_KEY",
+    "MIGRATE_JOURNAL",
     "PERIODIC",
     "fixed_config",
     "refuse_other_kind",
@@ -40,6 +43,15 @@ __all__ = [
 
 #: The manifest config's ``kind`` of a ledger directory.
 LEDGER_KIND: Final = "ledger"
+#: The journal of a migration into a ledger (``rankengine.ledger.migrate``):
+#: once it exists the directory is a ledger, whose next open finishes the
+#: switch before anything is read.
+MIGRATE_JOURNAL: Final = "MIGRATE"
+#: A ledger manifest config's map of the views a migration made, ``name ->
+#: what the directory held``: their state before the migration is only in
+#: their snapshots (the log starts at the migration), so they are never
+#: rebuilt from the log.
+MIGRATED_KEY: Final = "migrated"
 BOARD: Final = "a durable board"
 LEDGER: Final = "a ledger"
 PERIODIC: Final = "a periodic board or sliding window"
@@ -55,7 +67,7 @@ _OPENED_BY: Final = {
 
 #: The parts of a ledger's manifest config that change as views come and go
 #: and snapshots are taken (a segment header keeps only the rest).
-_LEDGER_STATE: Final = ("views", "snapshots")
+_LEDGER_STATE: Final = ("views", "snapshots", MIGRATED_KEY)
 
 
 def fixed_config(config: dict[str, object]) -> dict[str, object]:
@@ -81,6 +93,8 @@ def what_is_in(directory: str) -> str | None:
     """
     if not os.path.isdir(directory):
         return None
+    if os.path.lexists(os.path.join(directory, MIGRATE_JOURNAL)):
+        return LEDGER
     if os.path.lexists(os.path.join(directory, MANIFEST_NAME)):
         try:
             config = read_manifest(directory).config

@@ -52,8 +52,8 @@ from rankengine.durable.eventlog import (
     SegmentReader,
     SegmentWriter,
 )
-from rankengine.durable.forget import finish_forget
-from rankengine.durable.kinds import LEDGER, LEDGER_KIND, refuse_other_kind
+from rankengine.durable.forget import finish_forget, finish_journal
+from rankengine.durable.kinds import LEDGER, LEDGER_KIND, MIGRATE_JOURNAL, refuse_other_kind
 from rankengine.durable.manifest import (
     DirectoryLock,
     Manifest,
@@ -142,8 +142,11 @@ class LedgerFiles:
         #: under ``"always"``, the group commit that fsyncs the appends
         self.group: GroupCommit | None = None
         try:
-            # a forget a crash interrupted: its journal applied (or its
-            # staged files removed) before anything is read
+            # a migration into a ledger a crash interrupted after its commit
+            # (rankengine.ledger.migrate), then a forget: each journal
+            # applied (or a forget's staged files removed) before anything
+            # is read
+            finish_journal(path, MIGRATE_JOURNAL)
             finish_forget(path, nested=True)
             self.manifest = self._open_manifest(create)
         except BaseException:
