@@ -84,6 +84,7 @@ __all__ = [
     "LateEventError",
     "Leaderboard",
     "Ledger",
+    "LedgerBoard",
     "LogError",
     "Monthly",
     "PackedScore",
@@ -128,6 +129,7 @@ _LAZY: dict[str, str] = {
     "PackedScore": "rankengine.board.packed",
     "LateEventError": "rankengine.timed.periodic",
     "Ledger": "rankengine.ledger.ledger",
+    "LedgerBoard": "rankengine.ledger.oneview",
     "AsyncLedger": "rankengine.ledger.aio",
     "PeriodicLeaderboard": "rankengine.timed.periodic",
     "RedisLeaderboard": "rankengine.redis.board",
@@ -159,6 +161,8 @@ class _StoreAlias:
     def __get__(self, obj: object, owner: type[Leaderboard]) -> Any:
         if self._target == "connect":
             return __getattr__("connect_board")
+        if owner is Leaderboard:  # (a ledger directory opens as a LedgerBoard too)
+            return __getattr__("open_board")
         durable = importlib.import_module("rankengine.durable.board")
         return functools.partial(durable.open_board_as, owner)
 

@@ -7,6 +7,8 @@ changed).  The kinds (:data:`KINDS`):
 
 * ``sortedlist``, ``skiplist`` -- the in-memory board on both indexes;
 * ``durable`` -- the board with an event log (``rankengine.open_board``);
+* ``ledger`` -- a one-view ledger opened as a board
+  (``rankengine.open_board(path, format="ledger")``: each write an event);
 * ``redis``, ``sharded-redis`` -- on a real redis-server (started by
   ``tests/redis_service.py``);
 * ``sharded`` -- three in-process shards;
@@ -44,6 +46,7 @@ from rankengine.board import routing
 from rankengine.board.contract import EXTENSION_POINTS, Board, BoardAPI
 from rankengine.board.writes import WRITE_PRIMITIVES, BoardWrites
 from rankengine.durable.board import DurableLeaderboard
+from rankengine.ledger.oneview import LedgerBoard
 from rankengine.redis.board import RedisLeaderboard
 from rankengine.sharded.board import ShardedLeaderboard
 from rankengine.timed.decay import DecayedLeaderboard
@@ -60,6 +63,7 @@ KINDS = [
     "sortedlist",
     "skiplist",
     "durable",
+    "ledger",
     pytest.param("redis", marks=pytest.mark.redis),
     "sharded",
     pytest.param("sharded-redis", marks=pytest.mark.redis),
@@ -146,6 +150,8 @@ def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
         return ShardedLeaderboard([build(kind[8:], root, config) for _ in range(3)])
     if kind == "durable":
         return rankengine.open_board(root / "durable", fsync="never", **config)
+    if kind == "ledger":
+        return rankengine.open_board(root / "ledger", format="ledger", fsync="never", **config)
     if kind == "redis":
         return redis_board(**config)
     if kind == "sharded":
@@ -895,7 +901,7 @@ def _parameters(function: Any) -> list[tuple[str, Any, Any]]:
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard],
+    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard, LedgerBoard],
     ids=lambda cls: cls.__name__,
 )
 def test_exact_kinds_have_the_contract_signatures(cls: type) -> None:
@@ -964,7 +970,7 @@ WRITES = {
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, ShardedLeaderboard, RedisLeaderboard],
+    [Leaderboard, DurableLeaderboard, ShardedLeaderboard, RedisLeaderboard, LedgerBoard],
     ids=lambda cls: cls.__name__,
 )
 def test_writes_are_the_contracts(cls: type) -> None:
@@ -978,7 +984,7 @@ def test_writes_are_the_contracts(cls: type) -> None:
     assert issubclass(cls, BoardWrites)
     for name in WRITE_PRIMITIVES:
         assert getattr(cls, name) is not getattr(BoardWrites, name), name
-    if cls in (ShardedLeaderboard, RedisLeaderboard):
+    if cls in (ShardedLeaderboard, RedisLeaderboard, LedgerBoard):
         for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
             assert getattr(cls, name) is getattr(BoardWrites, name), name
     for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
@@ -991,7 +997,7 @@ def test_writes_are_the_contracts(cls: type) -> None:
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard],
+    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard, LedgerBoard],
     ids=lambda cls: cls.__name__,
 )
 def test_container_reads_are_the_contracts(cls: type) -> None:
@@ -1006,7 +1012,7 @@ def test_container_reads_are_the_contracts(cls: type) -> None:
     for name in (*EXTENSION_POINTS, "__iter__", "__getitem__"):
         assert inspect.getdoc(getattr(BoardAPI, name)), name
         assert getattr(cls, name).__doc__ in (None, getattr(BoardAPI, name).__doc__), name
-    if cls in (RedisLeaderboard, ShardedLeaderboard):
+    if cls in (RedisLeaderboard, ShardedLeaderboard, LedgerBoard):
         assert cls.__iter__ is BoardAPI.__iter__
         assert cls.__getitem__ is BoardAPI.__getitem__
 

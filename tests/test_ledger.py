@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from rankengine import DecayedLeaderboard, Leaderboard, Ledger, PeriodicLeaderboard
+from rankengine import (
+    DecayedLeaderboard,
+    DurableLeaderboard,
+    Leaderboard,
+    Ledger,
+    PeriodicLeaderboard,
+)
 from rankengine.cli.log import main
 from rankengine.durable.records import LogError, RecoveryWarning, pack
 from rankengine.ledger.subscriptions import Changed, Overtaken, TopMove
@@ -208,7 +214,13 @@ def test_opening_another_kind_names_what_is_there(tmp_path: Path) -> None:
     assert sorted(os.listdir(board_dir)) == before  # no periods/ created inside it
     with Ledger.open(ledger_dir) as ledger:
         ledger.add_view("alltime")
+    with Leaderboard.open(ledger_dir) as one_view:  # one board view: a LedgerBoard
+        assert type(one_view).__name__ == "LedgerBoard"
     with pytest.raises(ValueError, match="holds a ledger, not a durable board"):
+        DurableLeaderboard(ledger_dir)
+    with Ledger.open(ledger_dir) as ledger:
+        ledger.add_view("weekly", "periodic", calendar="weekly")
+    with pytest.raises(ValueError, match="holds a ledger with views"):
         Leaderboard.open(ledger_dir)
     with pytest.raises(ValueError, match="holds a ledger, not a decayed board"):
         DecayedLeaderboard.open(ledger_dir, half_life=60.0)
