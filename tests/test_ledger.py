@@ -292,8 +292,8 @@ def test_inspect_and_verify_understand_a_ledger(
     assert "snapshot at seq 20 (0 event(s) to replay)" in shown
     assert main(["verify", str(tmp_path)]) == 0
     assert capsys.readouterr().out.endswith("healthy\n")
-    assert main(["replay", str(tmp_path)]) == 1  # refused, naming the ledger
-    assert "holds a ledger" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path)]) == 0  # every view, rebuilt from the events
+    assert "== view weekly (periodic) ==" in capsys.readouterr().out
     assert main(["add-view", str(tmp_path), "late", "board", 'where={"region": "eu"}']) == 0
     for snap in (tmp_path / "views" / "eu").iterdir():
         snap.unlink()

@@ -33,6 +33,7 @@ __all__ = [
     "DECAYED",
     "LEDGER",
     "LEDGER_KIND",
+    "LEDGER_VIEWS",
     "MIGRATED_KEY",
     "MIGRATE_JOURNAL",
     "PERIODIC",
@@ -43,6 +44,8 @@ __all__ = [
 
 #: The manifest config's ``kind`` of a ledger directory.
 LEDGER_KIND: Final = "ledger"
+#: The folder of a ledger's view snapshots (``views/<view>/``).
+LEDGER_VIEWS: Final = "views"
 #: The journal of a migration into a ledger (``rankengine.ledger.migrate``):
 #: once it exists the directory is a ledger, whose next open finishes the
 #: switch before anything is read.

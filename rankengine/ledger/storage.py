@@ -53,7 +53,13 @@ from rankengine.durable.eventlog import (
     SegmentWriter,
 )
 from rankengine.durable.forget import finish_forget, finish_journal
-from rankengine.durable.kinds import LEDGER, LEDGER_KIND, MIGRATE_JOURNAL, refuse_other_kind
+from rankengine.durable.kinds import (
+    LEDGER,
+    LEDGER_KIND,
+    LEDGER_VIEWS,
+    MIGRATE_JOURNAL,
+    refuse_other_kind,
+)
 from rankengine.durable.manifest import (
     DirectoryLock,
     Manifest,
@@ -81,7 +87,7 @@ __all__ = [
     "remove_stray_files",
 ]
 
-VIEWS_DIR: Final = "views"
+VIEWS_DIR: Final = LEDGER_VIEWS
 _FRAMER: Final = RecordFramer()
 _FRAMER_LOCK: Final = threading.Lock()
 
