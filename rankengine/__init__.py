@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankengine.board.core import BoardCore
 from rankengine.board.leaderboard import Entry, Leaderboard
+from rankengine.durable.kinds import set_ledger_view_opener
 from rankengine.index.skiplist import SkipList
 
 if TYPE_CHECKING:
@@ -167,6 +168,15 @@ class _StoreAlias:
         return functools.partial(durable.open_board_as, owner)
 
 
+def _open_ledger_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
+    """``PeriodicLeaderboard.open`` on a ledger directory: its one view as a
+    board (registered here, in the root, for the reason the aliases below
+    are: the ledger is built on the time boards, which must not import it)."""
+    timeview = importlib.import_module("rankengine.ledger.timeview")
+    return timeview.open_time_view(directory, kind, options)
+
+
+set_ledger_view_opener(_open_ledger_view)
 Leaderboard.open = _StoreAlias("open")  # type: ignore[assignment]
 Leaderboard.connect = _StoreAlias("connect")  # type: ignore[assignment]
 

@@ -14,6 +14,8 @@ changed).  The kinds (:data:`KINDS`):
 * ``sharded`` -- three in-process shards;
 * ``periodic`` -- the current period of a daily periodic board (reads and
   writes with no ``period=``/``t=`` go to it);
+* ``ledger-periodic`` -- the same on a one-view ledger
+  (``PeriodicLeaderboard.open`` of a ledger directory: each write an event);
 * ``window`` -- a one-day sliding window over daily buckets, refreshed
   before every read (``refresh_every=0``), so it reads as the sum of the
   writes of the current bucket;
@@ -41,7 +43,7 @@ from outcomes import exact
 from redis_service import redis_board
 
 import rankengine
-from rankengine import Leaderboard
+from rankengine import Leaderboard, Ledger
 from rankengine.board import routing
 from rankengine.board.contract import EXTENSION_POINTS, Board, BoardAPI
 from rankengine.board.writes import WRITE_PRIMITIVES, BoardWrites
@@ -68,6 +70,7 @@ KINDS = [
     "sharded",
     pytest.param("sharded-redis", marks=pytest.mark.redis),
     "periodic",
+    "ledger-periodic",
     "window",
     "decayed",
 ]
@@ -123,6 +126,9 @@ LACKS: dict[str, dict[str, str]] = {
 }
 
 
+LACKS["ledger-periodic"] = LACKS["periodic"]
+
+
 def need(kind: str, *ops: str) -> None:
     """Skip the test, with the reason, if ``kind`` lacks one of ``ops``."""
     for op in ops:
@@ -160,6 +166,10 @@ def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
         return ShardedLeaderboard([redis_board(**config), redis_board(**config)])
     if kind == "periodic":
         return PeriodicLeaderboard("daily", clock=lambda: NOW, **config)
+    if kind == "ledger-periodic":
+        with Ledger.open(root / "ledger", fsync="never") as ledger:
+            ledger.add_view("periodic", "periodic", calendar="daily", **config)
+        return PeriodicLeaderboard.open(root / "ledger", "daily", clock=lambda: NOW, fsync="never")
     if kind == "window":
         return SlidingWindowLeaderboard("daily", 1, refresh_every=0, clock=lambda: NOW, **config)
     assert kind == "decayed"

@@ -235,11 +235,20 @@ def test_migrate_of_a_directory_open_elsewhere_is_refused(tmp_path: Path) -> Non
     assert what_is_in(str(tmp_path)) == BOARD
 
 
-def test_the_old_opens_refuse_a_migrated_directory_by_name(tmp_path: Path) -> None:
-    fill("periodic", tmp_path, "sortedlist", seed=8)
+def test_the_old_opens_of_a_migrated_directory(tmp_path: Path) -> None:
+    """A migrated periodic board opens with PeriodicLeaderboard.open again
+    (each write an event); a window's and a decayed board's refuse by name."""
+    expected = fill("periodic", tmp_path, "sortedlist", seed=8)
     migrate(tmp_path, calendar="hourly", keep=2)
+    with PeriodicLeaderboard.open(tmp_path, "hourly", keep=2, clock=lambda: T0) as again:
+        assert type(again).__name__ == "LedgerPeriodic"
+        assert periods_state(again.periodic) == expected
+    with pytest.raises(ValueError, match="holds a periodic view over 'hourly', not 'daily'"):
+        PeriodicLeaderboard.open(tmp_path, "daily")
     with pytest.raises(ValueError, match="holds a ledger"):
-        PeriodicLeaderboard.open(tmp_path, "hourly", keep=2)
+        SlidingWindowLeaderboard.open(tmp_path, "hourly", 3)
+    with pytest.raises(ValueError, match="holds a ledger"):
+        DecayedLeaderboard.open(tmp_path, tau=60.0)
 
 
 # ----------------------------------------------------------------------

@@ -26,6 +26,10 @@ from rankengine import Leaderboard, Ledger, PeriodicLeaderboard, open_board
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.ledger.migrate import migrate
 from rankengine.ledger.oneview import LedgerBoard
+from rankengine.timed.state import periodic_state
+
+#: An hour boundary (2027-01-04T00:00Z), in seconds.
+T0 = 1_799_020_800.0
 
 MEMBERS = [f"p{i}" for i in range(8)]
 MEMBER = st.sampled_from(MEMBERS)
@@ -152,3 +156,72 @@ def test_a_refused_write_records_nothing(tmp_path: Path) -> None:
             board.set_meta("zed", {"a": 1})
         assert board.ledger.last_seq == 1
         assert board.remove("zed") is False and board.ledger.last_seq == 1
+
+
+# ----------------------------------------------------------------------
+# PeriodicLeaderboard.open on a one-view ledger
+# ----------------------------------------------------------------------
+HOUR = 3600.0
+#: (op, member, value, hour offset): writes across four hourly periods
+PERIODIC_WRITE = st.tuples(
+    st.sampled_from(["incr", "set", "remove", "set_meta", "pop_best", "keep_top"]),
+    MEMBER,
+    st.sampled_from([1, 2, 5, 2.5]),
+    st.integers(0, 3),
+)
+
+
+def periodic_run(board: Any, op: tuple[Any, ...], t: float) -> Any:
+    name, member, value, _ = op
+    try:
+        if name == "incr":
+            return board.incr(member, value, t=t)
+        if name == "set":
+            return board.set(member, value, t=t, meta={"v": value})
+        if name == "remove":
+            return board.remove(member, t=t)
+        if name == "set_meta":
+            return board.set_meta(member, {"m": value}, t=t)
+        if name == "pop_best":
+            return board.pop_best(1, t=t)
+        return board.keep_top(2, t=t)
+    except (KeyError, TypeError, ValueError) as exc:
+        return type(exc)
+
+
+def periods(periodic: PeriodicLeaderboard) -> Any:
+    """The periods holding members (an empty current period is made by
+    time moving, which on a ledger moves with events only)."""
+    _now, held = periodic_state(periodic)
+    return sorted((n, c, state(b)) for n, c, b in held if len(b))
+
+
+@given(ops=st.lists(PERIODIC_WRITE, max_size=30), grace=st.sampled_from([0.0, 600.0]))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_ledger_periodic_answers_as_a_periodic_board_live_and_after_a_reopen(
+    ops: list[tuple[Any, ...]], grace: float
+) -> None:
+    clock = [T0]
+    reference = PeriodicLeaderboard("hourly", keep=2, grace=grace, clock=lambda: clock[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        with Ledger.open(tmp, fsync="never") as ledger:
+            ledger.add_view("periodic", "periodic", calendar="hourly", keep=2, grace=grace)
+        opened = PeriodicLeaderboard.open(tmp, "hourly", keep=2, grace=grace, clock=lambda: T0)
+        with opened as board:
+            for op in sorted(ops, key=lambda op: op[3]):  # in time order, as events arrive
+                t = T0 + op[3] * HOUR + 60.0
+                clock[0] = max(clock[0], t)
+                assert periodic_run(board, op, t) == periodic_run(reference, op, t), op
+                if op[0] in ("incr", "set"):
+                    # (an event moves the ledger's time, as the clock moved the
+                    # reference's: periods closed and dropped alike)
+                    assert periods(board.periodic) == periods(reference), op
+            last = T0 + 4 * HOUR  # one event more, after every other
+            clock[0] = last
+            assert board.incr("zed", 1, t=last) == reference.incr("zed", 1, t=last)
+            assert periods(board.periodic) == periods(reference)
+            board._check()
+        with PeriodicLeaderboard.open(
+            tmp, "hourly", keep=2, grace=grace, clock=lambda: T0
+        ) as again:
+            assert periods(again.periodic) == periods(reference)

@@ -23,7 +23,8 @@ its own files beside the other's and showing an empty store.
 from __future__ import annotations
 
 import os
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from rankengine.durable.manifest import MANIFEST_NAME, read_manifest
 from rankengine.durable.records import CorruptionError
@@ -37,8 +38,11 @@ __all__ = [
     "MIGRATED_KEY",
     "MIGRATE_JOURNAL",
     "PERIODIC",
+    "as_ledger_view",
     "fixed_config",
+    "open_ledger_view",
     "refuse_other_kind",
+    "set_ledger_view_opener",
     "what_is_in",
 ]
 
@@ -110,6 +114,45 @@ def what_is_in(directory: str) -> str | None:
     if any(name.startswith("epoch-") for name in names):
         return DECAYED
     return None
+
+
+#: How a time board's open opens a ledger directory (one view of its kind),
+#: set by the package root: the ledger is built on the time boards, which
+#: must not import it.
+_LEDGER_VIEW_OPENER: list[Callable[[str, str, dict[str, Any]], Any]] = []
+
+
+def set_ledger_view_opener(opener: Callable[[str, str, dict[str, Any]], Any]) -> None:
+    """Register ``opener(directory, kind, options)``, what
+    :func:`open_ledger_view` calls (the package root registers the ledger's).
+
+    Runtime complexity: O(1)
+    """
+    _LEDGER_VIEW_OPENER[:] = [opener]
+
+
+def open_ledger_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
+    """Open the ledger in ``directory`` as a board of ``kind`` (its one
+    view of that kind), through the registered opener; without one, refuse
+    as :func:`refuse_other_kind` does.
+
+    Runtime complexity: the ledger's open
+    """
+    if not _LEDGER_VIEW_OPENER:
+        refuse_other_kind(directory, PERIODIC if kind in ("periodic", "window") else DECAYED)
+    return _LEDGER_VIEW_OPENER[0](directory, kind, options)
+
+
+def as_ledger_view(path: str | os.PathLike[str], kind: str, options: dict[str, Any]) -> Any:
+    """A time board's open on ``path``: None when it holds no ledger (open
+    it as usual), else :func:`open_ledger_view` of it.
+
+    Runtime complexity: O(files in the directory), plus the ledger's open
+    """
+    directory = os.fspath(path)
+    if what_is_in(directory) != LEDGER:
+        return None
+    return open_ledger_view(directory, kind, options)
 
 
 def refuse_other_kind(directory: str, wanted: str) -> None:
