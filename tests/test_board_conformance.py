@@ -19,6 +19,8 @@ changed).  The kinds (:data:`KINDS`):
 * ``window`` -- a one-day sliding window over daily buckets, refreshed
   before every read (``refresh_every=0``), so it reads as the sum of the
   writes of the current bucket;
+* ``ledger-window`` -- the same on a one-view ledger
+  (``SlidingWindowLeaderboard.open`` of a ledger directory);
 * ``decayed`` -- a decayed board read at its base time (the decay factor
   is 1.0, so its values are the points given, as floats; ``incr`` is its
   ``add``).
@@ -72,6 +74,7 @@ KINDS = [
     "periodic",
     "ledger-periodic",
     "window",
+    "ledger-window",
     "decayed",
 ]
 
@@ -127,6 +130,7 @@ LACKS: dict[str, dict[str, str]] = {
 
 
 LACKS["ledger-periodic"] = LACKS["periodic"]
+LACKS["ledger-window"] = LACKS["window"]
 
 
 def need(kind: str, *ops: str) -> None:
@@ -172,6 +176,12 @@ def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
         return PeriodicLeaderboard.open(root / "ledger", "daily", clock=lambda: NOW, fsync="never")
     if kind == "window":
         return SlidingWindowLeaderboard("daily", 1, refresh_every=0, clock=lambda: NOW, **config)
+    if kind == "ledger-window":
+        with Ledger.open(root / "ledger", fsync="never") as ledger:
+            ledger.add_view("window", "window", calendar="daily", buckets=1, **config)
+        return SlidingWindowLeaderboard.open(
+            root / "ledger", "daily", 1, clock=lambda: NOW, fsync="never"
+        )
     assert kind == "decayed"
     return _Decayed(half_life=3600.0, t0=NOW, clock=lambda: NOW, **config)
 

@@ -372,3 +372,13 @@ def test_the_cli_migrates_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixt
     assert cli_main(["verify", str(tmp_path / "p")]) == 0
     assert cli_main(["migrate", str(tmp_path / "empty")]) == 1
     assert "holds no durable board" in capsys.readouterr().err
+
+
+def test_a_migrated_window_opens_with_its_open(tmp_path: Path) -> None:
+    expected = fill("window", tmp_path, "skiplist", seed=12)
+    migrate(tmp_path, **OPTIONS["window"])
+    with SlidingWindowLeaderboard.open(tmp_path, "hourly", 3, clock=lambda: T0) as again:
+        assert type(again).__name__ == "LedgerWindow"
+        assert state_of("window", again.window) == expected
+    with pytest.raises(ValueError, match="buckets=3"):
+        SlidingWindowLeaderboard.open(tmp_path, "hourly", 4)

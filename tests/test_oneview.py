@@ -22,7 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rankengine
-from rankengine import Leaderboard, Ledger, PeriodicLeaderboard, open_board
+from rankengine import (
+    Leaderboard,
+    Ledger,
+    PeriodicLeaderboard,
+    SlidingWindowLeaderboard,
+    open_board,
+)
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.ledger.migrate import migrate
 from rankengine.ledger.oneview import LedgerBoard
@@ -225,3 +231,46 @@ def test_a_ledger_periodic_answers_as_a_periodic_board_live_and_after_a_reopen(
             tmp, "hourly", keep=2, grace=grace, clock=lambda: T0
         ) as again:
             assert periods(again.periodic) == periods(reference)
+
+
+WINDOW_WRITE = st.tuples(
+    st.sampled_from(["incr", "set", "remove", "set_meta"]),
+    MEMBER,
+    st.sampled_from([1, 2, 5, 2.5]),
+    st.integers(0, 4),
+)
+
+
+def wstate(window: Any) -> Any:
+    """A window's standings: sums over its buckets, with metadata (its tie
+    clocks are its refreshes', not the writes')."""
+    items = window.items()
+    return items, [window.meta(m) for m, _ in items]
+
+
+@given(ops=st.lists(WINDOW_WRITE, max_size=30))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_ledger_window_answers_as_a_window_live_and_after_a_reopen(
+    ops: list[tuple[Any, ...]],
+) -> None:
+    clock = [T0]
+    reference = SlidingWindowLeaderboard("hourly", 2, clock=lambda: clock[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        with Ledger.open(tmp, fsync="never") as ledger:
+            ledger.add_view("window", "window", calendar="hourly", buckets=2)
+        with SlidingWindowLeaderboard.open(tmp, "hourly", 2, clock=lambda: T0) as board:
+            for op in sorted(ops, key=lambda op: op[3]):  # in time order, as events arrive
+                t = T0 + op[3] * HOUR + 60.0
+                clock[0] = max(clock[0], t)
+                assert periodic_run(board, op, t) == periodic_run(reference, op, t), op
+                if op[0] in ("incr", "set"):
+                    reference.refresh()
+                    assert wstate(board.window) == wstate(reference), op
+            last = T0 + 5 * HOUR
+            clock[0] = last
+            assert board.incr("zed", 1, t=last) == reference.incr("zed", 1, t=last)
+            reference.refresh()
+            assert wstate(board.window) == wstate(reference)
+            board._check()
+        with SlidingWindowLeaderboard.open(tmp, "hourly", 2, clock=lambda: T0) as again:
+            assert wstate(again.window) == wstate(reference)

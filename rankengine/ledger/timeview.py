@@ -1,4 +1,4 @@
-"""A one-view ledger of a periodic board, with the periodic board's API.
+"""A one-view ledger of a periodic board or a window, with that board's API.
 
 ``PeriodicLeaderboard.open(path, ...)`` on a ledger directory with one
 unkeyed ``"periodic"`` view (a periodic board ``rankengine migrate``
@@ -7,7 +7,9 @@ converted) returns a :class:`LedgerPeriodic`: reads are the view's
 its time ``t`` (default: the clock given to the open), so the view's
 periods are those of the events, exactly as a replay rebuilds them.  A
 pop or a prune reads the members it takes under the ledger's lock, then
-records their removals at ``t`` as one batch.
+records their removals at ``t`` as one batch.  A sliding window's
+(``SlidingWindowLeaderboard.open``) is :class:`LedgerWindow`: the writes
+of its buckets, each followed by the view's refresh.
 
 What differs from a durable periodic board: time moves with the events
 (the ledger's clock is the latest event time), not with the wall clock
@@ -42,7 +44,7 @@ from rankengine.timed.calendars import calendar
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.state import period_board, route_period
 
-__all__ = ["LedgerPeriodic", "open_time_view"]
+__all__ = ["LedgerPeriodic", "LedgerWindow", "open_time_view"]
 
 #: The periodic board's own writes that have no event: refused, naming why.
 _NO_EVENT: Final = {
@@ -281,6 +283,58 @@ class LedgerPeriodic:
         self.ledger._check()
 
 
+class LedgerWindow(LedgerPeriodic):
+    """A sliding window whose writes are events of a one-view ledger: the
+    writes of its buckets (a periodic board) at ``t``, each followed by the
+    view's refresh; reads are the window's own.  A window has no pops or
+    prunes (its standings are sums over buckets)."""
+
+    @property
+    def periodic(self) -> PeriodicLeaderboard:
+        """The window's buckets (a ``PeriodicLeaderboard``)."""
+        return self.ledger[self.view].buckets  # type: ignore[no-any-return]
+
+    @property
+    def window(self) -> Any:
+        """The view's ``SlidingWindowLeaderboard`` (read it; writing it
+        directly would bypass the log)."""
+        return self.ledger[self.view]
+
+    def __repr__(self) -> str:
+        return f"LedgerWindow({self.ledger.path!r}, view={self.view!r})"
+
+    def __len__(self) -> int:
+        return len(self.window)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self.window
+
+    def __iter__(self) -> Any:
+        return iter(self.window)
+
+    def __getitem__(self, member: Any) -> Any:
+        return self.window[member]
+
+    def incr(self, member: Any, delta: Any = 1, *, t: float | None = None, when: Any = None) -> Any:
+        """``SlidingWindowLeaderboard.incr``: the new score in the bucket of ``t``."""
+        t_ms = self._t_ms(t)
+        with self.ledger._lock:
+            before = self._state(check_member(member), t_ms)
+            self._record(member, delta, "incr", t_ms, when=when)
+            after = self._state(member, t_ms)
+            if after is MISSING or (when is not None and after == before):
+                return None
+            return after[0]
+
+    def _no_prune(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise AttributeError(
+            "a sliding window has no pops or prunes: its standings are sums over buckets "
+            "(remove a member from a bucket with remove(member, t=...))"
+        )
+
+    pop_best = pop_worst = remove_by_rank = remove_by_score = keep_top = _no_prune
+
+
 def open_time_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
     """What ``PeriodicLeaderboard.open`` returns for a ledger directory:
     its one unkeyed ``kind`` view as a :class:`LedgerPeriodic` (other kinds
@@ -292,37 +346,47 @@ def open_time_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
     cal = options.pop("calendar")
     clock = options.pop("clock")
     fsync = options.pop("fsync", "everysec")
+    if kind == "window":
+        options["buckets"] = options.pop("buckets")
+        options.pop("refresh_every", None)  # (a ledger's window refreshes after every event)
     for name in options:
-        if name not in _VIEW_OPTIONS:
-            raise TypeError(f"a periodic view of a ledger takes no {name}= (see docs/ledger.md)")
+        if name not in (*_VIEW_OPTIONS, "buckets"):
+            raise TypeError(f"a {kind} view of a ledger takes no {name}= (see docs/ledger.md)")
     ledger = Ledger.open(directory, fsync=fsync, create=False, now=lambda: int(clock() * 1000))
     try:
         found = {name: ledger._views[name].kind for name in ledger.views}
         names = [n for n, k in found.items() if k == kind and not ledger._views[n].route.keyed]
-        if kind != "periodic" or len(found) != 1 or len(names) != 1:
+        if kind not in _FACES or len(found) != 1 or len(names) != 1:
             raise ValueError(
                 f"{directory} holds a ledger with views {found}: a {kind} board opens a ledger "
-                "with one unkeyed periodic view; open it with rankengine.Ledger.open(path)"
+                f"with one unkeyed {kind} view; open it with rankengine.Ledger.open(path)"
             )
         view = ledger._views[names[0]]
         stored = view.options
         wanted = calendar(cal)
         if repr(calendar(stored["calendar"])) != repr(wanted):
             raise ValueError(
-                f"{directory} holds a periodic view over {stored['calendar']!r}, not {cal!r}"
+                f"{directory} holds a {kind} view over {stored['calendar']!r}, not {cal!r}"
             )
         for name, value in options.items():
             have = stored.get(name)
             if have is not None and _plain(have) != _plain(value):
                 raise ValueError(
-                    f"{directory} holds a periodic view with {name}={have!r}; it cannot be "
+                    f"{directory} holds a {kind} view with {name}={have!r}; it cannot be "
                     f"opened with {name}={value!r}"
                 )
         assert view.adapters.get(NO_KEY) is not None
-        return LedgerPeriodic(ledger, view.name, clock)
+        return _FACES[kind](ledger, view.name, clock)
     except BaseException:
         ledger.close()
         raise
+
+
+#: The face each time view kind opens as.
+_FACES: Final[dict[str, type[LedgerPeriodic]]] = {
+    "periodic": LedgerPeriodic,
+    "window": LedgerWindow,
+}
 
 
 def _plain(value: Any) -> Any:
