@@ -23,7 +23,9 @@ changed).  The kinds (:data:`KINDS`):
   (``SlidingWindowLeaderboard.open`` of a ledger directory);
 * ``decayed`` -- a decayed board read at its base time (the decay factor
   is 1.0, so its values are the points given, as floats; ``incr`` is its
-  ``add``).
+  ``add``);
+* ``ledger-decayed`` -- the same on a one-view ledger
+  (``DecayedLeaderboard.open`` of a ledger directory: each write an event).
 
 The oracle is ``tests/model.py`` (a dict and a sort, written from the
 docstrings), not numbers written into the tests.  An operation a kind does
@@ -76,6 +78,7 @@ KINDS = [
     "window",
     "ledger-window",
     "decayed",
+    "ledger-decayed",
 ]
 
 #: Board settings every test runs under; a kind that cannot take one skips it.
@@ -131,6 +134,9 @@ LACKS: dict[str, dict[str, str]] = {
 
 LACKS["ledger-periodic"] = LACKS["periodic"]
 LACKS["ledger-window"] = LACKS["window"]
+LACKS["ledger-decayed"] = LACKS["decayed"]
+#: The decayed kinds (float values, finite points).
+DECAYED_KINDS = ("decayed", "ledger-decayed")
 
 
 def need(kind: str, *ops: str) -> None:
@@ -148,6 +154,17 @@ class _Decayed(DecayedLeaderboard):
         if when is not None:
             pytest.skip(f"decayed: no when: {LACKS['decayed']['when']}")
         return self.add(member, delta)
+
+
+def _ledger_incr(face: Any) -> Callable[..., Any]:
+    """A decayed face's ``incr``: its ``add`` (as ``_Decayed`` has it)."""
+
+    def incr(member: Any, delta: Any = 1, *, when: Any = None) -> Any:
+        if when is not None:
+            pytest.skip(f"decayed: no when: {LACKS['decayed']['when']}")
+        return face.add(member, delta)
+
+    return incr
 
 
 def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
@@ -182,6 +199,14 @@ def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
         return SlidingWindowLeaderboard.open(
             root / "ledger", "daily", 1, clock=lambda: NOW, fsync="never"
         )
+    if kind == "ledger-decayed":
+        with Ledger.open(root / "ledger", fsync="never", now=lambda: int(NOW * 1000)) as ledger:
+            ledger.add_view("decayed", "decayed", half_life=3600.0, t0=NOW, **config)
+        face = DecayedLeaderboard.open(
+            root / "ledger", half_life=3600.0, clock=lambda: NOW, fsync="never"
+        )
+        face.incr = _ledger_incr(face)
+        return face
     assert kind == "decayed"
     return _Decayed(half_life=3600.0, t0=NOW, clock=lambda: NOW, **config)
 
@@ -236,7 +261,7 @@ def value(config: dict[str, Any], points: float, second: int = 0) -> Any:
 def seed_pairs(config: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
     # the composite boards' second column splits some ties and keeps others;
     # a decayed board holds finite values only (its scores are rescaled)
-    points = [70 if p == INF and kind == "decayed" else p for p in POINTS]
+    points = [70 if p == INF and kind in DECAYED_KINDS else p for p in POINTS]
     return [
         (m, value(config, p, i % 2)) for i, (m, p) in enumerate(zip(MEMBERS, points, strict=True))
     ]
@@ -261,7 +286,7 @@ def same(kind: str, got: Any, want: Any) -> None:
     """``got`` answers as ``want``: typed numbers (``1`` is not ``1.0``) on
     the exact kinds, plain equality on the decayed board (its values are
     floats); Entry rows equal the model's plain tuples."""
-    if kind == "decayed":
+    if kind in DECAYED_KINDS:
         assert got == want
     else:
         assert exact(got, containers=False) == exact(want, containers=False)
@@ -751,7 +776,7 @@ def test_a_bad_batch_item_is_named_and_changes_nothing(
     kind: str, make: Callable[..., Any], case: str
 ) -> None:
     op, call, member = BAD_BATCHES[case]
-    if kind == "decayed" and op == "incr_many":
+    if kind in DECAYED_KINDS and op == "incr_many":
         op, call = "add_many", lambda b: b.add_many({"ok": 1, "bad": "x"})
     need(kind, op)
     board, _ = seeded(make, {})

@@ -382,3 +382,13 @@ def test_a_migrated_window_opens_with_its_open(tmp_path: Path) -> None:
         assert state_of("window", again.window) == expected
     with pytest.raises(ValueError, match="buckets=3"):
         SlidingWindowLeaderboard.open(tmp_path, "hourly", 4)
+
+
+def test_a_migrated_decayed_board_opens_with_its_open(tmp_path: Path) -> None:
+    expected = fill("decayed", tmp_path, "sortedlist", seed=13)
+    migrate(tmp_path, **OPTIONS["decayed"])
+    with DecayedLeaderboard.open(tmp_path, tau=3600.0, clock=lambda: T0) as again:
+        assert type(again).__name__ == "LedgerDecayed"
+        assert state_of("decayed", again.decayed) == expected
+    with pytest.raises(ValueError, match=r"tau=3600\.0"):
+        DecayedLeaderboard.open(tmp_path, tau=60.0)

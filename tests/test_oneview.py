@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import rankengine
 from rankengine import (
+    DecayedLeaderboard,
     Leaderboard,
     Ledger,
     PeriodicLeaderboard,
@@ -274,3 +275,56 @@ def test_a_ledger_window_answers_as_a_window_live_and_after_a_reopen(
             board._check()
         with SlidingWindowLeaderboard.open(tmp, "hourly", 2, clock=lambda: T0) as again:
             assert wstate(again.window) == wstate(reference)
+
+
+DECAYED_WRITE = st.tuples(
+    st.sampled_from(["add", "set", "remove", "set_meta", "pop_best", "keep_top"]),
+    MEMBER,
+    st.sampled_from([1.0, 2.0, 5.5]),
+    st.integers(0, 6),
+)
+
+
+def decayed_run(board: Any, op: tuple[Any, ...], t: float) -> Any:
+    name, member, value, _ = op
+    try:
+        if name == "add":
+            return board.add(member, value, t=t)
+        if name == "set":
+            return board.set(member, value, t=t)
+        if name == "remove":
+            return board.remove(member)
+        if name == "set_meta":
+            return board.set_meta(member, {"m": value})
+        if name == "pop_best":
+            return board.pop_best(1)
+        return board.keep_top(2)
+    except (KeyError, TypeError, ValueError) as exc:
+        return type(exc)
+
+
+def dstate(decayed: Any, at: float) -> Any:
+    items = decayed.items(at=at)
+    return items, [decayed.meta(m) for m, _ in items]
+
+
+@given(ops=st.lists(DECAYED_WRITE, max_size=30))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_ledger_decayed_board_answers_as_one_live_and_after_a_reopen(
+    ops: list[tuple[Any, ...]],
+) -> None:
+    clock = [T0]
+    reference = DecayedLeaderboard(tau=HOUR, t0=T0, clock=lambda: clock[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        with Ledger.open(tmp, fsync="never") as ledger:
+            ledger.add_view("decayed", "decayed", tau=HOUR, t0=T0)
+        with DecayedLeaderboard.open(tmp, tau=HOUR, clock=lambda: clock[0]) as board:
+            for op in sorted(ops, key=lambda op: op[3]):  # in time order, as events arrive
+                t = T0 + op[3] * 600.0
+                clock[0] = max(clock[0], t)
+                assert decayed_run(board, op, t) == decayed_run(reference, op, t), op
+                # (read at the same time: a ledger view's own time is its last event's)
+                assert dstate(board.decayed, clock[0]) == dstate(reference, clock[0]), op
+            board._check()
+        with DecayedLeaderboard.open(tmp, tau=HOUR, clock=lambda: clock[0]) as again:
+            assert dstate(again.decayed, clock[0]) == dstate(reference, clock[0])

@@ -1,4 +1,4 @@
-"""A one-view ledger of a periodic board or a window, with that board's API.
+"""A one-view ledger of a time board, with that board's API.
 
 ``PeriodicLeaderboard.open(path, ...)`` on a ledger directory with one
 unkeyed ``"periodic"`` view (a periodic board ``rankengine migrate``
@@ -9,7 +9,8 @@ periods are those of the events, exactly as a replay rebuilds them.  A
 pop or a prune reads the members it takes under the ledger's lock, then
 records their removals at ``t`` as one batch.  A sliding window's
 (``SlidingWindowLeaderboard.open``) is :class:`LedgerWindow`: the writes
-of its buckets, each followed by the view's refresh.
+of its buckets, each followed by the view's refresh; a decayed board's
+(``DecayedLeaderboard.open``) is :class:`LedgerDecayed`.
 
 What differs from a durable periodic board: time moves with the events
 (the ledger's clock is the latest event time), not with the wall clock
@@ -31,10 +32,12 @@ to the ledger instead); dropped periods are not archived.
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from rankengine.board.checks import check_members, member_list
+from rankengine.board.checks import check_count, check_flag, check_members, member_list
 from rankengine.board.core import MISSING, Entry
 from rankengine.board.scoring import check_member
 from rankengine.durable.forget import Forgotten
@@ -44,7 +47,7 @@ from rankengine.timed.calendars import calendar
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.state import period_board, route_period
 
-__all__ = ["LedgerPeriodic", "LedgerWindow", "open_time_view"]
+__all__ = ["LedgerDecayed", "LedgerPeriodic", "LedgerWindow", "open_time_view"]
 
 #: The periodic board's own writes that have no event: refused, naming why.
 _NO_EVENT: Final = {
@@ -57,14 +60,46 @@ _NO_EVENT: Final = {
 _VIEW_OPTIONS: Final = ("keep", "grace", "late", "order", "tie_break", "rank_style", "backend")
 
 
-class LedgerPeriodic:
-    """A periodic board whose writes are events of a one-view ledger (see
-    the module docstring); :attr:`ledger` is the ledger."""
+class _Face:
+    """What the time boards' faces share: the ledger, the view, the clock
+    that times writes, and the durable extras."""
 
     def __init__(self, ledger: Ledger, view: str, clock: Callable[[], float]) -> None:
         self.ledger = ledger
         self.view = view
         self._clock = clock
+
+    def _t_ms(self, t: float | None) -> int:
+        value = self._clock() if t is None else t
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"t must be a number of seconds, not {value!r}")
+        return round(value * 1000)
+
+    def compact(self) -> int:
+        """Snapshot the view (the ledger's compact)."""
+        return self.ledger.compact()
+
+    def forget(self, member: Any) -> Forgotten:
+        """Forget ``member`` in the view and every file (the ledger's forget)."""
+        return self.ledger.forget(member)
+
+    def close(self) -> None:
+        """Close the ledger."""
+        self.ledger.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check(self) -> None:
+        self.ledger._check()
+
+
+class LedgerPeriodic(_Face):
+    """A periodic board whose writes are events of a one-view ledger (see
+    the module docstring); :attr:`ledger` is the ledger."""
 
     # ------------------------------------------------------------------
     # Reads: the view's periodic board's
@@ -89,12 +124,6 @@ class LedgerPeriodic:
     # ------------------------------------------------------------------
     # Writes: events at t
     # ------------------------------------------------------------------
-    def _t_ms(self, t: float | None) -> int:
-        value = self._clock() if t is None else t
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"t must be a number of seconds, not {value!r}")
-        return round(value * 1000)
-
     def _target(self, t_ms: int) -> Any:
         """The period board a write at ``t_ms`` goes to, if it exists (no
         time moves: the route is read, not taken)."""
@@ -258,30 +287,6 @@ class LedgerPeriodic:
             rows, t_ms = self._prune(t, lambda b: b.by_rank(n + 1, -1) if n < len(b) else [])
             return self._removals((e.member for e in rows), t_ms)
 
-    # ------------------------------------------------------------------
-    # The durable extras
-    # ------------------------------------------------------------------
-    def compact(self) -> int:
-        """Snapshot the view (the ledger's compact)."""
-        return self.ledger.compact()
-
-    def forget(self, member: Any) -> Forgotten:
-        """Forget ``member`` in every period and file (the ledger's forget)."""
-        return self.ledger.forget(member)
-
-    def close(self) -> None:
-        """Close the ledger."""
-        self.ledger.close()
-
-    def __enter__(self) -> LedgerPeriodic:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _check(self) -> None:
-        self.ledger._check()
-
 
 class LedgerWindow(LedgerPeriodic):
     """A sliding window whose writes are events of a one-view ledger: the
@@ -335,6 +340,188 @@ class LedgerWindow(LedgerPeriodic):
     pop_best = pop_worst = remove_by_rank = remove_by_score = keep_top = _no_prune
 
 
+class LedgerDecayed(_Face):
+    """A decayed board whose writes are events of a one-view ledger: ``add``
+    an ``incr`` event of the points at ``t``, ``set`` a ``set`` event,
+    removals and metadata events at the open's clock; reads are the view's
+    ``DecayedLeaderboard``'s, decayed to the ledger's time (the latest
+    event's), or to ``at=``.  ``rebase`` has no event: the view re-bases
+    by itself as events move its time."""
+
+    @property
+    def decayed(self) -> Any:
+        """The view's ``DecayedLeaderboard`` (read it; writing it directly
+        would bypass the log)."""
+        return self.ledger[self.view]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "rebase":
+            raise AttributeError(
+                name if name != "rebase" else "a decayed view re-bases with its events"
+            )
+        found = getattr(self.ledger[self.view], name)
+        if callable(found) and _takes_at(type(self.ledger[self.view]), name):
+            # a read decays to the open's clock, as the board's own did (the
+            # view's clock is its last event's time)
+            def read(*args: Any, **kwargs: Any) -> Any:
+                if kwargs.get("at") is None:
+                    kwargs["at"] = self._clock()
+                return found(*args, **kwargs)
+
+            return read
+        return found
+
+    def __repr__(self) -> str:
+        return f"LedgerDecayed({self.ledger.path!r}, view={self.view!r})"
+
+    def __len__(self) -> int:
+        return len(self.decayed)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self.decayed
+
+    def __iter__(self) -> Any:
+        return iter(self.decayed)
+
+    def __getitem__(self, member: Any) -> Any:
+        if member not in self.decayed:
+            raise KeyError(member)
+        return self.decayed.score(member, at=self._clock())
+
+    def _scratch(self) -> Any:
+        return self.ledger._views[self.view].template.new_board()
+
+    def _state(self, member: Any) -> Any:
+        stored = self.decayed.board
+        if member not in stored:
+            return MISSING
+        tie = stored._tie.get(member) if stored._first else None
+        return (stored.score(member), tie, stored.meta(member))
+
+    def _record(self, member: Any, value: Any, op: str, t: float | None, **fields: Any) -> Any:
+        t_ms = self._t_ms(t)
+        return self.ledger.record(member, value, op=op, t_ms=t_ms, ranks=False, **fields)
+
+    def _batch(self, events: list[dict[str, Any]]) -> list[Any]:
+        return self.ledger.record_many(events) if events else []
+
+    def add(self, member: Any, points: Any, *, t: float | None = None) -> Any:
+        """``DecayedLeaderboard.add``, recorded as an ``incr`` event at ``t``."""
+        return self._record(member, points, "incr", t).outcomes[0].score
+
+    def add_many(self, items: Any, *, t: float | None = None) -> dict[Any, Any]:
+        """``DecayedLeaderboard.add_many``, one batch of events at ``t``."""
+        t_ms = self._t_ms(t)
+        pairs = self._scratch()._check_pairs(
+            list(items.items()) if isinstance(items, Mapping) else items, "delta"
+        )
+        done = self._batch([{"member": m, "value": p, "t_ms": t_ms} for m, p in pairs])
+        return {r.event.member: r.outcomes[0].score for r in done}
+
+    def set(self, member: Any, value: Any, *, t: float | None = None) -> bool:
+        """``DecayedLeaderboard.set``, recorded as a ``set`` event at ``t``."""
+        with self.ledger._lock:
+            before = self._state(check_member(member))
+            self._record(member, value, "set", t)
+            return bool(self._state(member) != before)
+
+    def set_many(self, items: Any, *, t: float | None = None) -> int:
+        """``DecayedLeaderboard.set_many``, one batch of events at ``t``."""
+        t_ms = self._t_ms(t)
+        pairs = self._scratch()._check_pairs(
+            list(items.items()) if isinstance(items, Mapping) else items, "score"
+        )
+        with self.ledger._lock:
+            members = list(dict.fromkeys(m for m, _ in pairs))
+            before = {m: self._state(m) for m in members}
+            self._batch([{"member": m, "value": v, "op": "set", "t_ms": t_ms} for m, v in pairs])
+            return sum(1 for m in members if self._state(m) not in (before[m], MISSING))
+
+    def remove(self, member: Any) -> bool:
+        """``DecayedLeaderboard.remove``, recorded when present."""
+        with self.ledger._lock:
+            if check_member(member) not in self.decayed:
+                return False
+            self._record(member, None, "remove", None)
+            return True
+
+    def _removals(self, members: Iterable[Any]) -> int:
+        present = list(dict.fromkeys(members))
+        t_ms = self._t_ms(None)
+        self._batch([{"member": m, "op": "remove", "t_ms": t_ms} for m in present])
+        return len(present)
+
+    def remove_many(self, members: Iterable[Any]) -> int:
+        """``DecayedLeaderboard.remove_many``, one batch of removals."""
+        with self.ledger._lock:
+            wanted = check_members(self._scratch()._check_member, member_list(members))
+            return self._removals(m for m in wanted if m in self.decayed)
+
+    def set_meta(self, member: Any, meta: Mapping[str, Any] | None) -> None:
+        """``DecayedLeaderboard.set_meta``, recorded as a ``meta`` event."""
+        with self.ledger._lock:
+            if check_member(member) not in self.decayed:
+                raise KeyError(f"no member {member!r}: add a score before its metadata")
+            self._record(member, None, "meta", None, meta=meta)
+
+    def pop_best(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """``DecayedLeaderboard.pop_best``: the rows read, their removals recorded."""
+        with self.ledger._lock:
+            decayed = self.decayed
+            rows = decayed._convert(_rows(decayed.board, count, True, with_meta), self._clock())
+            self._removals(e.member for e in rows)
+            return rows  # type: ignore[no-any-return]
+
+    def pop_worst(self, count: int = 1, *, with_meta: bool = False) -> list[Entry]:
+        """``DecayedLeaderboard.pop_worst``: the rows read, their removals recorded."""
+        with self.ledger._lock:
+            decayed = self.decayed
+            rows = decayed._convert(_rows(decayed.board, count, False, with_meta), self._clock())
+            self._removals(e.member for e in rows)
+            return rows  # type: ignore[no-any-return]
+
+    def keep_top(self, n: int) -> int:
+        """``DecayedLeaderboard.keep_top``, as removals."""
+        with self.ledger._lock:
+            stored = self.decayed.board
+            gone = stored.by_rank(n + 1, -1) if check_count(n, "n") < len(stored) else []
+            return self._removals(e.member for e in gone)
+
+    def remove_by_rank(self, start: int, stop: int) -> int:
+        """``DecayedLeaderboard.remove_by_rank``, as removals."""
+        with self.ledger._lock:
+            return self._removals(e.member for e in self.decayed.board.by_rank(start, stop))
+
+
+#: (class, method name) -> whether the method takes ``at=``.
+_TAKES_AT: dict[tuple[Any, str], bool] = {}
+
+
+def _takes_at(cls: Any, name: str) -> bool:
+    """True when ``cls.name`` takes ``at=`` (a decayed board's reads)."""
+    key = (cls, name)
+    if key not in _TAKES_AT:
+        try:
+            _TAKES_AT[key] = "at" in inspect.signature(getattr(cls, name)).parameters
+        except (TypeError, ValueError):
+            _TAKES_AT[key] = False
+    return _TAKES_AT[key]
+
+
+def _rows(board: Any, count: int, best: bool, with_meta: bool) -> list[Entry]:
+    """What ``board.pop_best(count)`` / ``pop_worst`` would return, read
+    only (the same checks, unique ranks)."""
+    count = check_count(count, "count")
+    check_flag(with_meta, "with_meta")
+    n = len(board)
+    count = min(count, n)
+    if count == 0:
+        return []
+    if best:
+        return board._entries_between(0, count, "unique", with_meta)  # type: ignore[no-any-return]
+    return board._entries_between(n - count, n, "unique", with_meta)[::-1]  # type: ignore[no-any-return]
+
+
 def open_time_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
     """What ``PeriodicLeaderboard.open`` returns for a ledger directory:
     its one unkeyed ``kind`` view as a :class:`LedgerPeriodic` (other kinds
@@ -343,6 +530,8 @@ def open_time_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
     Runtime complexity: the ledger's open
     """
     options = dict(options)
+    if kind == "decayed":
+        return _open_decayed(directory, options)
     cal = options.pop("calendar")
     clock = options.pop("clock")
     fsync = options.pop("fsync", "everysec")
@@ -377,6 +566,40 @@ def open_time_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
                 )
         assert view.adapters.get(NO_KEY) is not None
         return _FACES[kind](ledger, view.name, clock)
+    except BaseException:
+        ledger.close()
+        raise
+
+
+def _open_decayed(directory: str, options: dict[str, Any]) -> LedgerDecayed:
+    """``DecayedLeaderboard.open`` of a ledger with one decayed view."""
+    clock = options.pop("clock")
+    fsync = options.pop("fsync", "everysec")
+    half_life, tau = options.pop("half_life", None), options.pop("tau", None)
+    options.pop("rebase_after", None)
+    ledger = Ledger.open(directory, fsync=fsync, create=False, now=lambda: int(clock() * 1000))
+    try:
+        found = {name: ledger._views[name].kind for name in ledger.views}
+        if list(found.values()) != ["decayed"] or ledger._views[ledger.views[0]].route.keyed:
+            raise ValueError(
+                f"{directory} holds a ledger with views {found}: a decayed board opens a ledger "
+                "with one unkeyed decayed view; open it with rankengine.Ledger.open(path)"
+            )
+        view = ledger.views[0]
+        have = ledger[view].tau
+        want = tau if tau is not None else (None if half_life is None else half_life / math.log(2))
+        if want is None or not math.isclose(have, want, rel_tol=1e-12):
+            raise ValueError(
+                f"{directory} holds a decayed view with tau={have!r}; open it with that"
+            )
+        for name, value in options.items():
+            stored = ledger._views[view].options.get(name)
+            if stored is not None and _plain(stored) != _plain(value):
+                raise ValueError(
+                    f"{directory} holds a decayed view with {name}={stored!r}; it cannot be "
+                    f"opened with {name}={value!r}"
+                )
+        return LedgerDecayed(ledger, view, clock)
     except BaseException:
         ledger.close()
         raise
