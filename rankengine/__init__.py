@@ -30,8 +30,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from rankengine.board.core import BoardCore
+from rankengine.board.hooks import set_ledger_view_opener
 from rankengine.board.leaderboard import Entry, Leaderboard
-from rankengine.durable.kinds import set_ledger_view_opener
 from rankengine.index.skiplist import SkipList
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ its own files beside the other's and showing an empty store.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any, Final
 
+from rankengine.board.hooks import ledger_view_opener
 from rankengine.durable.manifest import MANIFEST_NAME, read_manifest
 from rankengine.durable.records import CorruptionError
 
@@ -42,7 +42,6 @@ __all__ = [
     "fixed_config",
     "open_ledger_view",
     "refuse_other_kind",
-    "set_ledger_view_opener",
     "what_is_in",
 ]
 
@@ -116,31 +115,19 @@ def what_is_in(directory: str) -> str | None:
     return None
 
 
-#: How a time board's open opens a ledger directory (one view of its kind),
-#: set by the package root: the ledger is built on the time boards, which
-#: must not import it.
-_LEDGER_VIEW_OPENER: list[Callable[[str, str, dict[str, Any]], Any]] = []
-
-
-def set_ledger_view_opener(opener: Callable[[str, str, dict[str, Any]], Any]) -> None:
-    """Register ``opener(directory, kind, options)``, what
-    :func:`open_ledger_view` calls (the package root registers the ledger's).
-
-    Runtime complexity: O(1)
-    """
-    _LEDGER_VIEW_OPENER[:] = [opener]
-
-
 def open_ledger_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
     """Open the ledger in ``directory`` as a board of ``kind`` (its one
-    view of that kind), through the registered opener; without one, refuse
-    as :func:`refuse_other_kind` does.
+    view of that kind), through the opener the package root registers in
+    :mod:`rankengine.board.hooks`; without one, refuse as
+    :func:`refuse_other_kind` does.
 
     Runtime complexity: the ledger's open
     """
-    if not _LEDGER_VIEW_OPENER:
+    opener = ledger_view_opener()
+    if opener is None:
         refuse_other_kind(directory, PERIODIC if kind in ("periodic", "window") else DECAYED)
-    return _LEDGER_VIEW_OPENER[0](directory, kind, options)
+    assert opener is not None
+    return opener(directory, kind, options)
 
 
 def as_ledger_view(path: str | os.PathLike[str], kind: str, options: dict[str, Any]) -> Any:
