@@ -222,7 +222,7 @@ def test_opening_another_kind_names_what_is_there(tmp_path: Path) -> None:
         ledger.add_view("weekly", "periodic", calendar="weekly")
     with pytest.raises(ValueError, match="holds a ledger with views"):
         Leaderboard.open(ledger_dir)
-    with pytest.raises(ValueError, match="holds a ledger with views .*one unkeyed decayed view"):
+    with pytest.raises(ValueError, match=r"holds a ledger with views .*one unkeyed decayed view"):
         DecayedLeaderboard.open(ledger_dir, half_life=60.0)
     with PeriodicLeaderboard.open(tmp_path / "weekly", "weekly") as weekly:
         weekly.incr("ann", 1)
