@@ -159,7 +159,7 @@ def window_state(window: SlidingWindowLeaderboard) -> tuple[float, Leaderboard]:
     Runtime complexity: O(1)
     """
     with window._lock:
-        if window._dirty:
+        if window._dirty or window._slid or window._taken or window._taken_boards:
             raise ValueError("the window has members due a refresh: refresh() it first")
         return window._as_of, window._board
 
