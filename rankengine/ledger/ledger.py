@@ -40,7 +40,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
 from rankengine.durable.forget import Forgotten
-from rankengine.durable.kinds import MIGRATED_KEY
 from rankengine.durable.options import (
     COMPACT_MIN_BYTES,
     FsyncPolicy,
@@ -64,7 +63,13 @@ from rankengine.ledger.fastpath import BOARD, PERIODIC, TOPK, IncrPlan
 from rankengine.ledger.forget import forget_member
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
-from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
+from rankengine.ledger.storage import (
+    LedgerFiles,
+    LogTail,
+    read_events,
+    refuse_migrated,
+    remove_stray_files,
+)
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
 from rankengine.timed.state import held_period_board
@@ -96,19 +101,6 @@ class Recorded(NamedTuple):
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _refuse_migrated(config: Mapping[str, Any], name: str, why: str) -> None:
-    """Raise ``LogError`` when view ``name`` was made by ``rankengine
-    migrate``: its state before the migration is only in its snapshot (the
-    log starts at the migration), so a rebuild from the log would lose it."""
-    found = config.get(MIGRATED_KEY, {}).get(name)
-    if found is not None:
-        raise LogError(
-            f"view {name!r}: {why}, but it was migrated from {found} and its state before "
-            "the migration is only in its snapshot, not in the log: it is not rebuilt from "
-            "the log (restore the view's snapshot files from a backup)"
-        )
 
 
 class Ledger:
@@ -230,7 +222,7 @@ class Ledger:
                 view.time_ms = ms
                 start_ms[seq] = ms
             except (CorruptionError, OSError, KeyError, TypeError, ValueError) as exc:
-                _refuse_migrated(config, name, f"its snapshot does not load ({exc})")
+                refuse_migrated(config, name, f"its snapshot does not load ({exc})")
                 note = (
                     f"view {name!r}: its snapshot does not load ({exc}); rebuilding it from the log"
                 )
@@ -428,7 +420,7 @@ class Ledger:
             self._check_open()
             view = self._views[name]
             if self._files is not None:
-                _refuse_migrated(self._files.manifest.config, name, "rebuild_view was asked")
+                refuse_migrated(self._files.manifest.config, name, "rebuild_view was asked")
             redis = [a for a in view.adapters.values() if isinstance(a, RedisAdapter)]
             if redis and not from_log:
                 # the serving copy, from the view's state: a copy, not a replay

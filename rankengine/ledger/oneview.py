@@ -49,7 +49,7 @@ from rankengine.board.writes import BoardWrites
 from rankengine.durable.forget import Forgotten
 from rankengine.ledger.ledger import Ledger, Recorded
 
-__all__ = ["DEFAULT_VIEW", "LedgerBoard"]
+__all__ = ["DEFAULT_VIEW", "LedgerBoard", "count_changed"]
 
 #: The view a new one-view ledger board is registered under.
 DEFAULT_VIEW: Final = "board"
@@ -81,6 +81,31 @@ def _reader(name: str) -> Any:
     read.__name__ = read.__qualname__ = name
     read.__doc__ = f"The view's board's ``{name}``."
     return read
+
+
+def count_changed(before: dict[Any, Any], done: list[Recorded]) -> int:
+    """How many members a batch of ``set`` events added or gave another
+    score at some step (as a board's ``set_many`` counts them), from their
+    scores ``before`` it and each event's outcome.
+
+    Runtime complexity: O(k) for k events
+
+    >>> count_changed({"ann": 2}, [])
+    0
+    """
+    last = dict(before)
+    changed = set()
+    for recorded in done:
+        member = recorded.event.member
+        score = recorded.outcomes[0].score if recorded.outcomes else None
+        score = MISSING if score is None else score
+        prev = last[member]
+        if score is not MISSING and (
+            prev is MISSING or type(score) is not type(prev) or score != prev
+        ):
+            changed.add(member)
+        last[member] = score
+    return len(changed)
 
 
 def _stored(value: Any) -> Any:
@@ -241,18 +266,11 @@ class LedgerBoard(ItemWrites, BoardAPI, BoardWrites):
 
     def _set_pairs(self, items: Any, when: Any) -> int:
         pairs = self._pairs(items, "score")
-        board = self.board
-        members = list(dict.fromkeys(m for m, _ in pairs))
-        before = {m: board.score(m, MISSING) for m in members}
-        clocks = {m: board._tie.get(m) for m in members} if board._first else {}
-        self._record_many([{"member": m, "value": s, "op": "set", "when": when} for m, s in pairs])
-        changed = 0
-        for m in members:
-            now = board.score(m, MISSING)
-            moved = board._first and board._tie.get(m) != clocks.get(m)
-            if now is not MISSING and (before[m] is MISSING or moved or now != before[m]):
-                changed += 1
-        return changed
+        with self._lock:
+            board = self.board
+            before = {m: board.score(m, MISSING) for m, _ in pairs}
+            events = [{"member": m, "value": s, "op": "set", "when": when} for m, s in pairs]
+            return count_changed(before, self._record_many(events))
 
     def _incr_pairs(self, items: Any) -> dict[Member, Score]:
         pairs = self._pairs(items, "delta")

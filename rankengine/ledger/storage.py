@@ -42,7 +42,7 @@ import shutil
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from rankengine.durable.commit import GroupCommit
@@ -58,6 +58,7 @@ from rankengine.durable.kinds import (
     LEDGER_KIND,
     LEDGER_VIEWS,
     MIGRATE_JOURNAL,
+    MIGRATED_KEY,
     refuse_other_kind,
 )
 from rankengine.durable.manifest import (
@@ -90,6 +91,7 @@ __all__ = [
     "LogTail",
     "encode",
     "read_events",
+    "refuse_migrated",
     "remove_stray_files",
 ]
 
@@ -443,6 +445,24 @@ class LedgerFiles:
                     writer.close()
         finally:
             self.lock.release()
+
+
+def refuse_migrated(config: Mapping[str, Any], name: str, why: str) -> None:
+    """Raise ``LogError`` when view ``name`` was made by ``rankengine
+    migrate``: its state before the migration is only in its snapshot (the
+    log starts at the migration), so a rebuild from the log would lose it.
+
+    Runtime complexity: O(1)
+
+    >>> refuse_migrated({"migrated": {}}, "alltime", "asked")
+    """
+    found = config.get(MIGRATED_KEY, {}).get(name)
+    if found is not None:
+        raise LogError(
+            f"view {name!r}: {why}, but it was migrated from {found} and its state before "
+            "the migration is only in its snapshot, not in the log: it is not rebuilt from "
+            "the log (restore the view's snapshot files from a backup)"
+        )
 
 
 def remove_stray_files(directory: str) -> None:

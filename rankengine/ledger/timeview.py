@@ -42,6 +42,7 @@ from rankengine.board.core import MISSING, Entry
 from rankengine.board.scoring import check_member
 from rankengine.durable.forget import Forgotten
 from rankengine.ledger.ledger import Ledger
+from rankengine.ledger.oneview import count_changed
 from rankengine.ledger.routes import NO_KEY
 from rankengine.timed.calendars import calendar
 from rankengine.timed.periodic import PeriodicLeaderboard
@@ -181,15 +182,14 @@ class LedgerPeriodic(_Face):
         t_ms = self._t_ms(t)
         pairs = self._pairs(items, "score")
         with self.ledger._lock:
-            members = list(dict.fromkeys(check_member(m) for m, _ in pairs))
-            before = {m: self._state(m, t_ms) for m in members}
-            self._batch(
-                [
-                    {"member": m, "value": s, "op": "set", "when": when, "t_ms": t_ms}
-                    for m, s in pairs
-                ]
-            )
-            return sum(1 for m in members if self._state(m, t_ms) not in (before[m], MISSING))
+            before = {}
+            for m, _ in pairs:
+                state = self._state(check_member(m), t_ms)
+                before[m] = MISSING if state is MISSING else state[0]
+            events = [
+                {"member": m, "value": s, "op": "set", "when": when, "t_ms": t_ms} for m, s in pairs
+            ]
+            return count_changed(before, self._batch(events))
 
     def incr_many(self, items: Any, *, t: float | None = None) -> dict[Any, Any]:
         """``PeriodicLeaderboard.incr_many``, one batch of events at ``t``."""
@@ -432,10 +432,11 @@ class LedgerDecayed(_Face):
             list(items.items()) if isinstance(items, Mapping) else items, "score"
         )
         with self.ledger._lock:
-            members = list(dict.fromkeys(m for m, _ in pairs))
-            before = {m: self._state(m) for m in members}
-            self._batch([{"member": m, "value": v, "op": "set", "t_ms": t_ms} for m, v in pairs])
-            return sum(1 for m in members if self._state(m) not in (before[m], MISSING))
+            at = max(self.ledger._time, t_ms) / 1000  # (the outcomes' time: the batch's)
+            decayed = self.decayed
+            before = {m: decayed.score(m, at=at) if m in decayed else MISSING for m, _ in pairs}
+            events = [{"member": m, "value": v, "op": "set", "t_ms": t_ms} for m, v in pairs]
+            return count_changed(before, self._batch(events))
 
     def remove(self, member: Any) -> bool:
         """``DecayedLeaderboard.remove``, recorded when present."""
