@@ -24,6 +24,10 @@ load, as docs/performance.md advises.
   members, refreshed for the first time (every member recomputed).
 * ``window 1% refresh``: 0.01 N of them written again, refreshed.
 * ``window slide-out``: two hours later, every member slides out.
+  During each window call another thread writes one member and reads it
+  back every millisecond; ``hold`` and ``waited`` are printed as for the
+  period close below (the window's lock; an engine from before the
+  refresh in slices holds it for the whole call).
 * ``period close``: a daily board of N members; a day later, ``tick()``
   closes the period and drops it (``keep=0``), then the same with
   ``archive=`` (the period written to a file first).  Here the call is
@@ -100,23 +104,32 @@ class HoldTimer:
         self.release()
 
 
-def timed_close(label: str, daily: Any, now: list[float]) -> None:
-    """Move ``now`` a day on and ``timed(label, daily.tick)``, plus the longest hold of the periodic
-    board's lock and the longest wait of a read on another thread."""
-    outer = daily._lock
+def hold_timer(owner: Any) -> HoldTimer:
+    """Wrap ``owner._lock`` (or, when that is the lock that runs work after
+    its release, the re-entrant lock inside it) in a :class:`HoldTimer`."""
+    outer = owner._lock
     if hasattr(outer, "_after"):  # the lock that writes archives after its release
         timer = outer._lock = HoldTimer(outer._lock)
     else:  # a plain RLock (an engine from before that)
-        timer = daily._lock = HoldTimer(outer)
+        timer = owner._lock = HoldTimer(outer)
+    return timer
+
+
+def timed_probed(
+    label: str, call: Callable[[], Any], timer: HoldTimer, op: Callable[[], Any]
+) -> None:
+    """``timed(label, call)`` while another thread runs ``op`` every
+    millisecond; then print the longest hold ``timer`` saw and the longest
+    gap between two ends of ``op`` (the probe's wait: the lock's hold and
+    any stall of the interpreter, a long C call, alike)."""
     stop = threading.Event()
     waited = [0.0]
 
     def probe() -> None:
         last = time.perf_counter()
         while not stop.is_set():
-            with daily._lock:  # a read's wait, without advancing (tick closes)
-                pass
-            # from the end of the last take to the end of this one: a stall
+            op()
+            # from the end of the last call to the end of this one: a stall
             # of the interpreter (a long C call) counts as well as the lock
             done = time.perf_counter()
             waited[0] = max(waited[0], done - last)
@@ -127,11 +140,23 @@ def timed_close(label: str, daily: Any, now: list[float]) -> None:
     reader.start()
     time.sleep(0.05)
     timer.longest = waited[0] = 0.0
-    now[0] += 86_400
-    timed(label, daily.tick)
+    timed(label, call)
     stop.set()
     reader.join()
     print(f"  {'':<24} hold {timer.longest * 1e3:9.1f} ms   waited {waited[0] * 1e3:7.1f} ms")
+
+
+def timed_close(label: str, daily: Any, now: list[float]) -> None:
+    """Move ``now`` a day on and ``timed(label, daily.tick)``, plus the longest hold of the periodic
+    board's lock and the longest wait of a read on another thread."""
+    timer = hold_timer(daily)
+
+    def take() -> None:
+        with daily._lock:  # a read's wait, without advancing (tick closes)
+            pass
+
+    now[0] += 86_400
+    timed_probed(label, daily.tick, timer, take)
 
 
 def main() -> None:
@@ -183,12 +208,19 @@ def window_cases(Window: Any, backend: str, names: list[str], rng: random.Random
     now = [START]
     window: Any = Window("hourly", 2, clock=lambda: now[0], backend=backend)
     window.set_many((m, rng.randrange(1_000)) for m in names)
-    timed("window first refresh", window.refresh)
+    timer = hold_timer(window)
+    probed = names[0]
+
+    def serve(w: Any = window) -> None:  # another player's write, and a read of the window
+        w.incr(probed, 1)
+        w.score(probed)
+
+    timed_probed("window first refresh", window.refresh, timer, serve)
     window.set_many((names[rng.randrange(n)], 1) for _ in range(n // 100))
-    timed("window 1% refresh", window.refresh)
+    timed_probed("window 1% refresh", window.refresh, timer, serve)
     now[0] += 3 * 3600
-    timed("window slide-out", window.refresh)
-    del window
+    timed_probed("window slide-out", window.refresh, timer, serve)
+    del window, serve, timer
     gc.unfreeze()
     gc.collect()
 

@@ -53,7 +53,7 @@ class Gate:
 @pytest.fixture
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
     g = Gate()
-    monkeypatch.setattr("rankengine.timed.periodic.write_archive", g)
+    monkeypatch.setattr("rankengine.timed.dropping.write_archive", g)  # where the close writes it
     yield g
     g.go.set()
 

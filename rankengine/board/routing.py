@@ -47,6 +47,7 @@ def routed(
     about: str,
     annotation: str = "",
     finish: str | None = None,
+    before: str | None = None,
 ) -> Callable[..., _R]:
     """A public read of the contract answered by another board: the board
     that ``route`` (the name of a method of the owner, called with the
@@ -69,7 +70,10 @@ def routed(
     the method called on the picked board, and its return type the read's.
     ``finish``, if given, names a method of the owner that the answer goes
     through, called with it and the value of ``keyword`` (a decayed board
-    converts stored scores into values at that time).
+    converts stored scores into values at that time).  ``before``, if
+    given, names a method of the owner called with nothing after the flags
+    are checked and before the lock is taken (a sliding window's due
+    refresh, which takes the lock in short steps of its own).
 
     Runtime complexity: O(1) plus the route and the read
 
@@ -105,6 +109,8 @@ def routed(
         for flag in flags:
             if flag in kwargs:
                 check_flag(kwargs[flag], flag)
+        if before is not None:
+            getattr(self, before)()
         with self._lock:  # the board picked and its read: one step
             pick = getattr(self, route)
             board = pick() if target is _NO_ROUTE else pick(target)

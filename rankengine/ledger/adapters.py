@@ -97,6 +97,9 @@ _MISSING: Final = object()
 #: The key under which a batch's simulation keeps a tie-by-member board's
 #: member type (no member is a tuple, so it never collides with one).
 _TYPE: Final = ("type",)
+#: The key under which a batch's simulation keeps what a trending view
+#: counts (the batch's earlier increments).
+_COUNTED: Final = ("counted",)
 
 
 def _settings(options: dict[str, Any]) -> dict[str, Any]:
@@ -484,7 +487,10 @@ class TopKAdapter(Adapter):
             raise ValueError(f"weight must be 'one' or 'value', not {weight!r}")
         #: True when each increment counts one (``weight="one"``)
         self.counts_one = weight == "one"
-        return TopK(**o)
+        topk = TopK(**o)
+        #: the most occurrences its counters hold (unsigned, counter_bits wide)
+        self.limit: int = 2 ** topk.config()["counter_bits"] - 1
+        return topk
 
     def _count(self, event: Any) -> int:
         if self.counts_one:
@@ -498,7 +504,14 @@ class TopKAdapter(Adapter):
         if event.op == "incr":
             if type(event.member) is not str:
                 check_key(event.member)
-            self._count(event)
+            counted = sim.get(_COUNTED, 0) + self._count(event)
+            total = self.board.total + counted
+            if total > self.limit:  # what TopK.add would raise, after the write
+                raise OverflowError(
+                    f"trending view: its count would reach {total}, past its counters' limit "
+                    f"{self.limit} (use counter_bits=64, or a view per period)"
+                )
+            sim[_COUNTED] = counted
 
     def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
         if event.op != "incr":

@@ -57,19 +57,18 @@ from rankengine.durable.records import (
     TornTailError,
     TornTailWarning,
 )
-from rankengine.ledger.adapters import Adapter, PeriodicAdapter, TopKAdapter
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.fastpath import BOARD, PERIODIC, TOPK, IncrPlan
 from rankengine.ledger.forget import forget_member
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
 from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
+from rankengine.timed.state import held_period_board
 
 __all__ = ["Ledger", "Recorded"]
 
-#: How :meth:`Ledger._record_incr` feeds a view (see ``_fast_plan``).
-_GENERIC, _BOARD, _PERIODIC, _TOPK = range(4)
 #: Tuples made without the Python-level ``__new__`` of a NamedTuple.
 _new_event: Final = tuple.__new__
 _new_outcome: Final = tuple.__new__
@@ -152,7 +151,7 @@ class Ledger:
         self._history: list[Event] | None = [] if path is None else None
         self._subs = Subscriptions()
         #: how _record_incr feeds each view (None: to be worked out again)
-        self._plan: list[tuple[int, View, Any]] | None = None
+        self._plan: IncrPlan | None = None
         self._closed = False
         self._files: LedgerFiles | None = None
         self.recovery_notes: list[str] = []
@@ -446,14 +445,13 @@ class Ledger:
         if (
             type(value) is int
             and op == "incr"
-            and not ranks
             and type(member) is str
             and when is None
             and attrs is None
             and meta is None
             and (t_ms is None or (type(t_ms) is int and 0 <= t_ms <= MAX_T_MS))
         ):
-            done = self._record_incr(member, value, t_ms)
+            done = self._record_incr(member, value, t_ms, ranks)
         else:
             with self._lock:
                 self._check_open()
@@ -467,96 +465,114 @@ class Ledger:
                     meta=meta,
                 )
                 done = self._record([event], ranks)[0]
-        if self._files is not None:
-            self._files.acknowledge()  # (under "always": the shared fsync, lock let go)
+        files = self._files
+        if files is not None and files.group is not None:
+            files.acknowledge()  # (under "always": the shared fsync, lock let go)
         return done
 
-    def _fast_plan(self) -> list[tuple[int, View, Any]]:
-        """Each view with how :meth:`_record_incr` feeds it: ``_BOARD``,
-        ``_PERIODIC`` and ``_TOPK`` directly (an int increment cannot fail
-        there), ``_GENERIC`` through its check and apply."""
-        plan = []
-        for view in self._views.values():
-            adapter = view.adapters.get(NO_KEY) if view.takes_everything else None
-            code = _GENERIC
-            if adapter is not None and adapter.free_int_incr:
-                kind = type(adapter)
-                if kind is Adapter:
-                    code = _BOARD
-                elif kind is PeriodicAdapter:
-                    code = _PERIODIC
-            if isinstance(adapter, TopKAdapter) and adapter.counts_one:
-                code = _TOPK
-            plan.append((code, view, adapter))
-        self._plan = plan
-        return plan
-
-    def _record_incr(self, member: str, value: int, t_ms: int | None) -> Recorded:
+    def _record_incr(self, member: str, value: int, t_ms: int | None, ranks: bool) -> Recorded:
         """:meth:`record` of the commonest event, an int increment of a str
-        member with no route attributes, no ``when``, no ranks and no
-        subscriber: the same check, record and writes as :meth:`_record`,
-        with the boards that cannot refuse it written directly (measured:
-        about a third of the ledger's own cost per event)."""
-        with self._lock:
-            self._check_open()
+        member with no route attributes, no ``when`` and no subscriber: the
+        same check, record, writes and outcomes as :meth:`_record`, with
+        each view fed as its :class:`~rankengine.ledger.fastpath.IncrPlan`
+        says (worked out once per set of views, not per event)."""
+        lock = self._lock
+        # (acquire/try/finally, not `with`: the same hold, less per call)
+        lock.acquire()
+        try:
+            if self._closed:
+                self._check_open()
             if self._subs.any():
                 event = make_event(member, value, t_ms=self._now() if t_ms is None else t_ms)
-                return self._record([event], False)[0]
+                return self._record([event], ranks)[0]
             t = self._now() if t_ms is None else t_ms
             if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
-                return self._record([make_event(member, value, t_ms=t)], False)[0]
-            plan = self._plan or self._fast_plan()
-            now_ms = max(self._time, t)
+                return self._record([make_event(member, value, t_ms=t)], ranks)[0]
+            plan = self._plan
+            if plan is None:
+                plan = self._plan = IncrPlan(self._views.values())
+            now_ms = self._time if self._time > t else t
             event = _new_event(LedgerEvent, (member, "incr", value, t, None, None, None))
             t_s, now_s = t / 1000, now_ms / 1000
-            for code, view, adapter in plan:
-                if code == _PERIODIC:
+            # 1. the views that could refuse it (a plain board cannot: it is
+            # not in plan.checks)
+            for code, view, adapter in plan.checks:
+                if code == PERIODIC:
                     cached = adapter._open
                     if cached is not None and cached[0] <= t_s < cached[1] and now_s < cached[2]:
                         continue  # within the open period last routed to
-                elif code != _GENERIC:
-                    continue
+                elif code == TOPK and adapter.board.total < adapter.limit:
+                    continue  # room for one more
                 try:
                     view.check(event, now_ms, {})
                 except Exception as exc:
                     exc.add_note(f"(refused by view {view.name!r}; nothing was recorded)")
                     raise
+            # 2. one record
             seq = self._seq + 1
             stamp = max(self._now(), self._last_ms)  # record times never go back
-            if self._files is not None:
-                self._files.append(self._framer.frame(seq, stamp, [to_change(event)]), seq)
+            files = self._files
+            if files is not None:
+                files.append(self._framer.frame(seq, stamp, [to_change(event)]), seq)
             elif self._history is not None:
                 self._history.append(Event(seq, stamp, [to_change(event)]))
             self._seq, self._last_ms, self._time = seq, stamp, now_ms
+            # 3. every view
             outcomes: list[Outcome] = []
+            add = outcomes.append
             try:
-                for code, view, adapter in plan:
+                for code, view, adapter, name in plan.feeds:
                     view.time_ms = now_ms
                     view.seq = seq
-                    if code == _BOARD:
-                        score = adapter.board.incr(member, value)
-                    elif code == _PERIODIC:
-                        score = adapter.board.incr(member, value, t=t_s)
-                    elif code == _TOPK:
-                        adapter.board.add(member, 1)
-                        score = None
+                    before = after = None
+                    if code == BOARD:
+                        board = adapter.board
+                        if ranks:
+                            before = board.rank(member)
+                        score = board.incr(member, value)
+                        if ranks:
+                            after = board.rank(member)
+                    elif code == PERIODIC:
+                        # the period its check routed the event to, written
+                        # directly when nothing else is due there
+                        cached = adapter._open
+                        target = None
+                        if cached is not None and cached[0] <= t_s < cached[1]:
+                            target = held_period_board(adapter.board, cached[3], now_s)
+                        if target is None:
+                            outcomes += view.apply(event, ranks)
+                            continue
+                        if ranks:
+                            before = target.rank(member)
+                        score = target.incr(member, value)
+                        if ranks:
+                            after = target.rank(member)
+                    elif code == TOPK:
+                        topk = adapter.board
+                        topk.add(member, 1)
+                        # (the estimate is a second pass over the sketch: with ranks only)
+                        score = topk.estimate(member) if ranks else None
                     else:
-                        outcomes += view.apply(event, False)
+                        outcomes += view.apply(event, ranks)
                         continue
-                    outcomes.append(_new_outcome(Outcome, (view.name, NO_KEY, score, None, None)))
+                    add(_new_outcome(Outcome, (name, NO_KEY, score, before, after)))
             except Exception as exc:  # a view refused what it had passed: a bug
                 self._closed = True
+                for _, view, _, _ in plan.feeds:
+                    view.seq = seq - 1  # (as the general path leaves them)
                 raise LogError(
                     f"event {seq} was logged but a view failed to apply it ({exc}); the ledger "
                     "is closed: reopen it (the views are rebuilt from the log)"
                 ) from exc
             if (
-                self._files is not None
+                files is not None
                 and self._compact_min is not None
-                and self._files.active_bytes >= self._compact_min
+                and files.active_bytes >= self._compact_min
             ):
                 self.compact()
             return _new_event(Recorded, (seq, event, outcomes))
+        finally:
+            lock.release()
 
     def incr(self, member: Any, delta: Any = 1, **options: Any) -> Recorded:
         """``record(member, delta, op="incr", ...)``."""

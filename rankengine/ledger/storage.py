@@ -11,8 +11,8 @@
       LOCK                           held by the writing process
 
 Everything is the durable board's machinery (:mod:`rankengine.durable`):
-segments are written by its ``SegmentWriter`` (a memory map under
-``everysec``/``never``), read by its ``SegmentReader`` (torn tails told from
+segments are written by its ``SegmentWriter`` (a memory map under every
+policy, see ``_WRITER``), read by its ``SegmentReader`` (torn tails told from
 damage the same way), snapshots are its snapshot files (one per *part* of a
 view: a board and a small header), the manifest its manifest, replaced
 atomically, and the lock its ``DirectoryLock``.  The views and where their
@@ -82,6 +82,15 @@ __all__ = [
 ]
 
 VIEWS_DIR: Final = "views"
+#: The active segment's writer under every policy: an append is a copy
+#: into a memory map (Linux).  Under ``"always"`` too: with group commit the
+#: append runs on the recording thread -- an event loop's -- while the
+#: flusher fsyncs, and a ``write()`` that extends the file waits behind that
+#: fsync's journal commit, where a copy into space reserved ahead does not.
+#: Measured, an event loop recording 2,000 events/s under ``"always"`` on a
+#: shared machine: appends blocked the loop 0.38-0.46 s in 2 s with
+#: ``write()`` (up to 28 ms at once), 0.04-0.05 s with the map (up to 12 ms).
+_WRITER: Final = MappedSegmentWriter if MAPPED_SEGMENTS else SegmentWriter
 _FRAMER: Final = RecordFramer()
 _FRAMER_LOCK: Final = threading.Lock()
 
@@ -186,8 +195,7 @@ class LedgerFiles:
         """Open the active segment (as recovery found it) for appending and,
         under ``everysec``, start the fsync thread."""
         name, _first, start, end = active
-        cls = MappedSegmentWriter if MAPPED_SEGMENTS and self.policy != "always" else SegmentWriter
-        self.writer = cls.reopen(os.path.join(self.path, name), end, start)
+        self.writer = _WRITER.reopen(os.path.join(self.path, name), end, start)
         if self.policy == "always":
             self.group = GroupCommit(functools.partial(_group_sync, weakref.ref(self)), durable=0)
             # (its thread holds the files weakly: one dropped unclosed stops it)
@@ -313,8 +321,7 @@ class LedgerFiles:
             old, self.writer = self.writer, None
             old.close()
         end = os.path.getsize(os.path.join(self.path, name))
-        cls = MappedSegmentWriter if MAPPED_SEGMENTS and self.policy != "always" else SegmentWriter
-        self.writer = cls.reopen(os.path.join(self.path, name), end, end)
+        self.writer = _WRITER.reopen(os.path.join(self.path, name), end, end)
 
     def drop_segments_before(self, seq: int) -> None:
         """Remove segments whose every record is at most ``seq`` (all but

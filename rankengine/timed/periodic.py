@@ -80,6 +80,7 @@ from rankengine.timed.calendars import (
     check_time,
 )
 from rankengine.timed.detached import AfterLock
+from rankengine.timed.dropping import PeriodDropping
 from rankengine.timed.forget import PeriodicForgetting
 from rankengine.timed.period_writes import LateEventError, PeriodWrites
 from rankengine.timed.store import PeriodDirectories, close_all
@@ -128,7 +129,7 @@ def _in_period(method: Callable[..., _R]) -> Callable[..., _R]:
 # ----------------------------------------------------------------------
 # The periodic board
 # ----------------------------------------------------------------------
-class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
+class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Uncopyable):
     """A leaderboard per period of a calendar, with retention, archive and
     close callbacks.  See the module docstring for the time and late rules.
 
@@ -717,64 +718,6 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, Uncopyable):
         del self._boards[period.name]
         del self._periods[period.name]
         self._closed.discard(period.name)
-
-    def _archive_due(self) -> bool:
-        """Whether the calling thread has detached periods to archive.
-
-        Runtime complexity: O(1) with no period detached, else O(detached)"""
-        if not self._detached:
-            return False
-        me = threading.get_ident()
-        with self._detached_lock:
-            return any(owner in (me, None) for _, _, owner in self._detached.values())
-
-    def _write_detached(self) -> None:
-        """Archive and release the periods this thread detached (and those
-        whose archive failed), oldest first.  Runs after the outermost
-        release of the board's lock (see :class:`AfterLock`), so a close's
-        archive is written by the call that closed it, not by a reader.
-
-        Runtime complexity: O(N) per period for N members
-        """
-        me = threading.get_ident()
-        with self._archiver:
-            self._archive_detached(lambda owner: owner in (me, None))
-
-    def _drain_detached(self) -> None:
-        """Under the board's lock: archive and release every detached period,
-        after waiting for one being archived (before close() or forget())."""
-        with self._archiver:
-            self._archive_detached(lambda owner: True)
-
-    def _archive_detached(self, mine: Callable[[int | None], bool]) -> None:
-        """Under ``_archiver``: archive each detached period whose owner is
-        ``mine`` (durable before its own files are deleted), forget it, then
-        release its files.  If the archive fails, the period stays detached
-        (still readable) and the next thread to release the lock tries again.
-        """
-        while True:
-            with self._detached_lock:
-                due = [name for name, (_, _, owner) in self._detached.items() if mine(owner)]
-                if not due:
-                    return
-                name = due[0]
-                period, board, _ = self._detached[name]
-            try:
-                if self._archive is not None:
-                    path = self._archive / (period_file_name(period.name) + ARCHIVE_SUFFIX)
-                    write_archive(path, period, board)
-                    crash_point("after_archive")
-            except BaseException:
-                with self._detached_lock:
-                    self._detached[name] = (period, board, None)
-                raise
-            # archived: readers read the archive from here on, and a failed
-            # release is not tried again (a reopen finishes it, see store.py)
-            with self._detached_lock:
-                del self._detached[name]
-            if self._store is not None:
-                self._store.release(period, board)
-            del board  # the last reference: freed here, outside the board's lock
 
     def _discard(self, period: Period) -> None:
         """Undo a period board nothing was written to (see :meth:`_routed`):

@@ -35,7 +35,11 @@ in it yet, and a bucket that slid out since then is still in it.  With
 ``refresh_every=s`` no read sees a window older than ``s`` seconds (plus the
 time of one refresh); with ``refresh_every=None`` only explicit refreshes
 move it.  Bucket reads (:meth:`~SlidingWindowLeaderboard.bucket`) are
-always current.
+always current.  A refresh holds the window's lock for about a
+millisecond at a time, however many members it recomputes: it sums off
+the lock and writes in slices or swaps a new state in (see
+:mod:`rankengine.timed.window_refresh`, which also says what another
+thread reads meanwhile).
 
 >>> clock = [1_796_032_800.0]                      # 2026-11-30T10:00Z
 >>> last3h = SlidingWindowLeaderboard("hourly", 3, clock=lambda: clock[0])
@@ -61,7 +65,6 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from rankengine.board.changes import DEL
-from rankengine.board.combine import aggregate_scores
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard, When
 from rankengine.board.routing import at_time, routed
@@ -81,6 +84,7 @@ from rankengine.timed.periodic import (
     Period,
     PeriodicLeaderboard,
 )
+from rankengine.timed.window_refresh import WindowRefresh
 
 __all__ = ["SlidingWindowLeaderboard"]
 
@@ -91,7 +95,9 @@ _R = TypeVar("_R")
 
 def _over_window(method: Callable[..., _R]) -> Callable[..., _R]:
     """``method`` of the board contract, read over the window (see
-    :func:`~rankengine.board.routing.routed`).
+    :func:`~rankengine.board.routing.routed`), after a refresh that is due
+    (run before the read takes the lock, so that the refresh's own holds
+    stay short: see :mod:`rankengine.timed.window_refresh`).
 
     >>> SlidingWindowLeaderboard.top.__doc__.splitlines()[0]
     ':meth:`Leaderboard.top` over the window (refreshed first when due).'
@@ -99,12 +105,13 @@ def _over_window(method: Callable[..., _R]) -> Callable[..., _R]:
     return routed(
         method,
         keyword=None,
-        route="_refreshed",
+        route="_current",
+        before="_maybe_refresh",
         about=f":meth:`Leaderboard.{method.__name__}` over the window (refreshed first when due).",
     )
 
 
-class SlidingWindowLeaderboard(Uncopyable):
+class SlidingWindowLeaderboard(WindowRefresh, Uncopyable):
     """The sum of each member's scores over the last ``buckets`` buckets,
     refreshed incrementally and read like one board.
 
@@ -149,7 +156,12 @@ class SlidingWindowLeaderboard(Uncopyable):
     may be durable); ``board.board.copy()`` is an independent
     :class:`Leaderboard` of the window's sums.
 
-    Thread safety: one lock serialises every call.
+    Thread safety: one lock (the buckets' own) serialises every write and
+    read; a refresh holds it only in short steps (about a millisecond
+    each, see :mod:`rankengine.timed.window_refresh`), so writes and reads
+    of other threads run while it computes.  One refresh runs at a time;
+    a read that finds a refresh due while another thread refreshes reads
+    the window as it stands.
     """
 
     _copy_advice = (
@@ -195,20 +207,32 @@ class SlidingWindowLeaderboard(Uncopyable):
         )
         self._buckets._write_hook = self._mark
         self._buckets._drop_hook = self._dropped
+        self._board_config = dict(board_config)
         self._board = Leaderboard(**board_config)
         #: members due a recompute, in the order their sums changed: the
         #: refresh writes them in this order, so that on a first-to-reach
         #: board members with equal sums rank by the write that reached them
         #: (an insertion-ordered dict, not a set, whose order is the hash's)
         self._dirty: dict[Any, None] = {}
+        #: bucket boards that slid out (dropped) since a refresh took them:
+        #: their members are due too (read by the next refresh, off the lock)
+        self._slid: list[Leaderboard] = []
+        #: what the refresh in progress took from _dirty and _slid: due
+        #: until it has written their new sums
+        self._taken: dict[Any, None] = {}
+        self._taken_boards: list[Leaderboard] = []
         self._window: list[Period] = []
         self._as_of = -math.inf
         # Lock order (nested acquisitions only ever go this way, so no two
-        # threads can wait on each other): this window's lock, then the
-        # buckets' lock (PeriodicLeaderboard), then a bucket board's lock or
-        # the window board's lock.  The buckets call _mark and _dropped with
-        # their lock held; those take no lock.
-        self._lock = threading.RLock()
+        # threads can wait on each other): _refreshing, then the window's
+        # lock, which *is* the buckets' lock (one lock: a dropped bucket's
+        # archive is written after its outermost release, see
+        # rankengine.timed.detached, and not while the window holds a lock
+        # of its own), then a bucket board's lock or the window board's
+        # lock.  The buckets call _mark and _dropped with it held; those
+        # take no lock.
+        self._lock = self._buckets._lock
+        self._refreshing = threading.RLock()
         self._last_touched = 0
 
     # ------------------------------------------------------------------
@@ -253,79 +277,31 @@ class SlidingWindowLeaderboard(Uncopyable):
     def refresh(self) -> int:
         """Bring the window up to "now"; return how many members were recomputed.
 
+        The members written since the last refresh and those of the buckets
+        that slid out are summed again over the window's buckets without
+        the lock, and written into the window board in holds of about a
+        millisecond, or swapped in at once when most of the window changes
+        (see :mod:`rankengine.timed.window_refresh`).  A call while another
+        thread refreshes waits for it, then refreshes.
+
         Runtime complexity: O(T * B + T log N) for T touched members, B
-        buckets and N members in the window; a read after it is O(log N).
+        buckets and N members in the window, or O(N + T * B) when T is a
+        large part of N; the lock is held O(1) or a slice at a time
         """
-        # The buckets' lock too, for the whole refresh: the buckets call the
-        # hooks that mark members (_mark, _dropped) under it, and any call on
-        # them (bucket(), a read of ``buckets``) can roll them over and drop
-        # one, which must not change the members this loop is summing.
-        with self._lock, self._buckets._lock:
-            now = self._buckets.now()  # rolls buckets over; dropped ones mark their members
-            cal = self._buckets.calendar
-            newest = cal.period_of(now)
-            window = [newest]
-            for _ in range(self._size - 1):
-                try:
-                    window.append(cal.previous(window[-1]))
-                except ValueError:  # no bucket before the calendar's first (year 1)
-                    break
-            window.reverse()
-            names = {p.name for p in window}
-            held = self._buckets._boards
-            for period in self._window:
-                if period.name not in names and period.name in held:
-                    self._slid_out(held[period.name])  # slid out, still in memory
-            # Each bucket's member -> score map.  On a scalar board the index
-            # primary *is* the score (see rankengine.board.scoring), so the board's
-            # own dict is read directly: this loop is the whole cost of a refresh.
-            scores = [held[p.name]._primary for p in window if p.name in held]
-            # Every sum is taken before the window changes: one that cannot be
-            # taken raises, and the touched members stay due for the next refresh.
-            touched = self._dirty
-            updates: list[tuple[Any, Score]] = []
-            gone: list[Any] = []
-            for member in touched:
-                total: Any = _MISSING
-                for bucket in scores:
-                    value = bucket.get(member, _MISSING)
-                    if value is _MISSING:
-                        continue
-                    # the first value, then added as union() adds
-                    total = (
-                        value
-                        if total is _MISSING
-                        else aggregate_scores("sum", total, value, member)
-                    )
-                if total is _MISSING:
-                    gone.append(member)
-                else:
-                    updates.append((member, total))
-            # Reads of the window board (its own methods, called after the
-            # ``board`` property released this lock) take only the board's
-            # lock: hold it across the several writes below, so that they
-            # see the window before or after this refresh, never halfway.
-            with self._board._lock:
-                if updates:
-                    self._board.set_many(updates)
-                    # metadata: the member's newest bucket that has some (a profile update wins)
-                    metas = [held[p.name]._meta for p in reversed(window) if p.name in held]
-                    if any(metas) or self._board._meta:
-                        for member, _ in updates:
-                            data = next((m[member] for m in metas if member in m), None)
-                            self._board.set_meta(member, data)
-                if gone:
-                    self._board.remove_many(gone)
-            self._dirty = {}
-            self._window = window
-            self._as_of = now
-            self._last_touched = len(touched)
-            return len(touched)
+        with self._refreshing:
+            return self._refresh()
 
     def _maybe_refresh(self) -> None:
+        """Refresh when due, unless another thread is refreshing (then the
+        caller reads the window as it stands).  Call it without the lock."""
         due = self._refresh_every
-        if due is not None and self._buckets.now() - self._as_of >= due:
-            self.refresh()
+        if due is None or self._buckets.now() - self._as_of < due:
+            return
+        if self._refreshing.acquire(blocking=False):
+            try:
+                self._refresh()
+            finally:
+                self._refreshing.release()
 
     def _mark(self, period: Period, members: Iterable[Member], moved: bool) -> None:
         # a written member moves to the end: it reached its new sum last;
@@ -339,13 +315,8 @@ class SlidingWindowLeaderboard(Uncopyable):
                 self._dirty.setdefault(member, None)
 
     def _dropped(self, period: Period, board: Leaderboard) -> None:
-        self._slid_out(board)
-
-    def _slid_out(self, board: Leaderboard) -> None:
-        # no write of the member's: one already due keeps its place, the
-        # others follow in the bucket's order
-        for member in board:
-            self._dirty.setdefault(member, None)
+        # O(1) under the lock: the next refresh reads its members, off the lock
+        self._slid.append(board)
 
     def forget(self, member: Member) -> Forgotten:
         """Remove ``member`` from the window and from every bucket, and from
@@ -357,7 +328,7 @@ class SlidingWindowLeaderboard(Uncopyable):
 
         Runtime complexity: O(size of the buckets' files and archives)
         """
-        with self._lock, self._buckets._lock:
+        with self._refreshing, self._lock:
             forgotten = self._buckets.forget(member)
             member = check_member(member)
             self._dirty.pop(member, None)
@@ -494,8 +465,8 @@ class SlidingWindowLeaderboard(Uncopyable):
     @property
     def board(self) -> Leaderboard:
         """The window board itself (refreshed first if due).  Read it; don't write it."""
+        self._maybe_refresh()
         with self._lock:
-            self._maybe_refresh()
             return self._board
 
     @property
@@ -543,9 +514,8 @@ class SlidingWindowLeaderboard(Uncopyable):
     count = _over_window(Leaderboard.count)
     items = _over_window(Leaderboard.items)
 
-    def _refreshed(self) -> Leaderboard:
-        """The window board, after a refresh that is due (under the lock)."""
-        self._maybe_refresh()
+    def _current(self) -> Leaderboard:
+        """The window board (under the lock; a due refresh ran before)."""
         return self._board
 
     # ------------------------------------------------------------------
@@ -589,13 +559,14 @@ class SlidingWindowLeaderboard(Uncopyable):
         window._buckets._board_config = {**bucket_config, **log_options}
         with window._lock:
             window._buckets._attach(Path(path), fsync)
-            try:
+        try:
+            with window._lock:
                 for board in window._buckets._boards.values():
                     window._slid_out(board)
-                window.refresh()
-            except BaseException:
-                window._buckets.close()
-                raise
+            window.refresh()
+        except BaseException:
+            window._buckets.close()
+            raise
         return window
 
     def compact(self) -> dict[str, int]:
@@ -620,8 +591,8 @@ class SlidingWindowLeaderboard(Uncopyable):
 
     def _check(self) -> None:
         """Verify the buckets, the window board, and that every member not
-        touched since the last refresh holds exactly its window sum and the
-        metadata of its newest bucket that has any."""
+        due a refresh (see :meth:`refresh`) holds exactly its window sum and
+        the metadata of its newest bucket that has any."""
         with self._lock:
             self._buckets._check()
             self._board._check()
@@ -630,8 +601,13 @@ class SlidingWindowLeaderboard(Uncopyable):
             in_buckets: set[Any] = set()
             for board in boards:
                 in_buckets.update(board)
+            # due: written since, in a bucket that slid out since, or taken
+            # by a refresh in progress that has not written them yet
+            due = set(self._dirty) | set(self._taken)
+            for board in self._slid + self._taken_boards:
+                due.update(board._primary)
             for member in in_buckets | set(self._board):
-                if member in self._dirty:
+                if member in due:
                     continue
                 values = [b.score(member) for b in boards if member in b]
                 if not values:

@@ -1,0 +1,227 @@
+"""The ledger's fast path for int increments against its general path.
+
+:meth:`Ledger.record` sends an int increment of a str member (no route
+attributes, no ``when``, no subscriber; with or without ranks) down a path that feeds
+each view as its :class:`~rankengine.ledger.fastpath.IncrPlan` says,
+writing a periodic view's period board directly when nothing else is due.
+It must be indistinguishable from the general path (``Ledger._record``,
+which every other event takes): two in-memory ledgers with the same views
+and the same clock are given the same random events, one through
+``record`` and one through the general path, and after every event they
+must agree on the outcome (or the error, with nothing changed), the log,
+every view's clock and seq, and every board's state (items, metadata,
+write clocks, periods held and closed, the trending sketch's bytes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rankengine import Ledger
+from rankengine.ledger.events import make_event
+from rankengine.ledger.fastpath import CODE_NAMES, IncrPlan
+
+START_MS = 1_798_934_400_000  # 2027-01-03T00:00Z, a Sunday: a week ends a day in
+
+VIEWS: list[tuple[str, str, dict[str, Any]]] = [
+    ("all", "board", {}),
+    ("skip", "board", {"backend": "skiplist", "tie_break": "member"}),
+    ("daily", "periodic", {"calendar": "daily", "grace": 3600}),
+    ("weekly", "periodic", {"calendar": "weekly", "late": "drop"}),
+    ("hourly", "periodic", {"calendar": "hourly", "late": "current", "keep": 2}),
+    ("win", "window", {"calendar": "hourly", "buckets": 3}),
+    ("hot", "decayed", {"half_life": 3600.0}),
+    ("trend", "topk", {"k": 3}),
+    ("weighted", "topk", {"k": 3, "weight": "value"}),
+    ("region", "board", {"by": "region"}),
+    ("eu", "periodic", {"calendar": "daily", "where": {"region": "eu"}}),
+]
+
+#: Mostly the fast path's event (an int increment of a str member), and
+#: what it must fall back from: other ops, floats, NaN, int members,
+#: route attributes, when=, the default time.
+EVENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "c", "d", 7]),
+        st.one_of(
+            st.integers(-5, 20),
+            st.integers(-5, 20),
+            st.sampled_from([0, 2**64, 2.5, float("nan")]),
+        ),
+        st.sampled_from(["incr"] * 6 + ["set", "remove"]),
+        # time steps: mostly forward, across hours, days and weeks, sometimes back
+        st.one_of(
+            st.integers(0, 1_800_000),
+            st.sampled_from([-60_000, -3_700_000, -2 * 86_400_000, 86_400_000, 7 * 86_400_000]),
+        ),
+        st.sampled_from([None] * 6 + [{"region": "eu"}, {"region": "us"}]),
+        st.sampled_from([None] * 8 + ["present", "better"]),
+        st.booleans(),  # the default time (now) rather than t_ms=
+        st.booleans(),  # ranks
+    ),
+    max_size=60,
+)
+
+
+def make_ledger(clock: list[int]) -> Ledger:
+    ledger = Ledger(now=lambda: clock[0])
+    for name, kind, options in VIEWS:
+        ledger.add_view(name, kind, **options)
+    return ledger
+
+
+def general(ledger: Ledger, member: Any, value: Any, *, ranks: bool, **fields: Any) -> Any:
+    """What ``record`` does for an event it does not send down the fast path."""
+    with ledger._lock:
+        ledger._check_open()
+        t_ms = fields.pop("t_ms")
+        event = make_event(member, value, t_ms=ledger._now() if t_ms is None else t_ms, **fields)
+        return ledger._record([event], ranks)[0]
+
+
+def board_state(board: Any) -> Any:
+    if board is None:
+        return None
+    return (
+        [(m, s, board.meta(m)) for m, s in board.items()],
+        board._clock,
+        [(e.member, e.rank) for e in board.top(len(board) or 1)],
+    )
+
+
+def state(ledger: Ledger) -> Any:
+    views = []
+    for name in ledger.views:
+        view = ledger._views[name]
+        parts = [(key, header, board_state(board)) for key, (header, board) in view.export()]
+        views.append((name, view.seq, view.time_ms, repr(parts)))
+    log = [(e.seq, e.time_ms, e.changes) for e in ledger._history or []]
+    return ledger.last_seq, ledger._time, ledger._last_ms, repr(log), views
+
+
+def outcome(call: Any, *args: Any, **fields: Any) -> Any:
+    try:
+        done = call(*args, **fields)
+    except Exception as exc:  # the same refusal, word for word
+        return ("raised", type(exc).__name__, str(exc))
+    return ("recorded", done.seq, done.event, done.outcomes)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(EVENTS)
+def test_fast_path_matches_the_general_path(events: list[Any]) -> None:
+    clock = [START_MS]
+    fast, slow = make_ledger(clock), make_ledger(clock)
+    t = START_MS
+    for member, value, op, step, attrs, when, default_time, ranks in events:
+        t = max(0, t + step)
+        clock[0] = max(clock[0], t)
+        value = None if op == "remove" else value  # noqa: PLW2901 -- remove takes none
+        fields = {"op": op, "t_ms": None if default_time else t, "attrs": attrs, "when": when}
+        got = outcome(fast.record, member, value, ranks=ranks, **fields)
+        want = outcome(general, slow, member, value, ranks=ranks, **fields)
+        assert got == want
+        assert state(fast) == state(slow)
+        fast._check()
+        slow._check()
+
+
+def test_the_fast_path_is_taken() -> None:
+    """The test above compares something: the fast path's own writes run
+    (a periodic view's period board is written directly)."""
+    clock = [START_MS]
+    ledger = make_ledger(clock)
+    plan = IncrPlan(ledger._views.values())
+    codes = {view.name: CODE_NAMES[code] for code, view, _, _ in plan.feeds}
+    assert codes == {
+        "all": "board",
+        "skip": "generic",
+        "daily": "periodic",
+        "weekly": "periodic",
+        "hourly": "periodic",
+        "win": "generic",
+        "hot": "generic",
+        "trend": "topk",
+        "weighted": "generic",
+        "region": "generic",
+        "eu": "generic",
+    }
+    assert [view.name for _, view, _ in plan.checks] == [
+        "skip",
+        "daily",
+        "weekly",
+        "hourly",
+        "win",
+        "hot",
+        "trend",
+        "weighted",
+        "region",
+        "eu",
+    ]
+    calls = []
+    daily = ledger["daily"]
+    ledger.record("ann", 1, t_ms=START_MS, ranks=False)  # opens the day (general write)
+    period = daily.period_of(START_MS / 1000)
+    board = daily.board(period)
+    real = board.incr
+    board.incr = lambda *a, **k: calls.append(a) or real(*a, **k)  # type: ignore[method-assign]
+    done = ledger.record("ann", 2, t_ms=START_MS + 1000, ranks=False)
+    assert calls == [("ann", 2)]  # the period's board, written directly
+    assert done.outcome("daily").score == 3 and daily.now() == (START_MS + 1000) / 1000
+
+
+def test_the_plan_follows_the_views() -> None:
+    """Views added, removed and rebuilt between fast increments are fed as
+    they are now (the plan is worked out again)."""
+    clock = [START_MS]
+    ledger = Ledger(now=lambda: clock[0])
+    ledger.add_view("all")
+    ledger.record("ann", 5, ranks=False)
+    ledger.add_view("day", "periodic", calendar="daily")  # built from the history
+    done = ledger.record("ann", 1, ranks=False)
+    assert [(o.view, o.score) for o in done.outcomes] == [("all", 6), ("day", 6)]
+    ledger.remove_view("all")
+    done = ledger.record("ann", 1, ranks=False)
+    assert [(o.view, o.score) for o in done.outcomes] == [("day", 7)]
+    ledger.rebuild_view("day")
+    done = ledger.record("bob", 1, ranks=False)
+    assert [(o.view, o.score) for o in done.outcomes] == [("day", 1)]
+    assert ledger["day"].items() == [("ann", 7), ("bob", 1)]
+    ledger._check()
+
+
+def test_a_full_trending_view_refuses_before_anything_is_written() -> None:
+    """A trending view whose counters are full refuses an increment in its
+    check, on both paths: nothing is logged and no view changes (it used
+    to pass the check, fail in the write and close the ledger)."""
+    clock = [START_MS]
+    ledger = Ledger(now=lambda: clock[0])
+    ledger.add_view("all")
+    ledger.add_view("trend", "topk", k=3)
+    ledger.add_view("heavy", "topk", k=3, weight="value")
+    ledger.record("ann", 2**32 - 2, ranks=False)  # "heavy" counts 2**32 - 2 of 2**32 - 1
+    for call in (
+        lambda: ledger.record("bob", 2, ranks=False),  # the fast path
+        lambda: ledger.record("bob", 2, ranks=True),  # the general path
+        lambda: ledger.record_many([("bob", 1), ("cid", 1)]),  # a batch: the sum counts
+    ):
+        try:
+            call()
+        except OverflowError as exc:
+            assert "limit 4294967295" in str(exc)
+        else:
+            raise AssertionError("a full trending view took an increment")
+        assert ledger.last_seq == 1 and ledger["all"].items() == [("ann", 2**32 - 2)]
+    ledger.record("bob", 1, ranks=False)  # exactly full: taken
+    (trend,) = ledger._views["trend"].adapters.values()
+    trend.board.total = trend.limit  # (as after 2**32 - 1 increments)
+    try:
+        ledger.record("cid", 1, ranks=False)
+    except OverflowError:
+        pass
+    else:
+        raise AssertionError("a full trending view took an increment")
+    assert ledger.last_seq == 2 and not ledger.closed
