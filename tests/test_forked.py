@@ -190,3 +190,18 @@ def test_a_bad_snapshot_mode_is_refused_before_anything_is_made(tmp_path: Path) 
     with pytest.raises(ValueError, match="snapshot_mode"):
         Leaderboard.open(tmp_path / "b", snapshot_mode="bgsave")
     assert not (tmp_path / "b").exists()
+
+
+def test_without_fork_the_option_means_slices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_fork(*args: Any) -> int:
+        raise AssertionError("forked where fork is missing")
+
+    monkeypatch.setattr(board_module, "FORK_AVAILABLE", False)
+    monkeypatch.setattr(board_module, "fork_snapshot", no_fork)
+    with Leaderboard.open(tmp_path, fsync="never", snapshot_mode="fork") as board:
+        model = fill(board, 2_000)
+        seq = board.compact()
+    assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
+    assert reopened(tmp_path) == model
