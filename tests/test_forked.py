@@ -8,6 +8,7 @@ exactly the acknowledged state.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -20,7 +21,12 @@ import pytest
 
 from rankengine import Leaderboard
 from rankengine.durable import board as board_module
-from rankengine.durable.forked import FORK_AVAILABLE, ForkedSnapshotError, wait_snapshot
+from rankengine.durable.forked import (
+    FORK_AVAILABLE,
+    ForkedChild,
+    ForkedSnapshotError,
+    wait_snapshot,
+)
 from rankengine.durable.manifest import read_manifest
 from rankengine.durable.records import CRASH_ENV
 
@@ -158,7 +164,7 @@ def test_a_failed_child_is_reported_with_its_exit_code(tmp_path: Path) -> None:
     if pid == 0:  # pragma: no cover -- the child
         os._exit(3)
     with pytest.raises(ForkedSnapshotError, match="exited with code 3"):
-        wait_snapshot(pid, str(tmp_path / "x.snap"))
+        wait_snapshot(ForkedChild(pid), str(tmp_path / "x.snap"))
 
 
 def test_sigkill_of_the_parent_while_the_child_writes(tmp_path: Path) -> None:
@@ -195,7 +201,7 @@ def test_a_bad_snapshot_mode_is_refused_before_anything_is_made(tmp_path: Path) 
 def test_without_fork_the_option_means_slices(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_fork(*args: Any) -> int:
+    def no_fork(*args: Any) -> ForkedChild:
         raise AssertionError("forked where fork is missing")
 
     monkeypatch.setattr(board_module, "FORK_AVAILABLE", False)
@@ -205,3 +211,20 @@ def test_without_fork_the_option_means_slices(
         seq = board.compact()
     assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
     assert reopened(tmp_path) == model
+
+
+def test_a_forked_snapshot_keeps_a_programs_own_freeze(tmp_path: Path) -> None:
+    with Leaderboard.open(tmp_path, fsync="never", snapshot_mode="fork") as board:
+        fill(board, 2_000)
+        assert gc.get_freeze_count() == 0
+        board.compact()
+        assert gc.get_freeze_count() == 0  # its own freeze undone once the child exited
+        board.set("x", 1)
+        gc.freeze()
+        try:
+            frozen = gc.get_freeze_count()
+            board.compact()
+            # the program's freeze stays (less the frozen objects freed meanwhile)
+            assert gc.get_freeze_count() > frozen // 2 > 0
+        finally:
+            gc.unfreeze()

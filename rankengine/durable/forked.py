@@ -37,6 +37,7 @@ ValueError: snapshot_mode must be one of ('slices', 'fork'), not 'bgsave'
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import signal
@@ -50,6 +51,7 @@ __all__ = [
     "CHILD_FAILED",
     "FORK_AVAILABLE",
     "SNAPSHOT_MODES",
+    "ForkedChild",
     "ForkedSnapshotError",
     "SnapshotMode",
     "check_snapshot_mode",
@@ -83,21 +85,35 @@ def check_snapshot_mode(mode: object) -> None:
         raise ValueError(f"snapshot_mode must be one of {SNAPSHOT_MODES}, not {mode!r}")
 
 
-def fork_snapshot(board: BoardCore, path: str, header: dict[str, Any], lock_fd: int) -> int:
-    """Fork a child that writes ``board``'s snapshot to ``path`` and exits;
-    return its pid.  Call it holding the board's lock, with the log on disk
-    up to ``header["seq"]``: the child's image is the board at that instant.
+@dataclasses.dataclass(frozen=True)
+class ForkedChild:
+    """A child forked by :func:`fork_snapshot`, for :func:`wait_snapshot`."""
+
+    pid: int
+    #: whether the parent unfreezes the collector's objects when it exits
+    #: (False when the program had frozen objects itself before the fork)
+    unfreeze: bool = False
+
+
+def fork_snapshot(board: BoardCore, path: str, header: dict[str, Any], lock_fd: int) -> ForkedChild:
+    """Fork a child that writes ``board``'s snapshot to ``path`` and exits.
+    Call it holding the board's lock, with the log on disk up to
+    ``header["seq"]``: the child's image is the board at that instant.
 
     ``gc.freeze()`` moves every object to the permanent generation just
-    before the fork, and the parent unfreezes after it: a collection in
-    the child (or in the parent while the child runs) would otherwise write
-    to the header of every tracked object, copying every page of the heap
-    (Instagram's reason for adding ``gc.freeze``).  The child also turns the
-    collector off: it is short-lived and makes few cycles.
+    before the fork, and the parent unfreezes them once the child has
+    exited (:func:`wait_snapshot`): a collection in the child, or in the
+    parent while the child runs, would otherwise write to the header of
+    every tracked object, copying every page of the heap (Instagram's reason
+    for adding ``gc.freeze``).  A program that had frozen objects itself
+    (the collector advice of ``docs/performance.md``) keeps them frozen: no
+    unfreeze then.  The child also turns the collector off: it is
+    short-lived and makes few cycles.
 
     Runtime complexity: the fork (page tables: O(resident memory))
     """
     parent = os.getpid()
+    unfreeze = gc.get_freeze_count() == 0
     gc.freeze()
     try:
         with warnings.catch_warnings():
@@ -107,10 +123,11 @@ def fork_snapshot(board: BoardCore, path: str, header: dict[str, Any], lock_fd: 
             pid = os.fork()
         if pid == 0:  # pragma: no cover -- the child (its exit code is tested)
             _child(board, path, header, lock_fd, parent)
-    finally:
-        if os.getpid() == parent:
+    except BaseException:
+        if unfreeze:
             gc.unfreeze()
-    return pid
+        raise
+    return ForkedChild(pid, unfreeze)
 
 
 def _child(
@@ -137,14 +154,18 @@ def _child(
         os._exit(code)
 
 
-def wait_snapshot(pid: int, path: str) -> int:
-    """Wait for the child ``pid`` that writes ``path``; return the file's
-    size once it exited with 0, or raise :class:`ForkedSnapshotError` (after
+def wait_snapshot(child: ForkedChild, path: str) -> int:
+    """Wait for the ``child`` that writes ``path``; return the file's size
+    once it exited with 0, or raise :class:`ForkedSnapshotError` (after
     removing what it left half-written).
 
     Runtime complexity: the child's run
     """
-    _, status = os.waitpid(pid, 0)
+    try:
+        _, status = os.waitpid(child.pid, 0)
+    finally:
+        if child.unfreeze:
+            gc.unfreeze()
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return os.path.getsize(path)
     with contextlib.suppress(OSError):
