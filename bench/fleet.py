@@ -98,10 +98,16 @@ def _writer(
     store.close()
 
 
-def throughput(url: str, writers: int, batch: int, sync: bool, seconds: float) -> float:
-    """Events per second of ``writers`` processes appending at once for ``seconds``."""
-    table = f"bench_{os.getpid()}_{writers}_{batch}_{int(sync)}"
-    store = EventStore(url, table=table)
+def throughput(
+    url: str, writers: int, batch: int, sync: bool, seconds: float, *, schema: int = 2
+) -> float:
+    """Events per second of ``writers`` processes appending at once for
+    ``seconds``, into a table of schema version ``schema`` (1: the earlier
+    layout, msgpack payloads only)."""
+    table = f"bench_{os.getpid()}_{writers}_{batch}_{int(sync)}_v{schema}"
+    store = EventStore(url, table=table, create=schema == 2)
+    if schema == 1:
+        store.create_legacy()
     ctx = mp.get_context("spawn")
     pipes = (ctx.Queue(), ctx.Event(), ctx.Queue())
     procs = [
@@ -146,27 +152,60 @@ def local_log(fsync: str, seconds: float) -> float:
 # -- catch-up ----------------------------------------------------------------------
 
 
-def catch_up(url: str, count: int) -> dict[str, float]:
-    table = f"bench_catchup_{os.getpid()}"
-    store = EventStore(url, table=table, synchronous_commit=False)
-    for start in range(0, count, 5000):
-        store.append_many(_events(0, start, min(5000, count - start)))
-    figures: dict[str, float] = {}
-    for label, fold in (("folded", True), ("one by one", False)):
-        follower = Follower(EventStore(url, table=table, create=False))
-        view = follower.add("all", Leaderboard())
-        view.foldable = fold and view.foldable
-        t = time.perf_counter()
-        applied = follower.catch_up()
-        figures[label] = applied / (time.perf_counter() - t)
-        follower.store.close()
+def _catch_up_once(url: str, table: str, *, fold: bool, sql: bool) -> float:
+    follower = Follower(EventStore(url, table=table, create=False), fold_in_sql=sql)
+    view = follower.add("all", Leaderboard())
+    view.foldable = fold and view.foldable
+    t = time.perf_counter()
+    applied = follower.catch_up()
+    rate = applied / (time.perf_counter() - t)
+    follower.store.close()
+    return rate
+
+
+def _read_once(url: str, table: str) -> float:
     read = EventStore(url, table=table, create=False)
     t = time.perf_counter()
     n = sum(len(c) for c in read.chunks(0))
-    figures["read only"] = n / (time.perf_counter() - t)
+    rate = n / (time.perf_counter() - t)
     read.close()
-    store.drop()
-    store.close()
+    return rate
+
+
+def catch_up(url: str, count: int, rounds: int = 3) -> dict[str, float]:
+    """The same events in a table of the earlier layout (schema version 1:
+    msgpack payloads, the before) and of the current one (typed columns);
+    each way of catching up timed ``rounds`` times, interleaved; the best."""
+    tables = {1: f"bench_catchup_v1_{os.getpid()}", 2: f"bench_catchup_v2_{os.getpid()}"}
+    stores = {}
+    for version, table in tables.items():
+        store = EventStore(url, table=table, synchronous_commit=False, create=version == 2)
+        if version == 1:
+            store.create_legacy()
+        for start in range(0, count, 5000):
+            store.append_many(_events(0, start, min(5000, count - start)))
+        stores[version] = store
+    ways: dict[str, Any] = {
+        "v1 payloads, folded in Python (before)": lambda: _catch_up_once(
+            url, tables[1], fold=True, sql=False
+        ),
+        "v1 payloads, one by one": lambda: _catch_up_once(url, tables[1], fold=False, sql=False),
+        "v1 payloads, read only": lambda: _read_once(url, tables[1]),
+        "v2 typed columns, folded in Python": lambda: _catch_up_once(
+            url, tables[2], fold=True, sql=False
+        ),
+        "v2 typed columns, read only": lambda: _read_once(url, tables[2]),
+        "v2 typed columns, folded by PostgreSQL (after)": lambda: _catch_up_once(
+            url, tables[2], fold=True, sql=True
+        ),
+    }
+    figures: dict[str, float] = {}
+    for _ in range(rounds):
+        for label, way in ways.items():
+            figures[label] = max(figures.get(label, 0.0), way())
+    for store in stores.values():
+        store.drop()
+        store.close()
     return figures
 
 
@@ -263,39 +302,64 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--batch", default="100,1000", help="batch sizes (besides 1)")
     parser.add_argument("--writers", default="1,2,4")
+    parser.add_argument(
+        "--schema",
+        default="2",
+        help="table versions to write, e.g. 1,2 (1: the earlier msgpack-only layout)",
+    )
     parser.add_argument("--catch-up", type=int, default=400_000)
+    parser.add_argument("--rounds", type=int, default=3, help="catch-up rounds (best of)")
+    parser.add_argument(
+        "--only",
+        choices=("throughput", "catch-up", "delay"),
+        help="run one part only (the others are skipped)",
+    )
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {"throughput": [], "local": {}}
     with _server(args.url) as server:
         url = args.url or server.url
-        print(f"throughput, events/s ({args.seconds:g} s per cell)")
-        print(f"{'writers':>8} {'append':>10} {'sync commit':>12} {'events/s':>10}")
-        for writers in [int(w) for w in args.writers.split(",")]:
+        parts = {args.only} if args.only else {"throughput", "catch-up", "delay"}
+        schemas = [int(v) for v in args.schema.split(",")]
+        if "throughput" in parts:
+            print(f"throughput, events/s ({args.seconds:g} s per cell)")
+            head = f"{'writers':>8} {'append':>10} {'sync commit':>12} {'schema':>7}"
+            print(f"{head} {'events/s':>10}")
+        for writers in [int(w) for w in args.writers.split(",")] if "throughput" in parts else []:
             for batch in (1, *[int(b) for b in args.batch.split(",")]):
                 for sync in (True, False):
-                    rate = throughput(url, writers, batch, sync, args.seconds)
-                    kind = "single" if batch == 1 else f"batch {batch}"
-                    print(f"{writers:>8} {kind:>10} {'on' if sync else 'off':>12} {rate:>10,.0f}")
-                    results["throughput"].append(
-                        {"writers": writers, "batch": batch, "sync": sync, "events_s": rate}
-                    )
-        for fsync in ("everysec", "always"):
+                    for schema in schemas:  # interleaved: the versions side by side
+                        rate = throughput(url, writers, batch, sync, args.seconds, schema=schema)
+                        kind = "single" if batch == 1 else f"batch {batch}"
+                        on = "on" if sync else "off"
+                        print(f"{writers:>8} {kind:>10} {on:>12} {schema:>7} {rate:>10,.0f}")
+                        results["throughput"].append(
+                            {
+                                "writers": writers,
+                                "batch": batch,
+                                "sync": sync,
+                                "schema": schema,
+                                "events_s": rate,
+                            }
+                        )
+        for fsync in ("everysec", "always") if "throughput" in parts else ():
             rate = local_log(fsync, args.seconds)
             results["local"][fsync] = rate
             print(f"one process, its own log (fsync={fsync}): {rate:,.0f} events/s")
-        figures = catch_up(url, args.catch_up)
-        results["catch_up"] = figures
-        for label, rate in figures.items():
-            print(f"catch-up of {args.catch_up:,} events, {label}: {rate:,.0f} events/s")
-        lag = delay(url, args.rate, args.seconds)
-        results["delay"] = lag
-        print(
-            f"write-to-visible at {args.rate:g} events/s ({lag['events']} events, "
-            f"{lag['rate']:,.0f}/s achieved): "
-            f"p50 {lag['p50_ms']:.1f} ms, p99 {lag['p99_ms']:.1f} ms, max {lag['max_ms']:.1f} ms"
-        )
+        if "catch-up" in parts:
+            figures = catch_up(url, args.catch_up, args.rounds)
+            results["catch_up"] = figures
+            for label, rate in figures.items():
+                print(f"catch-up of {args.catch_up:,} events, {label}: {rate:,.0f} events/s")
+        if "delay" in parts:
+            lag = delay(url, args.rate, args.seconds)
+            results["delay"] = lag
+            print(
+                f"write-to-visible at {args.rate:g} events/s ({lag['events']} events, "
+                f"{lag['rate']:,.0f}/s achieved): p50 {lag['p50_ms']:.1f} ms, "
+                f"p99 {lag['p99_ms']:.1f} ms, max {lag['max_ms']:.1f} ms"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
     return 0

@@ -580,7 +580,10 @@ class RankEngineRedis(Redis):
     """rankengine's Redis board (``Leaderboard.connect(client, name)``, the
     defaults: first-to-reach ties, retries applied once, the settings
     guard) on the same server and client as :class:`Redis`, one round trip
-    per operation: what the board's guarantees cost over the raw sorted set."""
+    per operation: what the board's guarantees cost over the raw sorted set.
+    (This client's connections never send a call again -- a pool made
+    without ``retry`` -- so the board's writes keep no reply for a resend:
+    see "A lost reply is not a second write" in docs/redis.md.)"""
 
     name = "rankengine-redis"
     unsupported = frozenset({"durable-mixed", "recovery", "memory"})

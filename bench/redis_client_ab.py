@@ -16,6 +16,23 @@ the defaults), ``--rounds`` times, and prints the median ratio
 raw time / board time: the board's calls per second as a fraction of raw
 redis-py's.  The members are random, so most ranks are of members the
 handle has not seen.
+
+``--other PACKAGE`` times a second version in the same process, its chunks
+interleaved with the others' (raw, other, this, raw again: the raw time is
+the mean of its two chunks), and prints both ratios: the load of a shared
+machine drifts between processes far more than between chunks.  The other
+version is a copy of its ``rankengine`` package under another name, e.g.::
+
+    git archive <rev> rankengine | tar -x -C /some/dir
+    mv /some/dir/rankengine /some/dir/rankengine_before
+    sed -i 's/\brankengine\b/rankengine_before/g' $(find /some/dir -name '*.py')
+    PYTHONPATH=/some/dir python bench/redis_client_ab.py --url ... --other rankengine_before
+
+(its boards' keys then start ``rankengine_before:``).  ``--resending``
+uses ``redis.Redis(host, port)``, whose connections send a call again
+after a dropped connection (10 retries), instead of
+``redis.Redis.from_url``, whose connections never do (redis-py 8): a
+board keeps a reply for a resend only on the first.
 """
 
 from __future__ import annotations
@@ -35,7 +52,10 @@ FILL_CHUNK = 5000
 
 
 def main() -> None:
+    import importlib
+
     import redis
+    from redis.connection import parse_url
 
     from rankengine import Leaderboard
 
@@ -44,18 +64,25 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--other", help="a second version's package name (see above)")
+    parser.add_argument("--resending", action="store_true")
     opts = parser.parse_args()
-    r = redis.Redis.from_url(opts.url)
-    board = Leaderboard.connect(r, "client-ab")
+    r = redis.Redis(**parse_url(opts.url)) if opts.resending else redis.Redis.from_url(opts.url)
+    boards = {"this": Leaderboard.connect(r, "client-ab")}
+    if opts.other:
+        other = importlib.import_module(opts.other)
+        boards["other"] = other.Leaderboard.connect(r, "client-ab-other")
     plain = "client-ab:plain"
     rng = random.Random(opts.seed)
     members = [f"player:{i}" for i in range(opts.size)]
     scores = {m: rng.randrange(10 * opts.size) for m in members}
-    board.clear()
+    for b in boards.values():
+        b.clear()
     r.delete(plain)
     for i in range(0, opts.size, FILL_CHUNK):
         chunk = {m: scores[m] for m in members[i : i + FILL_CHUNK]}
-        board.set_many(chunk)
+        for b in boards.values():
+            b.set_many(chunk)
         r.zadd(plain, chunk)
     picks = iter([members[rng.randrange(opts.size)] for _ in range(10**6)])
 
@@ -71,7 +98,7 @@ def main() -> None:
 
         return run
 
-    def board_piped(queue: Callable[[Any, str], None]) -> Callable[[list[str]], None]:
+    def board_piped(board: Any, queue: Callable[[Any, str], None]) -> Callable[[list[str]], None]:
         def run(chunk: list[str]) -> None:
             with board.pipeline() as p:
                 for m in chunk:
@@ -79,43 +106,52 @@ def main() -> None:
 
         return run
 
-    ops: dict[str, tuple[Callable[[list[str]], None], Callable[[list[str]], None], int]] = {
+    Run = Callable[[list[str]], None]
+    ops: dict[str, tuple[Run, Callable[[Any], Run], int]] = {
         "rank": (
             lambda ms: [r.zrevrank(plain, m) for m in ms] and None,
-            lambda ms: [board.rank(m) for m in ms] and None,
+            lambda b: lambda ms: [b.rank(m) for m in ms] and None,
             200,
         ),
         "incr": (
             lambda ms: [r.zincrby(plain, 1, m) for m in ms] and None,
-            lambda ms: [board.incr(m, 1) for m in ms] and None,
+            lambda b: lambda ms: [b.incr(m, 1) for m in ms] and None,
             200,
         ),
         "rank pipelined": (
             piped(lambda p, m: p.zrevrank(plain, m)),
-            board_piped(lambda p, m: p.rank(m)),
+            lambda b: board_piped(b, lambda p, m: p.rank(m)),
             10 * PIPELINE,
         ),
         "incr pipelined": (
             piped(lambda p, m: p.zincrby(plain, 1, m)),
-            board_piped(lambda p, m: p.incr(m, 1)),
+            lambda b: board_piped(b, lambda p, m: p.incr(m, 1)),
             10 * PIPELINE,
         ),
     }
-    out: dict[str, float] = {}
-    for name, (raw, mine, calls) in ops.items():
+    out: dict[str, Any] = {}
+    for name, (raw, make, calls) in ops.items():
         step = PIPELINE if "pipelined" in name else calls
-        ratios = []
+        runs = {label: make(b) for label, b in boards.items()}
+        # raw, (other,) this, raw again: the raw time is the mean of its two
+        order = ["raw", *(["other"] if "other" in runs else []), "this", "raw"]
+        runs["raw"] = raw
+        ratios: dict[str, list[float]] = {label: [] for label in boards}
         for _ in range(opts.rounds):
-            took = []
-            for run in (raw, mine):
+            took: dict[str, float] = {}
+            for label in order:
                 t0 = time.perf_counter()
                 for _ in range(calls // step):
-                    run(take(step))
-                took.append(time.perf_counter() - t0)
-            ratios.append(took[0] / took[1])
-        out[name] = round(statistics.median(ratios), 3)
+                    runs[label](take(step))
+                took[label] = took.get(label, 0.0) + time.perf_counter() - t0
+            raw_time = took["raw"] / 2
+            for label in boards:
+                ratios[label].append(raw_time / took[label])
+        medians = {label: round(statistics.median(v), 3) for label, v in ratios.items()}
+        out[name] = medians if opts.other else medians["this"]
     print(json.dumps(out))
-    board.clear()
+    for b in boards.values():
+        b.clear()
     r.delete(plain)
 
 

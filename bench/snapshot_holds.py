@@ -12,7 +12,9 @@ that increments random players (20 writes, then a 1 ms sleep), and calls
 ``snapshot()`` from another thread.  The board's lock is wrapped so that
 every hold by the snapshot's thread is timed; it prints their count,
 median, 99th percentile, the longest three, their total and the hold that
-rotates the log (the last slice, fsyncs and the new segment), and the full
+rotates the log (the one in which the board's log writer changes: the last
+slice and the switch; before rotation.py, also the fsyncs, the new segment
+and the manifest write), and the full
 collections Python's collector made meanwhile (a collection that runs
 while the snapshot's thread holds the lock lengthens that hold), and the
 writer's longest calls while the snapshot ran (its waits for the lock and
@@ -45,8 +47,13 @@ class TimedLock:
     """A board lock (an ``RLock``) whose outermost holds by the snapshot's
     thread are timed."""
 
-    def __init__(self, lock: Any) -> None:
+    def __init__(self, lock: Any, board: Any = None) -> None:
         self.lock = lock
+        #: the board, whose writer a hold that rotates the log replaces
+        self.board = board
+        self.writer: Any = None
+        #: (wall, CPU) seconds of the holds in which the log's writer changed
+        self.rotations: list[tuple[float, float]] = []
         self.depth = 0
         self.since = 0.0
         self.holds: list[float] = []
@@ -74,6 +81,7 @@ class TimedLock:
                 self.since = time.perf_counter()
                 self.cpu_since = time.thread_time()
                 self.gc_since = self.gc_total
+                self.writer = getattr(self.board, "_writer", None)
         return got
 
     def release(self) -> None:
@@ -84,6 +92,8 @@ class TimedLock:
                 self.cpu.append(time.thread_time() - self.cpu_since)
                 self.gc.append(self.gc_total - self.gc_since)
                 self.where.append(self._at)
+                if getattr(self.board, "_writer", None) is not self.writer:
+                    self.rotations.append((self.holds[-1], self.cpu[-1]))
         self.lock.release()
 
     def __enter__(self) -> bool:
@@ -157,7 +167,7 @@ def main() -> None:
                     took = time.perf_counter() - started[0]
                     full.append((took, threading.current_thread().name))
 
-        timed = TimedLock(board._lock)
+        timed = TimedLock(board._lock, board)
         timed.trace = args.where
         board._lock = timed  # bench-only: time the snapshot's holds
         stop = threading.Event()
@@ -195,16 +205,18 @@ def main() -> None:
         board.close()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    # the longest of the snapshot's last three holds: the last slice with the
-    # log's rotation (its fsyncs); the others swap the manifest in memory
-    rotation = max(timed.holds[-3:])
+    # the hold in which the log's writer changed: the last slice with the
+    # log's rotation (before it was let go of in slices, also its fsyncs and
+    # the manifest write)
+    rotation, rotation_cpu = timed.rotations[-1] if timed.rotations else (0.0, 0.0)
     holds = sorted(timed.holds)
     print(
         f"{args.backend} N={args.n:,}{' (frozen)' if args.freeze else ''}: snapshot {took:.2f} s; "
         f"{len(holds)} lock holds: median {holds[len(holds) // 2] * 1e3:.2f} ms, "
         f"99th percentile {holds[int(len(holds) * 0.99)] * 1e3:.2f} ms, "
         f"longest {', '.join(f'{h * 1e3:.1f}' for h in holds[-3:])} ms, "
-        f"total {sum(holds):.2f} s, the one with the log's rotation {rotation * 1e3:.1f} ms; "
+        f"total {sum(holds):.2f} s, the one with the log's rotation {rotation * 1e3:.1f} ms "
+        f"({rotation_cpu * 1e3:.1f} ms CPU); "
         "full collections meanwhile: "
         + (", ".join(f"{t * 1e3:.0f} ms ({who})" for t, who in full) or "none")
     )

@@ -1,6 +1,6 @@
 """Child process for tests/test_crash.py: write to a durable board until killed.
 
-Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY [FSYNC [BLOB [BATCH]]]]``
+Usage: ``python tests/crash_child.py DIR SEED OPS [COMPACT_EVERY [FSYNC [BLOB [BATCH [BG]]]]]``
 
 Opens ``DIR`` with ``fsync=FSYNC`` (default ``"always"``) and performs ``OPS`` pseudo-random
 writes (seeded, so the parent can regenerate them).  Before each write it
@@ -13,17 +13,25 @@ variable makes it kill itself at a named compaction step.  With ``BLOB``
 kill often lands in the middle of copying a record into the log.  With
 ``BATCH`` > 0, the batch writes are ``set_many`` and ``incr_many`` calls of
 ``BATCH`` members each (one record of hundreds of kilobytes, written with
-``write()`` under every policy), so that kills land inside them.  It
-prints ``done`` and exits normally if nobody kills it.
+``write()`` under every policy), so that kills land inside them.  With
+``BG`` = 1, each compaction runs on a thread while the writes go
+on, and its log rotation waits at its first step until writes have landed
+in the new segment (one under ``"always"``, whose writes then wait for the
+rotation, eight otherwise), so that a kill at a rotation step finds records
+the manifest does not name yet.  It prints ``done`` and exits normally if
+nobody kills it.
 """
 
 from __future__ import annotations
 
 import random
 import sys
+import threading
+import time
 from typing import Any
 
 from rankengine import Leaderboard
+from rankengine.durable import rotation
 
 
 def operation(rng: random.Random, i: int, blob: int = 0, batch: int = 0) -> tuple[str, Any]:
@@ -67,8 +75,20 @@ def main(argv: list[str]) -> None:
     fsync = argv[4] if len(argv) > 4 else "always"
     blob = int(argv[5]) if len(argv) > 5 else 0
     batch = int(argv[6]) if len(argv) > 6 else 0
+    background = len(argv) > 7 and argv[7] == "1"
     rng = random.Random(seed)
     board = Leaderboard.open(directory, fsync=fsync, compact_min_bytes=None)
+    if background:
+        landed = 1 if fsync == "always" else 8
+
+        def wait_for_writes(step: str, running: rotation.Rotation) -> None:
+            if step == rotation.ROTATION_STEPS[0]:
+                deadline = time.monotonic() + 30
+                while board.last_seq < running.seq + landed and time.monotonic() < deadline:  # type: ignore[attr-defined]
+                    time.sleep(0.001)
+
+        rotation.hooks.append(wait_for_writes)
+    compactions = []
     out = sys.stdout
     for i in range(ops):
         op = operation(rng, i, blob, batch)
@@ -78,7 +98,13 @@ def main(argv: list[str]) -> None:
         out.write(f"ack {i} {board.last_seq}\n")  # type: ignore[attr-defined]
         out.flush()
         if compact_every and (i + 1) % compact_every == 0:
-            board.compact()  # type: ignore[attr-defined]
+            if background:
+                compactions.append(threading.Thread(target=board.compact))  # type: ignore[attr-defined]
+                compactions[-1].start()
+            else:
+                board.compact()  # type: ignore[attr-defined]
+    for compaction in compactions:
+        compaction.join()
     board.close()  # type: ignore[attr-defined]
     out.write("done\n")
     out.flush()

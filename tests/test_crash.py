@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Every named step of a compaction (see docs/durability.md).
 COMPACTION_STEPS = [
     "after_segment_create",
+    "after_old_segment_sync",
+    "after_new_segment_sync",
     "rotate_manifest_rename",
     "after_rotate_manifest",
     "snapshot_write",
@@ -65,6 +67,7 @@ class Child(AckedChild):
         fsync: str = "always",
         blob: int = 0,
         batch: int = 0,
+        background: bool = False,
     ) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         env.pop("RANKENGINE_CRASH_AT", None)
@@ -81,6 +84,7 @@ class Child(AckedChild):
                 fsync,
                 str(blob),
                 str(batch),
+                "1" if background else "0",
             ],
             env,
         )
@@ -241,6 +245,42 @@ def test_kill_during_compaction_recovers(tmp_path: Path, step: str) -> None:
     assert len(recovered) > 0
     # the directory keeps working: leftovers are gone, another compaction and reopen are fine
     with Leaderboard.open(directory, fsync="always") as board:
+        board.set("after", 1)
+        board.compact()  # type: ignore[attr-defined]
+    report = verify(str(directory))
+    assert report.healthy and not report.findings, [str(f) for f in report.findings]
+    assert rebuild(directory).score("after") == 1
+
+
+ROTATION_STEPS = COMPACTION_STEPS[:5]
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec"])
+@pytest.mark.parametrize("step", ROTATION_STEPS)
+def test_kill_at_each_step_of_a_rotation_with_writes_in_the_new_segment(
+    tmp_path: Path, step: str, policy: str
+) -> None:
+    """The log rotation makes its fsyncs after the board's lock is let go,
+    while writes go on into the new segment that the manifest does not name
+    yet.  Killed at each step with such writes made (acknowledged under
+    everysec, whose records are in the page cache; in flight under always,
+    whose acknowledgement waits for the rotation), the directory reopens
+    with every acknowledged write: the new segment is adopted."""
+    directory = tmp_path / "board"
+    seed = ROTATION_STEPS.index(step) + 31
+    child = Child(
+        directory, seed, ops=80, compact_every=30, crash_at=step, fsync=policy, background=True
+    )
+    code = child.finish()
+    assert code == -signal.SIGKILL, f"the child never reached {step}: {child.lines[-2:]}"
+    last_index, last_seq = child.acked()
+    assert last_index >= 29
+    if policy == "everysec":  # acknowledged writes the manifest did not name at the kill
+        assert last_index >= 29 + 8
+    recovered = check_recovery(directory, Leaderboard(), seed, child)
+    assert len(recovered) > 0
+    with Leaderboard.open(directory, fsync="always") as board:
+        assert board.last_seq >= last_seq
         board.set("after", 1)
         board.compact()  # type: ignore[attr-defined]
     report = verify(str(directory))

@@ -35,6 +35,7 @@ from rankengine.durable import eventlog as eventlog_module
 from rankengine.durable import manifest as manifest_module
 from rankengine.durable import records as records_module
 from rankengine.durable import repair as repair_module
+from rankengine.durable import rotation as rotation_module
 from rankengine.durable.board import DurableLeaderboard, iter_events, rebuild
 from rankengine.durable.eventlog import MAPPED_SEGMENTS, SegmentWriter
 from rankengine.durable.manifest import read_manifest, segment_name, write_manifest
@@ -615,16 +616,10 @@ def test_a_failed_background_compaction_defers_only_the_next_attempt(
     # After a background compaction failed before it switched segments, the
     # next one waited for twice the segment's bytes, as meant; but that
     # threshold was never reset, so every later segment too had to grow
-    # past it before compacting.
+    # past it before compacting.  (It fails creating the new segment: the
+    # one step of a rotation before its switch.)
     threshold = 2000
-    real_fsync_dir = durable_module.fsync_dir
-    failures = iter([OSError("I/O error")])
-
-    def fsync_dir_once_failing(path: str) -> None:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        real_fsync_dir(path)
+    failures = iter([OSError("No space left on device")])
 
     def wait_for_compactor(board: DurableLeaderboard) -> None:
         deadline = time.monotonic() + 10
@@ -632,7 +627,16 @@ def test_a_failed_background_compaction_defers_only_the_next_attempt(
             time.sleep(0.01)
 
     with open_board(tmp_path, compact_min_bytes=threshold, compact_ratio=0) as board:
-        monkeypatch.setattr(durable_module, "fsync_dir", fsync_dir_once_failing)
+        writer_class = board._writer_class
+        real_create = writer_class.create
+
+        def create_once_failing(path: str, header: Any, **options: Any) -> Any:
+            failure = next(failures, None)
+            if failure is not None:
+                raise failure
+            return real_create(path, header, **options)
+
+        monkeypatch.setattr(writer_class, "create", create_once_failing)
         with pytest.warns(RuntimeWarning, match="background compaction failed"):
             while board._writer.record_bytes < threshold:
                 board.incr("ann", 1)
@@ -1807,25 +1811,19 @@ def new_segment_files_wrapped(monkeypatch: pytest.MonkeyPatch, wrap: Callable[[A
 
 
 @pytest.mark.parametrize("policy", ["always", "everysec"])
-@pytest.mark.parametrize("step", ["disk-full", "short-then-full", "segment-fsync", "dir-fsync"])
-def test_a_compaction_whose_new_segment_fails_leaves_no_file_and_can_retry(
+@pytest.mark.parametrize("step", ["segment-fsync", "dir-fsync"])
+def test_a_rotation_whose_fsync_fails_after_the_switch_fails_the_board(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, step: str
 ) -> None:
-    """Creating the new segment fails (its header write, its fsync, or the
-    directory fsync after it), before any manifest names it: compact()
-    raises, the half-made segment is removed (it used to stay, so that
-    compact() at the same seq raised FileExistsError until the next write,
-    and a header cut short by a full disk was not noticed at all), and the
-    board, a retry and a reopen all work."""
+    """The new segment's fsync, or the directory's, fails after the switch
+    (made without the board's lock, while writes go into the new segment):
+    as after any failed fsync of the log, the board refuses writes, and
+    the next open has every acknowledged write, the new segment adopted."""
     board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
     fill(board, 40)
     seq, expected = board.last_seq, state(board)
     with monkeypatch.context() as patch:
-        if step == "disk-full":
-            new_segment_files_wrapped(patch, lambda f: FullDisk(f, 0))
-        elif step == "short-then-full":
-            new_segment_files_wrapped(patch, lambda f: FullDisk(f, 5))
-        elif step == "segment-fsync":
+        if step == "segment-fsync":
 
             def failing_sync(fd: int) -> None:
                 raise OSError(5, "Input/output error")
@@ -1836,7 +1834,45 @@ def test_a_compaction_whose_new_segment_fails_leaves_no_file_and_can_retry(
             def failing_fsync_dir(path: str) -> None:
                 raise OSError(5, "Input/output error")
 
-            patch.setattr(durable_module, "fsync_dir", failing_fsync_dir)
+            patch.setattr(rotation_module, "fsync_dir", failing_fsync_dir)
+        with pytest.raises(OSError, match=r"Input/output"):
+            board.compact()
+    with pytest.raises(LogError, match="close and reopen"):
+        board.set("late", 1)
+    assert state(board) == expected
+    board.close()
+    with open_board(tmp_path) as again:
+        again._check()
+        assert state(again) == expected and again.last_seq == seq
+        assert again.recovery_notes == [
+            f"adopted {segment_name(seq + 1)} (a log rotation a crash cut short)"
+        ]
+        again.set("after", 1)
+        expected = state(again)
+    with open_board(tmp_path) as again:
+        assert state(again) == expected
+    assert verify(str(tmp_path)).healthy
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec"])
+@pytest.mark.parametrize("step", ["disk-full", "short-then-full"])
+def test_a_compaction_whose_new_segment_fails_leaves_no_file_and_can_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, step: str
+) -> None:
+    """Creating the new segment fails (its header write, under the board's
+    lock, the one step of a rotation before its switch): compact()
+    raises, the half-made segment is removed (it used to stay, so that
+    compact() at the same seq raised FileExistsError until the next write,
+    and a header cut short by a full disk was not noticed at all), and the
+    board, a retry and a reopen all work."""
+    board = open_board(tmp_path, fsync=policy, compact_min_bytes=None)
+    fill(board, 40)
+    seq, expected = board.last_seq, state(board)
+    with monkeypatch.context() as patch:
+        if step == "disk-full":
+            new_segment_files_wrapped(patch, lambda f: FullDisk(f, 0))
+        else:
+            new_segment_files_wrapped(patch, lambda f: FullDisk(f, 5))
         with pytest.raises(OSError, match=r"No space|Input/output"):
             board.compact()
     assert not (tmp_path / segment_name(seq + 1)).exists()

@@ -202,3 +202,121 @@ def test_two_values_in_one_payload_are_refused() -> None:
         fold.add_batch([(0, good), (50, two)], "seg")
     assert info.value.offset == 50
     assert fold.records == 1
+
+
+def test_fast_path_resumes_after_a_record_it_does_not_take() -> None:
+    """Removes, metadata, multi-change records and ints past 64 bits
+    (which msgpack's defaults hand back as extension objects) among
+    thousands of increments: each goes through the slow path on its own and
+    the fast path takes over after it; the result is the one-by-one replay's."""
+    for backend in ("sortedlist", "skiplist"):
+        with tempfile.TemporaryDirectory() as tmp:
+            with DurableLeaderboard(
+                tmp, fsync="never", backend=backend, compact_min_bytes=None
+            ) as live:
+                for i in range(5000):
+                    member = f"p{(i * 31) % 400}"
+                    if i % 97 == 0 and member in live:
+                        live.remove(member)
+                    elif i % 89 == 0:
+                        live.set_many({member: i, f"q{i % 7}": -i})
+                    elif i % 83 == 0 and member in live:
+                        live.set_meta(member, {"i": i})
+                    elif i % 79 == 0:
+                        live.set(member, 2**70 + i)
+                    else:
+                        live.incr(member, (i % 5) - 2)
+                expected = state(live)
+                config = live.config()
+            with DurableLeaderboard(tmp) as again:
+                assert state(again) == expected
+            assert state(one_by_one(tmp, config)) == expected
+
+
+def test_the_fast_path_takes_exactly_the_one_put_records() -> None:
+    """Counted at the source: with a DEL and a META among plain PUTs, the
+    fold takes every record and folds the same state as add() would."""
+    import msgpack  # (the raw records are written as they are, unchecked)
+
+    records = [
+        [1, 5, [[0, "a", 1, 1]]],
+        [2, 5, [[0, "b", 2, 2]]],
+        [3, 6, [[1, "a"]]],
+        [4, 6, [[0, "c", 2.5, 3]]],
+        [5, 7, [[2, "b", {"x": 1}]]],
+        [6, 8, [[0, "a", 9, 4]]],
+    ]
+    frames = [(i * 100, msgpack.packb(r)) for i, r in enumerate(records)]
+    board = Leaderboard()
+    fold = Fold(board)
+    assert fold.add_batch(frames, "seg") == len(records)
+    assert (fold.records, fold.last_seq, fold.last_ms, fold.clock) == (6, 6, 8, 4)
+    fold.finish()
+    board._check()
+    assert board.items() == [("a", 9), ("c", 2.5), ("b", 2)]
+    assert board.meta("b") == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"a": 1, "b": 2, "c": 3},  # a map of three keys in place of the record
+        [2, 5, {"k": [0, "a", 1, 1]}],  # a map of one key in place of the changes
+        [2, 5, [b"\x00\x01\x02\x03"]],  # 4 bytes in place of a PUT (they unpack to ints)
+        [2, 5, ["\x00abc"]],  # a string of 4 characters in place of a PUT
+        [2, 5, [[0, "a", 1, 1], [0, "b", 1, 2]], 9],  # four fields
+        [2.0, 5, [[0, "a", 1, 1]]],  # a float seq (== 2)
+        [2, 5, [[False, "a", 1, 1]]],  # a bool kind (== PUT)
+        [2, 5, [[0, "a", True, 1]]],  # a bool score
+        [2, 5, [[0, "a", 1, 1.0]]],  # a float clock
+        [2, 5.0, [[0, "a", 1, 1]]],  # a float time
+    ],
+)
+def test_shapes_that_unpack_are_still_refused(raw: Any) -> None:
+    """A record whose shape the fast path's unpacking would accept, or
+    whose values equal the right ones, is refused with the slow path's
+    reason at its offset (never folded); the record before it is folded."""
+    import msgpack  # (the raw records are written as they are, unchecked)
+
+    frames = [(0, msgpack.packb([1, 5, [[0, "z", 1, 1]]])), (40, msgpack.packb(raw))]
+    fold = Fold(Leaderboard())
+    with pytest.raises(CorruptionError) as info:
+        fold.add_batch(frames, "seg")
+    assert info.value.offset == 40
+    assert fold.records == 1
+    assert list(fold.puts) == ["z"]
+
+
+def test_a_bool_seq_is_refused() -> None:
+    """``True == 1``: a first record numbered True is still refused."""
+    import msgpack  # (the raw records are written as they are, unchecked)
+
+    fold = Fold(Leaderboard())
+    with pytest.raises(CorruptionError, match="sequence number"):
+        fold.add_batch([(0, msgpack.packb([True, 5, [[0, "a", 1, 1]]]))], "seg")
+    assert fold.records == 0
+
+
+def test_a_run_of_other_records_is_not_decoded_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the fast path takes nothing it waits, longer each time: in a
+    chunk of two-change records it tries a handful of times, not once per
+    record (each try decodes the record the slow path then decodes again)."""
+    import msgpack  # (the raw records are written as they are, unchecked)
+
+    records = [[i, 5, [[0, f"a{i}", i, 2 * i], [0, "b", i, 2 * i + 1]]] for i in range(1, 1001)]
+    frames = [(i * 50, msgpack.packb(r)) for i, r in enumerate(records)]
+    tries = []
+    plain = msgpack.unpackb
+
+    def counting(data: Any, **options: Any) -> Any:
+        if not options:  # (the fast path's call; decode_record passes options)
+            tries.append(data)
+        return plain(data, **options)
+
+    monkeypatch.setattr(msgpack, "unpackb", counting)
+    board = Leaderboard()
+    fold = Fold(board)
+    assert fold.add_batch(frames, "seg") == 1000
+    assert 5 <= len(tries) <= 30  # (about 7 + 1000 / 65, against 1000 without waiting)
+    fold.finish()
+    assert len(board) == 1001 and board.score("b") == 1000

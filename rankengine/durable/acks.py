@@ -39,6 +39,7 @@ import weakref
 from typing import Any, Final
 
 from rankengine.durable.commit import DoneCallback, GroupCommit
+from rankengine.durable.rotation import sync_active
 
 __all__ = ["WRITES", "AcknowledgedWrites"]
 
@@ -160,13 +161,13 @@ class AcknowledgedWrites:
 
 
 def _sync(board: weakref.ref[AcknowledgedWrites]) -> None:
-    """The group's fsync: the board's active segment, under its sync lock
-    (which a compaction holds to swap segments)."""
+    """The group's fsync: the board's active segment, under its sync lock;
+    during a log rotation, once the rotation is durable (see
+    :func:`~rankengine.durable.rotation.sync_active`)."""
     live = board()
     if live is None:
         raise ValueError("the board was dropped")
-    with live._sync_lock:
-        live._writer.sync()
+    sync_active(live)
 
 
 def _failed(board: weakref.ref[AcknowledgedWrites], exc: BaseException) -> None:

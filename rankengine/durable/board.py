@@ -67,11 +67,10 @@ from rankengine.durable.forget import Forgetting, finish_forget
 from rankengine.durable.forked import FORK_AVAILABLE, SnapshotMode, fork_snapshot, wait_snapshot
 from rankengine.durable.manifest import (
     DirectoryLock,
-    segment_name,
     snapshot_name,
     write_manifest,
 )
-from rankengine.durable.marks import Checkpoints, check_loaded, record_end, seal
+from rankengine.durable.marks import Checkpoints, check_loaded, seal
 from rankengine.durable.opening import (
     _check_before_locking,
     _checked_clock,
@@ -106,7 +105,8 @@ from rankengine.durable.records import (
     TornTailWarning,
     crash_point,
 )
-from rankengine.durable.recovery import load_board, manifest_may_name, remove_leftovers
+from rankengine.durable.recovery import load_board, remove_leftovers, trim_followed
+from rankengine.durable.rotation import Rotation, finish_rotation, switch_segment, sync_active
 from rankengine.durable.sliced import SlicedExport
 from rankengine.durable.snapshot import fsync_dir, write_snapshot_columns
 
@@ -255,6 +255,8 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
             config = resolve_config(manifest.config, explicit, self.path)
             super().__init__(**config)
             loaded = load_board(self, self.path, manifest)
+            manifest.segments += loaded.adopted  # (see rotation.py)
+            trim_followed(self.path, loaded)
             check_loaded(self.path, manifest, loaded.last_seq, loaded.active, loaded.torn)
             if loaded.torn is not None:
                 if on_torn_tail == "refuse":
@@ -267,7 +269,10 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                     TornTailWarning,
                     stacklevel=3,
                 )
-            self.recovery_notes = forgot + loaded.notes + remove_leftovers(self.path, manifest)
+            adopted = [f"adopted {n} (a log rotation a crash cut short)" for n, _ in loaded.adopted]
+            self.recovery_notes = (
+                forgot + loaded.notes + adopted + remove_leftovers(self.path, manifest)
+            )
             assert loaded.active is not None
             name, first, start, end = loaded.active
             # Under "always" every record waits for an fsync anyway, so the
@@ -320,6 +325,8 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         #: the snapshot being read in slices, which sees every logged change
         #: until its last slice (see _compact)
         self._capture: SlicedExport | None = None
+        #: the log rotation whose fsyncs are under way (see rotation.py)
+        self._rotation: Rotation | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._checkpoints = Checkpoints()
@@ -513,7 +520,15 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         """
         with self._lock:
             self._check_writable()
-            self._sync_log()
+            seq = self._seq
+        # (without the board's lock: a rotation's fsyncs may be under way,
+        # and sync_active waits for them when it must)
+        try:
+            sync_active(self)
+        except OSError as exc:
+            self._failure = exc
+            raise
+        self._synced(seq)
 
     def _sync_log(self) -> None:
         """fsync the log under the sync lock (the caller holds the board
@@ -627,9 +642,10 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
 
         Steps, each crash-safe: read the board in slices between writes
         (:mod:`rankengine.durable.sliced`: each slice holds the board lock
-        for at most 0.5 ms); fsync the log (first without the board lock,
-        then what arrived meanwhile under it, with the last slice); start segment
-        ``seq+1`` and list it in the manifest; write the snapshot (temp
+        for at most 0.5 ms); with the last slice, switch the log to a new
+        segment ``seq+1``; then, without the lock, fsync the old segment,
+        the new one and the directory and list the new segment in the
+        manifest (:mod:`rankengine.durable.rotation`); write the snapshot (temp
         file, fsync, rename, directory fsync); replace the manifest with one
         naming the snapshot; only then remove the older segments and
         snapshots (kept with ``retain_log=True``).  Writes continue while
@@ -717,7 +733,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                 _let_go()
                 export.replay(_let_go)
             if not self._sync_each:
-                self._presync()  # so that the fsync under the lock has little to do
+                self._presync()  # so that the rotation's fsync has little to do
         except BaseException:
             self._capture = None
             raise
@@ -739,14 +755,6 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
             seq = self._seq
             if manifest.snapshots and manifest.snapshots[-1][1] == seq:
                 return seq
-            # The segment must be on disk up to ``seq`` before the manifest
-            # names a segment starting at ``seq + 1`` (a power cut would
-            # otherwise leave a gap that refuses to open), and no write may
-            # land in it between this fsync and the switch below: so this
-            # fsync stays under the lock.  After _presync it only writes back
-            # what arrived meanwhile; under "always" nothing is dirty.  A
-            # failure fails the board, as any fsync's does.
-            self._sync_log()
             header = {
                 "seq": seq,
                 "clock": self._clock,
@@ -754,57 +762,24 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                 "created_ms": _now_ms(),
                 "config": manifest.config,
             }
+            # Only the switch to segment seq + 1 is made under the lock; its
+            # fsyncs and the manifest naming it follow without it (they took
+            # 10-89 ms under it on a loaded disk): durable/rotation.py.
+            rotation = None
             if self._active_first != seq + 1:
-                name = segment_name(seq + 1)
-                writer = self._writer_class.create(
-                    os.path.join(directory, name),
-                    {"first_seq": seq + 1, "created_ms": _now_ms(), "config": manifest.config},
-                )
-                try:
-                    fsync_dir(directory)
-                except BaseException:
-                    # No manifest names it yet: remove it, so that a retry
-                    # at the same seq can create it again.
-                    writer.close()
-                    with contextlib.suppress(OSError):
-                        os.remove(writer.path)
-                    raise
-                crash_point("after_segment_create")
-                # Once the manifest lists a segment after this one, an open
-                # no longer cuts this one's reserved zeros: give them back
-                # first, or a kill before the switch below leaves them there.
-                with self._sync_lock:
-                    self._writer.trim()
-                record_end(manifest, segment_name(self._active_first), seq, self._writer.end)
-                manifest.segments.append((name, seq + 1))
-                try:
-                    write_manifest(directory, manifest, step="rotate_manifest")
-                except BaseException as exc:
-                    manifest.segments.pop()
-                    writer.close()
-                    if manifest_may_name(directory, name):
-                        # The rename happened (the directory fsync after it
-                        # failed): the manifest on disk names the new segment,
-                        # so it stays.  Whether the rename survives a power
-                        # cut is unknown, so no write may go to either
-                        # segment: a write to the new one would be orphaned
-                        # by a lost rename, one to the old one would leave a
-                        # gap before the new one.  Refuse writes, as after a
-                        # failed fsync of the log; the next open keeps the
-                        # segment if the manifest names it and removes it
-                        # (it is blank) if not.
-                        self._failure = exc
-                    else:
-                        os.remove(writer.path)
-                    raise
-                with self._sync_lock:
-                    old, self._writer = self._writer, writer
-                    old.close()
-                self._active_first = seq + 1
+                rotation = switch_segment(self, seq, header["created_ms"])
             snap = snapshot_name(seq)
             target = os.path.join(directory, snap)
             if export is None:  # the child writes it from the board as of now
                 child = fork_snapshot(self, target, header, self._dirlock._fd)
+        if rotation is not None:
+            try:
+                finish_rotation(self, rotation)
+            except BaseException:
+                if export is None:  # (reaped; the snapshot is not named)
+                    with contextlib.suppress(Exception):
+                        wait_snapshot(child, target)
+                raise
         if export is None:
             size = wait_snapshot(child, target)
         else:

@@ -493,11 +493,15 @@ class SegmentWriter:
         self.broken: BaseException | None = None
 
     @classmethod
-    def create(cls, path: str, header: dict[str, Any]) -> SegmentWriter:
+    def create(cls, path: str, header: dict[str, Any], *, sync: bool = True) -> SegmentWriter:
         """Create a new segment with ``header`` and fsync it (not its directory).
 
-        If that fails (a full disk, an I/O error) the file is removed again,
-        so that no half-written segment is left under the name.
+        With ``sync=False`` the header is only written (into the OS page
+        cache, which a process kill does not lose): a log rotation creates
+        its segment under the board's lock and fsyncs it after
+        (:mod:`rankengine.durable.rotation`).  If that fails (a full disk,
+        an I/O error) the file is removed again, so that no half-written
+        segment is left under the name.
         """
         data = write_prefix(SEGMENT_MAGIC) + frame(pack(header))
         # read and write: a MappedSegmentWriter maps the file
@@ -509,7 +513,8 @@ class SegmentWriter:
                 if not n:
                     raise OSError(f"short write to {path}")
                 written += n
-            _default_sync(file.fileno())
+            if sync:
+                _default_sync(file.fileno())
         except BaseException:
             file.close()
             with contextlib.suppress(OSError):  # what is left is a leftover the next open removes

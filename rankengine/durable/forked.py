@@ -104,8 +104,9 @@ class ForkedChild:
 
 def fork_snapshot(board: BoardCore, path: str, header: dict[str, Any], lock_fd: int) -> ForkedChild:
     """Fork a child that writes ``board``'s snapshot to ``path`` and exits.
-    Call it holding the board's lock, with the log on disk up to
-    ``header["seq"]``: the child's image is the board at that instant.
+    Call it holding the board's lock, the log switched to the segment after
+    ``header["seq"]``: the child's image is the board at that instant (the
+    manifest names the file only once the child and the rotation are done).
 
     ``gc.freeze()`` moves every object to the permanent generation just
     before the fork, and the parent unfreezes them once the child has

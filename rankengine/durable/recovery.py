@@ -58,6 +58,8 @@ __all__ = [
     "load_board",
     "manifest_may_name",
     "remove_leftovers",
+    "trim_followed",
+    "unnamed_after",
 ]
 
 
@@ -73,6 +75,13 @@ class Loaded:
         self.torn: TornTail | None = None
         #: the last segment read: (name, first_seq, start, end)
         self.active: tuple[str, int, int, int] | None = None
+        #: segments the manifest does not name yet that continue the log
+        #: (an interrupted rotation's): the open lists them
+        self.adopted: list[tuple[str, int]] = []
+        #: (name, records' end) of each segment an adopted one follows: a
+        #: kill may have left reserved zeros after its records
+        #: (:func:`trim_followed` cuts them)
+        self.followed: list[tuple[str, int]] = []
         self.notes: list[str] = []
 
 
@@ -172,6 +181,7 @@ def load_board(
             f"{directory}: the log needed from seq {base + 1} {where}; older "
             "records were compacted away (open with retain_log=True to keep history)"
         )
+    adoptable = unnamed_after(directory, manifest)
     fold = Fold(board)
     enabled = gc.isenabled()
     # As for the snapshot: the collector would rescan the growing heap many
@@ -187,6 +197,7 @@ def load_board(
             until_seq=until_seq,
             until_ms=until_ms,
             progress=progress,
+            adoptable=adoptable,
         )
     finally:
         if enabled:
@@ -204,9 +215,12 @@ def _replay(
     until_seq: int | None,
     until_ms: int | None,
     progress: Callable[[str, int, int], None] | None,
+    adoptable: list[tuple[str, int]],
 ) -> None:
     """Fold the records of ``chain`` after seq ``base`` (up to ``until_*``)
-    into ``fold``, note where the log ends in ``out``, then finish."""
+    into ``fold``, then those of the ``adoptable`` segments that continue
+    it (see :func:`unnamed_after`), note where the log ends in ``out``,
+    then finish."""
     for i, (name, first) in enumerate(chain):
         path = os.path.join(directory, name)
         if i and first > out.last_seq + 1:  # (records lost between two segments)
@@ -261,7 +275,65 @@ def _replay(
                 )
             out.torn = reader.torn
             out.active = (name, first, reader.start, reader.end)
+    for name, first in adoptable:
+        # A rotation a crash cut short (see rotation.py): the segment is
+        # taken only where it follows the log exactly, from a clean end.
+        if out.torn is not None or first != out.last_seq + 1:
+            break
+        path = os.path.join(directory, name)
+        try:
+            with SegmentReader(path) as reader:
+                if reader.first_seq != first:
+                    break
+                fold.last_seq = first - 1
+                batches = list(reader.batches(None))
+                torn, start, end = reader.torn, reader.start, reader.end
+        except (CorruptionError, OSError):
+            break  # (unreadable: the open sets it aside, as any unnamed segment)
+        for batch in batches:
+            fold.add_batch(batch, path, after=base, until_seq=None, until_ms=None)
+            if fold.records:
+                out.last_seq, out.last_ms = fold.last_seq, fold.last_ms
+            out.records = fold.records
+        if out.active is not None:
+            out.followed.append((out.active[0], out.active[3]))
+        out.torn = torn
+        out.active = (name, first, start, end)
+        out.adopted.append((name, first))
     fold.finish()
+
+
+def trim_followed(directory: str, loaded: Loaded) -> None:
+    """Cut what follows the records of each segment an adopted one follows
+    (the reserved zeros of a mapped writer a kill left: an open cuts them
+    only from the last segment, which this one no longer is), and fsync it.
+
+    Runtime complexity: one truncation and fsync per adopted segment
+    """
+    for name, end in loaded.followed:
+        path = os.path.join(directory, name)
+        if os.path.getsize(path) > end:
+            with open(path, "r+b") as f:
+                f.truncate(end)
+                os.fsync(f.fileno())
+
+
+def unnamed_after(directory: str, manifest: Manifest) -> list[tuple[str, int]]:
+    """The segments in ``directory`` that ``manifest`` does not name and
+    that are numbered after its last one, ``(name, first seq)`` in order:
+    what a log rotation a crash interrupted may have left before the
+    manifest named them (see :mod:`rankengine.durable.rotation`).  An open
+    adopts those that continue the log exactly.
+
+    Runtime complexity: O(files in the directory)
+    """
+    last_first = manifest.segments[-1][1] if manifest.segments else 0
+    found = []
+    for name in os.listdir(directory):
+        match = SEGMENT_RE.fullmatch(name)
+        if match is not None and int(match.group(1)) > last_first:
+            found.append((name, int(match.group(1))))
+    return sorted(found, key=lambda entry: entry[1])
 
 
 def manifest_may_name(directory: str, name: str) -> bool:

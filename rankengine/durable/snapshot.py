@@ -67,6 +67,7 @@ __all__ = [
     "INT64_COLUMN_EXT",
     "SNAPSHOT_MAGIC",
     "SNAPSHOT_VERSION",
+    "SharedChunks",
     "Snapshot",
     "read_snapshot",
     "write_snapshot",
@@ -153,6 +154,18 @@ class Snapshot:
         scores = _concat([chunk[1] for chunk in self._chunks])
         clocks = _concat([chunk[2] for chunk in self._chunks])
         return members, scores, clocks, metas
+
+    def same_rows(self, other: Snapshot) -> bool:
+        """True when ``other`` holds the very same chunk objects, in the same
+        order: two snapshots read with one :class:`SharedChunks` whose every
+        chunk was byte-identical, so the same members, scores, clocks and
+        metadata (a board restored from one can lend its maps to the other).
+
+        Runtime complexity: O(chunks)
+        """
+        return len(self._chunks) == len(other._chunks) and all(
+            a is b for a, b in zip(self._chunks, other._chunks, strict=True)
+        )
 
     def rows(self) -> Iterator[Row]:
         """``(member, score, clock, meta)`` in ascending index order."""
@@ -532,14 +545,51 @@ def _check_chunk(
     return chunk
 
 
-def read_snapshot(path: str, *, columns: int | None = None) -> Snapshot:
+class SharedChunks:
+    """Chunks already decoded and checked while reading several snapshots,
+    by their exact bytes (and how they were read): a ledger's views often
+    hold the same rows -- a weekly and an all-time board in a ledger's first
+    week, every view that sees every event -- and each such chunk is then
+    decoded once and its member strings are shared.
+
+    Holds the chunks' bytes until it is dropped: make one per open.
+
+    >>> shared = SharedChunks()
+    >>> shared.keep((2, None, False, b"raw"), [["a"], [1], [1], []])
+    >>> shared.find((2, None, False, b"raw")), shared.find((2, None, False, b"other"))
+    ([['a'], [1], [1], []], None)
+    """
+
+    def __init__(self) -> None:
+        self._chunks: dict[tuple[int, int | None, bool, bytes], list[Any]] = {}
+
+    def find(self, key: tuple[int, int | None, bool, bytes]) -> list[Any] | None:
+        """The checked chunk read from exactly these bytes, if any.
+
+        Runtime complexity: O(len(bytes)) (hashing, then one comparison)
+        """
+        return self._chunks.get(key)
+
+    def keep(self, key: tuple[int, int | None, bool, bytes], chunk: list[Any]) -> None:
+        """Remember ``chunk``, decoded and checked from ``key``'s bytes."""
+        self._chunks.setdefault(key, chunk)
+
+
+def read_snapshot(
+    path: str, *, columns: int | None = None, shared: SharedChunks | None = None
+) -> Snapshot:
     """Read and fully check a snapshot; raise :class:`CorruptionError` on any damage.
 
     ``columns`` is the number of score columns of a composite board (None
     for scalar scores).  A snapshot is all or nothing: a torn or damaged one
     is an error, because a manifest only names snapshots that were complete.
 
-    Runtime complexity: O(N)
+    ``shared`` (a :class:`SharedChunks`, one per open of several snapshots)
+    lets snapshots that hold a byte-identical chunk share it: the chunk is
+    decoded and checked once, and the later snapshots hold the very same
+    column objects (see :meth:`Snapshot.same_rows`).
+
+    Runtime complexity: O(N); O(bytes) for a chunk ``shared`` holds already
     """
     with open(path, "rb") as f:
         f.seek(0, os.SEEK_END)
@@ -558,6 +608,13 @@ def read_snapshot(path: str, *, columns: int | None = None) -> Snapshot:
             for at, payload in read_frames(f, PREFIX_BYTES, size):
                 if trailer is not None:
                     raise CorruptionError(path, at, "data after the snapshot trailer")
+                if header is not None and shared is not None:
+                    negated = header.get("negated_clocks") is True
+                    known = shared.find((version, columns, negated, payload))
+                    if known is not None:  # (decoded and checked from the same bytes)
+                        chunks.append(known)
+                        rows += len(known[0])
+                        continue
                 try:
                     value = unpack(payload, hook)
                 except Exception as exc:  # msgpack raises several unrelated types
@@ -576,6 +633,10 @@ def read_snapshot(path: str, *, columns: int | None = None) -> Snapshot:
                     negated = header.get("negated_clocks") is True
                     chunks.append(_check_chunk(path, at, value, columns, negated=negated))
                     rows += len(chunks[-1][0])
+                    if shared is not None and not chunks[-1][3]:
+                        # (a chunk with metadata is not shared: each board
+                        # keeps metadata objects of its own)
+                        shared.keep((version, columns, negated, payload), chunks[-1])
         except _Damage as damage:
             raise CorruptionError(path, damage.offset, f"snapshot {damage.reason}") from None
         if header is None:

@@ -378,8 +378,9 @@ def verify(directory: str, *, progress: Callable[[str, int, int], None] | None =
                 None,
                 "not in the manifest (kept for inspection)"
                 if name.endswith(".orphan")
-                else "not in the manifest (a leftover; open removes it, or renames a "
-                "segment that holds records to .orphan)",
+                else "not in the manifest (a leftover; open adopts a new segment that "
+                "continues the log, as a rotation a crash cut short leaves, removes "
+                "other leftovers, and renames a segment that holds records to .orphan)",
             )
     if os.path.exists(journal := os.path.join(directory, FORGET_JOURNAL)):
         report.add(

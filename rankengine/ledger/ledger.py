@@ -37,7 +37,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from rankengine.durable.forget import Forgotten
 from rankengine.durable.options import (
@@ -57,9 +57,11 @@ from rankengine.durable.records import (
     TornTailError,
     TornTailWarning,
 )
+from rankengine.durable.snapshot import SharedChunks, Snapshot
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import BOARD, PERIODIC, TOPK, IncrPlan
 from rankengine.ledger.forget import forget_member
+from rankengine.ledger.front import LedgerFront, Recorded, restored_board
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
 from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
@@ -74,29 +76,11 @@ _new_event: Final = tuple.__new__
 _new_outcome: Final = tuple.__new__
 
 
-class Recorded(NamedTuple):
-    """What one event did: its sequence number and each view's outcome."""
-
-    seq: int
-    event: LedgerEvent
-    outcomes: list[Outcome]
-
-    def outcome(self, view: str, key: Any = NO_KEY) -> Outcome | None:
-        """The outcome in ``view`` (its board ``key``), None if it took no part.
-
-        Runtime complexity: O(number of views)
-        """
-        for outcome in self.outcomes:
-            if outcome.view == view and outcome.key == key:
-                return outcome
-        return None
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Ledger:
+class Ledger(LedgerFront):
     """One event stream, many views (see the module docstring).
 
     :param path: the directory (None: in memory, nothing durable; the
@@ -187,6 +171,11 @@ class Ledger:
         self.recovery_notes = files.remove_unlisted()
         snapshots: dict[str, Any] = config.setdefault("snapshots", {})
         start_ms: dict[int, int] = {0: 0}
+        # Views whose snapshots hold the same rows (the boards of a young
+        # ledger, views that see every event) decode them once and restore
+        # from one another's maps (see front.restored_board).
+        shared = SharedChunks()
+        restored: list[tuple[Snapshot, Any]] = []
         for name, spec in config.get("views", {}).items():
             view = View.from_spec(name, spec)
             self._views[name] = view
@@ -197,12 +186,12 @@ class Ledger:
             try:
                 board = view.template.board
                 columns = board._codec.columns if hasattr(board, "_codec") else None
-                snaps = files.read_parts(name, listed, columns)
+                snaps = files.read_parts(name, listed, columns, shared)
                 parts = []
                 for snap in snaps:
                     board = None
                     if snap.header.get("board"):
-                        board = self._restored_board(view, snap)
+                        board = restored_board(view, snap, restored)
                     parts.append((snap.header.get("key"), (snap.header.get("part", {}), board)))
                 view.restore(parts)
                 view.seq = seq
@@ -240,14 +229,6 @@ class Ledger:
         files.start_writing(tail.active)
         for view in self._views.values():  # a Redis view: to the view's state
             view.attach(self._seq)
-
-    def _restored_board(self, view: View, snap: Any) -> Any:
-        board = view.template.new_board()
-        members, scores, clocks, metas = snap.columns()
-        board._restore_columns(
-            members, scores, clocks, metas, int(snap.header["clock"]), negated=snap.negated_clocks
-        )
-        return board
 
     def _replay(self, record: Event, only: View | None = None) -> None:
         """Give ``record``'s events to the views that do not reflect it yet
@@ -396,27 +377,8 @@ class Ledger:
             self._build(view, progress)
             view.attach(self._seq)
 
-    @property
-    def views(self) -> list[str]:
-        """The views' names, in registration order."""
-        return list(self._views)
-
-    def view(self, name: str, key: Any = NO_KEY) -> Any:
-        """The board of view ``name`` (of its board ``key`` when keyed; with
-        no key, a keyed view gives the mapping of its boards).
-
-        Runtime complexity: O(1)
-        """
-        view = self._views.get(name)
-        if view is None:
-            raise KeyError(f"the ledger has no view {name!r} (it has {self.views})")
-        return view.reader() if key is NO_KEY else view.board(key)
-
-    def __getitem__(self, name: str) -> Any:
-        return self.view(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._views
+    # (views, view(), ledger[name], `name in ledger`, subscribe and
+    # unsubscribe: LedgerFront's, shared with the PostgreSQL ledger)
 
     # ------------------------------------------------------------------
     # Recording
@@ -603,34 +565,13 @@ class Ledger:
         """
         with self._lock:
             self._check_open()
-            events = []
-            for i, item in enumerate(items):
-                try:
-                    events.append(self._event_of(item))
-                except (TypeError, ValueError) as exc:
-                    raise type(exc)(f"item {i} of the batch: {exc}") from None
+            events = self._events_of(items)
             if not events:
                 return []
             done = self._record(events, ranks)
         if self._files is not None:
             self._files.acknowledge()  # (under "always": the shared fsync, lock let go)
         return done
-
-    def _event_of(self, item: Mapping[str, Any] | tuple[Any, Any]) -> LedgerEvent:
-        if isinstance(item, tuple):
-            if len(item) != 2:
-                raise TypeError(f"expected (member, delta) or a dict, got {item!r}")
-            return make_event(item[0], item[1], t_ms=self._now())
-        if not isinstance(item, Mapping):
-            raise TypeError(f"expected (member, delta) or a dict, got {item!r}")
-        fields = dict(item)
-        member = fields.pop("member")
-        op = fields.pop("op", "incr")
-        value = fields.pop("value", 1 if op == "incr" else None)
-        t_ms = fields.pop("t_ms", None)
-        return make_event(
-            member, value, op=op, t_ms=self._now() if t_ms is None else t_ms, **fields
-        )
 
     def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
         """Check, log once, apply: the heart of :meth:`record`."""
@@ -703,25 +644,6 @@ class Ledger:
         Runtime complexity: O(E + N) for E events logged and N members held
         """
         return forget_member(self, member, from_log=from_log)
-
-    # ------------------------------------------------------------------
-    # Subscriptions
-    # ------------------------------------------------------------------
-    def subscribe(self, view: str, callback: Callable[[Any], None], **options: Any) -> Any:
-        """Call ``callback`` with each notice of ``view`` (see
-        :mod:`rankengine.ledger.subscriptions`): ``on="change"`` (the
-        default), ``on="top"`` with ``k=``, ``on="overtaken"``.  Returns a
-        handle for :meth:`unsubscribe`.
-        """
-        with self._lock:
-            if view not in self._views:
-                raise KeyError(f"the ledger has no view {view!r}")
-            return self._subs.add(view, self._views[view].kind, callback, **options)
-
-    def unsubscribe(self, handle: Any) -> None:
-        """Stop a subscription."""
-        with self._lock:
-            self._subs.remove(handle)
 
     # ------------------------------------------------------------------
     # Durability

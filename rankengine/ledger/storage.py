@@ -70,7 +70,13 @@ from rankengine.durable.records import (
     TornTail,
     crash_point,
 )
-from rankengine.durable.snapshot import Snapshot, fsync_dir, read_snapshot, write_snapshot_columns
+from rankengine.durable.snapshot import (
+    SharedChunks,
+    Snapshot,
+    fsync_dir,
+    read_snapshot,
+    write_snapshot_columns,
+)
 
 __all__ = [
     "VIEWS_DIR",
@@ -369,10 +375,18 @@ class LedgerFiles:
             files.append([key, name])
         return files
 
-    def read_parts(self, view: str, files: list[list[Any]], columns: int | None) -> list[Snapshot]:
-        """Read back the snapshot files of one view (raises on damage)."""
+    def read_parts(
+        self,
+        view: str,
+        files: list[list[Any]],
+        columns: int | None,
+        shared: SharedChunks | None = None,
+    ) -> list[Snapshot]:
+        """Read back the snapshot files of one view (raises on damage);
+        ``shared`` lets views whose snapshots hold the same rows share the
+        decoded chunks (see :class:`~rankengine.durable.snapshot.SharedChunks`)."""
         return [
-            read_snapshot(os.path.join(self.view_dir(view), name), columns=columns)
+            read_snapshot(os.path.join(self.view_dir(view), name), columns=columns, shared=shared)
             for _key, name in files
         ]
 

@@ -42,6 +42,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
+from rankengine.pg.catchup import fold_in_sql
 from rankengine.pg.events import INCR, META, REMOVE, SET, StoreEvent
 from rankengine.pg.fold import add_increments, can_fold, fold_into, write_increments
 from rankengine.pg.snapshots import ViewSnapshots, can_snapshot
@@ -264,11 +265,15 @@ class Follower:
         chunk: int = CHUNK,
         snapshots: str | os.PathLike[str] | None = None,
         snapshot_every: int | None = None,
+        fold_in_sql: bool = True,
     ) -> None:
         """``snapshots``: a local directory for the views' snapshots
         (:mod:`rankengine.pg.snapshots`): a view added loads its snapshot,
         :meth:`snapshot` writes them, and with ``snapshot_every`` they are
-        written whenever the follower has applied that many events since."""
+        written whenever the follower has applied that many events since.
+        ``fold_in_sql``: a catch-up into an empty board of a view without
+        route or clock lets PostgreSQL fold the events
+        (:mod:`rankengine.pg.catchup`); False reads every event."""
         if snapshot_every is not None and (type(snapshot_every) is not int or snapshot_every < 1):
             raise ValueError(f"snapshot_every must be a positive int, not {snapshot_every!r}")
         if snapshot_every is not None and snapshots is None:
@@ -279,6 +284,7 @@ class Follower:
         self._lock = threading.Lock()
         self.snapshots = None if snapshots is None else ViewSnapshots(snapshots)
         self.snapshot_every = snapshot_every
+        self.fold_in_sql = fold_in_sql
         #: the follower's position when the snapshots were last written
         self._snapshot_at = 0
 
@@ -376,8 +382,8 @@ class Follower:
         Runtime complexity: O(n) for n events past :attr:`position`
         (chunked server-side cursor reads).
         """
-        applied = 0
         views = list(self.views.values())
+        applied = self._fold_in_sql(views) if self.fold_in_sql else 0
         try:
             for chunk in self.store.chunks(self.position, size=self.chunk):
                 with self._lock:
@@ -396,6 +402,42 @@ class Follower:
         with self._lock:
             self._maybe_snapshot()
         return applied
+
+    def _fold_in_sql(self, views: list[View]) -> int:
+        """Load the views that take every event into an empty scalar board
+        from PostgreSQL's fold; return how many events that moved the
+        follower's position past (the lowest view's)."""
+        before = self.position
+        groups: dict[int, list[BoardView]] = {}
+        for view in views:
+            if (
+                isinstance(view, BoardView)
+                and view.foldable
+                and view.route is None
+                and view.clock is None
+                and not view._sums
+                and not len(view.board)
+            ):
+                groups.setdefault(view.position, []).append(view)
+        covered = {}
+        for position, group in sorted(groups.items()):
+            folded = fold_in_sql(self.store, position)
+            if folded is None:
+                continue
+            with self._lock:
+                for view in group:
+                    if view.position != position or len(view.board) or view._sums:
+                        continue  # another thread applied to it meanwhile: not empty now
+                    if folded.pairs:
+                        view.board.set_many(list(folded.pairs))
+                    view.position = folded.upto
+            covered[position] = folded
+        after = self.position
+        if after == before:
+            return 0  # a view not folded is still where the catch-up reads from
+        if before in covered and covered[before].upto == after:
+            return covered[before].events
+        return self.store.count(before, after)
 
     def poll(self, timeout: float = 0.0) -> int:
         """Apply what is new; if nothing is, wait up to ``timeout`` seconds

@@ -25,8 +25,10 @@ when applied (a weekly board's period closed by another process's later
 event, say) changes nothing in that view, in every process alike, and is
 counted in :attr:`PgLedger.refused`; it does not close the ledger as a
 local ledger's failed apply does.  The views live in memory: a process
-that starts builds them from the store (:meth:`PgLedger.sync`), and its
-snapshots are not kept (the store is the log; a restart is a catch-up).
+that starts builds them from the store (:meth:`PgLedger.sync`), or, given
+a local ``snapshots`` directory, loads each view's snapshot
+(:mod:`rankengine.pg.snapshots`: every view kind, periodic and window
+views included) and reads the store only past the oldest of them.
 
 >>> ledger = PgLedger(EventStore("host=127.0.0.1"))        # doctest: +SKIP
 >>> ledger.add_view("alltime", "board")                    # doctest: +SKIP
@@ -38,16 +40,18 @@ snapshots are not kept (the store is the log; a restart is a catch-up).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rankengine.ledger.events import LedgerEvent, make_event
-from rankengine.ledger.ledger import Recorded
-from rankengine.ledger.routes import NO_KEY, Route
+from rankengine.ledger.events import LedgerEvent
+from rankengine.ledger.front import LedgerFront, Recorded, restored_board
+from rankengine.ledger.routes import Route
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
 from rankengine.pg.events import META, NewEvent, StoreEvent, now_ms
+from rankengine.pg.snapshots import ViewSnapshots
 from rankengine.pg.store import CHUNK, EventStore
 
 __all__ = ["PgLedger", "ledger_event", "store_event"]
@@ -60,6 +64,7 @@ _REFUSALS = (ValueError, TypeError, KeyError, OverflowError)
 def store_event(event: LedgerEvent) -> NewEvent:
     """The store's form of a ledger event (a ``meta`` event's metadata is its value).
 
+    >>> from rankengine.ledger.events import make_event
     >>> e = make_event("ann", 3, op="set", t_ms=5, when="better")
     >>> ledger_event(store_event(e), 1) == e
     True
@@ -87,12 +92,16 @@ def ledger_event(event: StoreEvent | NewEvent, seq: int = 0) -> LedgerEvent:
     )
 
 
-class PgLedger:
+class PgLedger(LedgerFront):
     """One PostgreSQL event stream, this process's views of it (see the module docstring).
 
     :param store: the store events are appended to (and read from, unless
         ``reader`` is given: a store object is for one thread).
     :param now: a function returning milliseconds (the default event time).
+    :param snapshots: a local directory for the views' snapshots: a view
+        added loads its own, :meth:`snapshot` writes them, and with
+        ``snapshot_every`` they are written whenever the ledger has applied
+        that many events since.
     """
 
     def __init__(
@@ -101,7 +110,19 @@ class PgLedger:
         *,
         reader: EventStore | None = None,
         now: Callable[[], int] | None = None,
+        snapshots: str | os.PathLike[str] | None = None,
+        snapshot_every: int | None = None,
     ) -> None:
+        if snapshot_every is not None and (type(snapshot_every) is not int or snapshot_every < 1):
+            raise ValueError(f"snapshot_every must be a positive int, not {snapshot_every!r}")
+        if snapshot_every is not None and snapshots is None:
+            raise ValueError("snapshot_every needs a snapshots directory")
+        self.snapshots = None if snapshots is None else ViewSnapshots(snapshots)
+        self.snapshot_every = snapshot_every
+        #: the ledger's seq when the snapshots were last written
+        self._snapshot_at = 0
+        #: True once this ledger applied an event (its start can no longer move)
+        self._started = False
         self.store = store
         self.reader = reader or EventStore(
             store.conninfo, table=store.table, create=False, retry_seconds=store.retry_seconds
@@ -147,97 +168,90 @@ class PgLedger:
             if name in self._views:
                 raise ValueError(f"the ledger has a view {name!r} already")
             view = View(name, kind, options, Route.of(where=where, by=by))
+            start_ms = self._load(view)
+            if not self._started and (view.seq < self._seq or len(self._views) == 0):
+                # nothing applied yet: the ledger reads from its lowest view
+                self._seq, self._time = view.seq, start_ms
             saved = self._time
-            self._time = 0
+            self._time = start_ms
             try:
-                for chunk in self.reader.chunks(0, size=CHUNK):
-                    events = [e for e in chunk if e.seq <= self._seq]
-                    self._apply_to([view], events)
-                    if len(events) < len(chunk):
-                        break
+                if view.seq < self._seq:
+                    for chunk in self.reader.chunks(view.seq, size=CHUNK):
+                        events = [e for e in chunk if e.seq <= self._seq]
+                        self._apply_to([view], events)
+                        if len(events) < len(chunk):
+                            break
             finally:
                 self._time = saved
-            view.seq = self._seq
+            view.seq = max(view.seq, self._seq)
             self._views[name] = view
+            self._snapshot_at = self._seq
 
-    @property
-    def views(self) -> list[str]:
-        """The views' names, in registration order."""
-        return list(self._views)
+    def _load(self, view: View) -> int:
+        """Load ``view``'s snapshot if there is a good one; the ledger's time
+        at its seq (0 without one).  The view starts empty at seq 0 otherwise."""
+        if self.snapshots is None:
+            return 0
+        board = view.template.board
+        columns = board._codec.columns if hasattr(board, "_codec") else None
+        loaded = self.snapshots.load_parts(
+            view.name, view.spec(), head=self.reader.head(), columns=columns
+        )
+        if loaded is None:
+            return 0
+        try:
+            view.restore(
+                [
+                    (key, (part, None if snap is None else restored_board(view, snap)))
+                    for key, part, snap in loaded.parts
+                ]
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            view.reset()
+            self.snapshots.warn(view.name, f"it does not load ({exc})")
+            return 0
+        view.seq = loaded.seq
+        view.time_ms = loaded.ledger_ms
+        if loaded.refused:
+            self.refused[view.name] = loaded.refused
+        return loaded.ledger_ms
 
-    def view(self, name: str, key: Any = NO_KEY) -> Any:
-        """The board of view ``name`` (and ``key``, for a keyed view)."""
-        return self._views[name].board(key)
+    def snapshot(self) -> dict[str, int]:
+        """Write every view's snapshot (each atomically); return ``{view
+        name: seq it reflects}``.  Applying waits while it writes.
 
-    def __getitem__(self, name: str) -> Any:
-        return self._views[name].reader()
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._views
+        Runtime complexity: O(N) for N members over the views
+        """
+        if self.snapshots is None:
+            raise ValueError("this ledger was given no snapshots directory")
+        with self._lock:
+            written = {}
+            for view in self._views.values():
+                self.snapshots.save_parts(
+                    view.name,
+                    view.spec(),
+                    view.seq,
+                    self._time,
+                    view.export(),
+                    refused=self.refused.get(view.name, 0),
+                )
+                written[view.name] = view.seq
+            self._snapshot_at = self._seq
+            return written
 
     @property
     def last_seq(self) -> int:
         """The sequence number of the last event applied."""
         return self._seq
 
-    # -- recording -------------------------------------------------------------
-    def record(
-        self,
-        member: Any,
-        value: Any = None,
-        *,
-        op: str = "incr",
-        t_ms: int | None = None,
-        attrs: Mapping[str, Any] | None = None,
-        when: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        ranks: bool = True,
-    ) -> Recorded:
-        """Check, append, apply (see the module docstring); the event's
-        sequence number and each view's outcome.
-
-        Runtime complexity: one append (a round trip and a commit), plus the
-        events appended by others since the last read
-        """
-        if value is None and op == "incr":
-            value = 1
-        event = make_event(
-            member,
-            value,
-            op=op,
-            t_ms=self._now() if t_ms is None else t_ms,
-            attrs=attrs,
-            when=when,
-            meta=meta,
-        )
-        return self._record([event], ranks)[0]
-
+    # -- recording (record(): LedgerFront's) ----------------------------------------
     def record_many(
         self, items: Iterable[Mapping[str, Any] | tuple[Any, Any]], *, ranks: bool = False
     ) -> list[Recorded]:
         """Record many events in one transaction: items as :meth:`Ledger.record_many
         <rankengine.ledger.ledger.Ledger.record_many>` takes them."""
-        events = []
-        for i, item in enumerate(items):
-            try:
-                events.append(self._event_of(item))
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"item {i} of the batch: {exc}") from None
+        events = self._events_of(items)
         return self._record(events, ranks) if events else []
-
-    def _event_of(self, item: Mapping[str, Any] | tuple[Any, Any]) -> LedgerEvent:
-        if isinstance(item, tuple):
-            if len(item) != 2:
-                raise TypeError(f"expected (member, delta) or a dict, got {item!r}")
-            return make_event(item[0], item[1], t_ms=self._now())
-        fields = dict(item)
-        member = fields.pop("member")
-        op = fields.pop("op", "incr")
-        value = fields.pop("value", 1 if op == "incr" else None)
-        t_ms = fields.pop("t_ms", None)
-        return make_event(
-            member, value, op=op, t_ms=self._now() if t_ms is None else t_ms, **fields
-        )
 
     def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
         with self._lock:
@@ -301,7 +315,11 @@ class PgLedger:
     def _apply(self, events: list[StoreEvent]) -> int:
         self._apply_to(list(self._views.values()), events)
         if events:
+            self._started = True
             self._seq = max(self._seq, events[-1].seq)
+            every = self.snapshot_every
+            if every is not None and self._seq - self._snapshot_at >= every:
+                self.snapshot()
         return len(events)
 
     def _apply_to(self, views: list[View], events: list[StoreEvent]) -> None:
@@ -326,20 +344,8 @@ class PgLedger:
                     subs.deliver(stored.seq, event, view, outcomes)
                 view.seq = stored.seq
 
-    # -- subscriptions -------------------------------------------------------------
-    def subscribe(self, view: str, callback: Callable[[Any], None], **options: Any) -> Any:
-        """As :meth:`Ledger.subscribe <rankengine.ledger.ledger.Ledger.subscribe>`:
-        notices are delivered as this process applies the stream, in order."""
-        with self._lock:
-            if view not in self._views:
-                raise KeyError(f"the ledger has no view {view!r}")
-            return self._subs.add(view, self._views[view].kind, callback, **options)
-
-    def unsubscribe(self, handle: Any) -> None:
-        """Stop a subscription."""
-        with self._lock:
-            self._subs.remove(handle)
-
+    # -- subscriptions: LedgerFront's (notices delivered as this process applies
+    #    the stream, in order) ---------------------------------------------------
     def close(self) -> None:
         """Close the store connections (the views stay readable)."""
         self.store.close()

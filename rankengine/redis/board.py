@@ -476,8 +476,7 @@ class RedisLeaderboard(
             # changed since: the plain path below, or the function.
             element = key if self._plain_rank else self._elements.get(key)
             if element is not None:
-                read = self._client.zrevrank if self._desc else self._client.zrank
-                found_rank = read(self._keys[0], element)
+                found_rank = self._read(self._rank_command, self._keys[0], element)
                 if found_rank is not None:
                     return int(found_rank) + 1
         if self._plain_ranks():

@@ -42,6 +42,7 @@ from rankengine.redis.codec import (
     TIE_DIGITS,
     ScoreFormat,
 )
+from rankengine.redis.direct import DirectCalls, direct_calls
 from rankengine.redis.scripts import ScriptError, ScriptRunner
 
 __all__ = [
@@ -255,6 +256,11 @@ class RedisHandle:
         #: member key -> its element when this handle last saw it (see _seen)
         self._elements: dict[bytes, bytes] = {}
         self._scripts = ScriptRunner(redis)
+        #: Calls on the client's connection pool, knowing a first sending
+        #: from a resend (None: through execute_command; see _run).
+        self._direct: DirectCalls | None = direct_calls(redis)
+        #: A member's unique rank by its element, as a plain command.
+        self._rank_command = "ZREVRANK" if self._desc else "ZRANK"
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
         #: thread id -> (process id, its reply key), made once (see _reply_key)
@@ -468,7 +474,22 @@ class RedisHandle:
             f"the {_KEY_TYPES[index]} the board keeps there: another application uses it"
         )
 
+    def _read(self, *args: Any) -> Any:
+        """One plain read command, its raw reply (an int, bytes or None:
+        the commands sent here have no reply callback in redis-py).
+
+        Runtime complexity: one round trip, besides the command's work.
+        """
+        direct = self._direct
+        if direct is not None:
+            return direct.read(*args)
+        return self._client.execute_command(*args)
+
     def _run(self, name: str, *args: Any) -> Any:
+        direct = self._direct
+        if direct is not None:  # (a plain redis.Redis: see rankengine.redis.direct)
+            run = self._scripts.direct
+            return self._send(name, lambda keys, mode: run(direct, name, keys, mode, args))
         return self._send(name, lambda keys, mode: self._scripts(name, keys, [mode, *args]))
 
     def _run_together(self, name: str, calls: list[list[Any]]) -> list[Any]:

@@ -325,26 +325,18 @@ class RedisPipeline:
         tail = len(calls)
         while tail and calls[tail - 1].plain is not None:
             tail -= 1
+        direct = board._direct
         for attempt in range(2):
-            pipe = board._client.pipeline(transaction=False)
-            writes = 0
-            for call in calls[:tail]:
-                if call.name is None:  # a plain read: it queues itself
-                    call.args[0](pipe)
-                    continue
-                keys, mode = board._keys, board._mode
-                if call.name in _WRITES:
-                    # numbered, bound to the settings, a reply key each (see the module)
-                    reply_key = board._reply_key() + (f".{writes}" if writes else "")
-                    keys = [*keys, reply_key]
-                    mode += f"#{next(board._calls)}"
-                    if board._stored_sha:
-                        mode += f"@{board._stored_sha}"
-                    writes += 1
-                pipe.execute_command(*runner.call_args(call.name, keys, [mode, *call.args]))
-            for call in calls[tail:]:  # (after the calls before them: their writes are in)
-                pipe.hget(board._keys[1], call.plain[0])  # type: ignore[index]
-            replies = pipe.execute(raise_on_error=False)
+            numbers = [next(board._calls) for call in calls[:tail] if call.name in _WRITES]
+            if direct is None:
+                replies = self._queue(calls, tail, numbers, "#", True).execute(raise_on_error=False)
+            else:
+                # (sent first with '!', again with '#': see rankengine.redis.direct)
+                def build(resent: bool, resends: bool, numbers: list[int] = numbers) -> Any:
+                    mark = "#" if resent else "!"
+                    return self._queue(calls, tail, numbers, mark, resends).command_stack
+
+                replies = direct.batch(board._client, build)
             if attempt == 0 and any(runner.missing(reply) for reply in replies):
                 runner.load()  # (no script or function ran: every one of them failed alike)
                 continue
@@ -354,6 +346,36 @@ class RedisPipeline:
         if stale:  # a write ran alone after the rows were read: the ranks are read again
             return out + [_answer(call.alone) for call in calls[tail:]]
         return out + self._plain_ranks(calls[tail:], rows)
+
+    def _queue(
+        self, calls: list[_Call], tail: int, numbers: list[int], mark: str, record: bool
+    ) -> Any:
+        """A redis-py pipeline holding the round trip of ``calls`` (see _send):
+        the writes numbered ``numbers`` after ``mark`` (``#``, or ``!`` on
+        a first sending) with a reply key each, or, when no resend can come
+        (not ``record``), with neither."""
+        board = self._board
+        runner = board._scripts
+        pipe = board._client.pipeline(transaction=False)
+        writes = 0
+        for call in calls[:tail]:
+            if call.name is None:  # a plain read: it queues itself
+                call.args[0](pipe)
+                continue
+            keys, mode = board._keys, board._mode
+            if call.name in _WRITES:
+                # numbered, bound to the settings, a reply key each (see the module)
+                if record:
+                    reply_key = board._reply_key() + (f".{writes}" if writes else "")
+                    keys = [*keys, reply_key]
+                    mode += f"{mark}{numbers[writes]}"
+                if board._stored_sha:
+                    mode += f"@{board._stored_sha}"
+                writes += 1
+            pipe.execute_command(*runner.call_args(call.name, keys, [mode, *call.args]))
+        for call in calls[tail:]:  # (after the calls before them: their writes are in)
+            pipe.hget(board._keys[1], call.plain[0])  # type: ignore[index]
+        return pipe
 
     def _plain_ranks(self, calls: list[_Call], rows: list[Any]) -> list[Any]:
         """The second round trip of the ranks that ended a round trip, given
@@ -369,7 +391,13 @@ class RedisPipeline:
             key, style = call.plain  # type: ignore[misc]
             count = board._plain_count(pipe, key, row, style)
             counts.append(call.alone if count is None else (count, board._replies_of(style)))
-        replies = iter(pipe.execute(raise_on_error=False)) if len(pipe) else iter(())
+        direct = board._direct
+        if not len(pipe):
+            replies: Any = iter(())
+        elif direct is None:
+            replies = iter(pipe.execute(raise_on_error=False))
+        else:  # (reads only: sent again as they are)
+            replies = iter(direct.batch(board._client, lambda resent, resends: pipe.command_stack))
         out: list[Any] = []
         for call, count in zip(calls, counts, strict=True):
             if count is None or isinstance(count, Exception):

@@ -89,13 +89,13 @@ class PlainRanks(ReplyDecoding):
 
         Runtime complexity: O(log N), two round trips.
         """
-        row = self._client.hget(self._keys[1], key)
+        row = self._read("HGET", self._keys[1], key)
         if row is None:
             return None
         if style == "unique":  # one command: sent alone, no pipeline object
             element = _element(row, key)
-            read = self._client.zrevrank if self._desc else self._client.zrank
-            return self._counted(key, element, "unique", [read(self._keys[0], element)])
+            found = self._read(self._rank_command, self._keys[0], element)
+            return self._counted(key, element, "unique", [found])
         pipe = self._client.pipeline(transaction=False)
         count = self._plain_count(pipe, key, row, style)
         return FALLBACK if count is None else count(pipe.execute())

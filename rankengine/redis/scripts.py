@@ -19,8 +19,9 @@ writes)::
     KEYS[6]  S  hash        config, clock, writes, inexact, dense (and
                             loading, between the chunks of one LOAD)
     KEYS[7]  R  string      the caller's last write: call number, reply
-                            (writes only; one per handle, process and
-                            thread; expires after 300 s)
+                            (writes of a client that may send them
+                            again; one per handle, process and thread;
+                            expires after 300 s)
 
 An element of ``Z`` is ``ordkey + tie + member`` (see
 :mod:`rankengine.redis.codec` for the encodings):
@@ -53,7 +54,10 @@ plain ``ZREVRANGE``, see :mod:`rankengine.redis.board`).
 first column), ``f``/``m`` (tie-break), the number of columns whose ordkey
 the element carries (``1`` for scalar and packed boards), the number of
 kind letters, then, on a write, ``#`` and the call number (a call sent
-again after a lost reply gets its first run's reply), ``@`` and the SHA1
+again after a lost reply gets its first run's reply; ``!`` instead of
+``#`` on a call's first sending, which keeps its reply and looks for
+none; no call number, and no reply key, from a client that never sends a
+call again: see :mod:`rankengine.redis.direct`), ``@`` and the SHA1
 of the settings the handle opened the board with, as stored (a write
 refuses a board stored again with others: Redis lost it and another
 process created it), then, on a write to a board with an event log, ``:``
@@ -78,6 +82,8 @@ from __future__ import annotations
 import hashlib
 from importlib.resources import files
 from typing import Any, Final
+
+from rankengine.redis.direct import DirectCalls
 
 __all__ = ["EXACT", "LIBRARY", "LIBRARY_NAME", "SCRIPTS", "ScriptError", "ScriptRunner"]
 
@@ -286,6 +292,35 @@ class ScriptRunner:
             return self.client.execute_command(*self.call_args(name, keys, args))
         except Exception as exc:
             return self._failed(name, keys, args, exc)
+
+    def direct(
+        self, calls: DirectCalls, name: str, keys: list[str], mode: str, args: tuple[Any, ...]
+    ) -> Any:
+        """Call script ``name`` as :meth:`__call__` does, through ``calls``
+        (see :mod:`rankengine.redis.direct`): a write (``mode`` with ``#``
+        and its call number) goes out marked as sent for the first time
+        (``!``: its function keeps its reply but looks for no earlier run)
+        and with ``#`` if the connection sends it again; on a connection
+        that never sends a call again, with no call number and no reply
+        key (nothing to keep).  ``LOAD`` always keeps its reply: its chunks
+        are told apart by the call number.
+
+        Runtime complexity: O(size of the command), one round trip.
+        """
+
+        def command(resent: bool, resends: bool) -> list[Any]:
+            if resent or mode[4:5] != "#":
+                return self.call_args(name, keys, [mode, *args])
+            if resends or name == "LOAD":
+                return self.call_args(name, keys, [f"{mode[:4]}!{mode[5:]}", *args])
+            rest = mode[5:]
+            at = len(rest) - len(rest.lstrip("0123456789"))
+            return self.call_args(name, keys[:6], [mode[:4] + rest[at:], *args])
+
+        try:
+            return calls.call(command)
+        except Exception as exc:
+            return self._failed(name, keys, [mode, *args], exc)
 
     def _failed(self, name: str, keys: list[str], args: list[Any], exc: Exception) -> Any:
         """After a call of script ``name`` raised ``exc``: load the library

@@ -44,8 +44,10 @@ local SETTINGS
 -- hashes them only when they differ from the last ones seen.
 local config_seen, config_sha
 -- A write passes its caller's reply key as its last key and a call number
--- after '#' in ARGV[1] (see replayed, below).
-local R, CALL
+-- after '#' in ARGV[1] (see replayed, below), or after '!' when the client
+-- knows this is the call's first sending: nothing to look for, the reply
+-- is only kept (FRESH).
+local R, CALL, FRESH
 local REPLY_TTL = 300
 
 -- A script gets the board's six keys (and the reply key): Redis Cluster
@@ -84,9 +86,11 @@ local function begin(keys, argv)
   PLEN = 0
   if FIRST then PLEN = 16 + KLEN end
   ST, dirty = nil, false
-  GUARD, SETTINGS, CALL = nil, nil, nil
-  if #MODE > 4 then  -- (one match: '#' call, '@' settings, ':' guard, each optional)
-    CALL, SETTINGS, GUARD = match(MODE, '^....#?(%d*)@?(%x*):?(%d*)$')
+  GUARD, SETTINGS, CALL, FRESH = nil, nil, nil, false
+  if #MODE > 4 then  -- (one match: '#' or '!' call, '@' settings, ':' guard, each optional)
+    local mark
+    mark, CALL, SETTINGS, GUARD = match(MODE, '^....([#!]?)(%d*)@?(%x*):?(%d*)$')
+    FRESH = mark == '!'
     if CALL == '' then CALL = nil end
     if SETTINGS == '' then SETTINGS = nil end
     if GUARD == '' then GUARD = nil end
@@ -136,9 +140,12 @@ end
 -- (a reset, a socket timeout): Redis may have run it already.  A write
 -- that changed something keeps its reply in R for REPLY_TTL seconds, and
 -- the same call arriving again gets that reply back instead of running
--- twice (an increment added twice, a batch applied twice).
+-- twice (an increment added twice, a batch applied twice).  A call marked
+-- as sent for the first time (FRESH: the client sends it again only with
+-- '#') skips the look-up, one Redis call fewer; one sent by a client that
+-- never sends a call again has no call number, and keeps no reply.
 local function replayed()
-  if not R or not CALL then return nil end
+  if not R or not CALL or FRESH then return nil end
   local last = redis.call('GET', R)
   if not last then return nil end
   local at = string.find(last, ' ', 1, true)

@@ -1,0 +1,164 @@
+"""Opening a ledger with four views against opening one board (issue 20's
+open target: <= 2x at N = 1,000,000).
+
+Usage (from the repository root)::
+
+    python bench/ledger_open.py -n 1000000                 # this tree against main
+    python bench/ledger_open.py -n 200000 --case distinct --baseline ''
+
+The fixtures are written once, by this tree (the formats are the same in
+both): a ledger with ``bench/ledger.py``'s four views -- all-time, weekly,
+daily (``PeriodicLeaderboard``) and trending (``TopK``, k = 10) -- one
+snapshot per view (``compact()``), and one durable board of ``-n`` members
+(``Leaderboard.open``, one snapshot).
+
+``--case same`` is ``bench/ledger.py``'s open round: one event per member,
+all in one day, so the three exact views hold the same ``-n`` rows (a
+young ledger; the case the open's sharing of identical snapshot chunks
+serves).  ``--case distinct``: every member scores in the previous week,
+earlier this week and today, with different values, so the three exact
+views hold ``-n`` members each in three different orders (and the daily
+and weekly views keep their previous period too): nothing to share, the
+ledger reads and loads about three boards' worth.
+
+Each open runs in a fresh process (this tree's ``rankengine`` and the
+``--baseline`` ref's, read with ``git archive``), one warm-up each, then
+``--repeats`` rounds taking turns (interleaved, for a shared machine).
+The figure is CPU time (``time.process_time()``), the steadier one on a
+loaded machine; the ratio is the ledger's median over the board's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from replay import export_ref  # noqa: E402 - bench/ is not a package
+
+DAY_MS = 86_400_000
+T0_MS = 1_799_020_800_000  # 2027-01-04T00:00Z, a Monday (as bench/ledger.py)
+BATCH = 20_000
+#: When each member scores, by case.
+CASE_TIMES = {"same": [T0_MS], "distinct": [T0_MS - 3 * DAY_MS, T0_MS + DAY_MS, T0_MS + 2 * DAY_MS]}
+
+#: What one open runs, in a fresh interpreter whose path starts with a tree.
+_OPEN = """
+import gc, json, sys, time
+sys.path.insert(0, sys.argv[1])
+import rankengine
+from rankengine import Leaderboard, Ledger
+assert rankengine.__file__.startswith(sys.argv[1]), rankengine.__file__
+gc.collect()
+cpu = time.process_time()
+if sys.argv[3] == "ledger":
+    opened = Ledger.open(sys.argv[2], compact_min_bytes=None)
+else:
+    opened = Leaderboard.open(sys.argv[2], compact_min_bytes=None)
+cpu = time.process_time() - cpu
+opened.close()
+print(json.dumps({"cpu": cpu}))
+"""
+
+
+def build(n: int, case: str, root: Path) -> tuple[Path, Path]:
+    """The ledger and the board directories (this tree's rankengine)."""
+    sys.path.insert(0, str(ROOT))
+    from rankengine import Leaderboard, Ledger  # (this tree, on the path now)
+
+    rng = random.Random(3)
+    # "distinct": the previous week, earlier this week, today
+    times = CASE_TIMES[case]
+    ledger_dir, board_dir = root / "ledger", root / "board"
+    totals = [0] * n
+    with Ledger.open(ledger_dir, compact_min_bytes=None) as ledger:
+        ledger.add_view("alltime")
+        ledger.add_view("weekly", "periodic", calendar="weekly")
+        ledger.add_view("daily", "periodic", calendar="daily")
+        ledger.add_view("trending", "topk", k=10)
+        for day, t_ms in enumerate(times):
+            for lo in range(0, n, BATCH):
+                events = []
+                for i in range(lo, min(n, lo + BATCH)):
+                    value = rng.randrange(10**7)
+                    totals[i] += value
+                    events.append({"member": f"player:{i}", "value": value, "t_ms": t_ms + day + i})
+                ledger.record_many(events)
+        ledger.compact()
+    with Leaderboard.open(board_dir, compact_min_bytes=None) as board:
+        board.set_many({f"player:{i}": totals[i] for i in range(n)})
+        board.compact()  # type: ignore[attr-defined]
+    return ledger_dir, board_dir
+
+
+def open_once(tree: str, directory: Path, what: str) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN, tree, str(directory), what],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": tree},
+    )
+    if done.returncode:
+        raise SystemExit(f"the {what} open with {tree} failed:\n{done.stderr}")
+    return float(json.loads(done.stdout)["cpu"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("-n", type=int, default=200_000, help="members")
+    p.add_argument("--case", default="same", choices=["same", "distinct"])
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--baseline", default="main", help="git ref to compare with ('' for none)")
+    args = p.parse_args(argv)
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cpus (shared machine), "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    root = Path(tempfile.mkdtemp(prefix="bench-ledger-open-"))
+    try:
+        print(f"writing the fixtures: N = {args.n:,}, case {args.case} ...")
+        ledger_dir, board_dir = build(args.n, args.case, root)
+        trees = {"new": str(ROOT)}
+        if args.baseline:
+            trees = {f"old ({args.baseline})": export_ref(args.baseline, str(root)), **trees}
+        steps = [
+            (f"{name} {what}", tree, directory, what)
+            for name, tree in trees.items()
+            for what, directory in (("ledger", ledger_dir), ("board", board_dir))
+        ]
+        for _, tree, directory, what in steps:  # warm-up: the OS cache, the .pyc files
+            open_once(tree, directory, what)
+        runs: dict[str, list[float]] = {label: [] for label, *_ in steps}
+        for _ in range(args.repeats):
+            for label, tree, directory, what in steps:
+                runs[label].append(open_once(tree, directory, what))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    medians: dict[str, Any] = {}
+    for label, values in runs.items():
+        medians[label] = statistics.median(values)
+        print(
+            f"  {label:<18} min {min(values):7.3f}  median {medians[label]:7.3f}  "
+            f"max {max(values):7.3f} s (CPU)"
+        )
+    for name in trees:
+        ratio = medians[f"{name} ledger"] / medians[f"{name} board"]
+        print(f"  {name}: ledger open / board open {ratio:.2f}x (target <= 2)")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

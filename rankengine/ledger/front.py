@@ -1,0 +1,205 @@
+"""What every ledger over a stream of events shares: its views by name, events, subscriptions.
+
+Two ledgers keep the same views and the same ``record`` API over two
+streams: :class:`~rankengine.ledger.ledger.Ledger` over local segments and
+:class:`~rankengine.pg.ledger.PgLedger` over a PostgreSQL table.  Their
+front (the views by name, an event made from ``record``'s arguments or a
+batch's items, subscriptions, a view's board loaded from a snapshot part)
+is written once, here, in :class:`LedgerFront`; each ledger supplies
+``_views``, ``_lock``, ``_subs``, ``_now`` and ``_record`` (check, store,
+apply a list of events).  The local ledger keeps its own ``record`` (a
+fast path for plain increments) and inherits the rest.
+
+>>> event_of(("ann", 3), now=lambda: 7)
+LedgerEvent(member='ann', op='incr', value=3, t_ms=7, attrs=None, when=None, meta=None)
+>>> event_of({"member": "bob", "op": "set", "value": 2, "t_ms": 5}, now=lambda: 7).value
+2
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+
+from rankengine.ledger.events import LedgerEvent, make_event
+from rankengine.ledger.routes import NO_KEY
+from rankengine.ledger.subscriptions import Subscriptions
+from rankengine.ledger.views import Outcome, View
+
+__all__ = ["LedgerFront", "Recorded", "event_of", "events_of", "restored_board"]
+
+
+class Recorded(NamedTuple):
+    """What one event did: its sequence number and each view's outcome."""
+
+    seq: int
+    event: LedgerEvent
+    outcomes: list[Outcome]
+
+    def outcome(self, view: str, key: Any = NO_KEY) -> Outcome | None:
+        """The outcome in ``view`` (its board ``key``), None if it took no part.
+
+        Runtime complexity: O(number of views)
+        """
+        for outcome in self.outcomes:
+            if outcome.view == view and outcome.key == key:
+                return outcome
+        return None
+
+
+def event_of(item: Mapping[str, Any] | tuple[Any, Any], now: Callable[[], int]) -> LedgerEvent:
+    """The event of one batch item: a ``(member, delta)`` pair (an increment
+    now) or a map of ``record``'s arguments (``t_ms`` defaults to ``now()``).
+
+    Runtime complexity: O(size of the item)
+    """
+    if isinstance(item, tuple):
+        if len(item) != 2:
+            raise TypeError(f"expected (member, delta) or a dict, got {item!r}")
+        return make_event(item[0], item[1], t_ms=now())
+    if not isinstance(item, Mapping):
+        raise TypeError(f"expected (member, delta) or a dict, got {item!r}")
+    fields = dict(item)
+    member = fields.pop("member")
+    op = fields.pop("op", "incr")
+    value = fields.pop("value", 1 if op == "incr" else None)
+    t_ms = fields.pop("t_ms", None)
+    return make_event(member, value, op=op, t_ms=now() if t_ms is None else t_ms, **fields)
+
+
+def events_of(
+    items: Iterable[Mapping[str, Any] | tuple[Any, Any]], now: Callable[[], int]
+) -> list[LedgerEvent]:
+    """The events of a batch's items; a bad item raises, naming its index.
+
+    Runtime complexity: O(k) for k items
+    """
+    events = []
+    for i, item in enumerate(items):
+        try:
+            events.append(event_of(item, now))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"item {i} of the batch: {exc}") from None
+    return events
+
+
+def restored_board(view: View, snap: Any, restored: list[tuple[Any, Any]] | None = None) -> Any:
+    """A new board of ``view``'s settings holding a snapshot part's board
+    (a :class:`~rankengine.durable.snapshot.Snapshot`), by the columnar load.
+
+    ``restored`` (optional) lists the ``(snapshot, board)`` pairs restored
+    before in the same open.  When one of them came from a snapshot with the
+    same rows (:meth:`Snapshot.same_rows`: the very same chunks), its
+    member -> score map is copied rather than built again (a C-level copy of
+    the hash table: measured at 1,000,000 members, ~0.05 s against ~0.8 s
+    for building it from the columns on a shared machine); the new board is
+    then added to ``restored``.
+
+    Runtime complexity: O(N) for the part's N members
+    """
+    board = view.template.new_board()
+    members, scores, clocks, metas = snap.columns()
+    scalar = board._codec.columns is None
+    by_member = None
+    if restored is not None and scalar:
+        for seen, twin in restored:
+            if twin._codec.columns is None and seen.same_rows(snap):
+                by_member = twin._primary.copy()
+                break
+    board._restore_columns(
+        members,
+        scores,
+        clocks,
+        metas,
+        int(snap.header["clock"]),
+        by_member=by_member,
+        negated=snap.negated_clocks,
+    )
+    if restored is not None and scalar:
+        restored.append((snap, board))
+    return board
+
+
+class LedgerFront:
+    """The shared front of a ledger (see the module docstring)."""
+
+    _views: dict[str, View]
+    _lock: threading.RLock
+    _subs: Subscriptions
+    _now: Callable[[], int]
+
+    def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
+        raise NotImplementedError  # each ledger's: check, store, apply
+
+    @property
+    def views(self) -> list[str]:
+        """The views' names, in registration order."""
+        return list(self._views)
+
+    def view(self, name: str, key: Any = NO_KEY) -> Any:
+        """The board of view ``name`` (of its board ``key`` when keyed; with
+        no key, a keyed view gives the mapping of its boards).
+
+        Runtime complexity: O(1)
+        """
+        view = self._views.get(name)
+        if view is None:
+            raise KeyError(f"the ledger has no view {name!r} (it has {self.views})")
+        return view.reader() if key is NO_KEY else view.board(key)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.view(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._views
+
+    def record(
+        self,
+        member: Any,
+        value: Any = None,
+        *,
+        op: str = "incr",
+        t_ms: int | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        when: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        ranks: bool = True,
+    ) -> Recorded:
+        """Record one event and apply it to every view; ``value`` defaults
+        to 1 for ``incr``, ``t_ms`` (the event time) to now.  Returns its
+        sequence number and each view's outcome.
+
+        Runtime complexity: the ledger's ``_record`` of one event
+        """
+        if value is None and op == "incr":
+            value = 1
+        event = make_event(
+            member,
+            value,
+            op=op,
+            t_ms=self._now() if t_ms is None else t_ms,
+            attrs=attrs,
+            when=when,
+            meta=meta,
+        )
+        return self._record([event], ranks)[0]
+
+    def _events_of(self, items: Iterable[Mapping[str, Any] | tuple[Any, Any]]) -> list[LedgerEvent]:
+        return events_of(items, self._now)
+
+    def subscribe(self, view: str, callback: Callable[[Any], None], **options: Any) -> Any:
+        """Call ``callback`` with each notice of ``view`` (see
+        :mod:`rankengine.ledger.subscriptions`): ``on="change"`` (the
+        default), ``on="top"`` with ``k=``, ``on="overtaken"``.  Returns a
+        handle for :meth:`unsubscribe`.
+        """
+        with self._lock:
+            if view not in self._views:
+                raise KeyError(f"the ledger has no view {view!r}")
+            return self._subs.add(view, self._views[view].kind, callback, **options)
+
+    def unsubscribe(self, handle: Any) -> None:
+        """Stop a subscription."""
+        with self._lock:
+            self._subs.remove(handle)

@@ -1,0 +1,195 @@
+"""A board's calls sent on a pooled connection of its redis-py client: no
+generic command layers in front of the socket, and the call knows whether
+it is being sent for the first time.
+
+redis-py's ``execute_command`` takes a connection from the pool, sends the
+command, parses the reply through the command's callback, and, when the
+connection drops before the reply, sends the command again through the
+connection's ``Retry`` (``redis.Redis(host, port)`` retries by default).  A
+board's function call needs all of that but the callback (a function's
+reply has none), and one thing more: to know which sending this is.
+
+* A write sent for the first time cannot have run before, so it is marked
+  so (``!`` before its call number instead of ``#``): its function keeps
+  its reply for a resend but does not look for an earlier run, one Redis
+  call fewer per write.  Sent again (the connection dropped), it carries
+  ``#`` and its function looks first, as every write did before.
+* A connection whose ``Retry`` never sends a call again (``retries=0``:
+  ``redis.Redis(..., retry=Retry(NoBackoff(), 0))``) gets writes with no
+  call number and no reply key: no second sending can come, so there is
+  no reply to keep (two Redis calls fewer per write).
+
+What is kept of redis-py's path: the pool (``get_connection`` /
+``release``), the connection's health check and reconnect, and its
+``Retry`` object (the same errors retried the same number of times, with
+its backoff, the connection closed before each new attempt).  What is
+left out: the command callbacks (none applies to ``FCALL``/``EVALSHA``),
+and redis-py's per-command observability hooks (OpenTelemetry metrics of
+redis-py 7 and later do not count a board's calls; the server's
+``INFO commandstats`` does).
+
+Used only for a plain ``redis.Redis`` client (or a subclass that does not
+change how commands are executed) with a connection pool; a cluster
+client, a single-connection client, a client with client-side caching
+(``cache_config``) and any other object take redis-py's
+``execute_command`` as before.
+
+Runtime complexity: O(size of the command) per call, one round trip
+(one more per attempt the ``Retry`` makes after a dropped connection).
+
+>>> may_resend(None), may_resend(_Retries(0)), may_resend(_Retries(3)), may_resend(_Retries(-1))
+(True, False, True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+__all__ = ["DirectCalls", "direct_calls", "may_resend"]
+
+#: The redis-py version whose pools hand out a connection without a
+#: command name (earlier ones need it; later ones warn when given one).
+_NAMELESS_FROM: Final = (5, 3)
+
+
+class _Retries:
+    """A stand-in ``Retry`` for the doctest: only its number of retries."""
+
+    def __init__(self, retries: int) -> None:
+        self._retries = retries
+
+    def get_retries(self) -> int:
+        return self._retries
+
+
+def may_resend(retry: Any) -> bool:
+    """Whether a connection's ``Retry`` may send a call again after a
+    dropped connection: every ``Retry`` but one of 0 retries (-1 is
+    forever); unknown objects are taken to resend.
+
+    Runtime complexity: O(1)
+    """
+    get_retries = getattr(retry, "get_retries", None)
+    return get_retries is None or get_retries() != 0
+
+
+class DirectCalls:
+    """Calls on connections of one redis-py connection pool (see the
+    module docstring)."""
+
+    __slots__ = ("_error", "_get", "_pool")
+
+    def __init__(self, pool: Any, error: type[Exception], takes_name: bool = False) -> None:
+        self._pool = pool
+        #: redis-py's ResponseError: an error reply, kept in its place by batch()
+        self._error = error
+        # redis-py before 5.3 needs a command name to hand out a connection,
+        # and warns about one from 5.3 on
+        get = pool.get_connection
+        self._get: Callable[[], Any] = (lambda: get("FCALL")) if takes_name else get
+
+    def call(self, command: Callable[[bool, bool], list[Any]]) -> Any:
+        """Send ``command(resent, resends)`` and return its raw reply.
+
+        ``resent`` is False for the first attempt and True for every one
+        the connection's ``Retry`` makes after it; ``resends`` says whether
+        that ``Retry`` makes any (see :func:`may_resend`).  An error reply
+        raises redis-py's ``ResponseError`` (not retried, as in redis-py);
+        a dropped connection is retried as redis-py retries it.
+
+        Runtime complexity: O(size of the command), one round trip per attempt.
+        """
+        pool = self._pool
+        conn = self._get()
+        try:
+            retry = conn.retry
+            resends = may_resend(retry)
+            attempts = 0
+
+            def attempt() -> Any:
+                nonlocal attempts
+                args = command(attempts > 0, resends)
+                attempts += 1
+                conn.send_command(*args)
+                return conn.read_response()
+
+            return retry.call_with_retry(attempt, lambda error: conn.disconnect())
+        finally:
+            pool.release(conn)
+
+    def batch(
+        self, client: Any, build: Callable[[bool, bool], list[tuple[Any, dict[str, Any]]]]
+    ) -> list[Any]:
+        """Send the commands ``build(resent, resends)`` returns, as a redis-py
+        pipeline's ``command_stack`` holds them (``(args, options)``), in one
+        round trip, and return their replies parsed as ``client`` parses
+        them (its response callbacks), an error reply as the exception in
+        its place (``execute(raise_on_error=False)``).  ``resent`` and
+        ``resends`` are as for :meth:`call`: a dropped connection sends the
+        whole batch again, built again with ``resent`` True.
+
+        Runtime complexity: O(size of the commands), one round trip per attempt.
+        """
+        conn = self._get()
+        try:
+            retry = conn.retry
+            resends = may_resend(retry)
+            attempts = 0
+            error = self._error
+
+            def attempt() -> list[Any]:
+                nonlocal attempts
+                commands = build(attempts > 0, resends)
+                attempts += 1
+                conn.send_packed_command(conn.pack_commands([args for args, _ in commands]))
+                replies: list[Any] = []
+                for args, options in commands:
+                    try:
+                        replies.append(client.parse_response(conn, args[0], **options))
+                    except error as exc:
+                        replies.append(exc)
+                return replies
+
+            out: list[Any] = retry.call_with_retry(attempt, lambda error: conn.disconnect())
+            return out
+        finally:
+            self._pool.release(conn)
+
+    def read(self, *args: Any) -> Any:
+        """Send one plain read command and return its raw reply (sent again
+        after a dropped connection as the connection's ``Retry`` allows:
+        a read sent twice answers twice).
+
+        Runtime complexity: O(size of the command), one round trip per attempt.
+        """
+        return self.call(lambda resent, resends: list(args))
+
+
+def direct_calls(client: Any) -> DirectCalls | None:
+    """A :class:`DirectCalls` on ``client``'s connection pool, or None when
+    the client must be called through ``execute_command`` (not a plain
+    ``redis.Redis``, or one that holds a single connection).
+
+    Runtime complexity: O(1)
+    """
+    try:
+        import redis as redis_py  # noqa: PLC0415 -- optional: redis-py is the [redis] extra
+    except ImportError:  # pragma: no cover - a client without redis-py installed
+        return None
+    base = redis_py.Redis
+    kind = type(client)
+    if (
+        not isinstance(client, base)
+        or kind.execute_command is not base.execute_command
+        or getattr(kind, "_execute_command", None) is not getattr(base, "_execute_command", None)
+        or getattr(client, "connection", None) is not None
+    ):
+        return None
+    pool = getattr(client, "connection_pool", None)
+    if pool is None or not hasattr(pool, "get_connection") or not hasattr(pool, "release"):
+        return None
+    if getattr(pool, "cache", None) is not None:  # client-side caching: redis-py's to run
+        return None
+    version = tuple(int(part) for part in redis_py.__version__.split(".")[:2] if part.isdigit())
+    return DirectCalls(pool, redis_py.exceptions.ResponseError, takes_name=version < _NAMELESS_FROM)
