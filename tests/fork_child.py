@@ -8,7 +8,9 @@ Opens ``DIR`` with ``fsync="always"`` and ``snapshot_mode="fork"``, adds
 prints ``ack -1``; then starts ``compact()`` on a thread and writes
 ``set("w{i}", i)`` printing ``ack i`` after each.  Once the forked child's
 temporary snapshot file exists and a few more writes are acknowledged, it
-kills itself with SIGKILL (the forked child is then still writing).  The
+kills itself with SIGKILL (the forked child is then still writing; it
+prints ``seen`` when it saw the file, and kills itself all the same if the
+compaction ended before any look saw it).  The
 parent regenerates the writes from the acks.
 """
 
@@ -32,7 +34,8 @@ def main() -> None:
     )
     board.set_many([(f"m{i}", i) for i in range(members)])
     print("ack -1", flush=True)
-    threading.Thread(target=board.compact, daemon=True).start()  # type: ignore[attr-defined]
+    compactor = threading.Thread(target=board.compact, daemon=True)  # type: ignore[attr-defined]
+    compactor.start()
     seen = -1
     i = 0
     while True:
@@ -40,6 +43,9 @@ def main() -> None:
         print(f"ack {i}", flush=True)
         if seen < 0 and any(name.endswith(".tmp") for name in os.listdir(directory)):
             seen = i
+            print("seen", flush=True)
+        if seen < 0 and not compactor.is_alive():
+            seen = i  # (the child was done before a look saw its file: kill anyway)
         if seen >= 0 and i >= seen + WRITES_AFTER:
             os.kill(os.getpid(), signal.SIGKILL)
         i += 1
