@@ -30,6 +30,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from rankengine.board.core import BoardCore
+from rankengine.board.hooks import set_ledger_view_opener
 from rankengine.board.leaderboard import Entry, Leaderboard
 from rankengine.index.skiplist import SkipList
 
@@ -84,6 +85,7 @@ __all__ = [
     "LateEventError",
     "Leaderboard",
     "Ledger",
+    "LedgerBoard",
     "LogError",
     "Monthly",
     "PackedScore",
@@ -128,6 +130,7 @@ _LAZY: dict[str, str] = {
     "PackedScore": "rankengine.board.packed",
     "LateEventError": "rankengine.timed.periodic",
     "Ledger": "rankengine.ledger.ledger",
+    "LedgerBoard": "rankengine.ledger.oneview",
     "AsyncLedger": "rankengine.ledger.aio",
     "PeriodicLeaderboard": "rankengine.timed.periodic",
     "RedisLeaderboard": "rankengine.redis.board",
@@ -159,10 +162,21 @@ class _StoreAlias:
     def __get__(self, obj: object, owner: type[Leaderboard]) -> Any:
         if self._target == "connect":
             return __getattr__("connect_board")
+        if owner is Leaderboard:  # (a ledger directory opens as a LedgerBoard too)
+            return __getattr__("open_board")
         durable = importlib.import_module("rankengine.durable.board")
         return functools.partial(durable.open_board_as, owner)
 
 
+def _open_ledger_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
+    """``PeriodicLeaderboard.open`` on a ledger directory: its one view as a
+    board (registered here, in the root, for the reason the aliases below
+    are: the ledger is built on the time boards, which must not import it)."""
+    timeview = importlib.import_module("rankengine.ledger.timeview")
+    return timeview.open_time_view(directory, kind, options)
+
+
+set_ledger_view_opener(_open_ledger_view)
 Leaderboard.open = _StoreAlias("open")  # type: ignore[assignment]
 Leaderboard.connect = _StoreAlias("connect")  # type: ignore[assignment]
 

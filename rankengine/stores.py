@@ -26,22 +26,30 @@ package root.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.board import DurableLeaderboard, DurableOptions, open_board_as
+from rankengine.durable.kinds import BOARD, LEDGER, what_is_in
+from rankengine.ledger.oneview import LedgerBoard
 from rankengine.redis.board import RedisLeaderboard
 from rankengine.redis.handle import RedisOptions
 
 if TYPE_CHECKING:
     from typing import Unpack
 
-__all__ = ["connect_board", "open_board"]
+__all__ = ["BoardFormat", "connect_board", "open_board"]
+
+#: The on-disk formats of a durable board: its own log, or a one-view ledger.
+BoardFormat = Literal["log", "ledger"]
 
 
 def open_board(
-    path: str | os.PathLike[str], **options: Unpack[DurableOptions]
-) -> DurableLeaderboard:
+    path: str | os.PathLike[str],
+    *,
+    format: BoardFormat | None = None,
+    **options: Unpack[DurableOptions],
+) -> DurableLeaderboard | LedgerBoard:
     """Open (or create) the durable board stored in directory ``path``.
 
     The options are those of :class:`~rankengine.durable.DurableLeaderboard`:
@@ -49,9 +57,29 @@ def open_board(
     ``backend``), the ``fsync`` policy, compaction thresholds and what
     happens to a torn tail.
 
+    A directory that holds a ledger with one board view (``rankengine
+    migrate`` made it, or ``format="ledger"`` created it) opens as a
+    :class:`~rankengine.ledger.oneview.LedgerBoard`: the same API, each
+    write an event of the ledger.  ``format`` chooses the format of a
+    *new* directory: ``"log"`` (the default: the durable board's own log,
+    the faster write path, see ``docs/ledger.md``) or ``"ledger"``; asked
+    of an existing directory of the other format it is an error.
+
     Runtime complexity: O(S + R) for a snapshot of S members and R records
     logged after it.
     """
+    if format not in (None, "log", "ledger"):
+        raise ValueError(f"format must be 'log' or 'ledger', not {format!r}")
+    found = what_is_in(os.fspath(path))
+    if found == LEDGER or (found is None and format == "ledger"):
+        if format == "log":
+            raise ValueError(f"{os.fspath(path)} holds a ledger, not a board's log (format='log')")
+        return LedgerBoard.open(path, **options)
+    if found == BOARD and format == "ledger":
+        raise ValueError(
+            f"{os.fspath(path)} holds a board's log, not a ledger (format='ledger'): "
+            "`rankengine migrate DIR` converts it"
+        )
     return open_board_as(Leaderboard, path, **options)
 
 

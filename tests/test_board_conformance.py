@@ -7,17 +7,25 @@ changed).  The kinds (:data:`KINDS`):
 
 * ``sortedlist``, ``skiplist`` -- the in-memory board on both indexes;
 * ``durable`` -- the board with an event log (``rankengine.open_board``);
+* ``ledger`` -- a one-view ledger opened as a board
+  (``rankengine.open_board(path, format="ledger")``: each write an event);
 * ``redis``, ``sharded-redis`` -- on a real redis-server (started by
   ``tests/redis_service.py``);
 * ``sharded`` -- three in-process shards;
 * ``periodic`` -- the current period of a daily periodic board (reads and
   writes with no ``period=``/``t=`` go to it);
+* ``ledger-periodic`` -- the same on a one-view ledger
+  (``PeriodicLeaderboard.open`` of a ledger directory: each write an event);
 * ``window`` -- a one-day sliding window over daily buckets, refreshed
   before every read (``refresh_every=0``), so it reads as the sum of the
   writes of the current bucket;
+* ``ledger-window`` -- the same on a one-view ledger
+  (``SlidingWindowLeaderboard.open`` of a ledger directory);
 * ``decayed`` -- a decayed board read at its base time (the decay factor
   is 1.0, so its values are the points given, as floats; ``incr`` is its
-  ``add``).
+  ``add``);
+* ``ledger-decayed`` -- the same on a one-view ledger
+  (``DecayedLeaderboard.open`` of a ledger directory: each write an event).
 
 The oracle is ``tests/model.py`` (a dict and a sort, written from the
 docstrings), not numbers written into the tests.  An operation a kind does
@@ -39,11 +47,12 @@ from outcomes import exact
 from redis_service import redis_board
 
 import rankengine
-from rankengine import Leaderboard
+from rankengine import Leaderboard, Ledger
 from rankengine.board import routing
 from rankengine.board.contract import EXTENSION_POINTS, Board, BoardAPI
 from rankengine.board.writes import WRITE_PRIMITIVES, BoardWrites
 from rankengine.durable.board import DurableLeaderboard
+from rankengine.ledger.oneview import LedgerBoard
 from rankengine.redis.board import RedisLeaderboard
 from rankengine.sharded.board import ShardedLeaderboard
 from rankengine.timed.decay import DecayedLeaderboard
@@ -60,12 +69,16 @@ KINDS = [
     "sortedlist",
     "skiplist",
     "durable",
+    "ledger",
     pytest.param("redis", marks=pytest.mark.redis),
     "sharded",
     pytest.param("sharded-redis", marks=pytest.mark.redis),
     "periodic",
+    "ledger-periodic",
     "window",
+    "ledger-window",
     "decayed",
+    "ledger-decayed",
 ]
 
 #: Board settings every test runs under; a kind that cannot take one skips it.
@@ -119,6 +132,13 @@ LACKS: dict[str, dict[str, str]] = {
 }
 
 
+LACKS["ledger-periodic"] = LACKS["periodic"]
+LACKS["ledger-window"] = LACKS["window"]
+LACKS["ledger-decayed"] = LACKS["decayed"]
+#: The decayed kinds (float values, finite points).
+DECAYED_KINDS = ("decayed", "ledger-decayed")
+
+
 def need(kind: str, *ops: str) -> None:
     """Skip the test, with the reason, if ``kind`` lacks one of ``ops``."""
     for op in ops:
@@ -136,6 +156,17 @@ class _Decayed(DecayedLeaderboard):
         return self.add(member, delta)
 
 
+def _ledger_incr(face: Any) -> Callable[..., Any]:
+    """A decayed face's ``incr``: its ``add`` (as ``_Decayed`` has it)."""
+
+    def incr(member: Any, delta: Any = 1, *, when: Any = None) -> Any:
+        if when is not None:
+            pytest.skip(f"decayed: no when: {LACKS['decayed']['when']}")
+        return face.add(member, delta)
+
+    return incr
+
+
 def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
     """An empty board of ``kind`` with the settings ``config``."""
     if kind in ("sortedlist", "skiplist"):
@@ -146,6 +177,8 @@ def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
         return ShardedLeaderboard([build(kind[8:], root, config) for _ in range(3)])
     if kind == "durable":
         return rankengine.open_board(root / "durable", fsync="never", **config)
+    if kind == "ledger":
+        return rankengine.open_board(root / "ledger", format="ledger", fsync="never", **config)
     if kind == "redis":
         return redis_board(**config)
     if kind == "sharded":
@@ -154,8 +187,26 @@ def build(kind: str, root: Path, config: dict[str, Any]) -> Any:
         return ShardedLeaderboard([redis_board(**config), redis_board(**config)])
     if kind == "periodic":
         return PeriodicLeaderboard("daily", clock=lambda: NOW, **config)
+    if kind == "ledger-periodic":
+        with Ledger.open(root / "ledger", fsync="never") as ledger:
+            ledger.add_view("periodic", "periodic", calendar="daily", **config)
+        return PeriodicLeaderboard.open(root / "ledger", "daily", clock=lambda: NOW, fsync="never")
     if kind == "window":
         return SlidingWindowLeaderboard("daily", 1, refresh_every=0, clock=lambda: NOW, **config)
+    if kind == "ledger-window":
+        with Ledger.open(root / "ledger", fsync="never") as ledger:
+            ledger.add_view("window", "window", calendar="daily", buckets=1, **config)
+        return SlidingWindowLeaderboard.open(
+            root / "ledger", "daily", 1, clock=lambda: NOW, fsync="never"
+        )
+    if kind == "ledger-decayed":
+        with Ledger.open(root / "ledger", fsync="never", now=lambda: int(NOW * 1000)) as ledger:
+            ledger.add_view("decayed", "decayed", half_life=3600.0, t0=NOW, **config)
+        face = DecayedLeaderboard.open(
+            root / "ledger", half_life=3600.0, clock=lambda: NOW, fsync="never"
+        )
+        face.incr = _ledger_incr(face)
+        return face
     assert kind == "decayed"
     return _Decayed(half_life=3600.0, t0=NOW, clock=lambda: NOW, **config)
 
@@ -210,7 +261,7 @@ def value(config: dict[str, Any], points: float, second: int = 0) -> Any:
 def seed_pairs(config: dict[str, Any], kind: str) -> list[tuple[str, Any]]:
     # the composite boards' second column splits some ties and keeps others;
     # a decayed board holds finite values only (its scores are rescaled)
-    points = [70 if p == INF and kind == "decayed" else p for p in POINTS]
+    points = [70 if p == INF and kind in DECAYED_KINDS else p for p in POINTS]
     return [
         (m, value(config, p, i % 2)) for i, (m, p) in enumerate(zip(MEMBERS, points, strict=True))
     ]
@@ -235,7 +286,7 @@ def same(kind: str, got: Any, want: Any) -> None:
     """``got`` answers as ``want``: typed numbers (``1`` is not ``1.0``) on
     the exact kinds, plain equality on the decayed board (its values are
     floats); Entry rows equal the model's plain tuples."""
-    if kind == "decayed":
+    if kind in DECAYED_KINDS:
         assert got == want
     else:
         assert exact(got, containers=False) == exact(want, containers=False)
@@ -725,7 +776,7 @@ def test_a_bad_batch_item_is_named_and_changes_nothing(
     kind: str, make: Callable[..., Any], case: str
 ) -> None:
     op, call, member = BAD_BATCHES[case]
-    if kind == "decayed" and op == "incr_many":
+    if kind in DECAYED_KINDS and op == "incr_many":
         op, call = "add_many", lambda b: b.add_many({"ok": 1, "bad": "x"})
     need(kind, op)
     board, _ = seeded(make, {})
@@ -895,7 +946,7 @@ def _parameters(function: Any) -> list[tuple[str, Any, Any]]:
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard],
+    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard, LedgerBoard],
     ids=lambda cls: cls.__name__,
 )
 def test_exact_kinds_have_the_contract_signatures(cls: type) -> None:
@@ -964,7 +1015,7 @@ WRITES = {
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, ShardedLeaderboard, RedisLeaderboard],
+    [Leaderboard, DurableLeaderboard, ShardedLeaderboard, RedisLeaderboard, LedgerBoard],
     ids=lambda cls: cls.__name__,
 )
 def test_writes_are_the_contracts(cls: type) -> None:
@@ -978,7 +1029,7 @@ def test_writes_are_the_contracts(cls: type) -> None:
     assert issubclass(cls, BoardWrites)
     for name in WRITE_PRIMITIVES:
         assert getattr(cls, name) is not getattr(BoardWrites, name), name
-    if cls in (ShardedLeaderboard, RedisLeaderboard):
+    if cls in (ShardedLeaderboard, RedisLeaderboard, LedgerBoard):
         for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
             assert getattr(cls, name) is getattr(BoardWrites, name), name
     for name in [n for n in vars(BoardWrites) if not n.startswith("_")]:
@@ -991,7 +1042,7 @@ def test_writes_are_the_contracts(cls: type) -> None:
 
 @pytest.mark.parametrize(
     "cls",
-    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard],
+    [Leaderboard, DurableLeaderboard, RedisLeaderboard, ShardedLeaderboard, LedgerBoard],
     ids=lambda cls: cls.__name__,
 )
 def test_container_reads_are_the_contracts(cls: type) -> None:
@@ -1006,7 +1057,7 @@ def test_container_reads_are_the_contracts(cls: type) -> None:
     for name in (*EXTENSION_POINTS, "__iter__", "__getitem__"):
         assert inspect.getdoc(getattr(BoardAPI, name)), name
         assert getattr(cls, name).__doc__ in (None, getattr(BoardAPI, name).__doc__), name
-    if cls in (RedisLeaderboard, ShardedLeaderboard):
+    if cls in (RedisLeaderboard, ShardedLeaderboard, LedgerBoard):
         assert cls.__iter__ is BoardAPI.__iter__
         assert cls.__getitem__ is BoardAPI.__getitem__
 

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from rankengine import DecayedLeaderboard, Leaderboard, Ledger, PeriodicLeaderboard
+from rankengine import (
+    DecayedLeaderboard,
+    DurableLeaderboard,
+    Leaderboard,
+    Ledger,
+    PeriodicLeaderboard,
+)
 from rankengine.cli.log import main
 from rankengine.durable.records import LogError, RecoveryWarning, pack
 from rankengine.ledger.subscriptions import Changed, Overtaken, TopMove
@@ -208,9 +214,15 @@ def test_opening_another_kind_names_what_is_there(tmp_path: Path) -> None:
     assert sorted(os.listdir(board_dir)) == before  # no periods/ created inside it
     with Ledger.open(ledger_dir) as ledger:
         ledger.add_view("alltime")
+    with Leaderboard.open(ledger_dir) as one_view:  # one board view: a LedgerBoard
+        assert type(one_view).__name__ == "LedgerBoard"
     with pytest.raises(ValueError, match="holds a ledger, not a durable board"):
+        DurableLeaderboard(ledger_dir)
+    with Ledger.open(ledger_dir) as ledger:
+        ledger.add_view("weekly", "periodic", calendar="weekly")
+    with pytest.raises(ValueError, match="holds a ledger with views"):
         Leaderboard.open(ledger_dir)
-    with pytest.raises(ValueError, match="holds a ledger, not a decayed board"):
+    with pytest.raises(ValueError, match=r"holds a ledger with views .*one unkeyed decayed view"):
         DecayedLeaderboard.open(ledger_dir, half_life=60.0)
     with PeriodicLeaderboard.open(tmp_path / "weekly", "weekly") as weekly:
         weekly.incr("ann", 1)
@@ -280,8 +292,8 @@ def test_inspect_and_verify_understand_a_ledger(
     assert "snapshot at seq 20 (0 event(s) to replay)" in shown
     assert main(["verify", str(tmp_path)]) == 0
     assert capsys.readouterr().out.endswith("healthy\n")
-    assert main(["replay", str(tmp_path)]) == 1  # refused, naming the ledger
-    assert "holds a ledger" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path)]) == 0  # every view, rebuilt from the events
+    assert "== view weekly (periodic) ==" in capsys.readouterr().out
     assert main(["add-view", str(tmp_path), "late", "board", 'where={"region": "eu"}']) == 0
     for snap in (tmp_path / "views" / "eu").iterdir():
         snap.unlink()

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,6 +34,7 @@ from outcomes import apply
 from outcomes import outcome as typed_outcome
 from redis_service import redis_board
 
+import rankengine
 from rankengine import Leaderboard
 from rankengine.board.core import TOP_CACHE_SIZE
 from rankengine.sharded.board import ShardedLeaderboard
@@ -69,6 +72,17 @@ WRITE = st.one_of(
 )
 
 
+#: Where the ledger boards of these tests keep their directories.
+_LEDGER_ROOT = tempfile.TemporaryDirectory(prefix="rankengine-model-")
+_LEDGERS = itertools.count()
+
+
+def _ledger(**config: Any) -> Any:
+    """A one-view ledger opened as a board: every write is an event."""
+    path = f"{_LEDGER_ROOT.name}/{next(_LEDGERS)}"
+    return rankengine.open_board(path, format="ledger", fsync="never", **config)
+
+
 def _sharded(**config: Any) -> ShardedLeaderboard:
     return ShardedLeaderboard.local(3, **config)
 
@@ -83,6 +97,7 @@ KINDS: dict[str, Callable[..., Any]] = {
     "sharded": _sharded,
     "redis": redis_board,
     "sharded-redis": _sharded_redis,
+    "ledger": _ledger,
 }
 
 
@@ -226,6 +241,12 @@ def test_in_process_boards_match_the_model() -> None:
     check_kinds(["sortedlist", "skiplist", "sharded"], examples=60)
 
 
+def test_the_ledger_board_matches_the_model() -> None:
+    """A one-view ledger opened as a board: each write an event of the
+    ledger, each read its view's board."""
+    check_kinds(["ledger"], examples=30)
+
+
 @pytest.mark.redis
 def test_redis_boards_match_the_model() -> None:
     check_kinds(["redis", "sharded-redis"], examples=15)
@@ -326,6 +347,10 @@ def check_meta_kinds(kinds: list[str], examples: int) -> None:
 
 def test_in_process_reads_with_metadata_match_the_model() -> None:
     check_meta_kinds(["sortedlist", "skiplist", "sharded"], examples=30)
+
+
+def test_the_ledger_board_reads_with_metadata_match_the_model() -> None:
+    check_meta_kinds(["ledger"], examples=20)
 
 
 @pytest.mark.redis

@@ -8,19 +8,30 @@ says so), so ``verify`` exits 3 for it, as for a skipped board snapshot.
 
 ``rankengine add-view DIR VIEW KIND [NAME=VALUE ...]`` adds a view to a
 ledger, replaying its history into it with a progress bar.
+
+``rankengine replay DIR [--view NAME]`` on a ledger rebuilds one view, or
+every view, in memory from the log (read only, with a progress bar) and
+prints each of its boards, up to ``--until`` if given.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Final, TextIO
+import os
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple, TextIO
 
+from rankengine.durable.eventlog import SegmentReader
+from rankengine.durable.kinds import MIGRATED_KEY
+from rankengine.durable.manifest import Manifest, read_manifest
 from rankengine.durable.verify import Report
 from rankengine.ledger.ledger import Ledger
 from rankengine.ledger.report import ViewReport, view_reports
+from rankengine.ledger.storage import read_events
+from rankengine.ledger.views import View
 
-__all__ = ["build_view", "inspect_ledger", "verify_ledger"]
+__all__ = ["build_view", "inspect_ledger", "replay_ledger", "verify_ledger"]
 
 EXIT_TORN: Final = 3
 
@@ -88,7 +99,13 @@ def verify_ledger(directory: str, report: Report, as_json: bool, out: TextIO) ->
     exit code (the log's, or 3 when only a view snapshot does not load)."""
     views = view_reports(directory)
     lost = [v for v in views if v.problem is not None]
+    migrated = report.manifest.config.get(MIGRATED_KEY, {}) if report.manifest else {}
+    # a migrated view's state before the migration is only in its snapshot:
+    # the open refuses it rather than rebuilding it from the log
+    stuck = [v for v in lost if v.name in migrated]
     code = report.exit_code if report.exit_code else (EXIT_TORN if lost else 0)
+    if stuck and code != 1:
+        code = 1
     if as_json:
         json.dump(
             {
@@ -118,6 +135,13 @@ def verify_ledger(directory: str, report: Report, as_json: bool, out: TextIO) ->
     if report.damaged:
         out.write("DAMAGED: the ledger will refuse to open; `rankengine repair DIR` keeps "
                   "everything before the damage\n")  # fmt: skip
+    elif stuck:
+        names = ", ".join(repr(v.name) for v in stuck)
+        out.write(
+            f"DAMAGED: the snapshot of migrated view(s) {names} does not load, and their state "
+            "before the migration is in no other file: the ledger refuses to open; restore "
+            "the view's files from a backup\n"
+        )
     elif lost:
         out.write(f"VIEW REBUILD: {len(lost)} view(s) will be rebuilt from the log on open\n")
     if code == 0:
@@ -150,3 +174,91 @@ def parse_options(pairs: list[str]) -> dict[str, Any]:
         except ValueError:
             out[name] = text
     return out
+
+
+class _Row(NamedTuple):
+    """One printed row of a trending view (what an ``Entry`` is for a board)."""
+
+    rank: int
+    member: Any
+    score: Any
+    meta: Any
+
+
+def _last_seq(directory: str, manifest: Manifest) -> int:
+    """The last seq of the log, from its last segment alone (for the bar)."""
+    name, first = manifest.segments[-1]
+    with SegmentReader(os.path.join(directory, name)) as reader:
+        for _ in reader.events():
+            pass
+        return max(first - 1, reader.last_seq)
+
+
+def _rows(view: View, top: int | None) -> list[tuple[Any, list[Any]]]:
+    """``(key, rows)`` of each of the view's boards (key None: unkeyed)."""
+    out: list[tuple[Any, list[Any]]] = []
+    for key, adapter in sorted(view.adapters.items(), key=lambda kv: repr(kv[0])):
+        board = adapter.board
+        if view.kind == "topk":
+            items = board.top()
+            rows: list[Any] = [
+                _Row(i, item.key, item.count, None) for i, item in enumerate(items, 1)
+            ]
+            out.append((key, rows if top is None else rows[:top]))
+            continue
+        if view.kind == "window":
+            board.refresh()
+        count = len(board.items()) if top is None else top  # (a periodic board: its period's)
+        out.append((key, board.top(count, with_meta=True)))
+    return out
+
+
+def replay_ledger(
+    directory: str,
+    views: list[str] | None,
+    until: tuple[str, int] | None,
+    top: int | None,
+    bar: Callable[[str, int, int], None],
+) -> list[tuple[str, str, Any, list[Any]]]:
+    """Rebuild ``views`` (None: every view) of the ledger in ``directory``
+    in memory from its log, up to ``until`` (``("seq", n)`` or ``("time",
+    ms)``, by the time each event was recorded), read only; return
+    ``(view, kind, key, rows)`` for each of their boards.  A view a
+    migration made holds state the log does not (it is refused here: open
+    the ledger to read it).
+
+    Runtime complexity: O(E) for E events, plus the views' writes
+    """
+    manifest = read_manifest(directory)
+    config = manifest.config
+    specs: dict[str, Any] = config.get("views", {})
+    names = views if views else sorted(specs)
+    for name in names:
+        if name not in specs:
+            raise ValueError(
+                f"{directory}: the ledger has no view {name!r} (it has {sorted(specs)})"
+            )
+        if name in config.get(MIGRATED_KEY, {}):
+            raise ValueError(
+                f"{directory}: view {name!r} was migrated from {config[MIGRATED_KEY][name]}: "
+                "its state before the migration is in its snapshot, not in the log, so it "
+                "cannot be replayed from the log (open the ledger to read it)"
+            )
+    ledger = Ledger()  # in memory: the views are rebuilt here, nothing is written
+    for name in names:
+        ledger._views[name] = View.from_spec(name, specs[name])
+    total = _last_seq(directory, manifest)
+    label = ",".join(names)
+    kind, limit = until if until is not None else ("seq", None)
+    for record in read_events(directory, manifest, 0):
+        if limit is not None and (record.seq if kind == "seq" else record.time_ms) > limit:
+            break
+        ledger._replay(record)
+        if record.seq % 1_000 == 0:
+            bar(label, record.seq, total)
+    bar(label, total, total)
+    return [
+        (name, ledger._views[name].kind, key, rows)
+        for name in names
+        for key, rows in _rows(ledger._views[name], top)
+    ]

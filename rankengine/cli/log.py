@@ -60,7 +60,13 @@ from typing import Any, Final, TextIO
 from rankengine.board.plain import int_text, plain_repr, to_json
 from rankengine.cli.args import ArgumentParser, non_negative, output_path
 from rankengine.cli.files import output_file
-from rankengine.cli.ledger import build_view, inspect_ledger, parse_options, verify_ledger
+from rankengine.cli.ledger import (
+    build_view,
+    inspect_ledger,
+    parse_options,
+    replay_ledger,
+    verify_ledger,
+)
 from rankengine.cli.main import interrupted, reader_gone
 from rankengine.cli.roots import root_hint
 from rankengine.durable.board import rebuild
@@ -213,9 +219,11 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "replay",
         parents=[progress],
-        help="show the board as of a sequence number or a time",
+        help="show the board (or a ledger's views) as of a sequence number or a time",
         description="Rebuild the board as of --until (a sequence number, or an ISO 8601 "
-        "time, UTC when no zone is given) and print or export it.  Read only.",
+        "time, UTC when no zone is given) and print or export it.  On a ledger, rebuild "
+        "each view (or those named by --view) from the events and print its boards.  "
+        "Read only.",
     )
     p.add_argument("dir", type=_board_dir, metavar="DIR", help="the board directory")
     p.add_argument(
@@ -225,6 +233,12 @@ def register(subparsers: Any) -> None:
         help="a sequence number, or an ISO 8601 time (default: the end of the log)",
     )
     p.add_argument("--from-log", action="store_true", help="ignore snapshots: replay from seq 1")
+    p.add_argument(
+        "--view",
+        action="append",
+        metavar="NAME",
+        help="a ledger: the view to rebuild (repeat for several; default: every view)",
+    )
     p.add_argument(
         "--format",
         choices=("text", "json", "csv"),
@@ -426,11 +440,9 @@ def _repair(args: argparse.Namespace, out: TextIO) -> int:
 
 def _replay(args: argparse.Namespace, out: TextIO) -> int:
     if what_is_in(args.dir) == LEDGER:
-        raise ValueError(
-            f"{args.dir} holds a ledger: replay reads one board's log, not a ledger's "
-            "events (see `rankengine inspect`; a view as of a point in time is not "
-            "available yet)"
-        )
+        return _replay_ledger(args, out)
+    if args.view:
+        raise ValueError(f"{args.dir} holds a board, not a ledger: --view is for a ledger")
     kind, value = args.until if args.until else ("seq", None)
     with _Progress("replay", args.progress) as bar:
         board = rebuild(
@@ -446,6 +458,34 @@ def _replay(args: argparse.Namespace, out: TextIO) -> int:
             _write_entries(entries, args.format, sink)
     else:
         _write_entries(entries, args.format, out)
+    return EXIT_OK
+
+
+def _replay_ledger(args: argparse.Namespace, out: TextIO) -> int:
+    """``replay`` of a ledger: its views rebuilt from the log, each board printed."""
+    if args.from_log:
+        raise ValueError("a ledger's views are always replayed from its log: drop --from-log")
+    with _Progress("replay", args.progress) as bar:
+        boards = replay_ledger(args.dir, args.view, args.until, args.top, bar)
+    many = len(boards) > 1 or boards[0][2] is not None
+    if many and args.format != "text":
+        raise ValueError(
+            f"{args.dir}: {len(boards)} boards to print: --format {args.format} prints one "
+            "(name an unkeyed view with --view)"
+        )
+
+    def write(sink: TextIO) -> None:
+        for view, kind, key, rows in boards:
+            if many:
+                where = "" if key is None else f" [{key}]"
+                sink.write(f"== view {view}{where} ({kind}) ==\n")
+            _write_entries(rows, args.format, sink)
+
+    if args.output not in (None, "-"):
+        with output_file(args.output, newline="") as sink:
+            write(sink)
+    else:
+        write(out)
     return EXIT_OK
 
 

@@ -36,6 +36,7 @@ COMMAND_MODULES: Final = (
     "rankengine.cli.log",
     "rankengine.cli.salvage",
     "rankengine.cli.forget",
+    "rankengine.cli.migrate",
     "rankengine.cli.trending",
 )
 

@@ -56,6 +56,7 @@ import dataclasses
 import io
 import os
 import posixpath
+import shutil
 import time
 import warnings
 from collections.abc import Iterator
@@ -97,6 +98,7 @@ __all__ = [
     "Forgetting",
     "Forgotten",
     "finish_forget",
+    "finish_journal",
     "holds_member",
     "set_aside_files",
     "stale_files",
@@ -207,8 +209,11 @@ class ForgetPlan:
     relative to it.
     """
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, *, journal: str = FORGET_JOURNAL) -> None:
         self.root = root
+        #: the journal's file name: ``FORGET``, or another rewrite's (a
+        #: migration's ``MIGRATE``) that uses the same stage/commit/apply steps
+        self.journal = journal
         #: (staged path, final path) pairs
         self.renames: list[tuple[str, str]] = []
         #: leftover files the commit removes (not part of any board)
@@ -352,17 +357,18 @@ class ForgetPlan:
             "renames": [[self._relative(s), self._relative(f)] for s, f in self.renames],
             "removes": [self._relative(p) for p in self.removes],
         }
-        path = os.path.join(self.root, FORGET_JOURNAL)
+        path = os.path.join(self.root, self.journal)
         tmp = path + ".tmp"
         with open(tmp, "wb") as handle:
             handle.write(write_prefix(FORGET_MAGIC) + frame(pack(journal)))
             handle.flush()
             os.fsync(handle.fileno())
-        crash_point("forget_journal_rename")
+        step = self.journal.lower()  # (crash points: forget_journal_rename, ...)
+        crash_point(f"{step}_journal_rename")
         os.replace(tmp, path)
         fsync_dir(self.root)
-        crash_point("after_forget_journal")
-        _apply_journal(self.root, journal)
+        crash_point(f"after_{step}_journal")
+        _apply_journal(self.root, journal, self.journal)
 
 
 def _writable(column: Any) -> Any:
@@ -380,8 +386,8 @@ def _inside(root: str, rel: Any) -> str:
     return os.path.join(root, *parts)
 
 
-def _read_journal(root: str) -> dict[str, Any]:
-    path = os.path.join(root, FORGET_JOURNAL)
+def _read_journal(root: str, name: str = FORGET_JOURNAL) -> dict[str, Any]:
+    path = os.path.join(root, name)
     with open(path, "rb") as handle:
         data = handle.read(_MAX_JOURNAL_BYTES + 1)
     check_prefix(data, FORGET_MAGIC, path, "forget journal")
@@ -400,14 +406,17 @@ def _read_journal(root: str) -> dict[str, Any]:
     return value
 
 
-def _apply_journal(root: str, journal: dict[str, Any]) -> None:
+def _apply_journal(root: str, journal: dict[str, Any], name: str = FORGET_JOURNAL) -> None:
     """Rename each staged file over its original (one already renamed is
     skipped: applying twice is applying once), fsync their directories,
-    remove the leftovers named, then the journal.
+    remove the leftovers named (a directory with everything in it), then
+    the journal ``name``.
 
     Crash points: ``forget_rename`` (after the first rename) and
-    ``after_forget`` (journal removed).
+    ``after_forget`` (journal removed); ``migrate_...`` for a ``MIGRATE``
+    journal.
     """
+    step = name.lower()
     pairs = []
     for item in journal["renames"]:
         if type(item) is not list or len(item) != 2:
@@ -418,15 +427,20 @@ def _apply_journal(root: str, journal: dict[str, Any]) -> None:
         if os.path.exists(staged):
             os.replace(staged, final)
         if i == 0:
-            crash_point("forget_rename")
+            crash_point(f"{step}_rename")
     for directory in sorted({os.path.dirname(final) for _, final in pairs}):
         fsync_dir(directory)
     for path in doomed:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)
-    os.remove(os.path.join(root, FORGET_JOURNAL))
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+    if doomed:
+        fsync_dir(root)
+    os.remove(os.path.join(root, name))
     fsync_dir(root)
-    crash_point("after_forget")
+    crash_point(f"after_{step}")
 
 
 def _staged_leftovers(root: str, nested: bool) -> Iterator[str]:
@@ -437,6 +451,27 @@ def _staged_leftovers(root: str, nested: bool) -> Iterator[str]:
                 name == FORGET_JOURNAL + ".tmp"
             ):
                 yield os.path.join(directory, name)
+
+
+def finish_journal(root: str, name: str) -> int | None:
+    """Apply the journal ``name`` (``FORGET``, ``MIGRATE``) a crash left
+    committed in ``root``, to the end; remove a ``name.tmp`` a crash left
+    before the commit.  Returns the number of files it renamed, or None
+    when there was no journal.  The caller holds the directory's lock.
+
+    Runtime complexity: O(files the journal names)
+    """
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(root, name + ".tmp"))
+    path = os.path.join(root, name)
+    if not os.path.exists(path):
+        return None
+    try:
+        journal = _read_journal(root, name)
+        _apply_journal(root, journal, name)
+    except ValueError as exc:
+        raise CorruptionError(path, PREFIX_BYTES, f"{name.lower()} journal: {exc}") from None
+    return len(journal["renames"])
 
 
 def finish_forget(root: str, *, nested: bool = False) -> list[str]:
@@ -451,14 +486,9 @@ def finish_forget(root: str, *, nested: bool = False) -> list[str]:
     with ``nested``)
     """
     notes: list[str] = []
-    if os.path.exists(os.path.join(root, FORGET_JOURNAL)):
-        try:
-            journal = _read_journal(root)
-            _apply_journal(root, journal)
-        except ValueError as exc:
-            path = os.path.join(root, FORGET_JOURNAL)
-            raise CorruptionError(path, PREFIX_BYTES, f"forget journal: {exc}") from None
-        notes.append(f"finished a forget interrupted by a crash ({len(journal['renames'])} files)")
+    done = finish_journal(root, FORGET_JOURNAL)
+    if done is not None:
+        notes.append(f"finished a forget interrupted by a crash ({done} files)")
     stale = list(_staged_leftovers(root, nested))
     for path in stale:
         os.remove(path)

@@ -24,6 +24,7 @@ from typing import Any
 
 from rankengine.board.checks import check_flag
 from rankengine.durable.eventlog import SegmentWriter
+from rankengine.durable.kinds import LEDGER_KIND, LEDGER_VIEWS, MIGRATED_KEY
 from rankengine.durable.manifest import (
     MANIFEST_NAME,
     DirectoryLock,
@@ -102,6 +103,36 @@ def ctrl_c_held() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if caught:
         raise KeyboardInterrupt
+
+
+def _views_past(
+    directory: str, config: dict[str, Any], end: int, save: Callable[[str, str], None]
+) -> None:
+    """A ledger cut back to seq ``end``: each view whose snapshot reflects
+    a later seq would show events the log no longer holds, so its snapshot
+    files go to the backup and it is rebuilt from the log on open; a view
+    a migration made cannot be (its state before the migration is only in
+    its snapshot), and the repair is refused, naming it.
+
+    Runtime complexity: O(views)
+    """
+    snapshots = config.get("snapshots", {})
+    migrated = config.get(MIGRATED_KEY, {})
+    for view, (seq, files) in sorted(snapshots.items()):
+        if seq <= end:
+            continue
+        if view in migrated:
+            raise LogError(
+                f"{directory}: the log would end at seq {end}, before the snapshot of view "
+                f"{view!r} (seq {seq}), which `rankengine migrate` made from {migrated[view]}: "
+                "its state before the migration is only in that snapshot, so repair refuses "
+                "(nothing was changed); restore the damaged segment from a backup"
+            )
+        for _key, name in files:
+            rel = f"{LEDGER_VIEWS}/{view}/{name}"
+            if os.path.exists(os.path.join(directory, rel)):
+                save(rel, f"view {view!r}'s snapshot is of seq {seq}, past the log's new end")
+        del snapshots[view]
 
 
 def repair(
@@ -196,6 +227,8 @@ def repair(
         def move(name: str) -> None:
             make_backup()
             source, target = os.path.join(directory, name), os.path.join(backup, name)
+            if os.path.dirname(target) != backup:  # a ledger's views/<view>/ file
+                make_directory(os.path.dirname(target))
             try:
                 os.rename(source, target)
             except OSError as exc:
@@ -207,10 +240,11 @@ def repair(
                 shutil.copy2(source, target)
                 with open(target, "rb") as f:
                     os.fsync(f.fileno())
-                fsync_dir(backup)
+                fsync_dir(os.path.dirname(target))
                 os.remove(source)
             else:
-                fsync_dir(backup)  # the file's new entry: else a power cut can lose it
+                # the file's new entry: else a power cut can lose it
+                fsync_dir(os.path.dirname(target))
 
         def claim(name: str) -> None:
             # decided before any file moves: a copy an earlier repair saved
@@ -324,6 +358,9 @@ def repair(
             for name, _ in keep
             if name in infos
         ]
+        if manifest.config.get("kind") == LEDGER_KIND:
+            end = max((last for _, last, _ in kept), default=0)
+            _views_past(directory, manifest.config, end, save)
         why = high_water(manifest)[1]
         old_mark, new_mark = settle(manifest, kept)
         if new_mark < old_mark:

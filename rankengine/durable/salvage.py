@@ -48,6 +48,7 @@ from rankengine.board.changes import PUT, Change
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.durable.events import rebuild
+from rankengine.durable.kinds import LEDGER, what_is_in
 from rankengine.durable.manifest import MANIFEST_NAME, SEGMENT_RE
 from rankengine.durable.marks import high_water
 from rankengine.durable.records import (
@@ -306,6 +307,16 @@ def records(n: int) -> str:
     return f"{n} record" + ("" if n == 1 else "s")
 
 
+def _refuse_ledger(directory: str) -> None:
+    """Salvage replays a board's changes: a ledger's events are refused by name."""
+    if what_is_in(directory) == LEDGER:
+        raise LogError(
+            f"{directory} holds a ledger: salvage replays a durable board's records, not a "
+            "ledger's events (nothing was changed); `rankengine repair DIR` keeps every "
+            "event before the damage and sets the records after it aside in DIR/repair-*"
+        )
+
+
 def find(directory: str, *, extra: list[str] | None = None) -> Salvage:
     """Look for records past the board's consistent log; plan their replay.
 
@@ -314,6 +325,7 @@ def find(directory: str, *, extra: list[str] | None = None) -> Salvage:
 
     Runtime complexity: O(size of the files read)
     """
+    _refuse_ledger(directory)
     report = verify(directory)
     if report.manifest is None:
         raise LogError(f"{directory}: no readable MANIFEST or segment: `rankengine repair` first")
@@ -422,6 +434,7 @@ def apply(directory: str, *, extra: list[str] | None = None) -> SalvageResult:
 
     Runtime complexity: O(size of the files read) plus one write per record
     """
+    _refuse_ledger(directory)
     repaired = None
     if verify(directory).damaged:
         repaired = repair(directory)

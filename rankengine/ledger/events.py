@@ -144,10 +144,7 @@ def make_event(
     elif value is not None:
         raise ValueError(f"{op} takes no value (got {value!r})")
     clean_meta = None if meta is None else check_meta(meta)
-    if op == "meta":
-        if meta is None:
-            raise TypeError("a meta event needs meta= (a dict)")
-    elif clean_meta is not None and op != "set":
+    if op != "meta" and clean_meta is not None and op != "set":
         raise ValueError(f"meta= goes with set and meta events, not {op}")
     return LedgerEvent(clean, op, value, t_ms, check_attrs(attrs), when, clean_meta)
 

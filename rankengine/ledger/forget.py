@@ -76,6 +76,7 @@ from rankengine.durable.forget import (
     set_aside_files,
     stale_files,
 )
+from rankengine.durable.kinds import MIGRATED_KEY
 from rankengine.durable.manifest import MANIFEST_MAGIC, MANIFEST_NAME, Manifest
 from rankengine.durable.records import Event, LogError, frame, pack, write_prefix
 from rankengine.durable.snapshot import Snapshot, write_snapshot_columns
@@ -171,6 +172,12 @@ def _rebuild(ledger: Ledger, member: Any, from_log: bool) -> dict[str, View]:
             start = 0
             if not from_log:
                 start, emptied = _restore_scrubbed(ledger, files, fresh, member)
+            elif files.manifest.config.get(MIGRATED_KEY):
+                raise LogError(
+                    f"{ledger.path}: from_log=True rebuilds the views from the log, and the "
+                    "views a migration made hold state the log does not: forget without "
+                    "from_log (from the views' snapshots)"
+                )
             elif files.manifest.segments[0][1] != 1:
                 raise LogError(
                     f"{ledger.path}: from_log=True needs the whole history, and the events "

@@ -64,7 +64,13 @@ from rankengine.ledger.forget import forget_member
 from rankengine.ledger.front import LedgerFront, Recorded, restored_board
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import NO_KEY, Route
-from rankengine.ledger.storage import LedgerFiles, LogTail, read_events, remove_stray_files
+from rankengine.ledger.storage import (
+    LedgerFiles,
+    LogTail,
+    read_events,
+    refuse_migrated,
+    remove_stray_files,
+)
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
 from rankengine.timed.state import held_period_board
@@ -199,6 +205,7 @@ class Ledger(LedgerFront):
                 view.time_ms = ms
                 start_ms[seq] = ms
             except (CorruptionError, OSError, KeyError, TypeError, ValueError) as exc:
+                refuse_migrated(config, name, f"its snapshot does not load ({exc})")
                 note = (
                     f"view {name!r}: its snapshot does not load ({exc}); rebuilding it from the log"
                 )
@@ -365,6 +372,8 @@ class Ledger(LedgerFront):
         with self._lock:
             self._check_open()
             view = self._views[name]
+            if self._files is not None:
+                refuse_migrated(self._files.manifest.config, name, "rebuild_view was asked")
             redis = [a for a in view.adapters.values() if isinstance(a, RedisAdapter)]
             if redis and not from_log:
                 # the serving copy, from the view's state: a copy, not a replay

@@ -42,7 +42,7 @@ import shutil
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from rankengine.durable.commit import GroupCommit
@@ -52,8 +52,15 @@ from rankengine.durable.eventlog import (
     SegmentReader,
     SegmentWriter,
 )
-from rankengine.durable.forget import finish_forget
-from rankengine.durable.kinds import LEDGER, LEDGER_KIND, refuse_other_kind
+from rankengine.durable.forget import finish_forget, finish_journal
+from rankengine.durable.kinds import (
+    LEDGER,
+    LEDGER_KIND,
+    LEDGER_VIEWS,
+    MIGRATE_JOURNAL,
+    MIGRATED_KEY,
+    refuse_other_kind,
+)
 from rankengine.durable.manifest import (
     DirectoryLock,
     Manifest,
@@ -84,10 +91,11 @@ __all__ = [
     "LogTail",
     "encode",
     "read_events",
+    "refuse_migrated",
     "remove_stray_files",
 ]
 
-VIEWS_DIR: Final = "views"
+VIEWS_DIR: Final = LEDGER_VIEWS
 #: The active segment's writer under every policy: an append is a copy
 #: into a memory map (Linux).  Under ``"always"`` too: with group commit the
 #: append runs on the recording thread -- an event loop's -- while the
@@ -157,8 +165,11 @@ class LedgerFiles:
         #: under ``"always"``, the group commit that fsyncs the appends
         self.group: GroupCommit | None = None
         try:
-            # a forget a crash interrupted: its journal applied (or its
-            # staged files removed) before anything is read
+            # a migration into a ledger a crash interrupted after its commit
+            # (rankengine.ledger.migrate), then a forget: each journal
+            # applied (or a forget's staged files removed) before anything
+            # is read
+            finish_journal(path, MIGRATE_JOURNAL)
             finish_forget(path, nested=True)
             self.manifest = self._open_manifest(create)
         except BaseException:
@@ -434,6 +445,24 @@ class LedgerFiles:
                     writer.close()
         finally:
             self.lock.release()
+
+
+def refuse_migrated(config: Mapping[str, Any], name: str, why: str) -> None:
+    """Raise ``LogError`` when view ``name`` was made by ``rankengine
+    migrate``: its state before the migration is only in its snapshot (the
+    log starts at the migration), so a rebuild from the log would lose it.
+
+    Runtime complexity: O(1)
+
+    >>> refuse_migrated({"migrated": {}}, "alltime", "asked")
+    """
+    found = config.get(MIGRATED_KEY, {}).get(name)
+    if found is not None:
+        raise LogError(
+            f"view {name!r}: {why}, but it was migrated from {found} and its state before "
+            "the migration is only in its snapshot, not in the log: it is not rebuilt from "
+            "the log (restore the view's snapshot files from a backup)"
+        )
 
 
 def remove_stray_files(directory: str) -> None:

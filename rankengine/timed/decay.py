@@ -88,6 +88,7 @@ from rankengine.durable.board import (
     pop_log_options,
 )
 from rankengine.durable.forget import Forgotten
+from rankengine.durable.kinds import as_ledger_view
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.timed.decay_checks import (
     _EXP_SAFE,
@@ -745,6 +746,9 @@ class DecayedLeaderboard(Uncopyable):
         """
         # before anything is created or locked
         check_fsync(fsync)
+        given = dict(board_config, half_life=half_life, tau=tau, clock=clock, fsync=fsync)
+        if (view := as_ledger_view(path, "decayed", given)) is not None:  # a one-view ledger
+            return view  # type: ignore[no-any-return]
         check_options(board_config, BOARD_SETTINGS + LOG_OPTIONS, "DecayedLeaderboard.open")
         # bad values too, before the root is created or locked
         settings = dict(board_config)

@@ -58,7 +58,7 @@ from rankengine.durable.board import (
     make_directory,
     pop_log_options,
 )
-from rankengine.durable.kinds import PERIODIC, refuse_other_kind
+from rankengine.durable.kinds import PERIODIC, as_ledger_view, refuse_other_kind
 from rankengine.durable.manifest import DirectoryLock
 from rankengine.durable.records import crash_point
 from rankengine.timed.archive import (
@@ -493,6 +493,9 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         even if the new process's clock reads earlier.
         """
         check_fsync(fsync)  # before anything is created or locked
+        given = dict(options, calendar=cal, clock=clock, fsync=fsync)
+        if (view := as_ledger_view(path, "periodic", given)) is not None:  # a one-view ledger
+            return view  # type: ignore[no-any-return]
         # the store makes the period boards and keeps the archive under
         # path: these would be taken (the archive directory even made) and
         # then ignored

@@ -77,6 +77,7 @@ from rankengine.durable.board import (
     pop_log_options,
 )
 from rankengine.durable.forget import Forgotten
+from rankengine.durable.kinds import as_ledger_view
 from rankengine.timed.periodic import (
     _OPEN_OWNS,
     Calendar,
@@ -545,6 +546,9 @@ class SlidingWindowLeaderboard(WindowRefresh, Uncopyable):
         Runtime complexity: O(replay of the buckets + one full refresh)
         """
         check_fsync(fsync)  # before anything is created or locked
+        given = dict(options, calendar=cal, buckets=buckets, clock=clock, fsync=fsync)
+        if (view := as_ledger_view(path, "window", given)) is not None:  # a one-view ledger
+            return view  # type: ignore[no-any-return]
         # the buckets' store makes the bucket boards and keeps the archive
         # under path: these would be taken (the archive directory even made)
         # and then ignored
