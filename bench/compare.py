@@ -195,12 +195,15 @@ class DurableRankEngine(System):
 
     unsupported = frozenset()
 
-    def __init__(self, backend: str, fsync: str) -> None:
+    def __init__(self, backend: str, fsync: str, snapshot_mode: str = "slices") -> None:
         from rankengine import Leaderboard
 
-        self.name = f"rankengine-{backend}-fsync-{fsync}"  # type: ignore[misc]
+        fork = snapshot_mode == "fork"
+        self.name = f"rankengine-{backend}-fsync-{fsync}{'-fork' if fork else ''}"  # type: ignore[misc]
         self.dir = tempfile.mkdtemp(prefix="rankengine-bench-durable-")
-        self.board = Leaderboard.open(self.dir, fsync=fsync, backend=backend)
+        # (snapshot_mode only when asked: an older checkout's board lacks it)
+        options = {"snapshot_mode": "fork"} if fork else {}
+        self.board = Leaderboard.open(self.dir, fsync=fsync, backend=backend, **options)
         self.incr = self.board.incr  # type: ignore[method-assign]
         self.rank = self.board.rank  # type: ignore[method-assign]
         self.top = self.board.top  # type: ignore[method-assign]

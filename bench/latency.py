@@ -41,7 +41,9 @@ Method (see ``docs/performance.md#latency-under-a-fixed-rate``):
   each run a maintenance thread calls ``board.snapshot()``, and at two
   thirds (or once the snapshot has returned) it starts the board's own
   background compaction; both are in the JSON (``events``; a compaction
-  still running when the run ends is not listed).
+  still running when the run ends is not listed).  A ``-fork`` suffix
+  (``rankengine-sortedlist-fsync-everysec-fork``) opens the board with
+  ``snapshot_mode="fork"``: a forked child writes both.
 * **The no-op system** runs the same loop with calls that do nothing: the
   machine's and the harness's own jitter, the floor no system can beat here.
 * ``@freeze`` after a system name calls ``gc.freeze()`` once the board is
@@ -471,8 +473,10 @@ def make_system(name: str, stack: contextlib.ExitStack) -> Any:
     if "-fsync-" in name:
         import compare
 
+        # (a "-fork" suffix: snapshot_mode="fork", a forked child writes snapshots)
         backend, policy = name.removeprefix("rankengine-").split("-fsync-")
-        return compare.DurableRankEngine(backend, policy)
+        policy, _, mode = policy.partition("-")
+        return compare.DurableRankEngine(backend, policy, mode or "slices")
     if name in peers.REDIS_SYSTEMS:
         server = stack.enter_context(peers.RedisServer())
         return peers.make_system(name, server)

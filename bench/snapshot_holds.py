@@ -5,6 +5,7 @@ Usage (from the repository root)::
     python bench/snapshot_holds.py                       # N = 1,000,000, sorted list
     python bench/snapshot_holds.py -n 200000 --backend skiplist --freeze
     python bench/snapshot_holds.py --code OLD_CHECKOUT   # the same, another commit's engine
+    python bench/snapshot_holds.py --mode fork           # a forked child writes it
 
 Builds a durable board (``fsync="everysec"``) of N members, starts a thread
 that increments random players (20 writes, then a 1 ms sleep), and calls
@@ -15,7 +16,10 @@ rotates the log (the one in which the board's log writer changes: the last
 slice and the switch; before rotation.py, also the fsyncs, the new segment
 and the manifest write), and the full
 collections Python's collector made meanwhile (a collection that runs
-while the snapshot's thread holds the lock lengthens that hold).
+while the snapshot's thread holds the lock lengthens that hold), and the
+writer's longest calls while the snapshot ran (its waits for the lock and
+for the interpreter lock).  With ``--mode fork`` (``snapshot_mode="fork"``)
+it also prints how long ``fork()`` took and the parent's resident memory.
 
 No wall-clock figure here is a pass/fail test; see ``docs/durability.md``.
 """
@@ -109,6 +113,7 @@ def main() -> None:
     p.add_argument("--freeze", action="store_true", help="gc.freeze() once the board is loaded")
     p.add_argument("--code", help="import rankengine from this checkout instead")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--mode", default="slices", choices=("slices", "fork"), help="snapshot_mode")
     p.add_argument(
         "--where", action="store_true", help="print where the five longest holds were taken"
     )
@@ -120,8 +125,25 @@ def main() -> None:
     directory = tempfile.mkdtemp(prefix="rankengine-holds-")
     try:
         board: Any = Leaderboard.open(
-            directory, fsync="everysec", backend=args.backend, compact_min_bytes=None
+            directory,
+            fsync="everysec",
+            backend=args.backend,
+            compact_min_bytes=None,
+            **({"snapshot_mode": "fork"} if args.mode == "fork" else {}),
         )
+        forks: list[float] = []
+        durable = sys.modules["rankengine.durable.board"]
+        if args.mode == "fork":
+            fork_snapshot = durable.fork_snapshot
+
+            def timed_fork(*a: Any) -> int:
+                t = time.perf_counter()
+                try:
+                    return int(fork_snapshot(*a))
+                finally:
+                    forks.append(time.perf_counter() - t)
+
+            durable.fork_snapshot = timed_fork  # bench-only: time the fork
         board.set_many((f"player:{i}", rng.randrange(1_000_000)) for i in range(args.n))
         board.snapshot()
         gc.collect()
@@ -149,11 +171,17 @@ def main() -> None:
         timed.trace = args.where
         board._lock = timed  # bench-only: time the snapshot's holds
         stop = threading.Event()
+        calls: list[float] = []  # the writer's calls while the snapshot runs
+        during = threading.Event()
 
         def writer() -> None:
             i = 0
+            clock = time.perf_counter
             while not stop.is_set():
+                t = clock()
                 board.incr(f"player:{rng.randrange(args.n)}", 1)
+                if during.is_set():
+                    calls.append(clock() - t)
                 i += 1
                 if i % 20 == 0:
                     time.sleep(0.001)
@@ -164,9 +192,12 @@ def main() -> None:
         gc.callbacks.append(on_collection)
         t0 = time.perf_counter()
         snapping = threading.Thread(target=board.snapshot, name=SNAPSHOT_THREAD)
+        during.set()
         snapping.start()
         snapping.join()
+        during.clear()
         took = time.perf_counter() - t0
+        rss = _rss_mb()
         gc.callbacks.remove(on_collection)
         stop.set()
         writing.join()
@@ -196,6 +227,13 @@ def main() -> None:
         f"longest {', '.join(f'{h * 1e3:.1f}' for h in cpu[-3:])} ms, "
         f"total {sum(cpu):.2f} s; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
+    calls.sort()
+    print(
+        f"  mode {args.mode}: the writer's {len(calls)} calls meanwhile: "
+        f"99.9th percentile {calls[int(len(calls) * 0.999)] * 1e3:.2f} ms, "
+        f"longest {', '.join(f'{c * 1e3:.1f}' for c in calls[-3:])} ms"
+        + (f"; fork() {forks[0] * 1e3:.1f} ms at RSS {rss:.0f} MB" if forks else "")
+    )
     if args.where:
         rows = list(zip(timed.cpu, timed.holds, timed.gc, timed.where, strict=True))
         by_cpu = sorted(rows, key=lambda r: -r[0])
@@ -204,6 +242,18 @@ def main() -> None:
             print(f"  {title} (CPU ms, wall ms, of which the collector ms, where):")
             for c, hold, collector, at in top[:5]:
                 print(f"  {c * 1e3:8.2f} {hold * 1e3:8.2f} {collector * 1e3:8.2f}  {at}")
+
+
+def _rss_mb() -> float:
+    """This process's resident memory in MB (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 if __name__ == "__main__":

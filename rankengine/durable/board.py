@@ -60,6 +60,7 @@ from rankengine.durable.acks import AcknowledgedWrites
 from rankengine.durable.eventlog import ACTIVE_WRITER, SegmentWriter
 from rankengine.durable.events import EventReader, iter_events, open_readers, rebuild
 from rankengine.durable.forget import Forgetting, finish_forget
+from rankengine.durable.forked import FORK_AVAILABLE, SnapshotMode, fork_snapshot, wait_snapshot
 from rankengine.durable.manifest import (
     DirectoryLock,
     snapshot_name,
@@ -214,13 +215,14 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         compact_min_bytes: int | None = COMPACT_MIN_BYTES,
         compact_ratio: float = COMPACT_RATIO,
         retain_log: bool = False,
+        snapshot_mode: SnapshotMode = "slices",
         create: bool = True,
         now: Callable[[], int] | None = None,
     ) -> None:
         # Every option is checked before anything is created or locked: a
         # bad setting must not reach the new board's MANIFEST.
         check_fsync(fsync)
-        check_log_options(on_torn_tail, compact_min_bytes, compact_ratio, retain_log)
+        check_log_options(on_torn_tail, compact_min_bytes, compact_ratio, retain_log, snapshot_mode)
         if not isinstance(create, bool):
             raise TypeError(f"create must be True or False, not {create!r}")
         if now is not None and not callable(now):
@@ -289,6 +291,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         self._compact_ratio = compact_ratio
         self._compact_after = 0
         self._retain = retain_log
+        self._fork = snapshot_mode == "fork" and FORK_AVAILABLE  # (else slices: forked.py)
         self._failure: BaseException | None = None
         self._dirty = False
         # Lock order (a thread holding one of these takes only those after
@@ -734,13 +737,14 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         manifest = self._manifest
         if not self._sync_each:
             self._presync()
-        export = self._read_in_slices()
-        if export is None:
+        export = None if self._fork else self._read_in_slices()
+        if export is None and not self._fork:
             return self._seq
         with self._lock:
             self._capture = None  # (the export's last slice is read now)
             self._check_writable()
-            export.finish()
+            if export is not None:
+                export.finish()
             seq = self._seq
             if manifest.snapshots and manifest.snapshots[-1][1] == seq:
                 return seq
@@ -757,13 +761,25 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
             rotation = None
             if self._active_first != seq + 1:
                 rotation = switch_segment(self, seq, header["created_ms"])
+            snap = snapshot_name(seq)
+            target = os.path.join(directory, snap)
+            if export is None:  # the child writes it from the board as of now
+                child = fork_snapshot(self, target, header, self._dirlock._fd)
         if rotation is not None:
-            finish_rotation(self, rotation)
-        snap = snapshot_name(seq)
-        columns = export.columns(_let_go)
-        del export
-        size = write_snapshot_columns(os.path.join(directory, snap), header, columns, pause=_let_go)
-        del columns
+            try:
+                finish_rotation(self, rotation)
+            except BaseException:
+                if export is None:  # (reaped; the snapshot is not named)
+                    with contextlib.suppress(Exception):
+                        wait_snapshot(child, target)
+                raise
+        if export is None:
+            size = wait_snapshot(child, target)
+        else:
+            columns = export.columns(_let_go)
+            del export
+            size = write_snapshot_columns(target, header, columns, pause=_let_go)
+            del columns
         # The new manifest is written without the board lock (its two fsyncs
         # took 10-25 ms under it on a loaded machine): only compaction writes
         # the manifest, and the caller holds the compaction lock.  Readers of

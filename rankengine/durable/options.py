@@ -21,6 +21,7 @@ from typing import Any, Final, Literal, TypeAlias, TypedDict
 
 from rankengine.board.core import BoardCore, RankStyle, TieBreak
 from rankengine.board.scoring import Order
+from rankengine.durable.forked import SnapshotMode, check_snapshot_mode
 from rankengine.durable.snapshot import fsync_dir
 
 __all__ = [
@@ -61,6 +62,7 @@ class DurableOptions(TypedDict, total=False):
     compact_min_bytes: int | None
     compact_ratio: float
     retain_log: bool
+    snapshot_mode: SnapshotMode
     create: bool
     now: Callable[[], int] | None
 
@@ -86,7 +88,13 @@ TORN_POLICIES: Final = ("truncate", "refuse")
 BOARD_SETTINGS: Final = ("order", "tie_break", "rank_style", "backend")
 #: What a durable board's event log takes on top of the settings (its path,
 #: ``fsync``, ``create`` and ``now`` are the opener's to give).
-LOG_OPTIONS: Final = ("on_torn_tail", "compact_min_bytes", "compact_ratio", "retain_log")
+LOG_OPTIONS: Final = (
+    "on_torn_tail",
+    "compact_min_bytes",
+    "compact_ratio",
+    "retain_log",
+    "snapshot_mode",
+)
 
 
 def check_options(options: Iterable[str], allowed: tuple[str, ...], caller: str) -> None:
@@ -144,6 +152,7 @@ def check_log_options(
     compact_min_bytes: object = COMPACT_MIN_BYTES,
     compact_ratio: object = COMPACT_RATIO,
     retain_log: object = False,
+    snapshot_mode: object = "slices",
 ) -> None:
     """Refuse a bad value of a :data:`LOG_OPTIONS` option before anything is
     on disk (a bad compaction threshold used to surface at the first write,
@@ -172,6 +181,7 @@ def check_log_options(
         raise ValueError(f"compact_ratio must be a finite number >= 0, not {compact_ratio!r}")
     if not isinstance(retain_log, bool):
         raise TypeError(f"retain_log must be True or False, not {retain_log!r}")
+    check_snapshot_mode(snapshot_mode)
 
 
 def make_directory(path: str) -> None:
