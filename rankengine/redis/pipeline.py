@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from rankengine.board.checks import check_count, check_flag, check_int, check_size
 from rankengine.board.reads import DEFAULT_PAGE_SIZE
 from rankengine.redis.plainranks import FALLBACK
-from rankengine.redis.scripts import EXACT, _refusal
+from rankengine.redis.scripts import EXACT, refusal_of
 
 if TYPE_CHECKING:
     from rankengine.board.core import RankStyle
@@ -427,7 +427,7 @@ class RedisPipeline:
             if call.name == "INCR" and not isinstance(reply, Exception) and int(reply[0]) == 3:
                 stale = True
             if isinstance(reply, Exception):
-                refusal = _refusal(reply)
+                refusal = refusal_of(reply)
                 if refusal is not None and refusal.code in _AGAIN:
                     out.append(_answer(call.alone))
                     stale = True

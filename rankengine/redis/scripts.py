@@ -85,7 +85,15 @@ from typing import Any, Final
 
 from rankengine.redis.direct import DirectCalls
 
-__all__ = ["EXACT", "LIBRARY", "LIBRARY_NAME", "SCRIPTS", "ScriptError", "ScriptRunner"]
+__all__ = [
+    "EXACT",
+    "LIBRARY",
+    "LIBRARY_NAME",
+    "SCRIPTS",
+    "ScriptError",
+    "ScriptRunner",
+    "refusal_of",
+]
 
 
 def _source(name: str) -> str:
@@ -336,7 +344,7 @@ class ScriptRunner:
             self.load()
             return self.client.execute_command(*self.call_args(name, keys, args))
         except ResponseError as error:
-            refusal = _refusal(error)
+            refusal = refusal_of(error)
             if refusal is not None:
                 raise refusal from None
             raise
@@ -365,7 +373,7 @@ class ScriptRunner:
             break
         for reply in replies:
             if isinstance(reply, Exception):
-                raise _refusal(reply) or reply
+                raise refusal_of(reply) or reply
         return replies
 
 
@@ -379,15 +387,15 @@ def _no_functions(exc: Exception) -> bool:
     return "unknown command" in message and ("fcall" in message or "function" in message)
 
 
-def _refusal(exc: Exception) -> ScriptError | None:
+def refusal_of(exc: Exception) -> ScriptError | None:
     """The :class:`ScriptError` of a script that refused its input
     (``RANKENGINE_<CODE> <detail>``), or None for any other error.
 
     Runtime complexity: O(length of the message)
 
-    >>> _refusal(Exception("RANKENGINE_VALUE NaN script: 1a2b, on @user_script:9."))
+    >>> refusal_of(Exception("RANKENGINE_VALUE NaN script: 1a2b, on @user_script:9."))
     ScriptError('VALUE NaN')
-    >>> _refusal(Exception("OOM command not allowed")) is None
+    >>> refusal_of(Exception("OOM command not allowed")) is None
     True
     """
     message = str(exc)
