@@ -348,3 +348,34 @@ def test_forget_scrubs_a_member_from_the_log_every_snapshot_and_every_view(
         again._check()
         assert {name: repr(dump(again[name])) for name in expected} == expected
         assert secret not in again["weekly"].board()
+
+
+@pytest.mark.parametrize("how", ["record", "record_many", "set"])
+def test_a_view_failing_after_its_check_closes_the_ledger_and_a_reopen_rebuilds_it(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a view that passed its check but fails to apply the event is a bug:
+    # the event is logged, so the ledger closes and a reopen replays it
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("alltime")
+        ledger.record("ann", 5)
+        board = ledger["alltime"]
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("broken view")
+
+        monkeypatch.setattr(board, "set" if how == "set" else "incr", broken)
+        with pytest.raises(LogError, match="a view failed to apply it"):
+            if how == "record":
+                ledger.record("bob", 7)
+            elif how == "record_many":
+                ledger.record_many([("bob", 7), ("cid", 1)])
+            else:
+                ledger.record("bob", 7, op="set")
+        assert ledger.closed
+        with pytest.raises(ValueError, match="closed"):
+            ledger.record("ann", 1)
+    with Ledger.open(tmp_path, fsync="never") as again:
+        again["alltime"]._check()
+        assert again["alltime"].score("bob") == 7
+        assert again["alltime"].score("ann") == 5
