@@ -9,10 +9,14 @@ package, before any time board: registering costs no import of the
 durable or ledger packages); :func:`rankengine.durable.kinds.as_ledger_view`
 calls it.
 
+>>> registered = ledger_view_opener()  # (the package root's, put back below)
 >>> calls = []
 >>> set_ledger_view_opener(lambda directory, kind, options: calls.append(kind))
 >>> ledger_view_opener()("DIR", "periodic", {}), calls
 (None, ['periodic'])
+>>> set_ledger_view_opener(registered)
+>>> ledger_view_opener() is registered
+True
 """
 
 from __future__ import annotations
