@@ -135,6 +135,12 @@ class Ledger(LedgerFront):
         self._last_ms = 0
         self._retain = retain_log
         self._compact_min = compact_min_bytes
+        #: where a size-triggered compaction goes instead of running in the
+        #: write that crossed the threshold: called (under the lock) with
+        #: nothing, it returns True once it has taken the work on (the
+        #: asyncio face runs it on a worker thread, rankengine.ledger.aio)
+        self.compact_elsewhere: Callable[[], bool] | None = None
+        self._compact_asked = False
         self._framer = RecordFramer()
         self._history: list[Event] | None = [] if path is None else None
         self._subs = Subscriptions()
@@ -511,7 +517,7 @@ class Ledger(LedgerFront):
                 and self._compact_min is not None
                 and files.active_bytes >= self._compact_min
             ):
-                self.compact()
+                self._compact_due()
             return _new_event(Recorded, (seq, event, outcomes))
         finally:
             lock.release()
@@ -618,7 +624,7 @@ class Ledger(LedgerFront):
             and self._compact_min is not None
             and files.active_bytes >= self._compact_min
         ):
-            self.compact()
+            self._compact_due()
         return done
 
     def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
@@ -676,7 +682,7 @@ class Ledger(LedgerFront):
             and self._compact_min is not None
             and self._files.active_bytes >= self._compact_min
         ):
-            self.compact()
+            self._compact_due()
         return done
 
     def forget(self, member: Any, *, from_log: bool = False) -> Forgotten:
@@ -706,17 +712,36 @@ class Ledger(LedgerFront):
         if self._closed:
             raise ValueError(f"the ledger at {self.path} is closed")
 
-    def _save_view(self, view: View) -> None:
+    def _save_view(self, view: View, pause: Callable[[], None] | None = None) -> None:
         """Write ``view``'s snapshot at its seq into the manifest's config
-        (the caller commits the manifest)."""
+        (the caller commits the manifest); ``pause`` as in :meth:`compact`."""
         assert self._files is not None
-        files = self._files.write_parts(view.name, view.seq, self._time, view.export())
+        parts = view.export()
+        files = self._files.write_parts(view.name, view.seq, self._time, parts, pause=pause)
         self._files.manifest.config["snapshots"][view.name] = [view.seq, files]
 
-    def compact(self) -> int:
+    def _compact_due(self) -> None:
+        """The active segment crossed ``compact_min_bytes``: compact now,
+        or hand the compaction to :attr:`compact_elsewhere` (once: later
+        writes see it asked until :meth:`compact` runs)."""
+        if self._compact_asked:
+            return
+        elsewhere = self.compact_elsewhere
+        if elsewhere is not None and elsewhere():
+            self._compact_asked = True
+            return
+        self.compact()
+
+    def compact(self, *, pause: Callable[[], None] | None = None) -> int:
         """Snapshot every view at the current seq and start a new segment;
         without ``retain_log`` the segments before it are removed.  Returns
         the seq the snapshots reflect.  Writes wait while it runs.
+
+        ``pause``, if given, is called between pieces of the snapshots'
+        encoding: a compaction on a background thread passes
+        ``time.sleep(0)``, which lets go of the GIL there, so that the
+        thread serving reads waits for one piece at most, not for the
+        interpreter's 5 ms switch interval or a whole chunk's encoding.
 
         Runtime complexity: O(N) over the views' members
         """
@@ -725,11 +750,12 @@ class Ledger(LedgerFront):
             files = self._files
             if files is None:
                 return self._seq
+            self._compact_asked = False
             config = files.manifest.config
             stale = {name: entry[0] for name, entry in config["snapshots"].items()}
             for view in self._views.values():
                 if stale.get(view.name) != self._seq:
-                    self._save_view(view)
+                    self._save_view(view, pause)
             if files.manifest.segments[-1][1] <= self._seq:
                 files.roll(self._seq + 1)  # writes the manifest, naming the snapshots
             else:

@@ -350,11 +350,18 @@ class LedgerFiles:
         return os.path.join(self.path, VIEWS_DIR, view)
 
     def write_parts(
-        self, view: str, seq: int, ledger_ms: int, parts: list[tuple[Any, Any]]
+        self,
+        view: str,
+        seq: int,
+        ledger_ms: int,
+        parts: list[tuple[Any, Any]],
+        *,
+        pause: Callable[[], None] | None = None,
     ) -> list[list[Any]]:
         """Write ``view``'s parts as snapshot files of ``seq``; return the
         ``[key, file name]`` list the manifest names them by (the caller
-        commits it with :meth:`commit`)."""
+        commits it with :meth:`commit`).  ``pause``: called between pieces
+        of the encoding (see :func:`~rankengine.durable.snapshot.write_snapshot_columns`)."""
         directory = self.view_dir(view)
         if not os.path.isdir(directory):
             make_directory(directory)
@@ -371,7 +378,7 @@ class LedgerFiles:
                 "ledger_ms": ledger_ms,
             }
             columns: Any = ([], [], [], {}) if board is None else board._export_columns()
-            write_snapshot_columns(os.path.join(directory, name), header, columns)
+            write_snapshot_columns(os.path.join(directory, name), header, columns, pause=pause)
             files.append([key, name])
         return files
 
