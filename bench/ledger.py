@@ -301,18 +301,70 @@ def run_threads(
         shutil.rmtree(directory, ignore_errors=True)
 
 
+#: The settings the lag round runs under (see docs/asyncio.md): the
+#: interpreter's defaults, and what the docs advise a server to set at start.
+ADVISED_SWITCH_S = 0.001
+SETTINGS = ("default", "advised")
+
+
+def _run_queue_s() -> float | None:
+    """Seconds this thread has waited, runnable, for a CPU (Linux schedstat):
+    the machine's share of the loop's lag, not ours."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 async def run_open_loop(
-    data: list[tuple[str, int, int]], policy: str, rate: float
+    data: list[tuple[str, int, int]],
+    policy: str,
+    rate: float,
+    *,
+    setting: str = "default",
+    compact_bytes: int | None = None,
 ) -> dict[str, float]:
     """Open loop: start one ``arecord`` task per event at ``rate`` events a
     second (on schedule, whether or not the earlier ones are done) while a
     1 ms timer measures the loop's lag (how late each tick wakes).  Returns
     the rate kept (events / time to the last one durable), the lag's max
-    and 99th percentile (ms), and the fsyncs made."""
+    and 99th percentile (ms), the fsyncs and compactions made, and where the
+    loop's time went: its CPU share, its share waiting for a CPU (the
+    machine), the longest collection (ms) and the full ones.
+
+    ``policy`` ``"noop"`` runs the same timer and schedule with no ledger:
+    the machine's own lag.  ``setting`` ``"advised"`` freezes the objects
+    alive once the ledger is open (``gc.freeze()``) and sets the switch
+    interval to :data:`ADVISED_SWITCH_S`, as docs/asyncio.md advises; both
+    are put back after the run."""
     directory = tempfile.mkdtemp(prefix="bench-openloop-")
+    switch = sys.getswitchinterval()
+    pauses: list[tuple[float, int]] = []
+    started: list[float] = []
+
+    def collector(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            pauses.append((time.perf_counter() - started.pop(), info["generation"]))
+
     try:
-        aledger = await AsyncLedger.open(directory, fsync=policy, compact_min_bytes=None)
-        add_four(aledger.ledger)
+        aledger = None
+        if policy != "noop":
+            aledger = await AsyncLedger.open(directory, fsync=policy, compact_min_bytes=None)
+            add_four(aledger.ledger)
+            aledger.ledger._compact_min = compact_bytes  # (views first: no snapshot yet)
+        compactions = 0
+        if aledger is not None:
+            compact = aledger.ledger.compact
+
+            def counted(**options: Any) -> int:
+                nonlocal compactions
+                compactions += 1
+                return compact(**options)
+
+            aledger.ledger.compact = counted  # type: ignore[method-assign]
         lags: list[float] = []
         running = True
 
@@ -326,31 +378,53 @@ async def run_open_loop(
         tick = asyncio.create_task(ticker())
         await asyncio.sleep(0.01)
         gc.collect()
+        if setting == "advised":
+            gc.freeze()
+            sys.setswitchinterval(ADVISED_SWITCH_S)
+        gc.callbacks.append(collector)
+        lags.clear()
         start = time.perf_counter()
+        cpu, queued = time.thread_time(), _run_queue_s()
         sent = 0
         while sent < len(data):
             due = min(len(data), int((time.perf_counter() - start) * rate) + 1)
             while sent < due:
                 member, delta, _ = data[sent]
-                task = asyncio.create_task(aledger.arecord(member, delta, ranks=False))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+                if aledger is not None:
+                    task = asyncio.create_task(aledger.arecord(member, delta, ranks=False))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
                 sent += 1
             await asyncio.sleep(max(0.0, start + sent / rate - time.perf_counter()))
         await asyncio.gather(*pending)
         elapsed = time.perf_counter() - start
+        cpu = time.thread_time() - cpu
+        after = _run_queue_s()
+        queued = None if after is None or queued is None else after - queued
         running = False
         await tick
-        fsyncs = aledger.fsyncs
-        await aledger.aclose()
+        gc.callbacks.remove(collector)
+        fsyncs = 0
+        if aledger is not None:
+            fsyncs = aledger.fsyncs
+            await aledger.aclose()
         lags.sort()
         return {
             "kept": len(data) / elapsed,
             "max_ms": lags[-1] * 1000,
             "p99_ms": lags[int(len(lags) * 0.99)] * 1000,
             "fsyncs": fsyncs,
+            "compactions": compactions,
+            "cpu": cpu / elapsed,
+            "queued": -1.0 if queued is None else queued / elapsed,
+            "gc_max_ms": max((p for p, _ in pauses), default=0.0) * 1000,
+            "full_gcs": sum(1 for _, generation in pauses if generation == 2),
         }
     finally:
+        if gc.isenabled() and collector in gc.callbacks:
+            gc.callbacks.remove(collector)
+        gc.unfreeze()
+        sys.setswitchinterval(switch)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -484,6 +558,18 @@ def main(argv: list[str] | None = None) -> int:
         default="10000,5000,2000",
         help="open-loop asyncio rates to try, events/s, highest first",
     )
+    parser.add_argument(
+        "--lag-settings",
+        default="default,advised",
+        help="the open loop's settings: default (the interpreter's) and/or advised "
+        "(gc.freeze() once open, switch interval 1 ms; see docs/asyncio.md)",
+    )
+    parser.add_argument(
+        "--lag-compact-bytes",
+        type=int,
+        default=1 << 20,
+        help="the open loop's compact_min_bytes (a compaction or two per run; 0: none)",
+    )
     parser.add_argument("--skip", default="", help="rounds to skip: writes,threads,async,lag,open")
     args = parser.parse_args(argv)
     skip = set(args.skip.split(","))
@@ -572,22 +658,52 @@ def async_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> 
 
 
 def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> None:
-    print("asyncio open loop: one task per event, started on schedule; a 1 ms timer's lag:")
+    settings = [name for name in args.lag_settings.split(",") if name]
+    compact = args.lag_compact_bytes or None
+    print(
+        "asyncio open loop: one task per event, started on schedule; a 1 ms timer's lag "
+        f"(compaction at {compact or 0:,} bytes; 'noop': the same timer and schedule, no ledger):"
+    )
+    print(
+        "  (per run: the loop thread's CPU share / its share waiting for a CPU, the "
+        "longest collection and the full ones)"
+    )
     for rate in (float(r) for r in args.rates.split(",")):
         events = data[: max(1000, min(len(data), int(rate * 2)))]  # about two seconds
+        runs = [("noop", "default")] + [
+            (policy, setting) for policy in ("everysec", "always") for setting in settings
+        ]
+        figures: dict[tuple[str, str], list[dict[str, float]]] = {run: [] for run in runs}
+        for _ in range(args.repeats):  # interleaved: the machine's load hits each alike
+            for policy, setting in runs:
+                figures[policy, setting].append(
+                    asyncio.run(
+                        run_open_loop(events, policy, rate, setting=setting, compact_bytes=compact)
+                    )
+                )
         kept_all = True
-        for policy in ("everysec", "always"):
-            figures = [
-                asyncio.run(run_open_loop(events, policy, rate)) for _ in range(args.repeats)
-            ]
-            worst = max(figures, key=lambda f: f["max_ms"])
-            kept = min(f["kept"] for f in figures)
-            kept_all = kept_all and kept >= 0.95 * rate
+        for (policy, setting), runs_of in figures.items():
+            worst = max(runs_of, key=lambda f: f["max_ms"])
+            kept = min(f["kept"] for f in runs_of)
+            if policy != "noop" and setting == "default":
+                kept_all = kept_all and kept >= 0.95 * rate
+            label = policy if setting == "default" else f"{policy}+"
+            where = ", ".join(
+                f"{f['cpu']:.0%}/{f['queued']:.0%} gc {f['gc_max_ms']:.1f}"
+                + (f" ({f['full_gcs']:.0f} full)" if f["full_gcs"] else "")
+                for f in runs_of
+            )
             print(
-                f"  {rate:>7,.0f}/s {policy:<9} kept {kept:>7,.0f}/s  lag max "
-                f"{', '.join(format(f['max_ms'], '.1f') for f in figures)} ms, "
-                f"p99 {', '.join(format(f['p99_ms'], '.1f') for f in figures)} ms  "
-                f"fsyncs {worst['fsyncs']:,.0f}"
+                f"  {rate:>7,.0f}/s {label:<9} kept {kept:>7,.0f}/s  lag max "
+                f"{', '.join(format(f['max_ms'], '.1f') for f in runs_of)} ms, "
+                f"p99 {', '.join(format(f['p99_ms'], '.1f') for f in runs_of)} ms  "
+                f"fsyncs {worst['fsyncs']:,.0f}  compactions {worst['compactions']:.0f}"
+            )
+            print(f"  {'':>9} {'':<9} ({where})")
+        if "advised" in settings:
+            print(
+                f"  ('+': advised settings, gc.freeze() once open and a switch interval of "
+                f"{ADVISED_SWITCH_S * 1000:g} ms)"
             )
         if kept_all:
             print(f"  (the highest rate kept under both policies: {rate:,.0f}/s)")

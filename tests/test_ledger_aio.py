@@ -12,6 +12,7 @@ import pytest
 
 from rankengine import Ledger
 from rankengine.durable.records import LogError
+from rankengine.ledger import aio
 from rankengine.ledger.aio import AsyncLedger
 
 T = 1_798_934_400_000
@@ -225,3 +226,57 @@ def test_a_failed_background_compaction_fails_the_next_record_with_nothing_recor
     with Ledger.open(tmp_path) as again:
         again._check()
         assert again["alltime"].score("late") == 5
+
+
+def test_a_large_group_is_released_in_turns_of_ack_batch_in_log_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(aio, "ACK_BATCH", 10)
+
+    async def main() -> list[Any]:
+        aledger = await AsyncLedger.open(tmp_path, fsync="always")
+        aledger.add_view("alltime")
+        files = aledger.ledger._files
+        assert files is not None and files.writer is not None
+        real = files.writer.sync_fn
+        hold = threading.Event()
+
+        def held_sync(fd: int) -> None:
+            hold.wait(10)
+            real(fd)
+
+        files.writer.sync_fn = held_sync
+        order: list[Any] = []
+        running = True
+
+        async def ticker() -> None:  # another task of the loop
+            while running:
+                order.append("tick")
+                await asyncio.sleep(0)
+
+        async def one(i: int) -> None:
+            done = await aledger.arecord(f"p{i % 9}", 1, t_ms=T + i)
+            order.append(done.seq)
+
+        tick = asyncio.create_task(ticker())
+        writes = asyncio.gather(*(one(i) for i in range(200)))
+        await asyncio.sleep(0.01)  # all 200 appended, the first fsync held
+        hold.set()
+        await writes
+        running = False
+        await tick
+        await aledger.aclose()
+        return order
+
+    order = asyncio.run(main())
+    seqs = [item for item in order if item != "tick"]
+    assert seqs == list(range(1, 201))  # in log order
+    runs, run = [], 0
+    for item in order:
+        if item == "tick":
+            runs.append(run)
+            run = 0
+        else:
+            run += 1
+    runs.append(run)
+    assert max(runs) <= 10  # no more than ACK_BATCH awaits resumed between two ticks

@@ -41,13 +41,22 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from rankengine.durable.commit import GroupCommit
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
 
-__all__ = ["AsyncLedger"]
+__all__ = ["ACK_BATCH", "AsyncLedger"]
+
+#: Awaits one turn of the loop releases at most; the rest go in the next
+#: turns (``call_soon``), so timers and I/O get the loop between them.
+#: After a stall (the machine's, a collection's) one fsync can cover
+#: thousands of events: released together, 1,300-3,800 awaits took 4-7 ms
+#: (measured at 10,000 events/s on a loaded 2-core machine), and every task
+#: they resume then runs its next step in one following turn.  128 a turn
+#: keeps both to a fraction of a millisecond each.
+ACK_BATCH: Final = 128
 
 Held = list[tuple[Callable[[Any], None], Any]]
 
@@ -141,12 +150,20 @@ class AsyncLedger:
 
     def _release(self) -> None:
         """On the loop: deliver the notices of every durable event and end
-        its await, in log order; fail those whose fsync failed."""
+        its await, in log order, :data:`ACK_BATCH` of them a turn; fail
+        those whose fsync failed."""
         self._scheduled = False
         group = self._group
         durable = group.durable if group is not None else 0
         waiting = self._waiting
+        budget = ACK_BATCH
         while waiting and waiting[0][0] <= durable:
+            if not budget:  # the rest in the loop's next turn
+                if not self._scheduled and self._loop is not None:
+                    self._scheduled = True
+                    self._loop.call_soon(self._release)
+                return
+            budget -= 1
             _, future, held = waiting.popleft()
             _deliver(held)  # (even if its task was cancelled: the event is durable)
             if not future.done():
