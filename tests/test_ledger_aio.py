@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rankengine import Ledger
+from rankengine.board import release
 from rankengine.durable.records import LogError
 from rankengine.ledger import aio
 from rankengine.ledger.aio import AsyncLedger
@@ -280,3 +281,36 @@ def test_a_large_group_is_released_in_turns_of_ack_batch_in_log_order(
             run += 1
     runs.append(run)
     assert max(runs) <= 10  # no more than ACK_BATCH awaits resumed between two ticks
+
+
+def test_a_period_the_loop_drops_is_freed_on_the_release_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    freed: list[tuple[str, int]] = []
+    real = release._release_now
+
+    def watched(board: Any, *args: Any) -> None:
+        size = len(board)
+        real(board, *args)
+        freed.append((threading.current_thread().name, size - len(board)))
+
+    monkeypatch.setattr(release, "_release_now", watched)
+    week = 7 * 86_400_000
+
+    async def main() -> None:
+        aledger = await AsyncLedger.open(tmp_path, fsync="always")
+        aledger.add_view("weekly", "periodic", calendar="weekly")
+        for i in range(300):
+            await aledger.arecord(f"p{i}", i + 1, t_ms=T + i)
+        await aledger.arecord("ann", 1, t_ms=T + week)  # week 1: week 0 kept as the last
+        assert not freed
+        await aledger.arecord("ann", 1, t_ms=T + 2 * week)  # week 0 dropped: 300 members
+        release.wait_released()
+        assert freed == [(release.RELEASER_NAME, 300)]
+        assert not release.RELEASE.elsewhere  # (set only while the loop records)
+        aledger.ledger.record("bob", 1, t_ms=T + 3 * week)  # a plain call frees where it runs
+        assert freed[1:] == [(threading.current_thread().name, 1)]
+        aledger.ledger._check()
+        await aledger.aclose()
+
+    asyncio.run(main())
