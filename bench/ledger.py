@@ -42,7 +42,13 @@ round: one ``arecord`` task per event started on schedule at each of
 ``--rates`` (highest first, about two seconds each) while a 1 ms timer
 measures the loop's lag (max and 99th percentile per run), under both
 policies, stopping at the first rate kept by both: the target being <= 5
-ms at 10,000 events/s.
+ms at 10,000 events/s.  Beside it, in the same process and interleaved: a
+``noop`` run (the same timer and schedule, no ledger: the machine's own
+lag), and each policy under the ``--lag-settings`` (``default``, and
+``advised``: ``gc.freeze()`` once open and a 1 ms switch interval, as
+docs/asyncio.md advises); each run says where the loop's thread spent its
+time (running / waiting for a CPU, the longest collection).  The ledger
+compacts at ``--lag-compact-bytes`` (a compaction or two per run).
 
 Open time: a ledger whose four views hold ``-n`` members each (one
 snapshot per view, written by ``compact()``) against one durable board of
@@ -63,9 +69,10 @@ and asyncio; ``python bench/ledger.py -e 20000 -n 50000 --repeats 3``)::
     always 241/s (1 thread, an fsync each), 625/s (4, 1,943 fsyncs)
     asyncio, 1,000 tasks, 10,000 events: always / everysec 0.80x (target
     0.5), 185-217 fsyncs for 10,000 events
-    open loop: 10,000/s and 5,000/s not kept (2,300-2,900/s: the process
-    got too little CPU); 2,000/s: lag p99 10-14 ms everysec, 93-267 ms
-    always (kept 1,763/s); an idle loop's timer here: max 8-20 ms, p99 4-6
+    open loop (a later run, lag round only, load 6.5): 10,000/s not kept
+    (6,517-8,367/s: the loop ran a third of the time and waited for a CPU
+    the rest); 5,000/s: lag max 33-87 ms everysec, 26-44 ms always, the
+    timer alone 19-74 ms (see docs/asyncio.md)
     open: ledger 0.131 s, board 0.050 s: 2.61x (target 2), at N = 50,000
 
 Two earlier runs of the same command (load 6.5-9.5, before ``ranks=True``
