@@ -67,16 +67,55 @@ def all_unloaded(ledger: Ledger) -> dict[str, list[str]]:
     return out
 
 
+def nonempty_periods(periodic: PeriodicLeaderboard) -> list[str]:
+    """The periods held with at least one member, oldest first, loading
+    none (an unloaded one's count is in its snapshot's header).
+
+    Empty ones are left out: after a ``forget`` of the only member of a
+    period, the durable ledger's views keep the ledger's clock, so a read
+    makes that (empty) period's board again, where a ledger that never saw
+    the member -- the model, or the same ledger reopened -- may not.
+    """
+    names = []
+    for period in periodic.periods():
+        board = periodic._boards.peek(period.name) if unloaded(periodic) else None
+        if is_unloaded(board):
+            count = read_snapshot(board.path, defer=lambda _h: True).header["count"]  # type: ignore[union-attr]
+        else:
+            count = len(periodic._boards[period.name])
+        if count:
+            names.append(period.name)
+    return names
+
+
+def loaded_since(ledger: Ledger, before: dict[str, list[str]]) -> list[str]:
+    """The periods unloaded in ``before`` that are held loaded now (a
+    period that fell out of ``keep`` since is freed, not loaded)."""
+    now = all_unloaded(ledger)
+    held = {name: {p.name for p in ledger[name].periods()} for name in PERIODIC}
+    for key, board in ledger["region"].items():
+        held[f"region/{key}"] = {p.name for p in board.periods()}
+    return [
+        f"{view}:{name}"
+        for view, names in before.items()
+        for name in names
+        if name in held.get(view, ()) and name not in now.get(view, [])
+    ]
+
+
 def board_state(board: Any) -> Any:
     items = board.items()
     return repr((items, [board.meta(m) for m, _ in items], board.clock))
 
 
 def periodic_reads(periodic: PeriodicLeaderboard) -> Any:
-    """Every read of every held period (loading each), oldest first."""
+    """Every read of every held period (loading each), oldest first; an
+    empty period board is left out (see :func:`nonempty_periods`)."""
     out = []
     for period in periodic.periods():
         board = periodic.board(period)
+        if not len(board):
+            continue
         members = [m for m, _ in board.items()]
         out.append(
             (
@@ -181,7 +220,7 @@ def test_compaction_copies_an_unloaded_period_and_a_reopen_reads_it(tmp_path: Pa
             snap = read_snapshot(moved.path)  # type: ignore[union-attr]
             assert snap.header["seq"] == seq and snap.header["part"]["period"] == name
         # export (what forget and tools read) loads them
-        now, held = periodic_state(daily)
+        _now, held = periodic_state(daily)
         assert not unloaded(daily) and all(not is_unloaded(b) for _, _, b in held)
         assert reads(again) == reads(model)
     with make(str(tmp_path)) as third:
@@ -317,7 +356,7 @@ class LazyLedgerMachine(RuleBasedStateMachine):
         step=STEPS,
         region=st.sampled_from(["eu", "us"]),
     )
-    def record(self, member: str, value: int, op: str, step: int, region: str) -> None:  # noqa: PLR0917
+    def record(self, member: str, value: int, op: str, step: int, region: str) -> None:
         event: dict[str, Any] = {
             "member": member,
             "op": op,
@@ -378,10 +417,10 @@ class LazyLedgerMachine(RuleBasedStateMachine):
         assert all_unloaded(self.ledger) == lazy  # the check loads nothing
         for name in PERIODIC:
             got, want = self.ledger[name], self.model[name]
-            assert [p.name for p in got.periods()] == [p.name for p in want.periods()]
+            assert nonempty_periods(got) == nonempty_periods(want)
             assert board_state(got.board()) == board_state(want.board())
         assert board_state(self.ledger["all"]) == board_state(self.model["all"])
-        assert all_unloaded(self.ledger) == lazy  # nor do reads of open periods
+        assert loaded_since(self.ledger, lazy) == []  # nor do reads of open periods
 
 
 LazyLedgerMachine.TestCase.settings = settings(

@@ -372,8 +372,8 @@ class LedgerFiles:
                 assert isinstance(board, Unloaded)
                 head = {"seq": seq, "view": view, "key": key, "part": part}
                 if path != board.path:
-                    copy_snapshot(board.path, path, {**head, "ledger_ms": ledger_ms})
-                    board.path = path
+                    head["ledger_ms"] = ledger_ms
+                    board.move(functools.partial(copy_snapshot, header=head), path)
                 files.append([key, name])
                 continue
             header = {

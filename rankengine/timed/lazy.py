@@ -60,15 +60,27 @@ class Unloaded:
     Runtime complexity: O(1); :meth:`load` O(N) for the board's N members
     """
 
-    __slots__ = ("load_from", "path")
+    __slots__ = ("_lock", "load_from", "path")
 
     def __init__(self, path: str, load_from: Callable[[str], Leaderboard]) -> None:
         self.path = path
         self.load_from = load_from
+        # a load and a move to a copy wait for each other: a load reads the
+        # file it started with while the compaction that copied it may
+        # remove it next
+        self._lock = threading.Lock()
 
     def load(self) -> Leaderboard:
         """The board, read from :attr:`path`."""
-        return self.load_from(self.path)
+        with self._lock:
+            return self.load_from(self.path)
+
+    def move(self, copy: Callable[[str, str], object], path: str) -> None:
+        """``copy(self.path, path)`` (the caller's copy of the file), then
+        load from ``path`` from here on."""
+        with self._lock:
+            copy(self.path, path)
+            self.path = path
 
     def __repr__(self) -> str:
         return f"Unloaded({os.path.basename(self.path)!r})"

@@ -753,6 +753,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         with self._lock:
             assert self._boards.keys() == self._periods.keys(), "boards and periods out of step"
             assert self._closed <= self._periods.keys(), "closed flag for a period not held"
+            if type(self._boards) is PeriodBoards:
+                self._boards.check(self._closed)  # every unloaded period closed, its file there
             for name, period in self._periods.items():
                 # every held period is a real period of the calendar, under its own name
                 assert self._calendar.period_of(period.start) == period, period
@@ -760,11 +762,10 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
                 # closed periods really are past their grace
                 if name in self._closed:
                     assert self._now >= period.end + self._grace, (period, self._now)
-                # (a period not loaded yet is checked without loading it)
-                if type(self._boards) is PeriodBoards:
-                    self._boards.check(self._closed)
-                    if is_unloaded(self._boards.peek(name)):
-                        continue
+                # (a period not loaded yet is checked without loading it:
+                # PeriodBoards.check below)
+                if type(self._boards) is PeriodBoards and is_unloaded(self._boards.peek(name)):
+                    continue
                 self._boards[name]._check()
             with self._detached_lock:
                 detached = dict(self._detached)
