@@ -25,12 +25,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from rankengine import Ledger
+from rankengine import Leaderboard, Ledger
 from rankengine.durable.records import RecoveryWarning
 from rankengine.durable.snapshot import read_snapshot
-from rankengine.timed.lazy import PeriodBoards, is_unloaded
+from rankengine.timed.lazy import PeriodBoards, Unloaded, is_unloaded
 from rankengine.timed.periodic import PeriodicLeaderboard
-from rankengine.timed.state import periodic_parts, periodic_state
+from rankengine.timed.state import periodic_parts, periodic_state, restore_periodic
 
 DAY_MS = 86_400_000
 T0_MS = 1_799_020_800_000  # 2027-01-04T00:00Z, a Monday
@@ -430,3 +430,66 @@ LazyLedgerMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestLazyLedger = LazyLedgerMachine.TestCase
+
+
+# ----------------------------------------------------------------------
+# PeriodBoards and restore_periodic on their own
+# ----------------------------------------------------------------------
+def _loader(loads: list[str], items: dict[str, int]) -> Any:
+    def load(path: str) -> Leaderboard:
+        loads.append(path)
+        board = Leaderboard()
+        board.set_many(items)
+        return board
+
+    return load
+
+
+def test_period_boards_load_once_on_every_kind_of_read(tmp_path: Path) -> None:
+    for read in ("getitem", "get", "values", "items", "pop", "setdefault", "copy"):
+        loads: list[str] = []
+        boards = PeriodBoards()
+        boards["a"] = Unloaded(str(tmp_path / "a.snap"), _loader(loads, {"ann": 3}))
+        boards["b"] = Leaderboard()
+        if read == "getitem":
+            got = boards["a"]
+        elif read == "get":
+            got = boards.get("a")
+        elif read == "values":
+            got = boards.values()[0]
+        elif read == "items":
+            got = dict(boards.items())["a"]
+        elif read == "pop":
+            got = boards.pop("a")
+            assert "a" not in boards
+        elif read == "setdefault":
+            got = boards.setdefault("a", Leaderboard())
+        else:
+            got = boards.copy()["a"]
+        assert got.items() == [("ann", 3)], read
+        assert len(loads) == 1, read
+        if read != "pop":
+            assert boards["a"] is got and len(loads) == 1  # loaded once, kept
+        assert boards.unloaded() == []
+    assert PeriodBoards().get("x", 7) == 7
+    with pytest.raises(KeyError):
+        PeriodBoards().pop("x")
+
+
+def test_period_boards_check_fails_on_an_open_or_missing_period(tmp_path: Path) -> None:
+    path = tmp_path / "a.snap"
+    boards = PeriodBoards()
+    boards["a"] = Unloaded(str(path), _loader([], {}))
+    with pytest.raises(AssertionError, match="not closed"):
+        boards.check(set())
+    with pytest.raises(AssertionError, match="no file"):
+        boards.check({"a"})
+    path.write_bytes(b"")
+    boards.check({"a"})
+
+
+def test_restore_periodic_refuses_an_unloaded_open_period(tmp_path: Path) -> None:
+    daily = PeriodicLeaderboard("daily", clock=lambda: 90_000.0)
+    lazy = Unloaded(str(tmp_path / "a.snap"), _loader([], {}))
+    with pytest.raises(ValueError, match="open"):
+        restore_periodic(daily, 90_000.0, [("1970-01-02", False, lazy)])
