@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -493,3 +494,36 @@ def test_restore_periodic_refuses_an_unloaded_open_period(tmp_path: Path) -> Non
     lazy = Unloaded(str(tmp_path / "a.snap"), _loader([], {}))
     with pytest.raises(ValueError, match="open"):
         restore_periodic(daily, 90_000.0, [("1970-01-02", False, lazy)])
+
+
+def test_threads_reading_an_unloaded_period_load_it_once(tmp_path: Path) -> None:
+    with make(str(tmp_path)) as ledger:
+        fill(ledger, 3)
+        ledger.compact()
+        want = ledger["daily"].board("2027-01-04").items()
+    with make(str(tmp_path)) as again:
+        daily = again["daily"]
+        lazy = daily._boards.peek("2027-01-04")
+        assert is_unloaded(lazy)
+        loads: list[str] = []
+        inner = lazy.load_from  # type: ignore[union-attr]
+
+        def counted(path: str) -> Leaderboard:
+            loads.append(path)
+            return inner(path)
+
+        lazy.load_from = counted  # type: ignore[union-attr]
+        start = threading.Barrier(4)
+        got: list[Any] = []
+
+        def read() -> None:
+            start.wait()
+            got.append(daily.board("2027-01-04").items())
+
+        threads = [threading.Thread(target=read) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert got == [want] * 4 and len(loads) == 1
+        again._check()
