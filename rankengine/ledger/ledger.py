@@ -61,7 +61,13 @@ from rankengine.durable.snapshot import SharedChunks, Snapshot
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import PERIODIC, TOPK, IncrPlan, feed, skip_checks
 from rankengine.ledger.forget import forget_member
-from rankengine.ledger.front import LedgerFront, Recorded, restored_board
+from rankengine.ledger.front import (
+    LedgerFront,
+    Recorded,
+    closed_period,
+    deferred_board,
+    restored_board,
+)
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import (
@@ -73,6 +79,7 @@ from rankengine.ledger.storage import (
 )
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
+from rankengine.timed.lazy import Unloaded
 
 __all__ = ["Ledger", "Recorded"]
 
@@ -196,11 +203,14 @@ class Ledger(LedgerFront):
             try:
                 board = view.template.board
                 columns = board._codec.columns if hasattr(board, "_codec") else None
-                snaps = files.read_parts(name, listed, columns, shared)
+                defer = closed_period if view.kind == "periodic" else None
+                snaps = files.read_parts(name, listed, columns, shared, defer)
                 parts = []
                 for snap in snaps:
                     board = None
-                    if snap.header.get("board"):
+                    if snap.deferred:  # a closed period: loaded on its first read
+                        board = Unloaded(snap.path, deferred_board(view, columns))
+                    elif snap.header.get("board"):
                         board = restored_board(view, snap, restored)
                     parts.append((snap.header.get("key"), (snap.header.get("part", {}), board)))
                 view.restore(parts)
@@ -716,7 +726,7 @@ class Ledger(LedgerFront):
         """Write ``view``'s snapshot at its seq into the manifest's config
         (the caller commits the manifest); ``pause`` as in :meth:`compact`."""
         assert self._files is not None
-        parts = view.export()
+        parts = view.export_lazy()
         files = self._files.write_parts(view.name, view.seq, self._time, parts, pause=pause)
         self._files.manifest.config["snapshots"][view.name] = [view.seq, files]
 
