@@ -311,7 +311,13 @@ def run_threads(
 #: The settings the lag round runs under (see docs/asyncio.md): the
 #: interpreter's defaults, and what the docs advise a server to set at start.
 ADVISED_SWITCH_S = 0.001
-SETTINGS = ("default", "advised")
+#: Each setting: (gc.freeze() once open, the advised switch interval).
+SETTINGS = {
+    "default": (False, False),
+    "freeze": (True, False),
+    "switch": (False, True),
+    "advised": (True, True),
+}
 
 
 def _run_queue_s() -> float | None:
@@ -344,7 +350,8 @@ async def run_open_loop(
     the machine's own lag.  ``setting`` ``"advised"`` freezes the objects
     alive once the ledger is open (``gc.freeze()``) and sets the switch
     interval to :data:`ADVISED_SWITCH_S`, as docs/asyncio.md advises; both
-    are put back after the run."""
+    are put back after the run; ``"freeze"`` and ``"switch"`` make one of
+    the two each."""
     directory = tempfile.mkdtemp(prefix="bench-openloop-")
     switch = sys.getswitchinterval()
     pauses: list[tuple[float, int]] = []
@@ -385,8 +392,10 @@ async def run_open_loop(
         tick = asyncio.create_task(ticker())
         await asyncio.sleep(0.01)
         gc.collect()
-        if setting == "advised":
+        freeze, short_switch = SETTINGS[setting]
+        if freeze:
             gc.freeze()
+        if short_switch:
             sys.setswitchinterval(ADVISED_SWITCH_S)
         gc.callbacks.append(collector)
         lags.clear()
@@ -568,8 +577,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lag-settings",
         default="default,advised",
-        help="the open loop's settings: default (the interpreter's) and/or advised "
-        "(gc.freeze() once open, switch interval 1 ms; see docs/asyncio.md)",
+        help="the open loop's settings: default (the interpreter's), advised "
+        "(gc.freeze() once open, switch interval 1 ms; see docs/asyncio.md), freeze or "
+        "switch (one of the two)",
     )
     parser.add_argument(
         "--lag-compact-bytes",
@@ -664,8 +674,15 @@ def async_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> 
     print(f"  always / everysec throughput: {ratio:.2f}x (target >= 0.5)")
 
 
+#: How a setting's runs are marked after the policy's name.
+_MARKS = {"default": "", "freeze": "f", "switch": "s", "advised": "+"}
+
+
 def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> None:
     settings = [name for name in args.lag_settings.split(",") if name]
+    for name in settings:
+        if name not in SETTINGS:
+            raise SystemExit(f"--lag-settings: {name!r} is not one of {', '.join(SETTINGS)}")
     compact = args.lag_compact_bytes or None
     print(
         "asyncio open loop: one task per event, started on schedule; a 1 ms timer's lag "
@@ -694,7 +711,7 @@ def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> No
             kept = min(f["kept"] for f in runs_of)
             if policy != "noop" and setting == "default":
                 kept_all = kept_all and kept >= 0.95 * rate
-            label = policy if setting == "default" else f"{policy}+"
+            label = policy if setting == "default" else f"{policy}{_MARKS[setting]}"
             where = ", ".join(
                 f"{f['cpu']:.0%}/{f['queued']:.0%} gc {f['gc_max_ms']:.1f}"
                 + (f" ({f['full_gcs']:.0f} full)" if f["full_gcs"] else "")
@@ -707,10 +724,11 @@ def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> No
                 f"fsyncs {worst['fsyncs']:,.0f}  compactions {worst['compactions']:.0f}"
             )
             print(f"  {'':>9} {'':<9} ({where})")
-        if "advised" in settings:
+        if set(settings) - {"default"}:
             print(
                 f"  ('+': advised settings, gc.freeze() once open and a switch interval of "
-                f"{ADVISED_SWITCH_S * 1000:g} ms)"
+                f"{ADVISED_SWITCH_S * 1000:g} ms; 'f': the freeze alone, 's': the switch "
+                "interval alone)"
             )
         if kept_all:
             print(f"  (the highest rate kept under both policies: {rate:,.0f}/s)")
