@@ -110,7 +110,9 @@ class Ledger(LedgerFront):
         view's snapshot covers at each compaction.
     :param compact_min_bytes: snapshot every view and start a new segment
         once the active one holds this many bytes (None: only on
-        :meth:`compact`); the write that crosses it pays for the snapshot.
+        :meth:`compact`); the write that crosses it pays for the snapshot
+        (from :class:`~rankengine.ledger.aio.AsyncLedger`, a worker thread
+        does: see :attr:`compact_elsewhere`).
     :param on_torn_tail: ``"truncate"`` (default) or ``"refuse"``.
     :param create: create the directory when it holds no ledger.
     :param now: a function returning milliseconds (the default event time
