@@ -84,7 +84,7 @@ class IncrPlan:
     Runtime complexity: O(V) to build for V views; nothing per event
     """
 
-    __slots__ = ("checks", "feeds")
+    __slots__ = ("checks", "counted", "feeds")
 
     def __init__(self, views: Iterable[View]) -> None:
         #: (code, view, adapter) of the views that check the event
@@ -96,6 +96,13 @@ class IncrPlan:
             if code != BOARD:
                 self.checks.append((code, view, adapter))
             self.feeds.append((code, view, adapter, view.name))
+        #: a trending view's outcome without ranks (the same every event:
+        #: an Outcome is immutable), by view name
+        self.counted: dict[str, Outcome] = {
+            name: Outcome(name, NO_KEY, None, None, None)
+            for code, _, _, name in self.feeds
+            if code == TOPK
+        }
 
 
 def skip_checks(plan: IncrPlan, events: list[LedgerEvent], now_ms: int) -> list[bool]:
@@ -132,6 +139,11 @@ def feed(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int, ranks: bool)
 
     Runtime complexity: O(V log N) for V views of N members
     """
+    if ranks:
+        return _feed_ranked(plan, event, now_ms, seq)
+    # Without ranks an outcome is the view's name and the new score: no
+    # rank reads, and a trending view's outcome (no score) is made once,
+    # in the plan.
     member, value = event.member, event.value
     t_s, now_s = event.t_ms / 1000, now_ms / 1000
     outcomes: list[Outcome] = []
@@ -139,14 +151,9 @@ def feed(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int, ranks: bool)
     for code, view, adapter, name in plan.feeds:
         view.time_ms = now_ms
         view.seq = seq
-        before = after = None
         if code == BOARD:
-            board = adapter.board
-            if ranks:
-                before = board.rank(member)
-            score = board.incr(member, value)
-            if ranks:
-                after = board.rank(member)
+            score = adapter.board.incr(member, value)
+            add(_new_outcome(Outcome, (name, NO_KEY, score, None, None)))
         elif code == PERIODIC:
             # the period its check routed the event to, written directly
             # when nothing else is due there
@@ -155,20 +162,51 @@ def feed(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int, ranks: bool)
             if cached is not None and cached[0] <= t_s < cached[1]:
                 target = held_period_board(adapter.board, cached[3], now_s)
             if target is None:
-                outcomes += view.apply(event, ranks)
+                outcomes += view.apply(event, False)
+            else:
+                score = target.incr(member, value)
+                add(_new_outcome(Outcome, (name, NO_KEY, score, None, None)))
+        elif code == TOPK:
+            adapter.board.add(member, 1)
+            add(plan.counted[name])
+        else:
+            outcomes += view.apply(event, False)
+    return outcomes
+
+
+def _feed_ranked(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int) -> list[Outcome]:
+    """:func:`feed` with each exact view's rank before and after.
+
+    Runtime complexity: O(V log N) for V views of N members
+    """
+    member, value = event.member, event.value
+    t_s, now_s = event.t_ms / 1000, now_ms / 1000
+    outcomes: list[Outcome] = []
+    add = outcomes.append
+    for code, view, adapter, name in plan.feeds:
+        view.time_ms = now_ms
+        view.seq = seq
+        if code == BOARD:
+            board = adapter.board
+            before = board.rank(member)
+            score = board.incr(member, value)
+            add(_new_outcome(Outcome, (name, NO_KEY, score, before, board.rank(member))))
+        elif code == PERIODIC:
+            cached = adapter._open
+            target = None
+            if cached is not None and cached[0] <= t_s < cached[1]:
+                target = held_period_board(adapter.board, cached[3], now_s)
+            if target is None:
+                outcomes += view.apply(event, True)
                 continue
-            if ranks:
-                before = target.rank(member)
+            before = target.rank(member)
             score = target.incr(member, value)
-            if ranks:
-                after = target.rank(member)
+            add(_new_outcome(Outcome, (name, NO_KEY, score, before, target.rank(member))))
         elif code == TOPK:
             topk = adapter.board
             topk.add(member, 1)
             # (the estimate is a second pass over the sketch: with ranks only)
-            score = topk.estimate(member) if ranks else None
+            add(_new_outcome(Outcome, (name, NO_KEY, topk.estimate(member), None, None)))
         else:
-            outcomes += view.apply(event, ranks)
-            continue
-        add(_new_outcome(Outcome, (name, NO_KEY, score, before, after)))
+            outcomes += view.apply(event, True)
     return outcomes

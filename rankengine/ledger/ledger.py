@@ -58,7 +58,7 @@ from rankengine.durable.records import (
     TornTailWarning,
 )
 from rankengine.durable.snapshot import SharedChunks, Snapshot
-from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.events import INCR, MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import PERIODIC, TOPK, IncrPlan, feed, skip_checks
 from rankengine.ledger.forget import forget_member
 from rankengine.ledger.front import LedgerFront, Recorded, restored_board
@@ -467,9 +467,14 @@ class Ledger(LedgerFront):
             if self._subs.any():
                 event = make_event(member, value, t_ms=self._now() if t_ms is None else t_ms)
                 return self._record([event], ranks)[0]
-            t = self._now() if t_ms is None else t_ms
-            if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
-                return self._record([make_event(member, value, t_ms=t)], ranks)[0]
+            if t_ms is None:
+                t = stamp = self._now()  # (one clock reading: event and record time)
+                if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
+                    return self._record([make_event(member, value, t_ms=t)], ranks)[0]
+            else:
+                t, stamp = t_ms, self._now()
+            last = self._last_ms
+            stamp = stamp if stamp > last else last  # record times never go back
             plan = self._plan
             if plan is None:
                 plan = self._plan = IncrPlan(self._views.values())
@@ -490,14 +495,14 @@ class Ledger(LedgerFront):
                 except Exception as exc:
                     exc.add_note(f"(refused by view {view.name!r}; nothing was recorded)")
                     raise
-            # 2. one record
+            # 2. one record (the event's change built here: to_change's, a call less)
             seq = self._seq + 1
-            stamp = max(self._now(), self._last_ms)  # record times never go back
+            changes = [(EVENT, member, INCR, value, t, None, None, None)]
             files = self._files
             if files is not None:
-                files.append(self._framer.frame(seq, stamp, [to_change(event)]), seq)
+                files.append(self._framer.frame(seq, stamp, changes), seq)
             elif self._history is not None:
-                self._history.append(Event(seq, stamp, [to_change(event)]))
+                self._history.append(Event(seq, stamp, changes))
             self._seq, self._last_ms, self._time = seq, stamp, now_ms
             # 3. every view
             try:
