@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -317,4 +318,44 @@ def test_the_batch_fast_path_is_taken_and_refuses_whole() -> None:
     else:
         raise AssertionError("a full trending view took the batch")
     assert state(ledger) == before
+    ledger._check()
+
+
+def _past_the_grace(record: Any) -> tuple[Ledger, Any]:
+    """A ledger whose daily view (an hour's grace, late writes refused) last
+    routed an event to the first day, and whose clock is then moved past
+    that day's end and grace without the view seeing an event: a state the
+    views' own checks keep from arising today, which the fast path must not
+    rely on (its "within the open period" test also asks that the clock be
+    before the period's close).  ``record(ledger)`` then records an int
+    increment inside the first day; returns the ledger and what it did."""
+    clock = [START_MS]
+    ledger = Ledger(now=lambda: clock[0])
+    ledger.add_view("all")
+    ledger.add_view("daily", "periodic", calendar="daily", grace=3600)
+    ledger.record("ann", 1, t_ms=START_MS, ranks=False)  # routes to the first day
+    ledger._time = START_MS + 86_400_000 + 3_600_000  # the first day closed, grace over
+    try:
+        return ledger, record(ledger)
+    except ValueError as exc:
+        return ledger, exc
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        lambda ledger: ledger.record("ann", 1, t_ms=START_MS + 1000, ranks=False),
+        lambda ledger: ledger.record_many([{"member": "ann", "value": 1, "t_ms": START_MS + 1000}]),
+    ],
+    ids=["record", "record_many"],
+)
+def test_a_write_past_its_period_close_is_refused_on_the_fast_path(record: Any) -> None:
+    """Within the period last routed to but after it closed: refused as
+    late by the view's check, nothing written, the ledger still open (a
+    check that took it would leave the periodic board to refuse it in the
+    write, after the record was logged: the ledger would close)."""
+    ledger, done = _past_the_grace(record)
+    assert isinstance(done, ValueError) and "late" in str(done), done
+    assert ledger.last_seq == 1 and not ledger.closed
+    assert ledger["all"].items() == [("ann", 1)]
     ledger._check()
