@@ -133,8 +133,9 @@ class IncrPlan:
     :attr:`source`): one straight run of lines per view, the per-view
     decisions taken here, so that an event pays no loop over the views and
     no test of how each is fed.  Measured (``bench/ledger.py``'s four
-    views, A/B in one run): ~8% of a record against the same work as a
-    loop over ``feeds``.
+    views, A/B in one run, with :class:`~rankengine.ledger.front.LazyRecorded`
+    made at the same time): 1.10x a record's throughput; see
+    ``docs/ledger.md``.
 
     Runtime complexity: O(V) to build for V views; nothing per event
 
