@@ -388,6 +388,8 @@ def test_a_lazy_recorded_reads_as_a_recorded() -> None:
         lambda d: pickle.loads(pickle.dumps(d)),
         lambda d: operator.add(d, ("more",)),
         lambda d: d * 2,
+        lambda d: operator.add(("first",), d),
+        lambda d: 2 * d,
         lambda d: d.count(probe),
         lambda d: d.index(probe),
         lambda d: probe in d,

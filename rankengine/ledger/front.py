@@ -153,8 +153,13 @@ class LazyRecorded(Recorded):
     def __add__(self, other: Any) -> Any:
         return tuple(self) + other
 
+    def __radd__(self, other: Any) -> Any:
+        return other + tuple(self)
+
     def __mul__(self, times: Any) -> Any:
         return tuple(self) * times
+
+    __rmul__ = __mul__
 
     def count(self, value: Any) -> int:
         return tuple(self).count(value)
