@@ -18,10 +18,12 @@ LedgerEvent(member='ann', op='incr', value=3, t_ms=7, attrs=None, when=None, met
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, NamedTuple, cast
 
+from rankengine.durable.snapshot import read_snapshot
 from rankengine.ledger.events import LedgerEvent, make_event
 from rankengine.ledger.routes import NO_KEY
 from rankengine.ledger.subscriptions import Subscriptions
@@ -32,6 +34,8 @@ __all__ = [
     "LazyRecorded",
     "LedgerFront",
     "Recorded",
+    "closed_period",
+    "deferred_board",
     "event_of",
     "events_of",
     "first_score",
@@ -265,6 +269,44 @@ def restored_board(view: View, snap: Any, restored: list[tuple[Any, Any]] | None
     if restored is not None and scalar:
         restored.append((snap, board))
     return board
+
+
+def closed_period(header: Mapping[str, Any]) -> bool:
+    """True for the snapshot header of a periodic view's closed period: a
+    ledger's open leaves that board unloaded (see :mod:`rankengine.timed.lazy`).
+
+    Runtime complexity: O(1)
+
+    >>> closed_period({"board": True, "part": {"period": "2027-W01", "closed": True}})
+    True
+    >>> closed_period({"board": True, "part": {"period": "2027-W02", "closed": False}})
+    False
+    """
+    part = header.get("part")
+    return bool(header.get("board")) and type(part) is dict and part.get("closed") is True
+
+
+def deferred_board(view: View, columns: int | None) -> Callable[[str], Any]:
+    """How an unloaded period board of ``view`` is loaded: its snapshot
+    file read in full (the open checked its checksums already) and bulk
+    loaded as :func:`restored_board` does, the collector paused as during
+    an open.  A file damaged or removed since the open raises
+    :class:`~rankengine.durable.records.CorruptionError` (or ``OSError``)
+    to the read that loads it, and the board stays unloaded.
+
+    Runtime complexity: O(1); the load O(N) for the part's N members
+    """
+
+    def load(path: str) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return restored_board(view, read_snapshot(path, columns=columns))
+        finally:
+            if enabled:
+                gc.enable()
+
+    return load
 
 
 class LedgerFront:

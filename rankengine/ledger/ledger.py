@@ -61,7 +61,14 @@ from rankengine.durable.snapshot import SharedChunks, Snapshot
 from rankengine.ledger.events import INCR, MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import IncrPlan, feed, skip_checks
 from rankengine.ledger.forget import forget_member
-from rankengine.ledger.front import LazyRecorded, LedgerFront, Recorded, restored_board
+from rankengine.ledger.front import (
+    LazyRecorded,
+    LedgerFront,
+    Recorded,
+    closed_period,
+    deferred_board,
+    restored_board,
+)
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import (
@@ -73,6 +80,7 @@ from rankengine.ledger.storage import (
 )
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
+from rankengine.timed.lazy import Unloaded
 
 __all__ = ["Ledger", "Recorded"]
 
@@ -190,11 +198,14 @@ class Ledger(LedgerFront):
             try:
                 board = view.template.board
                 columns = board._codec.columns if hasattr(board, "_codec") else None
-                snaps = files.read_parts(name, listed, columns, shared)
+                defer = closed_period if view.kind == "periodic" else None
+                snaps = files.read_parts(name, listed, columns, shared, defer)
                 parts = []
                 for snap in snaps:
                     board = None
-                    if snap.header.get("board"):
+                    if snap.deferred:  # a closed period: loaded on its first read
+                        board = Unloaded(snap.path, deferred_board(view, columns))
+                    elif snap.header.get("board"):
                         board = restored_board(view, snap, restored)
                     parts.append((snap.header.get("key"), (snap.header.get("part", {}), board)))
                 view.restore(parts)
@@ -708,7 +719,7 @@ class Ledger(LedgerFront):
         """Write ``view``'s snapshot at its seq into the manifest's config
         (the caller commits the manifest)."""
         assert self._files is not None
-        files = self._files.write_parts(view.name, view.seq, self._time, view.export())
+        files = self._files.write_parts(view.name, view.seq, self._time, view.export_lazy())
         self._files.manifest.config["snapshots"][view.name] = [view.seq, files]
 
     def compact(self) -> int:
