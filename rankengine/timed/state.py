@@ -164,8 +164,13 @@ def held_period_board(board: PeriodicLeaderboard, period: Period, now: float) ->
     >>> held_period_board(daily, day, 200_000.0) is None      # the day closes first
     True
     """
-    with board._lock:
-        now = max(board._now, now)
+    # (the board's lock held through its plain RLock: nothing done here
+    # leaves follow-up work, see AfterLock)
+    lock = board._lock.plain
+    lock.acquire()
+    try:
+        held = board._now
+        now = now if now > held else held
         if now >= board._horizon or board._write_hook is not None:
             return None
         name = period.name
@@ -174,6 +179,8 @@ def held_period_board(board: PeriodicLeaderboard, period: Period, now: float) ->
             return None
         board._now = now
         return target
+    finally:
+        lock.release()
 
 
 def route_period(board: PeriodicLeaderboard, t: float, now: float) -> Period | None:
