@@ -217,7 +217,10 @@ def _load_ref(r: Any, checkout: str) -> str:
 
     code = "import json; from rankengine.redis import scripts as s; "
     code += "print(json.dumps([s.LIBRARY, s.LIBRARY_NAME]))"
-    out = subprocess.check_output([sys.executable, "-c", code], env={"PYTHONPATH": checkout})
+    # (run in the checkout: ``python -c`` puts its working directory first)
+    out = subprocess.check_output(
+        [sys.executable, "-c", code], cwd=checkout, env={"PYTHONPATH": checkout}
+    )
     library, name = json.loads(out)
     r.function_load(library, replace=True)
     return str(name)
