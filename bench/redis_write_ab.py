@@ -42,12 +42,11 @@ that step's cost):
 * ``parts: + clock, state write``: the next tie clock and the write
   counter, ``HSET`` of the state hash (``save``);
 
-and the native commands the increment's sorted-set work stands for, sent
-alone (their ``INFO commandstats`` time summed per increment):
-``ZADD`` of a new score to an element in place (what a
-``tie_break="member"`` increment does), and ``ZREM`` + ``ZADD`` of a new
-element (what a first-to-reach increment does: its element holds the tie
-clock), and ``HGET`` of a member's row.
+and the native commands the increment's other work stands for, sent alone
+(their ``INFO commandstats`` time summed per increment): ``ZREM`` then
+``ZADD`` of the element one point higher (what a first-to-reach increment
+does, its element holding the tie clock, where ``ZINCRBY`` updates the
+element in place), and ``HGET`` of a member's row.
 
 ``--ref CHECKOUT`` adds the increment of another version (its function
 library, loaded beside this one's), on the same boards, for an A/B of the
@@ -162,15 +161,21 @@ def main() -> None:
         for part in PARTS:
             variants[f"parts: {part}"] = partial(_fcall_part, r, PARTS[part][0], z, mode)
         h = first._keys[1]
-        top = 10 * opts.size
-        variants["native: ZADD in place"] = lambda m: r.zadd(plain, {m: rng.randrange(top)})
-        variants["native: ZREM + ZADD"] = lambda m: (
-            r.zrem(plain, m),
-            r.zadd(plain, {m: rng.randrange(top)}),
-        )
+        # a copy of the plain set whose scores the client knows: an element
+        # written again one point higher, as a first-to-reach increment does
+        copy, held = "write-ab:copy", dict(zip(members, scores, strict=True))
+        r.delete(copy)
+        for i in range(0, opts.size, FILL_CHUNK):
+            r.zadd(copy, {m: held[m] for m in members[i : i + FILL_CHUNK]})
+
+        def rewrite(m: str) -> None:
+            held[m] += 1
+            r.zrem(copy, m)
+            r.zadd(copy, {m: held[m]})
+
+        variants["native: ZREM + ZADD, score + 1"] = rewrite
         variants["native: HGET of a row"] = lambda m: r.hget(h, encode_member(m))
-        counted["native: ZADD in place"] = ("zadd",)
-        counted["native: ZREM + ZADD"] = ("zrem", "zadd")
+        counted["native: ZREM + ZADD, score + 1"] = ("zrem", "zadd")
         counted["native: HGET of a row"] = ("hget",)
     took: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(opts.rounds):
@@ -201,7 +206,7 @@ def main() -> None:
             json.dump({"size": opts.size, "chunk": opts.chunk, "variants": out}, fh, indent=1)
     for board in boards.values():
         board.clear()
-    r.delete(plain)
+    r.delete(plain, "write-ab:copy")
     r.function_delete("write_ab_floor")
     if opts.parts:
         r.function_delete("write_ab_parts")
