@@ -1,7 +1,8 @@
-"""Differential test of the increment's fast path on Redis (``incr.lua``:
-a member on the board, an exact double, no condition, no dense counts,
-written out without the general path's helpers): random sequences of
-sets and increments, most of them on members already on the board, give
+"""Differential test of the writes' fast paths on Redis (``incr.lua`` and
+``set.lua``: a member on the board, an exact double, no condition, no
+metadata, no dense counts, written out without the general path's
+helpers): random sequences of sets and increments, most of them on
+members already on the board, with and without conditions and metadata, give
 the in-memory board's results, scores (with their types: 5 is not 5.0,
 -0.0 keeps its sign), clocks and ranks, on every order and tie-break,
 with and without dense counts built, on a client that never sends a call
@@ -44,6 +45,8 @@ whens = st.sampled_from([None, None, None, None, "better", "worse", "present"])
 member = st.sampled_from(MEMBERS)
 operation = st.one_of(
     st.tuples(st.just("set"), member, start, st.just(None)),
+    st.tuples(st.just("set"), member, start, whens),
+    st.tuples(st.just("set"), member, start, st.just(None), st.sampled_from([None, {"n": 1}])),
     st.tuples(st.just("incr"), member, step, whens),
     st.tuples(st.just("incr"), member, step, st.just(None)),
     st.tuples(st.just("incr"), member, step, st.just(None)),
