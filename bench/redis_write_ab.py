@@ -50,8 +50,9 @@ element in place), and ``HGET`` of a member's row.
 
 ``--ref CHECKOUT`` adds the increment of another version (its function
 library, loaded beside this one's), on the same boards, for an A/B of the
-two in one process: ``ref incr, no reply key`` and ``ref incr, member
-ties, no reply key`` against this version's rows of the same name.
+two in one process: ``ref incr, no reply key``, ``ref incr, member ties,
+no reply key`` and ``ref incr, dense kept, no reply key`` against this
+version's rows of the same name.
 
 Prints, per variant, the smallest and the median chunk's microseconds per
 call and the ratio of the smallest to ``ZINCRBY``'s (JSON with ``--json``).
@@ -148,10 +149,15 @@ def main() -> None:
         "incr, member ties, first sending": fcall(boards["member"], "!", True),
         "incr, member ties, no reply key": fcall(boards["member"], "", False),
         "incr, dense kept, first sending": fcall(boards["dense"], "!", True),
+        "incr, dense kept, no reply key": fcall(boards["dense"], "", False),
     }
     if opts.ref:
         ref_name = _load_ref(r, opts.ref)
-        for label, board in (("", first), (", member ties", boards["member"])):
+        for label, board in (
+            ("", first),
+            (", member ties", boards["member"]),
+            (", dense kept", boards["dense"]),
+        ):
             variants[f"ref incr{label}, no reply key"] = partial(_fcall_ref, r, ref_name, board)
     #: what a variant's chunk is timed by: the top-level commands it sends
     counted: dict[str, tuple[str, ...]] = {"ZINCRBY": ("zincrby",)}

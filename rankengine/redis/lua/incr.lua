@@ -7,11 +7,11 @@ if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[5]
 local hv = redis.call('HGET', H, member)
--- The common increment, with no table made and no helper called: a member
--- on the board, an exact double, no condition, no dense counts (the same
--- steps as the general path below, written out: about 2 us of server time
--- less per call; see docs/redis.md).
-if hv and when == '' and not DENSE then
+-- The common increment, with no table made and no helper called but the
+-- dense counts' (when kept): a member on the board, an exact double, no
+-- condition (the same steps as the general path below, written out: about
+-- 2 us of server time less per call; see docs/redis.md).
+if hv and when == '' then
   local okind, ostr, pre = match(hv, '^(%a+):([^:]*):(.*)$')
   if #pre == PLEN then  -- (no ordkey: the stored double is the score)
     local base = tonumber(ostr)
@@ -29,6 +29,7 @@ if hv and when == '' and not DENSE then
     if new == base then return {2, ostr, okind} end
     local str = fmt('%.17g', new)
     local clock = clock_next(tonumber(ARGV[6]))
+    if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
     local npre = ''
     if FIRST then
       npre = prefix(clock) .. kind
@@ -36,6 +37,7 @@ if hv and when == '' and not DENSE then
     end
     redis.call('ZADD', Z, str, npre .. member)
     redis.call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
+    if DENSE then dense_add({num = new, ok = ''}) end
     touched()
     save()
     return reply({1, str, kind, clock})
