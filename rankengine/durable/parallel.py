@@ -91,11 +91,15 @@ PROCS_ENV: Final = "RANKENGINE_REPLAY_PROCS"
 #: cores only add that.
 MAX_PROCS: Final = 8
 #: A segment with fewer bytes of records than this replays in one process.
-#: Measured (``bench/replay.py``, shared 2-core machine): a fork, the pipe
-#: and the merge of a child's fold cost ~15-30 ms for 50,000 members,
-#: which a 2 MiB part (~40,000 increments, ~70 ms to fold) only just pays
-#: for; 4 MiB leaves a margin.
-PARALLEL_MIN_BYTES: Final = 4 << 20
+#: Measured (CPU seconds, min of 9, shared 2-core machine at load ~8,
+#: increments over a quarter as many players): at 4 MiB (86,000 records)
+#: a split takes the parent from 0.129 s to 0.095 s, but the child's 0.089 s
+#: (its fork, its own fold's dict, its exit) make 0.184 s in all, 40% more
+#: work, and on the busy machine the wall time doubled; at 19.6 MB (400,000
+#: records, ``bench/replay.py``) the total is what one process spends and
+#: the parent's share falls by ~38%.  16 MiB (~340,000 such records) keeps
+#: the split to logs where the work does not grow.
+PARALLEL_MIN_BYTES: Final = 16 << 20
 #: A child sends a run of one-PUT records only when it holds at least this
 #: many: a shorter one costs the parent about as much to merge (a read of
 #: the frames around it, a dict update) as to fold.
