@@ -104,6 +104,9 @@ PARALLEL_MIN_BYTES: Final = 16 << 20
 #: many: a shorter one costs the parent about as much to merge (a read of
 #: the frames around it, a dict update) as to fold.
 MIN_RUN: Final = 64
+#: The descriptor a child writes its fold to (0-2 are closed in it too:
+#: it prints nothing and reads no input).
+_CHILD_FD: Final = 3
 #: How far past a guessed split point :func:`find_boundary` looks.
 _SEARCH_BYTES: Final = 1 << 20
 
@@ -226,7 +229,15 @@ def _pack_run(mine: Fold, start: int, end: int) -> list[Any]:
     ]
 
 
-def _fold_part(fold: Fold, path: str, start: int, stop: int) -> bytes:
+def _max_fd() -> int:
+    """One past the largest descriptor this process may have."""
+    try:
+        return max(int(os.sysconf("SC_OPEN_MAX")), _CHILD_FD + 1)
+    except (ValueError, OSError):
+        return 1 << 16
+
+
+def _fold_part(fold: Fold, path: str, start: int, stop: int, parent: int) -> bytes:
     """In a child: fold the runs of one-PUT records from ``start`` up to
     ``stop`` and pack them for the parent (:func:`_pack_run`, in order).
 
@@ -234,12 +245,15 @@ def _fold_part(fold: Fold, path: str, start: int, stop: int) -> bytes:
     META, a ``set_many``, a bad record: the parent folds those itself) and
     at the end of the part or at damage; the next starts after it, from the
     seq its first record says (the parent checks it continues).  Runs
-    shorter than :data:`MIN_RUN` records are left to the parent."""
+    shorter than :data:`MIN_RUN` records are left to the parent.  It gives
+    up (raises) once ``parent`` is gone."""
     runs: list[list[Any]] = []
     mine: Fold | None = None
     run_start = start
     with SegmentReader(path) as reader:  # (its own file offset, not the parent's)
         for batch in reader.frames_between(start, stop):
+            if os.getppid() != parent:
+                raise ChildProcessError("the replaying process is gone")
             i = 0
             while i < len(batch):
                 if mine is None:
@@ -265,12 +279,20 @@ def _fold_part(fold: Fold, path: str, start: int, stop: int) -> bytes:
 def _fork_part(fold: Fold, path: str, start: int, stop: int) -> _Part:
     """Start a child folding ``start`` to ``stop`` (see :func:`_fold_part`)."""
     rfd, wfd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
         code = 1
         try:
-            os.close(rfd)
-            data = memoryview(_fold_part(fold, path, start, stop))
+            # Only the pipe is kept: a copy of the directory lock's
+            # descriptor would keep the directory locked after a killed
+            # parent until this child ends (flock locks belong to the open
+            # file, which the copy shares); none of the others is its own.
+            os.dup2(wfd, _CHILD_FD)
+            os.closerange(_CHILD_FD + 1, _max_fd())
+            os.closerange(0, _CHILD_FD)
+            wfd = _CHILD_FD
+            data = memoryview(_fold_part(fold, path, start, stop, parent))
             while data:
                 data = data[os.write(wfd, data) :]
             code = 0
