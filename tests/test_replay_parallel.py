@@ -14,6 +14,7 @@ children's folds merged shows the split path really ran.
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import threading
 import warnings
@@ -258,3 +259,19 @@ def test_the_examples_above_ran_the_split() -> None:
     if not SPLIT_RAN:
         pytest.skip("run with test_split_replay_equals_one_process")
     assert sum(SPLIT_RAN) > len(SPLIT_RAN) // 4, SPLIT_RAN
+
+
+def test_split_replay_with_sigchld_ignored(
+    merged: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that ignores SIGCHLD has its children reaped by the
+    kernel (waitpid fails): the split still gives the one-process board."""
+    with tempfile.TemporaryDirectory() as tmp:
+        write(tmp, [("incr", f"p{i % 50}", 1 + i % 3) for i in range(800)], "sortedlist", "desc")
+        one = open_state(tmp, 1, monkeypatch)
+        before = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+        try:
+            assert open_state(tmp, 2, monkeypatch) == one
+        finally:
+            signal.signal(signal.SIGCHLD, before)
+        assert merged

@@ -179,6 +179,16 @@ def find_boundary(path: str, near: int, size: int) -> int | None:
     return None
 
 
+def _reap(pid: int) -> int | None:
+    """Wait for child ``pid``; its wait status, or None when the process
+    reaps its children itself (``SIGCHLD`` ignored): then only the data it
+    sent, which must decode whole, says it finished."""
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
 class _Part:
     """A child folding the frames from ``start`` to ``stop``."""
 
@@ -194,9 +204,9 @@ class _Part:
         finally:
             os.close(self.fd)
             self.fd = -1
-            _, status = os.waitpid(self.pid, 0)
+            status = _reap(self.pid)
             self.pid = 0
-        if status != 0:
+        if status not in {0, None}:
             return None
         try:
             done: list[Any] = msgpack.unpackb(b"".join(chunks))
@@ -212,7 +222,7 @@ class _Part:
         if self.pid:
             with contextlib.suppress(ProcessLookupError):  # (already gone)
                 os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
+            _reap(self.pid)
             self.pid = 0
 
 
