@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -275,3 +278,57 @@ def test_split_replay_with_sigchld_ignored(
         finally:
             signal.signal(signal.SIGCHLD, before)
         assert merged
+
+
+_KILLED_PARENT = """
+import os, sys, time
+from rankengine.durable import parallel
+from rankengine.durable.board import DurableLeaderboard
+parallel.PARALLEL_MIN_BYTES = 0
+os.environ[parallel.PROCS_ENV] = "2"
+real = parallel._fold_part
+def slow(*args):
+    with open(sys.argv[2] + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+    time.sleep(3)
+    return real(*args)
+parallel._fold_part = slow
+DurableLeaderboard(sys.argv[1], fsync="never")
+"""
+
+
+def alive(pid: int) -> bool:
+    """Is ``pid`` running (not gone, not a zombie)?"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_a_killed_parent_leaves_no_lock_and_no_child(tmp_path: Any) -> None:
+    """SIGKILL of a process while its child folds a part: the directory
+    opens again at once (the child holds no copy of the lock's
+    descriptor), and the child ends by itself once it sees its parent gone."""
+    directory, pid_file = str(tmp_path / "board"), str(tmp_path / "child.pid")
+    write(directory, [("incr", f"p{i % 50}", 1) for i in range(2000)], "sortedlist", "desc")
+    opener = subprocess.Popen([sys.executable, "-c", _KILLED_PARENT, directory, pid_file])
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(pid_file):
+            assert opener.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        with open(pid_file) as f:
+            child = int(f.read())
+    finally:
+        opener.kill()
+        opener.wait()
+    assert alive(child)  # (still asleep: it would hold the lock if it had kept it)
+    with DurableLeaderboard(directory, fsync="never") as again:
+        assert again.last_seq == 2000
+    deadline = time.monotonic() + 30
+    while alive(child):
+        assert time.monotonic() < deadline, "the child outlived its parent"
+        time.sleep(0.05)
