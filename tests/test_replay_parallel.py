@@ -232,8 +232,14 @@ def test_replay_procs_forks_only_when_allowed(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv(parallel.PROCS_ENV, "many")
     assert parallel.replay_procs() == 1
     monkeypatch.setenv(parallel.PROCS_ENV, "100")
-    expected = parallel.MAX_PROCS if threading.active_count() == 1 else 1
-    assert parallel.replay_procs() == expected
+    alone = threading.active_count() == 1
+    assert parallel.replay_procs() == (parallel.MAX_PROCS if alone else 1)
+    # unset: the CPUs the load average leaves free (this process counted)
+    monkeypatch.delenv(parallel.PROCS_ENV)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    for load, procs in [(0.0, 4), (1.0, 4), (1.4, 4), (1.5, 3), (2.7, 2), (4.6, 1), (9.0, 1)]:
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert parallel.replay_procs() == (procs if alone else 1), load
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()

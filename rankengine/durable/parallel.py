@@ -48,8 +48,11 @@ Python warns of it), only for segments of at least
 fast path (scalar scores, ties by time) and only for whole segments after
 the snapshot, with no ``until_seq`` / ``until_ms``.  The environment
 variable :data:`PROCS_ENV` sets the number of processes (``1``: never
-fork); the default is the CPUs this process may run on, at most
-:data:`MAX_PROCS`.  A child opens its own file, sends its fold as three
+fork); the default is the CPUs this process may run on that the load
+average says are free (:func:`replay_procs`), at most :data:`MAX_PROCS`:
+on a busy machine a split does not shorten the wall time (the kernel
+shares the CPU among sessions, and a child takes its time from its
+parent's share) and adds work.  A child opens its own file, sends its fold as three
 msgpack columns through a pipe and leaves with ``os._exit`` (no cleanup
 of the parent's state runs twice); a child that fails or is slow to start
 costs only speed.
@@ -61,6 +64,7 @@ cores, plus O(members) per child to send and merge its fold.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import threading
@@ -75,6 +79,7 @@ from rankengine.durable.fold import Fold
 from rankengine.durable.records import FRAME, FRAME_HEADER_BYTES, MAX_FRAME_BYTES
 
 __all__ = [
+    "BUSY_LOAD",
     "MAX_PROCS",
     "PARALLEL_MIN_BYTES",
     "PROCS_ENV",
@@ -100,6 +105,14 @@ MAX_PROCS: Final = 8
 #: the parent's share falls by ~38%.  16 MiB (~340,000 such records) keeps
 #: the split to logs where the work does not grow.
 PARALLEL_MIN_BYTES: Final = 16 << 20
+#: How much load beyond the replaying process's own counts a core as
+#: taken.  Measured (``bench/replay.py``, 2 cores shared with other work,
+#: load average 6-8): a split then gained 0.86-1.09x of wall time across
+#: five runs and added up to 12% CPU in all -- the kernel shares the CPU
+#: among sessions, so a child takes its time from its own parent's share --
+#: so a machine with no idle core replays in one process.  (With
+#: :data:`PROCS_ENV` set, the count is the caller's, whatever the load.)
+BUSY_LOAD: Final = 0.5
 #: A child sends a run of one-PUT records only when it holds at least this
 #: many: a shorter one costs the parent about as much to merge (a read of
 #: the frames around it, a dict update) as to fold.
@@ -118,8 +131,11 @@ _SEARCH_BYTES: Final = 1 << 18
 
 def replay_procs() -> int:
     """How many processes a replay may use now: 1 without ``os.fork`` or
-    while other threads run, else :data:`PROCS_ENV` or the CPUs available
-    (at most :data:`MAX_PROCS`).
+    while other threads run; else :data:`PROCS_ENV` when set; else the
+    CPUs free by the load average (the CPUs available less the 1-minute
+    load beyond this process, a core counted taken from :data:`BUSY_LOAD`
+    on: 1 on a busy machine, where a split only adds work), at most
+    :data:`MAX_PROCS`.
 
     Runtime complexity: O(1)
     """
@@ -132,7 +148,14 @@ def replay_procs() -> int:
         except ValueError:
             return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cpus or 1, MAX_PROCS))
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # (not known here: assume the cores are free)
+        load = 0.0
+    # (the replaying process itself is one of the tasks the load counts; a
+    # core with BUSY_LOAD or more of the other load on it is taken)
+    free = (cpus or 1) - max(load - 1.0, 0.0)
+    return max(1, min(math.ceil(free - BUSY_LOAD), MAX_PROCS))
 
 
 def _frame_ok(buf: bytes, pos: int) -> int:
