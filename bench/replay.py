@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         directory = os.path.join(tmp, "board")
         print(f"writing {args.records:,} increments over {args.players:,} players ...")
+        load_before = os.getloadavg()[0]
         write_log(directory, args.records, args.players, args.seed, args.backend)
         trees = {"new": str(ROOT)}
         if args.baseline:
@@ -143,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                 assert run["seq"] == args.records, run
                 runs[name].append(run)
         shutil.rmtree(directory)
+        load_after = os.getloadavg()[0]
     figures: dict[str, Any] = {}
     for name, done in runs.items():
         row: dict[str, Any] = {}
@@ -160,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({row['cpu']['records_per_s']:>9,.0f} records/s), "
             f"cpu with children {row['cpu_all']['seconds']['median']:.2f} s"
         )
+    print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after")
     if len(figures) == 2:
         old, new = figures.values()
         for clock in ("wall", "cpu", "cpu_all"):
@@ -167,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"new / old ({clock}): {ratio:.2f}x")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"args": vars(args), "figures": figures}, indent=2) + "\n"
+            json.dumps(
+                {"args": vars(args), "figures": figures, "load": [load_before, load_after]},
+                indent=2,
+            )
+            + "\n"
         )
     return 0
 
