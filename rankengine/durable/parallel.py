@@ -106,9 +106,10 @@ MAX_PROCS: Final = 8
 #: the split to logs where the work does not grow.
 PARALLEL_MIN_BYTES: Final = 16 << 20
 #: How much load beyond the replaying process's own counts a core as
-#: taken.  Measured (``bench/replay.py``, 2 cores shared with other work,
-#: load average 6-8): a split then gained 0.86-1.09x of wall time across
-#: five runs and added up to 12% CPU in all -- the kernel shares the CPU
+#: taken.  Measured (``bench/replay.py``, 2 cores shared with other work):
+#: a split's wall time was 0.84-1.09x one process's across five runs at
+#: load average 6-8, 0.78-1.11x across four at 3.4-4.5, and it added up to
+#: 12% CPU in all -- the kernel shares the CPU
 #: among sessions, so a child takes its time from its own parent's share --
 #: so a machine with no idle core replays in one process.  (With
 #: :data:`PROCS_ENV` set, the count is the caller's, whatever the load.)
