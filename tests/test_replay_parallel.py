@@ -338,3 +338,33 @@ def test_a_killed_parent_leaves_no_lock_and_no_child(tmp_path: Any) -> None:
     while alive(child):
         assert time.monotonic() < deadline, "the child outlived its parent"
         time.sleep(0.05)
+
+
+def test_the_parent_folds_its_part_before_waiting_for_a_child(
+    merged: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two run side by side: when the parent first waits for a child's
+    fold, it has folded every record before that child's part already."""
+    waited_after: list[int] = []
+    real_result = parallel._Part.result
+    folds: list[Fold] = []
+
+    def result(part: Any) -> Any:
+        waited_after.append(folds[-1].last_seq)
+        return real_result(part)
+
+    real_init = Fold.__init__
+
+    def init(self: Fold, board: Any) -> None:
+        real_init(self, board)
+        folds.append(self)
+
+    monkeypatch.setattr(parallel._Part, "result", result)
+    monkeypatch.setattr(Fold, "__init__", init)
+    with tempfile.TemporaryDirectory() as tmp:
+        write(tmp, [("incr", f"p{i % 50}", 1 + i % 3) for i in range(3000)], "sortedlist", "desc")
+        got = open_state(tmp, 2, monkeypatch)
+        assert got[0][1] == 3000 and merged
+    # (the opening process made one Fold; about half the records come first)
+    assert len(waited_after) == 1
+    assert 1000 < waited_after[0] < 2000, waited_after

@@ -371,16 +371,19 @@ def split_batches(
         at = reader.start
         trusted = True  # (every offset so far is a frame boundary and seqs continue)
         for part in parts:
-            # the parent's part, or what the child before left, then the
+            # the parent's part, or what the child before left (read before
+            # waiting for this child: the two run side by side), then the
             # child's runs, each after the records before it that it left
-            for stop, run in [(part.start, None), *((r[0], r) for r in part.result() or [])]:
-                yield from reader.frames_between(at, stop)
+            yield from reader.frames_between(at, part.start)
+            at = reader.end
+            if at != part.start:
+                break  # (not a boundary, or damage: read on from here)
+            for run in part.result() or []:
+                yield from reader.frames_between(at, run[0])
                 at = reader.end
-                if at != stop:
-                    trusted = False  # (not a boundary, or damage: read on from here)
+                if at != run[0]:
+                    trusted = False  # (damage: read on from here)
                     break
-                if run is None:
-                    continue
                 _, end, first, last_seq, last_ms, clock, records, members, scores, clocks = run
                 if not fold.merge_puts(
                     members,
