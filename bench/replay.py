@@ -20,8 +20,9 @@ process CPU time (``cpu``: the opening process alone) and that plus its
 child processes' (``cpu_all``: a replay split among processes,
 :mod:`rankengine.durable.parallel`, does part of its work in children, so
 this is the total work); records/s is ``records / seconds``, and the
-ratio is new over old on the medians.  CPU time is the steadier figure on
-a loaded machine; wall time is what a user waits.  ``--procs N`` sets
+ratio is new over old on the medians (the minimums are printed too).
+CPU time is the steadier figure on a loaded machine; wall time is what a
+user waits.  ``--procs N`` sets
 ``RANKENGINE_REPLAY_PROCS`` for the opens.  ``--json PATH`` writes the
 figures.
 """
@@ -160,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
             f"({row['wall']['records_per_s']:>9,.0f} records/s), "
             f"cpu {row['cpu']['seconds']['median']:.2f} s "
             f"({row['cpu']['records_per_s']:>9,.0f} records/s), "
-            f"cpu with children {row['cpu_all']['seconds']['median']:.2f} s"
+            f"cpu with children {row['cpu_all']['seconds']['median']:.2f} s; "
+            f"min: wall {row['wall']['seconds']['min']:.2f} s, "
+            f"cpu {row['cpu']['seconds']['min']:.2f} s, "
+            f"with children {row['cpu_all']['seconds']['min']:.2f} s"
         )
     print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after")
     if len(figures) == 2:
