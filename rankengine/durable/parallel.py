@@ -100,18 +100,18 @@ MAX_PROCS: Final = 8
 #: increments over a quarter as many players): at 4 MiB (86,000 records)
 #: a split takes the parent from 0.129 s to 0.095 s, but the child's 0.089 s
 #: (its fork, its own fold's dict, its exit) make 0.184 s in all, 40% more
-#: work, and on the busy machine the wall time doubled; at 19.6 MB (400,000
-#: records, ``bench/replay.py``) the total is what one process spends and
-#: the parent's share falls by ~38%.  16 MiB (~340,000 such records) keeps
-#: the split to logs where the work does not grow.
+#: work; at 19.6 MB (400,000 records, ``bench/replay.py``) the total is
+#: 0-12% more than one process spends and the parent's share falls by
+#: ~31-38%.  16 MiB (~340,000 such records) keeps the split to logs where
+#: the work grows little.
 PARALLEL_MIN_BYTES: Final = 16 << 20
 #: How much load beyond the replaying process's own counts a core as
-#: taken.  Measured (``bench/replay.py``, 2 cores shared with other work):
-#: a split's wall time was 0.84-1.09x one process's across five runs at
-#: load average 6-8, 0.78-1.11x across four at 3.4-4.5, and it added up to
-#: 12% CPU in all -- the kernel shares the CPU
-#: among sessions, so a child takes its time from its own parent's share --
-#: so a machine with no idle core replays in one process.  (With
+#: taken.  Measured (``bench/replay.py --procs 2``, 2 cores shared with
+#: other work): a split's wall time was 0.87-1.58x one process's across
+#: four runs at load average 5-7, and it added 0-12% CPU in all -- the
+#: kernel shares the CPU among sessions, so a child takes its time from its
+#: own parent's share -- so a machine with no idle core replays in one
+#: process.  (With
 #: :data:`PROCS_ENV` set, the count is the caller's, whatever the load.)
 BUSY_LOAD: Final = 0.5
 #: A child sends a run of one-PUT records only when it holds at least this
