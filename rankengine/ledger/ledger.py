@@ -58,10 +58,17 @@ from rankengine.durable.records import (
     TornTailWarning,
 )
 from rankengine.durable.snapshot import SharedChunks, Snapshot
-from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
-from rankengine.ledger.fastpath import PERIODIC, TOPK, IncrPlan, feed, skip_checks
+from rankengine.ledger.events import INCR, MAX_T_MS, LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.fastpath import IncrPlan, feed, skip_checks
 from rankengine.ledger.forget import forget_member
-from rankengine.ledger.front import LedgerFront, Recorded, restored_board
+from rankengine.ledger.front import (
+    LazyRecorded,
+    LedgerFront,
+    Recorded,
+    closed_period,
+    deferred_board,
+    restored_board,
+)
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import (
@@ -73,6 +80,7 @@ from rankengine.ledger.storage import (
 )
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
+from rankengine.timed.lazy import Unloaded
 
 __all__ = ["Ledger", "Recorded"]
 
@@ -190,11 +198,14 @@ class Ledger(LedgerFront):
             try:
                 board = view.template.board
                 columns = board._codec.columns if hasattr(board, "_codec") else None
-                snaps = files.read_parts(name, listed, columns, shared)
+                defer = closed_period if view.kind == "periodic" else None
+                snaps = files.read_parts(name, listed, columns, shared, defer)
                 parts = []
                 for snap in snaps:
                     board = None
-                    if snap.header.get("board"):
+                    if snap.deferred:  # a closed period: loaded on its first read
+                        board = Unloaded(snap.path, deferred_board(view, columns))
+                    elif snap.header.get("board"):
                         board = restored_board(view, snap, restored)
                     parts.append((snap.header.get("key"), (snap.header.get("part", {}), board)))
                 view.restore(parts)
@@ -467,9 +478,14 @@ class Ledger(LedgerFront):
             if self._subs.any():
                 event = make_event(member, value, t_ms=self._now() if t_ms is None else t_ms)
                 return self._record([event], ranks)[0]
-            t = self._now() if t_ms is None else t_ms
-            if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
-                return self._record([make_event(member, value, t_ms=t)], ranks)[0]
+            if t_ms is None:
+                t = stamp = self._now()  # (one clock reading: event and record time)
+                if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
+                    return self._record([make_event(member, value, t_ms=t)], ranks)[0]
+            else:
+                t, stamp = t_ms, self._now()
+            last = self._last_ms
+            stamp = stamp if stamp > last else last  # record times never go back
             plan = self._plan
             if plan is None:
                 plan = self._plan = IncrPlan(self._views.values())
@@ -477,31 +493,23 @@ class Ledger(LedgerFront):
             event = _new_event(LedgerEvent, (member, "incr", value, t, None, None, None))
             t_s, now_s = t / 1000, now_ms / 1000
             # 1. the views that could refuse it (a plain board cannot: it is
-            # not in plan.checks)
-            for code, view, adapter in plan.checks:
-                if code == PERIODIC:
-                    cached = adapter._open
-                    if cached is not None and cached[0] <= t_s < cached[1] and now_s < cached[2]:
-                        continue  # within the open period last routed to
-                elif code == TOPK and adapter.board.total < adapter.limit:
-                    continue  # room for one more
-                try:
-                    view.check(event, now_ms, {})
-                except Exception as exc:
-                    exc.add_note(f"(refused by view {view.name!r}; nothing was recorded)")
-                    raise
-            # 2. one record
+            # not asked), each only when its check is more than the plan's test
+            plan.check(event, t_s, now_ms, now_s)
+            # 2. one record (the event's change built here: to_change's, a call less)
             seq = self._seq + 1
-            stamp = max(self._now(), self._last_ms)  # record times never go back
+            changes = [(EVENT, member, INCR, value, t, None, None, None)]
             files = self._files
             if files is not None:
-                files.append(self._framer.frame(seq, stamp, [to_change(event)]), seq)
+                files.append(self._framer.frame(seq, stamp, changes), seq)
             elif self._history is not None:
-                self._history.append(Event(seq, stamp, [to_change(event)]))
+                self._history.append(Event(seq, stamp, changes))
             self._seq, self._last_ms, self._time = seq, stamp, now_ms
             # 3. every view
             try:
-                outcomes = feed(plan, event, now_ms, seq, ranks)
+                if ranks:
+                    outcomes = feed(plan, event, now_ms, seq, ranks)
+                else:
+                    outcomes = plan.quiet(event, member, value, t_s, now_ms, now_s, seq)
             except Exception as exc:  # a view refused what it had passed: a bug
                 for _, view, _, _ in plan.feeds:
                     view.seq = seq - 1  # (as the general path leaves them)
@@ -512,7 +520,7 @@ class Ledger(LedgerFront):
                 and files.active_bytes >= self._compact_min
             ):
                 self.compact()
-            return _new_event(Recorded, (seq, event, outcomes))
+            return _new_event(Recorded if ranks else LazyRecorded, (seq, event, outcomes))
         finally:
             lock.release()
 
@@ -608,7 +616,8 @@ class Ledger(LedgerFront):
         try:
             for event in events:
                 self._time = max(self._time, event.t_ms)
-                done.append(Recorded(seq, event, feed(plan, event, self._time, seq, ranks)))
+                outcomes = feed(plan, event, self._time, seq, ranks)
+                done.append(_new_event(Recorded if ranks else LazyRecorded, (seq, event, outcomes)))
         except Exception as exc:  # a view refused what it had passed: a bug
             for _, view, _, _ in plan.feeds:
                 view.seq = seq - 1  # (as the general path leaves them)
@@ -710,7 +719,7 @@ class Ledger(LedgerFront):
         """Write ``view``'s snapshot at its seq into the manifest's config
         (the caller commits the manifest)."""
         assert self._files is not None
-        files = self._files.write_parts(view.name, view.seq, self._time, view.export())
+        files = self._files.write_parts(view.name, view.seq, self._time, view.export_lazy())
         self._files.manifest.config["snapshots"][view.name] = [view.seq, files]
 
     def compact(self) -> int:
