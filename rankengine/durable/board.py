@@ -104,7 +104,7 @@ from rankengine.durable.records import (
 from rankengine.durable.recovery import load_board, remove_leftovers, trim_followed
 from rankengine.durable.rotation import Rotation, finish_rotation, switch_segment, sync_active
 from rankengine.durable.sliced import SlicedExport
-from rankengine.durable.snapshot import fsync_dir, write_snapshot_columns
+from rankengine.durable.snapshot import fsync_dir, write_snapshot_pieces
 
 __all__ = [
     "BOARD_SETTINGS",
@@ -723,6 +723,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                 with self._lock:
                     self._check_writable()
                     done = export.step()
+                export.settle()  # (the collector's look at the new slices: short)
                 _let_go()
                 export.replay(_let_go)
             if not self._sync_each:
@@ -776,10 +777,12 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         if export is None:
             size = wait_snapshot(child, target)
         else:
-            columns = export.columns(_let_go)
+            # pieces, not whole columns, and each freed once written: see
+            # write_snapshot_pieces (no call here holds the GIL long)
+            pieces, metas = export.pieces(_let_go)
             del export
-            size = write_snapshot_columns(target, header, columns, pause=_let_go)
-            del columns
+            size = write_snapshot_pieces(target, header, pieces, metas, pause=_let_go)
+            del pieces, metas
         # The new manifest is written without the board lock (its two fsyncs
         # took 10-25 ms under it on a loaded machine): only compaction writes
         # the manifest, and the caller holds the compaction lock.  Readers of

@@ -78,6 +78,7 @@ from typing import Any, Final
 
 from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.core import BoardCore
+from rankengine.durable.snapshot import Piece
 
 __all__ = ["SLICE_SECONDS", "SlicedExport"]
 
@@ -92,6 +93,13 @@ SLICE_STEP: Final = 256
 #: Captured change lists replayed, or added rows placed, between two looks
 #: at the clock.
 UNIT_STEP: Final = 256
+#: Rows kept in new tuples after which :meth:`SlicedExport.settle` makes a
+#: young collection.  The collector stops tracking a tuple of atomic values
+#: at its first look, but that look reads every item; left to the young
+#: collections the writes set off, each read the tuples of a hundred slices
+#: or more at once (18-32 ms of CPU at 10**6 on a sorted list, a stop for
+#: every thread).  8 Ki rows (three tuples each) are ~0.5 ms of looking.
+SETTLE_ROWS: Final = 8_192
 
 _GONE: Final = object()
 
@@ -138,6 +146,10 @@ class SlicedExport:
         #: member -> metadata at the end (None: none)
         self.final_meta: dict[Any, Any] = {}
         self.finished = False
+        #: rows put in tuples since the last young collection settle() made
+        self.fresh = 0
+        #: True once pieces() handed the slices over
+        self.handed = False
 
     # ------------------------------------------------------------------
     # Under the board's lock
@@ -204,7 +216,22 @@ class SlicedExport:
                 # gen-1 one at 10^6).  A sorted list's block slices showed no
                 # such cost, and the extra collection made its slices longer.
                 gc.collect(0)
+            else:
+                self.fresh += len(members)
         return at >= n
+
+    def settle(self) -> None:
+        """Make a young collection once :data:`SETTLE_ROWS` rows were put in
+        new tuples since the last one (without the board's lock, between
+        slices): the collector's first look at a tuple, which untracks it,
+        then reads one slice's rows, not a hundred slices' at once.
+
+        Runtime complexity: O(rows since the last one), in C
+        """
+        if self.fresh >= SETTLE_ROWS:
+            self.fresh = 0
+            if gc.isenabled():
+                gc.collect(0)
 
     def finish(self) -> None:
         """Read the rest and stop: the export is the board's state now
@@ -253,19 +280,55 @@ class SlicedExport:
     ) -> tuple[list[Any], list[Any], list[Any], dict[int, Any]]:
         """``(members, scores, clocks, metas)`` in ascending index order, as
         ``BoardCore._export_columns`` gives them, of the board at
-        :meth:`finish`; ``pause`` runs between units of work.
+        :meth:`finish`: :meth:`pieces` joined into whole columns (once).
+
+        Runtime complexity: O(N + k log k)
+        """
+        pieces, metas = self.pieces(pause)
+        members: list[Any] = []
+        scores: list[Any] = []
+        clocks: list[Any] = []
+        for piece in pieces:
+            assert piece is not None
+            m, s, c = piece
+            members += m
+            scores += s
+            clocks += c
+        return members, scores, clocks, metas
+
+    def pieces(
+        self, pause: Callable[[], None] = _no_pause
+    ) -> tuple[list[Piece | None], dict[int, Any]]:
+        """The board at :meth:`finish` as ``(members, scores, clocks)``
+        pieces in ascending index order, a piece per slice, and the
+        metadata by row number over all pieces, for
+        :func:`~rankengine.durable.snapshot.write_snapshot_pieces`;
+        ``pause`` runs between units of work.  Once only: the slices are
+        handed over (and the captured changes freed) as it goes.
+
+        Each piece is a slice corrected by the writes made meanwhile, as
+        tuples.  Joining them into whole columns made three lists of N
+        items, which every young collection of the collector then read
+        through until they were freed (10-25 ms a collection at 10**6, a
+        stop for every thread), and freeing them was one more long call;
+        tuples of atomic values are untracked at the collector's first look
+        (a piece's rows, once), and each piece is freed once it is written.
 
         Runtime complexity: O(N + k log k)
         """
         if not self.finished:
-            raise RuntimeError("columns() before finish()")
+            raise RuntimeError("pieces() before finish()")
+        if self.handed:
+            raise RuntimeError("pieces() once only: the slices were handed over")
+        self.handed = True
         board = self.board
         codec = board._codec
         scalar = codec.columns is None
         first, desc = board._first, board._desc
         final, final_meta = self.final, self.final_meta
-        slices = self.slices or [([], [], [])]
+        slices: list[Columns3 | None] = list(self.slices) or [((), (), ())]
         slice_metas = self.slice_metas or [{}]
+        self.slices, self.slice_metas = [], []
         clock = time.perf_counter
         deadline = clock() + self.slice_seconds
 
@@ -275,9 +338,14 @@ class SlicedExport:
                 pause()
                 deadline = clock() + self.slice_seconds
 
+        # the captured changes are all in `final` now: free them in units
+        captured = self.captured
+        while captured:
+            del captured[-UNIT_STEP * 16 :]
+            due()
         # each member written meanwhile goes, as an index row, with the slice
         # whose key range holds it (a small sort per slice, not one of all)
-        bounds = [(p[-1], t[-1]) for p, t, _ in self.slices]
+        bounds = [(s[0][-1], s[1][-1]) for s in slices if s is not None and s[0]]
         placed: list[list[tuple[Any, Any, Any]]] = [[] for _ in slices]
         last = len(placed) - 1
         for done, (member, change) in enumerate(final.items()):
@@ -291,35 +359,44 @@ class SlicedExport:
             if done % UNIT_STEP == 0:
                 due()
         with_meta = any(slice_metas) or any(v is not None for v in final_meta.values())
-        primaries: list[Any] = []
-        ties: list[Any] = []
-        members: list[Any] = []
+        pieces: list[Piece | None] = []
         metas: dict[int, Any] = {}
-        for read, slice_meta, extra in zip(slices, slice_metas, placed, strict=True):
+        rows = 0
+        for k, slice_meta in enumerate(slice_metas):
+            read, extra = slices[k], placed[k]
+            slices[k] = None  # (handed over: the piece below is all that is kept)
+            assert read is not None
             p, t, m = read
+            read_p = p
+            del read
             if final:
                 keep = [member not in final for member in m]
                 if not all(keep):
-                    p = list(compress(p, keep))
-                    t = list(compress(t, keep))
-                    m = list(compress(m, keep))
+                    p = tuple(compress(p, keep))
+                    t = tuple(compress(t, keep))
+                    m = tuple(compress(m, keep))
             if extra:
-                p, t, m = _merge(p, t, m, extra)
+                p, t, m = (tuple(column) for column in _merge(p, t, m, extra))
+            if p is not read_p:
+                self.fresh += len(m)
+                self.settle()
             if with_meta:
-                base = len(members)
                 for j, member in enumerate(m):
                     data = final_meta.get(member, _GONE)
                     if data is _GONE:
                         data = slice_meta.get(member)
                     if data is not None:
-                        metas[base + j] = data
-            primaries += p
-            ties += t
-            members += m
+                        metas[rows + j] = data
+            rows += len(m)
+            scores = p if scalar else tuple(codec.score(x) for x in p)
+            pieces.append((m, scores, t if first else (0,) * len(m)))
             due()
-        scores = primaries if scalar else [codec.score(p) for p in primaries]
-        clocks = ties if first else [0] * len(members)
-        return members, scores, clocks, metas
+        for written in (final, final_meta):  # (k entries: freed in units too)
+            while written:
+                for _ in range(min(len(written), UNIT_STEP * 16)):
+                    written.popitem()
+                due()
+        return pieces, metas
 
 
 def _merge(
