@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankengine.durable import snapshot as snapshot_module
+from rankengine.durable import typed_columns
 from rankengine.durable.snapshot import (
     Piece,
     read_snapshot,
@@ -44,7 +45,7 @@ def small_units(chunk: int, pack: int, sign: int) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(snapshot_module, "SNAPSHOT_CHUNK_ROWS", chunk)
         mp.setattr(snapshot_module, "PACK_PIECE_ROWS", pack)
-        mp.setattr(snapshot_module, "SIGN_PIECE_ROWS", sign)
+        mp.setattr(typed_columns, "SIGN_PIECE_ROWS", sign)
         yield
 
 

@@ -41,12 +41,9 @@ from __future__ import annotations
 
 import operator
 import os
-import sys
 from array import array
 from collections.abc import Callable, Iterator, MutableSequence, Sequence
 from typing import Any, Final
-
-import msgpack
 
 from rankengine.board.scoring import check_meta
 from rankengine.durable.eventlog import _Damage, read_frames
@@ -55,11 +52,19 @@ from rankengine.durable.records import (
     CorruptionError,
     check_prefix,
     crash_point,
-    decode_ext,
     frame,
     pack,
     unpack,
     write_prefix,
+)
+from rankengine.durable.typed_columns import (
+    FLOAT64_COLUMN_EXT,
+    INT64_COLUMN_EXT,
+    column_hook,
+    concat_columns,
+    negated_pieces,
+    signs_agree,
+    typed_column,
 )
 
 __all__ = [
@@ -85,35 +90,11 @@ SNAPSHOT_CHUNK_ROWS: Final = 65_536
 #: Items packed per msgpack call while a live board's snapshot is written
 #: (``pause`` of :func:`write_snapshot_columns`): ~1 ms on a loaded VM.
 PACK_PIECE_ROWS: Final = 2_048
-#: Clocks read per ``min()`` / ``max()`` while a live board's snapshot looks
-#: for their sign (see :func:`_negated_pieces`): one such call over a whole
-#: column of 10**6 held the GIL for 20-95 ms, a writer's longest wait in a
-#: snapshot; 16 Ki values take ~0.2 ms.
-SIGN_PIECE_ROWS: Final = 16_384
 #: Version of the snapshot file layout (the prefix's version field).
 #: Version 2 added typed columns; version 1 files (msgpack arrays only) are
 #: still read.
 SNAPSHOT_VERSION: Final = 2
 _READABLE_VERSIONS: Final = (1, 2)
-#: msgpack extension codes of typed columns: little-endian signed 64-bit
-#: ints, or IEEE-754 doubles, 8 bytes per value (code 1 is the log's big-int
-#: extension).  Decoding a typed column is one memory copy into an
-#: ``array``; a msgpack array of a million ints makes a million int objects
-#: that the index then packs back into arrays.  Measured at N = 1,000,000:
-#: recovery 0.3 s faster, snapshot save 0.2 s faster.
-INT64_COLUMN_EXT: Final = 2
-FLOAT64_COLUMN_EXT: Final = 3
-_TYPECODE_OF_EXT: Final = {INT64_COLUMN_EXT: "q", FLOAT64_COLUMN_EXT: "d"}
-_EXT_OF_TYPECODE: Final = {"q": INT64_COLUMN_EXT, "d": FLOAT64_COLUMN_EXT}
-_VALUE_BYTES: Final = 8
-assert array("q").itemsize == array("d").itemsize == _VALUE_BYTES
-_BIG_ENDIAN: Final = sys.byteorder == "big"
-#: Where the sign bit of each 8-byte value of an ``array`` sits in its bytes.
-_SIGN_BYTE: Final = 0 if _BIG_ENDIAN else _VALUE_BYTES - 1
-#: Byte values with the top bit clear / set, for ``bytes.translate``.
-_LOW_BYTES: Final = bytes(range(0x80))
-_HIGH_BYTES: Final = bytes(range(0x80, 0x100))
-
 Row = tuple[Any, Any, int, "dict[str, Any] | None"]
 #: ``(members, scores, clocks, metas)``; ``metas`` maps a row number to its
 #: metadata.  Scores and clocks may be ``array`` columns.
@@ -162,8 +143,8 @@ class Snapshot:
             for i in range(0, len(chunk_metas), 2):
                 metas[chunk_members[chunk_metas[i]]] = chunk_metas[i + 1]
             members += chunk_members
-        scores = _concat([chunk[1] for chunk in self._chunks])
-        clocks = _concat([chunk[2] for chunk in self._chunks])
+        scores = concat_columns([chunk[1] for chunk in self._chunks])
+        clocks = concat_columns([chunk[2] for chunk in self._chunks])
         return members, scores, clocks, metas
 
     def same_rows(self, other: Snapshot) -> bool:
@@ -296,7 +277,7 @@ def write_snapshot_pieces(
     tmp = path + ".tmp"
     head = dict(header, count=n)
     clocks = [piece[2] for piece in pieces if piece is not None]
-    if _negated_pieces(clocks, pause):
+    if negated_pieces(clocks, pause):
         head["negated_clocks"] = True
     del clocks
     try:
@@ -336,7 +317,12 @@ def _write_file(
         for k, (members, scores, clocks) in enumerate(rows):
             hi = min((k + 1) * SNAPSHOT_CHUNK_ROWS, n)
             if pause is None:
-                chunk = [members, _typed(scores), _typed(clocks), chunk_metas.get(k, [])]
+                chunk = [
+                    members,
+                    typed_column(scores),
+                    typed_column(clocks),
+                    chunk_metas.get(k, []),
+                ]
                 f.write(frame(pack(chunk)))
             else:
                 chunk = [
@@ -346,6 +332,7 @@ def _write_file(
                     chunk_metas.get(k, []),
                 ]
                 f.write(frame(_pack_in_pieces(chunk, pause)))
+                pause()  # (after the frame's CRC and write, which let go of it anyway)
             del chunk, members, scores, clocks
             if k == chunks // 2:
                 f.flush()
@@ -463,15 +450,15 @@ def _array_header(length: int) -> bytes:
 
 
 def _typed_in_pieces(values: Sequence[Any], pause: Callable[[], None]) -> Any:
-    """:func:`_typed`, the same result, converting :data:`PACK_PIECE_ROWS`
+    """:func:`typed_column`, the same result, converting :data:`PACK_PIECE_ROWS`
     values at a time with ``pause()`` between pieces.
 
     >>> pieces = _typed_in_pieces([1, 2] * 3000, lambda: None)
-    >>> pieces == _typed([1, 2] * 3000), _typed_in_pieces([1, 2.5], lambda: None)
+    >>> pieces == typed_column([1, 2] * 3000), _typed_in_pieces([1, 2.5], lambda: None)
     (True, [1, 2.5])
     """
     if type(values) is array or len(values) <= PACK_PIECE_ROWS:
-        return _typed(values)
+        return typed_column(values)
     kinds: set[type] = set()
     for lo in range(0, len(values), PACK_PIECE_ROWS):
         kinds.update(map(type, values[lo : lo + PACK_PIECE_ROWS]))
@@ -485,7 +472,7 @@ def _typed_in_pieces(values: Sequence[Any], pause: Callable[[], None]) -> Any:
             pause()
     except OverflowError:  # an int beyond 64 bits: msgpack's own ints
         return list(values)
-    return _typed(column)
+    return typed_column(column)
 
 
 def _pack_in_pieces(chunk: list[Any], pause: Callable[[], None]) -> bytes:
@@ -527,163 +514,6 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _negated(clocks: Sequence[int]) -> bool:
-    """Are ``clocks`` stored negated (all <= 0, some < 0)?  A descending
-    board's index keeps its clocks negated, and writing them as they are
-    saves a negation pass on both save and load (0.06-0.1 s at N = 10**6).
-
-    >>> _negated([0, 3, 1]), _negated([-2, 0, -1]), _negated([])
-    (False, True, False)
-    >>> _negated(array("q", [0, 3])), _negated(array("q", [-2, 0])), _negated(array("q"))
-    (False, True, False)
-
-    :raises ValueError: if the clocks mix signs
-    """
-    if type(clocks) is array and clocks.typecode == "q":
-        # An index's typed column: read the sign bytes (see _signs_agree),
-        # 5 ms per million values where min() and max() take 0.09 s.
-        if _signs_agree(clocks, False):
-            return False
-        if _signs_agree(clocks, True):
-            return True
-    elif not clocks or min(clocks) >= 0:
-        return False
-    elif max(clocks) <= 0:
-        return True
-    raise ValueError("snapshot clocks mix signs")
-
-
-def _negated_pieces(columns: list[Sequence[int]], pause: Callable[[], None] | None) -> bool:
-    """:func:`_negated` of the clock ``columns`` joined, looking at
-    :data:`SIGN_PIECE_ROWS` values at a time with ``pause()`` between them
-    (one piece and no ``pause``: :func:`_negated` itself).
-
-    >>> _negated_pieces([[0, 3], (1,)], None), _negated_pieces([[-2], array("q", [0, -1])], None)
-    (False, True)
-    >>> _negated_pieces([[-1], [2]], lambda: None)
-    Traceback (most recent call last):
-    ...
-    ValueError: snapshot clocks mix signs
-
-    :raises ValueError: if the clocks mix signs
-    """
-    if pause is None and len(columns) == 1:
-        return _negated(columns[0])
-    if not _any_part(columns, pause, _has_negative):
-        return False
-    if _any_part(columns, pause, _has_positive):
-        raise ValueError("snapshot clocks mix signs")
-    return True
-
-
-def _any_part(
-    columns: list[Sequence[int]],
-    pause: Callable[[], None] | None,
-    test: Callable[[Sequence[int]], bool],
-) -> bool:
-    """Is ``test`` true of a part of :data:`SIGN_PIECE_ROWS` values of the
-    ``columns``?  ``pause()`` runs after each part."""
-    for clocks in columns:
-        for lo in range(0, len(clocks), SIGN_PIECE_ROWS):
-            found = test(clocks[lo : lo + SIGN_PIECE_ROWS])
-            if pause is not None:
-                pause()
-            if found:
-                return True
-    return False
-
-
-def _has_negative(clocks: Sequence[int]) -> bool:
-    """Is a value of the (non-empty) ``clocks`` below zero?  An int64
-    ``array`` is read by its sign bytes (see :func:`_signs_agree`)."""
-    if type(clocks) is array and clocks.typecode == "q":
-        return not _signs_agree(clocks, False)
-    return min(clocks) < 0
-
-
-def _has_positive(clocks: Sequence[int]) -> bool:
-    """Is a value of the (non-empty) ``clocks`` above zero?"""
-    return max(clocks) > 0
-
-
-def _typed(values: Sequence[Any]) -> Any:
-    """``values`` ready for msgpack: a typed column (extension object) when
-    they are all 64-bit ints or all floats, else a plain list.
-
-    Runtime complexity: O(len(values)), in C
-
-    >>> column = _typed([3, 1, 2])
-    >>> column.code == INT64_COLUMN_EXT, column.data[:8] == (3).to_bytes(8, "little")
-    (True, True)
-    >>> _typed([1, 2.5]), _typed([2**70])
-    ([1, 2.5], [1180591620717411303424])
-    """
-    if type(values) is array and values.typecode in _EXT_OF_TYPECODE:
-        column = values
-    else:
-        kinds = set(map(type, values))
-        if kinds == {int}:
-            try:
-                column = array("q", values)
-            except OverflowError:  # an int beyond 64 bits: msgpack's own ints
-                return list(values)
-        elif kinds == {float}:
-            column = array("d", values)
-        else:
-            return list(values)
-    if _BIG_ENDIAN:  # pragma: no cover - the file is little-endian everywhere
-        column = array(column.typecode, column)
-        column.byteswap()
-    return msgpack.ExtType(_EXT_OF_TYPECODE[column.typecode], column.tobytes())
-
-
-def _column_hook(code: int, data: bytes) -> Any:
-    """msgpack extension hook of snapshot chunks: typed columns to ``array``."""
-    typecode = _TYPECODE_OF_EXT.get(code)
-    if typecode is None:
-        return decode_ext(code, data)
-    if len(data) % _VALUE_BYTES:
-        raise ValueError(f"a typed column of {len(data)} bytes is not whole 8-byte values")
-    column = array(typecode)
-    column.frombytes(data)
-    if _BIG_ENDIAN:  # pragma: no cover
-        column.byteswap()
-    return column
-
-
-def _signs_agree(clocks: array[int], negated: bool) -> bool:
-    """Are the int64 ``clocks`` all <= 0 (``negated``) or all >= 0?
-
-    Reads only the byte holding each value's sign bit (a strided slice,
-    then ``bytes.translate`` deletes the bytes that pass): 3 ms per million
-    values, where ``min()`` makes a million int objects (40 ms).
-
-    >>> _signs_agree(array("q", [0, 5, 2**62]), False), _signs_agree(array("q", [1, -1]), False)
-    (True, False)
-    >>> _signs_agree(array("q", [-3, 0, -1]), True), _signs_agree(array("q", [-3, 1]), True)
-    (True, False)
-    """
-    signs = clocks.tobytes()[_SIGN_BYTE::_VALUE_BYTES]
-    if not negated:
-        return not signs.translate(None, _LOW_BYTES)  # no sign bit set
-    # every sign bit set: all negative; a zero among them takes the slow test
-    return not signs.translate(None, _HIGH_BYTES) or max(clocks) <= 0
-
-
-def _concat(parts: list[Any]) -> Sequence[Any]:
-    """One column from chunk columns: an ``array`` if every part is a typed
-    column of the same kind, else a list."""
-    if parts and all(type(p) is array for p in parts) and len({p.typecode for p in parts}) == 1:
-        whole = array(parts[0].typecode)
-        for part in parts:
-            whole += part
-        return whole
-    values: list[Any] = []
-    for part in parts:
-        values += part
-    return values
-
-
 def _check_chunk(
     path: str, at: int, chunk: Any, columns: int | None, *, negated: bool
 ) -> list[Any]:
@@ -711,7 +541,7 @@ def _check_chunk(
     if type(clocks) is array:
         if clocks.typecode != "q":
             raise CorruptionError(path, at, "snapshot clocks are a typed column of floats")
-        signed = _signs_agree(clocks, negated)
+        signed = signs_agree(clocks, negated)
     elif not set(map(type, clocks)) <= {int}:
         raise CorruptionError(path, at, "snapshot clock is not an int")
     else:
@@ -806,7 +636,7 @@ def read_snapshot(
             f.read(PREFIX_BYTES), SNAPSHOT_MAGIC, path, "snapshot", _READABLE_VERSIONS
         )
         # version 2 adds typed columns (extension objects)
-        hook = None if version == 1 else _column_hook
+        hook = None if version == 1 else column_hook
         header: dict[str, Any] | None = None
         chunks: list[list[Any]] = []
         trailer: dict[str, Any] | None = None
