@@ -23,7 +23,7 @@ it also prints how long ``fork()`` took and the parent's resident memory.
 
 The lock is not the only thing a writer waits for: the interpreter lock is
 another.  The snapshot's thread lets go of it between units of work (the
-board's ``_let_go``); ``--units`` times each unit from one let-go to the
+``let_go`` of ``rankengine.durable.sliced``); ``--units`` times each unit from one let-go to the
 next in that thread's CPU time (an upper bound of how long it held the
 interpreter lock: a ``write()`` or an ``fsync`` in the unit runs without
 it) and prints the longest with where they ended, and the longest young
@@ -166,9 +166,14 @@ def main() -> None:
         started = [0.0]
 
         young = [0.0]
-        units = UnitTimer(durable)
+        units = UnitTimer()
         if args.units:
-            durable._let_go = units.let_go  # bench-only: time the units between lets-go
+            sliced = sys.modules["rankengine.durable.sliced"]
+            units.let_go_of_gil = getattr(sliced, "let_go", None) or durable._let_go
+            if hasattr(sliced, "let_go"):
+                sliced.let_go = units.let_go  # bench-only: time the units between lets-go
+            else:  # (an engine before the pacing: the board's own)
+                durable._let_go = units.let_go
         collections: list[tuple[float, int, str]] = []  # (CPU s, generation, thread)
         gc_cpu = [0.0]
 
@@ -276,10 +281,10 @@ def main() -> None:
 
 class UnitTimer:
     """The snapshot thread's units of work between two calls of the board's
-    ``_let_go`` (where it lets go of the GIL), in that thread's CPU time."""
+    ``let_go`` (where it lets go of the GIL), in that thread's CPU time."""
 
-    def __init__(self, durable: Any) -> None:
-        self.let_go_of_gil = durable._let_go
+    def __init__(self) -> None:
+        self.let_go_of_gil: Any = None
         #: (CPU s, wall s, where the unit ended)
         self.units: list[tuple[float, float, str]] = []
         self.cpu = self.wall = 0.0
@@ -295,22 +300,22 @@ class UnitTimer:
     def _end(self, where: str) -> None:
         self.units.append((time.thread_time() - self.cpu, time.perf_counter() - self.wall, where))
 
-    def let_go(self) -> None:
+    def let_go(self, *args: Any) -> None:
         if threading.current_thread().name == SNAPSHOT_THREAD:
             frames, f = [], sys._getframe(1)
             while f is not None and len(frames) < 3:
                 frames.append(f"{Path(f.f_code.co_filename).name}:{f.f_lineno}")
                 f = f.f_back
             self._end(" < ".join(frames))
-            self.let_go_of_gil()
+            self.let_go_of_gil(*args)
             self.cpu, self.wall = time.thread_time(), time.perf_counter()
         else:
-            self.let_go_of_gil()
+            self.let_go_of_gil(*args)
 
     def report(self, collections: list[tuple[float, int, str]]) -> None:
         cpu = sorted(u[0] for u in self.units)
         if not cpu:
-            print("  units: none timed (this engine has no _let_go)")
+            print("  units: none timed")
             return
         print(
             f"  the snapshot thread's {len(cpu)} units between lets-go of the GIL, CPU: "
