@@ -218,3 +218,26 @@ def test_settle_untracks_the_new_slices(monkeypatch: pytest.MonkeyPatch) -> None
             gc.disable()
         else:
             gc.enable()
+
+
+def test_pacer_rests_as_long_as_it_worked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compaction's pause lets go of the GIL only once SLICE_SECONDS of
+    the thread's CPU time ran, and then for REST_RATIO times that long."""
+    import time
+
+    from rankengine.durable import sliced
+
+    rests: list[float] = []
+    monkeypatch.setattr(sliced, "let_go", rests.append)
+    pace = sliced.Pacer()
+    pace()
+    assert rests == []  # (microseconds of work: no rest yet)
+    start = time.thread_time()
+    while time.thread_time() - start < 2 * sliced.SLICE_SECONDS:
+        pass
+    pace()
+    pace()
+    assert len(rests) == 1
+    assert rests[0] >= 2 * sliced.SLICE_SECONDS * sliced.REST_RATIO
+    pace.rest()
+    assert len(rests) == 2 and rests[1] < rests[0]
