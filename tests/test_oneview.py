@@ -12,6 +12,7 @@ checked against what the directory holds.
 
 from __future__ import annotations
 
+import inspect
 import math
 import tempfile
 from pathlib import Path
@@ -33,6 +34,7 @@ from rankengine import (
 from rankengine.durable.board import DurableLeaderboard
 from rankengine.ledger.migrate import migrate
 from rankengine.ledger.oneview import LedgerBoard
+from rankengine.ledger.timeview import LedgerDecayed, LedgerPeriodic, LedgerWindow
 from rankengine.timed.state import periodic_state
 
 #: An hour boundary (2027-01-04T00:00Z), in seconds.
@@ -328,3 +330,44 @@ def test_a_ledger_decayed_board_answers_as_one_live_and_after_a_reopen(
             board._check()
         with DecayedLeaderboard.open(tmp, tau=HOUR, clock=lambda: clock[0]) as again:
             assert dstate(again.decayed, clock[0]) == dstate(reference, clock[0])
+
+
+# ----------------------------------------------------------------------
+# The time faces take the time boards' signatures
+# ----------------------------------------------------------------------
+#: Each face, the time board whose API it is, and what it refuses by name.
+FACES: list[tuple[type, type, set[str]]] = [
+    (LedgerPeriodic, PeriodicLeaderboard, set()),
+    (
+        LedgerWindow,
+        SlidingWindowLeaderboard,
+        {"pop_best", "pop_worst", "remove_by_rank", "remove_by_score", "keep_top"},
+    ),
+    (LedgerDecayed, DecayedLeaderboard, set()),
+]
+
+
+def _signature(function: Any) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+@pytest.mark.parametrize(
+    ("face", "kind", "refused"), FACES, ids=lambda x: getattr(x, "__name__", "")
+)
+def test_a_time_face_takes_its_boards_signatures(face: type, kind: type, refused: set[str]) -> None:
+    """Every public method a face writes itself (the others are the view's
+    own, read through) is the time board's: same parameter names, kinds and
+    defaults, so a call written for ``PeriodicLeaderboard`` (``min=``,
+    ``t=``...) works on the face; the window's pops and prunes are refused
+    by name, as a window has none."""
+    written = {
+        name
+        for cls in face.__mro__[:-1]
+        for name, value in vars(cls).items()
+        if not name.startswith("_") and callable(value)
+    }
+    assert written >= {"set", "remove", "set_meta"}
+    for name in sorted(written - refused):
+        assert _signature(getattr(face, name)) == _signature(getattr(kind, name)), name
+    for name in refused:
+        assert not hasattr(kind, name), name

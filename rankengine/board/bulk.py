@@ -41,7 +41,7 @@ from rankengine.board.changes import Change
 from rankengine.board.scoring import Member, Score, ScoreCodec, check_meta
 from rankengine.index.protocol import RUN_SCAN_LIMIT, OrderedIndex
 
-__all__ = ["BulkLoad"]
+__all__ = ["BulkLoad", "merge_rows"]
 
 #: Snapshot export finds the rows of members with metadata one by one
 #: (O(log N) each) while fewer than 1 in this many members have metadata,
@@ -319,7 +319,7 @@ class BulkLoad:
         The index's rows are already in key order, so nothing of them is
         sorted again: the moved members are dropped from the index's
         columns (C-level ``compress``), only their new rows are sorted, and
-        :func:`_merge_rows` puts them in place; the columns go to the
+        :func:`merge_rows` puts them in place; the columns go to the
         index's ``build_columns`` (no row tuples).  An index without
         columns (the skip list) does the same with rows: they are compared
         as whole tuples, never through a key function (``(primary, tie)``
@@ -361,7 +361,7 @@ class BulkLoad:
                 ties = list(itertools.compress(ties, stays))
                 members = list(itertools.compress(members, stays))
                 rows = sorted((key[0], key[1], member) for member, key in moved.items())
-                primaries, ties, members = _merge_rows(primaries, ties, members, rows)
+                primaries, ties, members = merge_rows(primaries, ties, members, rows)
             build_columns(primaries, ties, members)
             if self._first:
                 self._tie = _deep_ties(primaries, ties, members, oldest_last=self._desc)
@@ -409,17 +409,22 @@ def _deep_ties(
     return {members[i]: ties[i] for i in itertools.compress(itertools.count(start), deep)}
 
 
-def _merge_rows(
-    primaries: list[Any], ties: list[Any], members: list[Any], rows: list[tuple[Any, Any, Any]]
+def merge_rows(
+    primaries: Sequence[Any],
+    ties: Sequence[Any],
+    members: Sequence[Any],
+    rows: list[tuple[Any, Any, Any]],
 ) -> tuple[list[Any], list[Any], list[Any]]:
     """The columns (in key order) with ``rows`` (sorted, keys not in the
     columns) put in their places: a binary search per row for where it
     goes (its primary, then its tie inside the run of that primary), and
     the stretches of the columns between two such places copied whole.
+    The board's batch rebuild and the sliced export
+    (:mod:`rankengine.durable.sliced`) both merge with it.
 
     Runtime complexity: O(N + k log N) for k rows, the O(N) part in C
 
-    >>> _merge_rows([1, 3, 3], [0, 1, 5], ["a", "b", "c"], [(0, 9, "y"), (3, 2, "x")])
+    >>> merge_rows([1, 3, 3], [0, 1, 5], ["a", "b", "c"], [(0, 9, "y"), (3, 2, "x")])
     ([0, 1, 3, 3, 3], [9, 0, 1, 2, 5], ['y', 'a', 'b', 'x', 'c'])
     """
     out_p: list[Any] = []

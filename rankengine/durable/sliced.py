@@ -76,6 +76,7 @@ from collections.abc import Callable, Sequence
 from itertools import compress, islice
 from typing import Any, Final
 
+from rankengine.board.bulk import merge_rows
 from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.core import BoardCore
 
@@ -329,31 +330,14 @@ def _merge(
     extra: list[tuple[Any, Any, Any]],
 ) -> tuple[list[Any], list[Any], list[Any]]:
     """The columns with the rows of ``extra`` put in key order (the columns
-    are in key order, no key repeats).
+    are in key order, no key repeats): ``extra`` sorted, then
+    :func:`rankengine.board.bulk.merge_rows`.
 
     >>> _merge([1, 3, 3], [0, 1, 5], ["a", "b", "c"], [(3, 2, "x"), (0, 9, "y")])
     ([0, 1, 3, 3, 3], [9, 0, 1, 2, 5], ['y', 'a', 'b', 'x', 'c'])
     """
     extra.sort(key=_key)
-    out_p: list[Any] = []
-    out_t: list[Any] = []
-    out_m: list[Any] = []
-    lo, n = 0, len(primaries)
-    for primary, tie, member in extra:
-        i = bisect_left(primaries, primary, lo)
-        while i < n and primaries[i] == primary and ties[i] < tie:
-            i += 1
-        out_p += primaries[lo:i]
-        out_t += ties[lo:i]
-        out_m += members[lo:i]
-        out_p.append(primary)
-        out_t.append(tie)
-        out_m.append(member)
-        lo = i
-    out_p += primaries[lo:]
-    out_t += ties[lo:]
-    out_m += members[lo:]
-    return out_p, out_t, out_m
+    return merge_rows(primaries, ties, members, extra)
 
 
 def _key(row: tuple[Any, Any, Any]) -> tuple[Any, Any]:

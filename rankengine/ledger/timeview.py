@@ -268,8 +268,8 @@ class LedgerPeriodic(_Face):
 
     def remove_by_score(
         self,
-        min_score: Any = None,
-        max_score: Any = None,
+        min: Any,  # the contract's names: a caller may pass min=, max=
+        max: Any,
         *,
         min_inclusive: bool = True,
         max_inclusive: bool = True,
@@ -277,8 +277,9 @@ class LedgerPeriodic(_Face):
     ) -> int:
         """``PeriodicLeaderboard.remove_by_score``, as removals at ``t``."""
         flags = {"min_inclusive": min_inclusive, "max_inclusive": max_inclusive}
+        low, high = min, max
         with self.ledger._lock:
-            rows, t_ms = self._prune(t, lambda b: b.by_score(min_score, max_score, **flags))
+            rows, t_ms = self._prune(t, lambda b: b.by_score(low, high, **flags))
             return self._removals((e.member for e in rows), t_ms)
 
     def keep_top(self, n: int, *, t: float | None = None) -> int:

@@ -70,11 +70,19 @@ OP_NAMES: Final = ("incr", "set", "remove")
 TYPED_COLUMNS: Final = "seq, payload, op, member, value, t_ms, attrs"
 
 
-def _v1_append_sql(table: str, lock_class: int, lock_key: int) -> str:
-    """The version 1 append function: payloads only (kept in version 2 for
-    writers of the earlier release)."""
+def _append_sql(
+    table: str, lock_class: int, lock_key: int, *, params: str, counted: str, insert: str
+) -> str:
+    """An append function of either version: they share all but their
+    parameters, the array that counts the batch and the ``INSERT``.
+
+    Under the batch's advisory lock (commits in seq order: see
+    :mod:`rankengine.pg.store`) a batch sent again gets the seqs its first
+    send was given; a new one takes ``total`` seqs at once, inserts its
+    rows, notes itself in ``{table}_batches`` and wakes the listeners.
+    """
     t = table
-    return f"""CREATE OR REPLACE FUNCTION {t}_append(batch bytea, payloads bytea[])
+    return f"""CREATE OR REPLACE FUNCTION {t}_append({params})
     RETURNS SETOF bigint LANGUAGE plpgsql AS $fn$
     DECLARE
       seqs text := pg_get_serial_sequence('{t}', 'seq');
@@ -88,16 +96,31 @@ def _v1_append_sql(table: str, lock_class: int, lock_key: int) -> str:
         RETURN QUERY SELECT generate_series(start, start + total - 1);
         RETURN;
       END IF;
-      total := cardinality(payloads);
+      total := cardinality({counted});
       start := nextval(seqs);
       IF total > 1 THEN PERFORM setval(seqs, start + total - 1); END IF;
-      INSERT INTO {t} (seq, payload) OVERRIDING SYSTEM VALUE
-        SELECT start + u.k - 1, u.p FROM unnest(payloads) WITH ORDINALITY AS u(p, k);
+      {insert}
       INSERT INTO {t}_batches (ident, first, n) VALUES (batch, start, total);
       PERFORM pg_notify('{t}', '');
       RETURN QUERY SELECT generate_series(start, start + total - 1);
     END
     $fn$"""
+
+
+def _v1_append_sql(table: str, lock_class: int, lock_key: int) -> str:
+    """The version 1 append function: payloads only (kept in version 2 for
+    writers of the earlier release)."""
+    t = table
+    insert = f"""INSERT INTO {t} (seq, payload) OVERRIDING SYSTEM VALUE
+        SELECT start + u.k - 1, u.p FROM unnest(payloads) WITH ORDINALITY AS u(p, k);"""
+    return _append_sql(
+        t,
+        lock_class,
+        lock_key,
+        params="batch bytea, payloads bytea[]",
+        counted="payloads",
+        insert=insert,
+    )
 
 
 def append_function_sql(table: str, lock_class: int, lock_key: int) -> str:
@@ -107,34 +130,15 @@ def append_function_sql(table: str, lock_class: int, lock_key: int) -> str:
     ``unnest`` pads them with NULLs, and the server decodes two arrays less,
     measured ~1/4 of its time for an append of plain increments)."""
     t = table
-    return f"""CREATE OR REPLACE FUNCTION {t}_append(
+    params = """
         batch bytea, ops smallint[], members text[], vals bigint[], times bigint[],
-        attrs bytea[], payloads bytea[])
-    RETURNS SETOF bigint LANGUAGE plpgsql AS $fn$
-    DECLARE
-      seqs text := pg_get_serial_sequence('{t}', 'seq');
-      total integer;
-      start bigint;
-    BEGIN
-      -- commits in seq order: see rankengine.pg.store
-      PERFORM pg_advisory_xact_lock({lock_class}, {lock_key});
-      SELECT b.first, b.n INTO start, total FROM {t}_batches b WHERE b.ident = batch;
-      IF FOUND THEN  -- sent again: what the first one was given
-        RETURN QUERY SELECT generate_series(start, start + total - 1);
-        RETURN;
-      END IF;
-      total := cardinality(ops);
-      start := nextval(seqs);
-      IF total > 1 THEN PERFORM setval(seqs, start + total - 1); END IF;
-      INSERT INTO {t} (seq, payload, op, member, value, t_ms, attrs) OVERRIDING SYSTEM VALUE
+        attrs bytea[], payloads bytea[]"""
+    insert = f"""INSERT INTO {t} (seq, payload, op, member, value, t_ms, attrs)
+        OVERRIDING SYSTEM VALUE
         SELECT start + u.k - 1, u.p, u.o, u.m, u.v, u.t, u.a
         FROM unnest(payloads, ops, members, vals, times, attrs)
-          WITH ORDINALITY AS u(p, o, m, v, t, a, k);
-      INSERT INTO {t}_batches (ident, first, n) VALUES (batch, start, total);
-      PERFORM pg_notify('{t}', '');
-      RETURN QUERY SELECT generate_series(start, start + total - 1);
-    END
-    $fn$"""
+          WITH ORDINALITY AS u(p, o, m, v, t, a, k);"""
+    return _append_sql(t, lock_class, lock_key, params=params, counted="ops", insert=insert)
 
 
 def legacy_create_sql(table: str, lock_class: int, lock_key: int) -> list[str]:
