@@ -68,7 +68,7 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any, Final
 
-from rankengine.board.bulk import _deep_ties, _merge_rows
+from rankengine.board.bulk import _deep_ties, merge_rows
 from rankengine.board.changes import META, PUT, Change
 from rankengine.board.core import MISSING, BoardCore
 from rankengine.board.release import adopt_state, empty_map_in_pieces, unshared
@@ -378,7 +378,7 @@ class _Batch:
             drop.update(row[2] for row in moved)
             primaries, ties, members = _without(primaries, ties, members, drop)
             rows = _sorted_in_units(moved)
-            primaries, ties, members = _merge_rows(primaries, ties, members, rows)
+            primaries, ties, members = merge_rows(primaries, ties, members, rows)
             for new, _, member in moved:
                 scores[member] = new
             del moved, rows
