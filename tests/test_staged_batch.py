@@ -76,6 +76,7 @@ def tiny(monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_a_staged_batch_matches_the_model(
     backend: str,
+    *,
     order: str,
     tie_break: str,
     increment: bool,
