@@ -26,6 +26,9 @@ daily (``PeriodicLeaderboard``) and trending (``TopK``, k = 10):
   separate durable boards" of the target), extracted with ``git archive``
   into a temporary directory.
 
+* ``ledger@REF`` (with ``--ledger-ref REF``): the ledger round on REF's
+  code, for an A/B of a change to the ledger in the same run.
+
 Each write round runs in a fresh process that imports its tree's
 ``rankengine`` (this one, or the baseline's), interleaved with the others.
 
@@ -42,7 +45,13 @@ round: one ``arecord`` task per event started on schedule at each of
 ``--rates`` (highest first, about two seconds each) while a 1 ms timer
 measures the loop's lag (max and 99th percentile per run), under both
 policies, stopping at the first rate kept by both: the target being <= 5
-ms at 10,000 events/s.
+ms at 10,000 events/s.  Beside it, in the same process and interleaved: a
+``noop`` run (the same timer and schedule, no ledger: the machine's own
+lag), and each policy under the ``--lag-settings`` (``default``, and
+``advised``: ``gc.freeze()`` once open and a 1 ms switch interval, as
+docs/asyncio.md advises); each run says where the loop's thread spent its
+time (running / waiting for a CPU, the longest collection).  The ledger
+compacts at ``--lag-compact-bytes`` (a compaction or two per run).
 
 Open time: a ledger whose four views hold ``-n`` members each (one
 snapshot per view, written by ``compact()``) against one durable board of
@@ -63,10 +72,23 @@ and asyncio; ``python bench/ledger.py -e 20000 -n 50000 --repeats 3``)::
     always 241/s (1 thread, an fsync each), 625/s (4, 1,943 fsyncs)
     asyncio, 1,000 tasks, 10,000 events: always / everysec 0.80x (target
     0.5), 185-217 fsyncs for 10,000 events
-    open loop: 10,000/s and 5,000/s not kept (2,300-2,900/s: the process
-    got too little CPU); 2,000/s: lag p99 10-14 ms everysec, 93-267 ms
-    always (kept 1,763/s); an idle loop's timer here: max 8-20 ms, p99 4-6
+    open loop (a later run, lag round only, load 6.5): 10,000/s not kept
+    (6,517-8,367/s: the loop ran a third of the time and waited for a CPU
+    the rest); 5,000/s: lag max 33-87 ms everysec, 26-44 ms always, the
+    timer alone 19-74 ms (see docs/asyncio.md)
     open: ledger 0.131 s, board 0.050 s: 2.61x (target 2), at N = 50,000
+
+The writes after the second round of cuts (``docs/ledger.md``), two runs
+of ``python bench/ledger.py -e 20000 -n 50000 --repeats 3 --skip
+threads,async,lag,open --ledger-ref main`` (load average 4.3-5.2)::
+
+    ledger           median 0.339 s, 0.385 s
+    memory           median 0.399 s, 0.431 s
+    separate@f1b4bb9 median 0.601 s, 0.692 s
+    ledger@main      median 0.428 s, 0.457 s
+    ledger / memory 1.18x, 1.12x; ledger+ranks / memory 0.62x, 0.62x;
+    ledger / separate 1.86x, 1.90x (this tree), 1.77x, 1.80x (f1b4bb9;
+    target 2); this tree's ledger / main's 1.26x, 1.19x
 
 Two earlier runs of the same command (load 6.5-9.5, before ``ranks=True``
 took the fast path): ledger / memory 0.91x and 1.17x, ledger / separate
@@ -76,7 +98,7 @@ took the fast path): ledger / memory 0.91x and 1.17x, ledger / separate
 Where the targets are missed: the separate durable boards cost about 1.5x
 the in-memory ones here (their appends are copies into memory maps), on
 f1b4bb9's code as on today's, so 2x over them needs the ledger at about
-1.3x the in-memory views' throughput (it reaches 0.9-1.2x); it writes a periodic view's period
+1.3x the in-memory views' throughput (it reaches 1.1-1.2x); it writes a periodic view's period
 board directly (its check routed the event already), which is why it
 passes the in-memory views at all.  The loop-lag target cannot be shown on
 this machine: an idle event loop's 1 ms timer already wakes up to 20 ms
@@ -230,6 +252,7 @@ print(bench.ROUNDS[name](bench.stream(events, players, seed)))
 
 def export_ref(ref: str, into: str) -> str:
     """``git archive ref`` of the package unpacked into ``into``; the tree's path."""
+    os.makedirs(into, exist_ok=True)
     data = subprocess.run(
         ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "rankengine"],
         check=True,
@@ -301,18 +324,77 @@ def run_threads(
         shutil.rmtree(directory, ignore_errors=True)
 
 
+#: The settings the lag round runs under (see docs/asyncio.md): the
+#: interpreter's defaults, and what the docs advise a server to set at start.
+ADVISED_SWITCH_S = 0.001
+#: Each setting: (gc.freeze() once open, the advised switch interval).
+SETTINGS = {
+    "default": (False, False),
+    "freeze": (True, False),
+    "switch": (False, True),
+    "advised": (True, True),
+}
+
+
+def _run_queue_s() -> float | None:
+    """Seconds this thread has waited, runnable, for a CPU (Linux schedstat):
+    the machine's share of the loop's lag, not ours."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 async def run_open_loop(
-    data: list[tuple[str, int, int]], policy: str, rate: float
+    data: list[tuple[str, int, int]],
+    policy: str,
+    rate: float,
+    *,
+    setting: str = "default",
+    compact_bytes: int | None = None,
 ) -> dict[str, float]:
     """Open loop: start one ``arecord`` task per event at ``rate`` events a
     second (on schedule, whether or not the earlier ones are done) while a
     1 ms timer measures the loop's lag (how late each tick wakes).  Returns
     the rate kept (events / time to the last one durable), the lag's max
-    and 99th percentile (ms), and the fsyncs made."""
+    and 99th percentile (ms), the fsyncs and compactions made, and where the
+    loop's time went: its CPU share, its share waiting for a CPU (the
+    machine), the longest collection (ms) and the full ones.
+
+    ``policy`` ``"noop"`` runs the same timer and schedule with no ledger:
+    the machine's own lag.  ``setting`` ``"advised"`` freezes the objects
+    alive once the ledger is open (``gc.freeze()``) and sets the switch
+    interval to :data:`ADVISED_SWITCH_S`, as docs/asyncio.md advises; both
+    are put back after the run; ``"freeze"`` and ``"switch"`` make one of
+    the two each."""
     directory = tempfile.mkdtemp(prefix="bench-openloop-")
+    switch = sys.getswitchinterval()
+    pauses: list[tuple[float, int]] = []
+    started: list[float] = []
+
+    def collector(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            pauses.append((time.perf_counter() - started.pop(), info["generation"]))
+
     try:
-        aledger = await AsyncLedger.open(directory, fsync=policy, compact_min_bytes=None)
-        add_four(aledger.ledger)
+        aledger = None
+        if policy != "noop":
+            aledger = await AsyncLedger.open(directory, fsync=policy, compact_min_bytes=None)
+            add_four(aledger.ledger)
+            aledger.ledger._compact_min = compact_bytes  # (views first: no snapshot yet)
+        compactions = 0
+        if aledger is not None:
+            compact = aledger.ledger.compact
+
+            def counted(**options: Any) -> int:
+                nonlocal compactions
+                compactions += 1
+                return compact(**options)
+
+            aledger.ledger.compact = counted  # type: ignore[method-assign]
         lags: list[float] = []
         running = True
 
@@ -326,31 +408,55 @@ async def run_open_loop(
         tick = asyncio.create_task(ticker())
         await asyncio.sleep(0.01)
         gc.collect()
+        freeze, short_switch = SETTINGS[setting]
+        if freeze:
+            gc.freeze()
+        if short_switch:
+            sys.setswitchinterval(ADVISED_SWITCH_S)
+        gc.callbacks.append(collector)
+        lags.clear()
         start = time.perf_counter()
+        cpu, queued = time.thread_time(), _run_queue_s()
         sent = 0
         while sent < len(data):
             due = min(len(data), int((time.perf_counter() - start) * rate) + 1)
             while sent < due:
                 member, delta, _ = data[sent]
-                task = asyncio.create_task(aledger.arecord(member, delta, ranks=False))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+                if aledger is not None:
+                    task = asyncio.create_task(aledger.arecord(member, delta, ranks=False))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
                 sent += 1
             await asyncio.sleep(max(0.0, start + sent / rate - time.perf_counter()))
         await asyncio.gather(*pending)
         elapsed = time.perf_counter() - start
+        cpu = time.thread_time() - cpu
+        after = _run_queue_s()
+        queued = None if after is None or queued is None else after - queued
         running = False
         await tick
-        fsyncs = aledger.fsyncs
-        await aledger.aclose()
+        gc.callbacks.remove(collector)
+        fsyncs = 0
+        if aledger is not None:
+            fsyncs = aledger.fsyncs
+            await aledger.aclose()
         lags.sort()
         return {
             "kept": len(data) / elapsed,
             "max_ms": lags[-1] * 1000,
             "p99_ms": lags[int(len(lags) * 0.99)] * 1000,
             "fsyncs": fsyncs,
+            "compactions": compactions,
+            "cpu": cpu / elapsed,
+            "queued": -1.0 if queued is None else queued / elapsed,
+            "gc_max_ms": max((p for p, _ in pauses), default=0.0) * 1000,
+            "full_gcs": sum(1 for _, generation in pauses if generation == 2),
         }
     finally:
+        if gc.isenabled() and collector in gc.callbacks:
+            gc.callbacks.remove(collector)
+        gc.unfreeze()
+        sys.setswitchinterval(switch)
         shutil.rmtree(directory, ignore_errors=True)
 
 
@@ -480,9 +586,28 @@ def main(argv: list[str] | None = None) -> int:
         "the code when issue 20 was filed; '' for none)",
     )
     parser.add_argument(
+        "--ledger-ref",
+        default="",
+        help="git ref whose ledger round is measured too (an A/B of a change to the ledger: "
+        "e.g. main)",
+    )
+    parser.add_argument(
         "--rates",
         default="10000,5000,2000",
         help="open-loop asyncio rates to try, events/s, highest first",
+    )
+    parser.add_argument(
+        "--lag-settings",
+        default="default,advised",
+        help="the open loop's settings: default (the interpreter's), advised "
+        "(gc.freeze() once open, switch interval 1 ms; see docs/asyncio.md), freeze or "
+        "switch (one of the two)",
+    )
+    parser.add_argument(
+        "--lag-compact-bytes",
+        type=int,
+        default=1 << 20,
+        help="the open loop's compact_min_bytes (a compaction or two per run; 0: none)",
     )
     parser.add_argument("--skip", default="", help="rounds to skip: writes,threads,async,lag,open")
     args = parser.parse_args(argv)
@@ -520,8 +645,11 @@ def write_rounds(args: argparse.Namespace) -> None:
             for name in ROUNDS  # type: ignore[misc]
         ]
         if args.baseline:
-            old = export_ref(args.baseline, tmp)
+            old = export_ref(args.baseline, os.path.join(tmp, "baseline"))
             steps.append(("separate@" + args.baseline, lambda: one_round(old, "separate", args)))
+        if args.ledger_ref:
+            ref = export_ref(args.ledger_ref, os.path.join(tmp, "ledger-ref"))
+            steps.append(("ledger@" + args.ledger_ref, lambda: one_round(ref, "ledger", args)))
         writes = interleaved(steps, args.repeats)
     med = show(writes, args.events, "events")
     print(
@@ -535,6 +663,10 @@ def write_rounds(args: argparse.Namespace) -> None:
             f"  ledger / separate ({args.baseline}):     {old_med / med['ledger']:.2f}x "
             "(target >= 2: today's separate durable boards when the issue was filed)"
         )
+    if args.ledger_ref:
+        ref_med = med["ledger@" + args.ledger_ref]
+        ratio = ref_med / med["ledger"]
+        print(f"  ledger, this tree / {args.ledger_ref}:  {ratio:.2f}x throughput")
 
 
 def thread_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> None:
@@ -571,23 +703,61 @@ def async_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> 
     print(f"  always / everysec throughput: {ratio:.2f}x (target >= 0.5)")
 
 
+#: How a setting's runs are marked after the policy's name.
+_MARKS = {"default": "", "freeze": "f", "switch": "s", "advised": "+"}
+
+
 def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> None:
-    print("asyncio open loop: one task per event, started on schedule; a 1 ms timer's lag:")
+    settings = [name for name in args.lag_settings.split(",") if name]
+    for name in settings:
+        if name not in SETTINGS:
+            raise SystemExit(f"--lag-settings: {name!r} is not one of {', '.join(SETTINGS)}")
+    compact = args.lag_compact_bytes or None
+    print(
+        "asyncio open loop: one task per event, started on schedule; a 1 ms timer's lag "
+        f"(compaction at {compact or 0:,} bytes; 'noop': the same timer and schedule, no ledger):"
+    )
+    print(
+        "  (per run: the loop thread's CPU share / its share waiting for a CPU, the "
+        "longest collection and the full ones)"
+    )
     for rate in (float(r) for r in args.rates.split(",")):
         events = data[: max(1000, min(len(data), int(rate * 2)))]  # about two seconds
+        runs = [("noop", "default")] + [
+            (policy, setting) for policy in ("everysec", "always") for setting in settings
+        ]
+        figures: dict[tuple[str, str], list[dict[str, float]]] = {run: [] for run in runs}
+        for _ in range(args.repeats):  # interleaved: the machine's load hits each alike
+            for policy, setting in runs:
+                figures[policy, setting].append(
+                    asyncio.run(
+                        run_open_loop(events, policy, rate, setting=setting, compact_bytes=compact)
+                    )
+                )
         kept_all = True
-        for policy in ("everysec", "always"):
-            figures = [
-                asyncio.run(run_open_loop(events, policy, rate)) for _ in range(args.repeats)
-            ]
-            worst = max(figures, key=lambda f: f["max_ms"])
-            kept = min(f["kept"] for f in figures)
-            kept_all = kept_all and kept >= 0.95 * rate
+        for (policy, setting), runs_of in figures.items():
+            worst = max(runs_of, key=lambda f: f["max_ms"])
+            kept = min(f["kept"] for f in runs_of)
+            if policy != "noop" and setting == "default":
+                kept_all = kept_all and kept >= 0.95 * rate
+            label = policy if setting == "default" else f"{policy}{_MARKS[setting]}"
+            where = ", ".join(
+                f"{f['cpu']:.0%}/{f['queued']:.0%} gc {f['gc_max_ms']:.1f}"
+                + (f" ({f['full_gcs']:.0f} full)" if f["full_gcs"] else "")
+                for f in runs_of
+            )
             print(
-                f"  {rate:>7,.0f}/s {policy:<9} kept {kept:>7,.0f}/s  lag max "
-                f"{', '.join(format(f['max_ms'], '.1f') for f in figures)} ms, "
-                f"p99 {', '.join(format(f['p99_ms'], '.1f') for f in figures)} ms  "
-                f"fsyncs {worst['fsyncs']:,.0f}"
+                f"  {rate:>7,.0f}/s {label:<9} kept {kept:>7,.0f}/s  lag max "
+                f"{', '.join(format(f['max_ms'], '.1f') for f in runs_of)} ms, "
+                f"p99 {', '.join(format(f['p99_ms'], '.1f') for f in runs_of)} ms  "
+                f"fsyncs {worst['fsyncs']:,.0f}  compactions {worst['compactions']:.0f}"
+            )
+            print(f"  {'':>9} {'':<9} ({where})")
+        if set(settings) - {"default"}:
+            print(
+                f"  ('+': advised settings, gc.freeze() once open and a switch interval of "
+                f"{ADVISED_SWITCH_S * 1000:g} ms; 'f': the freeze alone, 's': the switch "
+                "interval alone)"
             )
         if kept_all:
             print(f"  (the highest rate kept under both policies: {rate:,.0f}/s)")

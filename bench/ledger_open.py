@@ -121,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--case", default="same", choices=["same", "distinct"])
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--baseline", default="main", help="git ref to compare with ('' for none)")
+    p.add_argument(
+        "--fixtures",
+        default="",
+        help="keep the fixtures in this directory and reuse them when they are there "
+        "(one per -n and --case; default: written to a temporary directory each run)",
+    )
     args = p.parse_args(argv)
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cpus (shared machine), "
@@ -128,8 +134,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     root = Path(tempfile.mkdtemp(prefix="bench-ledger-open-"))
     try:
-        print(f"writing the fixtures: N = {args.n:,}, case {args.case} ...")
-        ledger_dir, board_dir = build(args.n, args.case, root)
+        kept = Path(args.fixtures) / f"{args.case}-{args.n}" if args.fixtures else None
+        if kept is not None and (kept / "done").exists():
+            print(f"reusing the fixtures in {kept}")
+            ledger_dir, board_dir = kept / "ledger", kept / "board"
+        else:
+            print(f"writing the fixtures: N = {args.n:,}, case {args.case} ...")
+            if kept is not None:
+                shutil.rmtree(kept, ignore_errors=True)
+                kept.mkdir(parents=True)
+            ledger_dir, board_dir = build(args.n, args.case, kept or root)
+            if kept is not None:
+                (kept / "done").touch()
         trees = {"new": str(ROOT)}
         if args.baseline:
             trees = {f"old ({args.baseline})": export_ref(args.baseline, str(root)), **trees}

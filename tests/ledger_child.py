@@ -1,6 +1,6 @@
 """Child process for tests/test_ledger_crash.py: record events until killed.
 
-Usage: ``python tests/ledger_child.py DIR SEED OPS FSYNC COMPACT_BYTES``
+Usage: ``python tests/ledger_child.py DIR SEED OPS FSYNC COMPACT_BYTES [async]``
 
 Opens the ledger in ``DIR`` (registering :data:`VIEWS` on a new one) with
 ``fsync=FSYNC`` and records operations ``last_seq .. OPS - 1``, each one
@@ -9,16 +9,21 @@ record (an event, or every seventh a batch of three), generated from
 them.  Before each it prints ``intent I``, after it returns ``ack I SEQ``,
 flushing stdout each time: every ``ack`` is an acknowledged record that
 must be in every view after a SIGKILL.  ``COMPACT_BYTES`` is the ledger's
-compaction threshold (small: kills land inside compactions too).
+compaction threshold (small: kills land inside compactions too).  With
+``async``, the events are recorded from a coroutine through an
+``AsyncLedger`` (``await arecord``: its compactions run on a worker thread
+while the loop goes on; a batch is ``record_many`` on a worker thread).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sys
 from typing import Any
 
 from rankengine import Ledger
+from rankengine.ledger.aio import AsyncLedger
 from rankengine.timed.state import decayed_state, periodic_state
 
 #: The views of the crash ledger: (name, kind, options).
@@ -98,8 +103,38 @@ def state(ledger: Ledger) -> dict[str, Any]:
     return out
 
 
+async def main_async(directory: str, seed: int, ops: int, fsync: str, compact: int) -> None:
+    """:func:`main` through an ``AsyncLedger``."""
+    aledger = await AsyncLedger.open(directory, fsync=fsync, compact_min_bytes=compact)
+    ledger = aledger.ledger
+    if not ledger.views:
+        add_views(ledger)
+    out = sys.stdout
+    for i in range(ledger.last_seq, ops):
+        out.write(f"intent {i}\n")
+        out.flush()
+        items = events(seed, i)
+        if len(items) == 1:
+            item = dict(items[0])
+            member = item.pop("member")
+            value = item.pop("value", None)
+            done = await aledger.arecord(member, value, **item)
+            seq = done.seq
+        else:
+            await asyncio.to_thread(ledger.record_many, items)
+            seq = ledger.last_seq
+        out.write(f"ack {i} {seq}\n")
+        out.flush()
+    await aledger.aclose()
+    out.write("done\n")
+    out.flush()
+
+
 def main(argv: list[str]) -> None:
     directory, seed, ops, fsync, compact = argv[0], int(argv[1]), int(argv[2]), argv[3], argv[4]
+    if argv[5:] == ["async"]:
+        asyncio.run(main_async(directory, seed, ops, fsync, int(compact)))
+        return
     ledger = Ledger.open(directory, fsync=fsync, compact_min_bytes=int(compact))
     if not ledger.views:
         add_views(ledger)

@@ -34,6 +34,8 @@ def test_every_round_runs_and_reports() -> None:
         "always    2 threads",
         "always / everysec throughput:",
         "     400/s always    kept",
+        "     400/s always+   kept",
+        "     400/s noop      kept",
         "ledger open / board open:",
     ):
         assert line in out, (line, out)
@@ -61,3 +63,23 @@ def test_a_round_imports_the_tree_it_is_given(tmp_path: Path) -> None:
         assert "not this one" in str(exc)
     else:
         raise AssertionError("the round ran without the tree it was given")
+
+
+def test_loop_stalls_runs_every_case_on_both_trees() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "loop_stalls.py"),
+            *("-n", "300", "--repeats", "1", "--ref", "HEAD"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [row.split() for row in done.stdout.splitlines() if row.startswith("  ")]
+    assert sorted((row[0], row[-2]) for row in rows) == sorted(
+        (case, tree) for case in ("noop", "compaction", "period-drop") for tree in ("tree", "HEAD")
+    )
+    assert all(float(row[-1]) >= 0 for row in rows)

@@ -47,10 +47,13 @@ COMPACT_BYTES = 30_000
 
 
 def start(directory: Path, fsync: str) -> AckedChild:
+    """A child recording under ``fsync`` (``"always-async"``: under
+    ``"always"``, from a coroutine through an ``AsyncLedger``)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     env.pop("RANKENGINE_CRASH_AT", None)
-    argv = [sys.executable, str(CHILD), str(directory), str(SEED), str(OPS), fsync]
-    return AckedChild([*argv, str(COMPACT_BYTES)], env)
+    policy, _, mode = fsync.partition("-")
+    argv = [sys.executable, str(CHILD), str(directory), str(SEED), str(OPS), policy]
+    return AckedChild([*argv, str(COMPACT_BYTES), *([mode] if mode else [])], env)
 
 
 def last_ack(child: AckedChild) -> int:
@@ -73,7 +76,7 @@ def expected_state(seq: int) -> dict[str, object]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fsync", ["always", "everysec", "never"])
+@pytest.mark.parametrize("fsync", ["always", "everysec", "never", "always-async"])
 def test_sigkill_loses_no_acknowledged_event_and_no_view_runs_ahead(
     tmp_path: Path, fsync: str
 ) -> None:

@@ -11,7 +11,11 @@ Two moves that let a large change reach a board without a long pause:
   for the index, ``popitem`` for the maps), letting other threads run
   between pieces.  Freeing a board of 1,000,000 members in one go holds
   the interpreter's global lock for 0.1-1 s (measured with
-  ``bench/bulk_holds.py``), a stall of every thread.
+  ``bench/bulk_holds.py``), a stall of every thread.  In pieces, it still
+  costs the calling thread that long: a thread that must not stall (an
+  event loop's, see :mod:`rankengine.ledger.aio`) sets
+  ``RELEASE.elsewhere`` while it writes, and the boards it would free go
+  to one background thread instead (:func:`wait_released` waits for it).
 
 :func:`unshared` tells whether the caller's reference is the only one, so
 that a board someone still reads (a reader's reference to a dropped
@@ -31,7 +35,9 @@ reference counting.
 
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -39,7 +45,16 @@ from typing import Any, Final
 from rankengine.board.core import BoardCore
 from rankengine.index.teardown import PIECE, empty_in_pieces
 
-__all__ = ["STATE_FIELDS", "adopt_state", "empty_map_in_pieces", "release_in_pieces", "unshared"]
+__all__ = [
+    "RELEASE",
+    "RELEASER_NAME",
+    "STATE_FIELDS",
+    "adopt_state",
+    "empty_map_in_pieces",
+    "release_in_pieces",
+    "unshared",
+    "wait_released",
+]
 
 #: Everything :func:`adopt_state` exchanges: the containers of a board's
 #: state, its index's bound look-ups, and the caches derived from them.
@@ -62,6 +77,44 @@ STATE_FIELDS: Final = (
 
 def _pause() -> None:
     time.sleep(0)  # hand the GIL to any thread that waits for it
+
+
+class _Where(threading.local):
+    """Per thread: whether :func:`release_in_pieces` hands its boards to
+    the background thread (True) or frees them on the calling one."""
+
+    elsewhere = False
+
+
+#: Set ``RELEASE.elsewhere = True`` on a thread that must not spend O(N)
+#: freeing a board (and back to False after): see the module docstring.
+RELEASE: Final = _Where()
+
+#: The name of the thread that frees the boards handed to it.
+RELEASER_NAME: Final = "rankengine-release"
+
+#: Boards handed over, and the thread that frees them (started on first use).
+_handed: queue.Queue[tuple[BoardCore, Callable[[], None], int]] = queue.Queue()
+_releaser: list[threading.Thread] = []
+_releaser_lock = threading.Lock()
+
+
+def _release_handed() -> None:
+    while True:
+        board, pause, piece = _handed.get()
+        try:
+            _release_now(board, pause, piece)
+        finally:
+            del board
+            _handed.task_done()
+
+
+def wait_released() -> None:
+    """Return once every board handed to the background thread is freed.
+
+    Runtime complexity: the frees still to do
+    """
+    _handed.join()
 
 
 def adopt_state(board: BoardCore, source: BoardCore) -> None:
@@ -89,10 +142,28 @@ def release_in_pieces(
     board: BoardCore, pause: Callable[[], None] = _pause, *, piece: int = PIECE
 ) -> None:
     """Empty ``board`` (which nobody else uses) ``piece`` objects at a time,
-    calling ``pause()`` between pieces.  It is an empty board afterwards.
+    calling ``pause()`` between pieces.  It is an empty board afterwards,
+    or, where ``RELEASE.elsewhere`` is set, once the background thread has
+    freed it (:func:`wait_released`).
 
-    Runtime complexity: O(N), in O(N / piece) pieces
+    Runtime complexity: O(N), in O(N / piece) pieces; O(1) where
+    ``RELEASE.elsewhere`` is set
     """
+    if RELEASE.elsewhere:
+        if not _releaser:
+            with _releaser_lock:
+                if not _releaser:
+                    thread = threading.Thread(
+                        target=_release_handed, name=RELEASER_NAME, daemon=True
+                    )
+                    thread.start()
+                    _releaser.append(thread)
+        _handed.put((board, pause, piece))
+        return
+    _release_now(board, pause, piece)
+
+
+def _release_now(board: BoardCore, pause: Callable[[], None], piece: int) -> None:
     empty_in_pieces(board._index, pause, piece=piece)
     for name in ("_primary", "_tie", "_meta", "_counts"):
         mapping = getattr(board, name)

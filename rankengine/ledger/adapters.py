@@ -53,12 +53,14 @@ from rankengine.board.checks import check_comparable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.timed.calendars import Period, calendar
 from rankengine.timed.decay import DecayedLeaderboard
+from rankengine.timed.lazy import Unloaded
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.state import (
     check_decayed_write,
     decayed_state,
     open_until,
     period_board,
+    periodic_parts,
     periodic_state,
     restore_decayed,
     restore_periodic,
@@ -74,6 +76,7 @@ __all__ = [
     "BOARD_SETTINGS",
     "KINDS",
     "Adapter",
+    "LazyPart",
     "Part",
     "make_adapter",
     "register_adapter",
@@ -93,6 +96,8 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 KINDS: Final = tuple(_OPTIONS)
 #: One part of a view's saved state: a header map and a board (or None).
 Part = tuple[dict[str, Any], "Leaderboard | None"]
+#: A part whose board may not be loaded yet (``Adapter.export_lazy``).
+LazyPart = tuple[dict[str, Any], "Leaderboard | Unloaded | None"]
 _MISSING: Final = object()
 #: The key under which a batch's simulation keeps a tie-by-member board's
 #: member type (no member is a tuple, so it never collides with one).
@@ -218,6 +223,13 @@ class Adapter:
         """The state as parts."""
         return [({}, self.board)]
 
+    def export_lazy(self) -> list[LazyPart]:
+        """:meth:`export`, except that a part not loaded yet (a periodic
+        view's closed period, see :mod:`rankengine.timed.lazy`) comes as
+        its :class:`~rankengine.timed.lazy.Unloaded`: a compaction copies
+        its file rather than loading and writing it again."""
+        return list(self.export())
+
     def restore(self, parts: list[Part]) -> None:
         """Take the state :meth:`export` gave (boards restored already)."""
         ((_, board),) = parts
@@ -335,6 +347,12 @@ class PeriodicAdapter(Adapter):
             return [({"now": now}, None)]
         return [({"now": now, "period": n, "closed": c}, b) for n, c, b in held]
 
+    def export_lazy(self) -> list[LazyPart]:
+        now, held = periodic_parts(self._periodic())
+        if not held:
+            return [({"now": now}, None)]
+        return [({"now": now, "period": n, "closed": c}, b) for n, c, b in held]
+
     def restore(self, parts: list[Part]) -> None:
         now, held = _held(parts)
         restore_periodic(self._periodic(), now, held)
@@ -384,6 +402,9 @@ class WindowAdapter(PeriodicAdapter):
     def export(self) -> list[Part]:
         as_of, board = window_state(self.board)
         return [*super().export(), ({"window": True, "as_of": as_of}, board)]
+
+    def export_lazy(self) -> list[LazyPart]:
+        return list(self.export())  # (a window's buckets are always loaded)
 
     def restore(self, parts: list[Part]) -> None:
         (window_part,) = [p for p in parts if p[0].get("window")]

@@ -39,6 +39,7 @@ from rankengine.board.scoring import check_member, check_meta
 from rankengine.durable.records import EVENT
 
 __all__ = [
+    "INCR",
     "MAX_ATTRS",
     "MAX_T_MS",
     "OPS",
@@ -54,6 +55,8 @@ Op: TypeAlias = Literal["incr", "set", "remove", "meta"]
 #: The operations, in the order of their codes in the log.
 OPS: Final[tuple[Op, ...]] = ("incr", "set", "remove", "meta")
 _CODE: Final = {op: code for code, op in enumerate(OPS)}
+#: The logged code of an ``incr`` (what :func:`to_change` writes for it).
+INCR: Final = _CODE["incr"]
 #: Most attributes one event may carry: they are routing keys, not a
 #: payload (metadata is), and every event in the log carries its own.
 MAX_ATTRS: Final = 16

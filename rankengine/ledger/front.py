@@ -18,16 +18,29 @@ LedgerEvent(member='ann', op='incr', value=3, t_ms=7, attrs=None, when=None, met
 
 from __future__ import annotations
 
+import gc
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, NamedTuple, cast
 
+from rankengine.durable.snapshot import read_snapshot
 from rankengine.ledger.events import LedgerEvent, make_event
 from rankengine.ledger.routes import NO_KEY
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View
 
-__all__ = ["LedgerFront", "Recorded", "event_of", "events_of", "restored_board"]
+__all__ = [
+    "PENDING",
+    "LazyRecorded",
+    "LedgerFront",
+    "Recorded",
+    "closed_period",
+    "deferred_board",
+    "event_of",
+    "events_of",
+    "first_score",
+    "restored_board",
+]
 
 
 class Recorded(NamedTuple):
@@ -46,6 +59,143 @@ class Recorded(NamedTuple):
             if outcome.view == view and outcome.key == key:
                 return outcome
         return None
+
+
+#: Tuples made without the Python-level ``__new__`` of a NamedTuple.
+_new_outcome: Final = tuple.__new__
+
+#: The first item of a :class:`LazyRecorded`'s outcome list while its
+#: outcomes are not made yet (see there).
+PENDING: Final = object()
+
+
+def _made(pending: list[Any]) -> list[Outcome]:
+    """The outcomes a pending list stands for (see :class:`LazyRecorded`).
+
+    Runtime complexity: O(V) for V views
+    """
+    outcomes: list[Outcome] = []
+    for name, item in zip(pending[1], pending[2:], strict=True):
+        if type(item) is list:  # a view's own outcomes (a score is never a list)
+            outcomes += item
+        else:
+            outcomes.append(_new_outcome(Outcome, (name, NO_KEY, item, None, None)))
+    return outcomes
+
+
+class LazyRecorded(Recorded):
+    """A :class:`Recorded` whose outcomes are made when first read.
+
+    What ``record(..., ranks=False)``'s fast path returns: most callers
+    never read the outcomes, and making one ``Outcome`` per view was ~5% of
+    a four-view record (measured: ``docs/ledger.md``).  Its outcome list
+    starts as ``[PENDING, names, item, ...]``: the views' names and, per
+    view, the new score or a list of the view's own outcomes.  The first
+    read (``.outcomes``, ``outcome()``, indexing, iteration, unpacking,
+    comparison, ``repr``) turns that list, in place, into the outcomes, so
+    it reads as a :class:`Recorded` with the same fields in every way.
+
+    Runtime complexity: O(V) for V views, once, on the first read
+
+    >>> done = LazyRecorded(3, None, [PENDING, ("all", "trend"), 5, None])
+    >>> done.outcome("all").score, len(done.outcomes)
+    (5, 2)
+    >>> seq, event, outcomes = done
+    >>> outcomes[1]
+    Outcome(view='trend', key=None, score=None, rank_before=None, rank_after=None)
+    >>> done == Recorded(3, None, outcomes), done[2] is outcomes
+    (True, True)
+    """
+
+    __slots__ = ()
+
+    @property
+    def outcomes(self) -> list[Outcome]:
+        """Each view's outcome, made on the first read."""
+        items = cast(list[Any], super().__getitem__(2))
+        if items and items[0] is PENDING:
+            pending = items[:]  # (one copy under the interpreter lock: threads agree)
+            if pending[0] is PENDING:
+                items[:] = _made(pending)
+        return items
+
+    def _ready(self) -> Recorded:
+        self.outcomes  # noqa: B018 -- made, in place
+        return self
+
+    def __getitem__(self, index: Any) -> Any:
+        return tuple.__getitem__(self._ready(), index)
+
+    def __iter__(self) -> Iterator[Any]:
+        return tuple.__iter__(self._ready())
+
+    def __contains__(self, item: object) -> bool:
+        return tuple.__contains__(self._ready(), item)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyRecorded):
+            other._ready()
+        return tuple.__eq__(self._ready(), other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]  # (a Recorded holds a list: unhashable too)
+
+    def __lt__(self, other: Any) -> bool:
+        return tuple(self) < tuple(other)
+
+    def __le__(self, other: Any) -> bool:
+        return tuple(self) <= tuple(other)
+
+    def __gt__(self, other: Any) -> bool:
+        return tuple(self) > tuple(other)
+
+    def __ge__(self, other: Any) -> bool:
+        return tuple(self) >= tuple(other)
+
+    def __add__(self, other: Any) -> Any:
+        return tuple(self) + other
+
+    def __radd__(self, other: Any) -> Any:
+        return other + tuple(self)
+
+    def __mul__(self, times: Any) -> Any:
+        return tuple(self) * times
+
+    __rmul__ = __mul__
+
+    def count(self, value: Any) -> int:
+        return tuple(self).count(value)
+
+    def index(self, value: Any, *args: Any) -> int:
+        return tuple(self).index(value, *args)
+
+    def __repr__(self) -> str:
+        return repr(Recorded(*self))
+
+
+def first_score(done: Recorded) -> Any:
+    """``done.outcomes[0].score`` (None without outcomes), without making a
+    :class:`LazyRecorded`'s outcomes: what a one-view ledger's ``incr``
+    returns.
+
+    Runtime complexity: O(V) for V views, O(1) for one
+
+    >>> first_score(LazyRecorded(1, None, [PENDING, ("all",), 5]))
+    5
+    >>> first_score(Recorded(1, None, [])) is None
+    True
+    """
+    items = cast(list[Any], tuple.__getitem__(done, 2))
+    if not items or items[0] is not PENDING:
+        return items[0].score if items else None
+    for item in items[2:]:
+        if type(item) is not list:
+            return item
+        if item:
+            return item[0].score
+    return None
 
 
 def event_of(item: Mapping[str, Any] | tuple[Any, Any], now: Callable[[], int]) -> LedgerEvent:
@@ -119,6 +269,44 @@ def restored_board(view: View, snap: Any, restored: list[tuple[Any, Any]] | None
     if restored is not None and scalar:
         restored.append((snap, board))
     return board
+
+
+def closed_period(header: Mapping[str, Any]) -> bool:
+    """True for the snapshot header of a periodic view's closed period: a
+    ledger's open leaves that board unloaded (see :mod:`rankengine.timed.lazy`).
+
+    Runtime complexity: O(1)
+
+    >>> closed_period({"board": True, "part": {"period": "2027-W01", "closed": True}})
+    True
+    >>> closed_period({"board": True, "part": {"period": "2027-W02", "closed": False}})
+    False
+    """
+    part = header.get("part")
+    return bool(header.get("board")) and type(part) is dict and part.get("closed") is True
+
+
+def deferred_board(view: View, columns: int | None) -> Callable[[str], Any]:
+    """How an unloaded period board of ``view`` is loaded: its snapshot
+    file read in full (the open checked its checksums already) and bulk
+    loaded as :func:`restored_board` does, the collector paused as during
+    an open.  A file damaged or removed since the open raises
+    :class:`~rankengine.durable.records.CorruptionError` (or ``OSError``)
+    to the read that loads it, and the board stays unloaded.
+
+    Runtime complexity: O(1); the load O(N) for the part's N members
+    """
+
+    def load(path: str) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return restored_board(view, read_snapshot(path, columns=columns))
+        finally:
+            if enabled:
+                gc.enable()
+
+    return load
 
 
 class LedgerFront:

@@ -58,10 +58,17 @@ from rankengine.durable.records import (
     TornTailWarning,
 )
 from rankengine.durable.snapshot import SharedChunks, Snapshot
-from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
-from rankengine.ledger.fastpath import PERIODIC, TOPK, IncrPlan, feed, skip_checks
+from rankengine.ledger.events import INCR, MAX_T_MS, LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.fastpath import IncrPlan, feed, skip_checks
 from rankengine.ledger.forget import forget_member
-from rankengine.ledger.front import LedgerFront, Recorded, restored_board
+from rankengine.ledger.front import (
+    LazyRecorded,
+    LedgerFront,
+    Recorded,
+    closed_period,
+    deferred_board,
+    restored_board,
+)
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import (
@@ -73,6 +80,7 @@ from rankengine.ledger.storage import (
 )
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
+from rankengine.timed.lazy import Unloaded
 
 __all__ = ["Ledger", "Recorded"]
 
@@ -103,7 +111,9 @@ class Ledger(LedgerFront):
         view's snapshot covers at each compaction.
     :param compact_min_bytes: snapshot every view and start a new segment
         once the active one holds this many bytes (None: only on
-        :meth:`compact`); the write that crosses it pays for the snapshot.
+        :meth:`compact`); the write that crosses it pays for the snapshot
+        (from :class:`~rankengine.ledger.aio.AsyncLedger`, a worker thread
+        does: see :attr:`compact_elsewhere`).
     :param on_torn_tail: ``"truncate"`` (default) or ``"refuse"``.
     :param create: create the directory when it holds no ledger.
     :param now: a function returning milliseconds (the default event time
@@ -135,6 +145,12 @@ class Ledger(LedgerFront):
         self._last_ms = 0
         self._retain = retain_log
         self._compact_min = compact_min_bytes
+        #: where a size-triggered compaction goes instead of running in the
+        #: write that crossed the threshold: called (under the lock) with
+        #: nothing, it returns True once it has taken the work on (the
+        #: asyncio face runs it on a worker thread, rankengine.ledger.aio)
+        self.compact_elsewhere: Callable[[], bool] | None = None
+        self._compact_asked = False
         self._framer = RecordFramer()
         self._history: list[Event] | None = [] if path is None else None
         self._subs = Subscriptions()
@@ -190,11 +206,14 @@ class Ledger(LedgerFront):
             try:
                 board = view.template.board
                 columns = board._codec.columns if hasattr(board, "_codec") else None
-                snaps = files.read_parts(name, listed, columns, shared)
+                defer = closed_period if view.kind == "periodic" else None
+                snaps = files.read_parts(name, listed, columns, shared, defer)
                 parts = []
                 for snap in snaps:
                     board = None
-                    if snap.header.get("board"):
+                    if snap.deferred:  # a closed period: loaded on its first read
+                        board = Unloaded(snap.path, deferred_board(view, columns))
+                    elif snap.header.get("board"):
                         board = restored_board(view, snap, restored)
                     parts.append((snap.header.get("key"), (snap.header.get("part", {}), board)))
                 view.restore(parts)
@@ -467,9 +486,14 @@ class Ledger(LedgerFront):
             if self._subs.any():
                 event = make_event(member, value, t_ms=self._now() if t_ms is None else t_ms)
                 return self._record([event], ranks)[0]
-            t = self._now() if t_ms is None else t_ms
-            if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
-                return self._record([make_event(member, value, t_ms=t)], ranks)[0]
+            if t_ms is None:
+                t = stamp = self._now()  # (one clock reading: event and record time)
+                if type(t) is not int or not 0 <= t <= MAX_T_MS:  # a bad now(): refused there
+                    return self._record([make_event(member, value, t_ms=t)], ranks)[0]
+            else:
+                t, stamp = t_ms, self._now()
+            last = self._last_ms
+            stamp = stamp if stamp > last else last  # record times never go back
             plan = self._plan
             if plan is None:
                 plan = self._plan = IncrPlan(self._views.values())
@@ -477,31 +501,23 @@ class Ledger(LedgerFront):
             event = _new_event(LedgerEvent, (member, "incr", value, t, None, None, None))
             t_s, now_s = t / 1000, now_ms / 1000
             # 1. the views that could refuse it (a plain board cannot: it is
-            # not in plan.checks)
-            for code, view, adapter in plan.checks:
-                if code == PERIODIC:
-                    cached = adapter._open
-                    if cached is not None and cached[0] <= t_s < cached[1] and now_s < cached[2]:
-                        continue  # within the open period last routed to
-                elif code == TOPK and adapter.board.total < adapter.limit:
-                    continue  # room for one more
-                try:
-                    view.check(event, now_ms, {})
-                except Exception as exc:
-                    exc.add_note(f"(refused by view {view.name!r}; nothing was recorded)")
-                    raise
-            # 2. one record
+            # not asked), each only when its check is more than the plan's test
+            plan.check(event, t_s, now_ms, now_s)
+            # 2. one record (the event's change built here: to_change's, a call less)
             seq = self._seq + 1
-            stamp = max(self._now(), self._last_ms)  # record times never go back
+            changes = [(EVENT, member, INCR, value, t, None, None, None)]
             files = self._files
             if files is not None:
-                files.append(self._framer.frame(seq, stamp, [to_change(event)]), seq)
+                files.append(self._framer.frame(seq, stamp, changes), seq)
             elif self._history is not None:
-                self._history.append(Event(seq, stamp, [to_change(event)]))
+                self._history.append(Event(seq, stamp, changes))
             self._seq, self._last_ms, self._time = seq, stamp, now_ms
             # 3. every view
             try:
-                outcomes = feed(plan, event, now_ms, seq, ranks)
+                if ranks:
+                    outcomes = feed(plan, event, now_ms, seq, ranks)
+                else:
+                    outcomes = plan.quiet(event, member, value, t_s, now_ms, now_s, seq)
             except Exception as exc:  # a view refused what it had passed: a bug
                 for _, view, _, _ in plan.feeds:
                     view.seq = seq - 1  # (as the general path leaves them)
@@ -511,8 +527,8 @@ class Ledger(LedgerFront):
                 and self._compact_min is not None
                 and files.active_bytes >= self._compact_min
             ):
-                self.compact()
-            return _new_event(Recorded, (seq, event, outcomes))
+                self._compact_due()
+            return _new_event(Recorded if ranks else LazyRecorded, (seq, event, outcomes))
         finally:
             lock.release()
 
@@ -608,7 +624,8 @@ class Ledger(LedgerFront):
         try:
             for event in events:
                 self._time = max(self._time, event.t_ms)
-                done.append(Recorded(seq, event, feed(plan, event, self._time, seq, ranks)))
+                outcomes = feed(plan, event, self._time, seq, ranks)
+                done.append(_new_event(Recorded if ranks else LazyRecorded, (seq, event, outcomes)))
         except Exception as exc:  # a view refused what it had passed: a bug
             for _, view, _, _ in plan.feeds:
                 view.seq = seq - 1  # (as the general path leaves them)
@@ -618,7 +635,7 @@ class Ledger(LedgerFront):
             and self._compact_min is not None
             and files.active_bytes >= self._compact_min
         ):
-            self.compact()
+            self._compact_due()
         return done
 
     def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
@@ -676,7 +693,7 @@ class Ledger(LedgerFront):
             and self._compact_min is not None
             and self._files.active_bytes >= self._compact_min
         ):
-            self.compact()
+            self._compact_due()
         return done
 
     def forget(self, member: Any, *, from_log: bool = False) -> Forgotten:
@@ -706,17 +723,36 @@ class Ledger(LedgerFront):
         if self._closed:
             raise ValueError(f"the ledger at {self.path} is closed")
 
-    def _save_view(self, view: View) -> None:
+    def _save_view(self, view: View, pause: Callable[[], None] | None = None) -> None:
         """Write ``view``'s snapshot at its seq into the manifest's config
-        (the caller commits the manifest)."""
+        (the caller commits the manifest); ``pause`` as in :meth:`compact`."""
         assert self._files is not None
-        files = self._files.write_parts(view.name, view.seq, self._time, view.export())
+        parts = view.export_lazy()
+        files = self._files.write_parts(view.name, view.seq, self._time, parts, pause=pause)
         self._files.manifest.config["snapshots"][view.name] = [view.seq, files]
 
-    def compact(self) -> int:
+    def _compact_due(self) -> None:
+        """The active segment crossed ``compact_min_bytes``: compact now,
+        or hand the compaction to :attr:`compact_elsewhere` (once: later
+        writes see it asked until :meth:`compact` runs)."""
+        if self._compact_asked:
+            return
+        elsewhere = self.compact_elsewhere
+        if elsewhere is not None and elsewhere():
+            self._compact_asked = True
+            return
+        self.compact()
+
+    def compact(self, *, pause: Callable[[], None] | None = None) -> int:
         """Snapshot every view at the current seq and start a new segment;
         without ``retain_log`` the segments before it are removed.  Returns
         the seq the snapshots reflect.  Writes wait while it runs.
+
+        ``pause``, if given, is called between pieces of the snapshots'
+        encoding: a compaction on a background thread passes
+        ``time.sleep(0)``, which lets go of the GIL there, so that the
+        thread serving reads waits for one piece at most, not for the
+        interpreter's 5 ms switch interval or a whole chunk's encoding.
 
         Runtime complexity: O(N) over the views' members
         """
@@ -725,11 +761,12 @@ class Ledger(LedgerFront):
             files = self._files
             if files is None:
                 return self._seq
+            self._compact_asked = False
             config = files.manifest.config
             stale = {name: entry[0] for name, entry in config["snapshots"].items()}
             for view in self._views.values():
                 if stale.get(view.name) != self._seq:
-                    self._save_view(view)
+                    self._save_view(view, pause)
             if files.manifest.segments[-1][1] <= self._seq:
                 files.roll(self._seq + 1)  # writes the manifest, naming the snapshots
             else:

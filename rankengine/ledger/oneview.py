@@ -47,6 +47,7 @@ from rankengine.board.core import MISSING, Entry, ItemWrites
 from rankengine.board.scoring import Member, Score
 from rankengine.board.writes import BoardWrites
 from rankengine.durable.forget import Forgotten
+from rankengine.ledger.front import first_score
 from rankengine.ledger.ledger import Ledger, Recorded
 
 __all__ = ["DEFAULT_VIEW", "LedgerBoard", "count_changed"]
@@ -257,8 +258,8 @@ class LedgerBoard(ItemWrites, BoardAPI, BoardWrites):
         return (board.score(member, MISSING), board.clock, board.meta(member)) != before
 
     def _incr_checked(self, member: Member, delta: Score, when: Any) -> Score | None:
-        done = self._record(member, delta, op="incr", when=when)
-        return done.outcomes[0].score if done.outcomes else None
+        score: Score | None = first_score(self._record(member, delta, op="incr", when=when))
+        return score
 
     def _pairs(self, items: Any, what: str) -> list[tuple[Any, Any]]:
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)

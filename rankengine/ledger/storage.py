@@ -75,10 +75,12 @@ from rankengine.durable.records import (
 from rankengine.durable.snapshot import (
     SharedChunks,
     Snapshot,
+    copy_snapshot,
     fsync_dir,
     read_snapshot,
     write_snapshot_columns,
 )
+from rankengine.timed.lazy import Unloaded, is_unloaded
 
 __all__ = [
     "VIEWS_DIR",
@@ -350,17 +352,38 @@ class LedgerFiles:
         return os.path.join(self.path, VIEWS_DIR, view)
 
     def write_parts(
-        self, view: str, seq: int, ledger_ms: int, parts: list[tuple[Any, Any]]
+        self,
+        view: str,
+        seq: int,
+        ledger_ms: int,
+        parts: list[tuple[Any, Any]],
+        *,
+        pause: Callable[[], None] | None = None,
     ) -> list[list[Any]]:
         """Write ``view``'s parts as snapshot files of ``seq``; return the
         ``[key, file name]`` list the manifest names them by (the caller
-        commits it with :meth:`commit`)."""
+        commits it with :meth:`commit`).  A part not loaded yet (an
+        :class:`~rankengine.timed.lazy.Unloaded`) is its file copied under
+        the new header, and loads from the copy from then on.  ``pause``:
+        called between pieces of the encoding (see
+        :func:`~rankengine.durable.snapshot.write_snapshot_columns`)."""
         directory = self.view_dir(view)
         if not os.path.isdir(directory):
             make_directory(directory)
         files: list[list[Any]] = []
         for n, (key, (part, board)) in enumerate(parts):
             name = f"s{seq:020d}-{n:05d}.snap"
+            path = os.path.join(directory, name)
+            if is_unloaded(board):
+                # a closed period never loaded: its file is its state, copied
+                # under the new seq; the board now loads from the copy
+                assert isinstance(board, Unloaded)
+                head = {"seq": seq, "view": view, "key": key, "part": part}
+                if path != board.path:
+                    head["ledger_ms"] = ledger_ms
+                    board.move(functools.partial(copy_snapshot, header=head), path)
+                files.append([key, name])
+                continue
             header = {
                 "seq": seq,
                 "clock": 0 if board is None else board.clock,
@@ -371,7 +394,7 @@ class LedgerFiles:
                 "ledger_ms": ledger_ms,
             }
             columns: Any = ([], [], [], {}) if board is None else board._export_columns()
-            write_snapshot_columns(os.path.join(directory, name), header, columns)
+            write_snapshot_columns(path, header, columns, pause=pause)
             files.append([key, name])
         return files
 
@@ -381,12 +404,20 @@ class LedgerFiles:
         files: list[list[Any]],
         columns: int | None,
         shared: SharedChunks | None = None,
+        defer: Callable[[dict[str, Any]], bool] | None = None,
     ) -> list[Snapshot]:
         """Read back the snapshot files of one view (raises on damage);
         ``shared`` lets views whose snapshots hold the same rows share the
-        decoded chunks (see :class:`~rankengine.durable.snapshot.SharedChunks`)."""
+        decoded chunks (see :class:`~rankengine.durable.snapshot.SharedChunks`);
+        a part whose header ``defer`` accepts is checked, not decoded
+        (:attr:`~rankengine.durable.snapshot.Snapshot.deferred`)."""
         return [
-            read_snapshot(os.path.join(self.view_dir(view), name), columns=columns, shared=shared)
+            read_snapshot(
+                os.path.join(self.view_dir(view), name),
+                columns=columns,
+                shared=shared,
+                defer=defer,
+            )
             for _key, name in files
         ]
 

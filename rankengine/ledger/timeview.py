@@ -41,6 +41,7 @@ from rankengine.board.checks import check_count, check_flag, check_members, memb
 from rankengine.board.core import MISSING, Entry
 from rankengine.board.scoring import check_member
 from rankengine.durable.forget import Forgotten
+from rankengine.ledger.front import first_score
 from rankengine.ledger.ledger import Ledger
 from rankengine.ledger.oneview import count_changed
 from rankengine.ledger.routes import NO_KEY
@@ -145,8 +146,7 @@ class LedgerPeriodic(_Face):
 
     def incr(self, member: Any, delta: Any = 1, *, t: float | None = None, when: Any = None) -> Any:
         """``PeriodicLeaderboard.incr``, recorded as an event at ``t``."""
-        done = self._record(member, delta, "incr", self._t_ms(t), when=when)
-        return done.outcomes[0].score if done.outcomes else None
+        return first_score(self._record(member, delta, "incr", self._t_ms(t), when=when))
 
     def set(
         self,

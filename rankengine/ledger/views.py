@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
-from rankengine.ledger.adapters import Adapter, Part, make_adapter
+from rankengine.ledger.adapters import Adapter, LazyPart, Part, make_adapter
 from rankengine.ledger.events import LedgerEvent
 from rankengine.ledger.routes import NO_KEY, Route
 
@@ -200,6 +200,13 @@ class View:
     def export(self) -> list[tuple[Any, Part]]:
         """Every board's parts, each with its key."""
         return [(key, part) for key, adapter in self.adapters.items() for part in adapter.export()]
+
+    def export_lazy(self) -> list[tuple[Any, LazyPart]]:
+        """:meth:`export`, a part not loaded yet as it is (an
+        :class:`~rankengine.timed.lazy.Unloaded`, see ``Adapter.export_lazy``)."""
+        return [
+            (key, part) for key, adapter in self.adapters.items() for part in adapter.export_lazy()
+        ]
 
     def restore(self, parts: list[tuple[Any, Part]]) -> None:
         """Take the parts :meth:`export` gave (as read back)."""

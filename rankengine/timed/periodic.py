@@ -82,6 +82,7 @@ from rankengine.timed.calendars import (
 from rankengine.timed.detached import AfterLock
 from rankengine.timed.dropping import PeriodDropping
 from rankengine.timed.forget import PeriodicForgetting
+from rankengine.timed.lazy import PeriodBoards, is_unloaded
 from rankengine.timed.period_writes import LateEventError, PeriodWrites
 from rankengine.timed.store import PeriodDirectories, close_all
 
@@ -713,7 +714,20 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
 
         Runtime complexity: O(1) plus the drop hook
         """
-        board = self._boards[period.name]
+        boards = self._boards
+        if (
+            type(boards) is PeriodBoards
+            and is_unloaded(boards.peek(period.name))
+            and self._drop_hook is None
+            and self._archive is None
+            and self._store is None
+        ):
+            # never read and nothing to archive: freed without loading it
+            dict.__delitem__(boards, period.name)
+            del self._periods[period.name]
+            self._closed.discard(period.name)
+            return
+        board = boards[period.name]
         if self._drop_hook is not None:
             self._drop_hook(period, board)
         with self._detached_lock:
@@ -739,6 +753,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         with self._lock:
             assert self._boards.keys() == self._periods.keys(), "boards and periods out of step"
             assert self._closed <= self._periods.keys(), "closed flag for a period not held"
+            if type(self._boards) is PeriodBoards:
+                self._boards.check(self._closed)  # every unloaded period closed, its file there
             for name, period in self._periods.items():
                 # every held period is a real period of the calendar, under its own name
                 assert self._calendar.period_of(period.start) == period, period
@@ -746,6 +762,10 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
                 # closed periods really are past their grace
                 if name in self._closed:
                     assert self._now >= period.end + self._grace, (period, self._now)
+                # (a period not loaded yet is checked without loading it:
+                # PeriodBoards.check below)
+                if type(self._boards) is PeriodBoards and is_unloaded(self._boards.peek(name)):
+                    continue
                 self._boards[name]._check()
             with self._detached_lock:
                 detached = dict(self._detached)

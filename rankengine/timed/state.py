@@ -30,12 +30,14 @@ clock reads ``now``; raises as the write would) and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.timed.calendars import Period
 from rankengine.timed.decay import DecayedLeaderboard
 from rankengine.timed.decay_checks import check_points, check_sum
+from rankengine.timed.lazy import PeriodBoards, Unloaded, is_unloaded
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.window import SlidingWindowLeaderboard
 
@@ -45,6 +47,7 @@ __all__ = [
     "held_period_board",
     "open_until",
     "period_board",
+    "periodic_parts",
     "periodic_state",
     "restore_decayed",
     "restore_periodic",
@@ -57,12 +60,34 @@ __all__ = [
 def periodic_state(board: PeriodicLeaderboard) -> tuple[float, list[tuple[str, bool, Leaderboard]]]:
     """``(now, [(period name, closed, board), ...])``: what
     :func:`restore_periodic` puts back (the boards are the live ones: read
-    them before the next write).
+    them before the next write; a period not loaded yet is loaded).
+
+    Runtime complexity: O(P) for P periods held, plus loading any unloaded
+    """
+    with board._lock:
+        held = [(name, name in board._closed, b) for name, b in board._boards.items()]
+        return board._now, held
+
+
+def periodic_parts(
+    board: PeriodicLeaderboard,
+) -> tuple[float, list[tuple[str, bool, Leaderboard | Unloaded]]]:
+    """:func:`periodic_state` without loading: a closed period that is not
+    loaded yet (see :mod:`rankengine.timed.lazy`) comes as its
+    :class:`~rankengine.timed.lazy.Unloaded` (its snapshot file is its
+    state), for a ledger's compaction that copies that file.
 
     Runtime complexity: O(P) for P periods held
     """
     with board._lock:
-        held = [(name, name in board._closed, b) for name, b in board._boards.items()]
+        boards = board._boards
+        if type(boards) is not PeriodBoards:
+            return periodic_state(board)  # type: ignore[return-value]
+        held: list[tuple[str, bool, Leaderboard | Unloaded]] = []
+        for name in list(boards):
+            value = boards.peek(name)
+            assert value is not None
+            held.append((name, name in board._closed, value))
         return board._now, held
 
 
@@ -84,17 +109,28 @@ def period_board(board: PeriodicLeaderboard, name: str) -> Leaderboard | None:
 
 
 def restore_periodic(
-    board: PeriodicLeaderboard, now: float, held: list[tuple[str, bool, Leaderboard]]
+    board: PeriodicLeaderboard,
+    now: float,
+    held: Sequence[tuple[str, bool, Leaderboard | Unloaded]],
 ) -> None:
     """Put the state :func:`periodic_state` read back into an unused
     ``board`` (same calendar and settings); the boards become its own.
 
+    A closed period's board may be an :class:`~rankengine.timed.lazy.Unloaded`
+    (loaded on its first read; the board's map becomes a
+    :class:`~rankengine.timed.lazy.PeriodBoards`).
+
     Runtime complexity: O(P) for P periods
     """
     with board._lock:
+        if any(is_unloaded(b) for _, _, b in held) and type(board._boards) is not PeriodBoards:
+            board._boards = PeriodBoards(board._boards)
         for name, closed, period_board in held:
+            if is_unloaded(period_board) and not closed:
+                raise ValueError(f"period {name} is open: it cannot be left unloaded")
             period = board._calendar.parse(name)
-            board._boards[name] = period_board
+            # (an Unloaded only into a PeriodBoards, made above)
+            board._boards[name] = period_board  # type: ignore[assignment]
             board._periods[name] = period
             if closed:
                 board._closed.add(name)
@@ -128,8 +164,13 @@ def held_period_board(board: PeriodicLeaderboard, period: Period, now: float) ->
     >>> held_period_board(daily, day, 200_000.0) is None      # the day closes first
     True
     """
-    with board._lock:
-        now = max(board._now, now)
+    # (the board's lock held through its plain RLock: nothing done here
+    # leaves follow-up work, see AfterLock)
+    lock = board._lock.plain
+    lock.acquire()
+    try:
+        held = board._now
+        now = now if now > held else held
         if now >= board._horizon or board._write_hook is not None:
             return None
         name = period.name
@@ -138,6 +179,8 @@ def held_period_board(board: PeriodicLeaderboard, period: Period, now: float) ->
             return None
         board._now = now
         return target
+    finally:
+        lock.release()
 
 
 def route_period(board: PeriodicLeaderboard, t: float, now: float) -> Period | None:
