@@ -218,7 +218,7 @@ def stage_batch(
                 if batch.first:
                     shadow._clock = batch.base + len(pairs)
                 else:  # ties by member: the clock stays dense
-                    shadow._clock = board._clock + batch.count
+                    shadow._clock = board._clock + batch.total_ticks
                 shadow._meta = board._meta  # metadata is the live board's
                 shadow._counts = shadow._distinct = None  # dense counts: rebuilt on use
                 board._listener = None
@@ -327,6 +327,10 @@ class _Batch:
         self.reported: dict[Any, Any] = {}
         #: member -> the number of its last pair that changed its score
         self.changed: dict[Any, int] = {}
+        #: member -> how many of its pairs changed its score (each one a
+        #: tick of the clock, as a loop of single writes would make)
+        self.ticks: dict[Any, int] = {}
+        self.total_ticks = 0
 
     @property
     def count(self) -> int:
@@ -339,6 +343,7 @@ class _Batch:
         and the number of its last pair that changed it (None: none did)."""
         codec = self.board._codec
         changed: int | None = None
+        ticks = 0
         result: Any = MISSING
         i = self.head[member]
         while i >= 0:
@@ -357,6 +362,7 @@ class _Batch:
                 continue
             result = old = new
             changed = step
+            ticks += 1
         if result is MISSING:
             self.reported.pop(member, None)
         else:
@@ -365,6 +371,9 @@ class _Batch:
             self.changed.pop(member, None)
         else:
             self.changed[member] = changed
+        self.total_ticks += ticks - self.ticks.pop(member, 0)
+        if ticks:
+            self.ticks[member] = ticks
         return old, changed
 
     def results(self) -> dict[Any, Score]:
