@@ -225,10 +225,12 @@ def stage_batch(
                 adopt_state(board, shadow)
                 shadow._meta = {}
                 break
-    except _Declined:
+    except BaseException as exc:  # nothing was swapped in: the shadow goes
         if shadow is not None:
-            _free(shadow, pause)
-        return None
+            _free(shadow, pause)  # (a skip list's nodes are cycles: freed by hand)
+        if isinstance(exc, _Declined):
+            return None
+        raise
     finally:
         if enabled:
             gc.enable()
