@@ -15,10 +15,16 @@ Each open runs in a fresh process, so that the two versions share nothing:
 this tree's ``rankengine`` and the ``--baseline`` ref's (read with ``git
 archive`` into a temporary directory).  After one warm-up open each, the
 versions take turns ``--repeats`` times (interleaved, so that the load of
-a shared machine hits both alike).  Each open reports its wall time and its
-process CPU time; records/s is ``records / seconds``, and the ratio is
-new over old on the medians.  CPU time is the steadier figure on a loaded
-machine; both are printed.  ``--json PATH`` writes the figures.
+a shared machine hits both alike).  Each open reports its wall time, its
+process CPU time (``cpu``: the opening process alone) and that plus its
+child processes' (``cpu_all``: a replay split among processes,
+:mod:`rankengine.durable.parallel`, does part of its work in children, so
+this is the total work); records/s is ``records / seconds``, and the
+ratio is new over old on the medians (the minimums are printed too).
+CPU time is the steadier figure on a loaded machine; wall time is what a
+user waits.  ``--procs N`` sets
+``RANKENGINE_REPLAY_PROCS`` for the opens.  ``--json PATH`` writes the
+figures.
 """
 
 from __future__ import annotations
@@ -44,15 +50,21 @@ MAX_DELTA = 100
 
 #: What one open runs, in a fresh interpreter whose path starts with a tree.
 _OPEN = """
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import rankengine
 from rankengine.durable.board import DurableLeaderboard
 assert rankengine.__file__.startswith(sys.argv[1]), rankengine.__file__
-wall, cpu = time.perf_counter(), time.process_time()
+def children():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+wall, cpu, kids = time.perf_counter(), time.process_time(), children()
 board = DurableLeaderboard(sys.argv[2], backend=sys.argv[3])
 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-print(json.dumps({"wall": wall, "cpu": cpu, "seq": board.last_seq, "members": len(board)}))
+kids = children() - kids
+print(json.dumps({
+    "wall": wall, "cpu": cpu, "cpu_all": cpu + kids, "seq": board.last_seq, "members": len(board)
+}))
 board.close()
 """
 
@@ -83,13 +95,17 @@ def export_ref(ref: str, into: str) -> str:
     return tree
 
 
-def open_once(tree: str, directory: str, backend: str) -> dict[str, Any]:
+def open_once(tree: str, directory: str, backend: str, procs: str = "") -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", _OPEN, tree, directory, backend],
         check=False,
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": tree},
+        env={
+            **os.environ,
+            "PYTHONPATH": tree,
+            **({"RANKENGINE_REPLAY_PROCS": procs} if procs else {}),
+        },
     )
     if done.returncode:
         raise SystemExit(f"the open with {tree} failed:\n{done.stderr}")
@@ -106,28 +122,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="sortedlist", choices=["sortedlist", "skiplist"])
     p.add_argument("--baseline", default="main", help="git ref to compare with ('' for none)")
     p.add_argument("--json", metavar="PATH", help="write the figures here")
+    p.add_argument(
+        "--procs",
+        default="",
+        help="RANKENGINE_REPLAY_PROCS for the opens ('' leaves it unset: the CPUs available)",
+    )
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         directory = os.path.join(tmp, "board")
         print(f"writing {args.records:,} increments over {args.players:,} players ...")
+        load_before = os.getloadavg()[0]
         write_log(directory, args.records, args.players, args.seed, args.backend)
         trees = {"new": str(ROOT)}
         if args.baseline:
             trees = {f"old ({args.baseline})": export_ref(args.baseline, tmp), **trees}
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
         for tree in trees.values():  # warm-up: the OS cache, the .pyc files
-            open_once(tree, directory, args.backend)
+            open_once(tree, directory, args.backend, args.procs)
         for _ in range(args.repeats):
             for name, tree in trees.items():
-                run = open_once(tree, directory, args.backend)
+                run = open_once(tree, directory, args.backend, args.procs)
                 assert run["seq"] == args.records, run
                 runs[name].append(run)
         shutil.rmtree(directory)
+        load_after = os.getloadavg()[0]
     figures: dict[str, Any] = {}
     for name, done in runs.items():
         row: dict[str, Any] = {}
-        for clock in ("wall", "cpu"):
-            secs = sorted(r[clock] for r in done)
+        for clock in ("wall", "cpu", "cpu_all"):
+            secs = sorted(r.get(clock, r["cpu"]) for r in done)
             row[clock] = {
                 "seconds": {"min": secs[0], "median": statistics.median(secs), "max": secs[-1]},
                 "records_per_s": args.records / statistics.median(secs),
@@ -137,16 +160,25 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:>16}: wall {row['wall']['seconds']['median']:.2f} s "
             f"({row['wall']['records_per_s']:>9,.0f} records/s), "
             f"cpu {row['cpu']['seconds']['median']:.2f} s "
-            f"({row['cpu']['records_per_s']:>9,.0f} records/s)"
+            f"({row['cpu']['records_per_s']:>9,.0f} records/s), "
+            f"cpu with children {row['cpu_all']['seconds']['median']:.2f} s; "
+            f"min: wall {row['wall']['seconds']['min']:.2f} s, "
+            f"cpu {row['cpu']['seconds']['min']:.2f} s, "
+            f"with children {row['cpu_all']['seconds']['min']:.2f} s"
         )
+    print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after")
     if len(figures) == 2:
         old, new = figures.values()
-        for clock in ("wall", "cpu"):
+        for clock in ("wall", "cpu", "cpu_all"):
             ratio = new[clock]["records_per_s"] / old[clock]["records_per_s"]
             print(f"new / old ({clock}): {ratio:.2f}x")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"args": vars(args), "figures": figures}, indent=2) + "\n"
+            json.dumps(
+                {"args": vars(args), "figures": figures, "load": [load_before, load_after]},
+                indent=2,
+            )
+            + "\n"
         )
     return 0
 

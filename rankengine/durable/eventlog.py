@@ -72,7 +72,7 @@ import mmap
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, BinaryIO, Final
 
 from rankengine.durable.records import (
@@ -430,8 +430,8 @@ class SegmentReader:
             self.torn = TornTail(path, damage.offset, damage.reason, self.size)
 
     def batches(
-        self, progress: Callable[[int], None] | None = None
-    ) -> Iterator[list[tuple[int, bytes]]]:
+        self, progress: Callable[[int], None] | None = None, *, start: int | None = None
+    ) -> Generator[list[tuple[int, bytes]], None, None]:
         """The records' frames as ``(offset, payload)`` lists, one per chunk
         read, their checksums checked but not decoded: for a reader that
         decodes a chunk at once (:mod:`rankengine.durable.fold`), and checks
@@ -441,13 +441,19 @@ class SegmentReader:
         :attr:`end` is past the batch's last frame once it is handed over;
         a torn tail ends the batches and is in :attr:`torn`, damage raises
         :class:`CorruptionError`.  ``progress``, if given, is called with
-        :attr:`end` about every :data:`PROGRESS_EVERY` records.
+        :attr:`end` about every :data:`PROGRESS_EVERY` records.  ``start``
+        (a frame's offset, such as an :attr:`end` of :meth:`frames_between`)
+        reads on from there instead of the first record.
 
         Runtime complexity: O(bytes read)
         """
         path = self.path
+        if start is not None:
+            self.end = start
         try:
-            for batch in _frame_batches(self._file, self.start, self.size):
+            for batch in _frame_batches(
+                self._file, self.start if start is None else start, self.size
+            ):
                 at, payload = batch[-1]
                 self.at = at
                 self.end = at + FRAME_HEADER_BYTES + len(payload)
@@ -460,6 +466,28 @@ class SegmentReader:
             if not damage.torn:
                 raise CorruptionError(path, damage.offset, damage.reason) from None
             self.torn = TornTail(path, damage.offset, damage.reason, self.size)
+
+    def frames_between(
+        self, start: int, stop: int
+    ) -> Generator[list[tuple[int, bytes]], None, None]:
+        """The good frames from offset ``start`` (a frame's) that end by
+        ``stop``, in lists as :meth:`batches` hands them over; they end
+        quietly at the first frame that is not whole and good before
+        ``stop`` (damage, a torn tail, a frame running past ``stop``), and
+        :attr:`end` then says where: for a reader that splits a segment
+        (:mod:`rankengine.durable.parallel`) and reads on from :attr:`end`
+        with :meth:`batches`, which reports whatever stopped this.
+
+        Runtime complexity: O(bytes read)
+        """
+        self.end = start
+        try:
+            for batch in _frame_batches(self._file, start, min(stop, self.size)):
+                at, payload = batch[-1]
+                self.end = at + FRAME_HEADER_BYTES + len(payload)
+                yield batch
+        except _Damage:
+            return
 
 
 #: How often (in records) readers report progress.

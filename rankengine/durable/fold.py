@@ -119,6 +119,9 @@ class Fold:
         self.by_member = board._tie_break == "member"
         self.check_score = board._codec.check
         self.scalar = board._codec.columns is None
+        #: whether one-PUT records take the fast path (scalar scores, ties
+        #: by time: no per-member type check)
+        self.fast = self.scalar and not self.by_member
         #: the board before the tail (not changed until :meth:`finish`)
         self.before = board._primary
         #: member -> ``(score, clock)`` of its last PUT since its last DEL
@@ -239,7 +242,7 @@ class Fold:
 
         Runtime complexity: O(len(frames))
         """
-        fast = self.scalar and not self.by_member
+        fast = self.fast
         count = len(frames)
         i = 0
         wait = backoff = 0  # slow records before the fast path tries again
@@ -358,6 +361,53 @@ class Fold:
             self.last_ms = last_ms
             self.records += n
         return start + n
+
+    def add_puts(self, frames: list[tuple[int, bytes]], start: int = 0) -> int:
+        """Fold the one-PUT records from ``frames[start]`` on that continue
+        the sequence from :attr:`last_seq` (the fast path of
+        :meth:`add_batch`, with no window: for a process folding a part of
+        a segment, :mod:`rankengine.durable.parallel`); return the index of
+        the first frame not taken.
+
+        Only for scalar scores and ties by time (see :attr:`fast`).
+
+        Runtime complexity: O(records taken)
+        """
+        assert self.fast
+        return self._add_puts(frames, start, 0, None, None)
+
+    def merge_puts(
+        self,
+        members: list[Any],
+        scores: list[Any],
+        clocks: list[int],
+        *,
+        first_seq: int,
+        last_seq: int,
+        last_ms: int,
+        clock: int,
+        records: int,
+    ) -> bool:
+        """Fold in what :meth:`add_puts` folded elsewhere from the records
+        ``first_seq`` to ``last_seq``: each member's last ``(score, clock)``
+        as three columns, the largest clock and the last record's time.
+        False (nothing changed) unless ``first_seq`` continues the records
+        folded here.
+
+        One-PUT records compose: after any state, they only set each
+        member's PUT (a member a DEL removed is present again, its
+        metadata stays gone) and raise the clock, so the later part's
+        puts replace the earlier's.
+
+        Runtime complexity: O(members given)
+        """
+        if not self.fast or first_seq != self.last_seq + 1 or records != last_seq - first_seq + 1:
+            return False
+        self.puts.update(zip(members, zip(scores, clocks, strict=True), strict=True))
+        self.clock = max(self.clock, clock)
+        self.last_seq, self.last_ms = last_seq, last_ms
+        self.records += records
+        return True
 
     # ------------------------------------------------------------------
     # The net effect

@@ -35,6 +35,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import warnings
@@ -45,6 +46,7 @@ from rankengine.durable.eventlog import SegmentReader
 from rankengine.durable.fold import Fold
 from rankengine.durable.manifest import SEGMENT_RE, SNAPSHOT_RE, Manifest, read_manifest
 from rankengine.durable.marks import missing_after
+from rankengine.durable.parallel import replay_procs, split_batches
 from rankengine.durable.records import (
     CorruptionError,
     LogError,
@@ -220,7 +222,10 @@ def _replay(
     """Fold the records of ``chain`` after seq ``base`` (up to ``until_*``)
     into ``fold``, then those of the ``adoptable`` segments that continue
     it (see :func:`unnamed_after`), note where the log ends in ``out``,
-    then finish."""
+    then finish.  Large segments are split among processes when
+    :func:`~rankengine.durable.parallel.replay_procs` allows it
+    (:mod:`rankengine.durable.parallel`)."""
+    procs = replay_procs()
     for i, (name, first) in enumerate(chain):
         path = os.path.join(directory, name)
         if i and first > out.last_seq + 1:  # (records lost between two segments)
@@ -240,19 +245,28 @@ def _replay(
             report = (
                 None if progress is None else (lambda at, n=name, s=reader.size: progress(n, at, s))
             )
-            for batch in reader.batches(report):
-                taken = fold.add_batch(
-                    batch, path, after=base, until_seq=until_seq, until_ms=until_ms
-                )
-                if fold.records:
-                    out.last_seq, out.last_ms = fold.last_seq, fold.last_ms
-                out.records = fold.records
-                if taken < len(batch) or (
-                    until_seq is not None and fold.records and fold.last_seq >= until_seq
-                ):
-                    # (not reading on: damage past it is no matter)
-                    fold.finish()
-                    return
+            whole = until_seq is None and until_ms is None and first > base
+            with contextlib.closing(
+                split_batches(reader, fold, procs, report)
+                if whole and procs > 1
+                else reader.batches(report)
+            ) as frames:
+                for batch in frames:
+                    taken = fold.add_batch(
+                        batch, path, after=base, until_seq=until_seq, until_ms=until_ms
+                    )
+                    if fold.records:
+                        out.last_seq, out.last_ms = fold.last_seq, fold.last_ms
+                    out.records = fold.records
+                    if taken < len(batch) or (
+                        until_seq is not None and fold.records and fold.last_seq >= until_seq
+                    ):
+                        # (not reading on: damage past it is no matter)
+                        fold.finish()
+                        return
+            if fold.records:  # (a split read may end with a child's records)
+                out.last_seq, out.last_ms = fold.last_seq, fold.last_ms
+            out.records = fold.records
             reader.last_seq = fold.last_seq
             if reader.last_seq < base:
                 raise CorruptionError(

@@ -244,7 +244,9 @@ class RedisLeaderboard(
     _write_guard: ClassVar[AbstractContextManager[Any]] = contextlib.nullcontext()
 
     def _check_member(self, member: object) -> Member:
-        self._member(member)  # raises for a value that cannot be a stored member
+        kind = type(member)
+        if kind is not str and kind is not bytes:  # (every str and bytes encodes)
+            self._member(member)  # raises for a value that cannot be a stored member
         return member  # type: ignore[return-value]  # (checked: a member)
 
     def _set_checked(
@@ -335,10 +337,11 @@ class RedisLeaderboard(
             return None
         if status == 3:
             return EXACT
-        new = self._format.decode(result[1], b"", result[2])
+        new = _scalar(result[1], result[2])
         if status == 1:
-            self._notify([(PUT, member, new, int(result[3]))])
-            self._seen_write(key, b"", int(result[3]), result[2])
+            clock = int(result[3])
+            self._notify([(PUT, member, new, clock)])
+            self._seen_write(key, b"", clock, result[2])
         return new
 
     def _rank_of(self, key: bytes, reply: Any) -> int | None:
@@ -760,6 +763,22 @@ class RedisLeaderboard(
 
     def _expected(self, old: Any) -> tuple[Any, ...]:
         return ("", "", "") if old is MISSING else self._format.encode(old)
+
+
+def _scalar(text: bytes | str, kind: bytes | str) -> Score:
+    """The score of an INCR reply (a scalar board's: no ordkey), with its
+    kind, as ``ScoreFormat.decode`` reads it.
+
+    Runtime complexity: O(1)
+
+    >>> _scalar(b"7", b"i"), _scalar(b"7.5", b"f"), _scalar(b"0", b"z")
+    (7, 7.5, -0.0)
+    """
+    if kind in (b"i", "i"):
+        return int(float(text))
+    if kind in (b"z", "z"):
+        return -0.0
+    return float(text)
 
 
 def _fast(step: Score) -> bool:

@@ -92,6 +92,7 @@ __all__ = [
     "SCRIPTS",
     "ScriptError",
     "ScriptRunner",
+    "library_sections",
     "refusal_of",
 ]
 
@@ -118,6 +119,20 @@ _SECTIONS: Final[dict[str, str]] = {
         "sum",
     )
 }
+
+
+def library_sections() -> list[str]:
+    """The helper sections' Lua, in the order the library defines them
+    (``bench/redis_write_ab.py --parts`` builds functions of them that stop
+    after each step of an increment).
+
+    Runtime complexity: O(1)
+
+    >>> library_sections()[0].startswith("-- Helper section 'core'")
+    True
+    """
+    return list(_SECTIONS.values())
+
 
 #: Sections each script needs besides the core (which every script gets).
 _WRITER: Final = ("order", "dense", "clock", "tags", "lookup", "write")

@@ -6,7 +6,44 @@ local again = replayed()
 if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[5]
-local old = lookup(member)
+local hv = redis.call('HGET', H, member)
+-- The common increment, with no table made and no helper called but the
+-- dense counts' (when kept): a member on the board, an exact double, no
+-- condition (the same steps as the general path below, written out: about
+-- 2 us of server time less per call; see docs/redis.md).
+if hv and when == '' then
+  local okind, ostr, pre = match(hv, '^(%a+):([^:]*):(.*)$')
+  if #pre == PLEN then  -- (no ordkey: the stored double is the score)
+    local base = tonumber(ostr)
+    if okind == 'z' then base = NEG_ZERO end
+    local new = base + tonumber(ARGV[3])
+    if new ~= new then fail('VALUE', 'NaN') end
+    local kind = 'f'
+    if okind == 'i' and ARGV[4] == 'i' then
+      if new >= EXACT or new <= -EXACT then return {3} end
+      kind = 'i'
+    elseif new == 0 and 1 / new < 0 then
+      kind = 'z'
+    end
+    -- an equal sum (5 + 0.0) keeps the stored score, which is what is returned
+    if new == base then return {2, ostr, okind} end
+    local str = fmt('%.17g', new)
+    local clock = clock_next(tonumber(ARGV[6]))
+    if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
+    local npre = ''
+    if FIRST then
+      npre = prefix(clock) .. kind
+      redis.call('ZREM', Z, pre .. member)
+    end
+    redis.call('ZADD', Z, str, npre .. member)
+    redis.call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
+    if DENSE then dense_add({num = new, ok = ''}) end
+    touched()
+    save()
+    return reply({1, str, kind, clock})
+  end
+end
+local old = hv and row(member, hv)
 -- (a member on the board has the board's type: only a new one is checked)
 if not old then check_tag(board_tag(), member) end
 if old and when == 'new' then return {0} end

@@ -71,6 +71,12 @@ local function board_keys(keys)
   return z, k[1], k[2], k[3], k[4], k[5], keys[2]
 end
 
+-- The parts of the modes that carry no call number and no guard (a client
+-- that never sends a call again, a read, a board without a log): the same
+-- string on every call of a board, parsed once (at most MODES of them).
+local MODES = 1000
+local modes, n_modes = {}, 0
+
 local function begin(keys, argv)
   if not sub then
     sub, byte, fmt, match = string.sub, string.byte, string.format, string.match
@@ -79,13 +85,19 @@ local function begin(keys, argv)
   KEYS, ARGV = keys, argv
   Z, H, M, D, C, S, R = board_keys(keys)
   MODE = argv[1]
+  ST, dirty = nil, false
+  local known = modes[MODE]
+  if known then  -- (a mode seen before with no call number and no guard)
+    DESC, FIRST, COLS, KLEN, PLEN, SETTINGS = known[1], known[2], known[3], known[4], known[5], known[6]
+    GUARD, CALL, FRESH = nil, nil, false
+    return
+  end
   DESC = sub(MODE, 1, 1) == 'd'
   FIRST = sub(MODE, 2, 2) == 'f'
   COLS = byte(MODE, 3) - 48
   KLEN = byte(MODE, 4) - 48
   PLEN = 0
   if FIRST then PLEN = 16 + KLEN end
-  ST, dirty = nil, false
   GUARD, SETTINGS, CALL, FRESH = nil, nil, nil, false
   if #MODE > 4 then  -- (one match: '#' or '!' call, '@' settings, ':' guard, each optional)
     local mark
@@ -94,6 +106,10 @@ local function begin(keys, argv)
     if CALL == '' then CALL = nil end
     if SETTINGS == '' then SETTINGS = nil end
     if GUARD == '' then GUARD = nil end
+  end
+  if not CALL and not GUARD then
+    if n_modes >= MODES then modes, n_modes = {}, 0 end
+    modes[MODE], n_modes = {DESC, FIRST, COLS, KLEN, PLEN, SETTINGS}, n_modes + 1
   end
 end
 

@@ -5,8 +5,33 @@ local again = replayed()
 if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[6]
+local hv = redis.call('HGET', H, member)
+-- The common set, written out as incr.lua's: a member on the board, both
+-- scores exact doubles (no ordkey), no condition, no metadata; the same
+-- Redis calls as the general path below.
+if hv and when == '' and ARGV[7] ~= '1' and ARGV[4] == '' then
+  local okind, ostr, pre = match(hv, '^(%a+):([^:]*):(.*)$')
+  if #pre == PLEN then
+    -- the clock moves only when the ranked score changes (5 and 5.0 are one score)
+    if tonumber(ARGV[3]) == tonumber(ostr) then return {0, 0} end
+    local str, kind = ARGV[3], ARGV[5]
+    local clock = clock_next(tonumber(ARGV[9]))
+    if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
+    local npre = ''
+    if FIRST then
+      npre = prefix(clock) .. kind
+      redis.call('ZREM', Z, pre .. member)
+    end
+    redis.call('ZADD', Z, str, npre .. member)
+    redis.call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
+    if DENSE then dense_add({num = tonumber(str), ok = ''}) end
+    touched()
+    save()
+    return reply({clock, 0})
+  end
+end
 local new = value(ARGV[3], ARGV[4], ARGV[5])
-local old = lookup(member)
+local old = hv and row(member, hv)
 -- (a member on the board has the board's type: only a new one is checked)
 if not old then check_tag(board_tag(), member) end
 local clock = 0
