@@ -99,8 +99,11 @@ SLICE_SECONDS: Final = 0.001
 #: Rows read between two looks at the clock in a slice.
 SLICE_ROWS: Final = 512
 #: Rows per C-level unit of work off the lock (a dict update, a filter, a
-#: sort): each unit holds the interpreter ~1-2 ms at most.
-UNIT_ROWS: Final = 16384
+#: sort): each unit holds the interpreter ~1-2 ms at most (a dict update
+#: of 16,384 rows held it 5 ms at N = 10^6, the table's cache misses).
+#: Not cut: the resize of the shadow's member map as it grows, one C call
+#: of 10-40 ms at 10^6 (Python has no way to size a dict in advance).
+UNIT_ROWS: Final = 4096
 #: Members caught up under the lock at the swap (~5 us each); with more
 #: pending, another round runs off the lock first.
 FINAL_FIXES: Final = 256
