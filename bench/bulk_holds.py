@@ -19,7 +19,12 @@ load, as docs/performance.md advises.
   ``BULK_REBUILD_FRACTION`` (k >= 0.25 (N + k)), so applied write by write.
 * ``rebuild``: ``set_many`` of 0.4 N new scores for 0.4 N distinct
   members (past ``BULK_REBUILD_FRACTION``: the index is rebuilt).
+* ``incr_many 0.1 N``: ``incr_many`` of 0.1 N distinct members.
 * ``batch 1%``: ``set_many`` of 0.01 N (one insert each, no rebuild).
+  During each batch another thread increments one member and reads its
+  rank every millisecond; ``hold`` and ``waited`` are printed as for the
+  window below (a batch staged beside the board, ``board/staged.py``,
+  holds the lock in short pieces; before, a batch held it throughout).
 * ``window first refresh``: a 2-hour sliding window whose hour holds N
   members, refreshed for the first time (every member recomputed).
 * ``window 1% refresh``: 0.01 N of them written again, refreshed.
@@ -193,12 +198,22 @@ def bulk_cases(Leaderboard: Any, backend: str, names: list[str], rng: random.Ran
     board: Any = Leaderboard(backend=backend)
     board.set_many((m, rng.randrange(1_000_000)) for m in names)
     batch = [(names[rng.randrange(n)], rng.randrange(1_000_000)) for _ in range(n * 2 // 5)]
-    timed("0.4 N picks (0.33 N distinct)", partial(board.set_many, batch))
+    timer = hold_timer(board)
+    probed = names[0]
+
+    def serve(b: Any = board) -> None:  # another player's write, and a read of the board
+        b.incr(probed, 1)
+        b.rank(probed)
+
+    timed_probed("0.4 N picks (0.33 N distinct)", partial(board.set_many, batch), timer, serve)
     distinct = [(m, rng.randrange(1_000_000)) for m in rng.sample(names, n * 2 // 5)]
-    timed("rebuild (0.4 N distinct)", partial(board.set_many, distinct))
+    timed_probed("rebuild (0.4 N distinct)", partial(board.set_many, distinct), timer, serve)
+    steps = [(m, rng.randrange(1, 100)) for m in rng.sample(names, n // 10)]
+    timed_probed("incr_many 0.1 N", partial(board.incr_many, steps), timer, serve)
     small = [(names[rng.randrange(n)], rng.randrange(1_000_000)) for _ in range(n // 100)]
-    timed("batch 1% (no rebuild)", partial(board.set_many, small))
-    del board, batch, distinct
+    timed_probed("batch 1% (no rebuild)", partial(board.set_many, small), timer, serve)
+    board._check()
+    del board, batch, distinct, steps, serve, timer
     gc.unfreeze()
     gc.collect()
 

@@ -61,6 +61,7 @@ from rankengine.board.scoring import (
     out_of_float_range,
     same_meta,
 )
+from rankengine.board.staged import stage_batch, stages
 from rankengine.board.writes import BoardWrites
 
 __all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When", "board_from_state"]
@@ -220,6 +221,40 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
             return self._incr_checked(member, step, when)
         finally:
             lock.release()
+
+    def set_many(
+        self,
+        items: Mapping[Member, Score] | Iterable[tuple[Member, Score]],
+        *,
+        when: When | None = None,
+    ) -> int:
+        # A large batch is applied beside the board and swapped in, holding
+        # the lock only in short pieces (rankengine.board.staged); the rest
+        # is the contract's path.
+        if not isinstance(items, Mapping):
+            items = list(items)  # read once: the staged path may decline it
+        if stages(self, len(items)):
+            if when not in WHENS:
+                check_when(when)
+            pairs = self._check_pairs(items, "score")
+            done = stage_batch(self, pairs, when, increment=False)
+            if done is not None:
+                return done[0]
+            items = pairs
+        return BoardWrites.set_many(self, items, when=when)
+
+    def incr_many(
+        self, items: Mapping[Member, Score] | Iterable[tuple[Member, Score]]
+    ) -> dict[Member, Score]:
+        if not isinstance(items, Mapping):
+            items = list(items)
+        if stages(self, len(items)):
+            pairs = self._check_pairs(items, "delta")
+            done = stage_batch(self, pairs, None, increment=True)
+            if done is not None:
+                return done[1]
+            items = pairs
+        return BoardWrites.incr_many(self, items)
 
     # -- the write primitives of BoardWrites (under the lock, arguments checked) --
     def _set_checked(
