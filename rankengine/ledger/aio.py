@@ -21,6 +21,12 @@ event from its append, a few hundred microseconds before its fsync: a
 failed fsync fails the ledger (the awaits raise ``LogError``; reopen it,
 and the views are rebuilt from what the disk kept).
 
+``AsyncLedger.open`` loads the periodic views' closed periods (which a
+ledger's open leaves unloaded) on a background thread
+(:meth:`Ledger.preload <rankengine.ledger.ledger.Ledger.preload>`), so that
+the first read of last week's standings does not load them on the loop;
+``preload=False`` leaves them to their first read.
+
 >>> import asyncio, tempfile
 >>> async def main(path):
 ...     aledger = await AsyncLedger.open(path, fsync="always")
