@@ -16,10 +16,13 @@ import asyncio
 import os
 import random
 import threading
+from array import array
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from test_ledger_lazy import (
     DAY_MS,
     T0_MS,
@@ -34,6 +37,7 @@ from test_ledger_lazy import (
 
 from rankengine import Ledger
 from rankengine.ledger.aio import AsyncLedger
+from rankengine.ledger.front import sliced_map
 from rankengine.timed.lazy import Unloaded
 
 THREAD = "rankengine-preload"
@@ -261,3 +265,18 @@ def test_async_preload_loads_on_another_thread_than_the_loops(tmp_path: Path) ->
     loop_thread, count, left = asyncio.run(main())
     assert count and not any(left.values())
     assert len(loads) == count and loop_thread not in loads
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(-(2**40), 2**40)), max_size=40),
+    st.integers(1, 9),
+    st.booleans(),
+)
+def test_sliced_map_is_dict_zip(rows: list[tuple[str, int]], size: int, typed: bool) -> None:
+    members = [m for m, _ in rows]
+    scores: Any = array("q", [s for _, s in rows]) if typed else [s for _, s in rows]
+    pauses: list[int] = []
+    built = sliced_map(members, scores, lambda: pauses.append(1), size)
+    assert built == dict(zip(members, list(scores), strict=True))
+    assert list(built) == list(dict(zip(members, list(scores), strict=True)))
+    assert len(pauses) == max(0, (len(rows) - 1) // size)
