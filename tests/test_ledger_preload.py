@@ -113,9 +113,10 @@ def test_background_preload_racing_with_writes_compaction_and_forget(
                 model.forget(member)
                 forgot = True
             else:
-                # late into the open day, or into yesterday (refused or
-                # dropped by the views as they would be without a preload)
-                day = rng.choice([3, 3, 3, 2])
+                # into the open day, the next ones (which drop the oldest
+                # periods, maybe while they load), or late into an earlier
+                # one (refused or dropped as they would be without a preload)
+                day = rng.choice([3, 3, 3, 2, 4, 5])
                 event = {
                     "member": f"p{rng.randrange(40)}",
                     "value": rng.randrange(1, 9),
@@ -280,3 +281,81 @@ def test_sliced_map_is_dict_zip(rows: list[tuple[str, int]], size: int, typed: b
     assert built == dict(zip(members, list(scores), strict=True))
     assert list(built) == list(dict(zip(members, list(scores), strict=True)))
     assert len(pauses) == max(0, (len(rows) - 1) // size)
+
+
+def test_a_period_dropped_while_it_loads_is_not_put_back(tmp_path: Path) -> None:
+    model = written(tmp_path, 3)
+    with make(str(tmp_path)) as again:
+        daily = again["daily"]
+        assert unloaded(daily) == ["2027-01-04", "2027-01-05"]
+        oldest = daily._boards.peek("2027-01-04")
+        assert isinstance(oldest, Unloaded)
+        started, go = threading.Event(), threading.Event()
+        real = oldest.load_from
+
+        def load(path: str) -> Any:  # the real load, once the period is dropped
+            started.set()
+            go.wait(60)
+            return real(path)
+
+        oldest.load_from = load
+        done: list[bool] = []
+        loader = threading.Thread(target=lambda: done.append(daily.load_unloaded("2027-01-04")))
+        loader.start()
+        assert started.wait(60)
+        # two days on: both closed days fall out of keep=2 while it loads
+        event = {"member": "p1", "value": 2, "t_ms": T0_MS + 4 * DAY_MS}
+        record(again, event)
+        record(model, event)
+        assert "2027-01-04" not in [p.name for p in daily.periods()]
+        go.set()
+        loader.join(60)
+        assert done == [False]  # loaded, but not put back: it was dropped
+        assert daily._boards.peek("2027-01-04") is None
+        again._check()
+        assert reads(again) == reads(model)
+
+
+def test_a_read_and_a_compaction_during_a_load_wait_for_it(tmp_path: Path) -> None:
+    model = written(tmp_path, 3)
+    with make(str(tmp_path)) as again:
+        daily = again["daily"]
+        name = "2027-01-05"
+        waiting = daily._boards.peek(name)
+        assert isinstance(waiting, Unloaded)
+        started, go = threading.Event(), threading.Event()
+        real = waiting.load_from
+        loads: list[str] = []
+
+        def load(path: str) -> Any:  # the real load, held until told
+            loads.append(path)
+            started.set()
+            go.wait(60)
+            return real(path)
+
+        waiting.load_from = load
+        preloader = again.preload(background=True)
+        assert preloader is not None and started.wait(60)
+        # during the load the open period answers and takes records
+        event = {"member": "p7", "value": 3, "t_ms": T0_MS + 2 * DAY_MS + 5_000_000}
+        record(again, event)
+        record(model, event)
+        assert daily.items() == model["daily"].items()
+        # (a read of the loading period waits for it holding the view's lock:
+        # records into the view would wait too)
+        seen: list[Any] = []
+        reader = threading.Thread(target=lambda: seen.append(daily.board(name)))
+        compactor = threading.Thread(target=again.compact)
+        reader.start()
+        compactor.start()
+        go.set()
+        for thread in (reader, compactor):
+            thread.join(60)
+            assert not thread.is_alive()
+        assert preloader.wait(60)
+        assert len(loads) == 1  # one load: the read took the preload's board
+        assert seen == [daily._boards.peek(name)] and not unloaded(daily)
+        again._check()
+        assert reads(again) == reads(model)
+    with make(str(tmp_path)) as third:
+        assert reads(third) == reads(model)
