@@ -21,6 +21,14 @@ writer's longest calls while the snapshot ran (its waits for the lock and
 for the interpreter lock).  With ``--mode fork`` (``snapshot_mode="fork"``)
 it also prints how long ``fork()`` took and the parent's resident memory.
 
+The lock is not the only thing a writer waits for: the interpreter lock is
+another.  The snapshot's thread lets go of it between units of work (the
+``let_go`` of ``rankengine.durable.sliced``); ``--units`` times each unit from one let-go to the
+next in that thread's CPU time (an upper bound of how long it held the
+interpreter lock: a ``write()`` or an ``fsync`` in the unit runs without
+it) and prints the longest with where they ended, and the longest young
+and full collections of any thread while the snapshot ran, in CPU time.
+
 No wall-clock figure here is a pass/fail test; see ``docs/durability.md``.
 """
 
@@ -117,6 +125,11 @@ def main() -> None:
     p.add_argument(
         "--where", action="store_true", help="print where the five longest holds were taken"
     )
+    p.add_argument(
+        "--units",
+        action="store_true",
+        help="time the snapshot thread's units of work between two lets-go of the GIL",
+    )
     args = p.parse_args()
     sys.path.insert(0, args.code or str(Path(__file__).resolve().parent.parent))
     from rankengine import Leaderboard
@@ -153,8 +166,28 @@ def main() -> None:
         started = [0.0]
 
         young = [0.0]
+        units = UnitTimer()
+        if args.units:
+            sliced = sys.modules["rankengine.durable.sliced"]
+            units.let_go_of_gil = getattr(sliced, "let_go", None) or durable._let_go
+            if hasattr(sliced, "let_go"):
+                sliced.let_go = units.let_go  # bench-only: time the units between lets-go
+            else:  # (an engine before the pacing: the board's own)
+                durable._let_go = units.let_go
+        collections: list[tuple[float, int, str]] = []  # (CPU s, generation, thread)
+        gc_cpu = [0.0]
 
         def on_collection(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                gc_cpu[0] = time.thread_time()
+            else:
+                collections.append(
+                    (
+                        time.thread_time() - gc_cpu[0],
+                        info["generation"],
+                        threading.current_thread().name,
+                    )
+                )
             if threading.current_thread().name == SNAPSHOT_THREAD:
                 if phase == "start":
                     young[0] = time.perf_counter()
@@ -191,7 +224,7 @@ def main() -> None:
         time.sleep(0.5)
         gc.callbacks.append(on_collection)
         t0 = time.perf_counter()
-        snapping = threading.Thread(target=board.snapshot, name=SNAPSHOT_THREAD)
+        snapping = threading.Thread(target=units.run(board.snapshot), name=SNAPSHOT_THREAD)
         during.set()
         snapping.start()
         snapping.join()
@@ -234,6 +267,8 @@ def main() -> None:
         f"longest {', '.join(f'{c * 1e3:.1f}' for c in calls[-3:])} ms"
         + (f"; fork() {forks[0] * 1e3:.1f} ms at RSS {rss:.0f} MB" if forks else "")
     )
+    if args.units:
+        units.report(collections)
     if args.where:
         rows = list(zip(timed.cpu, timed.holds, timed.gc, timed.where, strict=True))
         by_cpu = sorted(rows, key=lambda r: -r[0])
@@ -242,6 +277,64 @@ def main() -> None:
             print(f"  {title} (CPU ms, wall ms, of which the collector ms, where):")
             for c, hold, collector, at in top[:5]:
                 print(f"  {c * 1e3:8.2f} {hold * 1e3:8.2f} {collector * 1e3:8.2f}  {at}")
+
+
+class UnitTimer:
+    """The snapshot thread's units of work between two calls of the board's
+    ``let_go`` (where it lets go of the GIL), in that thread's CPU time."""
+
+    def __init__(self) -> None:
+        self.let_go_of_gil: Any = None
+        #: (CPU s, wall s, where the unit ended)
+        self.units: list[tuple[float, float, str]] = []
+        self.cpu = self.wall = 0.0
+
+    def run(self, target: Any) -> Any:
+        def timed() -> None:
+            self.cpu, self.wall = time.thread_time(), time.perf_counter()
+            target()
+            self._end("the end of the snapshot")
+
+        return timed
+
+    def _end(self, where: str) -> None:
+        self.units.append((time.thread_time() - self.cpu, time.perf_counter() - self.wall, where))
+
+    def let_go(self, *args: Any) -> None:
+        if threading.current_thread().name == SNAPSHOT_THREAD:
+            frames, f = [], sys._getframe(1)
+            while f is not None and len(frames) < 3:
+                frames.append(f"{Path(f.f_code.co_filename).name}:{f.f_lineno}")
+                f = f.f_back
+            self._end(" < ".join(frames))
+            self.let_go_of_gil(*args)
+            self.cpu, self.wall = time.thread_time(), time.perf_counter()
+        else:
+            self.let_go_of_gil(*args)
+
+    def report(self, collections: list[tuple[float, int, str]]) -> None:
+        cpu = sorted(u[0] for u in self.units)
+        if not cpu:
+            print("  units: none timed")
+            return
+        print(
+            f"  the snapshot thread's {len(cpu)} units between lets-go of the GIL, CPU: "
+            f"median {cpu[len(cpu) // 2] * 1e3:.2f} ms, 99th percentile "
+            f"{cpu[int(len(cpu) * 0.99)] * 1e3:.2f} ms, longest "
+            f"{', '.join(f'{c * 1e3:.1f}' for c in cpu[-3:])} ms; over 2 ms: "
+            f"{sum(c > 0.002 for c in cpu)}"
+        )
+        for generation in (0, 1, 2):
+            mine = sorted((c, who) for c, g, who in collections if g == generation)
+            if mine:
+                c, who = mine[-1]
+                print(
+                    f"  generation-{generation} collections meanwhile: {len(mine)}, "
+                    f"longest {c * 1e3:.1f} ms of CPU ({who})"
+                )
+        print("  the longest units (CPU ms, wall ms, where each ended):")
+        for c, wall, where in sorted(self.units, key=lambda u: -u[0])[:5]:
+            print(f"  {c * 1e3:8.2f} {wall * 1e3:8.2f}  {where}")
 
 
 def _rss_mb() -> float:

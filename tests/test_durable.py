@@ -676,14 +676,14 @@ def test_close_waits_for_a_compaction_running_on_another_thread(
     fill(board, 50)
     seq, expected = board.last_seq, state(board)
     writing, go = threading.Event(), threading.Event()
-    write_snapshot = durable_module.write_snapshot_columns
+    write_snapshot = durable_module.write_snapshot_pieces
 
     def slow_snapshot(*args: Any, **kwargs: Any) -> int:
         writing.set()
         assert go.wait(10)
         return write_snapshot(*args, **kwargs)
 
-    monkeypatch.setattr(durable_module, "write_snapshot_columns", slow_snapshot)
+    monkeypatch.setattr(durable_module, "write_snapshot_pieces", slow_snapshot)
     compaction = threading.Thread(target=board.compact)
     compaction.start()
     assert writing.wait(10)

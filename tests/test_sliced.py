@@ -161,3 +161,83 @@ def test_slices_leave_the_collector_nothing_to_visit(backend: str) -> None:
             gc.disable()
     for column in (c for read in export.slices for c in read):
         assert not gc.is_tracked(column)
+
+
+@pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])
+def test_pieces_hand_the_slices_over_once(backend: str) -> None:
+    """pieces() gives the board's rows a slice at a time, frees what the
+    export kept as it goes, and refuses a second call (the slices are gone:
+    a second answer would be an empty board)."""
+    board = Leaderboard(backend=backend)
+    board.set_many([(m, i) for i, m in enumerate(MEMBERS)])
+    board.set_meta("m7", {"k": 1})
+    export = SlicedExport(board, slice_seconds=0.0, entries=4)
+    board._listener = export.capture
+    with board._lock:
+        export.step()
+    board.incr("m0", 100)
+    board.remove("m29")
+    with board._lock:
+        board._listener = None
+        export.finish()
+        expected = _plain(board._export_columns())
+    pieces, metas = export.pieces()
+    assert len(pieces) > 1
+    joined = tuple([v for piece in pieces for v in piece[c]] for c in range(3))
+    assert _plain((*joined, metas)) == expected
+    assert export.slices == [] and export.captured == [] and not export.final
+    with pytest.raises(RuntimeError, match="once"):
+        export.pieces()
+
+
+def test_settle_untracks_the_new_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once SETTLE_ROWS rows are in new tuples, settle() makes the young
+    collection that stops the collector tracking them (one slice's rows
+    read at a time, not a hundred slices' in whichever call made it run)."""
+    from rankengine.durable import sliced
+
+    monkeypatch.setattr(sliced, "SETTLE_ROWS", 8)
+    board = Leaderboard(backend="sortedlist")
+    board.set_many([(m, i) for i, m in enumerate(MEMBERS)])
+    export = SlicedExport(board, slice_seconds=0.0, entries=5)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        with board._lock:
+            export.step()
+        export.settle()  # 5 rows: not yet
+        assert export.fresh == 5 and gc.is_tracked(export.slices[0][2])
+        with board._lock:
+            export.step()
+        gc.enable()
+        export.settle()
+        assert export.fresh == 0
+        assert not any(gc.is_tracked(column) for read in export.slices for column in read)
+    finally:
+        if not was_enabled:
+            gc.disable()
+        else:
+            gc.enable()
+
+
+def test_pacer_rests_as_long_as_it_worked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compaction's pause lets go of the GIL only once SLICE_SECONDS of
+    the thread's CPU time ran, and then for REST_RATIO times that long."""
+    import time
+
+    from rankengine.durable import sliced
+
+    rests: list[float] = []
+    monkeypatch.setattr(sliced, "let_go", rests.append)
+    pace = sliced.Pacer()
+    pace()
+    assert rests == []  # (microseconds of work: no rest yet)
+    start = time.thread_time()
+    while time.thread_time() - start < 2 * sliced.SLICE_SECONDS:
+        pass
+    pace()
+    pace()
+    assert len(rests) == 1
+    assert rests[0] >= 2 * sliced.SLICE_SECONDS * sliced.REST_RATIO
+    pace.rest()
+    assert len(rests) == 2 and rests[1] < rests[0]

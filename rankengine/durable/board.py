@@ -103,8 +103,8 @@ from rankengine.durable.records import (
 )
 from rankengine.durable.recovery import load_board, remove_leftovers, trim_followed
 from rankengine.durable.rotation import Rotation, finish_rotation, switch_segment, sync_active
-from rankengine.durable.sliced import SlicedExport
-from rankengine.durable.snapshot import fsync_dir, write_snapshot_columns
+from rankengine.durable.sliced import Pacer, SlicedExport
+from rankengine.durable.snapshot import fsync_dir, write_snapshot_pieces
 
 __all__ = [
     "BOARD_SETTINGS",
@@ -142,13 +142,6 @@ def open_board_as(
     """Open (or create) the durable board in directory ``path``; see
     :class:`DurableLeaderboard` for the options."""
     return _durable_class(cls)(path, **options)
-
-
-def _let_go() -> None:
-    """Let go of the GIL for a moment between two units of a background
-    compaction, so that a thread serving calls waits for one unit at most
-    (CPython hands the GIL over only every 5 ms otherwise)."""
-    time.sleep(0)
 
 
 def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -> None:
@@ -699,7 +692,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                         self._sync_started = None
                         self._sync_cond.notify_all()
 
-    def _read_in_slices(self) -> SlicedExport | None:
+    def _read_in_slices(self, pace: Pacer) -> SlicedExport | None:
         """Read the board for a snapshot in slices between writes (see
         :mod:`rankengine.durable.sliced`), up to the last slice; None when the newest
         snapshot is already of the current state.
@@ -723,8 +716,9 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                 with self._lock:
                     self._check_writable()
                     done = export.step()
-                _let_go()
-                export.replay(_let_go)
+                export.settle()  # (the collector's look at the new slices: short)
+                pace.rest()
+                export.replay(pace)
             if not self._sync_each:
                 self._presync()  # so that the rotation's fsync has little to do
         except BaseException:
@@ -737,7 +731,8 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         manifest = self._manifest
         if not self._sync_each:
             self._presync()
-        export = None if self._fork else self._read_in_slices()
+        pace = Pacer()
+        export = None if self._fork else self._read_in_slices(pace)
         if export is None and not self._fork:
             return self._seq
         with self._lock:
@@ -776,10 +771,12 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         if export is None:
             size = wait_snapshot(child, target)
         else:
-            columns = export.columns(_let_go)
+            # pieces, not whole columns, and each freed once written: see
+            # write_snapshot_pieces (no call here holds the GIL long)
+            pieces, metas = export.pieces(pace)
             del export
-            size = write_snapshot_columns(target, header, columns, pause=_let_go)
-            del columns
+            size = write_snapshot_pieces(target, header, pieces, metas, pause=pace)
+            del pieces, metas
         # The new manifest is written without the board lock (its two fsyncs
         # took 10-25 ms under it on a loaded machine): only compaction writes
         # the manifest, and the caller holds the compaction lock.  Readers of

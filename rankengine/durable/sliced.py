@@ -40,10 +40,14 @@ young collection read each kept row's header again, and those collections,
 run inside slices, were a skip-list snapshot's longest lock holds (45-54 ms
 of CPU at 10^6, against 2.7 ms now; see :meth:`SlicedExport.step`).
 
-Everything after the last slice (correcting, building the columns) runs
-without the lock, in units of at most :data:`SLICE_SECONDS` with the GIL
-let go between them (``pause``), so that the serving thread waits for a
-unit at most, not for the whole O(N) pass.
+Everything after the last slice (correcting the slices) runs without the
+lock, in units of at most :data:`SLICE_SECONDS` with the GIL let go
+between them (``pause``), so that the serving thread waits for a unit at
+most, not for the whole O(N) pass.  The result is handed over as pieces,
+one per slice (:meth:`SlicedExport.pieces`), never joined into whole
+columns: three lists of N items were one long call to build and one to
+free, and every young collection of the collector, in any thread, read
+them through (18-32 ms of CPU each at 10^6) until they were freed.
 
 Runtime complexity: O(N + k log k) for N members and k captured changes,
 in O(N / slice) lock holds of at most :data:`SLICE_SECONDS` each.
@@ -79,8 +83,9 @@ from typing import Any, Final
 from rankengine.board.bulk import merge_rows
 from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.core import BoardCore
+from rankengine.durable.snapshot import Piece
 
-__all__ = ["SLICE_SECONDS", "SlicedExport"]
+__all__ = ["REST_RATIO", "SLICE_SECONDS", "Pacer", "SlicedExport", "let_go"]
 
 #: Longest a slice (or an unlocked unit of work) runs: an operation that
 #: arrives meanwhile waits at most this long.  0.5 ms keeps a waiting call's
@@ -93,10 +98,64 @@ SLICE_STEP: Final = 256
 #: Captured change lists replayed, or added rows placed, between two looks
 #: at the clock.
 UNIT_STEP: Final = 256
+#: Rows kept in new tuples after which :meth:`SlicedExport.settle` makes a
+#: young collection.  The collector stops tracking a tuple of atomic values
+#: at its first look, but that look reads every item; left to the young
+#: collections the writes set off, each read the tuples of a hundred slices
+#: or more at once (18-32 ms of CPU at 10**6 on a sorted list, a stop for
+#: every thread).  8 Ki rows (three tuples each) are ~0.5 ms of looking.
+SETTLE_ROWS: Final = 8_192
 
 _GONE: Final = object()
 
 Columns3 = tuple[Sequence[Any], Sequence[Any], Sequence[Any]]
+
+
+def let_go(seconds: float = 0.0) -> None:
+    """Let go of the GIL for ``seconds`` (a moment: 0) between two units of
+    a background compaction, so that a thread serving calls waits for one
+    unit at most (CPython hands the GIL over only every 5 ms otherwise)."""
+    time.sleep(seconds)
+
+
+#: How long a compaction's thread stays off the GIL after each unit of its
+#: unlocked work, as a multiple of the unit's CPU time: at 1, it takes at
+#: most half of the interpreter's time from threads that want it.  Letting
+#: go for a moment only (``sleep(0)``) was not enough: a serving thread that
+#: lets go between calls (an event loop, a game tick's sleep) gave the GIL
+#: back to the compaction after every call, for a whole unit each time, and
+#: at half the sorted list's saturation rate it fell behind by seconds
+#: while a snapshot ran.  The price: a snapshot takes about twice its CPU
+#: time even on an idle board.
+REST_RATIO: Final = 1.0
+
+
+class Pacer:
+    """The compaction thread's share of the GIL (see :data:`REST_RATIO`).
+
+    ``pacer()`` is the ``pause`` of the unlocked steps: once
+    :data:`SLICE_SECONDS` of the thread's CPU time ran since its last
+    rest, it rests; :meth:`rest` rests now, for :data:`REST_RATIO` times the
+    CPU time used since the last one.
+
+    Runtime complexity: O(1) a call (one CPU-clock read)
+    """
+
+    __slots__ = ("due", "since")
+
+    def __init__(self) -> None:
+        self.since = time.thread_time()
+        self.due = self.since + SLICE_SECONDS
+
+    def __call__(self) -> None:
+        if time.thread_time() >= self.due:
+            self.rest()
+
+    def rest(self) -> None:
+        """Let go of the GIL for as long as the work since the last rest."""
+        let_go((time.thread_time() - self.since) * REST_RATIO)
+        self.since = time.thread_time()
+        self.due = self.since + SLICE_SECONDS
 
 
 def _no_pause() -> None:
@@ -139,6 +198,10 @@ class SlicedExport:
         #: member -> metadata at the end (None: none)
         self.final_meta: dict[Any, Any] = {}
         self.finished = False
+        #: rows put in tuples since the last young collection settle() made
+        self.fresh = 0
+        #: True once pieces() handed the slices over
+        self.handed = False
 
     # ------------------------------------------------------------------
     # Under the board's lock
@@ -205,7 +268,22 @@ class SlicedExport:
                 # gen-1 one at 10^6).  A sorted list's block slices showed no
                 # such cost, and the extra collection made its slices longer.
                 gc.collect(0)
+            else:
+                self.fresh += len(members)
         return at >= n
+
+    def settle(self) -> None:
+        """Make a young collection once :data:`SETTLE_ROWS` rows were put in
+        new tuples since the last one (without the board's lock, between
+        slices): the collector's first look at a tuple, which untracks it,
+        then reads one slice's rows, not a hundred slices' at once.
+
+        Runtime complexity: O(rows since the last one), in C
+        """
+        if self.fresh >= SETTLE_ROWS:
+            self.fresh = 0
+            if gc.isenabled():
+                gc.collect(0)
 
     def finish(self) -> None:
         """Read the rest and stop: the export is the board's state now
@@ -254,19 +332,55 @@ class SlicedExport:
     ) -> tuple[list[Any], list[Any], list[Any], dict[int, Any]]:
         """``(members, scores, clocks, metas)`` in ascending index order, as
         ``BoardCore._export_columns`` gives them, of the board at
-        :meth:`finish`; ``pause`` runs between units of work.
+        :meth:`finish`: :meth:`pieces` joined into whole columns (once).
+
+        Runtime complexity: O(N + k log k)
+        """
+        pieces, metas = self.pieces(pause)
+        members: list[Any] = []
+        scores: list[Any] = []
+        clocks: list[Any] = []
+        for piece in pieces:
+            assert piece is not None
+            m, s, c = piece
+            members += m
+            scores += s
+            clocks += c
+        return members, scores, clocks, metas
+
+    def pieces(
+        self, pause: Callable[[], None] = _no_pause
+    ) -> tuple[list[Piece | None], dict[int, Any]]:
+        """The board at :meth:`finish` as ``(members, scores, clocks)``
+        pieces in ascending index order, a piece per slice, and the
+        metadata by row number over all pieces, for
+        :func:`~rankengine.durable.snapshot.write_snapshot_pieces`;
+        ``pause`` runs between units of work.  Once only: the slices are
+        handed over (and the captured changes freed) as it goes.
+
+        Each piece is a slice corrected by the writes made meanwhile, as
+        tuples.  Joining them into whole columns made three lists of N
+        items, which every young collection of the collector then read
+        through until they were freed (10-25 ms a collection at 10**6, a
+        stop for every thread), and freeing them was one more long call;
+        tuples of atomic values are untracked at the collector's first look
+        (a piece's rows, once), and each piece is freed once it is written.
 
         Runtime complexity: O(N + k log k)
         """
         if not self.finished:
-            raise RuntimeError("columns() before finish()")
+            raise RuntimeError("pieces() before finish()")
+        if self.handed:
+            raise RuntimeError("pieces() once only: the slices were handed over")
+        self.handed = True
         board = self.board
         codec = board._codec
         scalar = codec.columns is None
         first, desc = board._first, board._desc
         final, final_meta = self.final, self.final_meta
-        slices = self.slices or [([], [], [])]
+        slices: list[Columns3 | None] = list(self.slices) or [((), (), ())]
         slice_metas = self.slice_metas or [{}]
+        self.slices, self.slice_metas = [], []
         clock = time.perf_counter
         deadline = clock() + self.slice_seconds
 
@@ -276,9 +390,14 @@ class SlicedExport:
                 pause()
                 deadline = clock() + self.slice_seconds
 
+        # the captured changes are all in `final` now: free them in units
+        captured = self.captured
+        while captured:
+            del captured[-UNIT_STEP * 16 :]
+            due()
         # each member written meanwhile goes, as an index row, with the slice
         # whose key range holds it (a small sort per slice, not one of all)
-        bounds = [(p[-1], t[-1]) for p, t, _ in self.slices]
+        bounds = [(s[0][-1], s[1][-1]) for s in slices if s is not None and s[0]]
         placed: list[list[tuple[Any, Any, Any]]] = [[] for _ in slices]
         last = len(placed) - 1
         for done, (member, change) in enumerate(final.items()):
@@ -292,35 +411,44 @@ class SlicedExport:
             if done % UNIT_STEP == 0:
                 due()
         with_meta = any(slice_metas) or any(v is not None for v in final_meta.values())
-        primaries: list[Any] = []
-        ties: list[Any] = []
-        members: list[Any] = []
+        pieces: list[Piece | None] = []
         metas: dict[int, Any] = {}
-        for read, slice_meta, extra in zip(slices, slice_metas, placed, strict=True):
+        rows = 0
+        for k, slice_meta in enumerate(slice_metas):
+            read, extra = slices[k], placed[k]
+            slices[k] = None  # (handed over: the piece below is all that is kept)
+            assert read is not None
             p, t, m = read
+            read_p = p
+            del read
             if final:
                 keep = [member not in final for member in m]
                 if not all(keep):
-                    p = list(compress(p, keep))
-                    t = list(compress(t, keep))
-                    m = list(compress(m, keep))
+                    p = tuple(compress(p, keep))
+                    t = tuple(compress(t, keep))
+                    m = tuple(compress(m, keep))
             if extra:
-                p, t, m = _merge(p, t, m, extra)
+                p, t, m = (tuple(column) for column in _merge(p, t, m, extra))
+            if p is not read_p:
+                self.fresh += len(m)
+                self.settle()
             if with_meta:
-                base = len(members)
                 for j, member in enumerate(m):
                     data = final_meta.get(member, _GONE)
                     if data is _GONE:
                         data = slice_meta.get(member)
                     if data is not None:
-                        metas[base + j] = data
-            primaries += p
-            ties += t
-            members += m
+                        metas[rows + j] = data
+            rows += len(m)
+            scores = p if scalar else tuple(codec.score(x) for x in p)
+            pieces.append((m, scores, t if first else (0,) * len(m)))
             due()
-        scores = primaries if scalar else [codec.score(p) for p in primaries]
-        clocks = ties if first else [0] * len(members)
-        return members, scores, clocks, metas
+        for written in (final, final_meta):  # (k entries: freed in units too)
+            while written:
+                for _ in range(min(len(written), UNIT_STEP * 16)):
+                    written.popitem()
+                due()
+        return pieces, metas
 
 
 def _merge(

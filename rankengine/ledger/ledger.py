@@ -531,12 +531,7 @@ class Ledger(LedgerFront):
                 for _, view, _, _ in plan.feeds:
                     view.seq = seq - 1  # (as the general path leaves them)
                 raise self._view_failed(seq, exc) from exc
-            if (
-                files is not None
-                and self._compact_min is not None
-                and files.active_bytes >= self._compact_min
-            ):
-                self._compact_due()
+            self._compact_if_due()
             return _new_event(Recorded if ranks else LazyRecorded, (seq, event, outcomes))
         finally:
             lock.release()
@@ -639,12 +634,7 @@ class Ledger(LedgerFront):
             for _, view, _, _ in plan.feeds:
                 view.seq = seq - 1  # (as the general path leaves them)
             raise self._view_failed(seq, exc) from exc
-        if (
-            files is not None
-            and self._compact_min is not None
-            and files.active_bytes >= self._compact_min
-        ):
-            self._compact_due()
+        self._compact_if_due()
         return done
 
     def _record(self, events: list[LedgerEvent], ranks: bool) -> list[Recorded]:
@@ -697,12 +687,7 @@ class Ledger(LedgerFront):
             raise self._view_failed(seq, exc) from exc
         for view in views:
             view.seq = seq
-        if (
-            self._files is not None
-            and self._compact_min is not None
-            and self._files.active_bytes >= self._compact_min
-        ):
-            self._compact_due()
+        self._compact_if_due()
         return done
 
     def forget(self, member: Any, *, from_log: bool = False) -> Forgotten:
@@ -739,6 +724,17 @@ class Ledger(LedgerFront):
         parts = view.export_lazy()
         files = self._files.write_parts(view.name, view.seq, self._time, parts, pause=pause)
         self._files.manifest.config["snapshots"][view.name] = [view.seq, files]
+
+    def _compact_if_due(self) -> None:
+        """After a write: :meth:`_compact_due` once the active segment holds
+        ``compact_min_bytes`` (never in memory, or with compaction off)."""
+        files = self._files
+        if (
+            files is not None
+            and self._compact_min is not None
+            and files.active_bytes >= self._compact_min
+        ):
+            self._compact_due()
 
     def _compact_due(self) -> None:
         """The active segment crossed ``compact_min_bytes``: compact now,
