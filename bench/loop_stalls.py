@@ -19,7 +19,11 @@ lag, ms), once on this tree's code and once on ``--ref``'s (extracted with
   view, the segment switch and their fsyncs (``fsync="always"``);
 * ``period-drop``: a weekly view; the events of two week ends, the second
   of which drops the period the first one kept as the last (its board of
-  N members is freed).
+  N members is freed);
+* ``preload``: a weekly view whose last week (N members) is closed,
+  reopened with ``AsyncLedger.open`` (this tree: the closed week is loaded
+  on a background thread; ``main`` before it: on its first read), then the
+  events, and "last week's top 10" read from the loop 0.3 s in.
 
 Last run (2 cores shared with other work; the load average is printed
 with the figures): see docs/asyncio.md.
@@ -38,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ledger import export_ref  # (bench/ledger.py, beside this file)
 
-CASES = ("noop", "compaction", "period-drop")
+CASES = ("noop", "compaction", "period-drop", "preload")
 
 #: What one case runs, in a fresh interpreter whose path starts with a tree.
 _CASE = r"""
@@ -73,6 +77,12 @@ async def main():
                 ledger._compact_min = ledger._files.active_bytes + 3_000
             else:
                 await aledger.arecord("x", 1, t_ms=bench.T0_MS + WEEK)  # week 0 kept as the last
+            if case == "preload":  # reopened: week 0 closed, unloaded by the open
+                ledger.compact()
+                await aledger.aclose()
+                del aledger, ledger
+                gc.collect()
+                aledger = await AsyncLedger.open(directory, fsync="always", compact_min_bytes=None)
         gc.collect()
         lags, running = [], True
 
@@ -88,7 +98,11 @@ async def main():
         for k in range(300):  # ~1 s of events, 2 ms apart
             if aledger is not None:
                 t = bench.T0_MS + n + k if case == "compaction" else bench.T0_MS + 2 * WEEK + k
+                t = bench.T0_MS + WEEK + 1 + k if case == "preload" else t
                 await aledger.arecord(f"player:{k}", 1, t_ms=t, ranks=False)
+                if case == "preload" and k == 150:  # last week's top 10
+                    weekly = aledger["weekly"]
+                    assert len(weekly.top(10, period=weekly.periods()[0])) == 10
             await asyncio.sleep(0.002)
         await asyncio.sleep(0.3)  # (what a worker thread still does)
         running = False

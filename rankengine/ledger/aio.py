@@ -21,6 +21,12 @@ event from its append, a few hundred microseconds before its fsync: a
 failed fsync fails the ledger (the awaits raise ``LogError``; reopen it,
 and the views are rebuilt from what the disk kept).
 
+``AsyncLedger.open`` loads the periodic views' closed periods (which a
+ledger's open leaves unloaded) on a background thread
+(:meth:`Ledger.preload <rankengine.ledger.ledger.Ledger.preload>`), so that
+the first read of last week's standings does not load them on the loop;
+``preload=False`` leaves them to their first read.
+
 >>> import asyncio, tempfile
 >>> async def main(path):
 ...     aledger = await AsyncLedger.open(path, fsync="always")
@@ -89,10 +95,24 @@ class AsyncLedger:
         ledger.compact_elsewhere = self._compact_soon
 
     @classmethod
-    async def open(cls, path: Any, **options: Any) -> AsyncLedger:
+    async def open(cls, path: Any, *, preload: bool = True, **options: Any) -> AsyncLedger:
         """Open (or create) the ledger in ``path`` on a worker thread (an
-        open reads snapshots and replays the log: not on the loop)."""
-        return cls(await asyncio.to_thread(Ledger.open, path, **options))
+        open reads snapshots and replays the log: not on the loop), then
+        load the periodic views' closed periods on a background thread
+        (:meth:`Ledger.preload`; ``preload=False``: each loads on its first
+        read, which would run on the loop)."""
+        ledger = await asyncio.to_thread(Ledger.open, path, **options)
+        if preload:
+            ledger.preload(background=True)
+        return cls(ledger)
+
+    async def preloaded(self) -> None:
+        """Wait (off the loop) until the background preload is done; raise
+        its first load's error, if any (:meth:`Preloader.wait
+        <rankengine.ledger.preload.Preloader.wait>`)."""
+        preloader = self.ledger.preloader
+        if preloader is not None:
+            await asyncio.to_thread(preloader.wait)
 
     @property
     def fsyncs(self) -> int:

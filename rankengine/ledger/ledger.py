@@ -69,6 +69,7 @@ from rankengine.ledger.front import (
     deferred_board,
     restored_board,
 )
+from rankengine.ledger.preload import Preloader, load_all, periodic_boards
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import (
@@ -118,6 +119,9 @@ class Ledger(LedgerFront):
     :param create: create the directory when it holds no ledger.
     :param now: a function returning milliseconds (the default event time
         and the records' timestamps; for tests).
+    :param preload: once open, load the periodic views' closed periods on
+        a background thread (:meth:`preload`); default False: each loads
+        on its first read.
     """
 
     def __init__(
@@ -130,6 +134,7 @@ class Ledger(LedgerFront):
         on_torn_tail: TornPolicy = "truncate",
         create: bool = True,
         now: Callable[[], int] | None = None,
+        preload: bool = False,
     ) -> None:
         check_fsync(fsync)
         check_log_options(on_torn_tail, compact_min_bytes, 1.0, retain_log)
@@ -159,6 +164,8 @@ class Ledger(LedgerFront):
         self._closed = False
         self._files: LedgerFiles | None = None
         self.recovery_notes: list[str] = []
+        #: the background preload (:meth:`preload`), if one was started
+        self.preloader: Preloader | None = None
         if self.path is not None:
             self._files = LedgerFiles(self.path, fsync=fsync, create=create)
             enabled = gc.isenabled()
@@ -174,6 +181,8 @@ class Ledger(LedgerFront):
             finally:
                 if enabled:
                     gc.enable()
+            if preload:
+                self.preload(background=True)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], **options: Any) -> Ledger:
@@ -778,8 +787,33 @@ class Ledger(LedgerFront):
             if self._files is not None:
                 self._files.sync()
 
+    def preload(self, *, background: bool = False) -> Preloader | None:
+        """Load every closed period the open left unloaded, in every
+        periodic view (:mod:`rankengine.ledger.preload`): now, raising the
+        first load's error; or on a daemon thread (kept in :attr:`preloader`;
+        a second call returns the one running).  Safe beside records,
+        reads, compactions and ``forget``; a no-op when nothing is unloaded.
+
+        Runtime complexity: O(N) for the N members of the unloaded periods
+        """
+        if not background:
+            failed = load_all(self._periodic_boards)
+            if failed:
+                raise failed[0][2]
+            return None
+        with self._lock:
+            if self.preloader is None or not self.preloader.running:
+                self.preloader = Preloader(self._periodic_boards)
+            return self.preloader
+
+    def _periodic_boards(self) -> list[tuple[str, Any, Any]]:
+        with self._lock:
+            return periodic_boards(self._views.values())
+
     def close(self) -> None:
-        """Flush and release the directory; reads keep working, events raise."""
+        """Stop a preload, flush, release the directory; reads keep working."""
+        if self.preloader is not None:
+            self.preloader.stop()  # (before the lock: its last load ends first)
         with self._lock:
             if self._closed and (self._files is None or self._files.writer is None):
                 return

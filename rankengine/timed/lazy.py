@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 from rankengine.board.leaderboard import Leaderboard
@@ -60,7 +61,7 @@ class Unloaded:
     Runtime complexity: O(1); :meth:`load` O(N) for the board's N members
     """
 
-    __slots__ = ("_lock", "load_from", "path")
+    __slots__ = ("_board", "_lock", "load_from", "path")
 
     def __init__(self, path: str, load_from: Callable[[str], Leaderboard]) -> None:
         self.path = path
@@ -69,11 +70,17 @@ class Unloaded:
         # file it started with while the compaction that copied it may
         # remove it next
         self._lock = threading.Lock()
+        #: the board once loaded (a read that waited for a preload's load
+        #: of it takes that board instead of reading the file again)
+        self._board: Leaderboard | None = None
 
     def load(self) -> Leaderboard:
-        """The board, read from :attr:`path`."""
+        """The board, read from :attr:`path` (once: a second call returns
+        the same board; a load that failed is tried again)."""
         with self._lock:
-            return self.load_from(self.path)
+            if self._board is None:
+                self._board = self.load_from(self.path)
+            return self._board
 
     def move(self, copy: Callable[[str, str], object], path: str) -> None:
         """``copy(self.path, path)`` (the caller's copy of the file), then
@@ -152,6 +159,38 @@ class PeriodBoards(dict[str, Leaderboard]):
     def copy(self) -> dict[str, Leaderboard]:
         """A plain dict of every board (each loaded)."""
         return dict(self.items())
+
+    def load_aside(self, name: str, guard: AbstractContextManager[Any]) -> bool:
+        """Load the period ``name`` if it is unloaded, reading its file
+        while holding neither ``guard`` (the owner's lock, which every
+        read, write and drop of a period holds) nor the map's lock, then
+        put the board in its place under both: reads and writes of the
+        other periods go on during the load, and a read of this one waits
+        for it (:meth:`Unloaded.load` runs once).  A period dropped or
+        loaded meanwhile is left as it is.  True when this call put the
+        board in place; the load's error is raised (the period stays
+        unloaded, and its next read raises the same).
+
+        Runtime complexity: O(N) for the period's N members; O(1) when it
+        is loaded already
+
+        >>> boards = PeriodBoards({"1970-01-01": Unloaded("x.snap", lambda _p: Leaderboard())})
+        >>> lock = threading.RLock()
+        >>> boards.load_aside("1970-01-01", lock), boards.unloaded()
+        (True, [])
+        >>> boards.load_aside("1970-01-01", lock), boards.load_aside("1970-01-09", lock)
+        (False, False)
+        """
+        with guard:
+            value: Any = dict.get(self, name)
+        if type(value) is not Unloaded:
+            return False
+        board = value.load()
+        with guard, self._load_lock:
+            if dict.get(self, name) is not value:
+                return False  # dropped, or a read put it in place
+            dict.__setitem__(self, name, board)
+            return True
 
     def peek(self, name: str) -> Leaderboard | Unloaded | None:
         """The board of ``name`` or its :class:`Unloaded`, without loading

@@ -424,6 +424,21 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
     count = _in_period(Leaderboard.count)
     items = _in_period(Leaderboard.items)
 
+    def unloaded(self) -> list[str]:
+        """Closed periods not loaded yet (a ledger's open leaves them so:
+        :mod:`rankengine.timed.lazy`); O(P) for P periods held."""
+        with self._lock:
+            boards = self._boards
+            return boards.unloaded() if type(boards) is PeriodBoards else []
+
+    def load_unloaded(self, name: str) -> bool:
+        """Load the closed period ``name`` if it is unloaded, without
+        holding this board's lock while its file is read (see
+        :meth:`PeriodBoards.load_aside <rankengine.timed.lazy.PeriodBoards.load_aside>`);
+        O(N) for its N members."""
+        boards = self._boards
+        return type(boards) is PeriodBoards and boards.load_aside(name, self._lock)
+
     def archived(self) -> list[str]:
         """Names of the periods in the archive directory, oldest first."""
         if self._archive is None:
