@@ -13,7 +13,7 @@ that moves a board's whole state at once rather than one change at a time:
 * ``_rebuild_with`` / ``_rebuild_index``: a batch write that touches a large
   part of the board, applied by one sort and an O(N) bulk load.
 
-Each rebuilds the tie map with :func:`_deep_ties` (only the members deep in
+Each rebuilds the tie map with :func:`deep_ties` (only the members deep in
 a run of equal scores keep their tie; see :mod:`rankengine.index.protocol`).
 The state it reads and replaces is declared here and owned by ``BoardCore``.
 
@@ -41,7 +41,7 @@ from rankengine.board.changes import Change
 from rankengine.board.scoring import Member, Score, ScoreCodec, check_meta
 from rankengine.index.protocol import RUN_SCAN_LIMIT, OrderedIndex
 
-__all__ = ["BulkLoad", "merge_rows"]
+__all__ = ["BulkLoad", "deep_ties", "merge_rows"]
 
 #: Snapshot export finds the rows of members with metadata one by one
 #: (O(log N) each) while fewer than 1 in this many members have metadata,
@@ -116,7 +116,7 @@ class BulkLoad:
             if any(_key_of_row(a) >= _key_of_row(b) for a, b in itertools.pairwise(index_rows)):
                 index_rows.sort(key=_key_of_row)
             if first:
-                ties = _deep_ties(*_row_columns(index_rows), oldest_last=desc)
+                ties = deep_ties(*_row_columns(index_rows), oldest_last=desc)
             self._primary, self._tie, self._meta = primaries, ties, metas
             self._clock = clock
             self._member_type = type(index_rows[0][2]) if index_rows else None
@@ -183,7 +183,7 @@ class BulkLoad:
                 self._restore(rows, clock)
                 return
             self._primary = by_member
-            self._tie = _deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
+            self._tie = deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
             self._meta = dict(metas)
             self._clock = clock
             self._member_type = type(members[0]) if members else None
@@ -364,7 +364,7 @@ class BulkLoad:
                 primaries, ties, members = merge_rows(primaries, ties, members, rows)
             build_columns(primaries, ties, members)
             if self._first:
-                self._tie = _deep_ties(primaries, ties, members, oldest_last=self._desc)
+                self._tie = deep_ties(primaries, ties, members, oldest_last=self._desc)
         else:
             rows = list(index.iter_range(0, len(index)))
             if moved:
@@ -373,10 +373,10 @@ class BulkLoad:
                 rows.sort()
             index.build(rows)
             if self._first:
-                self._tie = _deep_ties(*_row_columns(rows), oldest_last=self._desc)
+                self._tie = deep_ties(*_row_columns(rows), oldest_last=self._desc)
 
 
-def _deep_ties(
+def deep_ties(
     primaries: Sequence[Any], ties: Sequence[Any], members: Sequence[Any], *, oldest_last: bool
 ) -> dict[Any, Any]:
     """The tie map of a board loaded from whole columns in ascending index
@@ -395,9 +395,9 @@ def _deep_ties(
     Runtime complexity: O(N)
 
     >>> primaries = [3] + [5] * 10
-    >>> _deep_ties(primaries, range(11), "xabcdefghij", oldest_last=True)
+    >>> deep_ties(primaries, range(11), "xabcdefghij", oldest_last=True)
     {'a': 1, 'b': 2}
-    >>> _deep_ties(primaries, range(11), "xabcdefghij", oldest_last=False)
+    >>> deep_ties(primaries, range(11), "xabcdefghij", oldest_last=False)
     {'i': 9, 'j': 10}
     """
     deep = map(operator.eq, primaries, itertools.islice(primaries, RUN_SCAN_LIMIT, None))

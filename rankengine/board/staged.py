@@ -69,7 +69,7 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any, Final
 
-from rankengine.board.bulk import _deep_ties, merge_rows
+from rankengine.board.bulk import deep_ties, merge_rows
 from rankengine.board.changes import META, PUT, Change
 from rankengine.board.core import MISSING, BoardCore
 from rankengine.board.release import adopt_state, empty_map_in_pieces, unshared
@@ -429,7 +429,7 @@ class _Batch:
             shadow._index.build(zip(primaries, ties, members, strict=True))
         shadow._primary = scores
         if first:
-            shadow._tie = _deep_ties(primaries, ties, members, oldest_last=desc)
+            shadow._tie = deep_ties(primaries, ties, members, oldest_last=desc)
         shadow._clock = base
         shadow._member_type = kind if kind is not None else type(self.pairs[0][0])
         _shrink(primaries, ties, members)
