@@ -29,15 +29,7 @@ if hv and when == '' then
     if new == base then return {2, ostr, okind} end
     local str = fmt('%.17g', new)
     local clock = clock_next(tonumber(ARGV[6]))
-    if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
-    local npre = ''
-    if FIRST then
-      npre = prefix(clock) .. kind
-      redis.call('ZREM', Z, pre .. member)
-    end
-    redis.call('ZADD', Z, str, npre .. member)
-    redis.call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
-    if DENSE then dense_add({num = new, ok = ''}) end
+    move_exact(member, pre, ostr, str, new, kind, clock)
     touched()
     save()
     return reply({1, str, kind, clock})

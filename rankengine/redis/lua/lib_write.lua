@@ -15,6 +15,22 @@ local function put(member, old, new, clock)
   if new.ok ~= '' then inexact(1) end
 end
 
+-- The fast paths' write (incr.lua and set.lua): a member already on the
+-- board, its old score ostr exact, gets the exact score str (the number num)
+-- of kind.  Its element (pre .. member) changes only when the tie clock is
+-- in it; no tables are made unless dense counts are kept.
+local function move_exact(member, pre, ostr, str, num, kind, clock)
+  if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
+  local npre = ''
+  if FIRST then
+    npre = prefix(clock) .. kind
+    redis.call('ZREM', Z, pre .. member)
+  end
+  redis.call('ZADD', Z, str, npre .. member)
+  redis.call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
+  if DENSE then dense_add({num = num, ok = ''}) end
+end
+
 local function delete(member)
   local old = lookup(member)
   if not old then return false end

@@ -16,15 +16,7 @@ if hv and when == '' and ARGV[7] ~= '1' and ARGV[4] == '' then
     if tonumber(ARGV[3]) == tonumber(ostr) then return {0, 0} end
     local str, kind = ARGV[3], ARGV[5]
     local clock = clock_next(tonumber(ARGV[9]))
-    if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
-    local npre = ''
-    if FIRST then
-      npre = prefix(clock) .. kind
-      redis.call('ZREM', Z, pre .. member)
-    end
-    redis.call('ZADD', Z, str, npre .. member)
-    redis.call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
-    if DENSE then dense_add({num = tonumber(str), ok = ''}) end
+    move_exact(member, pre, ostr, str, tonumber(str), kind, clock)
     touched()
     save()
     return reply({clock, 0})
