@@ -80,6 +80,8 @@ def test_loop_stalls_runs_every_case_on_both_trees() -> None:
     assert done.returncode == 0, done.stderr
     rows = [row.split() for row in done.stdout.splitlines() if row.startswith("  ")]
     assert sorted((row[0], row[-2]) for row in rows) == sorted(
-        (case, tree) for case in ("noop", "compaction", "period-drop") for tree in ("tree", "HEAD")
+        (case, tree)
+        for case in ("noop", "compaction", "period-drop", "preload")
+        for tree in ("tree", "HEAD")
     )
     assert all(float(row[-1]) >= 0 for row in rows)
