@@ -117,7 +117,7 @@ def test_a_staged_batch_matches_the_model(
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(staged, "adopt_state", adopt)
-        patch.setattr(staged, "_pause", pause)
+        patch.setattr(staged, "let_go", pause)
         got = board.incr_many(batch) if increment else board.set_many(batch, when=when)
     if not expected:  # declined: applied under the lock, after the writes
         batch_on_model()
@@ -150,7 +150,7 @@ def test_staging_is_taken_and_declined(backend: str, monkeypatch: pytest.MonkeyP
             cleared.append(1)
             board.clear()
 
-    monkeypatch.setattr(staged, "_pause", pause)
+    monkeypatch.setattr(staged, "let_go", pause)
     assert board.set_many({"a": 7, "e": 1}) == 2
     board._check()
     assert board.items() == [("a", 7), ("e", 1)]
@@ -170,7 +170,7 @@ def test_too_many_writes_meanwhile_fall_back(monkeypatch: pytest.MonkeyPatch) ->
         board.incr("b", 1)
         board.incr("b", -1)  # back to 1, with a newer clock than a's
 
-    monkeypatch.setattr(staged, "_pause", pause)
+    monkeypatch.setattr(staged, "let_go", pause)
     board.set_many({"a": 2, "c": 2, "d": 1})
     board._check()
     assert n[0] >= 2

@@ -72,7 +72,7 @@ from typing import Any, Final
 from rankengine.board.bulk import deep_ties, merge_rows
 from rankengine.board.changes import META, PUT, Change
 from rankengine.board.core import MISSING, BoardCore
-from rankengine.board.release import adopt_state, empty_map_in_pieces, unshared
+from rankengine.board.release import adopt_state, empty_map_in_pieces, let_go, unshared
 from rankengine.board.scoring import Score
 from rankengine.index.teardown import empty_in_pieces
 
@@ -179,7 +179,7 @@ def stage_batch(
     Runtime complexity: O(N + k log k) for k pairs, in O(N / slice) holds of
     at most ``SLICE_SECONDS`` and one swap of ``FINAL_FIXES`` catch-ups
     """
-    pause = pause or _pause
+    pause = pause or let_go
     journal = _Journal()
     shadow: BoardCore | None = None
     with board._lock:
@@ -243,10 +243,6 @@ def stage_batch(
     assert shadow is not None
     _free(shadow, pause)
     return batch.count, batch.results()
-
-
-def _pause() -> None:
-    time.sleep(0)  # hand the interpreter to any thread that waits for it
 
 
 def _copy(

@@ -83,6 +83,7 @@ from typing import Any, Final
 from rankengine.board.bulk import merge_rows
 from rankengine.board.changes import DEL, META, PUT, Change
 from rankengine.board.core import BoardCore
+from rankengine.board.release import let_go
 from rankengine.durable.snapshot import Piece
 
 __all__ = ["REST_RATIO", "SLICE_SECONDS", "Pacer", "SlicedExport", "let_go"]
@@ -109,13 +110,6 @@ SETTLE_ROWS: Final = 8_192
 _GONE: Final = object()
 
 Columns3 = tuple[Sequence[Any], Sequence[Any], Sequence[Any]]
-
-
-def let_go(seconds: float = 0.0) -> None:
-    """Let go of the GIL for ``seconds`` (a moment: 0) between two units of
-    a background compaction, so that a thread serving calls waits for one
-    unit at most (CPython hands the GIL over only every 5 ms otherwise)."""
-    time.sleep(seconds)
 
 
 #: How long a compaction's thread stays off the GIL after each unit of its

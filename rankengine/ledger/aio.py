@@ -45,11 +45,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from rankengine.board.release import RELEASE
+from rankengine.board.release import RELEASE, let_go
 from rankengine.durable.commit import GroupCommit
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
@@ -226,7 +225,7 @@ class AsyncLedger:
         fsyncs and the segment switch: none of it on the loop); an error
         is kept for the next ``arecord`` to raise."""
         try:
-            await asyncio.to_thread(self.ledger.compact, pause=_let_go)
+            await asyncio.to_thread(self.ledger.compact, pause=let_go)
         except Exception as exc:  # (raised by the next arecord)
             self._compact_error = exc
         finally:
@@ -265,12 +264,6 @@ class AsyncLedger:
             await asyncio.to_thread(self._group.close)
             await asyncio.sleep(0)  # (the awaits it released run first)
         await asyncio.to_thread(self.ledger.close)
-
-
-def _let_go() -> None:
-    """Let go of the GIL between two pieces of a compaction's snapshot
-    encoding, so that the loop waits for one piece at most."""
-    time.sleep(0)
 
 
 def _deliver(held: Held) -> None:

@@ -41,9 +41,10 @@ preloader keeps the first one in :attr:`Preloader.error` and
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from rankengine.board.release import let_go
 
 __all__ = ["LOADING", "Preloader", "load_all", "periodic_boards"]
 
@@ -51,11 +52,6 @@ __all__ = ["LOADING", "Preloader", "load_all", "periodic_boards"]
 #: where a period's load lets go of the interpreter lock between pieces
 #: (:func:`rankengine.ledger.front.sliced_map`).
 LOADING = threading.local()
-
-
-def _let_go() -> None:
-    """Let another thread (an event loop) take the interpreter lock."""
-    time.sleep(0)
 
 
 #: (view name, key, periodic board) of every periodic board of a ledger
@@ -124,7 +120,7 @@ class Preloader:
         self._thread.start()
 
     def _run(self) -> None:
-        LOADING.pause = _let_go
+        LOADING.pause = let_go
         try:
             self.failed = load_all(self._boards, self._stop)
         except Exception as exc:  # (a bug: kept for wait() rather than lost)
