@@ -25,7 +25,10 @@ Each open runs in a fresh process (this tree's ``rankengine`` and the
 ``--baseline`` ref's, read with ``git archive``), one warm-up each, then
 ``--repeats`` rounds taking turns (interleaved, for a shared machine).
 The figure is CPU time (``time.process_time()``), the steadier one on a
-loaded machine; the ratio is the ledger's median over the board's.
+loaded machine; the ratio is the ledger's median over the board's.  With
+a baseline, each round's open of this tree over the baseline's (run back
+to back) is also printed, for the ledger and the board: its median moves
+less with the load than the medians do.
 
 ``--breakdown`` also opens the ledger ``--repeats`` times with this tree
 and times where each open's CPU goes: per view, reading and checking its
@@ -251,6 +254,19 @@ def main(argv: list[str] | None = None) -> int:
     for name in trees:
         ratio = medians[f"{name} ledger"] / medians[f"{name} board"]
         print(f"  {name}: ledger open / board open {ratio:.2f}x (target <= 2)")
+    if len(trees) == 2:
+        # Paired: each round's two opens ran back to back, so their ratio
+        # moves less with the machine's load than either median does.
+        old = next(iter(trees))
+        for what in ("ledger", "board"):
+            paired = [
+                new / before
+                for new, before in zip(runs[f"new {what}"], runs[f"{old} {what}"], strict=True)
+            ]
+            print(
+                f"  {what}: new / old per round: median {statistics.median(paired):.3f} "
+                f"(min {min(paired):.3f}, max {max(paired):.3f})"
+            )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 
