@@ -49,6 +49,9 @@ from typing import Any
 PIPELINE = 100
 #: Members per ZADD / set_many when filling.
 FILL_CHUNK = 5000
+#: Members the ``rank seen`` operation ranks (below the handle's table of
+#: elements seen, 10,000).
+SEEN = 2000
 
 
 def main() -> None:
@@ -86,8 +89,13 @@ def main() -> None:
         r.zadd(plain, chunk)
     picks = iter([members[rng.randrange(opts.size)] for _ in range(10**6)])
 
+    seen = [members[rng.randrange(opts.size)] for _ in range(SEEN)]
+
     def take(n: int) -> list[str]:
         return [next(picks) for _ in range(n)]
+
+    def take_seen(n: int) -> list[str]:
+        return [seen[rng.randrange(SEEN)] for _ in range(n)]
 
     def piped(queue: Callable[[Any, str], None]) -> Callable[[list[str]], None]:
         def run(chunk: list[str]) -> None:
@@ -109,6 +117,11 @@ def main() -> None:
     Run = Callable[[list[str]], None]
     ops: dict[str, tuple[Run, Callable[[Any], Run], int]] = {
         "rank": (
+            lambda ms: [r.zrevrank(plain, m) for m in ms] and None,
+            lambda b: lambda ms: [b.rank(m) for m in ms] and None,
+            200,
+        ),
+        "rank seen": (
             lambda ms: [r.zrevrank(plain, m) for m in ms] and None,
             lambda b: lambda ms: [b.rank(m) for m in ms] and None,
             200,
@@ -137,12 +150,18 @@ def main() -> None:
         order = ["raw", *(["other"] if "other" in runs else []), "this", "raw"]
         runs["raw"] = raw
         ratios: dict[str, list[float]] = {label: [] for label in boards}
+        draw = take
+        if name == "rank seen":  # each handle reads them once first
+            for b in boards.values():
+                for m in seen:
+                    b.rank(m)
+            draw = take_seen
         for _ in range(opts.rounds):
             took: dict[str, float] = {}
             for label in order:
                 t0 = time.perf_counter()
                 for _ in range(calls // step):
-                    runs[label](take(step))
+                    runs[label](draw(step))
                 took[label] = took.get(label, 0.0) + time.perf_counter() - t0
             raw_time = took["raw"] / 2
             for label in boards:
