@@ -344,7 +344,8 @@ class RedisPipeline:
                     return wire.packed()
 
                 replies = direct.batch(board._client, build)
-            if attempt == 0 and any(runner.missing(reply) for reply in replies):
+            failed = [reply for reply in replies if isinstance(reply, Exception)]
+            if attempt == 0 and any(runner.missing(reply) for reply in failed):
                 runner.load()  # (no script or function ran: every one of them failed alike)
                 continue
             break

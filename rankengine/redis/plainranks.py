@@ -60,6 +60,8 @@ FALLBACK: Final = object()
 _EXACT_BOUND: Final = 2.0**53
 #: The first byte of an ordkey (0x80 + its length; see redis/codec.py).
 _ORDKEY_BYTE: Final = 0x80
+#: Replies of the second round trip of a plain rank, by style (see _plain_count).
+_REPLIES_OF: Final = {"unique": 1, "competition": 2, "dense": 3}
 
 
 def _exact_double(text: bytes) -> bool:
@@ -162,7 +164,7 @@ class PlainRanks(ReplyDecoding):
 
     def _replies_of(self, style: RankStyle) -> int:
         """How many replies the second round trip of a plain rank has."""
-        return {"unique": 1, "competition": 2, "dense": 3}[style]
+        return _REPLIES_OF[style]
 
 
 def _element(row: bytes, key: bytes) -> bytes:
