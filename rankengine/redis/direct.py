@@ -20,13 +20,18 @@ reply has none), and one thing more: to know which sending this is.
   no reply to keep (two Redis calls fewer per write).
 
 What is kept of redis-py's path: the pool (``get_connection`` /
-``release``), the connection's health check and reconnect, and its
-``Retry`` object (the same errors retried the same number of times, with
-its backoff, the connection closed before each new attempt).  What is
-left out: the command callbacks (none applies to ``FCALL``/``EVALSHA``),
-and redis-py's per-command observability hooks (OpenTelemetry metrics of
-redis-py 7 and later do not count a board's calls; the server's
-``INFO commandstats`` does).
+``release``), the connection's health check and reconnect, its
+``send_packed_command`` and its reply parser (pure Python or hiredis),
+and its ``Retry`` object (the same errors retried the same number of
+times, with its backoff, the connection closed before each new attempt).
+What is left out: redis-py's command packing (the board encodes its
+commands itself, as redis-py would, with constant parts encoded once: see
+:mod:`rankengine.redis.resp`), the command callbacks (none applies to
+``FCALL``/``EVALSHA`` or the plain reads sent here), and redis-py's
+per-command observability hooks (OpenTelemetry metrics of redis-py 7 and
+later do not count a board's calls; the server's ``INFO commandstats``
+does).  A unique rank's two plain reads (:meth:`DirectCalls.read_then`)
+share one connection taken from the pool once.
 
 Used only for a plain ``redis.Redis`` client (or a subclass that does not
 change how commands are executed) with a connection pool; a cluster
