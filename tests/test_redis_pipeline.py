@@ -242,3 +242,33 @@ def test_a_logged_board_runs_the_calls_one_by_one(redis_client: Any, tmp_path: A
     assert board.log.items() == board.items()
     assert p.results[-1] == board.top(2)
     board.close()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_the_ranks_that_end_a_pipeline_read_their_rows_in_chunks(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The members' rows of the ranks ending a round trip come from HMGETs
+    of ROWS_PER_READ members each; the ranks answer as an in-process board's,
+    absent members and every style included."""
+    from rankengine.redis import pipeline as pipelines
+
+    monkeypatch.setattr(pipelines, "ROWS_PER_READ", chunk)
+    board = RedisLeaderboard(redis_client, unique_name())
+    twin = Leaderboard()
+    start = {m: i % 3 for i, m in enumerate(MEMBERS)}
+    board.set_many(start)
+    twin.set_many(start)
+    board.rank("ann", style="dense")  # the dense counts built
+    probes = [(m, STYLES[i % 3]) for i, m in enumerate([*MEMBERS, "nobody", "bob", "eve"])]
+    redis_client.config_resetstat()
+    with board.pipeline() as p:
+        p.incr("cid", 5)
+        for member, style in probes:
+            p.rank(member, style=style)  # type: ignore[arg-type]
+    want = [twin.incr("cid", 5), *(twin.rank(m, style=s) for m, s in probes)]  # type: ignore[arg-type]
+    assert p.results == want
+    reads = int(redis_client.info("commandstats")["cmdstat_hmget"]["calls"])
+    # one per chunk of rows, and the increment's function's read of the state
+    assert reads == -(-len(probes) // chunk) + 1
+    board._check()
