@@ -261,6 +261,7 @@ def test_the_ranks_that_end_a_pipeline_read_their_rows_in_chunks(
     twin.set_many(start)
     board.rank("ann", style="dense")  # the dense counts built
     probes = [(m, STYLES[i % 3]) for i, m in enumerate([*MEMBERS, "nobody", "bob", "eve"])]
+    board._elements.clear()  # (no element seen: every rank by its row)
     redis_client.config_resetstat()
     with board.pipeline() as p:
         p.incr("cid", 5)
@@ -271,4 +272,57 @@ def test_the_ranks_that_end_a_pipeline_read_their_rows_in_chunks(
     reads = int(redis_client.info("commandstats")["cmdstat_hmget"]["calls"])
     # one per chunk of rows, and the increment's function's read of the state
     assert reads == -(-len(probes) // chunk) + 1
+    board._check()
+
+
+def test_seen_ranks_that_end_a_pipeline_are_one_zrevrank(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unique rank ending a round trip, of a member whose element the
+    handle has seen and that no write of the round trip moves, is one
+    ZREVRANK in that round trip; one moved meanwhile by another client
+    (its element gone) is read again; the answers are an in-process board's."""
+    name = unique_name()
+    board = RedisLeaderboard(redis_client, name)
+    other = RedisLeaderboard(redis_client, name)
+    twin = Leaderboard()
+    start = {m: 10 * i for i, m in enumerate(MEMBERS)}
+    board.set_many(start)
+    twin.set_many(start)
+    for member in MEMBERS[:4]:
+        board.rank(member)  # seen: "ann", "bob", "cid", "dee"
+    # all seen: one round trip, no row read
+    sends: list[bytes] = []
+    connection = redis_client.connection_pool.connection_class
+    real = connection.send_packed_command
+
+    def counting(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        sends.append(b"".join(command) if isinstance(command, list) else command)
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(connection, "send_packed_command", counting)
+    with board.pipeline() as p:
+        for member in MEMBERS[:4]:
+            p.rank(member)
+    assert p.results == [twin.rank(m) for m in MEMBERS[:4]]
+    assert len(sends) == 1 and b"HMGET" not in sends[0] and sends[0].count(b"ZREVRANK") == 4
+    # a write of the round trip moves "bob": his rank reads his row; "eve"
+    # was never seen; "cid" moved by another client: read again
+    other.incr("cid", 100)
+    twin.incr("cid", 100)
+    sends.clear()
+    with board.pipeline() as p:
+        p.incr("bob", 25)
+        for member in ("ann", "bob", "cid", "dee", "eve", "nobody"):
+            p.rank(member)
+    want = [twin.incr("bob", 25), *(twin.rank(m) for m in ("ann", "bob", "cid", "dee", "eve"))]
+    assert p.results == [*want, None]
+    first = sends[0]
+    assert first.count(b"ZREVRANK") == 3  # ann, cid (stale), dee
+    assert b"HMGET" in first and first.endswith(b"$4\r\nsbob\r\n$4\r\nseve\r\n$7\r\nsnobody\r\n")
+    monkeypatch.undo()
+    # the stale element was dropped and the new one noted: one ZREVRANK again
+    with board.pipeline() as p:
+        p.rank("cid")
+    assert p.results == [twin.rank("cid")] and board._elements.get(b"scid") is not None
     board._check()

@@ -331,12 +331,22 @@ class RedisPipeline:
         tail = len(calls)
         while tail and calls[tail - 1].plain is not None:
             tail -= 1
+        # Of those, the unique ranks of members whose element this handle
+        # has seen, and that no write of this round trip moves: one
+        # ZREVRANK each, in this round trip, no row to read.
+        written = {call.args[0] for call in calls[:tail] if call.name in _WRITES}
+        known: list[bytes | None] = []
+        for call in calls[tail:]:
+            key, style = call.plain  # type: ignore[misc]  # (a tail call's)
+            fresh = style == "unique" and key not in written
+            known.append(board._elements.get(key) if fresh else None)
         direct = board._direct
         for attempt in range(2):
             numbers = [next(board._calls) for call in calls[:tail] if call.name in _WRITES]
             if direct is None:
                 pipe = board._client.pipeline(transaction=False)
-                self._queue(_Piped(board, pipe), calls, tail, numbers, mark="#", record=True)
+                wired = _Piped(board, pipe)
+                self._queue(wired, calls, tail, known, numbers, mark="#", record=True)
                 replies = pipe.execute(raise_on_error=False)
             else:
                 # (sent first with '!', again with '#': see rankengine.redis.direct)
@@ -345,7 +355,7 @@ class RedisPipeline:
                 ) -> tuple[bytes, list[Parse]]:
                     wire = _Wire(board, direct)
                     mark = "#" if resent else "!"
-                    self._queue(wire, calls, tail, numbers, mark=mark, record=resends)
+                    self._queue(wire, calls, tail, known, numbers, mark=mark, record=resends)
                     return wire.packed()
 
                 replies = direct.batch(board._client, build)
@@ -354,22 +364,38 @@ class RedisPipeline:
                 runner.load()  # (no script or function ran: every one of them failed alike)
                 continue
             break
+        seen = [call for call, element in zip(calls[tail:], known, strict=True) if element]
+        unseen = [call for call, element in zip(calls[tail:], known, strict=True) if not element]
+        counted = iter(replies[tail : tail + len(seen)])
         rows: list[Any] = []
-        for at, found in zip(range(tail, len(calls), ROWS_PER_READ), replies[tail:], strict=True):
+        chunks = replies[tail + len(seen) :]
+        for at, found in zip(range(0, len(unseen), ROWS_PER_READ), chunks, strict=True):
             # a chunk's rows (see _queue), or its error in each rank's place
-            chunk = min(ROWS_PER_READ, len(calls) - at)
+            chunk = min(ROWS_PER_READ, len(unseen) - at)
             rows += [found] * chunk if isinstance(found, Exception) else found
-        replies = replies[:tail]
-        out, stale = self._answers(calls[:tail], replies)
+        out, stale = self._answers(calls[:tail], replies[:tail])
         if stale:  # a write ran alone after the rows were read: the ranks are read again
             return out + [_answer(call.alone) for call in calls[tail:]]
-        return out + self._plain_ranks(calls[tail:], rows)
+        plain = iter(self._plain_ranks(unseen, rows))
+        for call, element in zip(calls[tail:], known, strict=True):
+            if not element:
+                out.append(next(plain))
+                continue
+            key = call.plain[0]  # type: ignore[index]
+            reply = next(counted)
+            found = _answer(partial(board._counted, key, element, "unique", [reply]))
+            if found is FALLBACK:  # the element is gone (the member moved, or left)
+                board._elements.pop(key, None)
+                found = _answer(call.alone)
+            out.append(reply if isinstance(reply, Exception) else found)
+        return out
 
     def _queue(
         self,
         wire: _Wire | _Piped,
         calls: list[_Call],
         tail: int,
+        known: list[bytes | None],
         numbers: list[int],
         *,
         mark: str,
@@ -378,7 +404,8 @@ class RedisPipeline:
         """Queue on ``wire`` the round trip of ``calls`` (see _send): the
         writes numbered ``numbers`` after ``mark`` (``#``, or ``!`` on a
         first sending) with a reply key each, or, when no resend can come
-        (not ``record``), with neither."""
+        (not ``record``), with neither; then the ranks from ``tail`` on, by
+        their elements ``known``, or their rows."""
         board = self._board
         writes = 0
         base_keys, base_mode, sha = board._keys, board._mode, board._stored_sha
@@ -400,7 +427,12 @@ class RedisPipeline:
         # (after the calls before them: their writes are in) the ranks'
         # rows by HMGET, ROWS_PER_READ at a time: a command and a reply per
         # chunk, not per rank
-        members = [call.plain[0] for call in calls[tail:]]  # type: ignore[index]
+        members = []
+        for call, element in zip(calls[tail:], known, strict=True):
+            if element:
+                wire.read(board._rank_command, base_keys[0], element)
+            else:
+                members.append(call.plain[0])  # type: ignore[index]
         for at in range(0, len(members), ROWS_PER_READ):
             wire.read("HMGET", base_keys[1], *members[at : at + ROWS_PER_READ])
 
