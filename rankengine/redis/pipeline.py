@@ -28,8 +28,11 @@ guarantees:
 * the ranks of members that end a round trip, on a first-to-reach board,
   take a second round trip of plain commands instead of a function each
   (see :mod:`rankengine.redis.plainranks`): the round trip reads their
-  members' rows after the calls before them (one ``HMGET`` for all of
-  them), the second counts.  Nothing
+  members' rows after the calls before them (one ``HMGET`` per
+  ``ROWS_PER_READ`` of them), the second counts; a unique rank of a member
+  whose element the handle has seen (and that no write of the round trip
+  moves) is one ``ZREVRANK`` in the first, and read again only if the
+  element is gone.  Nothing
   queued after them answers before they do, so the order of the calls
   holds.  A rank with a write queued behind it runs its function in the
   first round trip.
