@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis_service import (  # noqa: F401 - fixtures
     redis_client_fixture,
@@ -18,6 +18,11 @@ from redis_service import (  # noqa: F401 - fixtures
 from rankengine import Leaderboard
 from rankengine.redis.board import RedisLeaderboard
 from rankengine.redis.resp import Packer, array
+
+redis_parsers = pytest.importorskip("redis._parsers")
+redis_connection = pytest.importorskip("redis.connection")
+Encoder = redis_parsers.Encoder
+PythonRespSerializer = redis_connection.PythonRespSerializer
 
 ARGS = st.lists(
     st.one_of(
@@ -33,13 +38,11 @@ ARGS = st.lists(
 
 def redis_py_packed(args: list[Any], encoding: str = "utf-8") -> bytes:
     """``args`` as redis-py's pure-Python packer sends them."""
-    from redis._parsers import Encoder
-    from redis.connection import PythonRespSerializer
-
     encoder = Encoder(encoding, "strict", False)
     return b"".join(PythonRespSerializer(6000, encoder.encode).pack("CMD", *args))
 
 
+@settings(deadline=None)  # the first example may meet a cold import on a busy machine
 @given(ARGS)
 def test_commands_are_packed_as_redis_py_packs_them(args: list[Any]) -> None:
     packer = Packer()
@@ -50,6 +53,7 @@ def test_commands_are_packed_as_redis_py_packs_them(args: list[Any]) -> None:
     assert b"".join([packer.arg(a) for a in args]) == packer.args(args)
 
 
+@settings(deadline=None)
 @given(st.lists(st.text(max_size=10), min_size=1, max_size=5))
 def test_str_takes_the_clients_encoding(texts: list[str]) -> None:
     encodable = [t for t in texts if all(ord(c) < 256 for c in t)]
