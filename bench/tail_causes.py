@@ -52,6 +52,7 @@ from array import array
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -194,13 +195,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 count = i + 1
                 break
     seconds = (clock() - t0) / 1e9
-    return analyse(
-        args, saturation, rate, seconds, due_a, start_a, end_a, cpu_a, kind_a, count, recorder,
-        set(resized),
-    )  # fmt: skip
+    trace = Trace(due_a, start_a, end_a, cpu_a, kind_a, count, recorder, set(resized))
+    return analyse(args, saturation, rate, seconds, trace)
 
 
-def overlap(events: list[tuple[str, int, int]], starts: list[int], lo: int, hi: int) -> Counter[str]:
+def overlap(
+    events: list[tuple[str, int, int]], starts: list[int], lo: int, hi: int
+) -> Counter[str]:
     """Nanoseconds of each event kind inside ``[lo, hi]`` (events sorted by start)."""
     import bisect
 
@@ -214,27 +215,34 @@ def overlap(events: list[tuple[str, int, int]], starts: list[int], lo: int, hi: 
     return out
 
 
+@dataclass
+class Trace:
+    """What the loop recorded: per call (ns) and the events beside."""
+
+    due: array[int]  # scheduled start
+    start: array[int]  # the call made
+    end: array[int]  # the reply
+    cpu: array[int]  # the call's thread CPU time
+    kinds: array[int]
+    count: int
+    recorder: Recorder
+    resized: set[int]  # calls during which a member map resized
+
+
 def analyse(
-    args: argparse.Namespace,
-    saturation: float,
-    rate: float,
-    seconds: float,
-    due: array[int],
-    start: array[int],
-    end: array[int],
-    cpu: array[int],
-    kinds: array[int],
-    count: int,
-    recorder: Recorder,
-    resized: set[int],
+    args: argparse.Namespace, saturation: float, rate: float, seconds: float, trace: Trace
 ) -> dict[str, Any]:
     import latency
+
+    due, start, end, cpu = trace.due, trace.start, trace.end, trace.cpu
+    kinds, count, recorder, resized = trace.kinds, trace.count, trace.recorder, trace.resized
 
     events = sorted(recorder.events, key=lambda e: e[1])
     starts = [e[1] for e in events]
     latencies = [end[i] - due[i] for i in range(count)]
     hist: dict[str, latency.LatencyHistogram] = defaultdict(latency.LatencyHistogram)
     service: dict[str, latency.LatencyHistogram] = defaultdict(latency.LatencyHistogram)
+    on_cpu: dict[str, latency.LatencyHistogram] = defaultdict(latency.LatencyHistogram)
     for i in range(count):
         name = latency.KIND_NAMES[kinds[i]]
         if kinds[i] == latency.NEW:
@@ -243,6 +251,8 @@ def analyse(
         hist["all"].record(latencies[i])
         service[name].record(end[i] - start[i])
         service["all"].record(end[i] - start[i])
+        on_cpu[name].record(max(cpu[i], 0))
+        on_cpu["all"].record(max(cpu[i], 0))
 
     cache: dict[int, str] = {}
 
@@ -257,8 +267,8 @@ def analyse(
             if ns >= COVER * wall:
                 what = cause
                 break
-        if not what and args.cpu and cpu[i] < COVER * wall:
-            what = "preempted (CPU < half the wall time)"
+        if args.cpu and cpu[i] < COVER * wall:
+            what = "preempted (CPU < half the wall time)" + (f", in {what}" if what else "")
         if not what:
             extra = [c for c in ("block split", "block merge", "tree rebuild") if c in inside]
             if i in resized:
@@ -300,6 +310,7 @@ def analyse(
         "load_average": list(os.getloadavg()),
         "latency": {k: h.summary() | {"spectrum": None} for k, h in sorted(hist.items())},
         "service": {k: h.summary() | {"spectrum": None} for k, h in sorted(service.items())},
+        "cpu": {k: h.summary() | {"spectrum": None} for k, h in sorted(on_cpu.items())},
     }
     for label, p in (("p99", 99.0), ("p99.9", 99.9)):
         cut = hist["all"].value_at(p)
@@ -356,9 +367,15 @@ def show(report: dict[str, Any]) -> str:
             f"{kind:<18}{lat['p50_us']:>11}{lat['p99_us']:>11}{lat['p99.9_us']:>11}"
             f"{lat['max_us']:>11}   {srv['p99_us']:>11}{srv['p99.9_us']:>11}{srv['max_us']:>11}"
         )
+    if any(report["cpu"]["all"][k] for k in ("p99_us", "max_us")):
+        lines.append(f"\n{'CPU time (us)':<18}{'p50':>11}{'p99':>11}{'p99.9':>11}{'max':>11}")
+        for kind, c in report["cpu"].items():
+            lines.append(
+                f"{kind:<18}{c['p50_us']:>11}{c['p99_us']:>11}{c['p99.9_us']:>11}{c['max_us']:>11}"
+            )
     for label in ("p99", "p99.9"):
         c = report[f"causes_at_{label}"]
-        lines.append(f"\nops at or above {label} ({c['threshold_us']} us, {c['ops']} ops), by cause:")
+        lines.append(f"\nops at or above {label} ({c['threshold_us']} us, {c['ops']} ops):")
         lines += [f"  {share:6.1%}  {cause}" for cause, share in c["share"].items()]
     lines.append("\nevents: count, per s, median, max, total")
     for what, e in report["events"].items():

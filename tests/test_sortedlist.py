@@ -125,7 +125,7 @@ def test_columns_between_all_windows_both_directions() -> None:
                 assert index.columns_between(start, stop) == want
                 back = index.columns_between(start, stop, reverse=True)
                 assert back == (want[0][::-1], want[1][::-1])
-        index._stale_from(1)
+        index._valid, index._from = 1, len(index._lists) - 3  # a gap: blocks 1 .. -4
         index._check()
     with pytest.raises(IndexError):
         index.columns_between(0, n + 1)
@@ -382,7 +382,7 @@ def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert tree and index._valid == len(index._lists)
     slow = counting(monkeypatch, "_block_for")
     offsets = (index._offsets.tolist(), index._valid)
-    for name in ("_split", "_merge", "_transfer", "_resized", "_delete", "_stale_from"):
+    for name in ("_split", "_merge", "_transfer", "_resized", "_delete"):
         monkeypatch.setattr(SortedListIndex, name, None)  # calling one would fail
     block = 5
     first, last = index._lists[block][0], index._lists[block][-1]
@@ -457,23 +457,23 @@ def test_offsets_cache_patched_invalidated_and_rebuilt() -> None:
     index.move(500, 0, 3005, 0)
     ref.move(500, 0, 3005, 0)
     assert_same(index, ref)
-    assert index._valid == index._lagged == 7
+    assert (index._valid, index._from) == (7, blocks)
     for _ in range(REBUILD_MIN):  # tree walks until the offsets are rebuilt
         p, t, _ = ref.rows()[200]
         assert index.position(p, t) == 200
     assert index._valid == blocks
 
     # An insert shifts the later blocks by one: they keep their offsets
-    # behind a lag; a remove in an earlier block, a lag of its own: the
-    # first lag's blocks become stale.
+    # behind a lag; a remove in an earlier block adds to the lag, the
+    # blocks between the two are left to the tree (the gap).
     index.insert(2001, 0, "new")
     ref.insert(2001, 0, "new")
     assert_same(index, ref)
-    assert (index._valid, index._lagged, index._lag) == (26, blocks, 1)
+    assert (index._valid, index._from, index._lag) == (26, 26, 1)
     index.remove(1200, 0)
     ref.remove(1200, 0)
     assert_same(index, ref)
-    assert (index._valid, index._lagged, index._lag) == (16, 26, -1)
+    assert (index._valid, index._from, index._lag) == (16, 26, 0)
     for i, (p, t, _) in enumerate(ref.rows()):
         assert index.position(p, t) == i
         assert index.entry(i) == ref.rows()[i]
@@ -499,7 +499,7 @@ def test_inserts_in_one_block_keep_every_offset() -> None:
         p, t, _ = ref.rows()[len(ref) // 2]
         assert index.position(p, t) == len(ref) // 2
         assert index.entry(len(ref) - 40) == ref.rows()[len(ref) - 40]
-        assert index._lagged == len(index._lists)
+        assert index._valid == index._from == 1  # no gap
     assert len(index._lists) > blocks + 10  # block 0 split many times
     assert index._index == []  # no walk: the tree was never built
     assert_same(index, ref)

@@ -75,8 +75,10 @@ and then the object it points to, each a likely cache miss.
   the entry's block.  The tree answers with a walk from leaf to root (~11
   Python steps at 1,000 blocks); an array of block offsets answers in one.
   In-block moves leave the offsets exact, short cross-block moves patch a few,
-  inserts and removes make the later ones stale until the tree has answered
-  enough look-ups to pay for recomputing them (see ``_offset_of``).
+  splits and merges insert or delete a slot; an insert or remove keeps the
+  offsets before its block exact and those after it behind a shared lag, so
+  only the blocks between two such writes are left to the tree, until enough
+  walks pay for recomputing them (see ``_offset_of``).
 * **No per-entry objects.**  Typed columns take 8 bytes per value, lists 8
   bytes per pointer (the objects are shared with the board's own map); no
   tuple per entry.  Measured at N = 1,000,000: 25 bytes per entry for the
@@ -118,7 +120,9 @@ Invariants (verified by :meth:`SortedListIndex._check`)::
     no block is empty; no block is longer than 2 * load; when there is more
     than one block, none is shorter than load // 2
     the positional tree, when built, agrees with the block lengths
+    len(_offsets) == number of blocks; _valid <= _from
     _offsets[k] == entries before block k, for k < _valid
+    _offsets[k] + _lag == entries before block k, for k >= _from
 """
 
 from __future__ import annotations
@@ -284,10 +288,10 @@ class SortedListIndex:
     """
 
     __slots__ = (
+        "_from",
         "_half",
         "_index",
         "_lag",
-        "_lagged",
         "_lists",
         "_load",
         "_maxes",
@@ -320,11 +324,10 @@ class SortedListIndex:
         self._ptype: type | None = None
         self._ttype: type | None = None
         # Block offsets: _offsets[k] entries precede block k, exact for
-        # k < _valid, _offsets[k] + _lag for _valid <= k < _lagged (see
-        # _offset_of); _walks counts tree walks since.
+        # k < _valid, once _lag is added for k >= _from (see _offset_of);
+        # _walks counts tree walks since.
         self._offsets = array("q")
-        self._valid = self._lagged = self._lag = 0
-        self._walks = 0
+        self._valid = self._from = self._lag = self._walks = 0
         self._load = load
         self._half = load >> 1
         #: Which end of a run of equal primaries is the oldest (see
@@ -453,23 +456,20 @@ class SortedListIndex:
         offsets = self._offsets
         valid = self._valid
         if valid != len(lists):
-            if self._lagged == len(lists):
-                # Every offset known, the later ones up to one lag: past the
-                # exact ones, bisect the lagged ones for ``position - lag``.
-                shifted = position - self._lag
-                if shifted >= offsets[valid]:
-                    i = bisect_right(offsets, shifted, valid, len(lists)) - 1
-                    return i, shifted - offsets[i]
-            else:
-                # Stale offsets: as in _offset_of, enough tree walks pay for
-                # a rebuild (so a read-only run of pages bisects from then on).
-                self._walks += 1
-                if self._walks < max(REBUILD_MIN, len(lists) >> REBUILD_SHIFT):
-                    return self._sl._pos(position)
-                self._rebuild_offsets()
-                valid = self._valid
-        # (Bounded: entries past _valid may be left over from merged blocks.)
-        i = bisect_right(offsets, position, 0, valid) - 1
+            if self._from < len(lists) and position - self._lag >= offsets[self._from]:
+                shifted = position - self._lag  # past the gap: the lagged blocks
+                i = bisect_right(offsets, shifted, self._from) - 1
+                return i, shifted - offsets[i]
+            i = bisect_right(offsets, position, 0, valid) - 1
+            if valid and position - offsets[i] < len(lists[i]):
+                return i, position - offsets[i]
+            # In the gap: as in _offset_of, enough tree walks pay for a
+            # rebuild (so a read-only run of pages bisects from then on).
+            self._walks += 1
+            if self._walks < max(REBUILD_MIN, len(lists) >> REBUILD_SHIFT):
+                return self._sl._pos(position)
+            self._rebuild_offsets()
+        i = bisect_right(offsets, position) - 1
         return i, position - offsets[i]
 
     def _offset_of(self, i: int) -> int:
@@ -478,26 +478,23 @@ class SortedListIndex:
         The positional tree answers in O(log B) Python steps (a walk from
         leaf to root, ``SortedList._loc``); a cached offset answers in one.
         The offsets stay exact through in-block moves (most of a game
-        server's writes) and are patched by short cross-block moves.  An
-        insert or remove shifts every later block by one: they keep their
-        offsets, behind one shared *lag*, as long as later inserts and
-        removes land in the same block (new players all start at the bottom
-        of a game's board, in block 0); a split or merge inserts or deletes
-        one slot (a memmove).  Only a second block's insert makes the offsets
-        after it stale::
+        server's writes) and are patched by short cross-block moves; splits
+        and merges insert or delete one slot (a memmove).  An insert or
+        remove in block ``i`` shifts every later block by one: the offsets
+        before it stay exact (``_valid``), those after it keep their values
+        behind a shared lag (``_from``, ``_lag``); two such writes in
+        different blocks leave a gap between them, answered by the tree::
 
-            blocks      [ 3 ]   [ 2 ]   [ 4 ]   [ 5 ]
-            _offsets      0       3       5       9     _valid = _lagged = 4
-            insert into block 1:  _valid = 2, _lag = 1, _lagged = 4
-            again into block 1:   _lag = 2
-            into block 2:         _lagged = 3 (block 3 stale)
+            blocks      [ 3 ]   [ 2 ]   [ 4 ]   [ 5 ]   [ 1 ]
+            _offsets      0       3       5       9      14     _valid = _from = 5
+            insert into block 1:  _valid = 2, _from = 2, _lag = 1
+            insert into block 2:  _from = 3, _lag = 2 (block 2 in the gap)
 
-        Measured at N = 1,000,000 in ``bench/tail_causes.py`` (new players
-        in block 0): the offsets were recomputed 215 times a second
-        (~0.2 ms each, the rank and around-me calls' 99th percentile), and
-        the tree rebuilt after each split (~0.3 ms); now neither happens.
-
-        A stale offset is answered by the tree walk; after enough walks
+        A game's new players join at the bottom (the first blocks), so the
+        gap stays at that end, where rank look-ups are rare.  Before this,
+        ``bench/tail_causes.py`` at N = 10^6 recomputed the offsets 215
+        times a second, ~0.2 ms each: the rank and around-me calls' 99th
+        percentile.  A stale offset is answered by the tree walk; after enough walks
         (``REBUILD_MIN``, ``REBUILD_SHIFT``) the stale tail is recomputed at C
         speed.  So a workload without inserts pays one step per look-up, and
         one with many inserts no more than the walk plus a small share.
@@ -507,7 +504,7 @@ class SortedListIndex:
         """
         if i < self._valid:
             return self._offsets[i]
-        if i < self._lagged:
+        if i >= self._from:
             return self._offsets[i] + self._lag
         self._walks += 1
         if self._walks >= max(REBUILD_MIN, len(self._lists) >> REBUILD_SHIFT):
@@ -518,21 +515,15 @@ class SortedListIndex:
     def _rebuild_offsets(self) -> None:
         """Recompute the stale offsets (blocks ``_valid`` and later)."""
         lists = self._lists
-        if not lists:
+        if self._valid == len(lists):
             return
         offsets = self._offsets
         valid = self._valid
         start = offsets[valid - 1] + len(lists[valid - 1]) if valid else 0
         del offsets[valid:]
         offsets.extend(accumulate(map(len, islice(lists, valid, len(lists) - 1)), initial=start))
-        self._valid = self._lagged = len(lists)
+        self._valid = self._from = len(lists)
         self._walks = self._lag = 0
-
-    def _stale_from(self, i: int) -> None:
-        """The offsets of blocks ``i`` and later may be wrong."""
-        if i < self._lagged:
-            self._lagged = i
-            self._valid = min(self._valid, i)
 
     # ------------------------------------------------------------------
     # Structure maintenance
@@ -547,15 +538,14 @@ class SortedListIndex:
         ``i`` shift by ``delta``: the lag's (see ``_offset_of``).
         """
         valid = self._valid
-        if i + 1 < valid:  # exact offsets after i: now lagged by delta
-            if self._lag and self._lagged > valid:
-                self._lagged = valid  # (the older lag's blocks: stale)
+        if i + 1 < valid:
+            if valid == self._from and (not self._lag or valid == len(self._lists)):
+                self._from = i + 1  # the exact ones after i join the lagged
+                self._lag = 0
             self._valid = i + 1
-            self._lag = delta
-        elif i + 1 == valid:  # the lagged blocks all follow i
-            self._lag += delta
-        elif i + 1 < self._lagged:
-            self._lagged = i + 1
+        if self._from <= i:
+            self._from = i + 1  # (blocks _from .. i: the gap)
+        self._lag += delta
         index = self._index
         if index:
             child = self._sl._offset + i
@@ -588,10 +578,10 @@ class SortedListIndex:
             lo, hi, delta = i + 1, j + 1, -1
         else:
             lo, hi, delta = j + 1, i + 1, 1
-        hi = min(hi, self._lagged)
         if hi - lo > PATCH_LIMIT:
-            self._stale_from(lo)
-        else:
+            self._valid = min(self._valid, lo)
+            self._from = max(self._from, hi)
+        else:  # (a slot in the gap is patched too: harmless)
             offsets = self._offsets
             for k in range(lo, hi):
                 offsets[k] += delta
@@ -608,57 +598,47 @@ class SortedListIndex:
 
     def _split(self, i: int) -> None:
         """Cut block ``i`` (longer than ``2 * load``) in two halves."""
-        lists = self._lists
-        ties = self._ties
-        members = self._members
-        ps = lists[i]
-        ts = ties[i]
-        ms = members[i]
+        lists, ties, members = self._lists, self._ties, self._members
+        ps, ts, ms = lists[i], ties[i], members[i]
         half = len(ps) >> 1
         lists.insert(i + 1, ps[half:])
         ties.insert(i + 1, ts[half:])
         members.insert(i + 1, ms[half:])
-        del ps[half:]
-        del ts[half:]
-        del ms[half:]
+        del ps[half:], ts[half:], ms[half:]
         self._maxes[i] = ps[-1]
         self._maxes.insert(i + 1, lists[i + 1][-1])
         # Block numbers shifted: the tree is rebuilt lazily on next use; the
-        # new block's offset is block i's plus its new length, one slot
-        # inserted (later blocks keep theirs).  After the last exact block
-        # it joins the lagged ones, so that the lag goes on.
+        # new block's offset is block i's plus ``half``, in block i's frame
+        # (exact or lagged; a slot in the gap is garbage), the later blocks
+        # keep theirs, one slot on.  Between the exact and the lagged blocks,
+        # it joins the lagged: so that the lag of the next insert in block i
+        # goes on.
         del self._index[:]
-        if i < self._lagged:
-            offsets = self._offsets
-            if i + 1 < self._valid:
-                offsets.insert(i + 1, offsets[i] + half)
-                self._valid += 1
-            else:
-                offsets.insert(i + 1, offsets[i] + half - (self._lag if i < self._valid else 0))
-            self._lagged += 1
+        offsets = self._offsets
+        if i + 1 == self._valid == self._from:
+            offsets.insert(i + 1, offsets[i] + half - self._lag)
+        else:
+            offsets.insert(i + 1, offsets[i] + half)
+            self._valid += i < self._valid
+            self._from += i < self._from
 
     def _merge(self, i: int) -> None:
         """Join block ``i`` (down to ``load // 2``) with a neighbour."""
         if not i:
             i = 1
         prev = i - 1
-        lists = self._lists
-        ties = self._ties
-        members = self._members
+        lists, ties, members = self._lists, self._ties, self._members
         # Arrays of one column share a type code, so they extend each other.
         lists[prev].extend(lists[i])
         ties[prev].extend(ties[i])
         members[prev].extend(members[i])
-        del lists[i]
-        del ties[i]
-        del members[i]
+        del lists[i], ties[i], members[i]
         self._maxes[prev] = lists[prev][-1]
         del self._maxes[i]
         del self._index[:]
-        if i < self._lagged:  # block i's slot goes; the later blocks keep theirs
-            del self._offsets[i]
-            self._valid -= i < self._valid
-            self._lagged -= 1
+        del self._offsets[i]  # block i's slot; prev and the later ones keep theirs
+        self._valid -= i < self._valid
+        self._from -= i < self._from
         if len(lists[prev]) > self._load << 1:
             self._split(prev)
 
@@ -767,6 +747,8 @@ class SortedListIndex:
             maxes.append(primary)
             self._sl._len = 1
             del self._index[:]
+            self._offsets.append(0)
+            self._valid = self._from = 1
             return None if self.oldest_last is None else True
         i = bisect_left(maxes, primary)
         if i == len(maxes):
@@ -1029,7 +1011,7 @@ class SortedListIndex:
         del self._members[:]
         self._ptype = self._ttype = None
         del self._offsets[:]
-        self._valid = self._lagged = self._lag = self._walks = 0
+        self._valid = self._from = self._lag = self._walks = 0
 
     def build(self, entries: Iterable[Entry3]) -> None:
         """Replace the contents with ``entries``, already sorted by unique key.
@@ -1521,7 +1503,7 @@ class SortedListIndex:
             f"lists={self._lists!r}\nties={self._ties!r}\nmembers={self._members!r}\n"
             f"index={self._index!r} offset={self._sl._offset}\n"
             f"offsets={self._offsets.tolist()!r} valid={self._valid} "
-            f"lagged={self._lagged} lag={self._lag} walks={self._walks}"
+            f"from={self._from} lag={self._lag} walks={self._walks}"
         )
         if len(state) > _DUMP_LIMIT:
             state = state[:_DUMP_LIMIT] + "... (truncated)"
@@ -1600,16 +1582,15 @@ class SortedListIndex:
                     children = index[2 * node + 1 : 2 * node + 3]
                     assert index[node] == sum(children), f"tree node {node} is stale"
 
-            # The cached offsets of the first _valid blocks are exact, the
-            # next ones up to _lagged are exact once _lag is added.
+            # One cached offset per block: those of the first _valid blocks
+            # are exact, those from _from on exact once _lag is added.
             offsets = self._offsets
-            valid, lagged = self._valid, self._lagged
-            assert 0 <= valid <= lagged <= len(lists), "_valid or _lagged out of range"
-            assert len(offsets) >= lagged, "_offsets shorter than _lagged"
+            assert len(offsets) == len(lists), "not one offset per block"
+            assert 0 <= self._valid <= self._from <= len(lists), "_valid or _from out of range"
             total = 0
-            for i in range(lagged):
-                lag = self._lag if i >= valid else 0
-                assert offsets[i] + lag == total, f"offset of block {i} is stale"
-                total += len(lists[i])
+            for i, ps in enumerate(lists):
+                lag = 0 if i < self._valid else self._lag if i >= self._from else None
+                assert lag is None or offsets[i] + lag == total, f"offset of block {i} is stale"
+                total += len(ps)
         except AssertionError as error:
             raise AssertionError(f"{error}\n{self._dump()}") from error
