@@ -29,8 +29,15 @@ from hypothesis.stateful import invariant, precondition, rule
 from listindex import ListIndex
 from test_index_conformance import IndexMachine
 
+from rankengine.index import sortedlist
 from rankengine.index.protocol import RUN_SCAN_LIMIT
-from rankengine.index.sortedlist import DEFAULT_LOAD, MIN_LOAD, REBUILD_MIN, SortedListIndex
+from rankengine.index.sortedlist import (
+    DEFAULT_LOAD,
+    GAP_SCAN,
+    MIN_LOAD,
+    REBUILD_MIN,
+    SortedListIndex,
+)
 
 Entry = tuple[Any, Any, Any]
 
@@ -439,7 +446,14 @@ def test_cross_block_move_transfers_the_tree_count(monkeypatch: pytest.MonkeyPat
         assert index.position(p, t) == i
 
 
-def test_offsets_cache_patched_invalidated_and_rebuilt() -> None:
+@pytest.mark.parametrize("gap_scan", [0, sortedlist.GAP_SCAN])
+def test_offsets_cache_patched_invalidated_and_rebuilt(
+    monkeypatch: pytest.MonkeyPatch, gap_scan: int
+) -> None:
+    """With ``GAP_SCAN`` 0 every gap is walked in the tree until the offsets
+    are recomputed; with the default, this index's gaps (< 50 blocks) are
+    summed: no walk, no tree, no rebuild."""
+    monkeypatch.setattr(sortedlist, "GAP_SCAN", gap_scan)
     index, ref = spread(400, load=8)  # 50 blocks of 8
     blocks = len(index._lists)
     assert index._valid == blocks  # computed by the bulk load
@@ -461,6 +475,10 @@ def test_offsets_cache_patched_invalidated_and_rebuilt() -> None:
     for _ in range(REBUILD_MIN):  # tree walks until the offsets are rebuilt
         p, t, _ = ref.rows()[200]
         assert index.position(p, t) == 200
+        assert index.entry(201) == ref.rows()[201]
+    if gap_scan:
+        assert index._valid == 7 and index._index == []  # summed: no tree
+        index._rebuild_offsets()
     assert index._valid == blocks
 
     # An insert shifts the later blocks by one: they keep their offsets
@@ -477,7 +495,7 @@ def test_offsets_cache_patched_invalidated_and_rebuilt() -> None:
     for i, (p, t, _) in enumerate(ref.rows()):
         assert index.position(p, t) == i
         assert index.entry(i) == ref.rows()[i]
-    assert index._valid == blocks  # rebuilt along the way
+    assert index._valid == (16 if gap_scan else blocks)  # summed, or rebuilt on the way
 
 
 def test_inserts_in_one_block_keep_every_offset() -> None:
@@ -740,6 +758,17 @@ class SortedListMachine(IndexMachine):
             p, t, _ = rows[k]
             assert self.index.position(p, t) == k
             self.index._check()
+
+    @rule(scan=st.sampled_from([0, 2, GAP_SCAN]))
+    def gap_scan(self, scan: int) -> None:
+        """Gaps of stale offsets wider than ``scan`` blocks are walked in the
+        tree (with the default, every gap of an index this small is summed);
+        put back at teardown."""
+        sortedlist.GAP_SCAN = scan  # type: ignore[misc]
+
+    def teardown(self) -> None:
+        sortedlist.GAP_SCAN = GAP_SCAN  # type: ignore[misc]
+        super().teardown()
 
     @precondition(lambda self: len(self.ref) > 0)
     @rule(data=st.data(), count=st.integers(1, 30), bottom=st.booleans())
