@@ -90,11 +90,13 @@ from rankengine.board.scoring import check_meta, same_meta
 from rankengine.durable.fold import Fold
 from rankengine.durable.manifest import Manifest
 from rankengine.durable.records import EVENT, CorruptionError, LogError, decode_record
-from rankengine.ledger.adapters import Adapter
+from rankengine.ledger.adapters import Adapter, PeriodicAdapter
 from rankengine.ledger.events import OPS, LedgerEvent
 from rankengine.ledger.routes import NO_KEY
 from rankengine.ledger.storage import LogTail, log_segments
 from rankengine.ledger.views import View
+from rankengine.timed.calendars import Period
+from rankengine.timed.state import held_period_board
 
 __all__ = ["INCR", "META_OP", "REMOVE", "SET", "BoardFold", "foldable", "replay_log"]
 
@@ -130,8 +132,11 @@ def foldable(adapter: Adapter) -> bool:
     >>> foldable(make_adapter("board", {}, lambda: 0.0)), foldable(make_adapter("topk", {}, float))
     (True, False)
     """
-    board = adapter.board
-    return type(adapter) is Adapter and type(board) is Leaderboard and board._scalar
+    return type(adapter) is Adapter and _plain_board(adapter.board)
+
+
+def _plain_board(board: Any) -> bool:
+    return type(board) is Leaderboard and board._scalar
 
 
 def foldable_fast(adapter: Adapter) -> bool:
@@ -270,34 +275,63 @@ class _Sink:
         self.view = view
         #: the seq the view reflects before the replay: it takes every record after it
         self.after = view.seq
-        #: id(adapter) -> fold, for the view's boards
+        #: id(board) -> fold, for the boards written since the last flush
         self.folds: dict[int, BoardFold] = {}
-        self.folding = foldable(view.template) and all(map(foldable, view.adapters.values()))
+        template = view.template
+        #: True for a periodic view: each event folds into its period's board
+        self.periodic = type(template) is PeriodicAdapter
+        if self.periodic:
+            self.folding = _plain_board(template.new_board())
+        else:
+            self.folding = foldable(template) and all(map(foldable, view.adapters.values()))
         #: the fold of the one board of a view that takes every event, once made
         self.main: BoardFold | None = None
-        #: True when :func:`replay_log`'s inlined increment may play its
-        #: events into :attr:`main` (ties by time: no member type to check)
-        self.hot = self.folding and view.takes_everything and foldable_fast(view.template)
+        #: True when :func:`replay_log`'s fast path may play its events into
+        #: :attr:`main` (ties by time: no member type to check)
+        self.hot = (
+            self.folding
+            and not self.periodic
+            and view.takes_everything
+            and foldable_fast(template)
+        )
+        #: ``(start, end, period)`` of the period last routed to (periodic)
+        self.span: tuple[float, float, Period] | None = None
 
-    def fold_of(self, adapter: Adapter) -> BoardFold:
-        fold = self.folds.get(id(adapter))
+    def fold_of(self, board: Leaderboard) -> BoardFold:
+        fold = self.folds.get(id(board))
         if fold is None:
-            fold = self.folds[id(adapter)] = BoardFold(adapter.board)
-            if self.view.takes_everything:
+            fold = self.folds[id(board)] = BoardFold(board)
+            if self.view.takes_everything and not self.periodic:
                 self.main = fold
         return fold
 
-    def flush(self, adapter: Adapter) -> None:
-        """What was folded for ``adapter``'s board goes to the board."""
-        fold = self.folds.pop(id(adapter), None)
-        if fold is not None:
-            fold.finish()
-        self.main = None
-
     def finish(self) -> None:
+        """What was folded goes to the boards (at the end, and before an
+        event the folds cannot take: its board, and the periodic board's
+        periods, are then as the event-by-event path would leave them)."""
         folds, self.folds, self.main = self.folds, {}, None
         for fold in folds.values():
             fold.finish()
+
+    def period_board(self, adapter: Adapter, t_ms: int, now: int) -> Leaderboard | None:
+        """The period board a periodic view's event at ``t_ms`` goes to
+        when the ledger's time is ``now``, if the write would ask nothing
+        more of the periodic board than moving its time to ``now`` (see
+        :func:`~rankengine.timed.state.held_period_board`: no period opens,
+        closes or is made, the period is open); None otherwise.
+
+        Runtime complexity: O(1) (a calendar look-up when the period changes)
+        """
+        periodic = adapter.board
+        t = t_ms / 1000
+        span = self.span
+        if span is not None and span[0] <= t < span[1]:
+            period = span[2]
+        else:
+            period = periodic.period_of(t)
+            self.span = (period.start, period.end, period)
+        board = held_period_board(periodic, period, now / 1000)
+        return board if type(board) is Leaderboard else None
 
 
 def _event(change: Any) -> LedgerEvent:
@@ -335,14 +369,19 @@ def _take(sink: _Sink, change: Any, seq: int, now: int) -> None:
         if adapter is None:  # made now, as the live path makes it
             adapter = view._adapter(key, True)
     assert adapter is not None
-    fold = sink.fold_of(adapter)
-    try:
-        fold.write(change[1], change[2], change[3], change[6], change[7])
-    except _Unsettled:
-        # what was folded goes to the board first, then the event as the
-        # event-by-event path gives it, then a new fold on the board as it is
-        sink.flush(adapter)
-        _apply(sink, change, seq, now)
+    board = sink.period_board(adapter, change[4], now) if sink.periodic else adapter.board
+    if board is not None:
+        try:
+            sink.fold_of(board).write(change[1], change[2], change[3], change[6], change[7])
+            return
+        except _Unsettled:
+            pass
+    # what was folded goes to the boards first, then the event as the
+    # event-by-event path gives it (which makes, closes or drops periods
+    # as it does, or raises its error), then new folds on the boards as
+    # they are
+    sink.finish()
+    _apply(sink, change, seq, now)
 
 
 def _plain_change(change: Any) -> bool:
