@@ -57,7 +57,7 @@ EVENT = st.tuples(
     # time steps: mostly forward, across hours, days and weeks, sometimes back
     st.one_of(
         st.integers(0, 1_800_000),
-        st.sampled_from([-60_000, -3_700_000, 86_400_000, 7 * 86_400_000]),
+        st.sampled_from([-60_000, -3_700_000, 3_600_000, 86_400_000, 7 * 86_400_000]),
     ),
     st.sampled_from([None] * 4 + [{"region": "eu"}, {"region": "us"}]),
     st.sampled_from([None] * 6 + ["present", "new", "better", "worse"]),
