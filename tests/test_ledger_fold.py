@@ -30,6 +30,7 @@ from rankengine import Ledger
 from rankengine.durable.records import CorruptionError, LogError
 from rankengine.ledger import fold as fold_module
 from rankengine.ledger.storage import LogTail, encode, read_events
+from rankengine.timed.lazy import is_unloaded
 
 START_MS = 1_798_934_400_000  # 2027-01-03T00:00Z, a Sunday: a week ends a day in
 
@@ -335,3 +336,30 @@ def test_a_bad_record_is_named_as_before(tmp_path: Path) -> None:
         errors.append(str(caught.value))
     assert "holds a board change" in errors[0]
     assert errors[0] == errors[1]
+
+
+def test_a_late_event_loads_no_closed_period(tmp_path: Path) -> None:
+    """A late event in the replayed tail (dropped by ``late="drop"``) is a
+    barrier for its periodic view, and the closed period it is late for,
+    left unloaded by the open, stays unloaded, as the event-by-event
+    replay leaves it."""
+    day = 86_400_000
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("daily", "periodic", calendar="daily", late="drop", keep=2)
+        for i in range(3):
+            ledger.record("ann", 1, t_ms=START_MS + i * day)
+        ledger.compact()  # days 1 and 2 closed: saved, loaded on first read
+        ledger.record("bob", 5, t_ms=START_MS)  # late for day 1: dropped
+        ledger.record("cid", 2, t_ms=START_MS + 2 * day + 1)
+        ledger.record("dee", 3, t_ms=START_MS + 1)  # late again, time moving on
+        ledger.record("cid", 1, t_ms=START_MS + 2 * day + 2)
+    for kind in (EventByEvent, Ledger):
+        with kind(tmp_path, fsync="never") as ledger:
+            periodic = ledger["daily"]
+            held = periodic._boards
+            closed = sorted(periodic._closed)
+            assert len(closed) == 2
+            assert all(is_unloaded(held.peek(name)) for name in closed), kind
+            assert periodic.late_dropped == 2
+            assert periodic.board().items() == [("cid", 3), ("ann", 1)]
+    check_reopen(tmp_path)

@@ -42,11 +42,18 @@ Which views fold
 ----------------
 ``board`` views with scalar scores, keyed or filtered (one fold per key's
 board, the boards made in the order the events first reach them, as the
-live path makes them).  Every other view -- periodic, window, decayed,
-trending (a ``TopK``'s heap depends on the order of its counts), Redis,
-composite scores -- takes the events one by one in the same single pass
-over the decoded records, its clock set before each event as the live
-path sets it.
+live path makes them), and ``periodic`` views, one fold per period board:
+an event goes to the board of its period when the write would ask
+nothing more of the periodic board than moving its time
+(:func:`~rankengine.timed.state.held_period_board`, the test ``record``
+uses: no period opens, closes or drops, the period is open and held);
+any other event of a periodic view -- one that opens a period, closes or
+drops one, a late one -- is a *barrier* for that view: its folds go to
+their boards first, then the event goes through the view as before.
+Every other view -- window, decayed, trending (a ``TopK``'s heap depends
+on the order of its counts), Redis, composite scores -- takes the events
+one by one in the same single pass over the decoded records, its clock
+set before each event as the live path sets it.
 
 Reading
 -------
@@ -326,10 +333,7 @@ class _Sink:
         #: True when :func:`replay_log`'s fast path may play its events into
         #: :attr:`main` (ties by time: no member type to check)
         self.hot = (
-            self.folding
-            and not self.periodic
-            and view.takes_everything
-            and foldable_fast(template)
+            self.folding and not self.periodic and view.takes_everything and foldable_fast(template)
         )
         #: ``(start, end, period)`` of the period last routed to (periodic)
         self.span: tuple[float, float, Period] | None = None
@@ -367,6 +371,8 @@ class _Sink:
         else:
             period = periodic.period_of(t)
             self.span = (period.start, period.end, period)
+        if period.name in periodic._closed:
+            return None  # a late event (and a closed period is not loaded for it)
         board = held_period_board(periodic, period, now / 1000)
         return board if type(board) is Leaderboard else None
 
