@@ -118,7 +118,7 @@ def _views_past(
     """
     snapshots = config.get("snapshots", {})
     migrated = config.get(MIGRATED_KEY, {})
-    for view, (seq, files) in sorted(snapshots.items()):
+    for view, (seq, files, *_) in sorted(snapshots.items()):
         if seq <= end:
             continue
         if view in migrated:

@@ -80,7 +80,13 @@ from rankengine.durable.kinds import MIGRATED_KEY
 from rankengine.durable.manifest import MANIFEST_MAGIC, MANIFEST_NAME, Manifest
 from rankengine.durable.records import Event, LogError, frame, pack, write_prefix
 from rankengine.durable.snapshot import Snapshot, write_snapshot_columns
-from rankengine.ledger.storage import VIEWS_DIR, LedgerFiles, read_events
+from rankengine.ledger.storage import (
+    VIEWS_DIR,
+    LedgerFiles,
+    read_events,
+    snapshot_clock,
+    snapshot_entry,
+)
 from rankengine.ledger.views import View
 from rankengine.trending.topk import TopK
 
@@ -215,7 +221,7 @@ def _restore_scrubbed(
     event of another member writes to it)."""
     emptied: set[tuple[str, Any]] = set()
     snapshots = files.manifest.config.get("snapshots", {})
-    seqs: list[tuple[int, int]] = []
+    seqs: list[tuple[int, int | None]] = []
     for name, view in fresh.items():
         entry = snapshots.get(name)
         if entry is None:
@@ -223,7 +229,7 @@ def _restore_scrubbed(
                 f"view {name!r} has no snapshot and the log's history was compacted away: "
                 "it cannot be rebuilt without the member"
             )
-        seq, listed = entry
+        seq, listed, clock = snapshot_entry(entry)
         board = view.template.board
         columns = board._codec.columns if hasattr(board, "_codec") else None
         parts = []
@@ -246,10 +252,14 @@ def _restore_scrubbed(
                     emptied.add((name, key))
         view.restore(parts)
         view.seq = seq
-        view.time_ms = int(snaps[0].header.get("ledger_ms", 0)) if snaps else 0
-        seqs.append((seq, view.time_ms))
-    start, start_ms = min(seqs, default=(ledger._seq, ledger._time))
-    ledger._time = start_ms
+        ms = snapshot_clock(clock, snaps)
+        view.time_ms = 0 if ms is None else ms
+        seqs.append((seq, ms))
+    start = min((seq for seq, _ in seqs), default=ledger._seq)
+    # the ledger's clock at that seq: any snapshot's of it that says (one of
+    # a view with no part, written before the manifest kept it, does not)
+    known = [ms for seq, ms in seqs if seq == start and ms is not None]
+    ledger._time = max(known, default=0 if seqs else ledger._time)
     return start, emptied
 
 
@@ -281,11 +291,11 @@ def _stage_views(
             plan.renames.append((staged, final))
             write_snapshot_columns(staged, header, columns)
             listed.append([key, file_name])
-        snapshots[name] = [seq, listed]
+        snapshots[name] = [seq, listed, ledger_ms]
     root = os.path.join(files.path, VIEWS_DIR)
     kept = {
         os.path.join(files.view_dir(name), file_name)
-        for name, (_, listed) in snapshots.items()
+        for name, (_, listed, *_) in snapshots.items()
         for _, file_name in listed
     }
     for directory, _, names in os.walk(root):

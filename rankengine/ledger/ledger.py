@@ -79,6 +79,8 @@ from rankengine.ledger.storage import (
     read_events,
     refuse_migrated,
     remove_stray_files,
+    snapshot_clock,
+    snapshot_entry,
 )
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
@@ -212,7 +214,7 @@ class Ledger(LedgerFront):
             entry = snapshots.get(name)
             if entry is None:
                 continue
-            seq, listed = entry
+            seq, listed, clock = snapshot_entry(entry)
             try:
                 board = view.template.board
                 columns = board._codec.columns if hasattr(board, "_codec") else None
@@ -228,9 +230,10 @@ class Ledger(LedgerFront):
                     parts.append((snap.header.get("key"), (snap.header.get("part", {}), board)))
                 view.restore(parts)
                 view.seq = seq
-                ms = int(snaps[0].header.get("ledger_ms", 0)) if snaps else 0
-                view.time_ms = ms
-                start_ms[seq] = ms
+                ms = snapshot_clock(clock, snaps)  # (None: an old entry, and no part)
+                if ms is not None:
+                    start_ms[seq] = ms
+                view.time_ms = start_ms.get(seq, 0)
             except (CorruptionError, OSError, KeyError, TypeError, ValueError) as exc:
                 refuse_migrated(config, name, f"its snapshot does not load ({exc})")
                 note = (
@@ -725,7 +728,7 @@ class Ledger(LedgerFront):
         assert self._files is not None
         parts = view.export_lazy()
         files = self._files.write_parts(view.name, view.seq, self._time, parts, pause=pause)
-        self._files.manifest.config["snapshots"][view.name] = [view.seq, files]
+        self._files.manifest.config["snapshots"][view.name] = [view.seq, files, self._time]
 
     def _compact_if_due(self) -> None:
         """After a write: :meth:`_compact_due` once the active segment holds

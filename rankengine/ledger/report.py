@@ -27,7 +27,7 @@ from rankengine.durable.manifest import read_manifest
 from rankengine.durable.records import CorruptionError
 from rankengine.durable.snapshot import read_snapshot
 from rankengine.ledger.routes import Route
-from rankengine.ledger.storage import VIEWS_DIR
+from rankengine.ledger.storage import VIEWS_DIR, snapshot_entry
 
 __all__ = ["ViewReport", "view_reports"]
 
@@ -64,7 +64,7 @@ def view_reports(path: str) -> list[ViewReport]:
     snapshots = config.get("snapshots", {})
     out: list[ViewReport] = []
     for name, spec in config.get("views", {}).items():
-        seq, listed = snapshots.get(name, [0, []])
+        seq, listed, _clock = snapshot_entry(snapshots.get(name, [0, []]))
         report = ViewReport(
             name,
             spec.get("kind", "?"),

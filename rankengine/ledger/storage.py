@@ -4,7 +4,8 @@
 
     DIR/
       MANIFEST                       config {"kind": "ledger", "views": {...},
-                                     "snapshots": {view: [seq, [[key, file], ...]]}},
+                                     "snapshots": {view: [seq, [[key, file], ...],
+                                                          ledger_ms]}},
                                      and the segments
       log-<first seq>.seg            the events, in the durable record format
       views/<view>/s<seq>-<n>.snap   view snapshots (durable/snapshot.py files)
@@ -91,6 +92,8 @@ __all__ = [
     "read_events",
     "refuse_migrated",
     "remove_stray_files",
+    "snapshot_clock",
+    "snapshot_entry",
 ]
 
 VIEWS_DIR: Final = LEDGER_VIEWS
@@ -484,6 +487,39 @@ def refuse_migrated(config: Mapping[str, Any], name: str, why: str) -> None:
             "the migration is only in its snapshot, not in the log: it is not rebuilt from "
             "the log (restore the view's snapshot files from a backup)"
         )
+
+
+def snapshot_entry(entry: list[Any]) -> tuple[int, list[list[Any]], int | None]:
+    """A view's entry in the manifest's ``snapshots`` map: the seq its
+    snapshot reflects, its ``[key, file]`` list, and the ledger's clock at
+    that seq (ms; None in an entry written before the clock was kept there).
+
+    Runtime complexity: O(1)
+
+    >>> snapshot_entry([7, [[None, "s7-0.snap"]], 1_800_000_000_000])
+    (7, [[None, 's7-0.snap']], 1800000000000)
+    >>> snapshot_entry([7, []])
+    (7, [], None)
+    """
+    clock = entry[2] if len(entry) > 2 else None
+    return entry[0], entry[1], None if clock is None else int(clock)
+
+
+def snapshot_clock(clock: int | None, snaps: list[Snapshot]) -> int | None:
+    """The ledger's clock at a view's snapshot: the manifest entry's
+    ``clock`` (:func:`snapshot_entry`), else the one every part's header
+    holds; None when neither says (an entry from before the clock was kept
+    in the manifest, of a view with no part, such as a keyed view with no
+    board yet).
+
+    Runtime complexity: O(1)
+
+    >>> snapshot_clock(5, []), snapshot_clock(None, [])
+    (5, None)
+    """
+    if clock is not None:
+        return clock
+    return int(snaps[0].header.get("ledger_ms", 0)) if snaps else None
 
 
 def remove_stray_files(directory: str) -> None:
