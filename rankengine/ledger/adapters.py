@@ -56,6 +56,7 @@ from rankengine.timed.decay import DecayedLeaderboard
 from rankengine.timed.lazy import Unloaded
 from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.state import (
+    DecayedBatch,
     check_decayed_write,
     decayed_state,
     open_until,
@@ -105,6 +106,9 @@ _TYPE: Final = ("type",)
 #: The key under which a batch's simulation keeps what a trending view
 #: counts (the batch's earlier increments).
 _COUNTED: Final = ("counted",)
+#: The key under which a batch's simulation keeps a decayed view's
+#: :class:`~rankengine.timed.state.DecayedBatch`.
+_DECAYED: Final = ("decayed",)
 
 
 def _settings(options: dict[str, Any]) -> dict[str, Any]:
@@ -439,7 +443,15 @@ class DecayedAdapter(Adapter):
             raise ValueError("a decayed view takes no when= (its scores fade)")
         board = self.board.board
         _check_board_write(board, _plain(event), sim)  # the member's type and presence
-        if event.op in ("incr", "set"):
+        # the batch's earlier writes to this board, as they will be made
+        # (their sums and re-bases: a write checked alone may pass and then
+        # overflow on the score the batch's earlier writes leave)
+        batch = sim.get(_DECAYED)
+        if batch is None:
+            batch = sim[_DECAYED] = DecayedBatch(self.board)
+        if event.op == "remove":
+            batch.remove(self.board, event.member)
+        elif event.op in ("incr", "set"):
             check_decayed_write(
                 self.board,
                 event.member,
@@ -447,6 +459,7 @@ class DecayedAdapter(Adapter):
                 event.t_ms / 1000,
                 max(now_ms / 1000, self.clock()),
                 add=event.op == "incr",
+                batch=batch,
             )
 
     def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:

@@ -629,10 +629,11 @@ class DecayedLeaderboard(Uncopyable):
     def _now(self, at: float | None) -> float:
         return _finite(self._clock() if at is None else at, "time")
 
-    def _plan(self, t: float, now: float) -> tuple[float | None, float]:
-        """The base a write at ``t`` needs, when the clock reads ``now``,
-        and the weight ``e^((t - base) / tau)`` of its points there.  The
-        base is None (keep :attr:`t0`) unless ``min(t, now)`` is too far
+    def _plan(self, t: float, now: float, t0: float | None = None) -> tuple[float | None, float]:
+        """The base a write at ``t`` needs, when the clock reads ``now`` (and
+        the base is ``t0``, default :attr:`t0`), and the weight
+        ``e^((t - base) / tau)`` of its points there.  The
+        base is None (keep the base) unless ``min(t, now)`` is too far
         past ``t0`` for the weights to stay small, or the event (stamped
         ahead) would have no finite weight from ``t0``; then it is ``t``, or
         ``now`` for an event stamped ahead (the base never passes the clock:
@@ -650,18 +651,18 @@ class DecayedLeaderboard(Uncopyable):
         ((100.0, 1.0), 100.0)
         """
         base: float | None = None
+        t0 = self._t0 if t0 is None else t0
         target = float(min(t, now))  # what rebase(target) makes t0
         # Due when the target is far past t0.  An event stamped ahead is due
         # only then too (a base that cannot pass now cannot shrink its
         # weight much: re-basing to a now a little past t0 on each of its
         # writes would cost O(N log N) a write), or when its weight from t0
         # would not be a double, where the move to now is what it needs.
-        if target > self._t0 and (
-            (target - self._t0) / self._tau > self._rebase_after
-            or (t - self._t0) / self._tau > _EXP_SAFE
+        if target > t0 and (
+            (target - t0) / self._tau > self._rebase_after or (t - t0) / self._tau > _EXP_SAFE
         ):
             base = target
-        x = (t - (self._t0 if base is None else base)) / self._tau
+        x = (t - (t0 if base is None else base)) / self._tau
         if x > _EXP_SAFE:
             raise OverflowError(
                 f"an event at t={t} is {x:.6g} time constants ahead of the board's base: "
@@ -682,9 +683,11 @@ class DecayedLeaderboard(Uncopyable):
             return 0.0
         return _number(stored) if new_t0 is None else self._decayed(stored, new_t0)
 
-    def _decayed(self, stored: object, now: float) -> float:
+    def _decayed(self, stored: object, now: float, t0: float | None = None) -> float:
+        """A ``stored`` score's value at ``now``, stored against base ``t0``
+        (default :attr:`t0`)."""
         stored = _number(stored)
-        x = (now - self._t0) / self._tau
+        x = (now - (self._t0 if t0 is None else t0)) / self._tau
         if -_EXP_SAFE <= x <= _EXP_SAFE:
             return stored * math.exp(-x)
         if stored == 0:

@@ -42,6 +42,7 @@ from rankengine.timed.periodic import PeriodicLeaderboard
 from rankengine.timed.window import SlidingWindowLeaderboard
 
 __all__ = [
+    "DecayedBatch",
     "check_decayed_write",
     "decayed_state",
     "held_period_board",
@@ -262,19 +263,89 @@ def restore_decayed(
         board._board = stored
 
 
+class DecayedBatch:
+    """What the writes of a batch checked so far will do to a decayed board,
+    so that each write of the batch is checked after the ones before it
+    (:func:`check_decayed_write`): the bases their re-bases move to, in
+    order, and each member they write, with its stored score (None:
+    removed) and the index in ``bases`` of the base it is stored against.
+    The board is not touched.
+
+    Runtime complexity: O(1) a write, O(R) to bring a score through the R
+    re-bases of the batch (at most a few: a re-base is due only once the
+    events move many time constants on)
+
+    >>> board = DecayedLeaderboard(tau=10.0, t0=0.0, clock=lambda: 0.0)
+    >>> batch = DecayedBatch(board)
+    >>> check_decayed_write(board, "ann", 1e308, 0.0, 0.0, add=True, batch=batch)
+    >>> check_decayed_write(board, "ann", 1e308, 0.0, 0.0, add=True, batch=batch)
+    Traceback (most recent call last):
+    ...
+    OverflowError: the stored score of 'ann' would be inf: ...
+    >>> batch.remove(board, "ann")
+    >>> check_decayed_write(board, "ann", 1e308, 0.0, 0.0, add=True, batch=batch)
+    >>> len(board)
+    0
+    """
+
+    __slots__ = ("bases", "stored")
+
+    def __init__(self, board: DecayedLeaderboard) -> None:
+        with board._lock:
+            self.bases: list[float] = [board._t0]
+        self.stored: dict[Any, tuple[float | None, int]] = {}
+
+    def stored_at(self, board: DecayedLeaderboard, member: Any, new_t0: float | None) -> float:
+        """``member``'s stored score (0.0 if absent) after the batch's
+        writes so far and a re-base to ``new_t0`` (None: none), each
+        re-base computed as :meth:`DecayedLeaderboard.rebase` computes it."""
+        stored: float | None
+        if member in self.stored:
+            stored, at = self.stored[member]
+        else:
+            held = board._board.score(member)
+            stored, at = (None if held is None else float(held)), 0
+        if stored is None:
+            return 0.0
+        bases = self.bases if new_t0 is None else [*self.bases, new_t0]
+        for i in range(at, len(bases) - 1):
+            stored = board._decayed(stored, bases[i + 1], bases[i])
+        return stored
+
+    def remove(self, board: DecayedLeaderboard, member: Any) -> None:
+        """Note that the batch removes ``member``."""
+        self.stored[board._board._check_member(member)] = (None, len(self.bases) - 1)
+
+
 def check_decayed_write(
-    board: DecayedLeaderboard, member: Any, points: Any, t: float, now: float, *, add: bool
+    board: DecayedLeaderboard,
+    member: Any,
+    points: Any,
+    t: float,
+    now: float,
+    *,
+    add: bool,
+    batch: DecayedBatch | None = None,
 ) -> None:
     """Raise what ``board.add(member, points, t=t)`` (``add``) or
     ``board.set(member, points, t=t)`` would raise with the clock at
-    ``now``, changing nothing (no re-base).
+    ``now``, changing nothing (no re-base).  With ``batch``, after the
+    batch's writes checked before it (whose effect it simulates), and
+    noting this write's effect there.
 
-    Runtime complexity: O(1)
+    Runtime complexity: O(1) (plus the batch's re-bases, see :class:`DecayedBatch`)
     """
     with board._lock:
-        board._board._check_member(member)
+        member = board._board._check_member(member)
         check_points(points, member)
-        new_t0, weight = board._plan(t, now)
+        if batch is None:
+            batch = DecayedBatch(board)
+        new_t0, weight = board._plan(t, now, batch.bases[-1])
         delta = points * weight
-        base = board._stored_at(member, new_t0) if add else 0.0
-        check_sum(base + delta, member)
+        if add:
+            stored = check_sum(batch.stored_at(board, member, new_t0) + delta, member)
+        else:
+            stored = check_sum(delta, member)
+        if new_t0 is not None:
+            batch.bases.append(new_t0)
+        batch.stored[member] = (stored, len(batch.bases) - 1)
