@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from rankengine import DecayedLeaderboard, Ledger
@@ -168,11 +168,13 @@ def test_a_batch_is_refused_exactly_when_a_write_of_it_would_raise(
             try:
                 ledger.record_many(items)
             except (ValueError, OverflowError):
+                event("a batch refused")
                 assert want is None, (events, want)
                 assert not ledger.closed
                 assert views_state(ledger) == before
                 continue
             assert want is not None, events
+            event("a batch taken" + (" (re-based)" if want[1] != before[4] else ""))
             taken += events
             assert (ledger["hot"].board.items(), ledger["hot"].t0) == want
             ledger._check()

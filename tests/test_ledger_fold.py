@@ -12,8 +12,9 @@ views start from a snapshot) are recorded, the ledger is reopened through
 the fold and through the event-by-event replay, and every view must agree
 -- members, scores with their types, tie clocks, metadata, the boards'
 clocks, keyed boards and their order, periods, the views' clocks and seqs
--- and pass ``_check()``; ``rebuild_view`` must then rebuild each to the
-same state.
+-- with each other and with the ledger before it was closed, and pass
+``_check()``; ``rebuild_view`` must then rebuild each to the same state.
+An event a view refuses must change nothing and leave the ledger open.
 """
 
 from __future__ import annotations
