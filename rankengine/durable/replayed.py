@@ -236,11 +236,13 @@ def main() -> int:
     config["backend"] = CHILD_BACKEND
     board = Leaderboard(**config)
     progress: Callable[[str, int, int], None] = lambda *_: orphaned()  # noqa: E731
-    loaded = load_board(board, directory, manifest, progress=progress, adopt=False)
-    if loaded.last_seq != seq or loaded.torn is not None:
-        end = f"a torn record ({loaded.torn.reason})" if loaded.torn else f"seq {loaded.last_seq}"
-        print(f"the log up to the switch ends at {end}, not at seq {seq}", file=sys.stderr)
-        return 1
+    if seq:  # (seq 0: a new board's snapshot, of no record: empty)
+        loaded = load_board(board, directory, manifest, progress=progress, adopt=False)
+        if loaded.last_seq != seq or loaded.torn is not None:
+            torn = loaded.torn
+            end = f"a torn record ({torn.reason})" if torn else f"seq {loaded.last_seq}"
+            print(f"the log up to the switch ends at {end}, not at seq {seq}", file=sys.stderr)
+            return 1
     orphaned()
     write_snapshot_columns(str(job["part"]), header, board._export_columns(), pause=orphaned)
     orphaned()
