@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from rankengine import Leaderboard
 from rankengine.durable import board as board_module
+from rankengine.durable import replayed
 from rankengine.durable.manifest import read_manifest
 from rankengine.durable.records import CRASH_ENV
 from rankengine.durable.replayed import ReplayJob, ReplaySnapshotError, replay_snapshot
@@ -277,12 +278,33 @@ def test_without_an_interpreter_the_option_means_slices(
     def no_child(*args: Any) -> int:
         raise AssertionError("a child started where none can be")
 
-    monkeypatch.setattr(board_module, "REPLAY_AVAILABLE", False)
+    monkeypatch.setattr(replayed, "REPLAY_AVAILABLE", False)
     monkeypatch.setattr(board_module, "replay_snapshot", no_child)
     with Leaderboard.open(tmp_path, fsync="never", snapshot_mode="replay") as board:
         fill(board, 2_000)
         seq = board.compact()
         live = state(board)
+    assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
+    assert reopened(tmp_path) == live
+
+
+@pytest.mark.parametrize("members", [50, 5])
+def test_the_default_replays_a_large_board_and_slices_a_small_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, members: int
+) -> None:
+    replays: list[int] = []
+
+    def counted(job: ReplayJob) -> int:
+        replays.append(job.header["seq"])
+        return replay_snapshot(job)
+
+    monkeypatch.setattr(replayed, "AUTO_REPLAY_MEMBERS", 10)
+    monkeypatch.setattr(board_module, "replay_snapshot", counted)
+    with Leaderboard.open(tmp_path, fsync="never", compact_min_bytes=None) as board:
+        board.set_many({f"m{i}": i for i in range(members)})
+        seq = board.compact()
+        live = state(board)
+    assert replays == ([seq] if members >= 10 else [])
     assert read_manifest(str(tmp_path)).snapshots[-1][1] == seq
     assert reopened(tmp_path) == live
 
