@@ -636,7 +636,9 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         file, fsync, rename, directory fsync); replace the manifest with one
         naming the snapshot; only then remove the older segments and
         snapshots (kept with ``retain_log=True``).  Writes continue while
-        the snapshot is written.
+        the snapshot is written.  That is ``snapshot_mode="slices"``; with
+        "replay" (the default's for a large board) a fresh process rebuilds
+        the snapshot from the log instead (durable/replayed.py).
 
         Runtime complexity: O(N)
 
