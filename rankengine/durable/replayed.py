@@ -248,10 +248,11 @@ def _background() -> None:
     else to run; measured at half the saturation rate on a loaded 2-core
     machine, a child at ``nice`` 10 still made the serving process fall
     behind by 1.3 s), else the lowest ``nice``."""
-    with contextlib.suppress(OSError):
-        os.nice(CHILD_NICE)
+    if hasattr(os, "nice"):  # (POSIX only)
+        with contextlib.suppress(OSError):
+            os.nice(CHILD_NICE)
     idle = getattr(os, "SCHED_IDLE", None)
-    if idle is not None:
+    if idle is not None:  # (Linux)
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, idle, os.sched_param(0))
 
