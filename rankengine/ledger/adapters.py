@@ -259,7 +259,7 @@ class PeriodicAdapter(Adapter):
 
     def _make(self) -> Any:
         o = self.options
-        return PeriodicLeaderboard(
+        periodic = PeriodicLeaderboard(
             calendar(o["calendar"]),
             keep=o.get("keep", 1),
             grace=o.get("grace", 0.0),
@@ -267,6 +267,13 @@ class PeriodicAdapter(Adapter):
             clock=self.clock,
             **_settings(o),
         )
+        # A period's board is made by the events the view takes, not by a
+        # read: the ledger's clock moves with events other views take (and
+        # stays where a forgotten member's last event put it), so a read
+        # that made the current period's board would leave state no replay
+        # of the events makes, and a reopened ledger would not hold it.
+        periodic._advance_makes_current = False
+        return periodic
 
     def _periodic(self) -> PeriodicLeaderboard:
         return self.board  # type: ignore[no-any-return]

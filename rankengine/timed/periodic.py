@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
+from rankengine.board.checks import check_flag
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.board.routing import routed
@@ -190,6 +191,10 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         "it runs on a clock and callbacks and may own a directory; copy a period's "
         "standings instead: board.board().copy() (or board.board(period).copy())"
     )
+    #: False for a ledger's view (rankengine.ledger.adapters): advancing
+    #: does not make the current period's board, only a write does, so a
+    #: read never makes a period that a replay of the events would not.
+    _advance_makes_current = True
 
     def __init__(
         self,
@@ -304,7 +309,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         return self._calendar.period_of(t)
 
     def periods(self) -> list[Period]:
-        """Periods held in memory, oldest first (the current one last).
+        """Periods held in memory, oldest first (the current one last; a
+        ledger's view holds it once an event of the view reached it).
 
         Runtime complexity: O(P log P) for P periods held
         """
@@ -476,6 +482,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         *,
         fsync: FsyncPolicy = "everysec",
         clock: Callable[[], float] = time.time,
+        preload: bool = False,
         **options: Any,
     ) -> PeriodicLeaderboard:
         """Open (or create) a durable periodic board in directory ``path``.
@@ -507,9 +514,16 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         the files prove was reached (a held period's start, a closed or
         archived period's ``end + grace``), so a closed period stays closed
         even if the new process's clock reads earlier.
+
+        ``preload``: on a ledger with one periodic view (see
+        :mod:`rankengine.ledger.timeview`), load its closed periods on a
+        background thread once open, as ``Ledger.open(path, preload=True)``
+        does (default False: each loads on its first read); this layout
+        loads every period at the open, so there it changes nothing.
         """
         check_fsync(fsync)  # before anything is created or locked
-        given = dict(options, calendar=cal, clock=clock, fsync=fsync)
+        check_flag(preload, "preload")
+        given = dict(options, calendar=cal, clock=clock, fsync=fsync, preload=preload)
         if (view := as_ledger_view(path, "periodic", given)) is not None:  # a one-view ledger
             return view  # type: ignore[no-any-return]
         # the store makes the period boards and keeps the archive under
@@ -672,7 +686,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         self._now = now
         if self._shut or self._closing:
             return now
-        self._ensure(current)
+        if self._advance_makes_current:
+            self._ensure(current)
         for period in sorted(self._periods.values(), key=lambda p: p.start):
             if period.name not in self._closed and now >= period.end + self._grace:
                 if self._on_close is not None:
@@ -796,7 +811,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
             # (-inf horizon: just reopened, the first call advances; close() stops advancing)
             if self._now > -math.inf and self._horizon > -math.inf and not self._shut:
                 current = self._calendar.period_of(self._now)
-                assert current.name in self._periods, "current period not held"
+                held = current.name in self._periods or not self._advance_makes_current
+                assert held, "current period not held"
                 oldest = self._oldest_kept(current)
                 # a close callback that raised stops the advance before the
                 # drops: until its retry, a period is due and not closed,
