@@ -608,6 +608,9 @@ def _open_decayed(directory: str, options: dict[str, Any]) -> LedgerDecayed:
     fsync = options.pop("fsync", "everysec")
     half_life, tau = options.pop("half_life", None), options.pop("tau", None)
     options.pop("rebase_after", None)
+    for name in options:  # (as a periodic view's open: an unknown option is refused)
+        if name not in _VIEW_OPTIONS:
+            raise TypeError(f"a decayed view of a ledger takes no {name}= (see docs/ledger.md)")
     ledger = Ledger.open(directory, fsync=fsync, create=False, now=lambda: int(clock() * 1000))
     try:
         found = {name: ledger._views[name].kind for name in ledger.views}
