@@ -392,7 +392,7 @@ def test_the_periodic_face_preloads_now_or_not_at_all_by_default(tmp_path: Path)
     with PeriodicLeaderboard.open(tmp_path, "daily", clock=lambda: now, fsync="never") as face:
         assert face.preloader is None  # the default, as Ledger.open's: each loads on first read
         assert len(face.unloaded()) == 3
-        assert face.preload() is None
+        assert face.ledger.preload() is None
         assert face.unloaded() == [] and face.preloader is None
         face._check()
         assert face_rows(face) == rows
@@ -432,7 +432,7 @@ def test_the_periodic_face_reads_a_period_the_preload_is_loading(tmp_path: Path)
             return real(path)
 
         waiting.load_from = load
-        preloader = face.preload(background=True)
+        preloader = face.ledger.preload(background=True)
         assert preloader is not None and preloader is face.preloader and started.wait(60)
         assert face.items(period=names[1]) == rows[names[1]]  # another period: loads itself
         assert face.incr("late-comer", 2) == 2  # the open period takes writes

@@ -20,8 +20,8 @@ to the ledger instead); dropped periods are not archived.  As on any
 ledger, the open leaves closed periods unloaded until their first read;
 ``PeriodicLeaderboard.open(..., preload=True)`` loads them on a background
 thread once open (:attr:`LedgerPeriodic.preloader`), and
-:meth:`LedgerPeriodic.preload` loads them now (the ledger's
-:meth:`~rankengine.ledger.ledger.Ledger.preload`).
+``face.ledger.preload()`` loads them now
+(:meth:`~rankengine.ledger.ledger.Ledger.preload`).
 
 >>> import tempfile
 >>> from rankengine import Ledger, PeriodicLeaderboard
@@ -132,19 +132,10 @@ class LedgerPeriodic(_Face):
     def __repr__(self) -> str:
         return f"LedgerPeriodic({self.ledger.path!r}, view={self.view!r})"
 
-    def preload(self, *, background: bool = False) -> Preloader | None:
-        """Load the closed periods the open left unloaded (the ledger's
-        :meth:`~rankengine.ledger.ledger.Ledger.preload`): now, or on a
-        daemon thread (``background=True``, kept in :attr:`preloader`).
-
-        Runtime complexity: O(N) for the N members of the unloaded periods
-        """
-        return self.ledger.preload(background=background)
-
     @property
     def preloader(self) -> Preloader | None:
         """The background preload (``open(..., preload=True)`` or
-        :meth:`preload`), if one was started."""
+        ``face.ledger.preload(background=True)``), if one was started."""
         return self.ledger.preloader
 
     # ------------------------------------------------------------------

@@ -191,10 +191,13 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         "it runs on a clock and callbacks and may own a directory; copy a period's "
         "standings instead: board.board().copy() (or board.board(period).copy())"
     )
-    #: False for a ledger's view (rankengine.ledger.adapters): advancing
-    #: does not make the current period's board, only a write does, so a
-    #: read never makes a period that a replay of the events would not.
+    #: False in a ledger's view between its events (ledger/adapters.py): a
+    #: read does not make the current period's board (a replay would not).
     _advance_makes_current = True
+    #: While it is not made, the horizon is "now" (the next event's advance
+    #: makes it; a write never skips routing) and reads before this time
+    #: have nothing to do.
+    _unmade_end = -math.inf
 
     def __init__(
         self,
@@ -310,7 +313,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
 
     def periods(self) -> list[Period]:
         """Periods held in memory, oldest first (the current one last; a
-        ledger's view holds it once an event of the view reached it).
+        ledger's view holds it once one of its events reached it).
 
         Runtime complexity: O(P log P) for P periods held
         """
@@ -515,11 +518,10 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         archived period's ``end + grace``), so a closed period stays closed
         even if the new process's clock reads earlier.
 
-        ``preload``: on a ledger with one periodic view (see
-        :mod:`rankengine.ledger.timeview`), load its closed periods on a
-        background thread once open, as ``Ledger.open(path, preload=True)``
-        does (default False: each loads on its first read); this layout
-        loads every period at the open, so there it changes nothing.
+        ``preload``: on a one-view ledger (:mod:`rankengine.ledger.timeview`),
+        load its closed periods on a background thread once open, as
+        ``Ledger.open(path, preload=True)`` does (default False: each loads
+        on first read); this layout loads every period at the open.
         """
         check_fsync(fsync)  # before anything is created or locked
         check_flag(preload, "preload")
@@ -679,6 +681,9 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         if now < self._horizon:  # within the current period: a time the calendar holds
             self._now = now
             return now
+        if now < self._unmade_end and not self._advance_makes_current:
+            self._now = now  # (a read, the current period not made: nothing is due yet)
+            return now
         # before "now" moves: a reading beyond the calendar's range raises
         # here and changes nothing, instead of leaving a "now" that every
         # later call would fail on
@@ -688,6 +693,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
             return now
         if self._advance_makes_current:
             self._ensure(current)
+            self._unmade_end = -math.inf
         for period in sorted(self._periods.values(), key=lambda p: p.start):
             if period.name not in self._closed and now >= period.end + self._grace:
                 if self._on_close is not None:
@@ -719,6 +725,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
             [current.end]
             + [p.end + self._grace for n, p in self._periods.items() if n not in self._closed]
         )
+        if current.name not in self._periods:  # (not made: see _unmade_end)
+            self._horizon, self._unmade_end = now, self._horizon
         return now
 
     def _ensure(self, period: Period) -> Leaderboard:
