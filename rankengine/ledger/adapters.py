@@ -259,7 +259,7 @@ class PeriodicAdapter(Adapter):
 
     def _make(self) -> Any:
         o = self.options
-        return PeriodicLeaderboard(
+        periodic = PeriodicLeaderboard(
             calendar(o["calendar"]),
             keep=o.get("keep", 1),
             grace=o.get("grace", 0.0),
@@ -267,6 +267,15 @@ class PeriodicAdapter(Adapter):
             clock=self.clock,
             **_settings(o),
         )
+        # A period's board is made by the events the view takes (each moves
+        # its time, making the current period's board as a periodic board
+        # fed directly does: apply), never by a read: the ledger's clock
+        # moves with events other views take (and stays where a forgotten
+        # member's last event put it), so a read that made the current
+        # period's board would leave state no replay of the events makes,
+        # and a reopened ledger would not hold it.
+        periodic._advance_makes_current = False
+        return periodic
 
     def _periodic(self) -> PeriodicLeaderboard:
         return self.board  # type: ignore[no-any-return]
@@ -309,6 +318,15 @@ class PeriodicAdapter(Adapter):
 
     def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
         periodic = self._periodic()
+        reads_only = not periodic._advance_makes_current
+        periodic._advance_makes_current = True  # (an event's advance makes the current board)
+        try:
+            return self._apply(periodic, event, ranks)
+        finally:
+            if reads_only:
+                periodic._advance_makes_current = False
+
+    def _apply(self, periodic: Any, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
         member, op, t = event.member, event.op, event.t_ms / 1000
         if op == "incr" and not ranks:  # the hot path: the board routes it itself
             return periodic.incr(member, event.value, t=t, when=event.when), None, None
