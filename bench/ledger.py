@@ -90,6 +90,18 @@ threads,async,lag,open --ledger-ref main`` (load average 4.3-5.2)::
     ledger / separate 1.86x, 1.90x (this tree), 1.77x, 1.80x (f1b4bb9;
     target 2); this tree's ledger / main's 1.26x, 1.19x
 
+After the third round (direct board writes, one generated function per
+event, the sorted list's insert; ``docs/ledger.md``), the same command,
+two runs (load average 4.8-5.8 and 6.1-7.3)::
+
+    ledger           median 0.355 s, 0.409 s
+    memory           median 0.486 s, 0.447 s
+    separate@f1b4bb9 median 0.705 s, 0.823 s
+    ledger@main      median 0.468 s, 0.471 s
+    ledger / memory 1.37x, 1.09x; ledger+ranks / memory 0.71x, 0.66x;
+    ledger / separate 2.04x, 1.90x (this tree), 1.98x, 2.01x (f1b4bb9;
+    target 2); this tree's ledger / main's 1.32x, 1.15x
+
 Two earlier runs of the same command (load 6.5-9.5, before ``ranks=True``
 took the fast path): ledger / memory 0.91x and 1.17x, ledger / separate
 1.48x and 1.78x (f1b4bb9), 1.47x and 1.70x (this tree), open 2.22x and
