@@ -102,6 +102,16 @@ two runs (load average 4.8-5.8 and 6.1-7.3)::
     ledger / separate 2.04x, 1.90x (this tree), 1.98x, 2.01x (f1b4bb9;
     target 2); this tree's ledger / main's 1.32x, 1.15x
 
+and with the sorted list's insert updating its positional tree inline,
+three runs of ``--ledger-ref 7ab4c5b`` (the code before the round; the
+third with ``--repeats 5``; load average 2.8-3.4)::
+
+    ledger           median 0.389 s, 0.482 s, 0.412 s
+    separate@f1b4bb9 median 0.911 s, 1.020 s, 0.915 s
+    ledger@7ab4c5b   median 0.450 s, 0.454 s, 0.582 s
+    ledger / separate 2.34x, 2.12x, 2.22x (f1b4bb9; target 2);
+    ledger / memory 1.31x, 1.41x, 1.52x
+
 Two earlier runs of the same command (load 6.5-9.5, before ``ranks=True``
 took the fast path): ledger / memory 0.91x and 1.17x, ledger / separate
 1.48x and 1.78x (f1b4bb9), 1.47x and 1.70x (this tree), open 2.22x and
