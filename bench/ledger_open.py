@@ -25,7 +25,18 @@ Each open runs in a fresh process (this tree's ``rankengine`` and the
 ``--baseline`` ref's, read with ``git archive``), one warm-up each, then
 ``--repeats`` rounds taking turns (interleaved, for a shared machine).
 The figure is CPU time (``time.process_time()``), the steadier one on a
-loaded machine; the ratio is the ledger's median over the board's.
+loaded machine; the ratio is the ledger's median over the board's.  With
+a baseline, each round's open of this tree over the baseline's (run back
+to back) is also printed, for the ledger and the board: its median moves
+less with the load than the medians do.
+
+``--breakdown`` also opens the ledger ``--repeats`` times with this tree
+and times where each open's CPU goes: per view, reading and checking its
+snapshot files, building each loaded board's member -> score map (one
+``dict(zip())``, built by the bench before the board's load and handed to
+it: the same work, timed apart), and the rest of the load (the order
+check, the tie map, the index); then the ledger's other work.  The
+minimum of each part over the rounds is printed.
 """
 
 from __future__ import annotations
@@ -115,6 +126,72 @@ def open_once(tree: str, directory: Path, what: str) -> float:
     return float(json.loads(done.stdout)["cpu"])
 
 
+#: One ledger open timed by parts (``--breakdown``), in a fresh interpreter.
+_BREAKDOWN = """
+import gc, json, sys, time
+from collections import defaultdict
+sys.path.insert(0, sys.argv[1])
+from rankengine import Ledger
+from rankengine.board import bulk
+from rankengine.ledger import front, storage
+assert front.__file__.startswith(sys.argv[1]), front.__file__
+parts = defaultdict(float)
+where = ["?"]
+extra = [0.0]
+read_parts = storage.LedgerFiles.read_parts
+def timed_read(self, view, *args, **kwargs):
+    where[0] = view
+    cpu = time.process_time()
+    try:
+        return read_parts(self, view, *args, **kwargs)
+    finally:
+        parts[view + ": read and check its snapshot files"] += time.process_time() - cpu
+restore = bulk.BulkLoad._restore_columns
+def timed_restore(self, members, scores, clocks, metas, clock, *, by_member=None, negated=False):
+    cpu = time.process_time()
+    if by_member is None and self._codec.columns is None:
+        listed = scores.tolist() if hasattr(scores, "tolist") else scores
+        extra[0] += time.process_time() - cpu  # (the load makes this list again)
+        cpu = time.process_time()
+        by_member = dict(zip(members, listed, strict=True))
+        parts[where[0] + ": member map, dict(zip())"] += time.process_time() - cpu
+        cpu = time.process_time()
+    try:
+        return restore(self, members, scores, clocks, metas, clock, by_member=by_member,
+                       negated=negated)
+    finally:
+        parts[where[0] + ": rest of the board's load"] += time.process_time() - cpu
+storage.LedgerFiles.read_parts = timed_read
+bulk.BulkLoad._restore_columns = timed_restore
+gc.collect()
+cpu = time.process_time()
+opened = Ledger.open(sys.argv[2], compact_min_bytes=None)
+cpu = time.process_time() - cpu - extra[0]
+opened.close()
+parts["the ledger's other work"] = cpu - sum(parts.values())
+parts["total"] = cpu
+print(json.dumps(parts))
+"""
+
+
+def breakdown(tree: str, directory: Path, repeats: int) -> None:
+    """Print where a ledger open's CPU goes (min over ``repeats`` opens)."""
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        done = subprocess.run(
+            [sys.executable, "-c", _BREAKDOWN, tree, str(directory)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": tree},
+        )
+        for part, cpu in json.loads(done.stdout).items():
+            best[part] = min(cpu, best.get(part, cpu))
+    print(f"where the ledger's open goes (this tree, min of {repeats}, CPU):")
+    for part, cpu in best.items():
+        print(f"  {part:<52} {cpu:6.3f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-n", type=int, default=200_000, help="members")
@@ -126,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="keep the fixtures in this directory and reuse them when they are there "
         "(one per -n and --case; default: written to a temporary directory each run)",
+    )
+    p.add_argument(
+        "--breakdown", action="store_true", help="also time the ledger open's parts (this tree)"
     )
     args = p.parse_args(argv)
     print(
@@ -160,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeats):
             for label, tree, directory, what in steps:
                 runs[label].append(open_once(tree, directory, what))
+        if args.breakdown:
+            breakdown(str(ROOT), ledger_dir, args.repeats)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     medians: dict[str, Any] = {}
@@ -172,6 +254,19 @@ def main(argv: list[str] | None = None) -> int:
     for name in trees:
         ratio = medians[f"{name} ledger"] / medians[f"{name} board"]
         print(f"  {name}: ledger open / board open {ratio:.2f}x (target <= 2)")
+    if len(trees) == 2:
+        # Paired: each round's two opens ran back to back, so their ratio
+        # moves less with the machine's load than either median does.
+        old = next(iter(trees))
+        for what in ("ledger", "board"):
+            paired = [
+                new / before
+                for new, before in zip(runs[f"new {what}"], runs[f"{old} {what}"], strict=True)
+            ]
+            print(
+                f"  {what}: new / old per round: median {statistics.median(paired):.3f} "
+                f"(min {min(paired):.3f}, max {max(paired):.3f})"
+            )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

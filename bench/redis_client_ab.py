@@ -15,11 +15,15 @@ scores) and then the same number of board calls (``Leaderboard.connect``,
 the defaults), ``--rounds`` times, and prints the median ratio
 raw time / board time: the board's calls per second as a fraction of raw
 redis-py's.  The members are random, so most ranks are of members the
-handle has not seen.
+handle has not seen (two round trips each: see docs/redis.md); ``rank
+seen`` ranks members of a set of ``SEEN`` that each handle has read once
+before the rounds, as an app server ranks the players it serves (one
+``ZREVRANK`` each), alone and 100 per pipeline.
 
 ``--other PACKAGE`` times a second version in the same process, its chunks
-interleaved with the others' (raw, other, this, raw again: the raw time is
-the mean of its two chunks), and prints both ratios: the load of a shared
+interleaved with the others' (raw, other, this, raw again, the two
+versions swapping places every round: the raw time is the mean of its two
+chunks), and prints both ratios: the load of a shared
 machine drifts between processes far more than between chunks.  The other
 version is a copy of its ``rankengine`` package under another name, e.g.::
 
@@ -49,6 +53,9 @@ from typing import Any
 PIPELINE = 100
 #: Members per ZADD / set_many when filling.
 FILL_CHUNK = 5000
+#: Members the ``rank seen`` operation ranks (below the handle's table of
+#: elements seen, 10,000).
+SEEN = 2000
 
 
 def main() -> None:
@@ -86,8 +93,13 @@ def main() -> None:
         r.zadd(plain, chunk)
     picks = iter([members[rng.randrange(opts.size)] for _ in range(10**6)])
 
+    seen = [members[rng.randrange(opts.size)] for _ in range(SEEN)]
+
     def take(n: int) -> list[str]:
         return [next(picks) for _ in range(n)]
+
+    def take_seen(n: int) -> list[str]:
+        return [seen[rng.randrange(SEEN)] for _ in range(n)]
 
     def piped(queue: Callable[[Any, str], None]) -> Callable[[list[str]], None]:
         def run(chunk: list[str]) -> None:
@@ -113,12 +125,22 @@ def main() -> None:
             lambda b: lambda ms: [b.rank(m) for m in ms] and None,
             200,
         ),
+        "rank seen": (
+            lambda ms: [r.zrevrank(plain, m) for m in ms] and None,
+            lambda b: lambda ms: [b.rank(m) for m in ms] and None,
+            200,
+        ),
         "incr": (
             lambda ms: [r.zincrby(plain, 1, m) for m in ms] and None,
             lambda b: lambda ms: [b.incr(m, 1) for m in ms] and None,
             200,
         ),
         "rank pipelined": (
+            piped(lambda p, m: p.zrevrank(plain, m)),
+            lambda b: board_piped(b, lambda p, m: p.rank(m)),
+            10 * PIPELINE,
+        ),
+        "rank seen pipelined": (
             piped(lambda p, m: p.zrevrank(plain, m)),
             lambda b: board_piped(b, lambda p, m: p.rank(m)),
             10 * PIPELINE,
@@ -133,16 +155,25 @@ def main() -> None:
     for name, (raw, make, calls) in ops.items():
         step = PIPELINE if "pipelined" in name else calls
         runs = {label: make(b) for label, b in boards.items()}
-        # raw, (other,) this, raw again: the raw time is the mean of its two
-        order = ["raw", *(["other"] if "other" in runs else []), "this", "raw"]
+        # raw, (other,) this, raw again: the raw time is the mean of its two;
+        # the two versions swap places every round (the one timed next to
+        # the second raw chunk read up to 0.15 higher with the same code)
+        versions = ["other", "this"] if "other" in runs else ["this"]
         runs["raw"] = raw
         ratios: dict[str, list[float]] = {label: [] for label in boards}
-        for _ in range(opts.rounds):
+        draw = take
+        if name.startswith("rank seen"):  # each handle reads them once first
+            for b in boards.values():
+                for m in seen:
+                    b.rank(m)
+            draw = take_seen
+        for round_number in range(opts.rounds):
             took: dict[str, float] = {}
-            for label in order:
+            placed = versions if round_number % 2 == 0 else versions[::-1]
+            for label in ["raw", *placed, "raw"]:
                 t0 = time.perf_counter()
                 for _ in range(calls // step):
-                    runs[label](take(step))
+                    runs[label](draw(step))
                 took[label] = took.get(label, 0.0) + time.perf_counter() - t0
             raw_time = took["raw"] / 2
             for label in boards:

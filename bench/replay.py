@@ -11,6 +11,14 @@ The case of issue 20: a board that has logged ``--records`` increments over
 compaction) is opened, which replays every record into an empty board.
 The log is written once, by this tree (the format is the same in both).
 
+``--kind ledger``: the same increments recorded into a one-view ledger
+(``open_board(path, format="ledger")``, each ``incr`` one event), reopened
+with ``open_board(path)``; ``--kind ledger-four``: into a ledger with the
+four views of ``bench/ledger.py`` (all-time, weekly, daily, trending; one
+event a minute of event time from a Monday, as there), reopened with
+``Ledger.open(path)``.  A ledger's replay folds the plain boards' events
+(:mod:`rankengine.ledger.fold`); the other views take them one by one.
+
 Each open runs in a fresh process, so that the two versions share nothing:
 this tree's ``rankengine`` and the ``--baseline`` ref's (read with ``git
 archive`` into a temporary directory).  After one warm-up open each, the
@@ -59,25 +67,54 @@ def children():
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 wall, cpu, kids = time.perf_counter(), time.process_time(), children()
-board = DurableLeaderboard(sys.argv[2], backend=sys.argv[3])
+kind = sys.argv[4]
+if kind == "board":
+    board = DurableLeaderboard(sys.argv[2], backend=sys.argv[3])
+elif kind == "ledger":
+    board = rankengine.open_board(sys.argv[2], backend=sys.argv[3])
+else:
+    board = rankengine.Ledger.open(sys.argv[2])
 cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
 kids = children() - kids
-print(json.dumps({
-    "wall": wall, "cpu": cpu, "cpu_all": cpu + kids, "seq": board.last_seq, "members": len(board)
-}))
+seq = board.ledger.last_seq if kind == "ledger" else board.last_seq
+members = len(board["alltime"]) if kind == "ledger-four" else len(board)
+print(json.dumps({"wall": wall, "cpu": cpu, "cpu_all": cpu + kids, "seq": seq, "members": members}))
 board.close()
 """
+#: The four-view ledger's event times (as bench/ledger.py): from a Monday,
+#: one event a minute.
+T0_MS = 1_799_020_800_000
+STEP_MS = 60_000
 
 
-def write_log(path: str, records: int, players: int, seed: int, backend: str) -> None:
-    """The board's directory: ``records`` increments, no snapshot."""
+def write_log(
+    path: str, records: int, players: int, seed: int, backend: str, *, kind: str = "board"
+) -> None:
+    """The board's or ledger's directory: ``records`` increments, no snapshot."""
     sys.path.insert(0, str(ROOT))
-    from rankengine.durable.board import DurableLeaderboard  # (this tree, on the path now)
+    # (this tree, on the path now)
+    from rankengine import Ledger, open_board
+    from rankengine.durable.board import DurableLeaderboard
 
     rng = random.Random(seed)
-    with DurableLeaderboard(path, fsync="never", compact_min_bytes=None, backend=backend) as b:
+    options: dict[str, Any] = {"fsync": "never", "compact_min_bytes": None}
+    if kind == "ledger-four":
+        with Ledger.open(path, **options) as ledger:
+            ledger.add_view("alltime", backend=backend)
+            ledger.add_view("weekly", "periodic", calendar="weekly", backend=backend)
+            ledger.add_view("daily", "periodic", calendar="daily", backend=backend)
+            ledger.add_view("trending", "topk", k=10)
+            for i in range(records):
+                member, delta = f"player:{rng.randrange(players)}", rng.randint(1, MAX_DELTA)
+                ledger.record(member, delta, t_ms=T0_MS + i * STEP_MS)
+        return
+    if kind == "ledger":
+        board: Any = open_board(path, format="ledger", backend=backend, **options)
+    else:
+        board = DurableLeaderboard(path, backend=backend, **options)
+    with board:
         for _ in range(records):
-            b.incr(f"player:{rng.randrange(players)}", rng.randint(1, MAX_DELTA))
+            board.incr(f"player:{rng.randrange(players)}", rng.randint(1, MAX_DELTA))
 
 
 def export_ref(ref: str, into: str) -> str:
@@ -95,9 +132,11 @@ def export_ref(ref: str, into: str) -> str:
     return tree
 
 
-def open_once(tree: str, directory: str, backend: str, procs: str = "") -> dict[str, Any]:
+def open_once(
+    tree: str, directory: str, backend: str, procs: str = "", kind: str = "board"
+) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", _OPEN, tree, directory, backend],
+        [sys.executable, "-c", _OPEN, tree, directory, backend, kind],
         check=False,
         capture_output=True,
         text=True,
@@ -120,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=20)
     p.add_argument("--backend", default="sortedlist", choices=["sortedlist", "skiplist"])
+    p.add_argument(
+        "--kind",
+        default="board",
+        choices=["board", "ledger", "ledger-four"],
+        help="a durable board's log, a one-view ledger's, or a four-view ledger's",
+    )
     p.add_argument("--baseline", default="main", help="git ref to compare with ('' for none)")
     p.add_argument("--json", metavar="PATH", help="write the figures here")
     p.add_argument(
@@ -130,18 +175,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         directory = os.path.join(tmp, "board")
-        print(f"writing {args.records:,} increments over {args.players:,} players ...")
+        print(
+            f"writing {args.records:,} increments over {args.players:,} players ({args.kind}) ..."
+        )
+        write_log(directory, args.records, args.players, args.seed, args.backend, kind=args.kind)
         load_before = os.getloadavg()[0]
-        write_log(directory, args.records, args.players, args.seed, args.backend)
         trees = {"new": str(ROOT)}
         if args.baseline:
             trees = {f"old ({args.baseline})": export_ref(args.baseline, tmp), **trees}
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
         for tree in trees.values():  # warm-up: the OS cache, the .pyc files
-            open_once(tree, directory, args.backend, args.procs)
+            open_once(tree, directory, args.backend, args.procs, args.kind)
         for _ in range(args.repeats):
             for name, tree in trees.items():
-                run = open_once(tree, directory, args.backend, args.procs)
+                run = open_once(tree, directory, args.backend, args.procs, args.kind)
                 assert run["seq"] == args.records, run
                 runs[name].append(run)
         shutil.rmtree(directory)

@@ -1,5 +1,5 @@
 """Views whose snapshots hold the same rows share what a ledger's open
-decodes (rankengine.durable.snapshot.SharedChunks, Snapshot.same_rows and
+decodes (rankengine.durable.shared_chunks.SharedChunks, Snapshot.same_rows and
 the ledger's _restored_board): each identical chunk is decoded once, and a
 board whose every chunk matches an earlier one copies its member map.  The
 boards stay independent, and the open gives what it gave without sharing.
@@ -14,6 +14,7 @@ import pytest
 
 from rankengine import Ledger
 from rankengine.durable import snapshot
+from rankengine.durable.shared_chunks import SharedChunks
 
 T = 1_798_934_400_000  # 2027-01-03T00:00Z, a Sunday
 
@@ -105,3 +106,25 @@ def test_metadata_is_never_shared_between_views(
         assert states(again) == expected
         assert again["all"]._meta["p3"] == again["eu"]._meta["p3"] == {"n": 3}
         assert again["all"]._meta["p3"] is not again["eu"]._meta["p3"]
+
+
+def test_a_chunk_is_shared_only_when_its_bytes_read_back_are_the_same(tmp_path: Path) -> None:
+    """SharedChunks keeps where a chunk's bytes lie, not the bytes: a new
+    chunk whose length and ends match a kept one is compared with the kept
+    one's bytes read back from its file, so one that differs only in the
+    middle is decoded on its own (and so is one whose kept file is gone)."""
+    ends = b"e" * 64
+    kept = ends + b"middle-1" + ends
+    path = tmp_path / "a.snap"
+    path.write_bytes(b"head" + kept + b"tail")
+    shared = SharedChunks()
+    chunk: list[Any] = [["a"], [1], [1], []]
+    shared.keep((2, None, False, kept), chunk, str(path), 4)
+    assert shared.find((2, None, False, bytes(kept))) is chunk
+    assert shared.find((2, None, False, ends + b"middle-2" + ends)) is None
+    assert shared.find((1, None, False, kept)) is None  # read by another version
+    assert shared.find((2, None, True, kept)) is None  # clocks negated
+    path.write_bytes(b"head" + ends + b"middle-2" + ends + b"tail")
+    assert shared.find((2, None, False, kept)) is None
+    path.unlink()
+    assert shared.find((2, None, False, kept)) is None

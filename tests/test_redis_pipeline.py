@@ -82,21 +82,36 @@ def test_a_pipeline_answers_as_the_calls_one_by_one(
         board.clear()
 
 
+def commands_in(packed: bytes) -> int:
+    """How many commands (arrays of bulk strings) ``packed`` holds."""
+    count = at = 0
+    while at < len(packed):
+        end = packed.index(b"\r\n", at)
+        assert packed[at : at + 1] == b"*", packed[at:end]
+        args, at = int(packed[at + 1 : end]), end + 2
+        for _ in range(args):
+            end = packed.index(b"\r\n", at)
+            at = end + 2 + int(packed[at + 1 : end]) + 2  # $<length>, the bytes, CRLF
+        count += 1
+    return count
+
+
 def test_a_pipeline_is_one_round_trip(redis_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     board = RedisLeaderboard(redis_client, unique_name())
     board.set_many({m: i for i, m in enumerate(MEMBERS)})
-    # Counted on the wire: the commands each packed send carries (a
-    # redis-py pipeline, or the board's own send on a pooled connection,
-    # packs a round trip's commands once).
+    # Counted on the wire: the commands each send carries (a redis-py
+    # pipeline, or the board's own send on a pooled connection, sends a
+    # round trip's commands at once).
     sent: list[int] = []
     connection = redis_client.connection_pool.connection_class
-    real = connection.pack_commands
+    real = connection.send_packed_command
 
-    def counting(self: Any, commands: Any) -> Any:
-        sent.append(len(commands))
-        return real(self, commands)
+    def counting(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        packed = b"".join(command) if isinstance(command, list) else command
+        sent.append(commands_in(packed))
+        return real(self, command, *args, **kwargs)
 
-    monkeypatch.setattr(connection, "pack_commands", counting)
+    monkeypatch.setattr(connection, "send_packed_command", counting)
     with board.pipeline() as p:
         for i in range(30):
             p.incr(MEMBERS[i % 5], 1).rank(MEMBERS[i % 3]).top(3).around("ann")
@@ -227,3 +242,87 @@ def test_a_logged_board_runs_the_calls_one_by_one(redis_client: Any, tmp_path: A
     assert board.log.items() == board.items()
     assert p.results[-1] == board.top(2)
     board.close()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_the_ranks_that_end_a_pipeline_read_their_rows_in_chunks(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The members' rows of the ranks ending a round trip come from HMGETs
+    of ROWS_PER_READ members each; the ranks answer as an in-process board's,
+    absent members and every style included."""
+    from rankengine.redis import pipeline as pipelines
+
+    monkeypatch.setattr(pipelines, "ROWS_PER_READ", chunk)
+    board = RedisLeaderboard(redis_client, unique_name())
+    twin = Leaderboard()
+    start = {m: i % 3 for i, m in enumerate(MEMBERS)}
+    board.set_many(start)
+    twin.set_many(start)
+    board.rank("ann", style="dense")  # the dense counts built
+    probes = [(m, STYLES[i % 3]) for i, m in enumerate([*MEMBERS, "nobody", "bob", "eve"])]
+    board._elements.clear()  # (no element seen: every rank by its row)
+    redis_client.config_resetstat()
+    with board.pipeline() as p:
+        p.incr("cid", 5)
+        for member, style in probes:
+            p.rank(member, style=style)  # type: ignore[arg-type]
+    want = [twin.incr("cid", 5), *(twin.rank(m, style=s) for m, s in probes)]  # type: ignore[arg-type]
+    assert p.results == want
+    reads = int(redis_client.info("commandstats")["cmdstat_hmget"]["calls"])
+    # one per chunk of rows, and the increment's function's read of the state
+    assert reads == -(-len(probes) // chunk) + 1
+    board._check()
+
+
+def test_seen_ranks_that_end_a_pipeline_are_one_zrevrank(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unique rank ending a round trip, of a member whose element the
+    handle has seen and that no write of the round trip moves, is one
+    ZREVRANK in that round trip; one moved meanwhile by another client
+    (its element gone) is read again; the answers are an in-process board's."""
+    name = unique_name()
+    board = RedisLeaderboard(redis_client, name)
+    other = RedisLeaderboard(redis_client, name)
+    twin = Leaderboard()
+    start = {m: 10 * i for i, m in enumerate(MEMBERS)}
+    board.set_many(start)
+    twin.set_many(start)
+    for member in MEMBERS[:4]:
+        board.rank(member)  # seen: "ann", "bob", "cid", "dee"
+    # all seen: one round trip, no row read
+    sends: list[bytes] = []
+    connection = redis_client.connection_pool.connection_class
+    real = connection.send_packed_command
+
+    def counting(self: Any, command: Any, *args: Any, **kwargs: Any) -> Any:
+        sends.append(b"".join(command) if isinstance(command, list) else command)
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(connection, "send_packed_command", counting)
+    with board.pipeline() as p:
+        for member in MEMBERS[:4]:
+            p.rank(member)
+    assert p.results == [twin.rank(m) for m in MEMBERS[:4]]
+    assert len(sends) == 1 and b"HMGET" not in sends[0] and sends[0].count(b"ZREVRANK") == 4
+    # a write of the round trip moves "bob": his rank reads his row; "eve"
+    # was never seen; "cid" moved by another client: read again
+    other.incr("cid", 100)
+    twin.incr("cid", 100)
+    sends.clear()
+    with board.pipeline() as p:
+        p.incr("bob", 25)
+        for member in ("ann", "bob", "cid", "dee", "eve", "nobody"):
+            p.rank(member)
+    want = [twin.incr("bob", 25), *(twin.rank(m) for m in ("ann", "bob", "cid", "dee", "eve"))]
+    assert p.results == [*want, None]
+    first = sends[0]
+    assert first.count(b"ZREVRANK") == 3  # ann, cid (stale), dee
+    assert b"HMGET" in first and first.endswith(b"$4\r\nsbob\r\n$4\r\nseve\r\n$7\r\nsnobody\r\n")
+    monkeypatch.undo()
+    # the stale element was dropped and the new one noted: one ZREVRANK again
+    with board.pipeline() as p:
+        p.rank("cid")
+    assert p.results == [twin.rank("cid")] and board._elements.get(b"scid") is not None
+    board._check()

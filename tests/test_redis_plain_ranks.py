@@ -19,6 +19,7 @@ from redis_service import (  # noqa: F401 - fixtures
 
 from rankengine import Leaderboard
 from rankengine.redis.board import RedisLeaderboard
+from rankengine.redis.direct import DirectCalls
 
 pytestmark = pytest.mark.redis
 
@@ -137,6 +138,20 @@ def test_a_member_moved_between_the_round_trips(
         return row
 
     monkeypatch.setattr(reader, "_read", hget_then_move)
+    # (a unique rank on a pooled connection reads the row and then the rank
+    # on one connection: the move goes between them)
+    real_read_then = DirectCalls.read_then
+
+    def read_then(self: DirectCalls, first: bytes, then: Any) -> Any:
+        def move_then(row: Any) -> Any:
+            if b"HGET" in first and first.endswith(b"\r\nsann\r\n") and not moved:
+                moved.append(True)
+                other.incr("ann", 100)  # ann: 110, first
+            return then(row)
+
+        return real_read_then(self, first, move_then)
+
+    monkeypatch.setattr(DirectCalls, "read_then", read_then)
     assert reader.rank("ann", style=style) == 1
     assert moved and len(ran) == 1  # the plain read saw the move, the function answered
 
@@ -151,12 +166,18 @@ def test_pipelined_ranks_answer_as_the_twin(redis_client: Any, monkeypatch: Any)
     board.rank("p0", style="dense")  # dense counts built
     sent: list[str] = []
     real = board._scripts.call_args
+    real_packed = board._scripts.packed
 
     def call_args(name: str, keys: list[str], args: list[Any]) -> list[Any]:
         sent.append(name)
         return real(name, keys, args)
 
+    def packed(packer: Any, name: str, keys: list[str], args: list[Any]) -> bytes:
+        sent.append(name)  # (a function call the board encodes itself)
+        return real_packed(packer, name, keys, args)
+
     monkeypatch.setattr(board._scripts, "call_args", call_args)
+    monkeypatch.setattr(board._scripts, "packed", packed)
     for step in range(20):
         twin = twin_of(board)
         probes = [rng.choice([*members, "big", "nobody"]) for _ in range(6)]

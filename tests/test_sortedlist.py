@@ -29,8 +29,15 @@ from hypothesis.stateful import invariant, precondition, rule
 from listindex import ListIndex
 from test_index_conformance import IndexMachine
 
+from rankengine.index import sortedlist
 from rankengine.index.protocol import RUN_SCAN_LIMIT
-from rankengine.index.sortedlist import DEFAULT_LOAD, MIN_LOAD, REBUILD_MIN, SortedListIndex
+from rankengine.index.sortedlist import (
+    DEFAULT_LOAD,
+    GAP_SCAN,
+    MIN_LOAD,
+    REBUILD_MIN,
+    SortedListIndex,
+)
 
 Entry = tuple[Any, Any, Any]
 
@@ -125,7 +132,7 @@ def test_columns_between_all_windows_both_directions() -> None:
                 assert index.columns_between(start, stop) == want
                 back = index.columns_between(start, stop, reverse=True)
                 assert back == (want[0][::-1], want[1][::-1])
-        index._stale_from(1)
+        index._valid, index._from = 1, len(index._lists) - 3  # a gap: blocks 1 .. -4
         index._check()
     with pytest.raises(IndexError):
         index.columns_between(0, n + 1)
@@ -376,13 +383,13 @@ def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
 
 def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     index, ref = spread(100, load=8)  # blocks of 7 or 8 entries, 10 apart
-    index.position(*ref.rows()[-1][:2])  # builds the positional tree
+    index._sl._build_index()  # the positional tree, as a walk would build it
     index._rebuild_offsets()
     tree = list(index._index)
     assert tree and index._valid == len(index._lists)
     slow = counting(monkeypatch, "_block_for")
     offsets = (index._offsets.tolist(), index._valid)
-    for name in ("_split", "_merge", "_transfer", "_resized", "_delete", "_stale_from"):
+    for name in ("_split", "_merge", "_transfer", "_resized", "_delete"):
         monkeypatch.setattr(SortedListIndex, name, None)  # calling one would fail
     block = 5
     first, last = index._lists[block][0], index._lists[block][-1]
@@ -439,14 +446,17 @@ def test_cross_block_move_transfers_the_tree_count(monkeypatch: pytest.MonkeyPat
         assert index.position(p, t) == i
 
 
-def test_offsets_cache_patched_invalidated_and_rebuilt() -> None:
+@pytest.mark.parametrize("gap_scan", [0, sortedlist.GAP_SCAN])
+def test_offsets_cache_patched_invalidated_and_rebuilt(
+    monkeypatch: pytest.MonkeyPatch, gap_scan: int
+) -> None:
+    """With ``GAP_SCAN`` 0 every gap is walked in the tree until the offsets
+    are recomputed; with the default, this index's gaps (< 50 blocks) are
+    summed: no walk, no tree, no rebuild."""
+    monkeypatch.setattr(sortedlist, "GAP_SCAN", gap_scan)
     index, ref = spread(400, load=8)  # 50 blocks of 8
     blocks = len(index._lists)
-    assert index._valid == 0
-    for _ in range(REBUILD_MIN):  # tree walks until the offsets are rebuilt
-        p, t, _ = ref.rows()[200]
-        assert index.position(p, t) == 200
-    assert index._valid == blocks
+    assert index._valid == blocks  # computed by the bulk load
 
     # A short cross-block move patches the offsets in between.
     index.move(1000, 0, 1275, 0)  # block 12 -> 16: offsets of 13 .. 16 patched
@@ -461,22 +471,56 @@ def test_offsets_cache_patched_invalidated_and_rebuilt() -> None:
     index.move(500, 0, 3005, 0)
     ref.move(500, 0, 3005, 0)
     assert_same(index, ref)
-    assert index._valid == 7
+    assert (index._valid, index._from) == (7, blocks)
+    for _ in range(REBUILD_MIN):  # tree walks until the offsets are rebuilt
+        p, t, _ = ref.rows()[200]
+        assert index.position(p, t) == 200
+        assert index.entry(201) == ref.rows()[201]
+    if gap_scan:
+        assert index._valid == 7 and index._index == []  # summed: no tree
+        index._rebuild_offsets()
+    assert index._valid == blocks
 
-    # So does an insert (after its block) and a remove.
-    index._rebuild_offsets()
+    # An insert shifts the later blocks by one: they keep their offsets
+    # behind a lag; a remove in an earlier block adds to the lag, the
+    # blocks between the two are left to the tree (the gap).
     index.insert(2001, 0, "new")
     ref.insert(2001, 0, "new")
     assert_same(index, ref)
-    assert index._valid == 26
+    assert (index._valid, index._from, index._lag) == (26, 26, 1)
     index.remove(1200, 0)
     ref.remove(1200, 0)
     assert_same(index, ref)
-    assert index._valid == 16
+    assert (index._valid, index._from, index._lag) == (16, 26, 0)
     for i, (p, t, _) in enumerate(ref.rows()):
         assert index.position(p, t) == i
         assert index.entry(i) == ref.rows()[i]
-    assert index._valid == blocks  # rebuilt along the way
+    assert index._valid == (16 if gap_scan else blocks)  # summed, or rebuilt on the way
+
+
+def test_inserts_in_one_block_keep_every_offset() -> None:
+    """New players join at the bottom of a game's board: every insert lands
+    in block 0.  The later blocks keep their offsets behind one lag, and a
+    split of block 0 inserts one slot: no look-up walks the positional tree
+    (it is never built) and the offsets are never recomputed."""
+    index, ref = spread(400, load=8)
+    blocks = len(index._lists)
+    for k in range(1, 200):
+        index.insert(-k, k, f"n{k}")
+        ref.insert(-k, k, f"n{k}")
+        index._check()
+        if k % 7 == 0:  # a remove in the same block
+            p, t, _ = ref.rows()[3]
+            index.remove(p, t)
+            ref.remove(p, t)
+            index._check()
+        p, t, _ = ref.rows()[len(ref) // 2]
+        assert index.position(p, t) == len(ref) // 2
+        assert index.entry(len(ref) - 40) == ref.rows()[len(ref) - 40]
+        assert index._valid == index._from == 1  # no gap
+    assert len(index._lists) > blocks + 10  # block 0 split many times
+    assert index._index == []  # no walk: the tree was never built
+    assert_same(index, ref)
 
 
 def test_far_moves_both_ways_split_and_merge() -> None:
@@ -535,9 +579,15 @@ def test_check_reports_broken_invariants_with_state() -> None:
         index._check()
 
     index, _ = spread(40)
-    index.position(390, 0)  # builds the positional tree
+    index._sl._build_index()  # the positional tree, as a walk builds it
     index._index[-1] += 1
     with pytest.raises(AssertionError, match="tree"):
+        index._check()
+
+    index, _ = spread(40)
+    index.insert(-1, 0, "x")  # later blocks lagged by one
+    index._offsets[5] += 1
+    with pytest.raises(AssertionError, match="offset of block 5 is stale"):
         index._check()
 
 
@@ -708,6 +758,41 @@ class SortedListMachine(IndexMachine):
             p, t, _ = rows[k]
             assert self.index.position(p, t) == k
             self.index._check()
+
+    @rule(scan=st.sampled_from([0, 2, GAP_SCAN]))
+    def gap_scan(self, scan: int) -> None:
+        """Gaps of stale offsets wider than ``scan`` blocks are walked in the
+        tree (with the default, every gap of an index this small is summed);
+        put back at teardown."""
+        sortedlist.GAP_SCAN = scan  # type: ignore[misc]
+
+    def teardown(self) -> None:
+        sortedlist.GAP_SCAN = GAP_SCAN  # type: ignore[misc]
+        super().teardown()
+
+    @precondition(lambda self: len(self.ref) > 0)
+    @rule(data=st.data(), count=st.integers(1, 30), bottom=st.booleans())
+    def burst_into_one_block(self, data: st.DataObject, count: int, bottom: bool) -> None:
+        """New players all join at the bottom: inserts (and a few removes)
+        into one block, positions read between.  The later blocks keep their
+        offsets behind one lag; splits and merges insert or delete a slot."""
+        rows = self.ref.rows()
+        p, t, _ = rows[0 if bottom else self._position(data, inclusive_end=False)]
+        for _ in range(count):
+            step = data.draw(st.integers(-400, 400))
+            if step % 5 == 0:
+                k = self.ref.position(p, t) if self.ref.has(p, t) else 0
+                if len(self.ref) > 1:
+                    q, u, _ = self.ref.rows()[min(k, len(self.ref) - 1)]
+                    self.index.remove(q, u)
+                    self.ref.remove(q, u)
+            elif not self.ref.has(p, self.shift(t, step)):
+                self._insert(p, self.shift(t, step), data)
+            self.index._check()
+            k = data.draw(st.integers(0, len(self.ref) - 1))
+            assert exact(self.index.entry(k)) == exact(self.ref.rows()[k])
+            q, u, _ = self.ref.rows()[k]
+            assert self.index.position(q, u) == k
 
     @rule(data=st.data(), reverse=st.booleans())
     def columns_between(self, data: st.DataObject, reverse: bool) -> None:

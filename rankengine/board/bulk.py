@@ -385,20 +385,76 @@ def deep_ties(
     the run when ``oldest_last``, else the first; see :mod:`rankengine.index.protocol`).
 
     Row ``i`` is that deep when row ``i + K`` holds the same primary (oldest
-    last), or row ``i - K`` does (oldest first).  Every pass is C-level: the
-    primary column compared with itself shifted by K (``map(eq)``), and
-    ``compress`` picks the numbers of the deep rows, so ordinary members
-    cost no Python step.  The columns may be lists or arrays.  Any
-    other member's tie is read from the index on demand
-    (:meth:`BoardCore._find_tie`).
+    last), or row ``i - K`` does (oldest first).  Such a row lies in a run
+    of at least K + 1 equal primaries, and any K + 1 consecutive rows hold
+    two rows ``S = K // 2`` apart at multiples of S::
 
-    Runtime complexity: O(N)
+        rows      i ........................ i + K   (one run, K = 8)
+        sampled        j=4·t ...... j + S            (S = 4: both inside)
+
+    so a first pass compares only every S-th primary with the next one
+    sampled (C-level: a slice and ``map(eq)``, a quarter of the rows), and
+    only the rows around a sampled pair that matched are looked at one by
+    one (rows ``j + S - K .. j`` oldest last, ``j + S .. j + K`` oldest
+    first).  Columns with many long runs (more than one sampled pair in
+    :data:`_FULL_SCAN_SHARE` matches) take one C-level pass over every row
+    instead.  Measured at N = 1,000,000 on a snapshot's column with no long
+    run: 0.013 s against 0.041 s for the full pass (min of 5, load average
+    ~6).  The columns may be lists or arrays.  Any other member's tie is
+    read from the index on demand (:meth:`BoardCore._find_tie`).
+
+    Runtime complexity: O(N / S) in C, plus O(K) per sampled match (or O(N)
+    in C when long runs are common)
 
     >>> primaries = [3] + [5] * 10
     >>> deep_ties(primaries, range(11), "xabcdefghij", oldest_last=True)
     {'a': 1, 'b': 2}
     >>> deep_ties(primaries, range(11), "xabcdefghij", oldest_last=False)
     {'i': 9, 'j': 10}
+    """
+    k, step = RUN_SCAN_LIMIT, _SAMPLE_STEP
+    n = len(primaries)
+    sampled = primaries[::step]
+    matched = map(operator.eq, sampled, itertools.islice(sampled, 1, None))
+    hits = list(itertools.compress(itertools.count(0, step), matched))
+    if len(hits) * _FULL_SCAN_SHARE > len(sampled):
+        return _deep_ties_scan(primaries, ties, members, oldest_last=oldest_last)
+    deep: dict[Any, Any] = {}
+    checked = 0  # rows below it were looked at for an earlier match
+    offset = k if oldest_last else -k
+    for j in hits:
+        if oldest_last:  # (row i + K must exist)
+            first, last = j + step - k, min(j, n - 1 - k)
+        else:  # (row i - K must exist)
+            first, last = max(j + step, k), j + k
+        for i in range(max(first, checked), min(last, n - 1) + 1):
+            if primaries[i] == primaries[i + offset]:
+                deep[members[i]] = ties[i]
+        checked = max(checked, last + 1)
+    return deep
+
+
+#: Rows between two primaries of :func:`deep_ties`'s sampled pass: at most
+#: half of ``RUN_SCAN_LIMIT``, so that any run deep enough to matter holds
+#: two sampled rows.
+_SAMPLE_STEP: Final = max(1, RUN_SCAN_LIMIT // 2)
+#: :func:`deep_ties` looks at the rows around each matching sampled pair in
+#: Python (~K/2 rows each); past one match in this many pairs, one C-level
+#: pass over every row is cheaper.
+_FULL_SCAN_SHARE: Final = 4
+
+
+def _deep_ties_scan(
+    primaries: Sequence[Any], ties: Sequence[Any], members: Sequence[Any], *, oldest_last: bool
+) -> dict[Any, Any]:
+    """:func:`deep_ties` by one pass over every row: the primary column
+    compared with itself shifted by K (``map(eq)``), and ``compress`` picks
+    the numbers of the deep rows, so ordinary members cost no Python step.
+
+    Runtime complexity: O(N), in C
+
+    >>> _deep_ties_scan([3] + [5] * 10, range(11), "xabcdefghij", oldest_last=True)
+    {'a': 1, 'b': 2}
     """
     deep = map(operator.eq, primaries, itertools.islice(primaries, RUN_SCAN_LIMIT, None))
     start = 0 if oldest_last else RUN_SCAN_LIMIT

@@ -48,6 +48,7 @@ from typing import Any, Final
 from rankengine.board.scoring import check_meta
 from rankengine.durable.eventlog import _Damage, read_frames
 from rankengine.durable.records import (
+    FRAME_HEADER_BYTES,
     PREFIX_BYTES,
     CorruptionError,
     check_prefix,
@@ -57,6 +58,7 @@ from rankengine.durable.records import (
     unpack,
     write_prefix,
 )
+from rankengine.durable.shared_chunks import SharedChunks
 from rankengine.durable.typed_columns import (
     FLOAT64_COLUMN_EXT,
     INT64_COLUMN_EXT,
@@ -597,55 +599,6 @@ def _check_chunk(
     return chunk
 
 
-class SharedChunks:
-    """Chunks already decoded and checked while reading several snapshots,
-    by their exact bytes (and how they were read): a ledger's views often
-    hold the same rows -- a weekly and an all-time board in a ledger's first
-    week, every view that sees every event -- and each such chunk is then
-    decoded once and its member strings are shared.
-
-    Holds the chunks' bytes until it is dropped: make one per open.
-
-    >>> shared = SharedChunks()
-    >>> shared.keep((2, None, False, b"raw"), [["a"], [1], [1], []])
-    >>> shared.find((2, None, False, b"raw")), shared.find((2, None, False, b"other"))
-    ([['a'], [1], [1], []], None)
-    """
-
-    def __init__(self) -> None:
-        #: by a short key (how read, length, the bytes' two ends): the bytes
-        #: and their chunk.  Hashing whole chunks (~1.5 MB each) cost ~0.04 s
-        #: per open of four views at N = 1,000,000, paid even when nothing
-        #: matches; the ends tell different chunks apart, and a match is
-        #: confirmed by comparing the bytes (a memcmp).
-        self._chunks: dict[tuple[Any, ...], list[tuple[bytes, list[Any]]]] = {}
-
-    @staticmethod
-    def _short(key: tuple[int, int | None, bool, bytes]) -> tuple[Any, ...]:
-        data = key[3]
-        return (*key[:3], len(data), data[:_PEEK_BYTES], data[-_PEEK_BYTES:])
-
-    def find(self, key: tuple[int, int | None, bool, bytes]) -> list[Any] | None:
-        """The checked chunk read from exactly these bytes, if any.
-
-        Runtime complexity: O(1) for bytes no chunk shares its ends with;
-        O(len(bytes)) (a memcmp) for a match
-        """
-        for data, chunk in self._chunks.get(self._short(key), ()):
-            if data == key[3]:
-                return chunk
-        return None
-
-    def keep(self, key: tuple[int, int | None, bool, bytes], chunk: list[Any]) -> None:
-        """Remember ``chunk``, decoded and checked from ``key``'s bytes."""
-        if self.find(key) is None:
-            self._chunks.setdefault(self._short(key), []).append((key[3], chunk))
-
-
-#: Bytes of each end of a chunk's payload that :class:`SharedChunks` keys on.
-_PEEK_BYTES: Final = 64
-
-
 def read_snapshot(
     path: str,
     *,
@@ -735,7 +688,8 @@ def read_snapshot(
                     if shared is not None and not chunks[-1][3]:
                         # (a chunk with metadata is not shared: each board
                         # keeps metadata objects of its own)
-                        shared.keep((version, columns, negated, payload), chunks[-1])
+                        where = at + FRAME_HEADER_BYTES  # (the payload's offset)
+                        shared.keep((version, columns, negated, payload), chunks[-1], path, where)
         except _Damage as damage:
             raise CorruptionError(path, damage.offset, f"snapshot {damage.reason}") from None
         if header is None:

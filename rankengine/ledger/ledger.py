@@ -61,6 +61,7 @@ from rankengine.durable.records import (
 from rankengine.durable.snapshot import SharedChunks, Snapshot
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import IncrPlan, feed, skip_checks
+from rankengine.ledger.fold import replay_log
 from rankengine.ledger.forget import forget_member
 from rankengine.ledger.front import (
     LazyRecorded,
@@ -245,8 +246,9 @@ class Ledger(LedgerFront):
         self._time = start_ms.get(start, 0)
         tail = LogTail()
         tail.last_seq = start
-        for record in read_events(self.path, files.manifest, start, tail):
-            self._replay(record)
+        self._time = replay_log(  # (folded: rankengine.ledger.fold)
+            self.path, files.manifest, start, tail, views=self._views.values(), time_ms=self._time
+        )
         if tail.torn is not None:
             if on_torn_tail == "refuse":
                 raise TornTailError(tail.torn)

@@ -87,6 +87,7 @@ __all__ = [
     "LedgerFiles",
     "LogTail",
     "encode",
+    "log_segments",
     "read_events",
     "refuse_migrated",
     "remove_stray_files",
@@ -516,6 +517,29 @@ def read_events(
     Runtime complexity: O(records read)
     """
     out = tail if tail is not None else LogTail()
+    for reader in log_segments(directory, manifest, after, out):
+        report = None if progress is None else (lambda _at, r=reader: progress(r.last_seq))
+        for event in reader.events(report):
+            out.last_seq, out.last_ms = event.seq, event.time_ms
+            if event.seq > after:
+                yield event
+
+
+def log_segments(
+    directory: str, manifest: Manifest, after: int, out: LogTail
+) -> Iterator[SegmentReader]:
+    """The open readers of the segments that hold the records after seq
+    ``after``, in order; the caller reads each (its records, and
+    :attr:`~rankengine.durable.eventlog.SegmentReader.last_seq` set to the
+    last one, as ``events()`` leaves it) before asking for the next, and
+    this checks the segments follow one another and fills ``out``: the
+    active segment, a torn tail (only the last segment may have one).
+    Raises ``LogError`` when the records needed were compacted away,
+    ``CorruptionError`` on damage.  Shared by :func:`read_events` and the
+    fold (:mod:`rankengine.ledger.fold`), which reads the frames in bulk.
+
+    Runtime complexity: O(segments), besides the caller's reading
+    """
     segments = manifest.segments
     start = manifest.chain_start(after)
     chain = segments[start:]
@@ -530,11 +554,7 @@ def read_events(
         if first != expected and i:
             raise CorruptionError(path, 0, f"segment starts at seq {first}, expected {expected}")
         with SegmentReader(path) as reader:
-            report = None if progress is None else (lambda _at: progress(reader.last_seq))
-            for event in reader.events(report):
-                out.last_seq, out.last_ms = event.seq, event.time_ms
-                if event.seq > after:
-                    yield event
+            yield reader
             if reader.torn is not None and i != len(chain) - 1:
                 raise CorruptionError(
                     path, reader.torn.offset, f"{reader.torn.reason} inside the log"

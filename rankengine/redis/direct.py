@@ -20,13 +20,18 @@ reply has none), and one thing more: to know which sending this is.
   no reply to keep (two Redis calls fewer per write).
 
 What is kept of redis-py's path: the pool (``get_connection`` /
-``release``), the connection's health check and reconnect, and its
-``Retry`` object (the same errors retried the same number of times, with
-its backoff, the connection closed before each new attempt).  What is
-left out: the command callbacks (none applies to ``FCALL``/``EVALSHA``),
-and redis-py's per-command observability hooks (OpenTelemetry metrics of
-redis-py 7 and later do not count a board's calls; the server's
-``INFO commandstats`` does).
+``release``), the connection's health check and reconnect, its
+``send_packed_command`` and its reply parser (pure Python or hiredis),
+and its ``Retry`` object (the same errors retried the same number of
+times, with its backoff, the connection closed before each new attempt).
+What is left out: redis-py's command packing (the board encodes its
+commands itself, as redis-py would, with constant parts encoded once: see
+:mod:`rankengine.redis.resp`), the command callbacks (none applies to
+``FCALL``/``EVALSHA`` or the plain reads sent here), and redis-py's
+per-command observability hooks (OpenTelemetry metrics of redis-py 7 and
+later do not count a board's calls; the server's ``INFO commandstats``
+does).  A unique rank's two plain reads (:meth:`DirectCalls.read_then`)
+share one connection taken from the pool once.
 
 Used only for a plain ``redis.Redis`` client (or a subclass that does not
 change how commands are executed) with a connection pool; a cluster
@@ -46,7 +51,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["DirectCalls", "direct_calls", "may_resend"]
+from rankengine.redis.resp import Packer, array
+
+__all__ = ["DirectCalls", "Parse", "direct_calls", "may_resend"]
+
+#: How a batch reads one reply: None for the raw reply, or a redis-py
+#: pipeline's ``(command name, options)`` for its response callbacks.
+Parse = tuple[str, dict[str, Any]] | None
 
 #: The redis-py version whose pools hand out a connection without a
 #: command name (earlier ones need it; later ones warn when given one).
@@ -76,21 +87,28 @@ def may_resend(retry: Any) -> bool:
 
 class DirectCalls:
     """Calls on connections of one redis-py connection pool (see the
-    module docstring)."""
+    module docstring), each command encoded by the board's own
+    :class:`~rankengine.redis.resp.Packer` (``packer``) and written with
+    the connection's ``send_packed_command``."""
 
-    __slots__ = ("_error", "_get", "_pool")
+    __slots__ = ("_error", "_get", "_pool", "packer")
 
-    def __init__(self, pool: Any, error: type[Exception], takes_name: bool = False) -> None:
+    def __init__(
+        self, pool: Any, error: type[Exception], packer: Packer, takes_name: bool = False
+    ) -> None:
         self._pool = pool
         #: redis-py's ResponseError: an error reply, kept in its place by batch()
         self._error = error
+        #: Encodes commands in the client's encoding (see rankengine.redis.resp).
+        self.packer = packer
         # redis-py before 5.3 needs a command name to hand out a connection,
         # and warns about one from 5.3 on
         get = pool.get_connection
         self._get: Callable[[], Any] = (lambda: get("FCALL")) if takes_name else get
 
-    def call(self, command: Callable[[bool, bool], list[Any]]) -> Any:
-        """Send ``command(resent, resends)`` and return its raw reply.
+    def call(self, command: Callable[[bool, bool], bytes]) -> Any:
+        """Send the command ``command(resent, resends)`` packs and return its
+        raw reply.
 
         ``resent`` is False for the first attempt and True for every one
         the connection's ``Retry`` makes after it; ``resends`` says whether
@@ -109,9 +127,9 @@ class DirectCalls:
 
             def attempt() -> Any:
                 nonlocal attempts
-                args = command(attempts > 0, resends)
+                packed = command(attempts > 0, resends)
                 attempts += 1
-                conn.send_command(*args)
+                conn.send_packed_command([packed])
                 return conn.read_response()
 
             return retry.call_with_retry(attempt, lambda error: conn.disconnect())
@@ -119,15 +137,16 @@ class DirectCalls:
             pool.release(conn)
 
     def batch(
-        self, client: Any, build: Callable[[bool, bool], list[tuple[Any, dict[str, Any]]]]
+        self, client: Any, build: Callable[[bool, bool], tuple[bytes, list[Parse]]]
     ) -> list[Any]:
-        """Send the commands ``build(resent, resends)`` returns, as a redis-py
-        pipeline's ``command_stack`` holds them (``(args, options)``), in one
-        round trip, and return their replies parsed as ``client`` parses
-        them (its response callbacks), an error reply as the exception in
-        its place (``execute(raise_on_error=False)``).  ``resent`` and
-        ``resends`` are as for :meth:`call`: a dropped connection sends the
-        whole batch again, built again with ``resent`` True.
+        """Send the commands ``build(resent, resends)`` packs (and how each
+        reply is read: None for the raw reply, or a redis-py pipeline's
+        ``(command name, options)`` for the reply parsed as ``client``
+        parses it, its response callbacks), in one round trip, and return
+        their replies, an error reply as the exception in its place (as
+        ``execute(raise_on_error=False)``).  ``resent`` and ``resends`` are
+        as for :meth:`call`: a dropped connection sends the whole batch
+        again, built again with ``resent`` True.
 
         Runtime complexity: O(size of the commands), one round trip per attempt.
         """
@@ -140,13 +159,17 @@ class DirectCalls:
 
             def attempt() -> list[Any]:
                 nonlocal attempts
-                commands = build(attempts > 0, resends)
+                packed, parsing = build(attempts > 0, resends)
                 attempts += 1
-                conn.send_packed_command(conn.pack_commands([args for args, _ in commands]))
+                conn.send_packed_command([packed])
                 replies: list[Any] = []
-                for args, options in commands:
+                read = conn.read_response
+                for parse in parsing:
                     try:
-                        replies.append(client.parse_response(conn, args[0], **options))
+                        if parse is None:
+                            replies.append(read())
+                        else:
+                            replies.append(client.parse_response(conn, parse[0], **parse[1]))
                     except error as exc:
                         replies.append(exc)
                 return replies
@@ -156,14 +179,60 @@ class DirectCalls:
         finally:
             self._pool.release(conn)
 
-    def read(self, *args: Any) -> Any:
-        """Send one plain read command and return its raw reply (sent again
-        after a dropped connection as the connection's ``Retry`` allows:
-        a read sent twice answers twice).
+    def read(self, command: str, key: str, *args: Any) -> Any:
+        """Send one plain read command of a board's ``key`` and return its
+        raw reply (sent again after a dropped connection as the
+        connection's ``Retry`` allows: a read sent twice answers twice).
 
         Runtime complexity: O(size of the command), one round trip per attempt.
         """
-        return self.call(lambda resent, resends: list(args))
+        packed = self.pack_read(command, key, *args)
+        return self.call(lambda resent, resends: packed)
+
+    def pack_read(self, command: str, key: str, *args: Any) -> bytes:
+        """A read command of a board's ``key``, packed: the command's name
+        and the key encoded once (see :meth:`Packer.constant`).
+
+        Runtime complexity: O(size of the command)
+        """
+        packer = self.packer
+        return b"".join(
+            [
+                array(2 + len(args)),
+                packer.constant(command),
+                packer.constant(key),
+                packer.args(args),
+            ]
+        )
+
+    def read_then(self, first: bytes, then: Callable[[Any], bytes | None]) -> tuple[Any, Any]:
+        """Two plain reads on one connection, the second packed from the
+        first's reply: send ``first``, then ``then(reply)`` (None: no second
+        read), and return both raw replies (the second None when not sent).
+        One connection taken from the pool for both round trips; a dropped
+        connection sends both again, as the ``Retry`` allows.
+
+        Runtime complexity: O(size of the commands), two round trips per attempt.
+        """
+        pool = self._pool
+        conn = self._get()
+        try:
+
+            def attempt() -> tuple[Any, Any]:
+                conn.send_packed_command([first])
+                reply = conn.read_response()
+                second = then(reply)
+                if second is None:
+                    return reply, None
+                conn.send_packed_command([second])
+                return reply, conn.read_response()
+
+            out: tuple[Any, Any] = conn.retry.call_with_retry(
+                attempt, lambda error: conn.disconnect()
+            )
+            return out
+        finally:
+            pool.release(conn)
 
 
 def direct_calls(client: Any) -> DirectCalls | None:
@@ -192,4 +261,8 @@ def direct_calls(client: Any) -> DirectCalls | None:
     if getattr(pool, "cache", None) is not None:  # client-side caching: redis-py's to run
         return None
     version = tuple(int(part) for part in redis_py.__version__.split(".")[:2] if part.isdigit())
-    return DirectCalls(pool, redis_py.exceptions.ResponseError, takes_name=version < _NAMELESS_FROM)
+    kwargs = getattr(pool, "connection_kwargs", {})
+    packer = Packer(kwargs.get("encoding", "utf-8"), kwargs.get("encoding_errors", "strict"))
+    return DirectCalls(
+        pool, redis_py.exceptions.ResponseError, packer, takes_name=version < _NAMELESS_FROM
+    )

@@ -60,6 +60,8 @@ FALLBACK: Final = object()
 _EXACT_BOUND: Final = 2.0**53
 #: The first byte of an ordkey (0x80 + its length; see redis/codec.py).
 _ORDKEY_BYTE: Final = 0x80
+#: Replies of the second round trip of a plain rank, by style (see _plain_count).
+_REPLIES_OF: Final = {"unique": 1, "competition": 2, "dense": 3}
 
 
 def _exact_double(text: bytes) -> bool:
@@ -89,43 +91,58 @@ class PlainRanks(ReplyDecoding):
 
         Runtime complexity: O(log N), two round trips.
         """
-        row = self._read("HGET", self._keys[1], key)
+        keys = self._keys
+        direct = self._direct
+        if style == "unique" and direct is not None:
+            # both round trips on one connection taken from the pool once
+            pack = direct.pack_read
+            command = self._rank_command
+
+            def then(row: bytes | None) -> bytes | None:
+                return None if row is None else pack(command, keys[0], _element(row, key))
+
+            row, found = direct.read_then(pack("HGET", keys[1], key), then)
+            if row is None:
+                return None
+            return self._counted(key, _element(row, key), "unique", [found])
+        row = self._read("HGET", keys[1], key)
         if row is None:
             return None
         if style == "unique":  # one command: sent alone, no pipeline object
             element = _element(row, key)
-            found = self._read(self._rank_command, self._keys[0], element)
+            found = self._read(self._rank_command, keys[0], element)
             return self._counted(key, element, "unique", [found])
         pipe = self._client.pipeline(transaction=False)
-        count = self._plain_count(pipe, key, row, style)
+        count = self._plain_count(pipe.execute_command, key, row, style)
         return FALLBACK if count is None else count(pipe.execute())
 
     def _plain_count(
-        self, pipe: Any, key: bytes, row: bytes, style: RankStyle
+        self, read: Callable[..., Any], key: bytes, row: bytes, style: RankStyle
     ) -> Callable[[list[Any]], Any] | None:
-        """Queue on ``pipe`` the second round trip of a plain rank, given the
-        member's row (the first's answer), and return what turns those
-        replies into the rank (or :data:`FALLBACK`); None when the rank
-        cannot be counted plainly (the function must answer).
+        """Queue with ``read(command, key, *args)`` the second round trip of
+        a plain rank, given the member's row (the first's answer), and
+        return what turns those replies into the rank (or
+        :data:`FALLBACK`); None when the rank cannot be counted plainly (the
+        function must answer).
 
         Runtime complexity: O(1) (the commands run O(log N) on the server).
         """
         element = _element(row, key)
         keys = self._keys
         if style == "unique":
-            (pipe.zrevrank if self._desc else pipe.zrank)(keys[0], element)
+            read(self._rank_command, keys[0], element)
             return lambda replies: self._counted(key, element, style, replies)
         text = row.split(b":", 2)[1]
         if element[0] >= _ORDKEY_BYTE or not _exact_double(text):
             return None
         if style == "dense":
-            pipe.hget(keys[5], "dense")
+            read("HGET", keys[5], "dense")
         counted = keys[3] if style == "dense" else keys[0]
         if self._desc:
-            pipe.zcount(counted, b"(" + text, "+inf")
+            read("ZCOUNT", counted, b"(" + text, "+inf")
         else:
-            pipe.zcount(counted, "-inf", b"(" + text)
-        pipe.zscore(keys[0], element)
+            read("ZCOUNT", counted, "-inf", b"(" + text)
+        read("ZSCORE", keys[0], element)
         return lambda replies: self._counted(key, element, style, replies)
 
     def _counted(self, key: bytes, element: bytes, style: RankStyle, replies: list[Any]) -> Any:
@@ -147,7 +164,7 @@ class PlainRanks(ReplyDecoding):
 
     def _replies_of(self, style: RankStyle) -> int:
         """How many replies the second round trip of a plain rank has."""
-        return {"unique": 1, "competition": 2, "dense": 3}[style]
+        return _REPLIES_OF[style]
 
 
 def _element(row: bytes, key: bytes) -> bytes:

@@ -84,6 +84,7 @@ from importlib.resources import files
 from typing import Any, Final
 
 from rankengine.redis.direct import DirectCalls
+from rankengine.redis.resp import Packer, array
 
 __all__ = [
     "EXACT",
@@ -193,6 +194,11 @@ LIBRARY_NAME: Final = (
 LIBRARY: Final = f"#!lua name={LIBRARY_NAME}\n" + _LIBRARY_CODE.replace("{fn}", LIBRARY_NAME + "_")
 
 
+#: Encoded call heads a runner keeps (one per script and reply key: one
+#: reply key per thread that writes; past this the table starts again,
+#: as a bound only).
+_HEADS_KEPT: Final = 1024
+
 #: What the client makes of an INCR reply asking it to add exactly (the
 #: server cannot: a score past 2**53); see RedisLeaderboard._exact_incr.
 EXACT: Final = object()
@@ -250,6 +256,8 @@ class ScriptRunner:
         }
         self.function_name = {name: f"{LIBRARY_NAME}_{name.lower()}" for name in SCRIPTS}
         self.sha = self.function_name if self.functions else self.script_sha
+        #: The encoded head of each function's (or script's) call: see packed().
+        self._heads: dict[tuple[Any, ...], bytes] = {}
 
     def command(self, name: str) -> tuple[str, str]:
         """The command and its first argument that call script ``name``."""
@@ -266,6 +274,32 @@ class ScriptRunner:
             keys = keys[:1] + keys[6:]
             return ["FCALL", self.function_name[name], len(keys), *keys, *args]
         return ["EVALSHA", self.script_sha[name], len(keys), *keys, *args]
+
+    def packed(self, packer: Packer, name: str, keys: list[str], args: list[Any]) -> bytes:
+        """:meth:`call_args`, encoded by ``packer`` (see
+        :mod:`rankengine.redis.resp`): the command, the function's name (or
+        script's SHA1), the key count and the keys are encoded once per
+        packer, the arguments on each call.
+
+        Runtime complexity: O(size of the command)
+        """
+        if self.functions:
+            keys = keys[:1] + keys[6:]
+        # (the command, the function, the key count and the keys: the
+        # same for every call of one function on one board, encoded once)
+        known = (name, self.functions, *keys)
+        head = self._heads.get(known)
+        if head is None:
+            command = (
+                ("FCALL", self.function_name[name])
+                if self.functions
+                else ("EVALSHA", self.script_sha[name])
+            )
+            head = b"".join(packer.arg(part) for part in (*command, len(keys), *keys))
+            if len(self._heads) >= _HEADS_KEPT:
+                self._heads.clear()
+            self._heads[known] = head
+        return b"".join((array(3 + len(keys) + len(args)), head, packer.args(args)))
 
     def _scripts_only(self) -> None:
         """The server has no functions: call the scripts by SHA1 from now on."""
@@ -331,14 +365,17 @@ class ScriptRunner:
         Runtime complexity: O(size of the command), one round trip.
         """
 
-        def command(resent: bool, resends: bool) -> list[Any]:
+        packed = self.packed
+        packer = calls.packer
+
+        def command(resent: bool, resends: bool) -> bytes:
             if resent or mode[4:5] != "#":
-                return self.call_args(name, keys, [mode, *args])
+                return packed(packer, name, keys, [mode, *args])
             if resends or name == "LOAD":
-                return self.call_args(name, keys, [f"{mode[:4]}!{mode[5:]}", *args])
+                return packed(packer, name, keys, [f"{mode[:4]}!{mode[5:]}", *args])
             rest = mode[5:]
             at = len(rest) - len(rest.lstrip("0123456789"))
-            return self.call_args(name, keys[:6], [mode[:4] + rest[at:], *args])
+            return packed(packer, name, keys[:6], [mode[:4] + rest[at:], *args])
 
         try:
             return calls.call(command)

@@ -1,0 +1,365 @@
+"""A ledger's replay by folding against the event-by-event replay.
+
+On open, :func:`rankengine.ledger.fold.replay_log` reads the log in bulk,
+folds each exact board's events into its members' final states and loads
+the boards in bulk; every other view takes the events one by one in the
+same pass.  The result must be identical to giving every view every event
+one by one (``Ledger._replay``, which ``add_view`` and ``rebuild_view``
+still use): random event streams (increments and sets with ``when=``,
+removals, metadata, ties, int and float scores, several view kinds and
+routes, periods rolling, batches, compactions part way so that some
+views start from a snapshot) are recorded, the ledger is reopened through
+the fold and through the event-by-event replay, and every view must agree
+-- members, scores with their types, tie clocks, metadata, the boards'
+clocks, keyed boards and their order, periods, the views' clocks and seqs
+-- and pass ``_check()``; ``rebuild_view`` must then rebuild each to the
+same state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rankengine.ledger.ledger as ledger_module
+from rankengine import Ledger
+from rankengine.durable.records import CorruptionError, LogError
+from rankengine.ledger import fold as fold_module
+from rankengine.ledger.storage import LogTail, encode, read_events
+from rankengine.timed.lazy import is_unloaded
+
+START_MS = 1_798_934_400_000  # 2027-01-03T00:00Z, a Sunday: a week ends a day in
+
+VIEWS: list[tuple[str, str, dict[str, Any]]] = [
+    ("all", "board", {}),
+    ("asc", "board", {"order": "asc", "backend": "skiplist"}),
+    ("bymember", "board", {"tie_break": "member"}),
+    ("skipmember", "board", {"backend": "skiplist", "tie_break": "member", "order": "asc"}),
+    ("region", "board", {"by": "region"}),
+    ("eu", "board", {"where": {"region": "eu"}}),
+    ("daily", "periodic", {"calendar": "daily", "grace": 3600}),
+    ("weekly", "periodic", {"calendar": "weekly", "late": "drop"}),
+    ("win", "window", {"calendar": "hourly", "buckets": 3}),
+    ("hot", "decayed", {"half_life": 3600.0}),
+    ("trend", "topk", {"k": 3}),
+]
+
+EVENT = st.tuples(
+    st.sampled_from(["a", "b", "c", "d", "e"]),
+    st.one_of(
+        st.integers(-3, 6),
+        st.sampled_from([0, 0.0, -0.0, 2.5, 1e308, -1e308, 4.0, float("inf")]),
+    ),
+    st.sampled_from(["incr"] * 5 + ["set", "set", "remove", "meta"]),
+    # time steps: mostly forward, across hours, days and weeks, sometimes back
+    st.one_of(
+        st.integers(0, 1_800_000),
+        st.sampled_from([-60_000, -3_700_000, 3_600_000, 86_400_000, 7 * 86_400_000]),
+    ),
+    st.sampled_from([None] * 4 + [{"region": "eu"}, {"region": "us"}]),
+    st.sampled_from([None] * 6 + ["present", "new", "better", "worse"]),
+    st.sampled_from([None, None, {"n": 1}, {"n": 1.0}, {"tag": "x"}]),
+)
+#: Steps: an event, a batch of events (one record), or a compaction.
+STEPS = st.lists(
+    st.one_of(
+        EVENT.map(lambda e: ("one", [e])),
+        st.lists(EVENT, min_size=1, max_size=4).map(lambda es: ("many", es)),
+        st.just(("compact", [])),
+    ),
+    max_size=40,
+)
+
+
+def board_state(board: Any) -> Any:
+    if board is None:
+        return None
+    members, scores, clocks, metas = board._export_columns()
+    return repr((list(members), list(scores), list(clocks), metas, board._clock))
+
+
+def state(ledger: Ledger) -> Any:
+    views = []
+    for name in ledger.views:
+        view = ledger._views[name]
+        parts = [(key, header, board_state(board)) for key, (header, board) in view.export()]
+        views.append((name, view.seq, view.time_ms, repr(parts)))
+    return ledger.last_seq, ledger._time, ledger._last_ms, views
+
+
+class EventByEvent(Ledger):
+    """A ledger whose open replays its log event by event: every record
+    given to ``Ledger._replay``, as before the fold (and as ``add_view`` and
+    ``rebuild_view`` still do)."""
+
+    def _recover(self, on_torn_tail: Any) -> None:
+        def replay(directory: str, manifest: Any, after: int, tail: LogTail, **_: Any) -> int:
+            for record in read_events(directory, manifest, after, tail):
+                self._replay(record)
+            return self._time
+
+        original = ledger_module.replay_log
+        ledger_module.replay_log = replay  # type: ignore[assignment]
+        try:
+            super()._recover(on_torn_tail)
+        finally:
+            ledger_module.replay_log = original
+
+
+def record(ledger: Ledger, events: list[Any], t: list[int]) -> None:
+    items = []
+    for member, value, op, step, attrs, when, meta in events:
+        t[0] = max(0, t[0] + step)
+        item: dict[str, Any] = {"member": member, "op": op, "t_ms": t[0], "attrs": attrs}
+        if op in ("incr", "set"):
+            item["value"] = value
+            item["when"] = when
+        if op in {"set", "meta"}:
+            item["meta"] = meta
+        items.append(item)
+    try:
+        if len(items) == 1:
+            item = items[0]
+            ledger.record(item.pop("member"), item.pop("value", None), **item)
+        else:
+            ledger.record_many(items)
+    except (TypeError, ValueError, OverflowError, KeyError):
+        pass  # refused by a view: nothing was recorded
+
+
+def check_reopen_or_error(path: Path) -> None:
+    """:func:`check_reopen`, or, when a logged event does not apply (a view
+    failed to apply what its check passed, and the ledger closed), the
+    same error from both replays."""
+    try:
+        check_reopen(path)
+    except LogError as exc:
+        with pytest.raises(LogError) as caught:
+            EventByEvent(path, fsync="never")
+        assert str(caught.value) == str(exc)
+
+
+def check_reopen(path: Path) -> None:
+    """Open ``path`` through the fold and event by event: the same state."""
+    slow = EventByEvent(path, fsync="never", compact_min_bytes=None)
+    want = state(slow)
+    slow._check()
+    slow.close()
+    fast = Ledger.open(path, fsync="never", compact_min_bytes=None)
+    try:
+        assert state(fast) == want
+        fast._check()
+        for name in fast.views:  # the event-by-event rebuild, from the whole log
+            before = state(fast)[3]
+            fast.rebuild_view(name)
+            # (the boards and seqs; a rebuilt view's clock is the ledger's
+            # clock, which a reopen leaves at 0 when the view read last has
+            # no snapshot part, such as a keyed view with no board yet: a
+            # matter of the snapshot loading, not of the replay)
+            after = state(fast)[3]
+            assert [(v[0], v[1], v[3]) for v in after] == [(v[0], v[1], v[3]) for v in before]
+        fast._check()
+    finally:
+        fast.close()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=STEPS,
+    late_view=st.integers(0, 60),
+    # one view (a plain board: the fast path of a one-view ledger), or several
+    views=st.one_of(
+        st.just([0]),
+        st.lists(st.integers(0, len(VIEWS) - 1), min_size=1, max_size=6, unique=True),
+    ),
+)
+def test_the_fold_matches_the_event_by_event_replay(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[Any], late_view: int, views: list[int]
+) -> None:
+    path = tmp_path_factory.mktemp("ledger")
+    ledger = Ledger.open(path, fsync="never", compact_min_bytes=None)
+    for i in views:
+        name, kind, options = VIEWS[i]
+        ledger.add_view(name, kind, **options)
+    t = [START_MS]
+    for i, (what, events) in enumerate(steps):
+        if i == late_view:  # a view added part way: its snapshot is at a later seq
+            ledger.add_view("late", "board", by="region")
+        if what == "compact":
+            ledger.compact()
+        else:
+            try:
+                record(ledger, events, t)
+            except LogError:  # logged, then a view failed to apply it: closed
+                break
+    ledger.close()
+    check_reopen_or_error(path)
+
+
+#: A one-view ledger's log: mostly plain increments (the fast path's
+#: records), with what must stop it: other ops, when=, a float past the
+#: int's range, a value that keeps the score.
+INCREMENTS = st.lists(
+    st.tuples(
+        st.sampled_from(["a", "b", "c", 7, b"d"]),
+        st.one_of(st.integers(-2, 3), st.sampled_from([0, 0.0, -0.0, 0.5, 1e300, 2**70, 10**400])),
+        st.sampled_from(["incr"] * 12 + ["set", "remove", "meta"]),
+        st.sampled_from([None] * 12 + ["better"]),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    events=INCREMENTS,
+    options=st.sampled_from([{}, {"order": "asc", "backend": "skiplist"}]),
+    compact_at=st.integers(0, 100),
+)
+def test_a_one_view_ledger_folds_as_it_replays(
+    tmp_path_factory: pytest.TempPathFactory,
+    events: list[Any],
+    options: dict[str, Any],
+    compact_at: int,
+) -> None:
+    path = tmp_path_factory.mktemp("ledger")
+    ledger = Ledger.open(path, fsync="never", compact_min_bytes=None)
+    ledger.add_view("all", "board", **options)
+    for i, (member, value, op, when) in enumerate(events):
+        if i == compact_at:  # (the replay then starts from a snapshot)
+            ledger.compact()
+        item: dict[str, Any] = {"op": op, "t_ms": START_MS + i}
+        if op in ("incr", "set"):
+            item.update(value=value, when=when)
+        if op == "meta":
+            item["meta"] = {"i": i}
+        try:
+            ledger.record(member, item.pop("value", None), **item)
+        except (TypeError, ValueError, OverflowError):
+            pass
+        except LogError:  # applied after it was logged, and failed: closed
+            break
+    ledger.close()
+    check_reopen_or_error(path)
+
+
+def test_int_and_float_scores_and_ties(tmp_path: Path) -> None:
+    """The score kinds and tie clocks a board keeps, folded: an increment
+    that keeps the score keeps the int, a set of an equal float keeps the
+    int and the member's place, ties by first arrival."""
+    events = [
+        ("ann", 5, "incr", None),
+        ("bob", 5, "incr", None),
+        ("ann", 0.0, "incr", None),
+        ("bob", 5.0, "set", None),
+        ("cid", 2.5, "incr", None),
+        ("cid", 2.5, "incr", None),
+        ("dee", 5.0, "set", None),
+        ("ann", 3, "set", "better"),
+        ("eve", -0.0, "incr", None),
+    ]
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("first", "board")
+        ledger.add_view("member", "board", tie_break="member")
+        for member, value, op, when in events:
+            ledger.record(member, value, op=op, when=when, t_ms=START_MS)
+        live = {name: ledger[name].items() for name in ledger.views}
+    assert live["first"] == [("ann", 5), ("bob", 5), ("cid", 5.0), ("dee", 5.0), ("eve", 0.0)]
+    assert live["member"] == [("dee", 5.0), ("cid", 5.0), ("bob", 5), ("ann", 5), ("eve", 0.0)]
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        assert {name: ledger[name].items() for name in ledger.views} == live
+        assert [type(s) for _, s in ledger["first"].items()] == [int, int, float, float, float]
+    check_reopen(tmp_path)
+
+
+def test_the_fold_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparisons above compare something: a plain board's events go
+    through a BoardFold (and its bulk load), not the view's apply."""
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("all")
+        ledger.add_view("eu", "board", where={"region": "eu"})
+        for i in range(50):
+            ledger.record(f"p{i % 7}", i, attrs={"region": "eu"}, t_ms=START_MS + i)
+    finished: list[int] = []
+    original = fold_module.BoardFold.finish
+
+    def finish(self: fold_module.BoardFold) -> None:
+        finished.append(len(self.puts))
+        original(self)
+
+    monkeypatch.setattr(fold_module.BoardFold, "finish", finish)
+    monkeypatch.setattr(
+        ledger_module.View, "apply", lambda *a: pytest.fail("a board view applied an event")
+    )
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        assert finished == [7, 7]
+        assert ledger["all"].score("p6") == sum(range(6, 50, 7))
+        ledger._check()
+
+
+def test_an_event_the_fold_cannot_settle_goes_to_the_board(tmp_path: Path) -> None:
+    """An int increment past the float range of a float score fails on the
+    board after it was logged (a plain board does not check int increments
+    first: see ``Ledger._record_incr``); the fold hands it to the board,
+    which names it as the event-by-event replay does."""
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("all")
+        ledger.record("ann", 1e308, t_ms=START_MS)
+        with pytest.raises(LogError):
+            ledger.record("ann", 10**400, t_ms=START_MS)
+    errors = []
+    for kind in (EventByEvent, Ledger):
+        with pytest.raises(LogError) as caught:
+            kind(tmp_path, fsync="never").close()
+        errors.append(str(caught.value))
+    assert "does not apply to view 'all'" in errors[0]
+    assert errors[0] == errors[1]
+
+
+def test_a_bad_record_is_named_as_before(tmp_path: Path) -> None:
+    """A record that is not an event (a board's change in a ledger's log)
+    raises the event-by-event replay's error."""
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("all")
+        ledger.record("ann", 1, t_ms=START_MS)
+        assert ledger._files is not None
+        ledger._files.append(encode(2, 0, [(0, "bob", 5, 1)]), 2)
+        ledger._seq = 2
+    errors = []
+    for kind in (EventByEvent, Ledger):
+        with pytest.raises(CorruptionError) as caught:
+            kind(tmp_path, fsync="never").close()
+        errors.append(str(caught.value))
+    assert "holds a board change" in errors[0]
+    assert errors[0] == errors[1]
+
+
+def test_a_late_event_loads_no_closed_period(tmp_path: Path) -> None:
+    """A late event in the replayed tail (dropped by ``late="drop"``) is a
+    barrier for its periodic view, and the closed period it is late for,
+    left unloaded by the open, stays unloaded, as the event-by-event
+    replay leaves it."""
+    day = 86_400_000
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("daily", "periodic", calendar="daily", late="drop", keep=2)
+        for i in range(3):
+            ledger.record("ann", 1, t_ms=START_MS + i * day)
+        ledger.compact()  # days 1 and 2 closed: saved, loaded on first read
+        ledger.record("bob", 5, t_ms=START_MS)  # late for day 1: dropped
+        ledger.record("cid", 2, t_ms=START_MS + 2 * day + 1)
+        ledger.record("dee", 3, t_ms=START_MS + 1)  # late again, time moving on
+        ledger.record("cid", 1, t_ms=START_MS + 2 * day + 2)
+    for kind in (EventByEvent, Ledger):
+        with kind(tmp_path, fsync="never") as ledger:
+            periodic = ledger["daily"]
+            held = periodic._boards
+            closed = sorted(periodic._closed)
+            assert len(closed) == 2
+            assert all(is_unloaded(held.peek(name)) for name in closed), kind
+            assert periodic.late_dropped == 2
+            assert periodic.board().items() == [("cid", 3), ("ann", 1)]
+    check_reopen(tmp_path)
