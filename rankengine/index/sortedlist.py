@@ -742,15 +742,7 @@ class SortedListIndex:
         :param member: the payload stored with the key
         :raises DuplicateKeyError: if the key is already present (a ``KeyError``)
         """
-        # _fits() inlined, as in _move_at (two calls cost more than the tests)
-        pkind: Any = self._ptype
-        tkind: Any = self._ttype
-        if (
-            (type(primary) is not pkind and pkind is not object)
-            or (pkind is int and not _INT64_MIN <= primary <= _INT64_MAX)
-            or (type(tie) is not tkind and tkind is not object)
-            or (tkind is int and not _INT64_MIN <= tie <= _INT64_MAX)
-        ):
+        if not (_fits(primary, self._ptype) and _fits(tie, self._ttype)):
             self._admit(primary, tie)
         maxes = self._maxes
         if not maxes:
@@ -773,30 +765,17 @@ class SortedListIndex:
         ps = self._lists[i]
         ts = self._ties[i]
         a = bisect_left(ps, primary)
-        # Landing on a run of equal primaries: place by tie.  A new member's
-        # clock tie is the newest, so it goes first in the run (descending
-        # board, tie = -clock) or last (ascending, tie = clock): one
-        # comparison each saves the two bisects (as in _move_at).
-        if a < len(ps) and ps[a] == primary and not tie < ts[a]:
-            hi = bisect_right(ps, primary, a)
-            if ts[hi - 1] < tie:
-                a = hi
-            else:
-                a = bisect_left(ts, tie, a, hi)
-                if ts[a] == tie:
-                    raise DuplicateKeyError(f"key {(primary, tie)!r} is already present")
+        if a < len(ps) and ps[a] == primary and not tie < ts[a]:  # (a newest tie: first, as in
+            hi = bisect_right(ps, primary, a)  # _move_at, or last in its run: one comparison)
+            a = hi if ts[hi - 1] < tie else bisect_left(ts, tie, a, hi)
+            if a < hi and ts[a] == tie:
+                raise DuplicateKeyError(f"key {(primary, tie)!r} is already present")
         ps.insert(a, primary)
         ts.insert(a, tie)
         self._members[i].insert(a, member)
         self._sl._len += 1
         maxes[i] = ps[-1]
-        # _near's common case inlined (the slot it reads is in this block)
-        last = self.oldest_last
-        c = a + RUN_SCAN_LIMIT if last else a - RUN_SCAN_LIMIT
-        if last is not None and 0 <= c < len(ps):
-            near: bool | None = ps[c] != primary
-        else:
-            near = self._near(i, a, primary)
+        near = self._near(i, a, primary)
         self._resized(i, 1)
         if len(ps) > self._load << 1:
             self._split(i)
