@@ -112,6 +112,16 @@ third with ``--repeats 5``; load average 2.8-3.4)::
     ledger / separate 2.34x, 2.12x, 2.22x (f1b4bb9; target 2);
     ledger / memory 1.31x, 1.41x, 1.52x
 
+The branch's final code (the insert's inlines dropped for the module's
+size limit), ``--ledger-ref main --repeats 7`` (load 1.3-1.9)::
+
+    ledger           median 0.340 s
+    memory           median 0.441 s
+    separate@f1b4bb9 median 0.803 s
+    ledger@main      median 0.404 s
+    ledger / separate 2.36x (f1b4bb9), 2.51x (this tree); ledger / memory
+    1.30x, ledger+ranks / memory 0.73x; this tree's ledger / main's 1.19x
+
 Two earlier runs of the same command (load 6.5-9.5, before ``ranks=True``
 took the fast path): ledger / memory 0.91x and 1.17x, ledger / separate
 1.48x and 1.78x (f1b4bb9), 1.47x and 1.70x (this tree), open 2.22x and
