@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from rankengine.board.checks import check_comparable
+from rankengine.board.direct import DIRECT_DELTA_LIMIT
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.timed.calendars import Period, calendar
 from rankengine.timed.decay import DecayedLeaderboard
@@ -123,10 +124,12 @@ def _check_board_write(board: Leaderboard, event: Any, sim: dict[Any, Any]) -> N
         and event.when is None
         and board._scalar
         and board._first
+        and -DIRECT_DELTA_LIMIT <= event.value <= DIRECT_DELTA_LIMIT
     ):
         # The common event, an int increment on a plain board: it cannot
-        # fail (int + int is exact; an int added to a float score cannot
-        # overflow the float range it is in), and the member was checked
+        # fail (int + int is exact; an int within DIRECT_DELTA_LIMIT added
+        # to a float score is a float, inf at worst: one beyond it has no
+        # float value and is checked below), and the member was checked
         # with the event.  Measured: a quarter of a ledger's overhead.
         return
     member = board._check_member(event.member)
@@ -194,9 +197,10 @@ class Adapter:
         self.options = options
         self.clock = clock
         self.board: Any = self._make()
-        #: True when an int increment without ``when=`` cannot fail on this
-        #: view's boards (scalar scores, first-to-reach ties): its check is
-        #: then the route alone (see _check_board_write)
+        #: True when an int increment without ``when=`` (of at most
+        #: DIRECT_DELTA_LIMIT in size) cannot fail on this view's boards
+        #: (scalar scores, first-to-reach ties): its check is then the route
+        #: alone (see _check_board_write)
         self.free_int_incr = self.kind != "decayed" and _free(self.new_board())
 
     def _make(self) -> Any:
@@ -308,6 +312,7 @@ class PeriodicAdapter(Adapter):
             and type(event.value) is int
             and event.op == "incr"
             and event.when is None
+            and -DIRECT_DELTA_LIMIT <= event.value <= DIRECT_DELTA_LIMIT
         ):
             return  # routed, and an int increment cannot fail on a period board
         name = None if period is None else period.name
