@@ -195,14 +195,15 @@ class DurableRankEngine(System):
 
     unsupported = frozenset()
 
-    def __init__(self, backend: str, fsync: str, snapshot_mode: str = "slices") -> None:
+    def __init__(self, backend: str, fsync: str, snapshot_mode: str = "") -> None:
         from rankengine import Leaderboard
 
-        fork = snapshot_mode == "fork"
-        self.name = f"rankengine-{backend}-fsync-{fsync}{'-fork' if fork else ''}"  # type: ignore[misc]
+        suffix = f"-{snapshot_mode}" if snapshot_mode else ""
+        self.name = f"rankengine-{backend}-fsync-{fsync}{suffix}"  # type: ignore[misc]
         self.dir = tempfile.mkdtemp(prefix="rankengine-bench-durable-")
-        # (snapshot_mode only when asked: an older checkout's board lacks it)
-        options = {"snapshot_mode": "fork"} if fork else {}
+        # (snapshot_mode only when asked: the library's default otherwise, and
+        # an older checkout's board lacks the option)
+        options = {"snapshot_mode": snapshot_mode} if snapshot_mode else {}
         self.board = Leaderboard.open(self.dir, fsync=fsync, backend=backend, **options)
         self.incr = self.board.incr  # type: ignore[method-assign]
         self.rank = self.board.rank  # type: ignore[method-assign]

@@ -41,9 +41,11 @@ Method (see ``docs/performance.md#latency-under-a-fixed-rate``):
   each run a maintenance thread calls ``board.snapshot()``, and at two
   thirds (or once the snapshot has returned) it starts the board's own
   background compaction; both are in the JSON (``events``; a compaction
-  still running when the run ends is not listed).  A ``-fork`` suffix
-  (``rankengine-sortedlist-fsync-everysec-fork``) opens the board with
-  ``snapshot_mode="fork"``: a forked child writes both.
+  still running when the run ends is not listed).  A suffix names the
+  ``snapshot_mode`` (without one, the library's default): ``-slices``
+  (``rankengine-sortedlist-fsync-everysec-slices``: read in slices in the
+  serving process), ``-fork`` (a forked child writes both) or ``-replay``
+  (a fresh process replays the log to build them).
 * **The no-op system** runs the same loop with calls that do nothing: the
   machine's and the harness's own jitter, the floor no system can beat here.
 * ``@freeze`` after a system name calls ``gc.freeze()`` once the board is
@@ -473,10 +475,11 @@ def make_system(name: str, stack: contextlib.ExitStack) -> Any:
     if "-fsync-" in name:
         import compare
 
-        # (a "-fork" suffix: snapshot_mode="fork", a forked child writes snapshots)
+        # (a "-slices", "-fork" or "-replay" suffix: that snapshot_mode; none:
+        # the library's default)
         backend, policy = name.removeprefix("rankengine-").split("-fsync-")
         policy, _, mode = policy.partition("-")
-        return compare.DurableRankEngine(backend, policy, mode or "slices")
+        return compare.DurableRankEngine(backend, policy, mode)
     if name in peers.REDIS_SYSTEMS:
         server = stack.enter_context(peers.RedisServer())
         return peers.make_system(name, server)

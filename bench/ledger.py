@@ -90,6 +90,38 @@ threads,async,lag,open --ledger-ref main`` (load average 4.3-5.2)::
     ledger / separate 1.86x, 1.90x (this tree), 1.77x, 1.80x (f1b4bb9;
     target 2); this tree's ledger / main's 1.26x, 1.19x
 
+After the third round (direct board writes, one generated function per
+event, the sorted list's insert; ``docs/ledger.md``), the same command,
+two runs (load average 4.8-5.8 and 6.1-7.3)::
+
+    ledger           median 0.355 s, 0.409 s
+    memory           median 0.486 s, 0.447 s
+    separate@f1b4bb9 median 0.705 s, 0.823 s
+    ledger@main      median 0.468 s, 0.471 s
+    ledger / memory 1.37x, 1.09x; ledger+ranks / memory 0.71x, 0.66x;
+    ledger / separate 2.04x, 1.90x (this tree), 1.98x, 2.01x (f1b4bb9;
+    target 2); this tree's ledger / main's 1.32x, 1.15x
+
+and with the sorted list's insert updating its positional tree inline,
+three runs of ``--ledger-ref 7ab4c5b`` (the code before the round; the
+third with ``--repeats 5``; load average 2.8-3.4)::
+
+    ledger           median 0.389 s, 0.482 s, 0.412 s
+    separate@f1b4bb9 median 0.911 s, 1.020 s, 0.915 s
+    ledger@7ab4c5b   median 0.450 s, 0.454 s, 0.582 s
+    ledger / separate 2.34x, 2.12x, 2.22x (f1b4bb9; target 2);
+    ledger / memory 1.31x, 1.41x, 1.52x
+
+The branch's final code (the insert's inlines dropped for the module's
+size limit), ``--ledger-ref main --repeats 7`` (load 1.3-1.9)::
+
+    ledger           median 0.340 s
+    memory           median 0.441 s
+    separate@f1b4bb9 median 0.803 s
+    ledger@main      median 0.404 s
+    ledger / separate 2.36x (f1b4bb9), 2.51x (this tree); ledger / memory
+    1.30x, ledger+ranks / memory 0.73x; this tree's ledger / main's 1.19x
+
 Two earlier runs of the same command (load 6.5-9.5, before ``ranks=True``
 took the fast path): ledger / memory 0.91x and 1.17x, ledger / separate
 1.48x and 1.78x (f1b4bb9), 1.47x and 1.70x (this tree), open 2.22x and

@@ -6,6 +6,7 @@ Usage (from the repository root)::
     python bench/snapshot_holds.py -n 200000 --backend skiplist --freeze
     python bench/snapshot_holds.py --code OLD_CHECKOUT   # the same, another commit's engine
     python bench/snapshot_holds.py --mode fork           # a forked child writes it
+    python bench/snapshot_holds.py --mode replay         # a fresh process replays the log
 
 Builds a durable board (``fsync="everysec"``) of N members, starts a thread
 that increments random players (20 writes, then a 1 ms sleep), and calls
@@ -19,7 +20,9 @@ collections Python's collector made meanwhile (a collection that runs
 while the snapshot's thread holds the lock lengthens that hold), and the
 writer's longest calls while the snapshot ran (its waits for the lock and
 for the interpreter lock).  With ``--mode fork`` (``snapshot_mode="fork"``)
-it also prints how long ``fork()`` took and the parent's resident memory.
+it also prints how long ``fork()`` took and the parent's resident memory;
+with ``--mode replay`` the snapshot is built by a fresh process that
+replays the log (``snapshot_mode="replay"``).
 
 The lock is not the only thing a writer waits for: the interpreter lock is
 another.  The snapshot's thread lets go of it between units of work (the
@@ -36,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
+import inspect
 import os
 import random
 import shutil
@@ -114,6 +119,12 @@ class TimedLock:
         return getattr(self.lock, name)
 
 
+def _has_modes() -> bool:
+    """Does this checkout's durable board take ``snapshot_mode``?"""
+    durable = importlib.import_module("rankengine.durable.board")
+    return "snapshot_mode" in inspect.signature(durable.DurableLeaderboard).parameters
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-n", type=int, default=1_000_000)
@@ -121,7 +132,9 @@ def main() -> None:
     p.add_argument("--freeze", action="store_true", help="gc.freeze() once the board is loaded")
     p.add_argument("--code", help="import rankengine from this checkout instead")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--mode", default="slices", choices=("slices", "fork"), help="snapshot_mode")
+    p.add_argument(
+        "--mode", default="slices", choices=("slices", "fork", "replay"), help="snapshot_mode"
+    )
     p.add_argument(
         "--where", action="store_true", help="print where the five longest holds were taken"
     )
@@ -142,7 +155,8 @@ def main() -> None:
             fsync="everysec",
             backend=args.backend,
             compact_min_bytes=None,
-            **({"snapshot_mode": "fork"} if args.mode == "fork" else {}),
+            # (an older checkout lacks the option: it only makes slices)
+            **({"snapshot_mode": args.mode} if _has_modes() else {}),
         )
         forks: list[float] = []
         durable = sys.modules["rankengine.durable.board"]

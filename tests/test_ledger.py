@@ -364,7 +364,9 @@ def test_a_view_failing_after_its_check_closes_the_ledger_and_a_reopen_rebuilds_
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("broken view")
 
-        monkeypatch.setattr(board, "set" if how == "set" else "incr", broken)
+        # (the board's write hook, which every write path calls before it
+        # changes anything: the fast path's direct writes too)
+        monkeypatch.setattr(board, "_listener", broken)
         with pytest.raises(LogError, match="a view failed to apply it"):
             if how == "record":
                 ledger.record("bob", 7)

@@ -25,9 +25,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankengine import Ledger
+from rankengine.board.direct import DIRECT_DELTA_LIMIT, direct_incr
 from rankengine.ledger.events import make_event
 from rankengine.ledger.fastpath import CODE_NAMES, IncrPlan
 from rankengine.ledger.front import LazyRecorded, Recorded, first_score
+from rankengine.timed import state as timed_state
 
 START_MS = 1_798_934_400_000  # 2027-01-03T00:00Z, a Sunday: a week ends a day in
 
@@ -54,7 +56,9 @@ EVENTS = st.lists(
         st.one_of(
             st.integers(-5, 20),
             st.integers(-5, 20),
-            st.sampled_from([0, 2**64, 2.5, float("nan")]),
+            # (past DIRECT_DELTA_LIMIT an int has no float value: refused
+            # once a score is a float, by both paths, nothing written)
+            st.sampled_from([0, 2**64, 2.5, float("nan"), DIRECT_DELTA_LIMIT, 10**400]),
         ),
         st.sampled_from(["incr"] * 6 + ["set", "remove"]),
         # time steps: mostly forward, across hours, days and weeks, sometimes back
@@ -136,7 +140,7 @@ def test_fast_path_matches_the_general_path(events: list[Any]) -> None:
         slow._check()
 
 
-def test_the_fast_path_is_taken() -> None:
+def test_the_fast_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     """The test above compares something: the fast path's own writes run
     (a periodic view's period board is written directly)."""
     clock = [START_MS]
@@ -168,15 +172,21 @@ def test_the_fast_path_is_taken() -> None:
         "region",
         "eu",
     ]
-    calls = []
+    calls: list[Any] = []
     daily = ledger["daily"]
     ledger.record("ann", 1, t_ms=START_MS, ranks=False)  # opens the day (general write)
     period = daily.period_of(START_MS / 1000)
     board = daily.board(period)
-    real = board.incr
-    board.incr = lambda *a, **k: calls.append(a) or real(*a, **k)  # type: ignore[method-assign]
+    through = daily.incr
+    daily.incr = lambda *a, **k: calls.append(("periodic", a)) or through(*a, **k)
+    monkeypatch.setattr(
+        timed_state, "direct_incr", lambda *a: calls.append(("direct", a)) or direct_incr(*a)
+    )
     done = ledger.record("ann", 2, t_ms=START_MS + 1000, ranks=False)
-    assert calls == [("ann", 2)]  # the period's board, written directly
+    # the period's board, written directly (not through the periodic board)
+    # (the three periodic views each so: daily, weekly, hourly)
+    assert [kind for kind, _ in calls] == ["direct"] * 3
+    assert [a for _, a in calls if a[0] is board] == [(board, "ann", 2)]
     assert done.outcome("daily").score == 3 and daily.now() == (START_MS + 1000) / 1000
 
 
@@ -296,7 +306,7 @@ def test_batch_fast_path_matches_the_general_path(batches: list[Any]) -> None:
         slow._check()
 
 
-def test_the_batch_fast_path_is_taken_and_refuses_whole() -> None:
+def test_the_batch_fast_path_is_taken_and_refuses_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison above compares something: a batch of int increments
     writes a periodic view's period board directly; a batch a full
     trending view cannot take is refused whole, nothing written."""
@@ -307,11 +317,10 @@ def test_the_batch_fast_path_is_taken_and_refuses_whole() -> None:
     ledger.add_view("trend", "topk", k=2)
     ledger.record("ann", 1, ranks=False)  # opens the day (general write)
     board = ledger["daily"].board(ledger["daily"].period_of(START_MS / 1000))
-    calls = []
-    real = board.incr
-    board.incr = lambda *a, **k: calls.append(a) or real(*a, **k)  # type: ignore[method-assign]
+    calls: list[Any] = []
+    monkeypatch.setattr(timed_state, "direct_incr", lambda *a: calls.append(a) or direct_incr(*a))
     done = ledger.record_many([("ann", 2), ("bob", 3)])
-    assert calls == [("ann", 2), ("bob", 3)]
+    assert calls == [(board, "ann", 2), (board, "bob", 3)]
     assert [d.outcome("daily").score for d in done] == [3, 3]
     assert done[0].seq == done[1].seq == 2  # one record
     topk = ledger._views["trend"].adapters[next(iter(ledger._views["trend"].adapters))]
@@ -433,3 +442,59 @@ def test_first_score_skips_the_views_that_took_no_part() -> None:
             want = done.outcomes[0].score if done.outcomes else None
             assert type(done) is (Recorded if ranks else LazyRecorded)
             assert first_score(ledger.record("bob", 2, ranks=ranks)) == want
+
+
+@pytest.mark.parametrize("ranks", [False, True])
+def test_an_int_past_the_float_range_is_refused_on_a_float_score(ranks: bool) -> None:
+    """``1.5 + 10**400`` has no float value: every path refuses the event
+    before writing anything (the fast path leaves such ints to the general
+    path, whose checks do the sum), and the ledger stays open."""
+    clock = [START_MS]
+    ledger = Ledger(now=lambda: clock[0])
+    ledger.add_view("all")
+    ledger.add_view("daily", "periodic", calendar="daily")
+    ledger.record("ann", 1.5, ranks=False)
+    for write in (
+        lambda: ledger.record("ann", 10**400, ranks=ranks),
+        lambda: ledger.record_many([("bob", 1), ("ann", -(10**400))], ranks=ranks),
+    ):
+        with pytest.raises(OverflowError, match="has no float value"):
+            write()
+        assert ledger.last_seq == 1 and ledger["all"].items() == [("ann", 1.5)]
+        ledger._check()
+    assert ledger.record("ann", 10**300, ranks=ranks).seq == 2  # within the range: a float
+    assert ledger["all"].score("ann") == 1e300
+    ledger._check()
+
+
+def test_a_ledger_without_views_records() -> None:
+    """The fast path with no view at all: the record is logged, nothing fed."""
+    ledger = Ledger(now=lambda: START_MS)
+    done = ledger.record("ann", 2, ranks=False)
+    assert (done.seq, done.outcomes) == (1, [])
+    assert ledger.record("ann", 3).outcomes == [] and ledger.last_seq == 2
+    assert ledger.record_many([("ann", 1), ("bob", 2)])[1].seq == 3
+    ledger._check()
+
+
+@pytest.mark.parametrize("late", ["drop", "current"])
+def test_a_late_event_is_not_written_to_the_period_last_routed_to(late: str) -> None:
+    """A periodic view's check remembers the period it last routed to; an
+    event outside it is routed again (a late one dropped, or sent to the
+    current period), and the feed writes where that routing says, as the
+    general path does -- never to the remembered period because it is open."""
+    day_ms = 86_400_000
+    clock = [START_MS + 2 * day_ms]
+    fast, slow = (Ledger(now=lambda: clock[0]) for _ in range(2))
+    for ledger in (fast, slow):
+        ledger.add_view("daily", "periodic", calendar="daily", late=late)
+    t = START_MS + 2 * day_ms + 1000
+    for when in (t, t + 1000, t - day_ms, t + 2000):  # the third is a day late
+        got = outcome(fast.record, "ann", 1, t_ms=when, ranks=False)
+        want = outcome(general, slow, "ann", 1, ranks=False, t_ms=when)
+        assert got == want
+        assert state(fast) == state(slow)
+        fast._check()
+    daily = fast["daily"]
+    today = daily.period_of(t / 1000)
+    assert daily.board(today).score("ann") == (3 if late == "drop" else 4)

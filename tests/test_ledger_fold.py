@@ -30,6 +30,7 @@ import rankengine.ledger.ledger as ledger_module
 from rankengine import Ledger
 from rankengine.durable.records import CorruptionError, LogError
 from rankengine.ledger import fold as fold_module
+from rankengine.ledger.events import make_event, to_change
 from rankengine.ledger.storage import LogTail, encode, read_events
 from rankengine.timed.lazy import is_unloaded
 
@@ -309,14 +310,20 @@ def test_the_fold_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_an_event_the_fold_cannot_settle_goes_to_the_board(tmp_path: Path) -> None:
     """An int increment past the float range of a float score fails on the
-    board after it was logged (a plain board does not check int increments
-    first: see ``Ledger._record_incr``); the fold hands it to the board,
-    which names it as the event-by-event replay does."""
+    board.  ``record`` refuses it before logging it; a log that holds one
+    anyway (written by an older version, which logged it first) is what the
+    fold hands to the board, which names it as the event-by-event replay
+    does."""
     with Ledger.open(tmp_path, fsync="never") as ledger:
         ledger.add_view("all")
         ledger.record("ann", 1e308, t_ms=START_MS)
-        with pytest.raises(LogError):
+        with pytest.raises(OverflowError, match="nothing was recorded"):
             ledger.record("ann", 10**400, t_ms=START_MS)
+        assert ledger.last_seq == 1
+        assert ledger._files is not None
+        bad = make_event("ann", 10**400, t_ms=START_MS)
+        ledger._files.append(encode(2, START_MS, [to_change(bad)]), 2)
+        ledger._seq = 2
     errors = []
     for kind in (EventByEvent, Ledger):
         with pytest.raises(LogError) as caught:

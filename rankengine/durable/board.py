@@ -102,6 +102,7 @@ from rankengine.durable.records import (
     crash_point,
 )
 from rankengine.durable.recovery import load_board, remove_leftovers, trim_followed
+from rankengine.durable.replayed import ReplayJob, replay_snapshot, snapshot_kind
 from rankengine.durable.rotation import Rotation, finish_rotation, switch_segment, sync_active
 from rankengine.durable.sliced import Pacer, SlicedExport
 from rankengine.durable.snapshot import fsync_dir, write_snapshot_pieces
@@ -208,7 +209,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         compact_min_bytes: int | None = COMPACT_MIN_BYTES,
         compact_ratio: float = COMPACT_RATIO,
         retain_log: bool = False,
-        snapshot_mode: SnapshotMode = "slices",
+        snapshot_mode: SnapshotMode = "auto",
         create: bool = True,
         now: Callable[[], int] | None = None,
     ) -> None:
@@ -284,7 +285,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         self._compact_ratio = compact_ratio
         self._compact_after = 0
         self._retain = retain_log
-        self._fork = snapshot_mode == "fork" and FORK_AVAILABLE  # (else slices: forked.py)
+        self._mode: SnapshotMode = snapshot_mode  # (see _compact: snapshot_kind)
         self._failure: BaseException | None = None
         self._dirty = False
         # Lock order (a thread holding one of these takes only those after
@@ -635,7 +636,9 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         file, fsync, rename, directory fsync); replace the manifest with one
         naming the snapshot; only then remove the older segments and
         snapshots (kept with ``retain_log=True``).  Writes continue while
-        the snapshot is written.
+        the snapshot is written.  That is ``snapshot_mode="slices"``; with
+        "replay" (the default's for a large board) a fresh process rebuilds
+        the snapshot from the log instead (durable/replayed.py).
 
         Runtime complexity: O(N)
 
@@ -732,8 +735,9 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         if not self._sync_each:
             self._presync()
         pace = Pacer()
-        export = None if self._fork else self._read_in_slices(pace)
-        if export is None and not self._fork:
+        mode = snapshot_kind(self._mode, len(self), FORK_AVAILABLE)  # (replayed.py)
+        export = None if mode != "slices" else self._read_in_slices(pace)
+        if export is None and mode == "slices":
             return self._seq
         with self._lock:
             self._capture = None  # (the export's last slice is read now)
@@ -758,18 +762,22 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                 rotation = switch_segment(self, seq, header["created_ms"])
             snap = snapshot_name(seq)
             target = os.path.join(directory, snap)
-            if export is None:  # the child writes it from the board as of now
+            if mode == "fork":  # the child writes it from the board as of now
                 child = fork_snapshot(self, target, header, self._dirlock._fd)
+            sealed = [s for s in manifest.segments if s[1] <= seq]  # (for "replay")
+            job = ReplayJob(directory, list(manifest.snapshots), sealed, header, target)
         if rotation is not None:
             try:
                 finish_rotation(self, rotation)
             except BaseException:
-                if export is None:  # (reaped; the snapshot is not named)
+                if mode == "fork":  # (reaped; the snapshot is not named)
                     with contextlib.suppress(Exception):
                         wait_snapshot(child, target)
                 raise
-        if export is None:
+        if mode == "fork":
             size = wait_snapshot(child, target)
+        elif export is None:  # a fresh process replays the log up to seq
+            size = replay_snapshot(job)
         else:
             # pieces, not whole columns, and each freed once written: see
             # write_snapshot_pieces (no call here holds the GIL long)

@@ -28,11 +28,11 @@ page tables: 45 ms at an RSS of 275 MB on a loaded 2-core VM, N = 10^6);
 O(N) in the child.
 
 >>> SNAPSHOT_MODES
-('slices', 'fork')
+('auto', 'slices', 'fork', 'replay')
 >>> check_snapshot_mode("bgsave")
 Traceback (most recent call last):
 ...
-ValueError: snapshot_mode must be one of ('slices', 'fork'), not 'bgsave'
+ValueError: snapshot_mode must be one of ('auto', 'slices', 'fork', 'replay'), not 'bgsave'
 """
 
 from __future__ import annotations
@@ -61,10 +61,13 @@ __all__ = [
     "wait_snapshot",
 ]
 
-SnapshotMode: TypeAlias = Literal["slices", "fork"]
+SnapshotMode: TypeAlias = Literal["auto", "slices", "fork", "replay"]
 #: How a compaction makes its snapshot: read in slices between writes in
-#: this process (the default), or written by a forked child.
-SNAPSHOT_MODES: Final = ("slices", "fork")
+#: this process, written by a forked child, or built by a fresh process
+#: replaying the log (:mod:`rankengine.durable.replayed`); "auto" (the
+#: default) replays for a large board, slices a small one
+#: (:func:`~rankengine.durable.replayed.snapshot_kind`).
+SNAPSHOT_MODES: Final = ("auto", "slices", "fork", "replay")
 #: Whether this platform can fork; without it "fork" falls back to slices.
 FORK_AVAILABLE: Final = hasattr(os, "fork")
 #: The child's exit code when writing the snapshot failed (0: written).

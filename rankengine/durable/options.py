@@ -152,7 +152,7 @@ def check_log_options(
     compact_min_bytes: object = COMPACT_MIN_BYTES,
     compact_ratio: object = COMPACT_RATIO,
     retain_log: object = False,
-    snapshot_mode: object = "slices",
+    snapshot_mode: object = "auto",
 ) -> None:
     """Refuse a bad value of a :data:`LOG_OPTIONS` option before anything is
     on disk (a bad compaction threshold used to surface at the first write,

@@ -96,6 +96,7 @@ def load_board(
     until_ms: int | None = None,
     from_log: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    adopt: bool = True,
 ) -> Loaded:
     """Fill the empty ``board`` from ``directory``: the newest usable
     snapshot (unless ``from_log``) and the records after it, up to
@@ -103,7 +104,9 @@ def load_board(
 
     A damaged snapshot is skipped with a warning when an older one (or the
     log from seq 1) can replace it.  A torn tail is reported in the result,
-    never cut here.
+    never cut here.  ``adopt=False`` reads only the segments ``manifest``
+    names (a snapshot's replay in a child process: the segment after them
+    is the live board's, still being written).
 
     Runtime complexity: O(N) for the snapshot plus O(k) per replayed change.
     """
@@ -183,7 +186,7 @@ def load_board(
             f"{directory}: the log needed from seq {base + 1} {where}; older "
             "records were compacted away (open with retain_log=True to keep history)"
         )
-    adoptable = unnamed_after(directory, manifest)
+    adoptable = unnamed_after(directory, manifest) if adopt else []
     fold = Fold(board)
     enabled = gc.isenabled()
     # As for the snapshot: the collector would rescan the growing heap many

@@ -765,9 +765,9 @@ class SortedListIndex:
         ps = self._lists[i]
         ts = self._ties[i]
         a = bisect_left(ps, primary)
-        if a < len(ps) and ps[a] == primary:
-            hi = bisect_right(ps, primary, a)
-            a = bisect_left(ts, tie, a, hi)
+        if a < len(ps) and ps[a] == primary and not tie < ts[a]:  # (a newest tie: first, as in
+            hi = bisect_right(ps, primary, a)  # _move_at, or last in its run: one comparison)
+            a = hi if ts[hi - 1] < tie else bisect_left(ts, tie, a, hi)
             if a < hi and ts[a] == tie:
                 raise DuplicateKeyError(f"key {(primary, tie)!r} is already present")
         ps.insert(a, primary)

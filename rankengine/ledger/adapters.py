@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from rankengine.board.checks import check_comparable
+from rankengine.board.direct import DIRECT_DELTA_LIMIT
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.timed.calendars import Period, calendar
 from rankengine.timed.decay import DecayedLeaderboard
@@ -127,10 +128,12 @@ def _check_board_write(board: Leaderboard, event: Any, sim: dict[Any, Any]) -> N
         and event.when is None
         and board._scalar
         and board._first
+        and -DIRECT_DELTA_LIMIT <= event.value <= DIRECT_DELTA_LIMIT
     ):
         # The common event, an int increment on a plain board: it cannot
-        # fail (int + int is exact; an int added to a float score cannot
-        # overflow the float range it is in), and the member was checked
+        # fail (int + int is exact; an int within DIRECT_DELTA_LIMIT added
+        # to a float score is a float, inf at worst: one beyond it has no
+        # float value and is checked below), and the member was checked
         # with the event.  Measured: a quarter of a ledger's overhead.
         return
     member = board._check_member(event.member)
@@ -198,9 +201,10 @@ class Adapter:
         self.options = options
         self.clock = clock
         self.board: Any = self._make()
-        #: True when an int increment without ``when=`` cannot fail on this
-        #: view's boards (scalar scores, first-to-reach ties): its check is
-        #: then the route alone (see _check_board_write)
+        #: True when an int increment without ``when=`` (of at most
+        #: DIRECT_DELTA_LIMIT in size) cannot fail on this view's boards
+        #: (scalar scores, first-to-reach ties): its check is then the route
+        #: alone (see _check_board_write)
         self.free_int_incr = self.kind != "decayed" and _free(self.new_board())
 
     def _make(self) -> Any:
@@ -263,7 +267,7 @@ class PeriodicAdapter(Adapter):
 
     def _make(self) -> Any:
         o = self.options
-        return PeriodicLeaderboard(
+        periodic = PeriodicLeaderboard(
             calendar(o["calendar"]),
             keep=o.get("keep", 1),
             grace=o.get("grace", 0.0),
@@ -271,6 +275,15 @@ class PeriodicAdapter(Adapter):
             clock=self.clock,
             **_settings(o),
         )
+        # A period's board is made by the events the view takes (each moves
+        # its time, making the current period's board as a periodic board
+        # fed directly does: apply), never by a read: the ledger's clock
+        # moves with events other views take (and stays where a forgotten
+        # member's last event put it), so a read that made the current
+        # period's board would leave state no replay of the events makes,
+        # and a reopened ledger would not hold it.
+        periodic._advance_makes_current = False
+        return periodic
 
     def _periodic(self) -> PeriodicLeaderboard:
         return self.board  # type: ignore[no-any-return]
@@ -303,6 +316,7 @@ class PeriodicAdapter(Adapter):
             and type(event.value) is int
             and event.op == "incr"
             and event.when is None
+            and -DIRECT_DELTA_LIMIT <= event.value <= DIRECT_DELTA_LIMIT
         ):
             return  # routed, and an int increment cannot fail on a period board
         name = None if period is None else period.name
@@ -313,6 +327,15 @@ class PeriodicAdapter(Adapter):
 
     def apply(self, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
         periodic = self._periodic()
+        reads_only = not periodic._advance_makes_current
+        periodic._advance_makes_current = True  # (an event's advance makes the current board)
+        try:
+            return self._apply(periodic, event, ranks)
+        finally:
+            if reads_only:
+                periodic._advance_makes_current = False
+
+    def _apply(self, periodic: Any, event: Any, ranks: bool) -> tuple[Any, Any, Any]:
         member, op, t = event.member, event.op, event.t_ms / 1000
         if op == "incr" and not ranks:  # the hot path: the board routes it itself
             return periodic.incr(member, event.value, t=t, when=event.when), None, None

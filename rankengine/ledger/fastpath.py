@@ -13,10 +13,20 @@ the set of views changes, not per event: an :class:`IncrPlan` lists
   or with a route (checked as the general path checks it).  A plain
   board cannot refuse it, so it is not in the list at all;
 * ``feeds``: every view with how it is written -- ``BOARD`` (the board's
-  own ``incr``), ``PERIODIC`` (the board of the period its check routed
-  the event to, when nothing else is due: see
-  :func:`~rankengine.timed.state.held_period_board`), ``TOPK`` (one count)
-  or ``GENERIC`` (the view's own ``apply``, as the general path does).
+  increment without the checks the event has passed already:
+  :func:`~rankengine.board.direct.direct_incr`), ``PERIODIC`` (the same,
+  on the board of the period its check routed the event to, when nothing
+  else is due: see :func:`~rankengine.timed.state.held_period_incr`),
+  ``TOPK`` (one count) or ``GENERIC`` (the view's own ``apply``, as the
+  general path does).
+
+From these the plan writes the one function an event runs
+(:attr:`IncrPlan.record`: the checks, the record, the writes and the
+result, in one straight run of lines) and a batch's feed
+(:attr:`IncrPlan.quiet`).  An int past
+:data:`~rankengine.board.direct.DIRECT_DELTA_LIMIT` in size never comes
+here: added to a float score it has no float value, which the general
+path's checks find.
 
 The plan is dropped (``ledger._plan = None``) whenever views are added,
 removed, rebuilt or restored; it holds the views and their adapters, never
@@ -42,17 +52,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from rankengine.board.direct import direct_incr
+from rankengine.durable.records import EVENT, Event
 from rankengine.ledger.adapters import Adapter, PeriodicAdapter, TopKAdapter
-from rankengine.ledger.events import LedgerEvent
-from rankengine.ledger.front import PENDING
+from rankengine.ledger.events import INCR, LedgerEvent
+from rankengine.ledger.front import PENDING, LazyRecorded, Recorded
 from rankengine.ledger.routes import NO_KEY
 from rankengine.ledger.views import Outcome, View
-from rankengine.timed.state import held_period_board
+from rankengine.timed.state import held_period_board, held_period_incr
 
 __all__ = ["BOARD", "CODE_NAMES", "GENERIC", "PERIODIC", "TOPK", "IncrPlan", "feed", "skip_checks"]
 
 #: Tuples made without the Python-level ``__new__`` of a NamedTuple.
-_new_outcome: Final = tuple.__new__
+_new_tuple: Final = tuple.__new__
 
 #: How a view is fed an int increment (see the module docstring).
 GENERIC: Final = 0
@@ -78,38 +90,73 @@ def _code(view: View) -> tuple[int, Adapter | None]:
     return GENERIC, adapter
 
 
-#: The lines of an :class:`IncrPlan`'s two functions for view ``i``, by
-#: how it is fed: its check (none for a board that cannot refuse), then its
-#: write, which leaves the view's new score (or its own outcomes) in ``s{i}``.
+#: The lines of an :class:`IncrPlan`'s ``record`` for view ``i``, by how
+#: it is fed: its check, run before anything is written (none for a board
+#: that cannot refuse).  A periodic view's check leaves in ``o{i}`` the
+#: period it routed the event to, when the event falls in it (else None).
 _CHECK_LINES: Final = {
     GENERIC: ["    refused_by(v{i}, event, now_ms)"],
     PERIODIC: [
-        "    cached = a{i}._open",  # (start, end, open until, period) last routed to
-        "    if cached is None or not (cached[0] <= t_s < cached[1] and now_s < cached[2]):",
+        "    o{i} = a{i}._open",  # (start, end, open until, period) last routed to
+        "    if o{i} is None or not (o{i}[0] <= t_s < o{i}[1] and now_s < o{i}[2]):",
         "        refused_by(v{i}, event, now_ms)",
+        "        o{i} = in_period(a{i}._open, t_s)",
     ],
     TOPK: [
         "    if a{i}.board.total >= a{i}.limit:  # no room for one more",
         "        refused_by(v{i}, event, now_ms)",
     ],
 }
+#: ``quiet``'s (a batch's feed) own lines for a periodic view: the period
+#: its checks routed the event to, if the event falls in it.
+_ROUTED_LINES: Final = {PERIODIC: ["    o{i} = in_period(a{i}._open, t_s)"]}
+#: The lines that write view ``i`` (in ``record`` and ``quiet``), leaving
+#: its new score (or its own outcomes) in ``s{i}``.
 _FEED_LINES: Final = {
     GENERIC: ["    s{i} = v{i}.apply(event, False)"],
-    BOARD: ["    s{i} = a{i}.board.incr(member, value)"],
+    BOARD: ["    s{i} = direct_incr(a{i}.board, member, value)"],
     PERIODIC: [
-        # the period its check routed the event to, written directly when
-        # nothing else is due there (else through the periodic board)
-        "    cached = a{i}._open",
-        "    target = None",
-        "    if cached is not None and cached[0] <= t_s < cached[1]:",
-        "        target = held_period_board(a{i}.board, cached[3], now_s)",
-        "    s{i} = v{i}.apply(event, False) if target is None else target.incr(member, value)",
+        # the period board, written directly when nothing else is due
+        # there (else through the periodic board, which routes it again)
+        "    s{i} = None",
+        "    if o{i} is not None:",
+        "        s{i} = held_period_incr(a{i}.board, o{i}[3], now_s, member, value)",
+        "    if s{i} is None:",
+        "        s{i} = v{i}.apply(event, False)",
     ],
     TOPK: [
         "    a{i}.board.add(member, 1)",
         "    s{i} = None  # (the estimate is read with ranks only)",
     ],
 }
+#: ``record``'s lines between the checks and the feed: one record, durable
+#: under the policy (the event's change built here: to_change's, a call less).
+_LOG_LINES: Final = [
+    "    seq = ledger._seq + 1",
+    "    changes = [(EVENT, member, INCR, value, t, None, None, None)]",
+    "    files = ledger._files",
+    "    if files is not None:",
+    "        files.append(ledger._framer.frame(seq, stamp, changes), seq)",
+    "    elif ledger._history is not None:",
+    "        ledger._history.append(Event(seq, stamp, changes))",
+    "    ledger._seq, ledger._last_ms, ledger._time = seq, stamp, now_ms",
+    "    if ranks:",
+    "        try:",
+    "            outcomes = feed_ranked(plan, event, now_ms, seq)",
+    "        except Exception as exc:  # a view refused what it had passed: a bug",
+    "            raise failed(ledger, plan, seq, exc) from exc",
+    "        return new_tuple(Recorded, (seq, event, outcomes))",
+    "    try:",
+]
+
+
+def in_period(cached: tuple[float, float, float, Any] | None, t_s: float) -> Any:
+    """``cached`` (a periodic adapter's ``_open``) if the time ``t_s`` falls
+    in its period, else None.
+
+    Runtime complexity: O(1)
+    """
+    return cached if cached is not None and cached[0] <= t_s < cached[1] else None
 
 
 def refused_by(view: View, event: LedgerEvent, now_ms: int) -> None:
@@ -124,17 +171,29 @@ def refused_by(view: View, event: LedgerEvent, now_ms: int) -> None:
         raise
 
 
+def failed(ledger: Any, plan: IncrPlan, seq: int, exc: Exception) -> Exception:
+    """A view failed to apply event ``seq``, logged already (it had passed
+    that view's check: a bug): every view left at ``seq - 1``, as the
+    general path leaves them, and the error the ledger raises (it closes).
+
+    Runtime complexity: O(V)
+    """
+    for _, view, _, _ in plan.feeds:
+        view.seq = seq - 1
+    return ledger._view_failed(seq, exc)  # type: ignore[no-any-return]
+
+
 class IncrPlan:
     """The views in the order they are fed, and which must check an int
     increment first (see the module docstring).
 
     The per-event work is two functions written for this set of views when
-    the plan is made (``check`` and ``quiet``, the feed without ranks:
-    :attr:`source`): one straight run of lines per view, the per-view
-    decisions taken here, so that an event pays no loop over the views and
-    no test of how each is fed.  Measured (``bench/ledger.py``'s four
-    views, A/B in one run, with :class:`~rankengine.ledger.front.LazyRecorded`
-    made at the same time): 1.10x a record's throughput; see
+    the plan is made (:attr:`source`): ``record`` (one event: the checks,
+    the record, the feed, the result) and ``quiet`` (the feed of one event
+    of a batch, without ranks), each one straight run of lines per view,
+    the per-view decisions taken here, so that an event pays no loop over
+    the views, no test of how each is fed and no call between the steps.
+    Measured (``bench/ledger.py``'s four views, A/B in one run): see
     ``docs/ledger.md``.
 
     Runtime complexity: O(V) to build for V views; nothing per event
@@ -144,14 +203,44 @@ class IncrPlan:
     >>> plan = IncrPlan([View("all", "board", {}, Route.of()),
     ...                  View("hot", "topk", {"k": 3}, Route.of())])
     >>> print(plan.source)
-    def check(event, t_s, now_ms, now_s):
+    def record(ledger, member, value, t, stamp, ranks):
+        now_ms = ledger._time
+        if t > now_ms:
+            now_ms = t
+        t_s, now_s = t / 1000, now_ms / 1000
+        event = new_tuple(LedgerEvent, (member, "incr", value, t, None, None, None))
         if a1.board.total >= a1.limit:  # no room for one more
             refused_by(v1, event, now_ms)
+        seq = ledger._seq + 1
+        changes = [(EVENT, member, INCR, value, t, None, None, None)]
+        files = ledger._files
+        if files is not None:
+            files.append(ledger._framer.frame(seq, stamp, changes), seq)
+        elif ledger._history is not None:
+            ledger._history.append(Event(seq, stamp, changes))
+        ledger._seq, ledger._last_ms, ledger._time = seq, stamp, now_ms
+        if ranks:
+            try:
+                outcomes = feed_ranked(plan, event, now_ms, seq)
+            except Exception as exc:  # a view refused what it had passed: a bug
+                raise failed(ledger, plan, seq, exc) from exc
+            return new_tuple(Recorded, (seq, event, outcomes))
+        try:
+            v0.time_ms = now_ms
+            v0.seq = seq
+            s0 = direct_incr(a0.board, member, value)
+            v1.time_ms = now_ms
+            v1.seq = seq
+            a1.board.add(member, 1)
+            s1 = None  # (the estimate is read with ranks only)
+        except Exception as exc:  # a view refused what it had passed: a bug
+            raise failed(ledger, plan, seq, exc) from exc
+        return new_tuple(LazyRecorded, (seq, event, [PENDING, names, s0, s1]))
     <BLANKLINE>
     def quiet(event, member, value, t_s, now_ms, now_s, seq):
         v0.time_ms = now_ms
         v0.seq = seq
-        s0 = a0.board.incr(member, value)
+        s0 = direct_incr(a0.board, member, value)
         v1.time_ms = now_ms
         v1.seq = seq
         a1.board.add(member, 1)
@@ -159,7 +248,7 @@ class IncrPlan:
         return [PENDING, names, s0, s1]
     """
 
-    __slots__ = ("check", "checks", "feeds", "names", "quiet", "source")
+    __slots__ = ("checks", "feeds", "names", "quiet", "record", "source")
 
     def __init__(self, views: Iterable[View]) -> None:
         #: (code, view, adapter) of the views that check the event
@@ -173,29 +262,58 @@ class IncrPlan:
             self.feeds.append((code, view, adapter, view.name))
         #: the views' names, in order (what a LazyRecorded's outcomes are made with)
         self.names = tuple(name for _, _, _, name in self.feeds)
-        checks = ["def check(event, t_s, now_ms, now_s):"]
-        feeds = ["def quiet(event, member, value, t_s, now_ms, now_s, seq):"]
-        space: dict[str, Any] = {
-            "PENDING": PENDING,
-            "names": self.names,
-            "refused_by": refused_by,
-            "held_period_board": held_period_board,
-        }
-        for i, (code, view, adapter, _) in enumerate(self.feeds):
-            space[f"v{i}"], space[f"a{i}"] = view, adapter
-            checks += [line.format(i=i) for line in _CHECK_LINES.get(code, [])]
+        record = [
+            "def record(ledger, member, value, t, stamp, ranks):",
+            "    now_ms = ledger._time",
+            "    if t > now_ms:",
+            "        now_ms = t",
+            "    t_s, now_s = t / 1000, now_ms / 1000",
+            '    event = new_tuple(LedgerEvent, (member, "incr", value, t, None, None, None))',
+        ]
+        quiet = ["def quiet(event, member, value, t_s, now_ms, now_s, seq):"]
+        feeds: list[str] = []
+        for i, (code, _, _, _) in enumerate(self.feeds):
+            record += [line.format(i=i) for line in _CHECK_LINES.get(code, [])]
+            quiet += [line.format(i=i) for line in _ROUTED_LINES.get(code, [])]
             feeds += [f"    v{i}.time_ms = now_ms", f"    v{i}.seq = seq"]
             feeds += [line.format(i=i) for line in _FEED_LINES[code]]
-        if len(checks) == 1:
-            checks.append("    return")  # (no view can refuse it)
-        items = "".join(f", s{i}" for i in range(len(self.feeds)))
-        feeds.append(f"    return [PENDING, names{items}]")
-        #: the source of ``check`` and ``quiet`` (see the class docstring)
-        self.source = "\n".join(checks) + "\n\n" + "\n".join(feeds)
+        scores = ", ".join(["PENDING", "names"] + [f"s{i}" for i in range(len(self.feeds))])
+        record += _LOG_LINES + ["    " + line for line in feeds or ["    pass  # (no view)"]]
+        record += [
+            "    except Exception as exc:  # a view refused what it had passed: a bug",
+            "        raise failed(ledger, plan, seq, exc) from exc",
+            f"    return new_tuple(LazyRecorded, (seq, event, [{scores}]))",
+        ]
+        quiet += [*feeds, f"    return [{scores}]"]
+        #: the source of ``record`` and ``quiet`` (see the class docstring)
+        self.source = "\n".join(record) + "\n\n" + "\n".join(quiet)
+        space: dict[str, Any] = {
+            "plan": self,
+            "names": self.names,
+            "PENDING": PENDING,
+            "EVENT": EVENT,
+            "INCR": INCR,
+            "Event": Event,
+            "LedgerEvent": LedgerEvent,
+            "Recorded": Recorded,
+            "LazyRecorded": LazyRecorded,
+            "new_tuple": _new_tuple,
+            "refused_by": refused_by,
+            "in_period": in_period,
+            "failed": failed,
+            "feed_ranked": _feed_ranked,
+            "direct_incr": direct_incr,
+            "held_period_incr": held_period_incr,
+        }
+        for i, (_, view, adapter, _) in enumerate(self.feeds):
+            space[f"v{i}"], space[f"a{i}"] = view, adapter
         exec(compile(self.source, "<IncrPlan>", "exec"), space)  # (lines of this module's own)
-        #: check(event, t_s, now_ms, now_s): raises what a view refusing the event raises
-        self.check: Callable[[LedgerEvent, float, int, float], None] = space["check"]
-        #: quiet(event, member, value, t_s, now_ms, now_s, seq): feed without ranks
+        #: record(ledger, member, value, t, stamp, ranks): one int increment
+        #: at event time ``t`` and record time ``stamp``, under the ledger's
+        #: lock: checked, logged, fed; its Recorded (a LazyRecorded without ranks)
+        self.record: Callable[..., Recorded] = space["record"]
+        #: quiet(event, member, value, t_s, now_ms, now_s, seq): feed one
+        #: checked and logged event without ranks (a batch's)
         self.quiet: Callable[..., list[Any]] = space["quiet"]
 
 
@@ -255,8 +373,8 @@ def _feed_ranked(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int) -> l
         if code == BOARD:
             board = adapter.board
             before = board.rank(member)
-            score = board.incr(member, value)
-            add(_new_outcome(Outcome, (name, NO_KEY, score, before, board.rank(member))))
+            score = direct_incr(board, member, value)
+            add(_new_tuple(Outcome, (name, NO_KEY, score, before, board.rank(member))))
         elif code == PERIODIC:
             cached = adapter._open
             target = None
@@ -266,13 +384,13 @@ def _feed_ranked(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int) -> l
                 outcomes += view.apply(event, True)
                 continue
             before = target.rank(member)
-            score = target.incr(member, value)
-            add(_new_outcome(Outcome, (name, NO_KEY, score, before, target.rank(member))))
+            score = direct_incr(target, member, value)
+            add(_new_tuple(Outcome, (name, NO_KEY, score, before, target.rank(member))))
         elif code == TOPK:
             topk = adapter.board
             topk.add(member, 1)
             # (the estimate is a second pass over the sketch: with ranks only)
-            add(_new_outcome(Outcome, (name, NO_KEY, topk.estimate(member), None, None)))
+            add(_new_tuple(Outcome, (name, NO_KEY, topk.estimate(member), None, None)))
         else:
             outcomes += view.apply(event, True)
     return outcomes

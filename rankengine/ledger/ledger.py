@@ -39,6 +39,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from rankengine.board.direct import DIRECT_DELTA_LIMIT
 from rankengine.durable.forget import Forgotten
 from rankengine.durable.options import (
     COMPACT_MIN_BYTES,
@@ -58,7 +59,7 @@ from rankengine.durable.records import (
     TornTailWarning,
 )
 from rankengine.durable.snapshot import SharedChunks, Snapshot
-from rankengine.ledger.events import INCR, MAX_T_MS, LedgerEvent, from_change, make_event, to_change
+from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import IncrPlan, feed, skip_checks
 from rankengine.ledger.fold import replay_log
 from rankengine.ledger.forget import forget_member
@@ -459,6 +460,7 @@ class Ledger(LedgerFront):
             value = 1
         if (
             type(value) is int
+            and -DIRECT_DELTA_LIMIT <= value <= DIRECT_DELTA_LIMIT  # (see direct_incr)
             and op == "incr"
             and type(member) is str
             and when is None
@@ -511,33 +513,10 @@ class Ledger(LedgerFront):
             plan = self._plan
             if plan is None:
                 plan = self._plan = IncrPlan(self._views.values())
-            now_ms = self._time if self._time > t else t
-            event = _new_event(LedgerEvent, (member, "incr", value, t, None, None, None))
-            t_s, now_s = t / 1000, now_ms / 1000
-            # 1. the views that could refuse it (a plain board cannot: it is
-            # not asked), each only when its check is more than the plan's test
-            plan.check(event, t_s, now_ms, now_s)
-            # 2. one record (the event's change built here: to_change's, a call less)
-            seq = self._seq + 1
-            changes = [(EVENT, member, INCR, value, t, None, None, None)]
-            files = self._files
-            if files is not None:
-                files.append(self._framer.frame(seq, stamp, changes), seq)
-            elif self._history is not None:
-                self._history.append(Event(seq, stamp, changes))
-            self._seq, self._last_ms, self._time = seq, stamp, now_ms
-            # 3. every view
-            try:
-                if ranks:
-                    outcomes = feed(plan, event, now_ms, seq, ranks)
-                else:
-                    outcomes = plan.quiet(event, member, value, t_s, now_ms, now_s, seq)
-            except Exception as exc:  # a view refused what it had passed: a bug
-                for _, view, _, _ in plan.feeds:
-                    view.seq = seq - 1  # (as the general path leaves them)
-                raise self._view_failed(seq, exc) from exc
+            # checked, logged, fed (the views that could refuse it asked first)
+            done = plan.record(self, member, value, t, stamp, ranks)
             self._compact_if_due()
-            return _new_event(Recorded if ranks else LazyRecorded, (seq, event, outcomes))
+            return done
         finally:
             lock.release()
 
@@ -576,6 +555,7 @@ class Ledger(LedgerFront):
             if not self._subs.any() and all(
                 event.op == "incr"
                 and type(event.value) is int
+                and -DIRECT_DELTA_LIMIT <= event.value <= DIRECT_DELTA_LIMIT
                 and type(event.member) is str
                 and event.attrs is None
                 and event.when is None

@@ -16,7 +16,12 @@ What differs from a durable periodic board: time moves with the events
 (the ledger's clock is the latest event time), not with the wall clock
 of reads, so a period closes when the first event past its end (and
 grace) is recorded; ``on_close`` callbacks are not supported (subscribe
-to the ledger instead); dropped periods are not archived.
+to the ledger instead); dropped periods are not archived.  As on any
+ledger, the open leaves closed periods unloaded until their first read;
+``PeriodicLeaderboard.open(..., preload=True)`` loads them on a background
+thread once open (:attr:`LedgerPeriodic.preloader`), and
+``face.ledger.preload()`` loads them now
+(:meth:`~rankengine.ledger.ledger.Ledger.preload`).
 
 >>> import tempfile
 >>> from rankengine import Ledger, PeriodicLeaderboard
@@ -26,8 +31,11 @@ to the ledger instead); dropped periods are not archived.
 ...     with PeriodicLeaderboard.open(tmp, "daily", clock=lambda: 86_400.0) as daily:
 ...         daily.incr("ann", 5), daily.incr("bob", 2, t=86_500.0), daily.current.name
 ...         daily.ledger.last_seq
+...     with PeriodicLeaderboard.open(tmp, "daily", clock=lambda: 90_000.0, preload=True) as again:
+...         again.preloader.wait(), again.unloaded()
 (5, 2, '1970-01-02')
 2
+(True, [])
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from rankengine.durable.forget import Forgotten
 from rankengine.ledger.front import first_score
 from rankengine.ledger.ledger import Ledger
 from rankengine.ledger.oneview import count_changed
+from rankengine.ledger.preload import Preloader
 from rankengine.ledger.routes import NO_KEY
 from rankengine.timed.calendars import calendar
 from rankengine.timed.periodic import PeriodicLeaderboard
@@ -122,6 +131,12 @@ class LedgerPeriodic(_Face):
 
     def __repr__(self) -> str:
         return f"LedgerPeriodic({self.ledger.path!r}, view={self.view!r})"
+
+    @property
+    def preloader(self) -> Preloader | None:
+        """The background preload (``open(..., preload=True)`` or
+        ``face.ledger.preload(background=True)``), if one was started."""
+        return self.ledger.preloader
 
     # ------------------------------------------------------------------
     # Writes: events at t
@@ -537,13 +552,18 @@ def open_time_view(directory: str, kind: str, options: dict[str, Any]) -> Any:
     cal = options.pop("calendar")
     clock = options.pop("clock")
     fsync = options.pop("fsync", "everysec")
+    # (a periodic view's closed periods load lazily; a window's buckets are
+    # all loaded at the open, so its open takes no preload=)
+    preload = options.pop("preload", False) if kind == "periodic" else False
     if kind == "window":
         options["buckets"] = options.pop("buckets")
         options.pop("refresh_every", None)  # (a ledger's window refreshes after every event)
     for name in options:
         if name not in (*_VIEW_OPTIONS, "buckets"):
             raise TypeError(f"a {kind} view of a ledger takes no {name}= (see docs/ledger.md)")
-    ledger = Ledger.open(directory, fsync=fsync, create=False, now=lambda: int(clock() * 1000))
+    ledger = Ledger.open(
+        directory, fsync=fsync, create=False, now=lambda: int(clock() * 1000), preload=preload
+    )
     try:
         found = {name: ledger._views[name].kind for name in ledger.views}
         names = [n for n, k in found.items() if k == kind and not ledger._views[n].route.keyed]
@@ -579,6 +599,9 @@ def _open_decayed(directory: str, options: dict[str, Any]) -> LedgerDecayed:
     fsync = options.pop("fsync", "everysec")
     half_life, tau = options.pop("half_life", None), options.pop("tau", None)
     options.pop("rebase_after", None)
+    for name in options:  # (as a periodic view's open: an unknown option is refused)
+        if name not in _VIEW_OPTIONS:
+            raise TypeError(f"a decayed view of a ledger takes no {name}= (see docs/ledger.md)")
     ledger = Ledger.open(directory, fsync=fsync, create=False, now=lambda: int(clock() * 1000))
     try:
         found = {name: ledger._views[name].kind for name in ledger.views}

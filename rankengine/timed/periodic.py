@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
+from rankengine.board.checks import check_flag
 from rankengine.board.copying import Uncopyable
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.board.routing import routed
@@ -190,6 +191,13 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         "it runs on a clock and callbacks and may own a directory; copy a period's "
         "standings instead: board.board().copy() (or board.board(period).copy())"
     )
+    #: False in a ledger's view between its events (ledger/adapters.py): a
+    #: read does not make the current period's board (a replay would not).
+    _advance_makes_current = True
+    #: While it is not made, the horizon is "now" (the next event's advance
+    #: makes it; a write never skips routing) and reads before this time
+    #: have nothing to do.
+    _unmade_end = -math.inf
 
     def __init__(
         self,
@@ -304,7 +312,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         return self._calendar.period_of(t)
 
     def periods(self) -> list[Period]:
-        """Periods held in memory, oldest first (the current one last).
+        """Periods held in memory, oldest first (the current one last; a
+        ledger's view holds it once one of its events reached it).
 
         Runtime complexity: O(P log P) for P periods held
         """
@@ -476,6 +485,7 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         *,
         fsync: FsyncPolicy = "everysec",
         clock: Callable[[], float] = time.time,
+        preload: bool = False,
         **options: Any,
     ) -> PeriodicLeaderboard:
         """Open (or create) a durable periodic board in directory ``path``.
@@ -507,9 +517,15 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         the files prove was reached (a held period's start, a closed or
         archived period's ``end + grace``), so a closed period stays closed
         even if the new process's clock reads earlier.
+
+        ``preload``: on a one-view ledger (:mod:`rankengine.ledger.timeview`),
+        load its closed periods on a background thread once open, as
+        ``Ledger.open(path, preload=True)`` does (default False: each loads
+        on first read); this layout loads every period at the open.
         """
         check_fsync(fsync)  # before anything is created or locked
-        given = dict(options, calendar=cal, clock=clock, fsync=fsync)
+        check_flag(preload, "preload")
+        given = dict(options, calendar=cal, clock=clock, fsync=fsync, preload=preload)
         if (view := as_ledger_view(path, "periodic", given)) is not None:  # a one-view ledger
             return view  # type: ignore[no-any-return]
         # the store makes the period boards and keeps the archive under
@@ -665,6 +681,9 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         if now < self._horizon:  # within the current period: a time the calendar holds
             self._now = now
             return now
+        if now < self._unmade_end and not self._advance_makes_current:
+            self._now = now  # (a read, the current period not made: nothing is due yet)
+            return now
         # before "now" moves: a reading beyond the calendar's range raises
         # here and changes nothing, instead of leaving a "now" that every
         # later call would fail on
@@ -672,7 +691,9 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
         self._now = now
         if self._shut or self._closing:
             return now
-        self._ensure(current)
+        if self._advance_makes_current:
+            self._ensure(current)
+            self._unmade_end = -math.inf
         for period in sorted(self._periods.values(), key=lambda p: p.start):
             if period.name not in self._closed and now >= period.end + self._grace:
                 if self._on_close is not None:
@@ -704,6 +725,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
             [current.end]
             + [p.end + self._grace for n, p in self._periods.items() if n not in self._closed]
         )
+        if current.name not in self._periods:  # (not made: see _unmade_end)
+            self._horizon, self._unmade_end = now, self._horizon
         return now
 
     def _ensure(self, period: Period) -> Leaderboard:
@@ -796,7 +819,8 @@ class PeriodicLeaderboard(PeriodWrites, PeriodicForgetting, PeriodDropping, Unco
             # (-inf horizon: just reopened, the first call advances; close() stops advancing)
             if self._now > -math.inf and self._horizon > -math.inf and not self._shut:
                 current = self._calendar.period_of(self._now)
-                assert current.name in self._periods, "current period not held"
+                held = current.name in self._periods or not self._advance_makes_current
+                assert held, "current period not held"
                 oldest = self._oldest_kept(current)
                 # a close callback that raised stops the advance before the
                 # drops: until its retry, a period is due and not closed,

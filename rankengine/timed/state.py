@@ -33,6 +33,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from rankengine.board.direct import direct_incr
 from rankengine.board.leaderboard import Leaderboard
 from rankengine.timed.calendars import Period
 from rankengine.timed.decay import DecayedLeaderboard
@@ -46,6 +47,7 @@ __all__ = [
     "check_decayed_write",
     "decayed_state",
     "held_period_board",
+    "held_period_incr",
     "open_until",
     "period_board",
     "periodic_parts",
@@ -180,6 +182,45 @@ def held_period_board(board: PeriodicLeaderboard, period: Period, now: float) ->
             return None
         board._now = now
         return target
+    finally:
+        lock.release()
+
+
+def held_period_incr(
+    board: PeriodicLeaderboard, period: Period, now: float, member: str, delta: int
+) -> Any:
+    """:func:`held_period_board` and the increment in one hold of the
+    board's lock: when that function would return the period's board,
+    ``direct_incr(that board, member, delta)`` is made (see
+    :func:`~rankengine.board.direct.direct_incr`: the caller has checked
+    the increment) and the new score returned; else None, nothing changed.
+    The period board's lock is taken inside the periodic board's, as
+    :meth:`PeriodicLeaderboard.incr` takes them.
+
+    Runtime complexity: O(log N)
+
+    >>> from rankengine.timed.periodic import PeriodicLeaderboard
+    >>> daily = PeriodicLeaderboard("daily", clock=lambda: 90_000.0)
+    >>> _ = daily.incr("ann", 3)
+    >>> day = daily.period_of(90_000.0)
+    >>> held_period_incr(daily, day, 95_000.0, "ann", 2), daily.now()
+    (5, 95000.0)
+    >>> held_period_incr(daily, day, 200_000.0, "ann", 2) is None   # the day closes first
+    True
+    """
+    lock = board._lock.plain  # (as held_period_board: no follow-up work)
+    lock.acquire()
+    try:
+        held = board._now
+        now = now if now > held else held
+        if now >= board._horizon or board._write_hook is not None:
+            return None
+        name = period.name
+        target = board._boards.get(name)
+        if target is None or name in board._closed:
+            return None
+        board._now = now
+        return direct_incr(target, member, delta)
     finally:
         lock.release()
 
