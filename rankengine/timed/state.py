@@ -172,18 +172,28 @@ def held_period_board(board: PeriodicLeaderboard, period: Period, now: float) ->
     lock = board._lock.plain
     lock.acquire()
     try:
-        held = board._now
-        now = now if now > held else held
-        if now >= board._horizon or board._write_hook is not None:
-            return None
-        name = period.name
-        target = board._boards.get(name)
-        if target is None or name in board._closed:
-            return None
-        board._now = now
-        return target
+        return _held_target(board, period, now)
     finally:
         lock.release()
+
+
+def _held_target(board: PeriodicLeaderboard, period: Period, now: float) -> Leaderboard | None:
+    """The body of :func:`held_period_board`, run with the board's lock
+    held: the period's board (the board's time moved to ``now``), or None
+    with nothing changed.
+
+    Runtime complexity: O(1)
+    """
+    held = board._now
+    now = now if now > held else held
+    if now >= board._horizon or board._write_hook is not None:
+        return None
+    name = period.name
+    target = board._boards.get(name)
+    if target is None or name in board._closed:
+        return None
+    board._now = now
+    return target
 
 
 def held_period_incr(
@@ -211,16 +221,8 @@ def held_period_incr(
     lock = board._lock.plain  # (as held_period_board: no follow-up work)
     lock.acquire()
     try:
-        held = board._now
-        now = now if now > held else held
-        if now >= board._horizon or board._write_hook is not None:
-            return None
-        name = period.name
-        target = board._boards.get(name)
-        if target is None or name in board._closed:
-            return None
-        board._now = now
-        return direct_incr(target, member, delta)
+        target = _held_target(board, period, now)
+        return None if target is None else direct_incr(target, member, delta)
     finally:
         lock.release()
 
