@@ -764,8 +764,9 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
             target = os.path.join(directory, snap)
             if mode == "fork":  # the child writes it from the board as of now
                 child = fork_snapshot(self, target, header, self._dirlock._fd)
-            sealed = [s for s in manifest.segments if s[1] <= seq]  # (for "replay")
-            job = ReplayJob(directory, list(manifest.snapshots), sealed, header, target)
+            elif mode == "replay":  # what the fresh process reads: the log up to seq
+                sealed = [s for s in manifest.segments if s[1] <= seq]
+                job = ReplayJob(directory, list(manifest.snapshots), sealed, header, target)
         if rotation is not None:
             try:
                 finish_rotation(self, rotation)
@@ -776,7 +777,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
                 raise
         if mode == "fork":
             size = wait_snapshot(child, target)
-        elif export is None:  # a fresh process replays the log up to seq
+        elif export is None:  # "replay": a fresh process replays the log up to seq
             size = replay_snapshot(job)
         else:
             # pieces, not whole columns, and each freed once written: see
