@@ -60,7 +60,6 @@ or when more than :data:`CLOCK_ROOM` writes arrived.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import operator
 import time
@@ -74,6 +73,7 @@ from rankengine.board.changes import META, PUT, Change
 from rankengine.board.core import MISSING, BoardCore
 from rankengine.board.release import adopt_state, empty_map_in_pieces, let_go, unshared
 from rankengine.board.scoring import Score
+from rankengine.index.collector import collector_paused
 from rankengine.index.teardown import empty_in_pieces
 
 __all__ = [
@@ -192,54 +192,51 @@ def stage_batch(
     # load (BulkLoad._rebuild_index): a collection would find nothing to
     # free, and one that ran inside a slice of the copy or the swap walked
     # the growing copy under the lock (holds of 10-85 ms at N = 10^6).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        batch = _Batch(board, pairs, when, increment, clock0)
-        columns, pending = _copy(board, journal, index, primary, pause)
-        shadow = batch.build(columns, pending, kind)
-        del columns
-        rounds = 0
-        while True:
-            pause()
-            batch.catch_up(shadow, pending)
-            rounds += 1
-            pause()
-            with board._lock:
-                if (
-                    board._index is not index
-                    or board._primary is not primary
-                    or board._member_type is not kind
-                ):
-                    raise _Declined
-                pending = journal.take()
-                if len(pending) > FINAL_FIXES and rounds < MAX_ROUNDS:
-                    continue
+    with collector_paused():
+        try:
+            batch = _Batch(board, pairs, when, increment, clock0)
+            columns, pending = _copy(board, journal, index, primary, pause)
+            shadow = batch.build(columns, pending, kind)
+            del columns
+            rounds = 0
+            while True:
+                pause()
                 batch.catch_up(shadow, pending)
-                if batch.first and board._clock > batch.base:
-                    raise _Declined
-                if batch.first:
-                    shadow._clock = batch.base + len(pairs)
-                else:  # ties by member: the clock stays dense
-                    shadow._clock = board._clock + batch.total_ticks
-                shadow._meta = board._meta  # metadata is the live board's
-                shadow._counts = shadow._distinct = None  # dense counts: rebuilt on use
-                board._listener = None
-                adopt_state(board, shadow)
-                shadow._meta = {}
-                break
-    except BaseException as exc:  # nothing was swapped in: the shadow goes
-        if shadow is not None:
-            _free(shadow, pause)  # (a skip list's nodes are cycles: freed by hand)
-        if isinstance(exc, _Declined):
-            return None
-        raise
-    finally:
-        if enabled:
-            gc.enable()
-        with board._lock:
-            if board._listener is journal:
-                board._listener = None
+                rounds += 1
+                pause()
+                with board._lock:
+                    if (
+                        board._index is not index
+                        or board._primary is not primary
+                        or board._member_type is not kind
+                    ):
+                        raise _Declined
+                    pending = journal.take()
+                    if len(pending) > FINAL_FIXES and rounds < MAX_ROUNDS:
+                        continue
+                    batch.catch_up(shadow, pending)
+                    if batch.first and board._clock > batch.base:
+                        raise _Declined
+                    if batch.first:
+                        shadow._clock = batch.base + len(pairs)
+                    else:  # ties by member: the clock stays dense
+                        shadow._clock = board._clock + batch.total_ticks
+                    shadow._meta = board._meta  # metadata is the live board's
+                    shadow._counts = shadow._distinct = None  # dense counts: rebuilt on use
+                    board._listener = None
+                    adopt_state(board, shadow)
+                    shadow._meta = {}
+                    break
+        except BaseException as exc:  # nothing was swapped in: the shadow goes
+            if shadow is not None:
+                _free(shadow, pause)  # (a skip list's nodes are cycles: freed by hand)
+            if isinstance(exc, _Declined):
+                return None
+            raise
+        finally:
+            with board._lock:
+                if board._listener is journal:
+                    board._listener = None
     assert shadow is not None
     _free(shadow, pause)
     return batch.count, batch.results()

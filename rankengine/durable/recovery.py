@@ -36,7 +36,6 @@ True
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import warnings
 from collections.abc import Callable
@@ -54,6 +53,7 @@ from rankengine.durable.records import (
     TornTail,
 )
 from rankengine.durable.snapshot import fsync_dir, read_snapshot
+from rankengine.index.collector import collector_paused
 
 __all__ = [
     "Loaded",
@@ -135,11 +135,9 @@ def load_board(
                 continue
             if progress is not None:
                 progress("snapshot", snap.size, snap.size)
-            enabled = gc.isenabled()
             # Bulk load: the collector would rescan the growing heap many
             # times while a million tuples are created (measured: 3x slower).
-            gc.disable()
-            try:
+            with collector_paused():
                 # a columnar bulk load when the board offers one (no per-row
                 # Python work); else the row-by-row seam
                 restore_columns = getattr(board, "_restore_columns", None)
@@ -151,9 +149,6 @@ def load_board(
                     )
                 else:
                     board._restore(snap.rows(), int(snap.header["clock"]))
-            finally:
-                if enabled:
-                    gc.enable()
             out.snapshot_seq = out.last_seq = seq
             out.last_ms = int(snap.header.get("time_ms", 0))
             out.snapshot_size = snap.size
@@ -188,11 +183,9 @@ def load_board(
         )
     adoptable = unnamed_after(directory, manifest) if adopt else []
     fold = Fold(board)
-    enabled = gc.isenabled()
     # As for the snapshot: the collector would rescan the growing heap many
     # times while the records' objects are made (measured: ~2x slower).
-    gc.disable()
-    try:
+    with collector_paused():
         _replay(
             fold,
             directory,
@@ -204,9 +197,6 @@ def load_board(
             progress=progress,
             adoptable=adoptable,
         )
-    finally:
-        if enabled:
-            gc.enable()
     return out
 
 

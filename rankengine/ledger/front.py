@@ -18,13 +18,13 @@ LedgerEvent(member='ann', op='incr', value=3, t_ms=7, attrs=None, when=None, met
 
 from __future__ import annotations
 
-import gc
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, NamedTuple, cast
 
 from rankengine.durable.snapshot import read_snapshot
+from rankengine.index.collector import collector_paused
 from rankengine.ledger.events import LedgerEvent, make_event
 from rankengine.ledger.preload import LOADING
 from rankengine.ledger.routes import NO_KEY
@@ -341,16 +341,11 @@ def deferred_board(view: View, columns: int | None) -> Callable[[str], Any]:
     """
 
     def load(path: str) -> Any:
-        enabled = gc.isenabled()
-        gc.disable()
         # (on a preload's thread: the member map built in slices, letting
         # go of the interpreter lock between them)
         pause = getattr(LOADING, "pause", None)
-        try:
+        with collector_paused():
             return restored_board(view, read_snapshot(path, columns=columns), pause=pause)
-        finally:
-            if enabled:
-                gc.enable()
 
     return load
 

@@ -31,7 +31,6 @@ ValueError: delta must not be NaN
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 import time
@@ -59,6 +58,7 @@ from rankengine.durable.records import (
     TornTailWarning,
 )
 from rankengine.durable.snapshot import SharedChunks, Snapshot
+from rankengine.index.collector import collector_paused
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import IncrPlan, feed, skip_checks
 from rankengine.ledger.fold import replay_log
@@ -172,19 +172,15 @@ class Ledger(LedgerFront):
         self.preloader: Preloader | None = None
         if self.path is not None:
             self._files = LedgerFiles(self.path, fsync=fsync, create=create)
-            enabled = gc.isenabled()
             # Bulk loads, as a durable board's open does: the collector would
             # rescan the growing heap many times while the views' boards are
             # built (measured there: 3x slower at a million members).
-            gc.disable()
             try:
-                self._recover(on_torn_tail)
+                with collector_paused():
+                    self._recover(on_torn_tail)
             except BaseException:
                 self._files.close()
                 raise
-            finally:
-                if enabled:
-                    gc.enable()
             if preload:
                 self.preload(background=True)
 
