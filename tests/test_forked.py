@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from snapshot_history import MEMBERS, fill, snapshot_bytes
 
 from rankengine import Leaderboard
 from rankengine.durable import board as board_module
@@ -33,30 +34,6 @@ from rankengine.durable.records import CRASH_ENV
 pytestmark = pytest.mark.skipif(not FORK_AVAILABLE, reason="needs os.fork")
 
 HERE = Path(__file__).parent
-#: Members in the boards below: enough for the child to run a while.
-MEMBERS = 20_000
-
-
-def fill(board: Any, n: int = MEMBERS) -> dict[str, float]:
-    """Write a varied history (sets, increments, removals, metadata)."""
-    model: dict[str, float] = {}
-    board.set_many([(f"m{i}", (i * 7919) % 1000) for i in range(n)])
-    model.update({f"m{i}": (i * 7919) % 1000 for i in range(n)})
-    for i in range(0, n, 7):
-        board.incr(f"m{i}", 1.5)
-        model[f"m{i}"] += 1.5
-    for i in range(0, n, 11):
-        board.remove(f"m{i}")
-        del model[f"m{i}"]
-    for i in range(1, n, 13):
-        board.set(f"m{i}", i, meta={"i": i})
-        model[f"m{i}"] = i
-    return model
-
-
-def snapshot_bytes(directory: Path) -> bytes:
-    name, _ = read_manifest(str(directory)).snapshots[-1]
-    return (directory / name).read_bytes()
 
 
 def reopened(directory: Path) -> dict[str, float]:

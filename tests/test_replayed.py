@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from snapshot_history import MEMBERS, fill, snapshot_bytes
 
 from rankengine import Leaderboard
 from rankengine.durable import board as board_module
@@ -35,32 +36,9 @@ from rankengine.durable.records import CRASH_ENV
 from rankengine.durable.replayed import ReplayJob, ReplaySnapshotError, replay_snapshot
 
 HERE = Path(__file__).parent
-#: Members in the boards of the failure tests: enough for the child to run a while.
-MEMBERS = 20_000
 #: A fixed creation time for the snapshots' headers (the only field that
 #: would differ between two compactions of the same log).
 CREATED_MS = 1_700_000_000_000
-
-
-def fill(board: Any, n: int = MEMBERS) -> dict[str, float]:
-    """Write a varied history (sets, increments, removals, metadata)."""
-    model: dict[str, float] = {f"m{i}": (i * 7919) % 1000 for i in range(n)}
-    board.set_many(list(model.items()))
-    for i in range(0, n, 7):
-        board.incr(f"m{i}", 1.5)
-        model[f"m{i}"] += 1.5
-    for i in range(0, n, 11):
-        board.remove(f"m{i}")
-        del model[f"m{i}"]
-    for i in range(1, n, 13):
-        board.set(f"m{i}", i, meta={"i": i})
-        model[f"m{i}"] = i
-    return model
-
-
-def snapshot_bytes(directory: Path) -> bytes:
-    name, _ = read_manifest(str(directory)).snapshots[-1]
-    return (directory / name).read_bytes()
 
 
 def state(board: Any) -> tuple[Any, ...]:
