@@ -1,0 +1,186 @@
+"""A unique rank in one round trip (``rank_trips=1``,
+rankengine/redis/plainranks.py): a member's row and its rank read by one
+small script.  It must answer as an in-process twin does, whatever other
+clients did before (a stale element never gives a wrong rank), after the
+server lost its scripts, on either reply parser and through redis-py's own
+command path; and it must not run the board's functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis_service import (  # noqa: F401 - fixtures
+    redis_client_fixture,
+    redis_server_fixture,
+    redis_url_fixture,
+    unique_name,
+)
+
+from rankengine import Leaderboard
+from rankengine.redis.board import RedisLeaderboard
+
+pytestmark = pytest.mark.redis
+
+MEMBERS = ["ann", "bob", "cid", "dee", "eve", b"raw", 7, -3]
+#: ties, floats, -0.0 and 0, infinities, and ints past 2**53 (an ordkey)
+VALUES = [0, -0.0, 1, 1.5, 2, 2, 3, float("inf"), float("-inf"), 2**53, 2**53 + 1, -(2**60) - 3]
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["set", "incr", "remove", "rank"]),
+        st.sampled_from(MEMBERS),
+        st.sampled_from(VALUES),
+        st.booleans(),  # which of the two clients acts
+    ),
+    max_size=40,
+)
+
+
+def no_functions(board: RedisLeaderboard, monkeypatch: Any) -> list[str]:
+    """Record every function (or library script) the board runs."""
+    ran: list[str] = []
+    real = board._run
+
+    def run(name: str, *args: Any) -> Any:
+        ran.append(name)
+        return real(name, *args)
+
+    monkeypatch.setattr(board, "_run", run)
+    return ran
+
+
+@pytest.mark.parametrize("order", ["desc", "asc"])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_one_trip_ranks_answer_as_the_twin(redis_client: Any, order: str, ops: list[Any]) -> None:
+    """Two handles write and rank in turns (each also remembers elements
+    it saw, which the other's writes make stale); a third, cold one ranks
+    every member after each step: all as the twin ranks them."""
+    name = unique_name()
+    a = RedisLeaderboard(redis_client, name, order=order, rank_trips=1)  # type: ignore[arg-type]
+    b = RedisLeaderboard(redis_client, name, order=order, rank_trips=1)  # type: ignore[arg-type]
+    twin = Leaderboard(order=order)  # type: ignore[arg-type]
+    for op, member, value, first in ops:
+        board = a if first else b
+        if op == "set":
+            board.set(member, value)
+            twin.set(member, value)
+        elif op == "incr":
+            try:
+                got = board.incr(member, value)
+            except (ValueError, OverflowError) as exc:  # (inf - inf: refused alike)
+                with pytest.raises(type(exc)):
+                    twin.incr(member, value)
+            else:
+                assert got == twin.incr(member, value)
+        elif op == "remove":
+            assert board.remove(member) == twin.remove(member)
+        else:
+            assert board.rank(member) == twin.rank(member)
+        cold = RedisLeaderboard(redis_client, name, order=order, rank_trips=1)  # type: ignore[arg-type]
+        for probe in [*MEMBERS, "nobody"]:
+            assert cold.rank(probe) == twin.rank(probe), (probe, op, member, value)
+            assert a.rank(probe) == twin.rank(probe), (probe, "a")
+            assert b.rank(probe) == twin.rank(probe), (probe, "b")
+    a._check()
+    a.clear()
+
+
+def test_one_trip_runs_no_function_and_learns_the_element(
+    redis_client: Any, monkeypatch: Any
+) -> None:
+    name = unique_name()
+    writer = RedisLeaderboard(redis_client, name)
+    writer.set_many({f"p{i}": i % 7 for i in range(30)})
+    twin = Leaderboard()
+    twin.set_many({f"p{i}": i % 7 for i in range(30)})
+    reader = RedisLeaderboard(redis_client, name, rank_trips=1)
+    ran = no_functions(reader, monkeypatch)
+    sent: list[bytes] = []
+    real_call = type(reader._direct).call  # type: ignore[union-attr]
+
+    def call(self: Any, command: Any) -> Any:
+        sent.append(command(False, True))
+        return real_call(self, command)
+
+    monkeypatch.setattr(type(reader._direct), "call", call)
+    assert [reader.rank(f"p{i}") for i in range(30)] == [twin.rank(f"p{i}") for i in range(30)]
+    assert reader.rank("nobody") is None
+    assert ran == []
+    assert len(sent) == 31 and all(b"EVALSHA" in command for command in sent)
+    # the elements it saw: the next ranks are one ZREVRANK each
+    sent.clear()
+    assert [reader.rank(f"p{i}") for i in range(30)] == [twin.rank(f"p{i}") for i in range(30)]
+    assert len(sent) == 30 and all(b"ZREVRANK" in command for command in sent)
+    # another client moves a member: the element seen is gone, the script answers
+    writer.incr("p3", 100)
+    twin.incr("p3", 100)
+    sent.clear()
+    assert reader.rank("p3") == twin.rank("p3") == 1
+    assert [b"ZREVRANK" in c for c in sent] == [True, False]
+    writer._check()
+
+
+def test_the_script_is_loaded_again_after_the_server_lost_it(redis_client: Any) -> None:
+    name = unique_name()
+    board = RedisLeaderboard(redis_client, name)
+    board.set_many({"ann": 3, "bob": 5, "cid": 5})
+    reader = RedisLeaderboard(redis_client, name, rank_trips=1)  # (no element seen)
+    redis_client.script_flush()
+    assert [reader.rank("cid"), reader.rank("bob")] == [2, 1]
+    assert reader._elements.keys() == {b"scid", b"sbob"}
+    redis_client.script_flush()
+    assert reader.rank("ann") == 3
+    board._check()
+
+
+def test_through_redis_pys_command_path(redis_url: str) -> None:
+    """A client the board does not send on itself (a single connection)
+    runs the same script through ``execute_command``."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, single_connection_client=True)
+    board = RedisLeaderboard(client, unique_name(), order="asc", rank_trips=1)
+    assert board._direct is None
+    board.set_many({"ann": 3, "bob": 5, "cid": 5, "dee": 2**53 + 1})
+    client.script_flush()
+    assert [board.rank(m) for m in ("ann", "bob", "cid", "dee", "nobody")] == [1, 2, 3, 4, None]
+    board._check()
+    client.close()
+
+
+@pytest.mark.parametrize("parser", ["python", "hiredis"])
+def test_one_trip_on_either_parser(redis_url: str, parser: str) -> None:
+    import redis
+    from redis._parsers import _HiredisParser, _RESP2Parser
+
+    if parser == "hiredis":
+        pytest.importorskip("hiredis")
+    parser_class = _HiredisParser if parser == "hiredis" else _RESP2Parser
+    client = redis.Redis.from_url(redis_url, parser_class=parser_class)
+    board = RedisLeaderboard(client, unique_name(), rank_trips=1)
+    start = {"ann": 10, "bob": 20, "cid": 20, "dee": 5, b"\xff:x": 20}
+    board.set_many(start)
+    cold = RedisLeaderboard(client, board.name, rank_trips=1)
+    assert [cold.rank(m) for m in ("ann", "bob", "cid", "dee", b"\xff:x", "x")] == [
+        4,
+        1,
+        2,
+        5,
+        3,
+        None,
+    ]
+    client.close()
+
+
+@pytest.mark.parametrize("bad", [0, 3, True, "1", 1.0, None])
+def test_a_bad_rank_trips_is_refused_before_redis(redis_client: Any, bad: Any) -> None:
+    name = unique_name()
+    with pytest.raises(ValueError, match="rank_trips must be 1 or 2"):
+        RedisLeaderboard(redis_client, name, rank_trips=bad)
+    assert redis_client.keys(f"*{name}*") == []
