@@ -184,3 +184,80 @@ def test_a_bad_rank_trips_is_refused_before_redis(redis_client: Any, bad: Any) -
     with pytest.raises(ValueError, match="rank_trips must be 1 or 2"):
         RedisLeaderboard(redis_client, name, rank_trips=bad)
     assert redis_client.keys(f"*{name}*") == []
+
+
+# ----------------------------------------------------------------------
+# Pipelined ranks: the second round trip's counts (rankengine/redis/pipeline.py)
+# ----------------------------------------------------------------------
+
+STYLES = ("unique", "competition", "dense")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ops=OPS,
+    probes=st.lists(
+        st.tuples(st.sampled_from([*MEMBERS, "nobody"]), st.sampled_from(STYLES)), max_size=12
+    ),
+)
+def test_pipelined_ranks_answer_as_the_twin(
+    redis_client: Any, ops: list[Any], probes: list[Any]
+) -> None:
+    name = unique_name()
+    writer = RedisLeaderboard(redis_client, name)
+    twin = Leaderboard()
+    reader = RedisLeaderboard(redis_client, name)
+    for op, member, value, _ in ops:
+        if op == "set":
+            writer.set(member, value)
+            twin.set(member, value)
+        elif op == "remove":
+            writer.remove(member)
+            twin.remove(member)
+        elif op == "incr" and float("inf") not in (abs(twin.score(member, 0)), abs(value)):
+            assert writer.incr(member, value) == twin.incr(member, value)
+        with reader.pipeline() as p:
+            for probe, style in probes:
+                p.rank(probe, style=style)
+        assert p.results == [twin.rank(m, style=s) for m, s in probes]
+    writer._check()
+
+
+def test_pipelined_unique_ranks_of_members_moved_between_the_round_trips(
+    redis_client: Any, monkeypatch: Any
+) -> None:
+    """Another client moves members after their rows were read (the first
+    round trip) and before they are counted (the second): their elements
+    are gone, so each is read again, and every answer is the twin's after
+    the move."""
+    from rankengine.redis.direct import DirectCalls
+
+    name = unique_name()
+    writer = RedisLeaderboard(redis_client, name)
+    start = {f"p{i}": i % 5 for i in range(20)}
+    writer.set_many(start)
+    twin = Leaderboard()
+    twin.set_many(start)
+    reader = RedisLeaderboard(redis_client, name)
+    real_batch = DirectCalls.batch
+    batches: list[int] = []
+
+    def batch(self: DirectCalls, client: Any, build: Any) -> Any:
+        replies = real_batch(self, client, build)
+        batches.append(len(replies))
+        if len(batches) == 1:  # the rows are read: move two members
+            for member, step in (("p3", 10), ("p7", -10)):
+                writer.incr(member, step)
+                twin.incr(member, step)
+        return replies
+
+    monkeypatch.setattr(DirectCalls, "batch", batch)
+    probes = [f"p{i}" for i in range(20)]
+    with reader.pipeline() as p:
+        for probe in probes:
+            p.rank(probe)
+    assert p.results == [twin.rank(m) for m in probes]
+    assert batches[:2] == [1, 20]  # one HMGET, then 20 counts
+    assert reader.rank("p3") == 1 and reader.rank("p7") == 20

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from rankengine.board.checks import check_count, check_flag, check_int, check_size
 from rankengine.board.reads import DEFAULT_PAGE_SIZE
 from rankengine.redis.plainranks import FALLBACK
+from rankengine.redis.resp import array
 from rankengine.redis.scripts import EXACT, refusal_of
 
 if TYPE_CHECKING:
@@ -452,11 +453,24 @@ class RedisPipeline:
         else:
             wire = _Wire(board, direct)
         counts: list[Any] = []
+        # a unique rank's count on the board's own wire: one ZREVRANK of
+        # its element, its head encoded once per round trip, the rank read
+        # from the reply as it is (see _counted_unique)
+        head = b""
+        if direct is not None:
+            packer = direct.packer
+            head = array(3) + packer.constant(board._rank_command) + packer.constant(board._keys[0])
         for call, row in zip(calls, rows, strict=True):
             if row is None or isinstance(row, Exception):
                 counts.append(row)  # absent (None), or the error in its place
                 continue
             key, style = call.plain  # type: ignore[misc]
+            if head and style == "unique":
+                element = row.split(b":", 2)[2] + key
+                packed_read = b"%s$%d\r\n%s\r\n" % (head, len(element), element)
+                wire.raw(packed_read)  # type: ignore[union-attr]  # (a _Wire: head is set only with direct)
+                counts.append((key, element))
+                continue
             count = board._plain_count(wire.read, key, row, style)
             counts.append(call.alone if count is None else (count, board._replies_of(style)))
         if not len(wire):
@@ -467,11 +481,21 @@ class RedisPipeline:
             packed = wire.packed()  # type: ignore[union-attr]  # (a _Wire: direct is set)
             replies = iter(direct.batch(board._client, lambda resent, resends: packed))
         out: list[Any] = []
+        seen = board._seen
         for call, count in zip(calls, counts, strict=True):
             if count is None or isinstance(count, Exception):
                 out.append(count)
             elif callable(count):
                 out.append(_answer(count))
+            elif type(count[0]) is bytes:  # a unique rank's ZREVRANK (see above)
+                reply = next(replies)
+                if reply is None:  # the element is gone (the member moved, or left)
+                    out.append(_answer(call.alone))
+                elif isinstance(reply, Exception):
+                    out.append(reply)
+                else:
+                    seen(*count)
+                    out.append(reply + 1)
             else:
                 decode, n = count
                 mine = [next(replies) for _ in range(n)]
@@ -532,6 +556,11 @@ class _Wire:
         self._parts.append(self._direct.pack_read(command, key, *args))
         self._parsing.append(None)
 
+    def raw(self, packed: bytes) -> None:
+        """A plain read already packed (see RedisPipeline._plain_ranks); its raw reply."""
+        self._parts.append(packed)
+        self._parsing.append(None)
+
     def plain(self, queue: Callable[[Any], None]) -> None:
         """A read that queues itself on a redis-py pipeline (its reply goes
         through the client's response callback, with its options)."""
@@ -578,5 +607,9 @@ def _answer(compute: Callable[[], Any]) -> Any:
         return exc
 
 
+#: A rank style's letter in a script's arguments.
+_CODES: Final = {"unique": "u", "competition": "c", "dense": "d"}
+
+
 def _code(style: RankStyle) -> str:
-    return {"unique": "u", "competition": "c", "dense": "d"}[style]
+    return _CODES[style]
