@@ -261,3 +261,28 @@ def test_pipelined_unique_ranks_of_members_moved_between_the_round_trips(
     assert p.results == [twin.rank(m) for m in probes]
     assert batches[:2] == [1, 20]  # one HMGET, then 20 counts
     assert reader.rank("p3") == 1 and reader.rank("p7") == 20
+
+
+def test_pipelined_ranks_through_redis_pys_pipeline(redis_url: str) -> None:
+    """A client the board does not send on itself queues the same reads on
+    a redis-py pipeline: seen and unseen members, every style."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, single_connection_client=True)
+    board = RedisLeaderboard(client, unique_name())
+    assert board._direct is None
+    start = {f"p{i}": i % 4 for i in range(12)}
+    board.set_many(start)
+    twin = Leaderboard()
+    twin.set_many(start)
+    reader = RedisLeaderboard(client, board.name)
+    reader.rank("p1")  # seen: one ZREVRANK in the first round trip
+    board.incr("p2", 1)
+    twin.incr("p2", 1)
+    probes = [(f"p{i}", style) for i in range(12) for style in STYLES] + [("x", "unique")]
+    for _ in range(2):  # the second time, every member is seen
+        with reader.pipeline() as p:
+            for probe, style in probes:
+                p.rank(probe, style=style)  # type: ignore[arg-type]
+        assert p.results == [twin.rank(m, style=s) for m, s in probes]  # type: ignore[arg-type]
+    client.close()

@@ -387,11 +387,14 @@ class RedisPipeline:
                 continue
             key = call.plain[0]  # type: ignore[index]
             reply = next(counted)
-            found = _answer(partial(board._counted, key, element, "unique", [reply]))
-            if found is FALLBACK:  # the element is gone (the member moved, or left)
+            if reply is None:  # the element is gone (the member moved, or left)
                 board._elements.pop(key, None)
-                found = _answer(call.alone)
-            out.append(reply if isinstance(reply, Exception) else found)
+                out.append(_answer(call.alone))
+            elif isinstance(reply, Exception):
+                out.append(reply)
+            else:
+                board._seen(key, element)
+                out.append(int(reply) + 1)
         return out
 
     def _queue(
@@ -434,7 +437,7 @@ class RedisPipeline:
         members = []
         for call, element in zip(calls[tail:], known, strict=True):
             if element:
-                wire.read(board._rank_command, base_keys[0], element)
+                wire.rank(element)
             else:
                 members.append(call.plain[0])  # type: ignore[index]
         for at in range(0, len(members), ROWS_PER_READ):
@@ -453,22 +456,14 @@ class RedisPipeline:
         else:
             wire = _Wire(board, direct)
         counts: list[Any] = []
-        # a unique rank's count on the board's own wire: one ZREVRANK of
-        # its element, its head encoded once per round trip, the rank read
-        # from the reply as it is (see _counted_unique)
-        head = b""
-        if direct is not None:
-            packer = direct.packer
-            head = array(3) + packer.constant(board._rank_command) + packer.constant(board._keys[0])
         for call, row in zip(calls, rows, strict=True):
             if row is None or isinstance(row, Exception):
                 counts.append(row)  # absent (None), or the error in its place
                 continue
             key, style = call.plain  # type: ignore[misc]
-            if head and style == "unique":
+            if style == "unique":  # one ZREVRANK of its element, read below
                 element = row.split(b":", 2)[2] + key
-                packed_read = b"%s$%d\r\n%s\r\n" % (head, len(element), element)
-                wire.raw(packed_read)  # type: ignore[union-attr]  # (a _Wire: head is set only with direct)
+                wire.rank(element)
                 counts.append((key, element))
                 continue
             count = board._plain_count(wire.read, key, row, style)
@@ -495,7 +490,7 @@ class RedisPipeline:
                     out.append(reply)
                 else:
                     seen(*count)
-                    out.append(reply + 1)
+                    out.append(int(reply) + 1)
             else:
                 decode, n = count
                 mine = [next(replies) for _ in range(n)]
@@ -534,7 +529,7 @@ class _Wire:
     """A round trip packed by the board (see rankengine.redis.direct and
     rankengine.redis.resp): each command's bytes, and how its reply is read."""
 
-    __slots__ = ("_board", "_direct", "_parsing", "_parts", "_pipe")
+    __slots__ = ("_board", "_direct", "_parsing", "_parts", "_pipe", "_rank_head")
 
     def __init__(self, board: RedisLeaderboard, direct: DirectCalls) -> None:
         self._board = board
@@ -542,6 +537,7 @@ class _Wire:
         self._parts: list[bytes] = []
         self._parsing: list[Parse] = []
         self._pipe: Any = None
+        self._rank_head: bytes | None = None
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -556,9 +552,17 @@ class _Wire:
         self._parts.append(self._direct.pack_read(command, key, *args))
         self._parsing.append(None)
 
-    def raw(self, packed: bytes) -> None:
-        """A plain read already packed (see RedisPipeline._plain_ranks); its raw reply."""
-        self._parts.append(packed)
+    def rank(self, element: bytes) -> None:
+        """A unique rank by one ``ZREVRANK`` (``ZRANK`` ascending) of an
+        element; its raw reply.  The command's head is encoded once per
+        round trip, the element in one format: the hot path of a pipeline
+        of ranks."""
+        head = self._rank_head
+        if head is None:
+            board, packer = self._board, self._direct.packer
+            head = array(3) + packer.constant(board._rank_command) + packer.constant(board._keys[0])
+            self._rank_head = head
+        self._parts.append(b"%s$%d\r\n%s\r\n" % (head, len(element), element))
         self._parsing.append(None)
 
     def plain(self, queue: Callable[[Any], None]) -> None:
@@ -594,6 +598,10 @@ class _Piped:
 
     def read(self, command: str, key: str, *args: Any) -> None:
         self._pipe.execute_command(command, key, *args)
+
+    def rank(self, element: bytes) -> None:
+        board = self._board
+        self._pipe.execute_command(board._rank_command, board._keys[0], element)
 
     def plain(self, queue: Callable[[Any], None]) -> None:
         queue(self._pipe)
