@@ -20,8 +20,8 @@ seen`` ranks members of a set of ``SEEN`` that each handle has read once
 before the rounds, as an app server ranks the players it serves (one
 ``ZREVRANK`` each), alone and 100 per pipeline.  ``rank 1 trip`` ranks
 random members as ``rank`` does, through a second handle on each board
-opened with ``rank_trips=1`` (one round trip, a small script: a version
-without that option times its default handle there).
+opened with ``rank_trips=1`` (one round trip, the board's ``RANK``
+function: a version without that option times its default handle there).
 
 ``--other PACKAGE`` times a second version in the same process, its chunks
 interleaved with the others' (raw, other, this, raw again, the two

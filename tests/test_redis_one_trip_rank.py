@@ -1,9 +1,10 @@
-"""A unique rank in one round trip (``rank_trips=1``,
-rankengine/redis/plainranks.py): a member's row and its rank read by one
-small script.  It must answer as an in-process twin does, whatever other
-clients did before (a stale element never gives a wrong rank), after the
-server lost its scripts, on either reply parser and through redis-py's own
-command path; and it must not run the board's functions."""
+"""A unique rank in one round trip (``rank_trips=1``): a member's row and
+its rank read by the board's ``RANK`` function, not by two plain round
+trips.  It must answer as an in-process twin does, whatever other clients
+did before (a stale element never gives a wrong rank), after the server
+lost its functions, on either reply parser and through redis-py's own
+command path.  And the pipelined ranks (rankengine/redis/pipeline.py),
+whose second round trip counts by plain commands, against the twin too."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ OPS = st.lists(
 )
 
 
-def no_functions(board: RedisLeaderboard, monkeypatch: Any) -> list[str]:
+def functions_run(board: RedisLeaderboard, monkeypatch: Any) -> list[str]:
     """Record every function (or library script) the board runs."""
     ran: list[str] = []
     real = board._run
@@ -91,16 +92,14 @@ def test_one_trip_ranks_answer_as_the_twin(redis_client: Any, order: str, ops: l
     a.clear()
 
 
-def test_one_trip_runs_no_function_and_learns_the_element(
-    redis_client: Any, monkeypatch: Any
-) -> None:
+def test_one_trip_is_one_call_and_learns_the_element(redis_client: Any, monkeypatch: Any) -> None:
     name = unique_name()
     writer = RedisLeaderboard(redis_client, name)
     writer.set_many({f"p{i}": i % 7 for i in range(30)})
     twin = Leaderboard()
     twin.set_many({f"p{i}": i % 7 for i in range(30)})
     reader = RedisLeaderboard(redis_client, name, rank_trips=1)
-    ran = no_functions(reader, monkeypatch)
+    ran = functions_run(reader, monkeypatch)
     sent: list[bytes] = []
     real_call = type(reader._direct).call  # type: ignore[union-attr]
 
@@ -111,44 +110,44 @@ def test_one_trip_runs_no_function_and_learns_the_element(
     monkeypatch.setattr(type(reader._direct), "call", call)
     assert [reader.rank(f"p{i}") for i in range(30)] == [twin.rank(f"p{i}") for i in range(30)]
     assert reader.rank("nobody") is None
-    assert ran == []
-    assert len(sent) == 31 and all(b"EVALSHA" in command for command in sent)
+    assert ran == ["RANK"] * 31
+    assert len(sent) == 31 and all(b"FCALL" in command for command in sent)
     # the elements it saw: the next ranks are one ZREVRANK each
     sent.clear()
     assert [reader.rank(f"p{i}") for i in range(30)] == [twin.rank(f"p{i}") for i in range(30)]
     assert len(sent) == 30 and all(b"ZREVRANK" in command for command in sent)
-    # another client moves a member: the element seen is gone, the script answers
+    # another client moves a member: the element seen is gone, the function answers
     writer.incr("p3", 100)
     twin.incr("p3", 100)
     sent.clear()
     assert reader.rank("p3") == twin.rank("p3") == 1
-    assert [b"ZREVRANK" in c for c in sent] == [True, False]
+    assert [b"ZREVRANK" in c for c in sent] == [True, False]  # (then the function)
     writer._check()
 
 
-def test_the_script_is_loaded_again_after_the_server_lost_it(redis_client: Any) -> None:
+def test_the_function_is_loaded_again_after_the_server_lost_it(redis_client: Any) -> None:
     name = unique_name()
     board = RedisLeaderboard(redis_client, name)
     board.set_many({"ann": 3, "bob": 5, "cid": 5})
     reader = RedisLeaderboard(redis_client, name, rank_trips=1)  # (no element seen)
-    redis_client.script_flush()
+    redis_client.function_flush()
     assert [reader.rank("cid"), reader.rank("bob")] == [2, 1]
     assert reader._elements.keys() == {b"scid", b"sbob"}
-    redis_client.script_flush()
+    redis_client.function_flush()
     assert reader.rank("ann") == 3
     board._check()
 
 
 def test_through_redis_pys_command_path(redis_url: str) -> None:
     """A client the board does not send on itself (a single connection)
-    runs the same script through ``execute_command``."""
+    runs the same function through ``execute_command``."""
     import redis
 
     client = redis.Redis.from_url(redis_url, single_connection_client=True)
     board = RedisLeaderboard(client, unique_name(), order="asc", rank_trips=1)
     assert board._direct is None
     board.set_many({"ann": 3, "bob": 5, "cid": 5, "dee": 2**53 + 1})
-    client.script_flush()
+    client.function_flush()
     assert [board.rank(m) for m in ("ann", "bob", "cid", "dee", "nobody")] == [1, 2, 3, 4, None]
     board._check()
     client.close()

@@ -129,9 +129,10 @@ class RedisLeaderboard(
     :param fsync: the log's fsync policy when ``log`` is a directory.
     :param rank_trips: round trips of a unique rank of a member this handle
         has not seen, on a first-to-reach board with scalar scores: ``2``
-        (the default: an ``HGET`` and a ``ZREVRANK``, about 1.2-1.5x a
-        ``ZREVRANK`` of server time) or ``1`` (a small script doing both,
-        about 2.2x; half the waiting where a round trip is long).  A rank of
+        (the default: an ``HGET`` and a ``ZREVRANK``, about 1.2-1.9x a
+        ``ZREVRANK`` of server time) or ``1`` (the board's ``RANK``
+        function doing both, about 2.4-3.3x; one round trip of waiting
+        instead of two).  A rank of
         a member the handle has seen is one ``ZREVRANK`` either way; see
         "Plain ranks" in ``docs/redis.md``.  Not stored with the board: each
         handle chooses.
@@ -492,13 +493,10 @@ class RedisLeaderboard(
                 found_rank = self._read(self._rank_command, self._keys[0], element)
                 if found_rank is not None:
                     return int(found_rank) + 1
-        if self._plain_ranks():
-            # plain commands, no script, or the one-trip script (see
-            # rankengine.redis.plainranks)
-            if style == "unique" and self._rank_trips == 1:
-                found = self._one_trip_rank(key)
-            else:
-                found = self._plain_rank_of(key, style)
+        if self._plain_ranks() and (style != "unique" or self._rank_trips == 2):
+            # plain commands, no script (see rankengine.redis.plainranks);
+            # with rank_trips=1 a unique rank takes the function below
+            found = self._plain_rank_of(key, style)
             if found is not FALLBACK:
                 return found  # type: ignore[no-any-return]
         if style == "unique":

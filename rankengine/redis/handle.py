@@ -278,11 +278,9 @@ class RedisHandle:
         self._rank_command = "ZREVRANK" if self._desc else "ZRANK"
         #: Round trips of a unique rank of a member whose element the
         #: handle has not seen, on a first-to-reach board: 2 (plain
-        #: commands) or 1 (a small script, more server time: see
-        #: rankengine.redis.plainranks).
+        #: commands: see rankengine.redis.plainranks) or 1 (the RANK
+        #: function: more server time).
         self._rank_trips = rank_trips
-        #: The one-trip rank's command head, encoded once (see plainranks).
-        self._one_trip_head: bytes | None = None
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
         #: thread id -> (process id, its reply key), made once (see _reply_key)

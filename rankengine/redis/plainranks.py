@@ -45,15 +45,13 @@ brings back, so nothing shows that the count saw the score read.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from typing import Any, Final
 
 from rankengine.board.core import RankStyle
 from rankengine.redis.decode import ReplyDecoding
-from rankengine.redis.resp import array
 
-__all__ = ["FALLBACK", "ONE_TRIP_RANK", "PlainRanks"]
+__all__ = ["FALLBACK", "PlainRanks"]
 
 #: What a plain rank returns when the function must answer instead.
 FALLBACK: Final = object()
@@ -64,29 +62,6 @@ _EXACT_BOUND: Final = 2.0**53
 _ORDKEY_BYTE: Final = 0x80
 #: Replies of the second round trip of a plain rank, by style (see _plain_count).
 _REPLIES_OF: Final = {"unique": 1, "competition": 2, "dense": 3}
-
-#: The unique rank of a member in one round trip (``rank_trips=1``): a
-#: script of its own, sent by ``EVALSHA`` (not a function of the board's
-#: library: nothing runs before its two Redis calls).  KEYS: the ranking,
-#: the members hash; ARGV: the member's key.  Replies
-#: ``{0-based rank, element prefix}`` (the handle notes the element), or
-#: nil when the member is absent; an empty reply if the ranking lacks the
-#: element (a board out of step: the function answers).  The row is
-#: ``kind ":" double ":" prefix``: the prefix starts after the second colon
-#: (neither the kind nor the double holds one; an ordkey may).  ``{rank}``
-#: is ``ZREVRANK`` or ``ZRANK``.
-ONE_TRIP_RANK: Final = """\
-local row = redis.call('HGET', KEYS[2], ARGV[1])
-if not row then return false end
-local prefix = string.sub(row, string.find(row, ':', string.find(row, ':', 1, true) + 1, true) + 1)
-return {{redis.call('{rank}', KEYS[1], prefix .. ARGV[1]), prefix}}
-"""
-#: The one-trip script's source and SHA1, by rank command.
-_ONE_TRIP: Final = {
-    command: (source, hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest())
-    for command in ("ZRANK", "ZREVRANK")
-    for source in (ONE_TRIP_RANK.format(rank=command),)
-}
 
 
 def _exact_double(text: bytes) -> bool:
@@ -140,43 +115,6 @@ class PlainRanks(ReplyDecoding):
         pipe = self._client.pipeline(transaction=False)
         count = self._plain_count(pipe.execute_command, key, row, style)
         return FALLBACK if count is None else count(pipe.execute())
-
-    def _one_trip_rank(self, key: bytes) -> Any:
-        """The member's unique rank in one round trip (``rank_trips=1``):
-        the :data:`ONE_TRIP_RANK` script, loaded first if the server lacks
-        it (``NOSCRIPT``: a restart, a failover, a ``SCRIPT FLUSH``).  None
-        when absent; :data:`FALLBACK` when the ranking lacks the member's
-        element (the function answers).
-
-        Runtime complexity: O(log N), one round trip.
-        """
-        source, sha = _ONE_TRIP[self._rank_command]
-        keys = self._keys
-        direct = self._direct
-        packed = b""
-        if direct is not None:  # (the command's head encoded once per handle)
-            head = self._one_trip_head
-            if head is None:
-                parts = ("EVALSHA", sha, 2, keys[0], keys[1])
-                head = self._one_trip_head = b"".join(direct.packer.arg(p) for p in parts)
-            packed = b"".join((array(6), head, direct.packer.args((key,))))
-        for attempt in range(2):
-            try:
-                if direct is None:
-                    reply = self._client.execute_command("EVALSHA", sha, 2, keys[0], keys[1], key)
-                else:
-                    reply = direct.call(lambda resent, resends: packed)
-                break
-            except Exception as exc:
-                if attempt or not self._scripts.missing(exc):
-                    raise
-                self._client.script_load(source)
-        if reply is None:
-            return None
-        if len(reply) != 2:  # (the ranking lacks the element: out of step)
-            return FALLBACK
-        self._seen(key, reply[1] + key)
-        return int(reply[0]) + 1
 
     def _plain_count(
         self, read: Callable[..., Any], key: bytes, row: bytes, style: RankStyle
