@@ -132,10 +132,11 @@ class RedisLeaderboard(
         (the default: an ``HGET`` and a ``ZREVRANK``, about 1.2-1.9x a
         ``ZREVRANK`` of server time) or ``1`` (the board's ``RANK``
         function doing both, about 2.4-3.3x; one round trip of waiting
-        instead of two).  A rank of
-        a member the handle has seen is one ``ZREVRANK`` either way; see
-        "Plain ranks" in ``docs/redis.md``.  Not stored with the board: each
-        handle chooses.
+        instead of two).  A rank of a member the handle has seen is one
+        ``ZREVRANK`` either way, and a pipeline's ranks take two round
+        trips for the whole batch either way; see "One round trip or two"
+        in ``docs/redis.md``.  Not stored with the board: each handle
+        chooses.
 
     Many processes may share one board; each write is atomic on the server.
     A logged board must have one writer process (the log records this
