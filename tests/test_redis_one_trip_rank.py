@@ -14,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis_service import (  # noqa: F401 - fixtures
+    Cluster,
     redis_client_fixture,
+    redis_cluster_fixture,
     redis_server_fixture,
     redis_url_fixture,
     unique_name,
@@ -150,6 +152,32 @@ def test_through_redis_pys_command_path(redis_url: str) -> None:
     client.function_flush()
     assert [board.rank(m) for m in ("ann", "bob", "cid", "dee", "nobody")] == [1, 2, 3, 4, None]
     board._check()
+    client.close()
+
+
+@pytest.mark.cluster
+def test_one_trip_and_pipelined_ranks_on_a_cluster(redis_cluster: Cluster) -> None:
+    """On Redis Cluster (redis-py's command path and pipeline, the scripts
+    by SHA1), one-trip ranks and a pipeline's two round trips answer as the
+    twin, with the member moved by another handle in between."""
+    client = redis_cluster.client()
+    name = unique_name()
+    writer = RedisLeaderboard(client, name)
+    start = {f"p{i}": i % 4 for i in range(12)}
+    writer.set_many(start)
+    twin = Leaderboard()
+    twin.set_many(start)
+    reader = RedisLeaderboard(client, name, rank_trips=1)
+    assert [reader.rank(f"p{i}") for i in range(12)] == [twin.rank(f"p{i}") for i in range(12)]
+    writer.incr("p5", 9)
+    twin.incr("p5", 9)
+    cold = RedisLeaderboard(client, name)
+    for board in (reader, cold):  # (the reader's element of p5 is stale)
+        assert board.rank("p5") == twin.rank("p5") == 1
+        with board.pipeline() as p:
+            for i in range(12):
+                p.rank(f"p{i}")
+        assert p.results == [twin.rank(f"p{i}") for i in range(12)]
     client.close()
 
 
