@@ -18,7 +18,10 @@ redis-py's.  The members are random, so most ranks are of members the
 handle has not seen (two round trips each: see docs/redis.md); ``rank
 seen`` ranks members of a set of ``SEEN`` that each handle has read once
 before the rounds, as an app server ranks the players it serves (one
-``ZREVRANK`` each), alone and 100 per pipeline.
+``ZREVRANK`` each), alone and 100 per pipeline.  ``rank 1 trip`` ranks
+random members as ``rank`` does, through a second handle on each board
+opened with ``rank_trips=1`` (one round trip, the board's ``RANK``
+function: a version without that option times its default handle there).
 
 ``--other PACKAGE`` times a second version in the same process, its chunks
 interleaved with the others' (raw, other, this, raw again, the two
@@ -91,6 +94,12 @@ def main() -> None:
         for b in boards.values():
             b.set_many(chunk)
         r.zadd(plain, chunk)
+    one_trip: dict[str, Any] = {}
+    for label, b in boards.items():
+        try:
+            one_trip[label] = type(b)(r, b.name, rank_trips=1)
+        except TypeError:  # (a version without the option)
+            one_trip[label] = b
     picks = iter([members[rng.randrange(opts.size)] for _ in range(10**6)])
 
     seen = [members[rng.randrange(opts.size)] for _ in range(SEEN)]
@@ -125,6 +134,11 @@ def main() -> None:
             lambda b: lambda ms: [b.rank(m) for m in ms] and None,
             200,
         ),
+        "rank 1 trip": (
+            lambda ms: [r.zrevrank(plain, m) for m in ms] and None,
+            lambda b: lambda ms: [b.rank(m) for m in ms] and None,
+            200,
+        ),
         "rank seen": (
             lambda ms: [r.zrevrank(plain, m) for m in ms] and None,
             lambda b: lambda ms: [b.rank(m) for m in ms] and None,
@@ -154,7 +168,8 @@ def main() -> None:
     out: dict[str, Any] = {}
     for name, (raw, make, calls) in ops.items():
         step = PIPELINE if "pipelined" in name else calls
-        runs = {label: make(b) for label, b in boards.items()}
+        handles = one_trip if name == "rank 1 trip" else boards
+        runs = {label: make(b) for label, b in handles.items()}
         # raw, (other,) this, raw again: the raw time is the mean of its two;
         # the two versions swap places every round (the one timed next to
         # the second raw chunk read up to 0.15 higher with the same code)

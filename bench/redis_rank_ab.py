@@ -1,7 +1,8 @@
-"""Server time of a member's rank on a Redis board: by its function, by
-plain commands (``rankengine/redis/plainranks.py``) and by the native
-``ZREVRANK`` on a plain sorted set, interleaved in one process; and of an
-increment beside ``ZINCRBY``.
+"""Server time of a member's rank on a Redis board: by its function (as
+``rank_trips=1`` reads a unique rank), by plain commands
+(``rankengine/redis/plainranks.py``) and by the native ``ZREVRANK`` on a
+plain sorted set, interleaved in one process; and of an increment beside
+``ZINCRBY``.
 
 Usage (from the repository root; a running Redis, nothing else on its keys)::
 
@@ -13,9 +14,11 @@ descheduled in the middle of a command counts that time as the command's:
 the three ways take turns in chunks of ``--chunk`` calls (``CONFIG
 RESETSTAT`` and ``INFO commandstats`` around each), ``--rounds`` times;
 each figure is the smallest chunk's server microseconds per call (every
-command of the call summed: the function's, or the plain commands'), so
-the three meet the same load.  Prints a table and the ratios to
-``ZREVRANK``.
+command of the call summed: the function's or script's, or the plain
+commands'), so the ways meet the same load.  ``INFO commandstats`` also
+counts each command a script runs, inside the script's own time: when a
+chunk ran a script (``FCALL``, ``EVALSHA``), only the script's time is
+summed.  Prints a table and the ratios to ``ZREVRANK``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from typing import Any
 FILL_CHUNK = 5000
 #: Commands of the harness itself, not of the call measured.
 _HARNESS = {"info", "config|resetstat", "config", "ping"}
+#: Top-level script commands: the commands they run are in their time.
+_SCRIPTS = {"fcall", "fcall_ro", "evalsha", "evalsha_ro", "eval", "eval_ro"}
 
 
 def server_us(r: Any, calls: list[str], run: Callable[[str], Any]) -> float:
@@ -36,8 +41,9 @@ def server_us(r: Any, calls: list[str], run: Callable[[str], Any]) -> float:
     r.config_resetstat()
     for member in calls:
         run(member)
-    stats = r.info("commandstats")
-    usec = sum(v["usec"] for k, v in stats.items() if k.removeprefix("cmdstat_") not in _HARNESS)
+    stats = {k.removeprefix("cmdstat_"): v for k, v in r.info("commandstats").items()}
+    counted = _SCRIPTS & stats.keys() or stats.keys() - _HARNESS
+    usec = sum(stats[name]["usec"] for name in counted)
     return float(usec) / len(calls)
 
 
@@ -90,6 +96,7 @@ def main() -> None:
     for style in ("unique", "competition", "dense"):
         ways[f"{style}: function"] = function(style)
         ways[f"{style}: plain"] = plain_path(style)
+
     best: dict[str, float] = {}
     for _ in range(opts.rounds):
         for name, run in ways.items():

@@ -127,6 +127,16 @@ class RedisLeaderboard(
         event log: every write is logged before the call returns, and a
         Redis that lost writes is rebuilt from it (see :meth:`rebuild`).
     :param fsync: the log's fsync policy when ``log`` is a directory.
+    :param rank_trips: round trips of a unique rank of a member this handle
+        has not seen, on a first-to-reach board with scalar scores: ``2``
+        (the default: an ``HGET`` and a ``ZREVRANK``, about 1.2-1.9x a
+        ``ZREVRANK`` of server time) or ``1`` (the board's ``RANK``
+        function doing both, about 2.4-3.3x; one round trip of waiting
+        instead of two).  A rank of a member the handle has seen is one
+        ``ZREVRANK`` either way, and a pipeline's ranks take two round
+        trips for the whole batch either way; see "One round trip or two"
+        in ``docs/redis.md``.  Not stored with the board: each handle
+        chooses.
 
     Many processes may share one board; each write is atomic on the server.
     A logged board must have one writer process (the log records this
@@ -165,6 +175,7 @@ class RedisLeaderboard(
         packing: PackedScore | None = None,
         log: str | os.PathLike[str] | Leaderboard | None = None,
         fsync: Literal["always", "everysec", "never"] = "everysec",
+        rank_trips: Literal[1, 2] = 2,
     ) -> None:
         self._setup(
             redis,
@@ -176,6 +187,7 @@ class RedisLeaderboard(
             packing=packing,
             log=log,
             fsync=fsync,
+            rank_trips=rank_trips,
         )
         self._open(log, fsync)
 
@@ -482,8 +494,9 @@ class RedisLeaderboard(
                 found_rank = self._read(self._rank_command, self._keys[0], element)
                 if found_rank is not None:
                     return int(found_rank) + 1
-        if self._plain_ranks():
-            # plain commands, no script (see rankengine.redis.plainranks)
+        if self._plain_ranks() and (style != "unique" or self._rank_trips == 2):
+            # plain commands, no script (see rankengine.redis.plainranks);
+            # with rank_trips=1 a unique rank takes the function below
             found = self._plain_rank_of(key, style)
             if found is not FALLBACK:
                 return found  # type: ignore[no-any-return]

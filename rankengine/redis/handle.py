@@ -108,6 +108,7 @@ class RedisOptions(TypedDict, total=False):
     packing: PackedScore | None
     log: str | os.PathLike[str] | Leaderboard | None
     fsync: FsyncPolicy
+    rank_trips: Literal[1, 2]
 
 
 def _resp2(client: Any) -> bool:
@@ -168,6 +169,18 @@ def _board_settings(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in ("version", "shard")}
 
 
+def _check_trips(rank_trips: object) -> None:
+    """Refuse a ``rank_trips`` that is not 1 or 2 (an int, not a bool).
+
+    >>> _check_trips(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: rank_trips must be 1 or 2, not True
+    """
+    if type(rank_trips) is not int or rank_trips not in (1, 2):
+        raise ValueError(f"rank_trips must be 1 or 2, not {rank_trips!r}")
+
+
 def _is_place(value: object) -> bool:
     """Whether ``value`` is a stored shard place ``[index, count]``: two ints
     (not bools) with ``0 <= index < count``.
@@ -202,6 +215,7 @@ class RedisHandle:
         packing: PackedScore | None = None,
         log: str | os.PathLike[str] | Leaderboard | None = None,
         fsync: Literal["always", "everysec", "never"] = "everysec",
+        rank_trips: Literal[1, 2] = 2,
     ) -> None:
         """Check every argument and set the handle up, without a round trip:
         nothing reaches Redis (or the log directory) before all are good."""
@@ -216,6 +230,7 @@ class RedisHandle:
         if tie_break not in ("first", "member"):
             raise ValueError(f"tie_break must be 'first' or 'member', not {tie_break!r}")
         check_style(rank_style)
+        _check_trips(rank_trips)
         if packing is not None and not isinstance(packing, PackedScore):
             raise TypeError(f"packing must be a PackedScore or None, not {type(packing).__name__}")
         self._codec = ScoreCodec(order)
@@ -261,6 +276,11 @@ class RedisHandle:
         self._direct: DirectCalls | None = direct_calls(redis)
         #: A member's unique rank by its element, as a plain command.
         self._rank_command = "ZREVRANK" if self._desc else "ZRANK"
+        #: Round trips of a unique rank of a member whose element the
+        #: handle has not seen, on a first-to-reach board: 2 (plain
+        #: commands: see rankengine.redis.plainranks) or 1 (the RANK
+        #: function: more server time).
+        self._rank_trips = rank_trips
         #: Names this handle's reply keys; its writes are numbered (see _run).
         self._handle = uuid.uuid4().hex[:12]
         #: thread id -> (process id, its reply key), made once (see _reply_key)

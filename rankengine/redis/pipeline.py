@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 from rankengine.board.checks import check_count, check_flag, check_int, check_size
 from rankengine.board.reads import DEFAULT_PAGE_SIZE
 from rankengine.redis.plainranks import FALLBACK
+from rankengine.redis.resp import array
 from rankengine.redis.scripts import EXACT, refusal_of
 
 if TYPE_CHECKING:
@@ -386,11 +387,14 @@ class RedisPipeline:
                 continue
             key = call.plain[0]  # type: ignore[index]
             reply = next(counted)
-            found = _answer(partial(board._counted, key, element, "unique", [reply]))
-            if found is FALLBACK:  # the element is gone (the member moved, or left)
+            if reply is None:  # the element is gone (the member moved, or left)
                 board._elements.pop(key, None)
-                found = _answer(call.alone)
-            out.append(reply if isinstance(reply, Exception) else found)
+                out.append(_answer(call.alone))
+            elif isinstance(reply, Exception):
+                out.append(reply)
+            else:
+                board._seen(key, element)
+                out.append(int(reply) + 1)
         return out
 
     def _queue(
@@ -433,7 +437,7 @@ class RedisPipeline:
         members = []
         for call, element in zip(calls[tail:], known, strict=True):
             if element:
-                wire.read(board._rank_command, base_keys[0], element)
+                wire.rank(element)
             else:
                 members.append(call.plain[0])  # type: ignore[index]
         for at in range(0, len(members), ROWS_PER_READ):
@@ -457,6 +461,11 @@ class RedisPipeline:
                 counts.append(row)  # absent (None), or the error in its place
                 continue
             key, style = call.plain  # type: ignore[misc]
+            if style == "unique":  # one ZREVRANK of its element, read below
+                element = row.split(b":", 2)[2] + key
+                wire.rank(element)
+                counts.append((key, element))
+                continue
             count = board._plain_count(wire.read, key, row, style)
             counts.append(call.alone if count is None else (count, board._replies_of(style)))
         if not len(wire):
@@ -467,11 +476,21 @@ class RedisPipeline:
             packed = wire.packed()  # type: ignore[union-attr]  # (a _Wire: direct is set)
             replies = iter(direct.batch(board._client, lambda resent, resends: packed))
         out: list[Any] = []
+        seen = board._seen
         for call, count in zip(calls, counts, strict=True):
             if count is None or isinstance(count, Exception):
                 out.append(count)
             elif callable(count):
                 out.append(_answer(count))
+            elif type(count[0]) is bytes:  # a unique rank's ZREVRANK (see above)
+                reply = next(replies)
+                if reply is None:  # the element is gone (the member moved, or left)
+                    out.append(_answer(call.alone))
+                elif isinstance(reply, Exception):
+                    out.append(reply)
+                else:
+                    seen(*count)
+                    out.append(int(reply) + 1)
             else:
                 decode, n = count
                 mine = [next(replies) for _ in range(n)]
@@ -510,7 +529,7 @@ class _Wire:
     """A round trip packed by the board (see rankengine.redis.direct and
     rankengine.redis.resp): each command's bytes, and how its reply is read."""
 
-    __slots__ = ("_board", "_direct", "_parsing", "_parts", "_pipe")
+    __slots__ = ("_board", "_direct", "_parsing", "_parts", "_pipe", "_rank_head")
 
     def __init__(self, board: RedisLeaderboard, direct: DirectCalls) -> None:
         self._board = board
@@ -518,6 +537,7 @@ class _Wire:
         self._parts: list[bytes] = []
         self._parsing: list[Parse] = []
         self._pipe: Any = None
+        self._rank_head: bytes | None = None
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -530,6 +550,19 @@ class _Wire:
     def read(self, command: str, key: str, *args: Any) -> None:
         """A plain read of a board's key; its raw reply."""
         self._parts.append(self._direct.pack_read(command, key, *args))
+        self._parsing.append(None)
+
+    def rank(self, element: bytes) -> None:
+        """A unique rank by one ``ZREVRANK`` (``ZRANK`` ascending) of an
+        element; its raw reply.  The command's head is encoded once per
+        round trip, the element in one format: the hot path of a pipeline
+        of ranks."""
+        head = self._rank_head
+        if head is None:
+            board, packer = self._board, self._direct.packer
+            head = array(3) + packer.constant(board._rank_command) + packer.constant(board._keys[0])
+            self._rank_head = head
+        self._parts.append(b"%s$%d\r\n%s\r\n" % (head, len(element), element))
         self._parsing.append(None)
 
     def plain(self, queue: Callable[[Any], None]) -> None:
@@ -566,6 +599,10 @@ class _Piped:
     def read(self, command: str, key: str, *args: Any) -> None:
         self._pipe.execute_command(command, key, *args)
 
+    def rank(self, element: bytes) -> None:
+        board = self._board
+        self._pipe.execute_command(board._rank_command, board._keys[0], element)
+
     def plain(self, queue: Callable[[Any], None]) -> None:
         queue(self._pipe)
 
@@ -578,5 +615,9 @@ def _answer(compute: Callable[[], Any]) -> Any:
         return exc
 
 
+#: A rank style's letter in a script's arguments.
+_CODES: Final = {"unique": "u", "competition": "c", "dense": "d"}
+
+
 def _code(style: RankStyle) -> str:
-    return {"unique": "u", "competition": "c", "dense": "d"}[style]
+    return _CODES[style]
