@@ -311,7 +311,16 @@ class RedisLeaderboard(
         step = delta
         args = self._incr_args(key, step, when)
         if args is not None and self._listener is None:  # (no log: no lock to take)
-            new = self._incr_done(member, key, self._run("INCR", *args))
+            sender, direct = self._incr_sender, self._direct
+            reply = None
+            if sender is not None and direct is not None and self._scripts.functions:
+                # (one packing per call: see rankengine.redis.incrcall; None
+                # on an error reply, sent again by the general path)
+                sha, numbers = self._stored_sha, self._calls
+                reply = sender.send(direct, sha, args, numbers, self._reply_key)
+            if reply is None:
+                reply = self._run("INCR", *args)
+            new = self._incr_done(member, key, reply)
             if new is not EXACT:
                 return new  # type: ignore[no-any-return]  # a score or None
         elif args is not None:

@@ -43,6 +43,7 @@ from rankengine.redis.codec import (
     ScoreFormat,
 )
 from rankengine.redis.direct import DirectCalls, direct_calls
+from rankengine.redis.incrcall import IncrCall
 from rankengine.redis.scripts import ScriptError, ScriptRunner
 
 __all__ = [
@@ -274,6 +275,11 @@ class RedisHandle:
         #: Calls on the client's connection pool, knowing a first sending
         #: from a resend (None: through execute_command; see _run).
         self._direct: DirectCalls | None = direct_calls(redis)
+        #: A scalar board's increment, packed once (see rankengine.redis.incrcall).
+        self._incr_sender: IncrCall | None = None
+        if self._direct is not None and self._format.columns == 1 and packing is None:
+            function = self._scripts.function_name["INCR"]
+            self._incr_sender = IncrCall(self._direct.packer, function, self._keys[0], self._mode)
         #: A member's unique rank by its element, as a plain command.
         self._rank_command = "ZREVRANK" if self._desc else "ZRANK"
         #: Round trips of a unique rank of a member whose element the
