@@ -57,7 +57,7 @@ def test_the_packed_call_is_the_general_paths(
     """IncrCall sends byte for byte what the general path (the runner's
     packing of the function's call) sends for the same increment."""
     packer, runner = Packer(), ScriptRunner(client=None)
-    call = IncrCall(packer, runner.function_name["INCR"], KEYS[0], mode)
+    call = IncrCall(packer, runner, KEYS[0], mode)
     args: list[Any] = [key, step, kind, when, floor]
     reply_key = "rankengine:{w}:r:h.1.2"
     if number is None:  # a connection that never resends: no number, no reply key
@@ -151,3 +151,35 @@ def test_a_forked_child_increments_on_its_own_connection(redis_client: Any) -> N
     assert board.incr("ann", 1) == 13  # the parent's connection still in step
     assert board["bob"] == 3 and board.writes == 5  # set_many, then four increments
     board._check()
+
+
+def _fcalls(client: Any) -> int:
+    return int(client.info("commandstats").get("cmdstat_fcall", {}).get("calls", 0))
+
+
+def test_a_refusal_is_sent_again_by_the_general_path_and_raised(redis_client: Any) -> None:
+    board = RedisLeaderboard(redis_client, unique_name())
+    board.set("ann", float("inf"))
+    writes = board.writes
+    redis_client.config_resetstat()
+    with pytest.raises(ValueError, match="NaN"):
+        board.incr("ann", float("-inf"))
+    assert _fcalls(redis_client) == 2  # the packed call, then the general path's
+    assert board["ann"] == float("inf") and board.writes == writes
+    board._check()
+
+
+def test_another_error_reply_is_raised_not_sent_again(redis_client: Any) -> None:
+    import redis
+
+    board = RedisLeaderboard(redis_client, unique_name())
+    board.set("ann", 1)
+    rows = board.keys[1]
+    redis_client.delete(rows)
+    redis_client.set(rows, "not a hash")  # another application took the key
+    redis_client.config_resetstat()
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        board.incr("ann", 1)
+    assert _fcalls(redis_client) == 1  # raised as it came: no second sending
+    redis_client.delete(rows)
+    board.clear()

@@ -278,8 +278,8 @@ class RedisHandle:
         #: A scalar board's increment, packed once (see rankengine.redis.incrcall).
         self._incr_sender: IncrCall | None = None
         if self._direct is not None and self._format.columns == 1 and packing is None:
-            function = self._scripts.function_name["INCR"]
-            self._incr_sender = IncrCall(self._direct.packer, function, self._keys[0], self._mode)
+            packer, ranking = self._direct.packer, self._keys[0]
+            self._incr_sender = IncrCall(packer, self._scripts, ranking, self._mode)
         #: A member's unique rank by its element, as a plain command.
         self._rank_command = "ZREVRANK" if self._desc else "ZRANK"
         #: Round trips of a unique rank of a member whose element the

@@ -21,23 +21,26 @@ general path (see :mod:`rankengine.redis.direct`): a resend carries ``#``
 and the call number of its first sending, and its function looks for that
 run's reply.
 
-An error reply (the server lost the library, the board's settings changed,
-a refusal) gets None back: the caller sends the increment again by the
+An error reply that says the function did not run (the server lost the
+library) or refused before any write (the board's settings changed, a
+refusal) gets None back: the caller sends the increment again by the
 general path, which loads the library, reads the settings again or raises
-the refusal.  No function writes anything before it refuses, so nothing
-is applied twice.
+the refusal, so nothing is applied twice.  Any other error reply is
+raised, as the general path raises it.
 
 Runtime complexity: O(size of the command), one round trip (one more per
 attempt the connection's ``Retry`` makes after a dropped connection).
 
 >>> from rankengine.redis.resp import Packer
->>> call = IncrCall(Packer(), "lib_incr", "{w}:z", "df11")
+>>> runner = ScriptRunner(client=None)
+>>> call = IncrCall(Packer(), runner, "{w}:z", "df11")
+>>> function = runner.function_name["INCR"]
 >>> args = [b"sann", "1.0", "i", "", 0]
 >>> packed = call.pack("abc", args, None, None, "")
->>> packed == Packer().command(["FCALL", "lib_incr", 1, "{w}:z", "df11@abc", *args])
+>>> packed == Packer().command(["FCALL", function, 1, "{w}:z", "df11@abc", *args])
 True
 >>> packed = call.pack("abc", args, 7, "{w}:r", "#")
->>> packed == Packer().command(["FCALL", "lib_incr", 2, "{w}:z", "{w}:r", "df11#7@abc", *args])
+>>> packed == Packer().command(["FCALL", function, 2, "{w}:z", "{w}:r", "df11#7@abc", *args])
 True
 """
 
@@ -47,6 +50,7 @@ from typing import Any, Final
 
 from rankengine.redis.direct import DirectCalls
 from rankengine.redis.resp import Packer
+from rankengine.redis.scripts import ScriptRunner, refusal_of
 
 __all__ = ["IncrCall"]
 
@@ -61,15 +65,17 @@ _TAIL: Final = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$1\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\
 
 class IncrCall:
     """The ``INCR`` function's call of one board (see the module docstring):
-    ``function`` its name, ``ranking`` the board's ranking key (a function
-    derives the others from it), ``mode`` the board's mode (order, ties,
-    columns, kinds)."""
+    ``runner`` the board's script runner (the function's name, and whether
+    an error says the server lacks it), ``ranking`` the board's ranking key
+    (a function derives the others from it), ``mode`` the board's mode
+    (order, ties, columns, kinds)."""
 
-    __slots__ = ("_fcall", "_heads", "_mode", "_packer", "_ranking")
+    __slots__ = ("_fcall", "_heads", "_mode", "_packer", "_ranking", "_runner")
 
-    def __init__(self, packer: Packer, function: str, ranking: str, mode: str) -> None:
+    def __init__(self, packer: Packer, runner: ScriptRunner, ranking: str, mode: str) -> None:
         self._packer = packer
-        self._fcall = packer.constant("FCALL") + packer.constant(function)
+        self._runner = runner
+        self._fcall = packer.constant("FCALL") + packer.constant(runner.function_name["INCR"])
         self._ranking = packer.constant(ranking)
         self._mode = mode
         #: (settings SHA1, reply key or None) -> the encoded head
@@ -147,5 +153,7 @@ class IncrCall:
 
         try:
             return calls.call(command)
-        except calls.error:  # (redis-py's ResponseError: see above)
-            return None
+        except calls.error as exc:  # (redis-py's ResponseError: see above)
+            if self._runner.missing(exc) or refusal_of(exc) is not None:
+                return None
+            raise
