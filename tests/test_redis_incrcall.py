@@ -131,6 +131,20 @@ def test_another_pool_kind_takes_its_own_path(redis_url: str) -> None:
     client.close()
 
 
+def test_a_redis_py_major_not_read_takes_the_pools_own_path(
+    redis_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import redis
+
+    monkeypatch.setattr(redis, "__version__", "99.0.0")
+    board = RedisLeaderboard(redis_client, unique_name())
+    assert board._direct is not None and board._direct._light is None
+    board.set_many({"ann": 1, "bob": 2})
+    assert [board.incr("ann", 5), board.incr("bob", 1), board.rank("ann")] == [6, 3, 1]
+    assert not redis_client.connection_pool._in_use_connections
+    board._check()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_increments_on_its_own_connection(redis_client: Any) -> None:
     board = RedisLeaderboard(redis_client, unique_name())

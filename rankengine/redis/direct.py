@@ -68,7 +68,7 @@ from typing import Any, Final
 
 from rankengine.redis.resp import Packer, array
 
-__all__ = ["DirectCalls", "Parse", "direct_calls", "may_resend"]
+__all__ = ["LIGHT_POOL_MAJORS", "DirectCalls", "Parse", "direct_calls", "may_resend"]
 
 #: How a batch reads one reply: None for the raw reply, or a redis-py
 #: pipeline's ``(command name, options)`` for its response callbacks.
@@ -100,6 +100,14 @@ def may_resend(retry: Any) -> bool:
     return get_retries is None or get_retries() != 0
 
 
+LIGHT_POOL_MAJORS: Final = frozenset({"7", "8"})
+"""redis-py major versions whose pool :meth:`DirectCalls.take` and
+:meth:`DirectCalls.give` copy (read from redis-py 8.1's ``ConnectionPool``):
+a later major may keep the attribute names and change what the pool does
+with them, so it gets redis-py's own ``get_connection`` and ``release``
+until its pool is read again and added here (a test fails meanwhile)."""
+
+
 def _light_pool(pool: Any) -> Any:
     """The ``(recorder module, release event, connection errors, whether
     data left unread is refused)`` that :meth:`DirectCalls.take` and
@@ -116,6 +124,9 @@ def _light_pool(pool: Any) -> Any:
     except ImportError:
         return None
     if type(pool) is not redis_py.ConnectionPool or getattr(pool, "cache", None) is not None:
+        return None
+    major = str(getattr(redis_py, "__version__", "0")).split(".")[0]
+    if major not in LIGHT_POOL_MAJORS:
         return None
     known = (
         "_lock",
