@@ -271,6 +271,8 @@ class BoardFold:
                 raise _Unsettled  # the board says whether they compare
         if when is not None and when not in WHENS:
             raise _Unsettled  # the board names a bad when=
+        if value is None and op in (INCR, SET):
+            raise _Unsettled  # an increment or set of nothing: the board names it
         old = self.score(member)
         if op == INCR:
             if when == "present" and old is MISSING:
