@@ -455,3 +455,52 @@ def test_an_odd_record_between_increments_replays_as_before(tmp_path: Path, name
             opened._check()
             opened.close()
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("views", [["all"], ["all", "trend"]])
+def test_an_increment_to_nan_in_the_log_is_named_as_before(
+    tmp_path: Path, views: list[str]
+) -> None:
+    """``+inf`` then ``-inf`` makes a NaN score, which ``record`` refuses;
+    a log that holds it anyway goes to the board on every path that folds
+    increments (the one-view fast path, a fold beside another view), which
+    names it as the event-by-event replay does."""
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("all")
+        if "trend" in views:
+            ledger.add_view("trend", "topk", k=3)
+        ledger.record("bob", 1, t_ms=START_MS)
+        ledger.record("ann", float("inf"), t_ms=START_MS)
+        assert ledger._files is not None
+        ledger._files.append(encode(3, 0, [_event_change("ann", float("-inf"))]), 3)
+        ledger._seq = 3
+    errors = []
+    for kind in (EventByEvent, Ledger):
+        with pytest.raises(LogError) as caught:
+            kind(tmp_path, fsync="never").close()
+        errors.append(str(caught.value))
+    assert "does not apply to view 'all'" in errors[0]
+    assert errors[0] == errors[1]
+
+
+def test_increments_into_a_board_restored_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fold into a board that had members when it began (restored from a
+    snapshot, and larger than the folds take in whole: ``_TAKE_MAX`` made
+    0 here) looks each member up on the board: increments of members on
+    it, removed and back, new ones, beside a view that takes every event."""
+    monkeypatch.setattr(fold_module, "_TAKE_MAX", 0)
+    with Ledger.open(tmp_path, fsync="never", compact_min_bytes=None) as ledger:
+        ledger.add_view("all")
+        ledger.add_view("trend", "topk", k=3)
+        for i in range(30):
+            ledger.record(f"p{i}", i % 4, t_ms=START_MS + i)
+        ledger.compact()
+        for i in range(60):
+            if i % 9 == 4:
+                ledger.record(f"p{i % 35}", op="remove", t_ms=START_MS + i)
+            else:
+                ledger.record(f"p{i % 35}", i % 3, t_ms=START_MS + i)
+        live = state(ledger)
+    check_reopen(tmp_path, live)

@@ -312,6 +312,30 @@ class BoardFold:
             if not same_meta(self._meta(member), data):
                 self.metas[member] = data
 
+    def incr(self, member: Any, value: Any) -> None:
+        """:meth:`write` of an increment with no ``when=`` by a number
+        (``value`` checked for shape), on a board that breaks ties by time
+        and was empty when the fold began (:attr:`fresh`): a member absent
+        from ``puts`` is then absent from the board, so nothing else is
+        looked up.  The same rules, one call instead of three: the common
+        event of a view that folds beside others (the four-view replay).
+
+        Runtime complexity: O(1)
+        """
+        if self.by_member or not self.fresh:
+            self.write(member, INCR, value, None, None)
+            return
+        held = self.puts.get(member)
+        try:
+            new = (0 if held is None else held[0]) + value
+        except (OverflowError, TypeError):
+            raise _Unsettled from None
+        if new != new:
+            raise _Unsettled  # NaN: the board raises
+        if held is None or new != held[0]:
+            self.clock += 1
+            self.puts[member] = (new, self.clock)
+
     def finish(self) -> None:
         """Apply the folded state to the board (the durable fold's finish:
         a bulk load into an empty board, one batch of changes otherwise).
@@ -426,7 +450,11 @@ def _take(sink: _Sink, change: Any, seq: int, now: int) -> None:
     board = sink.period_board(adapter, change[4], now) if sink.periodic else adapter.board
     if board is not None:
         try:
-            sink.fold_of(board).write(change[1], change[2], change[3], change[6], change[7])
+            fold = sink.fold_of(board)
+            if change[2] is _INCR_CODE and change[6] is None:  # (see _EVENT_CODE)
+                fold.incr(change[1], change[3])
+            else:
+                fold.write(change[1], change[2], change[3], change[6], change[7])
             return
         except _Unsettled:
             pass
