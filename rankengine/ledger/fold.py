@@ -132,9 +132,12 @@ _EVENT_FIELDS: Final = 8
 #: object per small int (-5 to 256) and msgpack returns that object for a
 #: decoded int, so ``kind is EVENT`` holds exactly when ``kind`` is the int
 #: ``EVENT`` -- never for ``True``, ``3.0`` or a string -- in one test
-#: instead of a compare and a type test (measured ~30 ns a record).  Where
-#: an int were not that one object, the test would only fail, sending the
-#: record to the general path: never a wrong answer.
+#: instead of a compare and a type test.  Where an int were not that one
+#: object, the test would only fail, sending the record to the general
+#: path: never a wrong answer.  Measured with the tuples of
+#: :func:`_fold_increments` (``unpackb(use_list=False)``), the fast loop
+#: alone over 400,000 increments, old and new taking turns: 453 -> 420 ms
+#: (min of 15), 504 -> 446 ms (median), on a shared 2-core machine.
 _EVENT_CODE: Final = EVENT
 _INCR_CODE: Final = INCR
 
