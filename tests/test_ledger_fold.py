@@ -365,3 +365,142 @@ def test_a_late_event_loads_no_closed_period(tmp_path: Path) -> None:
             assert periodic.late_dropped == 2
             assert periodic.board().items() == [("cid", 3), ("ann", 1)]
     check_reopen(tmp_path)
+
+
+def _event_change(member: Any, value: Any, t_ms: int = START_MS, **fields: Any) -> list[Any]:
+    """An EVENT change as logged (``[EVENT, member, op, value, t_ms, attrs,
+    when, meta]``), an increment unless ``fields`` say otherwise."""
+    change = [3, member, 0, value, t_ms, None, None, None]
+    for name, at in (("kind", 0), ("op", 2), ("attrs", 5), ("when", 6), ("meta", 7)):
+        if name in fields:
+            change[at] = fields[name]
+    return change
+
+
+#: Records the one-view fast path (fold._fold_increments) must not take as
+#: they are: each either applies (the general path takes it) or is refused
+#: with the event-by-event replay's error.  ``None`` for the seq: the
+#: record's own.
+ODD_RECORDS: dict[str, Any] = {
+    "kind True": [None, 0, [_event_change("ann", 1, kind=True)]],
+    "kind 3.0": [None, 0, [_event_change("ann", 1, kind=3.0)]],
+    "op False": [None, 0, [_event_change("ann", 1, op=False)]],
+    "op 0.0": [None, 0, [_event_change("ann", 1, op=0.0)]],
+    "op set": [None, 0, [_event_change("ann", 7, op=1)]],
+    "seq float": ["float", 0, [_event_change("ann", 1)]],
+    "time negative": [None, -1, [_event_change("ann", 1)]],
+    "time float": [None, 1.5, [_event_change("ann", 1)]],
+    "change a map": [None, 0, [{str(i): i for i in range(8)}]],
+    "change bytes": [None, 0, [bytes([3, 97, 0, 1, 1, 0, 0, 0])]],
+    "changes a string": [None, 0, "x"],
+    "two changes": [None, 0, [_event_change("ann", 1), _event_change("bob", 2)]],
+    "no change": [None, 0, []],
+    "member a list": [None, 0, [_event_change(["ann"], 1)]],
+    "member an int": [None, 0, [_event_change(7, 1)]],
+    "member bytes": [None, 0, [_event_change(b"ann", 1)]],
+    "value None": [None, 0, [_event_change("ann", None)]],
+    "set None": [None, 0, [_event_change("ann", None, op=1)]],
+    "value True": [None, 0, [_event_change("ann", True)]],
+    "value a string": [None, 0, [_event_change("ann", "1")]],
+    "value NaN": [None, 0, [_event_change("ann", float("nan"))]],
+    "value a float": [None, 0, [_event_change("ann", 0.5)]],
+    "value past 64 bits": [None, 0, [_event_change("ann", 2**70)]],
+    "event time float": [None, 0, [_event_change("ann", 1, START_MS + 0.5)]],
+    "attrs a list": [None, 0, [_event_change("ann", 1, attrs=["eu"])]],
+    "attrs with a list": [None, 0, [_event_change("ann", 1, attrs={"region": ["eu"]})]],
+    "when present": [None, 0, [_event_change("zed", 1, when="present")]],
+    "when bad": [None, 0, [_event_change("ann", 1, when="sometimes")]],
+    "meta": [None, 0, [_event_change("ann", 1, meta={"n": 1})]],
+    "trailing bytes": b"\xc0",
+    "not msgpack": b"\xc1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_RECORDS))
+def test_an_odd_record_between_increments_replays_as_before(tmp_path: Path, name: str) -> None:
+    """A one-view ledger replays a run of plain increments on its fast path
+    (:func:`rankengine.ledger.fold._fold_increments`); a record of any
+    other shape or type in the middle of the run -- valid or not -- must
+    leave it for the general path, which applies it or names it as the
+    event-by-event replay does, and the fast path takes the increments
+    after it again."""
+    from rankengine.durable.records import frame, pack
+
+    odd = ODD_RECORDS[name]
+    with Ledger.open(tmp_path, fsync="never", compact_min_bytes=None) as ledger:
+        ledger.add_view("all")
+        ledger.record("ann", 1, t_ms=START_MS)
+        assert ledger._files is not None
+        seq = 1
+        for i in range(40):
+            seq += 1
+            if i == 20:
+                if isinstance(odd, bytes):  # a good record, then bytes after it
+                    payload = pack([seq, 0, [_event_change("ann", 1)]]) + odd
+                else:
+                    payload = pack([seq if odd[0] is None else float(seq), *odd[1:]])
+                ledger._files.append(frame(payload), seq)
+            else:
+                change = _event_change(f"p{i % 7}", i, START_MS + i)
+                ledger._files.append(encode(seq, START_MS + i, [change]), seq)
+        ledger._seq = seq
+    outcomes = []
+    for kind in (EventByEvent, Ledger):
+        try:
+            opened = kind(tmp_path, fsync="never", compact_min_bytes=None)
+        except (LogError, CorruptionError) as exc:
+            outcomes.append((type(exc), str(exc)))
+        else:
+            outcomes.append(state(opened))
+            opened._check()
+            opened.close()
+    assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("views", [["all"], ["all", "trend"]])
+def test_an_increment_to_nan_in_the_log_is_named_as_before(
+    tmp_path: Path, views: list[str]
+) -> None:
+    """``+inf`` then ``-inf`` makes a NaN score, which ``record`` refuses;
+    a log that holds it anyway goes to the board on every path that folds
+    increments (the one-view fast path, a fold beside another view), which
+    names it as the event-by-event replay does."""
+    with Ledger.open(tmp_path, fsync="never") as ledger:
+        ledger.add_view("all")
+        if "trend" in views:
+            ledger.add_view("trend", "topk", k=3)
+        ledger.record("bob", 1, t_ms=START_MS)
+        ledger.record("ann", float("inf"), t_ms=START_MS)
+        assert ledger._files is not None
+        ledger._files.append(encode(3, 0, [_event_change("ann", float("-inf"))]), 3)
+        ledger._seq = 3
+    errors = []
+    for kind in (EventByEvent, Ledger):
+        with pytest.raises(LogError) as caught:
+            kind(tmp_path, fsync="never").close()
+        errors.append(str(caught.value))
+    assert "does not apply to view 'all'" in errors[0]
+    assert errors[0] == errors[1]
+
+
+def test_increments_into_a_board_restored_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fold into a board that had members when it began (restored from a
+    snapshot, and larger than the folds take in whole: ``_TAKE_MAX`` made
+    0 here) looks each member up on the board: increments of members on
+    it, removed and back, new ones, beside a view that takes every event."""
+    monkeypatch.setattr(fold_module, "_TAKE_MAX", 0)
+    with Ledger.open(tmp_path, fsync="never", compact_min_bytes=None) as ledger:
+        ledger.add_view("all")
+        ledger.add_view("trend", "topk", k=3)
+        for i in range(30):
+            ledger.record(f"p{i}", i % 4, t_ms=START_MS + i)
+        ledger.compact()
+        for i in range(60):
+            if i % 9 == 4:
+                ledger.record(f"p{i % 35}", op="remove", t_ms=START_MS + i)
+            else:
+                ledger.record(f"p{i % 35}", i % 3, t_ms=START_MS + i)
+        live = state(ledger)
+    check_reopen(tmp_path, live)

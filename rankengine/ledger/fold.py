@@ -128,6 +128,18 @@ _FAST_RETRY_MAX: Final = 64
 _TAKE_MAX: Final = 1024
 #: Fields of a logged event: ``[EVENT, member, op, value, t_ms, attrs, when, meta]``.
 _EVENT_FIELDS: Final = 8
+#: The codes :func:`_fold_increments` tests by identity: CPython keeps one
+#: object per small int (-5 to 256) and msgpack returns that object for a
+#: decoded int, so ``kind is EVENT`` holds exactly when ``kind`` is the int
+#: ``EVENT`` -- never for ``True``, ``3.0`` or a string -- in one test
+#: instead of a compare and a type test.  Where an int were not that one
+#: object, the test would only fail, sending the record to the general
+#: path: never a wrong answer.  Measured with the tuples of
+#: :func:`_fold_increments` (``unpackb(use_list=False)``), the fast loop
+#: alone over 400,000 increments, old and new taking turns: 453 -> 420 ms
+#: (min of 15), 504 -> 446 ms (median), on a shared 2-core machine.
+_EVENT_CODE: Final = EVENT
+_INCR_CODE: Final = INCR
 
 
 class _Unsettled(Exception):
@@ -262,6 +274,8 @@ class BoardFold:
                 raise _Unsettled  # the board says whether they compare
         if when is not None and when not in WHENS:
             raise _Unsettled  # the board names a bad when=
+        if value is None and op in (INCR, SET):
+            raise _Unsettled  # an increment or set of nothing: the board names it
         old = self.score(member)
         if op == INCR:
             if when == "present" and old is MISSING:
@@ -300,6 +314,30 @@ class BoardFold:
             data = None if meta is None else check_meta(meta)
             if not same_meta(self._meta(member), data):
                 self.metas[member] = data
+
+    def incr(self, member: Any, value: Any) -> None:
+        """:meth:`write` of an increment with no ``when=`` by a number
+        (``value`` checked for shape), on a board that breaks ties by time
+        and was empty when the fold began (:attr:`fresh`): a member absent
+        from ``puts`` is then absent from the board, so nothing else is
+        looked up.  The same rules, one call instead of three: the common
+        event of a view that folds beside others (the four-view replay).
+
+        Runtime complexity: O(1)
+        """
+        if self.by_member or not self.fresh:
+            self.write(member, INCR, value, None, None)
+            return
+        held = self.puts.get(member)
+        try:
+            new = (0 if held is None else held[0]) + value
+        except (OverflowError, TypeError):
+            raise _Unsettled from None
+        if new != new:
+            raise _Unsettled  # NaN: the board raises
+        if held is None or new != held[0]:
+            self.clock += 1
+            self.puts[member] = (new, self.clock)
 
     def finish(self) -> None:
         """Apply the folded state to the board (the durable fold's finish:
@@ -415,7 +453,11 @@ def _take(sink: _Sink, change: Any, seq: int, now: int) -> None:
     board = sink.period_board(adapter, change[4], now) if sink.periodic else adapter.board
     if board is not None:
         try:
-            sink.fold_of(board).write(change[1], change[2], change[3], change[6], change[7])
+            fold = sink.fold_of(board)
+            if change[2] is _INCR_CODE and change[6] is None:  # (see _EVENT_CODE)
+                fold.incr(change[1], change[3])
+            else:
+                fold.write(change[1], change[2], change[3], change[6], change[7])
             return
         except _Unsettled:
             pass
@@ -478,15 +520,18 @@ def _fold_increments(
     """
     unpackb = msgpack.unpackb
     member_types = _MEMBER_TYPES
+    event, incr = _EVENT_CODE, _INCR_CODE
     puts = fold.puts
     get = puts.get
     clock = fold.clock
     fresh = fold.fresh
+    first = last
     ms = -1
-    i = start
     try:
         for _, payload in itertools.islice(frames, start, None):
-            seq, time_ms, changes = unpackb(payload)
+            # (arrays as tuples: cheaper to make and to unpack, measured
+            # ~25 ns a record; the shape tests below ask for tuples)
+            seq, time_ms, changes = unpackb(payload, use_list=False)
             (change,) = changes
             kind, member, op, value, t_ms, attrs, when, meta = change
             kind_of = type(value)
@@ -495,12 +540,11 @@ def _fold_increments(
                 or type(seq) is not int
                 or type(time_ms) is not int
                 or time_ms < 0
-                or type(change) is not list
-                or kind != EVENT
-                or type(kind) is not int
-                or op != INCR
-                or type(op) is not int
-                or type(member) not in member_types
+                or type(change) is not tuple
+                # (identity with the small-int objects: see _EVENT_CODE)
+                or kind is not event
+                or op is not incr
+                or (type(member) is not str and type(member) not in member_types)
                 or type(t_ms) is not int
                 or (attrs is not None and type(attrs) is not dict)
                 or when is not None
@@ -525,11 +569,11 @@ def _fold_increments(
             if t_ms > now:  # noqa: PLR1730 - a compare, not a max() call, per record
                 now = t_ms
             last, ms = seq, time_ms
-            i += 1
     except Exception:  # msgpack raises several types: the general path reports it
         pass
     fold.clock = clock
-    return i, last, ms, now
+    # (each record taken continues the sequence: the count is the seqs')
+    return start + last - first, last, ms, now
 
 
 def replay_log(
