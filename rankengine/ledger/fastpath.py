@@ -17,8 +17,9 @@ the set of views changes, not per event: an :class:`IncrPlan` lists
   :func:`~rankengine.board.direct.direct_incr`), ``PERIODIC`` (the same,
   on the board of the period its check routed the event to, when nothing
   else is due: see :func:`~rankengine.timed.state.held_period_incr`),
-  ``TOPK`` (one count) or ``GENERIC`` (the view's own ``apply``, as the
-  general path does).
+  ``TOPK`` (one count, without the checks the event has passed:
+  :func:`~rankengine.trending.direct.direct_add`) or ``GENERIC`` (the
+  view's own ``apply``, as the general path does).
 
 From these the plan writes the one function an event runs
 (:attr:`IncrPlan.record`: the checks, the record, the writes and the
@@ -60,6 +61,7 @@ from rankengine.ledger.front import PENDING, LazyRecorded, Recorded
 from rankengine.ledger.routes import NO_KEY
 from rankengine.ledger.views import Outcome, View
 from rankengine.timed.state import held_period_board, held_period_incr
+from rankengine.trending.direct import direct_add
 
 __all__ = ["BOARD", "CODE_NAMES", "GENERIC", "PERIODIC", "TOPK", "IncrPlan", "feed", "skip_checks"]
 
@@ -125,7 +127,7 @@ _FEED_LINES: Final = {
         "        s{i} = v{i}.apply(event, False)",
     ],
     TOPK: [
-        "    a{i}.board.add(member, 1)",
+        "    direct_add(a{i}.board, member)",
         "    s{i} = None  # (the estimate is read with ranks only)",
     ],
 }
@@ -231,7 +233,7 @@ class IncrPlan:
             s0 = direct_incr(a0.board, member, value)
             v1.time_ms = now_ms
             v1.seq = seq
-            a1.board.add(member, 1)
+            direct_add(a1.board, member)
             s1 = None  # (the estimate is read with ranks only)
         except Exception as exc:  # a view refused what it had passed: a bug
             raise failed(ledger, plan, seq, exc) from exc
@@ -243,7 +245,7 @@ class IncrPlan:
         s0 = direct_incr(a0.board, member, value)
         v1.time_ms = now_ms
         v1.seq = seq
-        a1.board.add(member, 1)
+        direct_add(a1.board, member)
         s1 = None  # (the estimate is read with ranks only)
         return [PENDING, names, s0, s1]
     """
@@ -303,6 +305,7 @@ class IncrPlan:
             "failed": failed,
             "feed_ranked": _feed_ranked,
             "direct_incr": direct_incr,
+            "direct_add": direct_add,
             "held_period_incr": held_period_incr,
         }
         for i, (_, view, adapter, _) in enumerate(self.feeds):
@@ -388,7 +391,7 @@ def _feed_ranked(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int) -> l
             add(_new_tuple(Outcome, (name, NO_KEY, score, before, target.rank(member))))
         elif code == TOPK:
             topk = adapter.board
-            topk.add(member, 1)
+            direct_add(topk, member)
             # (the estimate is a second pass over the sketch: with ranks only)
             add(_new_tuple(Outcome, (name, NO_KEY, topk.estimate(member), None, None)))
         else:

@@ -1,0 +1,73 @@
+"""``direct_add`` against ``TopK.add``: the same change in every state.
+
+Two trackers with the same settings count the same random keys, one
+through ``direct_add`` and one through ``add(key, 1)``, with other writes
+(a weighted ``add``, a batch) between them through the public API on
+both.  The trackers are small (a narrow sketch, two or three candidates)
+so that keys are admitted, evicted and counted as candidates all the time.
+After each step both hold the same state (their serialised bytes: sketch,
+candidates, totals; and their top items), and both pass ``_check()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rankengine import TopK
+from rankengine.trending.direct import direct_add
+
+KEYS = st.sampled_from([f"k{n}" for n in range(12)] + ["", "\ud800"])
+
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("one"), KEYS, st.none()),
+        st.tuples(st.just("one"), KEYS, st.none()),
+        st.tuples(st.just("add"), KEYS, st.integers(1, 5)),
+        st.tuples(st.just("many"), st.lists(KEYS, max_size=5), st.none()),
+    ),
+    max_size=60,
+)
+
+
+def state(topk: TopK) -> Any:
+    return topk.to_bytes(), [(item.key, item.count) for item in topk.top()], topk.total
+
+
+@pytest.mark.parametrize("conservative", [True, False])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=STEPS, k=st.integers(1, 3), width=st.sampled_from([4, 16]))
+def test_direct_add_is_add(conservative: bool, steps: list[Any], k: int, width: int) -> None:
+    direct, public = (
+        TopK(k=k, capacity=k, width=width, depth=3, conservative=conservative) for _ in range(2)
+    )
+    for op, key, n in steps:
+        if op == "one":
+            direct_add(direct, key)
+            public.add(key, 1)
+        elif op == "add":
+            direct.add(key, n)
+            public.add(key, n)
+        else:
+            direct.add_many(key)
+            public.add_many(key)
+        assert state(direct) == state(public), (op, key, n)
+        direct._check()
+        public._check()
+
+
+def test_a_frozen_tracker_refuses_as_add_does() -> None:
+    """A frozen tracker is handed to ``add``, which refuses: nothing changes
+    (counting a candidate in place first would change its count)."""
+    topk = TopK(k=2)
+    topk.add("a", 3)
+    frozen = topk.freeze()
+    before = state(frozen)
+    with pytest.raises(TypeError, match="read-only"):
+        direct_add(frozen, "a")  # a candidate
+    with pytest.raises(TypeError, match="read-only"):
+        direct_add(frozen, "b")
+    assert state(frozen) == before
