@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from rankengine import Ledger
 from rankengine.board.direct import DIRECT_DELTA_LIMIT, direct_incr
 from rankengine.ledger import fastpath
-from rankengine.ledger.events import make_event
+from rankengine.ledger.events import LedgerEvent, make_event
 from rankengine.ledger.fastpath import CODE_NAMES, IncrPlan
 from rankengine.ledger.front import LazyRecorded, Recorded, first_score
 from rankengine.timed import state as timed_state
@@ -419,6 +419,9 @@ def test_a_lazy_recorded_reads_as_a_recorded() -> None:
         assert done == want and want == done and (done != want) is False
         seq, event, outcomes = done
         assert (seq, event, outcomes) == tuple(want) and done[2] is outcomes is done.outcomes
+        # the event, kept as its fields until read, reads as the event
+        for made in (event, done.event, done[1], done[-2:][0], done._replace(seq=9).event):
+            assert type(made) is LedgerEvent and made == want.event
         assert repr(done) == repr(want) and pickle.loads(pickle.dumps(done)) == want
         assert done._asdict() == want._asdict() and hash_fails(done) == hash_fails(want)
 

@@ -97,16 +97,16 @@ def _code(view: View) -> tuple[int, Adapter | None]:
 #: that cannot refuse).  A periodic view's check leaves in ``o{i}`` the
 #: period it routed the event to, when the event falls in it (else None).
 _CHECK_LINES: Final = {
-    GENERIC: ["    refused_by(v{i}, event, now_ms)"],
+    GENERIC: ["    refused_by(v{i}, fields, now_ms)"],
     PERIODIC: [
         "    o{i} = a{i}._open",  # (start, end, open until, period) last routed to
         "    if o{i} is None or not (o{i}[0] <= t_s < o{i}[1] and now_s < o{i}[2]):",
-        "        refused_by(v{i}, event, now_ms)",
+        "        refused_by(v{i}, fields, now_ms)",
         "        o{i} = in_period(a{i}._open, t_s)",
     ],
     TOPK: [
         "    if a{i}.board.total >= a{i}.limit:  # no room for one more",
-        "        refused_by(v{i}, event, now_ms)",
+        "        refused_by(v{i}, fields, now_ms)",
     ],
 }
 #: ``quiet``'s (a batch's feed) own lines for a periodic view: the period
@@ -124,7 +124,7 @@ _FEED_LINES: Final = {
         "    if o{i} is not None:",
         "        s{i} = held_period_incr(a{i}.board, o{i}[3], now_s, member, value)",
         "    if s{i} is None:",
-        "        s{i} = v{i}.apply(event, False)",
+        "        s{i} = v{i}.apply(event or new_tuple(LedgerEvent, fields), False)",
     ],
     TOPK: [
         "    direct_add(a{i}.board, member)",
@@ -143,6 +143,7 @@ _LOG_LINES: Final = [
     "        ledger._history.append(Event(seq, stamp, changes))",
     "    ledger._seq, ledger._last_ms, ledger._time = seq, stamp, now_ms",
     "    if ranks:",
+    "        event = new_tuple(LedgerEvent, fields) if type(fields) is tuple else fields",
     "        try:",
     "            outcomes = feed_ranked(plan, event, now_ms, seq)",
     "        except Exception as exc:  # a view refused what it had passed: a bug",
@@ -161,11 +162,13 @@ def in_period(cached: tuple[float, float, float, Any] | None, t_s: float) -> Any
     return cached if cached is not None and cached[0] <= t_s < cached[1] else None
 
 
-def refused_by(view: View, event: LedgerEvent, now_ms: int) -> None:
-    """``view``'s check of one event, its refusal noted as such.
+def refused_by(view: View, fields: tuple[Any, ...], now_ms: int) -> None:
+    """``view``'s check of one event (its fields, or the event), its
+    refusal noted as such.
 
     Runtime complexity: the view's check
     """
+    event = fields if type(fields) is LedgerEvent else _new_tuple(LedgerEvent, fields)
     try:
         view.check(event, now_ms, {})
     except Exception as exc:
@@ -210,9 +213,9 @@ class IncrPlan:
         if t > now_ms:
             now_ms = t
         t_s, now_s = t / 1000, now_ms / 1000
-        event = new_tuple(LedgerEvent, (member, "incr", value, t, None, None, None))
+        fields = (member, "incr", value, t, None, None, None)
         if a1.board.total >= a1.limit:  # no room for one more
-            refused_by(v1, event, now_ms)
+            refused_by(v1, fields, now_ms)
         seq = ledger._seq + 1
         changes = [(EVENT, member, INCR, value, t, None, None, None)]
         files = ledger._files
@@ -222,6 +225,7 @@ class IncrPlan:
             ledger._history.append(Event(seq, stamp, changes))
         ledger._seq, ledger._last_ms, ledger._time = seq, stamp, now_ms
         if ranks:
+            event = new_tuple(LedgerEvent, fields) if type(fields) is tuple else fields
             try:
                 outcomes = feed_ranked(plan, event, now_ms, seq)
             except Exception as exc:  # a view refused what it had passed: a bug
@@ -237,7 +241,7 @@ class IncrPlan:
             s1 = None  # (the estimate is read with ranks only)
         except Exception as exc:  # a view refused what it had passed: a bug
             raise failed(ledger, plan, seq, exc) from exc
-        return new_tuple(LazyRecorded, (seq, event, [PENDING, names, s0, s1]))
+        return new_tuple(LazyRecorded, (seq, fields, [PENDING, names, s0, s1]))
     <BLANKLINE>
     def quiet(event, member, value, t_s, now_ms, now_s, seq):
         v0.time_ms = now_ms
@@ -264,15 +268,22 @@ class IncrPlan:
             self.feeds.append((code, view, adapter, view.name))
         #: the views' names, in order (what a LazyRecorded's outcomes are made with)
         self.names = tuple(name for _, _, _, name in self.feeds)
+        # a view checked and fed through its own check and apply reads the
+        # event: then made at once, else only where one is read (ranks, a
+        # refusal, a periodic write routed again)
+        made = any(code == GENERIC for code, _, _, _ in self.feeds)
+        routed = not made and any(code == PERIODIC for code, _, _, _ in self.feeds)
         record = [
             "def record(ledger, member, value, t, stamp, ranks):",
             "    now_ms = ledger._time",
             "    if t > now_ms:",
             "        now_ms = t",
             "    t_s, now_s = t / 1000, now_ms / 1000",
-            '    event = new_tuple(LedgerEvent, (member, "incr", value, t, None, None, None))',
+            '    fields = (member, "incr", value, t, None, None, None)',
         ]
+        record += ["    fields = event = new_tuple(LedgerEvent, fields)"] if made else []
         quiet = ["def quiet(event, member, value, t_s, now_ms, now_s, seq):"]
+        quiet += ["    fields = event"] if routed else []
         feeds: list[str] = []
         for i, (code, _, _, _) in enumerate(self.feeds):
             record += [line.format(i=i) for line in _CHECK_LINES.get(code, [])]
@@ -280,11 +291,12 @@ class IncrPlan:
             feeds += [f"    v{i}.time_ms = now_ms", f"    v{i}.seq = seq"]
             feeds += [line.format(i=i) for line in _FEED_LINES[code]]
         scores = ", ".join(["PENDING", "names"] + [f"s{i}" for i in range(len(self.feeds))])
-        record += _LOG_LINES + ["    " + line for line in feeds or ["    pass  # (no view)"]]
+        record += _LOG_LINES + (["        event = None"] if routed else [])
+        record += ["    " + line for line in feeds or ["    pass  # (no view)"]]
         record += [
             "    except Exception as exc:  # a view refused what it had passed: a bug",
             "        raise failed(ledger, plan, seq, exc) from exc",
-            f"    return new_tuple(LazyRecorded, (seq, event, [{scores}]))",
+            f"    return new_tuple(LazyRecorded, (seq, fields, [{scores}]))",
         ]
         quiet += [*feeds, f"    return [{scores}]"]
         #: the source of ``record`` and ``quiet`` (see the class docstring)
