@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankengine import TopK
-from rankengine.trending.direct import direct_add
+from rankengine.trending.direct import CellMemo, direct_add
 
 KEYS = st.sampled_from([f"k{n}" for n in range(12)] + ["", "\ud800"])
 
@@ -39,14 +39,23 @@ def state(topk: TopK) -> Any:
 
 @pytest.mark.parametrize("conservative", [True, False])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=STEPS, k=st.integers(1, 3), width=st.sampled_from([4, 16]))
-def test_direct_add_is_add(conservative: bool, steps: list[Any], k: int, width: int) -> None:
+@given(
+    steps=STEPS,
+    k=st.integers(1, 3),
+    width=st.sampled_from([4, 16]),
+    memo=st.sampled_from([None, 3, 1000]),
+)
+def test_direct_add_is_add(
+    conservative: bool, steps: list[Any], k: int, width: int, memo: int | None
+) -> None:
+    """With no memo, and with a memo small enough to be emptied often."""
     direct, public = (
         TopK(k=k, capacity=k, width=width, depth=3, conservative=conservative) for _ in range(2)
     )
+    cells = None if memo is None else CellMemo(limit=memo)
     for op, key, n in steps:
         if op == "one":
-            direct_add(direct, key)
+            direct_add(direct, key, cells)
             public.add(key, 1)
         elif op == "add":
             direct.add(key, n)
@@ -57,6 +66,25 @@ def test_direct_add_is_add(conservative: bool, steps: list[Any], k: int, width: 
         assert state(direct) == state(public), (op, key, n)
         direct._check()
         public._check()
+        assert cells is None or len(cells) <= cells.limit
+
+
+def test_a_memo_gives_only_its_trackers_cells() -> None:
+    """A memo used with a tracker of another seed or width (a view's
+    tracker replaced) forgets the cells of the first: the counts stay
+    exact."""
+    memo = CellMemo()
+    first, other = TopK(k=1, capacity=1, width=8, depth=2), TopK(k=1, capacity=1, width=8, seed=7)
+    twin = TopK(k=1, capacity=1, width=8, seed=7)
+    for key in ["a", "b", "c", "a", "b"]:
+        direct_add(first, key, memo)
+    assert memo.indexes is first._indexes and sorted(memo) == ["a", "b", "c"]
+    for key in ["b", "c", "d", "b"]:
+        direct_add(other, key, memo)
+        twin.add(key, 1)
+    assert memo.indexes is other._indexes and sorted(memo) == ["b", "c", "d"]
+    assert state(other) == state(twin)
+    other._check()
 
 
 def test_a_frozen_tracker_refuses_as_add_does() -> None:

@@ -17,7 +17,8 @@ the set of views changes, not per event: an :class:`IncrPlan` lists
   :func:`~rankengine.board.direct.direct_incr`), ``PERIODIC`` (the same,
   on the board of the period its check routed the event to, when nothing
   else is due: see :func:`~rankengine.timed.state.held_period_incr`),
-  ``TOPK`` (one count, without the checks the event has passed:
+  ``TOPK`` (one count, without the checks the event has passed, the
+  cells of a key counted lately remembered:
   :func:`~rankengine.trending.direct.direct_add`) or ``GENERIC`` (the
   view's own ``apply``, as the general path does).
 
@@ -61,7 +62,7 @@ from rankengine.ledger.front import PENDING, LazyRecorded, Recorded
 from rankengine.ledger.routes import NO_KEY
 from rankengine.ledger.views import Outcome, View
 from rankengine.timed.state import held_period_board, held_period_incr
-from rankengine.trending.direct import direct_add
+from rankengine.trending.direct import CellMemo, direct_add
 
 __all__ = ["BOARD", "CODE_NAMES", "GENERIC", "PERIODIC", "TOPK", "IncrPlan", "feed", "skip_checks"]
 
@@ -127,7 +128,7 @@ _FEED_LINES: Final = {
         "        s{i} = v{i}.apply(event or new_tuple(LedgerEvent, fields), False)",
     ],
     TOPK: [
-        "    direct_add(a{i}.board, member)",
+        "    direct_add(a{i}.board, member, m{i})",
         "    s{i} = None  # (the estimate is read with ranks only)",
     ],
 }
@@ -237,7 +238,7 @@ class IncrPlan:
             s0 = direct_incr(a0.board, member, value)
             v1.time_ms = now_ms
             v1.seq = seq
-            direct_add(a1.board, member)
+            direct_add(a1.board, member, m1)
             s1 = None  # (the estimate is read with ranks only)
         except Exception as exc:  # a view refused what it had passed: a bug
             raise failed(ledger, plan, seq, exc) from exc
@@ -249,7 +250,7 @@ class IncrPlan:
         s0 = direct_incr(a0.board, member, value)
         v1.time_ms = now_ms
         v1.seq = seq
-        direct_add(a1.board, member)
+        direct_add(a1.board, member, m1)
         s1 = None  # (the estimate is read with ranks only)
         return [PENDING, names, s0, s1]
     """
@@ -322,6 +323,7 @@ class IncrPlan:
         }
         for i, (_, view, adapter, _) in enumerate(self.feeds):
             space[f"v{i}"], space[f"a{i}"] = view, adapter
+            space[f"m{i}"] = CellMemo()  # (a trending view's cells, for the plan's life)
         exec(compile(self.source, "<IncrPlan>", "exec"), space)  # (lines of this module's own)
         #: record(ledger, member, value, t, stamp, ranks): one int increment
         #: at event time ``t`` and record time ``stamp``, under the ledger's
