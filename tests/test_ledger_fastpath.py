@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 from rankengine import Ledger
 from rankengine.board.direct import DIRECT_DELTA_LIMIT, direct_incr
-from rankengine.ledger.events import make_event
+from rankengine.ledger import fastpath
+from rankengine.ledger.events import LedgerEvent, make_event
 from rankengine.ledger.fastpath import CODE_NAMES, IncrPlan
 from rankengine.ledger.front import LazyRecorded, Recorded, first_score
 from rankengine.timed import state as timed_state
@@ -418,6 +419,9 @@ def test_a_lazy_recorded_reads_as_a_recorded() -> None:
         assert done == want and want == done and (done != want) is False
         seq, event, outcomes = done
         assert (seq, event, outcomes) == tuple(want) and done[2] is outcomes is done.outcomes
+        # the event, kept as its fields until read, reads as the event
+        for made in (event, done.event, done[1], done[-2:][0], done._replace(seq=9).event):
+            assert type(made) is LedgerEvent and made == want.event
         assert repr(done) == repr(want) and pickle.loads(pickle.dumps(done)) == want
         assert done._asdict() == want._asdict() and hash_fails(done) == hash_fails(want)
 
@@ -498,3 +502,33 @@ def test_a_late_event_is_not_written_to_the_period_last_routed_to(late: str) -> 
     daily = fast["daily"]
     today = daily.period_of(t / 1000)
     assert daily.board(today).score("ann") == (3 if late == "drop" else 4)
+
+
+def test_the_trending_view_counts_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trending view's count on the fast path (with ranks or without) is
+    ``direct_add``'s (compared with ``TopK.add`` in test_trending_direct)."""
+    real = fastpath.direct_add
+    calls: list[Any] = []
+    monkeypatch.setattr(fastpath, "direct_add", lambda *a: calls.append(a[1]) or real(*a))
+    ledger = Ledger()
+    ledger.add_view("trend", "topk", k=3)
+    ledger.record("ann", 2, ranks=False)
+    assert ledger.record("bob", 1).outcome("trend").score == 1
+    assert calls == ["ann", "bob"] and ledger["trend"].total == 2
+
+
+def test_the_fast_path_compacts_when_due(tmp_path: Any) -> None:
+    """The fast path starts a size-triggered compaction as the general path
+    does: once the active segment holds ``compact_min_bytes``."""
+    ledger = Ledger.open(tmp_path, compact_min_bytes=2000)
+    ledger.add_view("all")
+    compactions: list[int] = []
+    real = ledger.compact
+    ledger.compact = lambda *a, **k: compactions.append(ledger._seq) or real(*a, **k)  # type: ignore[method-assign]
+    for k in range(100):  # ~60 bytes a record: due after ~30
+        ledger.record(f"m{k}", 1, ranks=False)
+    assert compactions and ledger._files is not None
+    assert ledger._files.active_bytes < 2000
+    ledger.close()
+    with Ledger.open(tmp_path) as reopened:
+        assert len(reopened["all"]) == 100

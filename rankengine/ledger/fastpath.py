@@ -17,8 +17,10 @@ the set of views changes, not per event: an :class:`IncrPlan` lists
   :func:`~rankengine.board.direct.direct_incr`), ``PERIODIC`` (the same,
   on the board of the period its check routed the event to, when nothing
   else is due: see :func:`~rankengine.timed.state.held_period_incr`),
-  ``TOPK`` (one count) or ``GENERIC`` (the view's own ``apply``, as the
-  general path does).
+  ``TOPK`` (one count, without the checks the event has passed, the
+  cells of a key counted lately remembered:
+  :func:`~rankengine.trending.direct.direct_add`) or ``GENERIC`` (the
+  view's own ``apply``, as the general path does).
 
 From these the plan writes the one function an event runs
 (:attr:`IncrPlan.record`: the checks, the record, the writes and the
@@ -60,6 +62,7 @@ from rankengine.ledger.front import PENDING, LazyRecorded, Recorded
 from rankengine.ledger.routes import NO_KEY
 from rankengine.ledger.views import Outcome, View
 from rankengine.timed.state import held_period_board, held_period_incr
+from rankengine.trending.direct import CellMemo, direct_add
 
 __all__ = ["BOARD", "CODE_NAMES", "GENERIC", "PERIODIC", "TOPK", "IncrPlan", "feed", "skip_checks"]
 
@@ -95,16 +98,16 @@ def _code(view: View) -> tuple[int, Adapter | None]:
 #: that cannot refuse).  A periodic view's check leaves in ``o{i}`` the
 #: period it routed the event to, when the event falls in it (else None).
 _CHECK_LINES: Final = {
-    GENERIC: ["    refused_by(v{i}, event, now_ms)"],
+    GENERIC: ["    refused_by(v{i}, fields, now_ms)"],
     PERIODIC: [
         "    o{i} = a{i}._open",  # (start, end, open until, period) last routed to
         "    if o{i} is None or not (o{i}[0] <= t_s < o{i}[1] and now_s < o{i}[2]):",
-        "        refused_by(v{i}, event, now_ms)",
+        "        refused_by(v{i}, fields, now_ms)",
         "        o{i} = in_period(a{i}._open, t_s)",
     ],
     TOPK: [
         "    if a{i}.board.total >= a{i}.limit:  # no room for one more",
-        "        refused_by(v{i}, event, now_ms)",
+        "        refused_by(v{i}, fields, now_ms)",
     ],
 }
 #: ``quiet``'s (a batch's feed) own lines for a periodic view: the period
@@ -122,10 +125,10 @@ _FEED_LINES: Final = {
         "    if o{i} is not None:",
         "        s{i} = held_period_incr(a{i}.board, o{i}[3], now_s, member, value)",
         "    if s{i} is None:",
-        "        s{i} = v{i}.apply(event, False)",
+        "        s{i} = v{i}.apply(event or new_tuple(LedgerEvent, fields), False)",
     ],
     TOPK: [
-        "    a{i}.board.add(member, 1)",
+        "    direct_add(a{i}.board, member, m{i})",
         "    s{i} = None  # (the estimate is read with ranks only)",
     ],
 }
@@ -141,6 +144,7 @@ _LOG_LINES: Final = [
     "        ledger._history.append(Event(seq, stamp, changes))",
     "    ledger._seq, ledger._last_ms, ledger._time = seq, stamp, now_ms",
     "    if ranks:",
+    "        event = new_tuple(LedgerEvent, fields) if type(fields) is tuple else fields",
     "        try:",
     "            outcomes = feed_ranked(plan, event, now_ms, seq)",
     "        except Exception as exc:  # a view refused what it had passed: a bug",
@@ -159,11 +163,13 @@ def in_period(cached: tuple[float, float, float, Any] | None, t_s: float) -> Any
     return cached if cached is not None and cached[0] <= t_s < cached[1] else None
 
 
-def refused_by(view: View, event: LedgerEvent, now_ms: int) -> None:
-    """``view``'s check of one event, its refusal noted as such.
+def refused_by(view: View, fields: tuple[Any, ...], now_ms: int) -> None:
+    """``view``'s check of one event (its fields, or the event), its
+    refusal noted as such.
 
     Runtime complexity: the view's check
     """
+    event = fields if type(fields) is LedgerEvent else _new_tuple(LedgerEvent, fields)
     try:
         view.check(event, now_ms, {})
     except Exception as exc:
@@ -208,9 +214,9 @@ class IncrPlan:
         if t > now_ms:
             now_ms = t
         t_s, now_s = t / 1000, now_ms / 1000
-        event = new_tuple(LedgerEvent, (member, "incr", value, t, None, None, None))
+        fields = (member, "incr", value, t, None, None, None)
         if a1.board.total >= a1.limit:  # no room for one more
-            refused_by(v1, event, now_ms)
+            refused_by(v1, fields, now_ms)
         seq = ledger._seq + 1
         changes = [(EVENT, member, INCR, value, t, None, None, None)]
         files = ledger._files
@@ -220,6 +226,7 @@ class IncrPlan:
             ledger._history.append(Event(seq, stamp, changes))
         ledger._seq, ledger._last_ms, ledger._time = seq, stamp, now_ms
         if ranks:
+            event = new_tuple(LedgerEvent, fields) if type(fields) is tuple else fields
             try:
                 outcomes = feed_ranked(plan, event, now_ms, seq)
             except Exception as exc:  # a view refused what it had passed: a bug
@@ -231,11 +238,11 @@ class IncrPlan:
             s0 = direct_incr(a0.board, member, value)
             v1.time_ms = now_ms
             v1.seq = seq
-            a1.board.add(member, 1)
+            direct_add(a1.board, member, m1)
             s1 = None  # (the estimate is read with ranks only)
         except Exception as exc:  # a view refused what it had passed: a bug
             raise failed(ledger, plan, seq, exc) from exc
-        return new_tuple(LazyRecorded, (seq, event, [PENDING, names, s0, s1]))
+        return new_tuple(LazyRecorded, (seq, fields, [PENDING, names, s0, s1]))
     <BLANKLINE>
     def quiet(event, member, value, t_s, now_ms, now_s, seq):
         v0.time_ms = now_ms
@@ -243,7 +250,7 @@ class IncrPlan:
         s0 = direct_incr(a0.board, member, value)
         v1.time_ms = now_ms
         v1.seq = seq
-        a1.board.add(member, 1)
+        direct_add(a1.board, member, m1)
         s1 = None  # (the estimate is read with ranks only)
         return [PENDING, names, s0, s1]
     """
@@ -262,15 +269,22 @@ class IncrPlan:
             self.feeds.append((code, view, adapter, view.name))
         #: the views' names, in order (what a LazyRecorded's outcomes are made with)
         self.names = tuple(name for _, _, _, name in self.feeds)
+        # a view checked and fed through its own check and apply reads the
+        # event: then made at once, else only where one is read (ranks, a
+        # refusal, a periodic write routed again)
+        made = any(code == GENERIC for code, _, _, _ in self.feeds)
+        routed = not made and any(code == PERIODIC for code, _, _, _ in self.feeds)
         record = [
             "def record(ledger, member, value, t, stamp, ranks):",
             "    now_ms = ledger._time",
             "    if t > now_ms:",
             "        now_ms = t",
             "    t_s, now_s = t / 1000, now_ms / 1000",
-            '    event = new_tuple(LedgerEvent, (member, "incr", value, t, None, None, None))',
+            '    fields = (member, "incr", value, t, None, None, None)',
         ]
+        record += ["    fields = event = new_tuple(LedgerEvent, fields)"] if made else []
         quiet = ["def quiet(event, member, value, t_s, now_ms, now_s, seq):"]
+        quiet += ["    fields = event"] if routed else []
         feeds: list[str] = []
         for i, (code, _, _, _) in enumerate(self.feeds):
             record += [line.format(i=i) for line in _CHECK_LINES.get(code, [])]
@@ -278,11 +292,12 @@ class IncrPlan:
             feeds += [f"    v{i}.time_ms = now_ms", f"    v{i}.seq = seq"]
             feeds += [line.format(i=i) for line in _FEED_LINES[code]]
         scores = ", ".join(["PENDING", "names"] + [f"s{i}" for i in range(len(self.feeds))])
-        record += _LOG_LINES + ["    " + line for line in feeds or ["    pass  # (no view)"]]
+        record += _LOG_LINES + (["        event = None"] if routed else [])
+        record += ["    " + line for line in feeds or ["    pass  # (no view)"]]
         record += [
             "    except Exception as exc:  # a view refused what it had passed: a bug",
             "        raise failed(ledger, plan, seq, exc) from exc",
-            f"    return new_tuple(LazyRecorded, (seq, event, [{scores}]))",
+            f"    return new_tuple(LazyRecorded, (seq, fields, [{scores}]))",
         ]
         quiet += [*feeds, f"    return [{scores}]"]
         #: the source of ``record`` and ``quiet`` (see the class docstring)
@@ -303,10 +318,12 @@ class IncrPlan:
             "failed": failed,
             "feed_ranked": _feed_ranked,
             "direct_incr": direct_incr,
+            "direct_add": direct_add,
             "held_period_incr": held_period_incr,
         }
         for i, (_, view, adapter, _) in enumerate(self.feeds):
             space[f"v{i}"], space[f"a{i}"] = view, adapter
+            space[f"m{i}"] = CellMemo()  # (a trending view's cells, for the plan's life)
         exec(compile(self.source, "<IncrPlan>", "exec"), space)  # (lines of this module's own)
         #: record(ledger, member, value, t, stamp, ranks): one int increment
         #: at event time ``t`` and record time ``stamp``, under the ledger's
@@ -388,7 +405,7 @@ def _feed_ranked(plan: IncrPlan, event: LedgerEvent, now_ms: int, seq: int) -> l
             add(_new_tuple(Outcome, (name, NO_KEY, score, before, target.rank(member))))
         elif code == TOPK:
             topk = adapter.board
-            topk.add(member, 1)
+            direct_add(topk, member)
             # (the estimate is a second pass over the sketch: with ranks only)
             add(_new_tuple(Outcome, (name, NO_KEY, topk.estimate(member), None, None)))
         else:

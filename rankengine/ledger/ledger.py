@@ -91,6 +91,8 @@ __all__ = ["Ledger", "Recorded"]
 
 #: Tuples made without the Python-level ``__new__`` of a NamedTuple.
 _new_event: Final = tuple.__new__
+#: ``-DIRECT_DELTA_LIMIT``, negated once (a 1,024-bit int made per record else)
+_DELTA_MIN: Final = -DIRECT_DELTA_LIMIT
 
 
 def _now_ms() -> int:
@@ -456,7 +458,7 @@ class Ledger(LedgerFront):
             value = 1
         if (
             type(value) is int
-            and -DIRECT_DELTA_LIMIT <= value <= DIRECT_DELTA_LIMIT  # (see direct_incr)
+            and _DELTA_MIN <= value <= DIRECT_DELTA_LIMIT  # (see direct_incr)
             and op == "incr"
             and type(member) is str
             and when is None
@@ -511,7 +513,9 @@ class Ledger(LedgerFront):
                 plan = self._plan = IncrPlan(self._views.values())
             # checked, logged, fed (the views that could refuse it asked first)
             done = plan.record(self, member, value, t, stamp, ranks)
-            self._compact_if_due()
+            files, limit = self._files, self._compact_min  # (_compact_if_due, a call less)
+            if files is not None and limit is not None and files.active_bytes >= limit:
+                self._compact_due()
             return done
         finally:
             lock.release()
@@ -551,7 +555,7 @@ class Ledger(LedgerFront):
             if not self._subs.any() and all(
                 event.op == "incr"
                 and type(event.value) is int
-                and -DIRECT_DELTA_LIMIT <= event.value <= DIRECT_DELTA_LIMIT
+                and _DELTA_MIN <= event.value <= DIRECT_DELTA_LIMIT
                 and type(event.member) is str
                 and event.attrs is None
                 and event.when is None

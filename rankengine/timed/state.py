@@ -221,8 +221,19 @@ def held_period_incr(
     lock = board._lock.plain  # (as held_period_board: no follow-up work)
     lock.acquire()
     try:
-        target = _held_target(board, period, now)
-        return None if target is None else direct_incr(target, member, delta)
+        # _held_target's body, inlined: a call less per periodic write of
+        # a ledger's int increment (-930 instructions per record of the four
+        # views of bench/ledger.py, valgrind; a test holds the two alike)
+        held = board._now
+        now = now if now > held else held
+        if now >= board._horizon or board._write_hook is not None:
+            return None
+        name = period.name
+        target = board._boards.get(name)
+        if target is None or name in board._closed:
+            return None
+        board._now = now
+        return direct_incr(target, member, delta)
     finally:
         lock.release()
 

@@ -1,8 +1,9 @@
 """Approximate trending: count-min sketch, heavy hitters, windows.
 
 Owns the key hashing (``hashing``), the count-min sketch (``sketch``), the
-heavy-hitter top-K (``topk``) and its merge (``merge``), and tumbling
-windows and partitions (``windows``).
+heavy-hitter top-K (``topk``), its merge (``merge``) and its count for a
+caller that has checked it (``direct``, a ledger's), and tumbling windows
+and partitions (``windows``).
 
 May import: :mod:`rankengine.board` (its shared checks) only.
 """
