@@ -164,6 +164,18 @@ def check_reopen(path: Path, live: Any = None) -> None:
         fast.close()
 
 
+def same_error_both_ways(path: Path, error: type[Exception]) -> str:
+    """Open ``path`` event by event and through the fold: both must raise
+    ``error`` with the same message, which is returned."""
+    errors = []
+    for kind in (EventByEvent, Ledger):
+        with pytest.raises(error) as caught:
+            kind(path, fsync="never").close()
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]
+    return errors[0]
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     steps=STEPS,
@@ -313,13 +325,7 @@ def test_an_event_the_fold_cannot_settle_goes_to_the_board(tmp_path: Path) -> No
         bad = make_event("ann", 10**400, t_ms=START_MS)
         ledger._files.append(encode(2, START_MS, [to_change(bad)]), 2)
         ledger._seq = 2
-    errors = []
-    for kind in (EventByEvent, Ledger):
-        with pytest.raises(LogError) as caught:
-            kind(tmp_path, fsync="never").close()
-        errors.append(str(caught.value))
-    assert "does not apply to view 'all'" in errors[0]
-    assert errors[0] == errors[1]
+    assert "does not apply to view 'all'" in same_error_both_ways(tmp_path, LogError)
 
 
 def test_a_bad_record_is_named_as_before(tmp_path: Path) -> None:
@@ -331,13 +337,7 @@ def test_a_bad_record_is_named_as_before(tmp_path: Path) -> None:
         assert ledger._files is not None
         ledger._files.append(encode(2, 0, [(0, "bob", 5, 1)]), 2)
         ledger._seq = 2
-    errors = []
-    for kind in (EventByEvent, Ledger):
-        with pytest.raises(CorruptionError) as caught:
-            kind(tmp_path, fsync="never").close()
-        errors.append(str(caught.value))
-    assert "holds a board change" in errors[0]
-    assert errors[0] == errors[1]
+    assert "holds a board change" in same_error_both_ways(tmp_path, CorruptionError)
 
 
 def test_a_late_event_loads_no_closed_period(tmp_path: Path) -> None:
@@ -474,13 +474,7 @@ def test_an_increment_to_nan_in_the_log_is_named_as_before(
         assert ledger._files is not None
         ledger._files.append(encode(3, 0, [_event_change("ann", float("-inf"))]), 3)
         ledger._seq = 3
-    errors = []
-    for kind in (EventByEvent, Ledger):
-        with pytest.raises(LogError) as caught:
-            kind(tmp_path, fsync="never").close()
-        errors.append(str(caught.value))
-    assert "does not apply to view 'all'" in errors[0]
-    assert errors[0] == errors[1]
+    assert "does not apply to view 'all'" in same_error_both_ways(tmp_path, LogError)
 
 
 def test_increments_into_a_board_restored_whole(

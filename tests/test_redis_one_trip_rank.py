@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from board_spies import functions_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis_service import (  # noqa: F401 - fixtures
@@ -40,19 +41,6 @@ OPS = st.lists(
     ),
     max_size=40,
 )
-
-
-def functions_run(board: RedisLeaderboard, monkeypatch: Any) -> list[str]:
-    """Record every function (or library script) the board runs."""
-    ran: list[str] = []
-    real = board._run
-
-    def run(name: str, *args: Any) -> Any:
-        ran.append(name)
-        return real(name, *args)
-
-    monkeypatch.setattr(board, "_run", run)
-    return ran
 
 
 @pytest.mark.parametrize("order", ["desc", "asc"])

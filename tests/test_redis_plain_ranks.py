@@ -10,6 +10,7 @@ import random
 from typing import Any
 
 import pytest
+from board_spies import functions_run
 from redis_service import (  # noqa: F401 - fixtures
     redis_client_fixture,
     redis_server_fixture,
@@ -32,19 +33,6 @@ def twin_of(board: RedisLeaderboard) -> Leaderboard:
     for member, score in board.items():  # best first: ties keep their order
         twin.set(member, score)
     return twin
-
-
-def no_scripts(board: RedisLeaderboard, monkeypatch: Any) -> list[str]:
-    """Record every script the board runs (the plain path runs none)."""
-    ran: list[str] = []
-    real = board._run
-
-    def run(name: str, *args: Any) -> Any:
-        ran.append(name)
-        return real(name, *args)
-
-    monkeypatch.setattr(board, "_run", run)
-    return ran
 
 
 @pytest.mark.parametrize("order", ["desc", "asc"])
@@ -84,7 +72,7 @@ def test_the_plain_path_runs_no_script(redis_client: Any, monkeypatch: Any) -> N
     writer = RedisLeaderboard(redis_client, name)
     writer.set_many({f"p{i}": i % 7 for i in range(50)})
     reader = RedisLeaderboard(redis_client, name)
-    ran = no_scripts(reader, monkeypatch)
+    ran = functions_run(reader, monkeypatch)
     twin = twin_of(writer)
     for style in ("unique", "competition"):
         assert [reader.rank(f"p{i}", style=style) for i in range(50)] == [
@@ -109,7 +97,7 @@ def test_past_two_to_the_53_the_function_counts(redis_client: Any, monkeypatch: 
     board = RedisLeaderboard(redis_client, name)
     board.set_many({"a": 2**53, "b": 2**53 + 1, "c": 2**53 + 2, "d": 5})
     reader = RedisLeaderboard(redis_client, name)
-    ran = no_scripts(reader, monkeypatch)
+    ran = functions_run(reader, monkeypatch)
     assert [reader.rank(m, style="competition") for m in "abcd"] == [3, 2, 1, 4]
     assert ran == ["ENTRIES"] * 3  # a, b, c by the function; d (5) plainly
 
@@ -126,7 +114,7 @@ def test_a_member_moved_between_the_round_trips(
     board.rank("ann", style="dense")  # dense counts built
     other = RedisLeaderboard(redis_client, name)
     reader = RedisLeaderboard(redis_client, name)
-    ran = no_scripts(reader, monkeypatch)
+    ran = functions_run(reader, monkeypatch)
     real_read = reader._read  # (the board's plain reads: HGET, then the count)
     moved: list[bool] = []
 
