@@ -84,6 +84,11 @@ SLOW_NS = 20_000
 #: A cause must cover at least this share of a call to be named for it.
 COVER = 0.5
 
+#: Calls that used at least this much CPU are charged to causes apart
+#: (preemption cannot make them: a loaded machine's view of the board's own
+#: costs); issue 23's margin over the floor's p99.9.
+CPU_HEAVY_NS = 100_000
+
 
 class Recorder:
     """Timestamped intervals ``(what, start_ns, end_ns)`` of the board's events."""
@@ -443,6 +448,26 @@ def analyse(
         }
         for what, ds in sorted(per_event.items())
     }
+    heavy: dict[str, list[int]] = defaultdict(list)
+    for i in range(count):
+        if cpu[i] >= CPU_HEAVY_NS:
+            inside = overlap(events, starts, start[i], end[i], reach)
+            kind = latency.KIND_NAMES[kinds[i]]
+            cause = (
+                inside.most_common(1)[0][0]
+                if inside
+                else f"{kind}: page fault"
+                if trace.faults[i]
+                else f"{kind}: own work"
+            )
+            heavy[cause].append(cpu[i])
+    report["cpu_heavy_calls"] = {
+        "threshold_us": CPU_HEAVY_NS / 1e3,
+        "per_cause": {
+            c: {"calls": len(v), "cpu_ms": round(sum(v) / 1e6, 1), "max_us": round(max(v) / 1e3)}
+            for c, v in sorted(heavy.items(), key=lambda kv: -sum(kv[1]))
+        },
+    }
     report["windows"] = windows(latencies, trace, events, hist["all"].value_at(99.9))
     report["per_second"] = per_second(latencies, due, count, hist["all"].value_at(99.9))
     report["map_resizes"] = [round((end[i] - start[i]) / 1e3, 1) for i in sorted(resized)]
@@ -560,6 +585,10 @@ def show(report: dict[str, Any]) -> str:
             f"  {what:<16}{e['count']:>7}{e['per_s']:>9}{e['median_us']:>9} us"
             f"{e['max_us']:>9} us{e['total_ms']:>9} ms"
         )
+    h = report["cpu_heavy_calls"]
+    lines.append(f"\ncalls with CPU >= {h['threshold_us']:.0f} us, by what overlapped them:")
+    for c, v in h["per_cause"].items():
+        lines.append(f"  {c:<34}{v['calls']:>6} calls{v['cpu_ms']:>9} ms CPU  max {v['max_us']} us")
     if report["windows"]:
         lines.append("\nops overlapping each window: ops, events, p99, p99.9, max (us)")
         lines.append("  (and the window's share of the run's ops at or above its p99.9)")
