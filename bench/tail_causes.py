@@ -468,6 +468,18 @@ def analyse(
             for c, v in sorted(heavy.items(), key=lambda kv: -sum(kv[1]))
         },
     }
+    t_zero = due[0] if count else 0
+    report["cpu_heaviest_calls"] = [
+        {
+            "at_s": round((start[i] - t_zero) / 1e9, 3),
+            "kind": latency.KIND_NAMES[kinds[i]],
+            "cpu_us": round(cpu[i] / 1e3),
+            "service_us": round((end[i] - start[i]) / 1e3),
+            "faults": trace.faults[i],
+            "overlapping": sorted(overlap(events, starts, start[i], end[i], reach)),
+        }
+        for i in sorted(range(count), key=lambda i: -cpu[i])[: args.show]
+    ]
     report["windows"] = windows(latencies, trace, events, hist["all"].value_at(99.9))
     report["per_second"] = per_second(latencies, due, count, hist["all"].value_at(99.9))
     report["map_resizes"] = [round((end[i] - start[i]) / 1e3, 1) for i in sorted(resized)]
@@ -520,18 +532,22 @@ def windows(
     slow = sum(1 for x in latencies if x >= cut) or 1
     out: dict[str, dict[str, Any]] = {}
     for what, members in groups.items():
-        h = latency.LatencyHistogram()
+        h, on_cpu = latency.LatencyHistogram(), latency.LatencyHistogram()
         for i in members:
             h.record(latencies[i])
+            on_cpu.record(max(trace.cpu[i], 0))
         if not h.total:
             continue
-        summary = h.summary()
+        summary, cpu = h.summary(), on_cpu.summary()
         out[what] = {
             "ops": h.total,
             "events": sum(1 for e in events if e[0] == what),
             "p99_us": summary["p99_us"],
             "p99.9_us": summary["p99.9_us"],
             "max_us": summary["max_us"],
+            "cpu_p50_us": cpu["p50_us"],
+            "cpu_p99_us": cpu["p99_us"],
+            "cpu_p99.9_us": cpu["p99.9_us"],
             # this window's share of the run's ops at or above its p99.9
             "of_p99.9_ops": round(sum(1 for i in members if latencies[i] >= cut) / slow, 3),
         }
@@ -589,13 +605,20 @@ def show(report: dict[str, Any]) -> str:
     lines.append(f"\ncalls with CPU >= {h['threshold_us']:.0f} us, by what overlapped them:")
     for c, v in h["per_cause"].items():
         lines.append(f"  {c:<34}{v['calls']:>6} calls{v['cpu_ms']:>9} ms CPU  max {v['max_us']} us")
+    lines.append("\nheaviest calls by CPU (at s, kind, cpu, service, faults, overlapping):")
+    for c in report["cpu_heaviest_calls"]:
+        lines.append(
+            f"  {c['at_s']:>8} {c['kind']:<10}{c['cpu_us']:>7} us{c['service_us']:>8} us"
+            f"{c['faults']:>5}  {', '.join(c['overlapping'])}"
+        )
     if report["windows"]:
-        lines.append("\nops overlapping each window: ops, events, p99, p99.9, max (us)")
-        lines.append("  (and the window's share of the run's ops at or above its p99.9)")
+        lines.append("\nops overlapping each window: ops, events, p99, p99.9, max (us),")
+        lines.append("  the window's share of the run's ops >= its p99.9; CPU p50, p99, p99.9 (us)")
         for what, w in report["windows"].items():
             lines.append(
                 f"  {what:<22}{w['ops']:>8}{w['events']:>6}{w['p99_us']:>10}{w['p99.9_us']:>10}"
                 f"{w['max_us']:>10}{w['of_p99.9_ops']:>8.1%}"
+                f"{w['cpu_p50_us']:>8}{w['cpu_p99_us']:>8}{w['cpu_p99.9_us']:>8}"
             )
     lines.append("\nper second: ops, ops >= p99.9, max us")
     lines.append("  " + "  ".join(f"{s}:{n}/{k}/{m:.0f}" for s, n, k, m in report["per_second"]))
