@@ -24,7 +24,13 @@ import pytest
 
 from rankengine import Leaderboard
 from rankengine.durable.board import DurableLeaderboard, rebuild
-from rankengine.durable.eventlog import MAP_FRAME_LIMIT, MAPPED_SEGMENTS, SegmentReader
+from rankengine.durable.eventlog import (
+    MAP_FRAME_LIMIT,
+    MAP_GROW_BYTES,
+    MAPPED_SEGMENTS,
+    RETIRED_MAPS,
+    SegmentReader,
+)
 from rankengine.durable.verify import verify
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -203,6 +209,36 @@ def test_sigkill_in_the_middle_of_copies_into_the_map(tmp_path: Path) -> None:
         reference = check_recovery(directory, reference, seed, child)
     assert verify(str(directory)).healthy
     print(f"{torn} of 12 kills left a torn tail")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MAPPED_SEGMENTS, reason="mapped segments are Linux only")
+@pytest.mark.parametrize("policy", ["never", "everysec"])
+def test_sigkill_with_retired_maps_open_loses_no_acknowledged_write(
+    tmp_path: Path, policy: str
+) -> None:
+    # The maps a writer moved past stay open until the next fsync (or until
+    # RETIRED_MAPS wait); records copied into them are in the page cache
+    # all the same: a kill while several are open loses nothing acknowledged.
+    rng = random.Random(f"retired {policy}")
+    directory = tmp_path / "board"
+    reference = Leaderboard()
+    for round_number in range(4):
+        seed = rng.randrange(1 << 30)
+        child = Child(directory, seed, ops=100_000, fsync=policy, blob=MAP_FRAME_LIMIT - 5000)
+        assert child.first_ack.wait(timeout=60), "child never acknowledged a write"
+        segment = sorted(directory.glob("log-*.seg"))[-1]
+        start = segment.stat().st_size
+        deadline = time.monotonic() + 60
+        while segment.stat().st_size < start + (RETIRED_MAPS + 2) * MAP_GROW_BYTES:
+            assert time.monotonic() < deadline and child.proc.poll() is None, child.lines[-3:]
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.05))
+        child.proc.send_signal(signal.SIGKILL)
+        code = child.finish()
+        assert code == -signal.SIGKILL, (round_number, code, child.lines[-3:])
+        reference = check_recovery(directory, reference, seed, child)
+    assert verify(str(directory)).healthy
 
 
 @pytest.mark.parametrize("policy", ["always", "everysec"])

@@ -20,6 +20,7 @@ from rankengine.durable.eventlog import (
     MAP_FRAME_LIMIT,
     MAP_GROW_BYTES,
     MAPPED_SEGMENTS,
+    RETIRED_MAPS,
     MappedSegmentWriter,
     SegmentReader,
     SegmentWriter,
@@ -523,6 +524,80 @@ def test_mapped_writer_reads_back_across_remaps_open_and_closed(tmp_path: Path) 
     writer.close()
     assert os.path.getsize(path) == writer.end  # close gives the zeros back
     assert read_all(path) == (events, None)
+
+
+@mapped
+def test_mapped_writer_closes_the_maps_it_moved_past_at_the_next_sync(tmp_path: Path) -> None:
+    path = tmp_path / "s.seg"
+    writer = MappedSegmentWriter.create(str(path), {"first_seq": 1})
+    events = []
+    while writer.end < (RETIRED_MAPS + 3) * MAP_GROW_BYTES:
+        seq = len(events) + 1
+        events.append(Event(seq, 0, [(META, "m", {"b": "x" * 50_000})]))
+        writer.append(frame(encode_record(*events[-1])))
+        assert len(writer._retired) <= RETIRED_MAPS  # the writer closes the oldest past it
+    assert len(writer._retired) == RETIRED_MAPS
+    assert read_all(path) == (events, None)  # every map's records, as a kill leaves them
+    writer.sync()
+    assert writer._retired == [] and writer._map is not None
+    writer.close()
+    assert read_all(path) == (events, None)
+
+
+@mapped
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(
+        st.one_of(
+            # appends of (how many, records of about this many bytes)
+            st.tuples(st.integers(1, 40), st.sampled_from([1, 900, 30_000, 60_000])),
+            st.just("sync"),
+            st.just("undo"),  # right after an append: its fsync failed, it is forgotten
+            st.just("read"),  # read back now, as a kill would leave it
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_mapped_writer_retires_old_maps_and_loses_nothing(
+    tmp_path: Path, steps: list[tuple[int, int] | str]
+) -> None:
+    # A map the writer moved past is closed by the next sync (not under the
+    # board's lock), at most RETIRED_MAPS wait; the records are the model's
+    # whatever the syncs, undos and reads between.
+    path = tmp_path / "s.seg"
+    path.unlink(missing_ok=True)
+    writer = MappedSegmentWriter.create(str(path), {"first_seq": 1})
+    model: list[tuple[Event, int]] = []  # (event, frame size)
+    last = None
+    try:
+        for step in steps:
+            if step == "sync":
+                writer.sync()
+                assert writer._retired == []
+            elif step == "undo":
+                if isinstance(last, tuple):  # (the writer undoes its last append only)
+                    writer.undo_last(model.pop()[1])
+            elif step == "read":
+                assert read_all(path) == ([e for e, _ in model], None)
+            else:
+                assert isinstance(step, tuple)
+                for _ in range(step[0]):
+                    seq = len(model) + 1
+                    event = Event(seq, seq, [(META, f"m{seq}", {"b": "x" * step[1]})])
+                    data = frame(encode_record(*event))
+                    writer.append(data)
+                    model.append((event, len(data)))
+            last = step
+            assert len(writer._retired) <= RETIRED_MAPS
+            assert writer.end == writer.start + sum(size for _, size in model)
+        assert read_all(path) == ([e for e, _ in model], None)
+    finally:
+        writer.close()
+    assert writer._retired == [] and writer._map is None
+    assert read_all(path) == ([e for e, _ in model], None)
 
 
 @mapped

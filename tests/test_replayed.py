@@ -350,3 +350,29 @@ def test_sigkill_of_the_parent_while_the_child_runs(tmp_path: Path, when: str) -
             del got[member]
         assert got == model
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_the_parent_makes_the_child_background_work_as_soon_as_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The child's interpreter start and imports come before its own call to
+    # _background(): the parent lowers it first, so that none of it runs at
+    # the serving process's priority.
+    seen: list[tuple[int, int, int]] = []
+    real = replayed._background
+
+    def lowered(pid: int = 0) -> None:
+        real(pid)
+        if pid:  # (the parent's call, on the child just started)
+            seen.append((pid, os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)))
+
+    monkeypatch.setattr(replayed, "_background", lowered)
+    board = Leaderboard.open(tmp_path, fsync="never", snapshot_mode="replay")
+    fill(board, 2_000)
+    board.compact()
+    assert len(seen) == 1
+    assert seen[0][1:] == (os.SCHED_IDLE, replayed.CHILD_NICE)
+    live = state(board)
+    board.close()
+    assert reopened(tmp_path) == live

@@ -100,7 +100,7 @@ REPLAY_AVAILABLE: Final = bool(sys.executable)
 #: second copy of the board whatever N is.  At 10**5 a sliced snapshot is
 #: ~0.1 s of CPU taken in 0.5 ms units.
 AUTO_REPLAY_MEMBERS: Final = 100_000
-#: How much the child lowers its CPU priority: it is background work, and
+#: The child's CPU priority (its ``nice`` value): it is background work, and
 #: where the machine has no idle core the serving process should win.
 CHILD_NICE: Final = 19
 #: The child's exit code when its parent died before the snapshot was done.
@@ -209,6 +209,7 @@ def replay_snapshot(job: ReplayJob) -> int:
             f"{job.target}: could not start the replaying child ({exc}); "
             "the previous snapshot stays in force"
         ) from exc
+    _background(proc.pid)
     try:
         _, err = proc.communicate(job.encode(os.getpid()))
     except BaseException:
@@ -242,19 +243,26 @@ def _remove(path: str) -> None:
 # ----------------------------------------------------------------------
 # The child
 # ----------------------------------------------------------------------
-def _background() -> None:
-    """Make this process background work: the idle scheduling class where
-    there is one (Linux's ``SCHED_IDLE``: it runs when a core has nothing
-    else to run; measured at half the saturation rate on a loaded 2-core
-    machine, a child at ``nice`` 10 still made the serving process fall
-    behind by 1.3 s), else the lowest ``nice``."""
-    if hasattr(os, "nice"):  # (POSIX only)
-        with contextlib.suppress(OSError):
-            os.nice(CHILD_NICE)
+def _background(pid: int = 0) -> None:
+    """Make process ``pid`` (0: this one) background work: the idle
+    scheduling class where there is one (Linux's ``SCHED_IDLE``: it runs
+    when a core has nothing else to run; measured at half the saturation
+    rate on a loaded 2-core machine, a child at ``nice`` 10 still made the
+    serving process fall behind by 1.3 s), else the lowest priority.
+
+    The parent calls it on the child as soon as it is started, and the
+    child on itself (in case the parent could not): the interpreter's start
+    and the imports come before the child's own call, 150-260 ms of CPU
+    (measured on a loaded machine) that ran at the serving process's
+    priority.
+    """
+    if hasattr(os, "setpriority"):  # (POSIX only)
+        with contextlib.suppress(OSError):  # (a child already gone, a refusal)
+            os.setpriority(os.PRIO_PROCESS, pid, CHILD_NICE)
     idle = getattr(os, "SCHED_IDLE", None)
     if idle is not None:  # (Linux)
         with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, idle, os.sched_param(0))
+            os.sched_setscheduler(pid, idle, os.sched_param(0))
 
 
 def main() -> int:
