@@ -95,7 +95,9 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+from thread_cpu import ThreadCPU, summarize
 
 HERE = Path(__file__).resolve().parent
 if str(HERE.parent) not in sys.path:
@@ -560,9 +562,37 @@ class Maintenance(threading.Thread):
                 return
 
 
+#: An op that ended this late (ns) had the next one waiting: the next one's
+#: start is the previous one's end, so its service time can be read off.
+BACKLOG_NS: Final = 200_000
+
+
+def backlog_service(lat: Sequence[int], rate: float, per: int) -> list[list[float]]:
+    """Per ``per`` scheduled ops: ``[mean us, count]`` of the service time of
+    the ops that started as soon as the previous one ended (it ended late by
+    more than :data:`BACKLOG_NS`): ``end[i] - end[i - 1]``, the op's own
+    time plus the harness's, whatever else the thread waited for.
+
+    >>> backlog_service([0, 400_000, 410_000, 405_000], 1e5, 4)
+    [[12.5, 2]]
+    """
+    interval = 1e9 / rate
+    out: list[list[float]] = []
+    for j in range(0, len(lat), per):
+        took = [
+            lat[i] - lat[i - 1] + interval
+            for i in range(max(j, 1), min(j + per, len(lat)))
+            if lat[i - 1] > BACKLOG_NS
+        ]
+        out.append([round(sum(took) / len(took) / 1e3, 2) if took else 0.0, len(took)])
+    return out
+
+
 def child(args: argparse.Namespace) -> dict[str, Any]:
     """One system, every rate, in this (fresh) process; the JSON result."""
     name, mode = parse_system(args.child)
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     if args.code:  # another checkout's rankengine package (--baseline)
         sys.path.insert(0, args.code)
     rng = random.Random(args.seed)
@@ -608,11 +638,17 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                 maintenance = Maintenance(board, args.duration)
                 maintenance.start()
             full.clear()
+            sampler = ThreadCPU() if args.thread_cpu else None
+            if sampler is not None:
+                sampler.start()
             gc.callbacks.append(on_collection)
             try:
                 outcome = open_loop(call, ops, rate, count, tick=tick, new_prefix=f"new{k}")
             finally:
                 gc.callbacks.remove(on_collection)
+                if sampler is not None:
+                    sampler.stop.set()
+                    sampler.join()
             if maintenance is not None:
                 maintenance.stop.set()
                 maintenance.join()
@@ -636,6 +672,18 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
                     },
                 }
             )
+            if sampler is not None:
+                per = int(rate * sampler.period)  # ops scheduled in a sampling period
+                lat = outcome.latencies
+                result["runs"][-1]["thread_cpu"] = {
+                    "summary": summarize(sampler.samples),
+                    "samples": sampler.samples,
+                    "main_switches": sampler.switches,
+                    "max_latency_ms": [
+                        round(max(lat[j : j + per]) / 1e6, 2) for j in range(0, len(lat), per)
+                    ],
+                    "backlog_service_us": backlog_service(lat, rate, per),
+                }
     return result
 
 
@@ -664,6 +712,10 @@ def run_child(
     ]
     for rate in rates:
         cmd += ["--rate", repr(rate)]
+    if opts.switch_interval:
+        cmd += ["--switch-interval", repr(opts.switch_interval)]
+    if opts.thread_cpu:
+        cmd.append("--thread-cpu")
     if saturation:
         cmd.append("--saturation")
     if opts.hdr:
@@ -773,6 +825,24 @@ def main(argv: list[str] | None = None) -> int:
         help="put each histogram in the JSON in HdrHistogram's encoding (needs the "
         "hdrhistogram package; ~20 KB a histogram)",
     )
+    p.add_argument(
+        "--switch-interval",
+        type=float,
+        metavar="S",
+        help="sys.setswitchinterval(S) in each system's process (default: Python's, 5 ms)",
+    )
+    p.add_argument(
+        "--thread-cpu",
+        action="store_true",
+        help="sample each thread's CPU time every 100 ms (bench/thread_cpu.py) into the JSON",
+    )
+    p.add_argument(
+        "--rate-abs",
+        type=float,
+        metavar="OPS",
+        help="run at OPS operations a second instead of at fractions of a saturation "
+        "measured first (--rates): the same rate for runs to compare",
+    )
     p.add_argument("--code", help=argparse.SUPPRESS)
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--rate", type=float, action="append", default=[], help=argparse.SUPPRESS)
@@ -802,10 +872,13 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": [],
     }
     # 1. the sorted-list board's saturation rate sets every system's rates
-    print(f"N = {args.n:,}: saturation of rankengine-sortedlist ...", file=sys.stderr, flush=True)
-    probe = run_child("rankengine-sortedlist", args, [], saturation=True)
-    saturation = float(probe["saturation_ops_per_s"])
-    rates = [round(saturation * f, 1) for f in fractions]
+    if args.rate_abs:
+        saturation, rates = 0.0, [args.rate_abs]  # (0: not measured)
+    else:
+        print(f"N = {args.n:,}: saturation of rankengine-sortedlist ...", file=sys.stderr)
+        probe = run_child("rankengine-sortedlist", args, [], saturation=True)
+        saturation = float(probe["saturation_ops_per_s"])
+        rates = [round(saturation * f, 1) for f in fractions]
     data["saturation_ops_per_s"] = saturation
     data["rates"] = rates
     print(f"  {saturation:,.0f} ops/s; rates {rates}", file=sys.stderr, flush=True)
