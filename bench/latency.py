@@ -75,6 +75,13 @@ JSON output (stable; ``bench/plot.py --latency`` reads it)::
 ``kind`` is ``increment``, ``rank``, ``top10``, ``around`` or ``all``.
 Percentiles are HdrHistogram's (the highest value equivalent to the bucket
 the percentile falls in, within 0.1%); ``max_us`` is exact.
+``saturation_ops_per_s`` is 0 under ``--rate-abs`` (not measured).  With
+``--thread-cpu`` a run also has ``"thread_cpu": {"summary": {thread:
+{"total_ms", "max_ms", "max_at_s"}}, "samples": [[t_s, {thread: cpu_ms}]],
+"main_switches": [[voluntary, involuntary]], "max_latency_ms": [float],
+"backlog_service_us": [[median_us, count]]}``, a row per 100 ms (of the
+clock for the first three, of the schedule for the last two; see
+``bench/thread_cpu.py`` and :func:`backlog_service`).
 """
 
 from __future__ import annotations
@@ -568,13 +575,15 @@ BACKLOG_NS: Final = 200_000
 
 
 def backlog_service(lat: Sequence[int], rate: float, per: int) -> list[list[float]]:
-    """Per ``per`` scheduled ops: ``[mean us, count]`` of the service time of
+    """Per ``per`` scheduled ops: ``[median us, count]`` of the service time of
     the ops that started as soon as the previous one ended (it ended late by
     more than :data:`BACKLOG_NS`): ``end[i] - end[i - 1]``, the op's own
-    time plus the harness's, whatever else the thread waited for.
+    time plus the harness's, whatever else the thread waited for.  (Their
+    mean over a backlog that builds and drains is the schedule's interval,
+    whatever the ops cost: the median is the typical op's cost.)
 
-    >>> backlog_service([0, 400_000, 410_000, 405_000], 1e5, 4)
-    [[12.5, 2]]
+    >>> backlog_service([0, 400_000, 410_000, 405_000, 406_000], 1e5, 5)
+    [[11.0, 3]]
     """
     interval = 1e9 / rate
     out: list[list[float]] = []
@@ -584,7 +593,8 @@ def backlog_service(lat: Sequence[int], rate: float, per: int) -> list[list[floa
             for i in range(max(j, 1), min(j + per, len(lat)))
             if lat[i - 1] > BACKLOG_NS
         ]
-        out.append([round(sum(took) / len(took) / 1e3, 2) if took else 0.0, len(took)])
+        took.sort()
+        out.append([round(took[len(took) // 2] / 1e3, 2) if took else 0.0, len(took)])
     return out
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 if str(BENCH) not in sys.path:
@@ -156,3 +158,66 @@ def test_histogram_agrees_with_the_hdrhistogram_package() -> None:
 def test_a_negative_latency_is_refused() -> None:
     with pytest.raises(ValueError, match="negative"):
         latency.LatencyHistogram().record(-1)
+
+
+@given(
+    st.lists(st.integers(min_value=1_000, max_value=400_000), min_size=2, max_size=200),
+    st.sampled_from([10_000.0, 100_000.0]),
+)
+def test_backlog_service_reads_off_the_service_time_of_the_ops_that_waited(
+    costs: list[int], rate: float
+) -> None:
+    """A simple model, a single FIFO server: op i is due at i * interval,
+    starts at max(due, the previous end) and takes costs[i] ns.  The ops
+    that started at the previous end (it ended over BACKLOG_NS late) are
+    the ones read, and their median is their cost's median."""
+    interval = 1e9 / rate
+    lat: list[int] = []
+    end = 0.0
+    for i, cost in enumerate(costs):
+        due = i * interval
+        end = max(due, end) + cost
+        lat.append(int(end - due))
+    per = len(costs)  # one period: every op
+    [[median_us, count]] = latency.backlog_service(lat, rate, per)
+    waited = sorted(
+        lat[i] - lat[i - 1] + interval
+        for i in range(1, len(costs))
+        if lat[i - 1] > latency.BACKLOG_NS
+    )
+    assert count == len(waited)
+    if waited:
+        # (int() of the latencies: within a ns or two of the model's costs)
+        model = sorted(costs[i] for i in range(1, len(costs)) if lat[i - 1] > latency.BACKLOG_NS)
+        assert abs(median_us * 1e3 - model[len(model) // 2]) <= 10
+    else:
+        assert median_us == 0.0
+
+
+def test_thread_cpu_sees_a_busy_thread_and_the_serving_threads_switches() -> None:
+    """A thread that burns CPU shows in the samples under its name; an idle
+    one shows (close to) none; the switches are counted per period."""
+    import threading
+
+    import thread_cpu
+
+    stop = threading.Event()
+
+    def burn() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    busy = threading.Thread(target=burn, name="burner")
+    sampler = thread_cpu.ThreadCPU(0.02)
+    busy.start()
+    sampler.start()
+    while len(sampler.samples) < 5:
+        stop.wait(0.01)
+    stop.set()
+    busy.join()
+    sampler.stop.set()
+    sampler.join()
+    summary = thread_cpu.summarize(sampler.samples)
+    burner = [v for k, v in summary.items() if k.startswith("burner#")]
+    assert burner and burner[0]["total_ms"] > 0
+    assert len(sampler.switches) == len(sampler.samples)
