@@ -46,11 +46,22 @@ def trace_with_one_stall(cpu_share: float) -> tail_causes.Trace:
     recorder = tail_causes.Recorder()
     recorder.events.append(("tree rebuild", start[500] + 10 * US, start[500] + 290 * US))
     kinds = array("b", [latency.INCR] * count)
-    return tail_causes.Trace(due, start, end, cpu, kinds, count, recorder, set())
+    faults = array("q", [0] * count)  # (no page faults: --faults off)
+    return tail_causes.Trace(due, start, end, cpu, kinds, count, recorder, set(), faults)
 
 
 def args() -> argparse.Namespace:
-    return argparse.Namespace(n=1000, freeze=False, cpu=True, show=3, code=None)
+    return argparse.Namespace(
+        n=1000,
+        freeze=False,
+        cpu=True,
+        show=3,
+        code=None,
+        durable=None,  # (the in-memory board: no durable windows)
+        compaction=True,
+        snapshot_mode=None,
+        faults=False,
+    )
 
 
 def test_queued_calls_are_charged_to_the_stall_that_queued_them() -> None:
