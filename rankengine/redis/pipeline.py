@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from rankengine.board.checks import check_count, check_flag, check_int, check_size
 from rankengine.board.reads import DEFAULT_PAGE_SIZE
-from rankengine.redis.plainranks import FALLBACK
+from rankengine.redis.plainranks import FALLBACK, element_of
 from rankengine.redis.resp import array
 from rankengine.redis.scripts import EXACT, refusal_of
 
@@ -386,15 +386,7 @@ class RedisPipeline:
                 out.append(next(plain))
                 continue
             key = call.plain[0]  # type: ignore[index]
-            reply = next(counted)
-            if reply is None:  # the element is gone (the member moved, or left)
-                board._elements.pop(key, None)
-                out.append(_answer(call.alone))
-            elif isinstance(reply, Exception):
-                out.append(reply)
-            else:
-                board._seen(key, element)
-                out.append(int(reply) + 1)
+            out.append(_unique_rank(board, key, element, next(counted), call.alone))
         return out
 
     def _queue(
@@ -462,7 +454,7 @@ class RedisPipeline:
                 continue
             key, style = call.plain  # type: ignore[misc]
             if style == "unique":  # one ZREVRANK of its element, read below
-                element = row.split(b":", 2)[2] + key
+                element = element_of(row, key)
                 wire.rank(element)
                 counts.append((key, element))
                 continue
@@ -476,21 +468,13 @@ class RedisPipeline:
             packed = wire.packed()  # type: ignore[union-attr]  # (a _Wire: direct is set)
             replies = iter(direct.batch(board._client, lambda resent, resends: packed))
         out: list[Any] = []
-        seen = board._seen
         for call, count in zip(calls, counts, strict=True):
             if count is None or isinstance(count, Exception):
                 out.append(count)
             elif callable(count):
                 out.append(_answer(count))
             elif type(count[0]) is bytes:  # a unique rank's ZREVRANK (see above)
-                reply = next(replies)
-                if reply is None:  # the element is gone (the member moved, or left)
-                    out.append(_answer(call.alone))
-                elif isinstance(reply, Exception):
-                    out.append(reply)
-                else:
-                    seen(*count)
-                    out.append(int(reply) + 1)
+                out.append(_unique_rank(board, count[0], count[1], next(replies), call.alone))
             else:
                 decode, n = count
                 mine = [next(replies) for _ in range(n)]
@@ -605,6 +589,25 @@ class _Piped:
 
     def plain(self, queue: Callable[[Any], None]) -> None:
         queue(self._pipe)
+
+
+def _unique_rank(
+    board: RedisLeaderboard, key: bytes, element: bytes, reply: Any, alone: Callable[[], Any]
+) -> Any:
+    """A unique rank from the reply of a ``ZREVRANK`` of the member's
+    ``element``: the rank (the element noted as seen), the error in its
+    place, or, when the element is gone (the member moved or left), the
+    call made again alone (``alone``), the element forgotten.
+
+    Runtime complexity: O(1), or the call made alone
+    """
+    if reply is None:
+        board._elements.pop(key, None)
+        return _answer(alone)
+    if isinstance(reply, Exception):
+        return reply
+    board._seen(key, element)
+    return int(reply) + 1
 
 
 def _answer(compute: Callable[[], Any]) -> Any:

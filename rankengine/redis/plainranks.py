@@ -51,7 +51,7 @@ from typing import Any, Final
 from rankengine.board.core import RankStyle
 from rankengine.redis.decode import ReplyDecoding
 
-__all__ = ["FALLBACK", "PlainRanks"]
+__all__ = ["FALLBACK", "PlainRanks", "element_of"]
 
 #: What a plain rank returns when the function must answer instead.
 FALLBACK: Final = object()
@@ -99,17 +99,17 @@ class PlainRanks(ReplyDecoding):
             command = self._rank_command
 
             def then(row: bytes | None) -> bytes | None:
-                return None if row is None else pack(command, keys[0], _element(row, key))
+                return None if row is None else pack(command, keys[0], element_of(row, key))
 
             row, found = direct.read_then(pack("HGET", keys[1], key), then)
             if row is None:
                 return None
-            return self._counted(key, _element(row, key), "unique", [found])
+            return self._counted(key, element_of(row, key), "unique", [found])
         row = self._read("HGET", keys[1], key)
         if row is None:
             return None
         if style == "unique":  # one command: sent alone, no pipeline object
-            element = _element(row, key)
+            element = element_of(row, key)
             found = self._read(self._rank_command, keys[0], element)
             return self._counted(key, element, "unique", [found])
         pipe = self._client.pipeline(transaction=False)
@@ -127,7 +127,7 @@ class PlainRanks(ReplyDecoding):
 
         Runtime complexity: O(1) (the commands run O(log N) on the server).
         """
-        element = _element(row, key)
+        element = element_of(row, key)
         keys = self._keys
         if style == "unique":
             read(self._rank_command, keys[0], element)
@@ -167,13 +167,13 @@ class PlainRanks(ReplyDecoding):
         return _REPLIES_OF[style]
 
 
-def _element(row: bytes, key: bytes) -> bytes:
+def element_of(row: bytes, key: bytes) -> bytes:
     """A member's element from its row of the members hash (kind, double,
     element prefix) and its key.
 
     Runtime complexity: O(length of the row)
 
-    >>> _element(b"i:95.0:0000000000000007i", b"sann")
+    >>> element_of(b"i:95.0:0000000000000007i", b"sann")
     b'0000000000000007isann'
     """
     return row.split(b":", 2)[2] + key
