@@ -7,12 +7,16 @@ boards stay independent, and the open gives what it gave without sharing.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rankengine import Ledger
+from rankengine.board import bulk
 from rankengine.durable import snapshot
 from rankengine.durable.shared_chunks import SharedChunks
 
@@ -128,3 +132,132 @@ def test_a_chunk_is_shared_only_when_its_bytes_read_back_are_the_same(tmp_path: 
     assert shared.find((2, None, False, kept)) is None
     path.unlink()
     assert shared.find((2, None, False, kept)) is None
+
+
+# ----------------------------------------------------------------------
+# Boards restored from another board's load (BulkLoad._restore_loaded)
+# ----------------------------------------------------------------------
+#: Views in pairs of the same settings and rows ("all"/"all2",
+#: "mem"/"mem2"; "skip" has the rows of "all" on the other backend), and
+#: views whose rows differ ("eu", "asc").
+TWIN_VIEWS: list[tuple[str, dict[str, Any]]] = [
+    ("all", {}),
+    ("all2", {}),
+    ("skip", {"backend": "skiplist"}),
+    ("mem", {"tie_break": "member"}),
+    ("mem2", {"tie_break": "member"}),
+    ("eu", {"where": {"region": "eu"}}),
+    ("asc", {"order": "asc"}),
+]
+
+#: ``(member, delta, region)``: few scores, so long runs of ties (the deep
+#: ties a board keeps in its tie map start RUN_SCAN_LIMIT = 8 entries in).
+TWIN_EVENT = st.tuples(
+    st.integers(0, 40).map(lambda i: f"p{i}"),
+    st.integers(-1, 3),
+    st.sampled_from(["eu", "eu", "eu", "us"]),
+)
+
+
+def twin_ledger(path: Path | None) -> Ledger:
+    ledger = Ledger() if path is None else Ledger.open(path)
+    if not ledger.views:
+        for name, options in TWIN_VIEWS:
+            ledger.add_view(name, **options)
+    return ledger
+
+
+def feed(ledger: Ledger, events: list[tuple[str, int, str]], t0: int) -> None:
+    for i, (member, delta, region) in enumerate(events):
+        ledger.record(member, delta, t_ms=T + t0 + i, attrs={"region": region})
+
+
+def board_states(ledger: Ledger) -> dict[str, Any]:
+    ledger._check()
+    out = {}
+    for name, _ in TWIN_VIEWS:
+        board = ledger[name]
+        board._check()
+        # every tie the board keeps is its member's tie in the index
+        ties = {m: t for _, t, m in board._index.iter_range(0, len(board._index))}
+        assert all(ties[m] == t for m, t in board._tie.items()), name
+        members, scores, clocks, metas = board._export_columns()
+        out[name] = (list(members), list(scores), list(clocks), metas, board.clock)
+    return out
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    before=st.lists(TWIN_EVENT, max_size=120),
+    after=st.lists(TWIN_EVENT, max_size=30),
+    rows=st.sampled_from([5, 7, 65_536]),
+    only_eu=st.booleans(),
+)
+def test_boards_restored_from_another_boards_load_are_independent(
+    monkeypatch: pytest.MonkeyPatch,
+    before: list[tuple[str, int, str]],
+    after: list[tuple[str, int, str]],
+    rows: int,
+    only_eu: bool,
+) -> None:
+    """Reopened views equal views fed every event in memory (the replay
+    from the log), whichever shared a load; writes after the open that
+    reach one view and not another (``only_eu``: "eu" shares the load of
+    "all" until a US event) change no other view; and the next open again
+    equals the model."""
+    monkeypatch.setattr(snapshot, "SNAPSHOT_CHUNK_ROWS", rows)
+    if only_eu:
+        before = [(member, delta, "eu") for member, delta, _ in before]
+    before = [(f"p{i}", 1, "eu") for i in range(30)] + before  # a run of ties
+    model = twin_ledger(None)
+    feed(model, before, 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp)
+        with twin_ledger(path) as ledger:
+            feed(ledger, before, 0)
+            ledger.compact()
+        with twin_ledger(path) as again:
+            assert board_states(again) == board_states(model)
+            for one, two in (("all", "all2"), ("mem", "mem2"), ("all", "skip")):
+                a, b = again[one], again[two]
+                assert a._primary is not b._primary
+                assert a._tie is not b._tie and a._tie == b._tie
+                if two != "skip" and a._primary:
+                    assert a._index._members[0] is not b._index._members[0]
+            feed(again, after, 1000)
+            feed(model, after, 1000)
+            assert board_states(again) == board_states(model)
+        with twin_ledger(path) as third:
+            assert board_states(third) == board_states(model)
+
+
+def test_a_second_board_of_the_same_rows_takes_the_first_ones_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The twin's open skips the tie scan (deep_ties runs once for two boards
+    of the same rows and settings) and shares its member strings."""
+    small_chunks(monkeypatch)
+    with twin_ledger(tmp_path) as ledger:
+        feed(ledger, [(f"p{i}", 1, "eu") for i in range(30)], 0)  # one run of 30 ties
+        ledger.compact()
+        expected = board_states(ledger)
+    scans: list[int] = []
+    deep_ties = bulk.deep_ties
+
+    def counted(*args: Any, **kwargs: Any) -> dict[Any, Any]:
+        scans.append(len(args[0]))
+        return deep_ties(*args, **kwargs)
+
+    monkeypatch.setattr(bulk, "deep_ties", counted)
+    with twin_ledger(tmp_path) as again:
+        assert board_states(again) == expected
+        # all, all2 and skip share a load (first-to-reach, descending); mem
+        # and mem2 (tie by member) keep no tie map; eu holds the same rows
+        # as all (every event is EU), so it shares the load too; asc scans
+        assert scans == [30, 30]
+        assert again["all"]._tie and again["all"]._tie == again["all2"]._tie
+        assert all(a is b for a, b in zip(again["all"]._primary, again["eu"]._primary, strict=True))

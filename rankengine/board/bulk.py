@@ -32,7 +32,7 @@ import threading
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from sortedcontainers import SortedList
 
@@ -41,12 +41,33 @@ from rankengine.board.scoring import Member, Score, ScoreCodec, check_meta
 from rankengine.index.collector import collector_paused
 from rankengine.index.protocol import RUN_SCAN_LIMIT, OrderedIndex
 
-__all__ = ["BulkLoad", "deep_ties", "merge_rows"]
+__all__ = ["BulkLoad", "LoadedColumns", "deep_ties", "merge_rows"]
 
 #: Snapshot export finds the rows of members with metadata one by one
 #: (O(log N) each) while fewer than 1 in this many members have metadata,
 #: else by one scan of the member column (O(N) at ~50 ns per member).
 _META_SCAN_FACTOR: Final = 20
+
+
+class LoadedColumns(NamedTuple):
+    """What :meth:`BulkLoad._restore_columns` worked out from whole columns,
+    kept so that a second board restored from the very same rows (views
+    whose snapshots hold the same chunks, see
+    :func:`rankengine.ledger.front.restored_board`) copies the maps and
+    skips the order check, the list of primaries and the tie scan
+    (:meth:`BulkLoad._restore_loaded`).  The columns themselves are not
+    kept: holding a list of a million rows per view until an open ends
+    costs fresh memory (page faults) in opens where no view matches.
+    """
+
+    #: ``(descending, tie_break, clocks negated)``: the boards (of scalar
+    #: scores) whose load this fits
+    settings: tuple[bool, str, bool]
+    #: the tie map of the rows (:func:`deep_ties`), a copy of the first board's
+    deep: dict[Any, Any]
+    #: the first board's member map (copied by each later board)
+    by_member: dict[Any, Any]
+    metas: dict[Any, dict[str, Any]]
 
 
 class BulkLoad:
@@ -135,7 +156,7 @@ class BulkLoad:
         *,
         by_member: dict[Any, Any] | None = None,
         negated: bool = False,
-    ) -> None:
+    ) -> LoadedColumns | None:
         """Columnar :meth:`_restore`: whole columns in ascending index order.
 
         ``by_member`` is the ``member -> score`` map of the same rows when the
@@ -150,6 +171,13 @@ class BulkLoad:
         columns (a snapshot's typed columns): they reach the index's blocks
         by memory copy.  Rows that are out of order or repeat a member fall
         back to :meth:`_restore`, which sorts.
+
+        Returns what a board of scalar scores worked out
+        (:class:`LoadedColumns`: another board of the same settings restores
+        the same rows from it with :meth:`_restore_loaded`), else None (also
+        when the rows took the general path).
+
+        Runtime complexity: O(N)
         """
         with self._lock:
             codec = self._codec
@@ -158,15 +186,7 @@ class BulkLoad:
             else:
                 primaries = [codec.primary(tuple(s)) for s in scores]
             first = self._tie_break == "first"
-            ties: Sequence[Any]
-            if not first:
-                ties = members
-            elif negated == self._desc:  # stored as the index keeps them
-                ties = clocks
-            elif type(clocks) is array:
-                ties = array(clocks.typecode, map(operator.neg, clocks))
-            else:
-                ties = list(map(operator.neg, clocks))
+            ties = self._ties_column(members, clocks, negated)
             # (the list of primaries: iterating an array would make an int
             # object per entry, and the map and the order check share these)
             listed = primaries.tolist() if type(primaries) is array else primaries
@@ -181,22 +201,123 @@ class BulkLoad:
                 plain = map(abs, clocks) if negated else clocks
                 rows = zip(members, scores, plain, (metas.get(m) for m in members), strict=True)
                 self._restore(rows, clock)
-                return
-            self._primary = by_member
-            self._tie = deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
-            self._meta = dict(metas)
-            self._clock = clock
-            self._member_type = type(members[0]) if members else None
-            build_columns = getattr(self._index, "build_columns", None)
-            if build_columns is not None:
-                build_columns(primaries, ties, members)
-            else:
-                # (the list the member map was made from: its nodes and the
-                # map then share one int object per score)
-                self._index.build(zip(listed, ties, members, strict=True))
-            self._counts = None
-            self._distinct = None
-            self._top = None
+                return None
+            deep = deep_ties(listed, ties, members, oldest_last=self._desc) if first else {}
+            self._install_columns(
+                by_member,
+                deep,
+                dict(metas),
+                clock,
+                primaries=primaries,
+                ties=ties,
+                members=members,
+                listed=listed,
+            )
+            if codec.columns is not None:
+                return None
+            # (a copy of the tie map: this board's own is written to by its writes)
+            return LoadedColumns(
+                (self._desc, self._tie_break, negated), dict(deep), by_member, metas
+            )
+
+    def _restore_loaded(
+        self,
+        loaded: LoadedColumns,
+        members: list[Any],
+        scores: Sequence[Any],
+        clocks: Sequence[int],
+        clock: int,
+    ) -> bool:
+        """Replace the whole state with the rows another board of the same
+        settings was just restored from (its :meth:`_restore_columns`
+        returned ``loaded``), given again as columns: the member map and the
+        tie map are copied (a C-level copy of each hash table), and the
+        order check, the list of primaries and the tie scan are not done
+        again.  False, and nothing changed, when this board's settings
+        differ.
+
+        The caller vouches that the columns are the very same rows (a
+        ledger's open: :meth:`~rankengine.durable.snapshot.Snapshot.same_rows`)
+        and that the other board was not written to since (its member map
+        is the one copied; the open restores every view, then replays the
+        log's tail).  This board shares no mutable object with the other:
+        the maps and the metadata are copies, and the index slices the
+        columns into blocks of its own.
+
+        Runtime complexity: O(N)
+
+        >>> from rankengine.board.core import BoardCore
+        >>> one, two = BoardCore(), BoardCore()
+        >>> columns = (["bob", "ann"], [5, 9], [2, 1])
+        >>> loaded = one._restore_columns(*columns, {}, 2)
+        >>> two._restore_loaded(loaded, *columns, 2), two._export_columns()[0]
+        (True, ['bob', 'ann'])
+        >>> two._commit([(0, "cid", 1, 3)])
+        >>> "cid" in two._primary, "cid" in one._primary
+        (True, False)
+        """
+        with self._lock:
+            negated = loaded.settings[2]
+            if (
+                loaded.settings != (self._desc, self._tie_break, negated)
+                or self._codec.columns is not None
+            ):
+                return False
+            ties = self._ties_column(members, clocks, negated)
+            # (each board keeps metadata objects of its own)
+            metas = {member: check_meta(data) for member, data in loaded.metas.items()}
+            by_member = loaded.by_member.copy()
+            deep = dict(loaded.deep)
+            self._install_columns(
+                by_member, deep, metas, clock, primaries=scores, ties=ties, members=members
+            )
+            return True
+
+    def _ties_column(
+        self, members: list[Any], clocks: Sequence[int], negated: bool
+    ) -> Sequence[Any]:
+        """The index's tie column of rows with these members and clocks
+        (``negated``: the clocks come negated)."""
+        if self._tie_break != "first":
+            return members
+        if negated == self._desc:  # stored as the index keeps them
+            return clocks
+        if type(clocks) is array:
+            return array(clocks.typecode, map(operator.neg, clocks))
+        return list(map(operator.neg, clocks))
+
+    def _install_columns(
+        self,
+        by_member: dict[Any, Any],
+        deep: dict[Any, Any],
+        metas: dict[Any, dict[str, Any]],
+        clock: int,
+        *,
+        primaries: Sequence[Any],
+        ties: Sequence[Any],
+        members: list[Any],
+        listed: Sequence[Any] | None = None,
+    ) -> None:
+        """Make the state these columns (checked: in order, no member
+        twice) with these maps, each the board's own; ``listed``: the
+        primaries as a list, if made already."""
+        self._primary = by_member
+        self._tie = deep
+        self._meta = metas
+        self._clock = clock
+        self._member_type = type(members[0]) if members else None
+        build_columns = getattr(self._index, "build_columns", None)
+        if build_columns is not None:
+            build_columns(primaries, ties, members)
+        else:
+            # (the list the member map was made from, if any: its nodes and
+            # the map then share one int object per score)
+            if listed is None:
+                listed = primaries.tolist() if type(primaries) is array else primaries
+            self._index.build(zip(listed, ties, members, strict=True))
+        self._counts = None
+        self._distinct = None
+        self._top = None
 
     def _export_columns(
         self,

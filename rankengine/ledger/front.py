@@ -23,6 +23,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, NamedTuple, cast
 
+from rankengine.board.bulk import LoadedColumns
 from rankengine.durable.snapshot import read_snapshot
 from rankengine.index.collector import collector_paused
 from rankengine.ledger.events import LedgerEvent, make_event
@@ -257,47 +258,53 @@ def events_of(
 def restored_board(
     view: View,
     snap: Any,
-    restored: list[tuple[Any, Any]] | None = None,
+    restored: list[tuple[Any, LoadedColumns]] | None = None,
     *,
     pause: Callable[[], None] | None = None,
 ) -> Any:
     """A new board of ``view``'s settings holding a snapshot part's board
     (a :class:`~rankengine.durable.snapshot.Snapshot`), by the columnar load.
 
-    ``restored`` (optional) lists the ``(snapshot, board)`` pairs restored
-    before in the same open.  When one of them came from a snapshot with the
-    same rows (:meth:`Snapshot.same_rows`: the very same chunks), its
-    member -> score map is copied rather than built again (a C-level copy of
-    the hash table: measured at 1,000,000 members, ~0.05 s against ~0.8 s
-    for building it from the columns on a shared machine); the new board is
-    then added to ``restored``.  ``pause`` (a background preload's): the
-    map is built :data:`MAP_SLICE` rows at a time, ``pause()`` between
-    slices (see :func:`sliced_map`).
+    ``restored`` (optional) lists ``(snapshot, loaded)`` for the boards
+    restored before in the same open (what each load worked out:
+    :class:`~rankengine.board.bulk.LoadedColumns`), none of them written to
+    since.  When one of them came from a snapshot with the same rows
+    (:meth:`Snapshot.same_rows`: the very same chunks), the new board copies
+    its member map and its tie map (a C-level copy of each hash table:
+    measured at 1,000,000 members, ~0.05 s against ~0.8 s for building the
+    map from the columns on a shared machine) and skips the order check
+    and the tie scan (:meth:`BulkLoad._restore_loaded`); else this load is
+    added to ``restored``.  ``pause`` (a background preload's): the map is
+    built :data:`MAP_SLICE` rows at a time, ``pause()`` between slices (see
+    :func:`sliced_map`).
 
     Runtime complexity: O(N) for the part's N members
     """
     board = view.template.new_board()
     members, scores, clocks, metas = snap.columns()
+    clock = int(snap.header["clock"])
     scalar = board._codec.columns is None
     by_member = None
     if restored is not None and scalar:
-        for seen, twin in restored:
-            if twin._codec.columns is None and seen.same_rows(snap):
-                by_member = twin._primary.copy()
+        for seen, loaded in restored:
+            if seen.same_rows(snap):
+                if board._restore_loaded(loaded, members, scores, clocks, clock):
+                    return board
+                by_member = loaded.by_member.copy()  # (other settings: the map only)
                 break
     if by_member is None and scalar and pause is not None:
         by_member = sliced_map(members, scores, pause)
-    board._restore_columns(
+    done = board._restore_columns(
         members,
         scores,
         clocks,
         metas,
-        int(snap.header["clock"]),
+        clock,
         by_member=by_member,
         negated=snap.negated_clocks,
     )
-    if restored is not None and scalar:
-        restored.append((snap, board))
+    if restored is not None and done is not None:
+        restored.append((snap, done))
     return board
 
 

@@ -38,6 +38,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from rankengine.board.bulk import LoadedColumns
 from rankengine.board.direct import DIRECT_DELTA_LIMIT
 from rankengine.durable.forget import Forgotten
 from rankengine.durable.options import (
@@ -206,7 +207,7 @@ class Ledger(LedgerFront):
         # ledger, views that see every event) decode them once and restore
         # from one another's maps (see front.restored_board).
         shared = SharedChunks()
-        restored: list[tuple[Snapshot, Any]] = []
+        restored: list[tuple[Snapshot, LoadedColumns]] = []
         for name, spec in config.get("views", {}).items():
             view = View.from_spec(name, spec)
             self._views[name] = view
