@@ -234,7 +234,7 @@ class BulkLoad:
         tie map are copied (a C-level copy of each hash table), and the
         order check, the list of primaries and the tie scan are not done
         again.  False, and nothing changed, when this board's settings
-        differ.
+        differ (or the map copied is not as long as the columns).
 
         The caller vouches that the columns are the very same rows (a
         ledger's open: :meth:`~rankengine.durable.snapshot.Snapshot.same_rows`)
@@ -263,10 +263,12 @@ class BulkLoad:
                 or self._codec.columns is not None
             ):
                 return False
+            by_member = loaded.by_member.copy()
+            if len(by_member) != len(members):  # (not the same rows: a caller's mistake)
+                return False
             ties = self._ties_column(members, clocks, negated)
             # (each board keeps metadata objects of its own)
             metas = {member: check_meta(data) for member, data in loaded.metas.items()}
-            by_member = loaded.by_member.copy()
             deep = dict(loaded.deep)
             self._install_columns(
                 by_member, deep, metas, clock, primaries=scores, ties=ties, members=members
@@ -277,7 +279,10 @@ class BulkLoad:
         self, members: list[Any], clocks: Sequence[int], negated: bool
     ) -> Sequence[Any]:
         """The index's tie column of rows with these members and clocks
-        (``negated``: the clocks come negated)."""
+        (``negated``: the clocks come negated).
+
+        Runtime complexity: O(1), or O(N) in C when the clocks are negated
+        """
         if self._tie_break != "first":
             return members
         if negated == self._desc:  # stored as the index keeps them
@@ -300,7 +305,10 @@ class BulkLoad:
     ) -> None:
         """Make the state these columns (checked: in order, no member
         twice) with these maps, each the board's own; ``listed``: the
-        primaries as a list, if made already."""
+        primaries as a list, if made already.
+
+        Runtime complexity: O(N) (the index's bulk build)
+        """
         self._primary = by_member
         self._tie = deep
         self._meta = metas
