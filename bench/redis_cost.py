@@ -138,7 +138,7 @@ def measure(
 # The worker: one implementation, one size
 # ----------------------------------------------------------------------
 def worker(
-    url: str, n: int, calls: int, seed: int, tag: str, only: str | None = None
+    url: str, n: int, calls: int, seed: int, tag: str, *, only: str | None = None
 ) -> dict[str, Any]:
     import redis
 
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     if opts.worker:
         url, n, calls, tag = opts.worker
-        print(json.dumps(worker(url, int(n), int(calls), opts.seed, tag, opts.only)))
+        print(json.dumps(worker(url, int(n), int(calls), opts.seed, tag, only=opts.only)))
         return 0
     impls = [str(Path(p).resolve()) for p in (opts.impl or [str(HERE.parent)])]
     opts.labels = opts.label or [f"impl{k}" for k in range(len(impls))]
