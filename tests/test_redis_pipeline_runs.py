@@ -128,7 +128,8 @@ def test_runs_answer_as_the_calls_one_by_one(
     members met twice, steps past 2**53, infinities and bytes members on a
     board of str members), answer as the same pipeline sending each
     increment as its own call: results (errors included), scores, elements
-    and rows in Redis (the tie clocks), the clock and the count of writes.
+    and rows in Redis (the tie clocks), the clock, the count of writes and
+    the elements the handle notes for its ranks (each by its tie clock).
     Where no increment takes the exact path (which runs after the writes
     behind it in its round trip: see rankengine.redis.pipeline), they answer
     as each call made alone, and as an in-process board."""
@@ -147,6 +148,7 @@ def test_runs_answer_as_the_calls_one_by_one(
             assert exact(board.items()) == exact(calls.items())
             assert board.clock == calls.clock and board.writes == calls.writes
             assert stored(redis_client, board) == stored(redis_client, calls)
+            assert board._elements == calls._elements  # (each write's element, by its clock)
             exact_path = exact_path or any(op[2] == 2**52 for op in batch)
             if exact_path:
                 continue
