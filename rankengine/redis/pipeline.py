@@ -89,10 +89,11 @@ __all__ = ["ROWS_PER_READ", "RUN_MIN", "RedisPipeline"]
 _WRITES = frozenset(("SET", "INCR", "INCR_MANY"))
 #: Plain increments in a row sent as one INCR_MANY call (see _runs): from
 #: three on.  Server time per increment in pipelines of 100 at 100,000
-#: members (bench/redis_cost.py's method): 13.3-13.6 us as INCR calls, as
-#: INCR_MANY calls of 2 increments 13.2-13.6, of 3 12.0-12.6, of 10
-#: 10.9-11.0, of 100 9.9-10.0 (one of 1: 15.6-16.2).  A run of two costs
-#: the server what two calls do.
+#: members (bench/redis_runs.py, smallest chunk, four runs): 13.3-14.4 us
+#: as INCR calls; as INCR_MANY calls of 1 increment 15.6-17.4, of 2
+#: 12.7-13.8, of 3 11.8-13.2, of 10 10.4-11.7, of 100 9.6-10.7.  A run of
+#: two saves 0-5% (about the spread between runs), so two increments stay
+#: two calls, each answered and resent on its own.
 RUN_MIN: Final = 3
 #: A step's text (repr of a float) that is not finite: such an increment
 #: is sent alone (inf + -inf is refused as NaN, and a run is refused whole).
