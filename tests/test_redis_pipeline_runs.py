@@ -374,3 +374,23 @@ def test_runs_on_the_cluster(redis_cluster: Any) -> None:
         board._check()
     finally:
         client.close()
+
+
+def test_a_run_on_a_client_the_board_cannot_send_on_itself(redis_url: str) -> None:
+    """A client with one connection (redis-py's to use): the pipeline goes
+    out as a redis-py pipeline, the run as one of its commands."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url, single_connection_client=True)
+    board = RedisLeaderboard(client, unique_name())
+    assert board._direct is None
+    twin = Leaderboard()
+    ops = [("incr", m, 2) for m in MEMBERS] + [("incr", "bob", 1), ("rank", "bob", "unique")]
+    for _ in range(2):
+        with board.pipeline() as p:
+            for op in ops:
+                call(p, op)
+        assert p.results == [call(twin, op) for op in ops]
+    assert board.items() == twin.items() and board.clock == twin.clock
+    board._check()
+    client.close()
