@@ -394,3 +394,25 @@ def test_a_run_on_a_client_the_board_cannot_send_on_itself(redis_url: str) -> No
     assert board.items() == twin.items() and board.clock == twin.clock
     board._check()
     client.close()
+
+
+def test_incr_many_still_counts_one_write_and_hands_a_batch_over_whole(
+    redis_client: Any,
+) -> None:
+    """The batch method's side of the shared function: one write per call
+    (a logged board's records count it so), and a sum past 2**53 makes the
+    client add the whole batch exactly."""
+    board = RedisLeaderboard(redis_client, unique_name())
+    twin = Leaderboard()
+    for b in (board, twin):
+        b.set_many({"ann": 2**53 - 2, "bob": 1})
+    writes = board.writes
+    assert board.incr_many({"bob": 1, "cid": 2, "dee": 3}) == twin.incr_many(
+        {"bob": 1, "cid": 2, "dee": 3}
+    )
+    assert board.writes == writes + 1
+    assert board.incr_many([("bob", 1), ("ann", 5), ("bob", 1)]) == twin.incr_many(
+        [("bob", 1), ("ann", 5), ("bob", 1)]
+    )
+    assert board.items() == twin.items() and board.clock == twin.clock
+    board._check()
