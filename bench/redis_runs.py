@@ -15,6 +15,13 @@ round.  Around each chunk, ``CONFIG RESETSTAT`` and ``INFO commandstats``:
 the ``FCALL`` microseconds per increment.  Prints, per shape, the smallest
 chunk's figure over ``--rounds`` rounds (a shared machine deschedules the
 server now and then, which INFO counts as command time) and the median.
+
+``--against FILE`` times two bodies of ``incr_many.lua`` instead: FILE (an
+earlier version's, e.g. ``git show <rev>:rankengine/redis/lua/incr_many.lua
+> FILE``) and this checkout's, each a function of a probe library of this
+checkout's helper sections, runs of ``PIPELINE`` distinct members (run
+mode), taking turns, on a first-to-reach board and on a
+``tie_break="member"`` board (the probe library is deleted after).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import argparse
 import json
 import random
 import statistics
+from importlib.resources import files
 from typing import Any
 
 #: Increments per pipeline round trip (as in compare.py's pipelined systems).
@@ -45,7 +53,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--lengths", default="1,2,3,4,5,10,20,100")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--against", help="an earlier incr_many.lua to time beside this one")
     opts = parser.parse_args()
+    if opts.against:
+        with open(opts.against, encoding="utf-8") as earlier:
+            print(json.dumps(against(opts, earlier.read()), indent=1))
+        return
     r = redis.Redis.from_url(opts.url)
     board = Leaderboard.connect(r, "runs-bench")
     rng = random.Random(opts.seed)
@@ -96,6 +109,64 @@ def main() -> None:
     }
     print(json.dumps(out, indent=1))
     board.clear()
+
+
+def against(opts: Any, earlier: str) -> dict[str, Any]:
+    """Server us per increment of runs through two bodies of incr_many.lua
+    (see the module docstring)."""
+    import redis
+
+    from rankengine import Leaderboard
+    from rankengine.redis import scripts
+    from rankengine.redis.codec import encode_member
+
+    r = redis.Redis.from_url(opts.url)
+    rng = random.Random(opts.seed)
+    members = [f"player:{i}" for i in range(opts.size)]
+    code = "".join(scripts.library_sections())
+    this = (files("rankengine.redis") / "lua" / "incr_many.lua").read_text(encoding="utf-8")
+    bodies = {"earlier": earlier, "this": this}
+    for name, body in bodies.items():
+        code += (
+            f"redis.register_function('runs_probe_{name}', function(keys, argv)\n"
+            f"begin(keys, argv)\n{body}\nend)\n"
+        )
+    r.function_load("#!lua name=runs_probe\n" + code, replace=True)
+    out: dict[str, Any] = {}
+    for tie_break in ("first", "member"):
+        board = Leaderboard.connect(r, f"runs-bench-{tie_break}", tie_break=tie_break)
+        board.clear()
+        for i in range(0, opts.size, FILL_CHUNK):
+            chunk = members[i : i + FILL_CHUNK]
+            board.set_many({m: rng.randrange(10 * opts.size) for m in chunk})
+        mode = board._mode + (f"@{board._stored_sha}" if board._stored_sha else "")
+        tag = b"" if tie_break == "first" else b"s"
+
+        def pipeline(name: str, board: Any = board, mode: str = mode, tag: bytes = tag) -> None:
+            picked = {encode_member(m) for m in rng.sample(members, PIPELINE)}
+            args: list[Any] = [mode, 0, tag, "n"]
+            for key in picked:
+                args += [key, "1.0", "i"]
+            pipe = r.pipeline(transaction=False)
+            pipe.fcall(f"runs_probe_{name}", 1, board._keys[0], *args)
+            pipe.execute()
+
+        seen: dict[str, list[float]] = {name: [] for name in bodies}
+        for round_number in range(opts.rounds):
+            for name in bodies if round_number % 2 == 0 else list(bodies)[::-1]:
+                r.config_resetstat()
+                for _ in range(CHUNK):
+                    pipeline(name)
+                stats = r.info("commandstats")
+                seen[name].append(int(stats["cmdstat_fcall"]["usec"]) / (CHUNK * PIPELINE))
+        board._check()
+        board.clear()
+        out[tie_break] = {
+            name: {"min_us": round(min(v), 2), "median_us": round(statistics.median(v), 2)}
+            for name, v in seen.items()
+        }
+    r.function_delete("runs_probe")
+    return out
 
 
 if __name__ == "__main__":
