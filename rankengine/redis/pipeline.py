@@ -89,11 +89,12 @@ __all__ = ["ROWS_PER_READ", "RUN_MIN", "RedisPipeline"]
 _WRITES = frozenset(("SET", "INCR", "INCR_MANY"))
 #: Plain increments in a row sent as one INCR_MANY call (see _runs): from
 #: three on.  Server time per increment in pipelines of 100 at 100,000
-#: members (bench/redis_runs.py, smallest chunk, four runs): 13.3-14.4 us
-#: as INCR calls; as INCR_MANY calls of 1 increment 15.6-17.4, of 2
-#: 12.7-13.8, of 3 11.8-13.2, of 10 10.4-11.7, of 100 9.6-10.7.  A run of
-#: two saves 0-5% (about the spread between runs), so two increments stay
-#: two calls, each answered and resent on its own.
+#: members (bench/redis_runs.py, smallest chunk of 6-8 rounds, two runs at
+#: load 3.1-3.2): 17.1-17.7 us as INCR calls; as INCR_MANY calls of 1
+#: increment 19.1-20.2, of 2 15.1-15.4, of 3 13.6-13.7, of 10 11.3-11.6, of
+#: 100 10.1-10.4.  A pair saves a little (12-13%; 0-5% before the run
+#: mode's fast path) and stays two calls, each with its own call number
+#: and reply, as tests/test_redis_direct.py's resend test pins them.
 RUN_MIN: Final = 3
 #: A step's text (repr of a float) that is not finite: such an increment
 #: is sent alone (inf + -inf is refused as NaN, and a run is refused whole).
