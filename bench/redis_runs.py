@@ -18,10 +18,10 @@ server now and then, which INFO counts as command time) and the median.
 
 ``--against FILE`` times two bodies of ``incr_many.lua`` instead: FILE (an
 earlier version's, e.g. ``git show <rev>:rankengine/redis/lua/incr_many.lua
-> FILE``) and this checkout's, each a function of a probe library of this
-checkout's helper sections, runs of ``PIPELINE`` distinct members (run
-mode), taking turns, on a first-to-reach board and on a
-``tie_break="member"`` board (the probe library is deleted after).
+> FILE``) and this checkout's, each loaded as a probe function beside
+this checkout's shared Lua sections, runs of ``PIPELINE`` distinct members
+(run mode), taking turns, on a first-to-reach board and on a
+``tie_break="member"`` board (the probe functions are deleted after).
 """
 
 from __future__ import annotations
