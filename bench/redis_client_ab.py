@@ -35,7 +35,8 @@ version is a copy of its ``rankengine`` package under another name, e.g.::
     sed -i 's/\brankengine\b/rankengine_before/g' $(find /some/dir -name '*.py')
     PYTHONPATH=/some/dir python bench/redis_client_ab.py --url ... --other rankengine_before
 
-(its boards' keys then start ``rankengine_before:``).  ``--resending``
+(its boards' keys then start ``rankengine_before:``).  ``--only 'incr
+pipelined,incr'`` times only the operations named.  ``--resending``
 uses ``redis.Redis(host, port)``, whose connections send a call again
 after a dropped connection (10 retries), instead of
 ``redis.Redis.from_url``, whose connections never do (redis-py 8): a
@@ -76,6 +77,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--other", help="a second version's package name (see above)")
     parser.add_argument("--resending", action="store_true")
+    parser.add_argument("--only", help="comma-separated operations, e.g. 'incr pipelined'")
     opts = parser.parse_args()
     r = redis.Redis(**parse_url(opts.url)) if opts.resending else redis.Redis.from_url(opts.url)
     boards = {"this": Leaderboard.connect(r, "client-ab")}
@@ -165,6 +167,8 @@ def main() -> None:
             10 * PIPELINE,
         ),
     }
+    if opts.only:
+        ops = {name: op for name, op in ops.items() if name in opts.only.split(",")}
     out: dict[str, Any] = {}
     for name, (raw, make, calls) in ops.items():
         step = PIPELINE if "pipelined" in name else calls

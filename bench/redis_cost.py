@@ -31,6 +31,11 @@ Method:
    key (no retry protection), without the settings guard, on a board whose
    dense counts are kept (after a dense read), and on a
    ``tie_break="member"`` board.
+5. ``incr_many`` is the board's batch method, ``PIPELINE`` increments a
+   call, timed as a pipeline is (its figures are per increment), beside
+   the pipelined ``incr`` and ``ZINCRBY``.  ``--only incr,incr_many`` times
+   only the operations named (and their native commands), without the
+   breakdown.
 
 Prints a text table; ``--json`` writes every figure.
 """
@@ -132,7 +137,9 @@ def measure(
 # ----------------------------------------------------------------------
 # The worker: one implementation, one size
 # ----------------------------------------------------------------------
-def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
+def worker(
+    url: str, n: int, calls: int, seed: int, tag: str, *, only: str | None = None
+) -> dict[str, Any]:
     import redis
 
     from rankengine import Leaderboard
@@ -202,8 +209,12 @@ def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
         "rank competition": "rank",
         "rank dense": "rank", "top10": "top10", "around": "around",
         "incr (member ties)": "incr", "rank (member ties)": "rank",
-        "top10 (member ties)": "top10", "incr (dense kept)": "incr",
+        "top10 (member ties)": "top10", "incr (dense kept)": "incr", "incr_many": "incr",
     }  # fmt: skip
+    if only is not None:
+        chosen = only.split(",")
+        ops = {op: run for op, run in ops.items() if op in chosen}
+        native = {op: run for op, run in native.items() if op in {versus[o] for o in chosen}}
 
     # native ops pipelined
     def native_batch(op: str) -> Callable[[int], None]:
@@ -251,7 +262,16 @@ def worker(url: str, n: int, calls: int, seed: int, tag: str) -> dict[str, Any]:
         batch = board_batch(op)
         if batch is not None and op != "around":
             results["board"][op]["pipelined"] = measure(r, calls, batch, pipelined=True)
-    results["breakdown"] = breakdown(r, b, boards, picks, calls)
+    if only is None or "incr_many" in only.split(","):
+
+        def many(start: int) -> None:
+            b.incr_many([(picks[i], 1) for i in range(start, start + PIPELINE)])
+
+        # one call per PIPELINE increments: its figures (per increment) are
+        # those of a pipeline, in both columns
+        batched = measure(r, calls, many, pipelined=True)
+        results["board"]["incr_many"] = {**batched, "versus": "incr", "pipelined": batched}
+    results["breakdown"] = {} if only else breakdown(r, b, boards, picks, calls)
     for board in boards.values():
         board.clear()
     r.delete(plain)
@@ -422,13 +442,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="an existing Redis (default: start one)")
     parser.add_argument("--json")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--only", help="comma-separated board operations (no breakdown)")
     parser.add_argument(
         "--worker", nargs=4, metavar=("URL", "N", "CALLS", "TAG"), help=argparse.SUPPRESS
     )
     opts = parser.parse_args(argv)
     if opts.worker:
         url, n, calls, tag = opts.worker
-        print(json.dumps(worker(url, int(n), int(calls), opts.seed, tag)))
+        print(json.dumps(worker(url, int(n), int(calls), opts.seed, tag, only=opts.only)))
         return 0
     impls = [str(Path(p).resolve()) for p in (opts.impl or [str(HERE.parent)])]
     opts.labels = opts.label or [f"impl{k}" for k in range(len(impls))]
@@ -452,9 +473,8 @@ def _drive(opts: Any, url: str, impls: list[str], sizes: list[int]) -> int:
             for k, impl in enumerate(impls):
                 env = {**os.environ, "PYTHONPATH": impl}
                 argv = [sys.executable, __file__, "--worker", url, str(n), str(opts.calls)]
-                out = subprocess.run(
-                    [*argv, f"{k}.{round_}"], env=env, capture_output=True, text=True, check=False
-                )
+                argv += [f"{k}.{round_}", *(["--only", opts.only] if opts.only else [])]
+                out = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
                 if out.returncode:
                     print(out.stderr, file=sys.stderr)
                     return 1

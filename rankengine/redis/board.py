@@ -409,7 +409,7 @@ class RedisLeaderboard(
             return {}
         fast = self._format.columns == 1 and self._format.packing is None
         if fast and all(_fast(step) for _, step in pairs):
-            args: list[Any] = [self._clock_floor, tag]
+            args: list[Any] = [self._clock_floor, tag, "1"]  # (one write)
             for (_, step), key in zip(pairs, keys, strict=True):
                 number: float = step  # type: ignore[assignment]  # a scalar board's delta
                 args.extend((key, repr(float(number)), _kind(number)))

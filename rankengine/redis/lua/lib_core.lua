@@ -133,8 +133,10 @@ local function save()
       'inexact', fmt('%.0f', inexact_now))
   end
 end
--- Every write that changes something counts (compared with the event log).
-local function touched() writes_now, dirty = writes_now + 1, true end
+-- Every write that changes something counts (compared with the event log):
+-- one, or n (a pipeline's run of increments sent as one call counts as the
+-- calls would alone).
+local function touched(n) writes_now, dirty = writes_now + (n or 1), true end
 
 -- A board opened before Redis lost it (a restart, a flush) has no settings:
 -- a write waits until the client has stored them again (as on open).
