@@ -25,10 +25,12 @@ the latency bench builds it).
   (``snapshot_mode`` "replay" at 10**6), which is not counted, and its
   fsync thread wakes once a second (a few thousand instructions a wake-up).
 * **Rates** (``--rounds R``): operations per second back to back
-  (``latency.closed_loop_rate``, ``--seconds`` each), each system in a
-  fresh process, the systems (and the ``--code`` checkout's, first) in
-  turn in every round, so that a change in the machine's load falls on
-  all of them alike; the durable/in-memory ratio is reported per round.
+  (``latency.closed_loop_rate``), both systems built in one fresh process
+  and run in turns of :data:`BURST_S` until each has had ``--seconds``, so
+  that a change in the machine's load falls on both alike; one such
+  process per checkout (the ``--code`` one first) in every round.  The
+  durable/in-memory ratio is reported: its median over the rounds, and
+  its range.
 
 JSON out (``--json``)::
 
@@ -68,6 +70,13 @@ SYSTEMS: tuple[str, ...] = ("rankengine-sortedlist", "rankengine-sortedlist-fsyn
 #: Operations of the warm-up (every op kind, as in ``bench/latency.py``).
 WARM_UP = 5000
 
+#: The child that builds both systems and measures their rates in turns.
+PAIR = "pair"
+
+#: Seconds of each turn of :func:`alternate` (a turn runs whole chunks of
+#: 1,000 operations, ~10 ms, past it).
+BURST_S = 0.1
+
 #: Python's hash seed in the counted processes: string hashes, hence dict
 #: layouts, are then the same in every run.
 HASH_SEED = "0"
@@ -76,8 +85,9 @@ _TOTAL = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
-    """Build ``args.child``, warm it up, run ``args.ops`` operations (or,
-    with ``args.child_seconds``, measure its closed-loop rate)."""
+    """Build ``args.child`` (or, for :data:`PAIR`, both systems), warm it up,
+    and run ``args.ops`` operations (or measure the closed-loop rates of
+    both systems, in turns: :func:`alternate`)."""
     if args.code:
         sys.path.insert(0, args.code)
     import latency
@@ -85,20 +95,22 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
     pairs = [(f"player:{i}", rng.randrange(latency.SCORE_RANGE)) for i in range(args.n)]
     ops = latency.make_ops(args.n, args.seed)
-    out: dict[str, Any] = {"system": args.child}
+    names = SYSTEMS if args.child == PAIR else (args.child,)
+    calls = []
     with contextlib.ExitStack() as stack:
-        system = latency.make_system(args.child, stack)
-        stack.callback(system.close)
-        system.build(pairs)
+        for name in names:
+            system = latency.make_system(name, stack)
+            stack.callback(system.close)
+            system.build(pairs)
+            calls.append(latency.dispatcher(system))
+            for op in ops[:WARM_UP]:
+                calls[-1](*op)
         del pairs
-        call = latency.dispatcher(system)
-        for op in ops[:WARM_UP]:
-            call(*op)
         gc.collect()
         gc.freeze()
-        if args.child_seconds:
-            out["rate"] = latency.closed_loop_rate(call, ops, args.child_seconds)
-            return out
+        if args.child == PAIR:
+            return {"rates": dict(zip(names, alternate(latency, calls, ops, args), strict=True))}
+        call = calls[0]
         mask = len(ops) - 1
         new = latency.NEW
         for i in range(args.ops):
@@ -106,7 +118,18 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             if kind == new:
                 a = f"fresh:{i}"
             call(kind, a, b)
-    return out
+    return {"system": args.child}
+
+
+def alternate(latency: Any, calls: list[Any], ops: Any, args: argparse.Namespace) -> list[float]:
+    """Closed-loop operations per second of each call, measured in turns of
+    :data:`BURST_S` until each has run ``args.child_seconds``: a change in
+    the machine's load falls on all of them alike."""
+    done = [0.0] * len(calls)
+    for burst in range(max(1, round(args.child_seconds / BURST_S))):
+        for k, call in enumerate(calls):
+            done[k] += latency.closed_loop_rate(call, ops, BURST_S, new_prefix=f"b{burst}")
+    return [total / max(1, round(args.child_seconds / BURST_S)) for total in done]
 
 
 def _child_cmd(args: argparse.Namespace, system: str, code: str | None) -> list[str]:
@@ -135,13 +158,14 @@ def instructions(args: argparse.Namespace, system: str, code: str | None, ops: i
     return int(found.group(1).replace(",", ""))
 
 
-def rate(args: argparse.Namespace, system: str, code: str | None) -> float:
-    """Closed-loop operations per second of one fresh child."""
-    cmd = [*_child_cmd(args, system, code), "--child-seconds", repr(args.seconds)]
+def rates(args: argparse.Namespace, code: str | None) -> dict[str, float]:
+    """Closed-loop operations per second of both systems, in turns in one
+    fresh child."""
+    cmd = [*_child_cmd(args, PAIR, code), "--child-seconds", repr(args.seconds)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"{system}: {proc.stderr.strip()[-500:]}")
-    return float(json.loads(proc.stdout)["rate"])
+        raise RuntimeError(f"{code or 'current'}: {proc.stderr.strip()[-500:]}")
+    return dict(json.loads(proc.stdout)["rates"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,9 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.rounds:
         for r in range(args.rounds):
-            for row in rows:
-                code = None if row["code"] == "current" else row["code"]
-                row["rates"].append(round(rate(args, row["system"], code), 1))
+            for code in codes:
+                measured = rates(args, code)
+                for row in rows:
+                    if row["code"] == (code or "current"):
+                        row["rates"].append(round(measured[row["system"]], 1))
             print(
                 f"round {r + 1}: " + ", ".join(f"{x['rates'][-1]:,.0f}" for x in rows),
                 file=sys.stderr,
