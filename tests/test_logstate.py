@@ -24,3 +24,19 @@ def test_the_dictionary_holds_the_in_memory_boards_attributes_only(
         assert len(vars(board)) <= SHARED_KEYS_LIMIT
         # every slot is assigned by the open (none left to raise AttributeError)
         assert all(hasattr(board, name) for name in LogState.__slots__)
+
+
+def test_a_subclass_with_slots_of_its_own_is_refused_with_the_reason(tmp_path: Path) -> None:
+    class Slotted(Leaderboard):
+        __slots__ = ("extra",)
+
+    with pytest.raises(TypeError, match="declares __slots__"):
+        Slotted.open(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing created
+
+    class Plain(Leaderboard):
+        pass
+
+    with Plain.open(tmp_path / "plain") as board:
+        board.incr("ann", 2)
+        assert isinstance(board, Plain) and set(vars(board)) == set(vars(Leaderboard()))

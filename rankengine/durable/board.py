@@ -136,7 +136,14 @@ def _durable_class(cls: type[Leaderboard]) -> type[DurableLeaderboard]:
         return cls
     if cls is Leaderboard:
         return DurableLeaderboard
-    return type(f"Durable{cls.__name__}", (DurableLeaderboard, cls), {})
+    try:
+        return type(f"Durable{cls.__name__}", (DurableLeaderboard, cls), {})
+    except TypeError:  # (instance lay-out conflict: both declare slots)
+        raise TypeError(
+            f"{cls.__name__} declares __slots__, so it cannot be a durable board, whose log "
+            "state is in slots of its own (rankengine/durable/logstate.py): drop them (its "
+            "instances have a __dict__ anyway, from Leaderboard)"
+        ) from None
 
 
 def open_board_as(

@@ -21,7 +21,9 @@ its log ~600 less.
 
 The slots are assigned by the board's ``__init__`` (read one before then
 and it raises :class:`AttributeError`, as an unset attribute does); the
-names are listed here once.
+names are listed here once.  The price: a Leaderboard subclass that
+declares ``__slots__`` of its own cannot be opened as a durable board (two
+bases with slots cannot be combined); the open says so.
 
 Runtime complexity: O(1) per attribute access (slot descriptors).
 
