@@ -33,6 +33,10 @@ Method (see ``docs/performance.md#latency-under-a-fixed-rate``):
 * **Rates.**  The sorted-list board in memory runs first, closed loop, to
   find its *saturation* rate S (operations per second back to back); every
   system then runs at the same absolute rates, ``--rates`` fractions of S.
+  ``--saturation-of SYSTEM`` takes S from another system instead (e.g.
+  ``rankengine-sortedlist-fsync-everysec``: each rate is then that share of
+  the durable board's own capacity); the JSON names it
+  (``saturation_system``).
   A run whose lag passes :data:`MAX_LAG_S` is stopped and marked
   ``saturated`` (its latencies are then the queue, not the system).
 * **One process per system**, fresh (the collector's state, ``gc.freeze()``
@@ -57,7 +61,8 @@ No wall-clock figure here is a pass/fail test.
 JSON output (stable; ``bench/plot.py --latency`` reads it)::
 
     {"version": 1, "n": int, "duration_s": float, "mix": {kind: share},
-     "new_share": float, "saturation_ops_per_s": float, "rates": [float],
+     "new_share": float, "saturation_ops_per_s": float,
+     "saturation_system": str | null, "rates": [float],
      "env": {...},
      "runs": [{"system": str, "gc": "as-is" | "freeze" | "tick-freeze",
                "rate": float, "achieved": float, "ops": int,
@@ -75,7 +80,8 @@ JSON output (stable; ``bench/plot.py --latency`` reads it)::
 ``kind`` is ``increment``, ``rank``, ``top10``, ``around`` or ``all``.
 Percentiles are HdrHistogram's (the highest value equivalent to the bucket
 the percentile falls in, within 0.1%); ``max_us`` is exact.
-``saturation_ops_per_s`` is 0 under ``--rate-abs`` (not measured).  With
+``saturation_ops_per_s`` is 0 and ``saturation_system`` null under
+``--rate-abs`` (not measured).  With
 ``--thread-cpu`` a run also has ``"thread_cpu": {"summary": {thread:
 {"total_ms", "max_ms", "max_at_s"}}, "samples": [[t_s, {thread: cpu_ms}]],
 "main_switches": [[voluntary, involuntary]], "max_latency_ms": [float],
@@ -816,7 +822,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--rates",
         default="0.05,0.25,0.5,0.75",
-        help="fractions of the sorted-list board's saturation rate",
+        help="fractions of the saturation rate of --saturation-of's system",
+    )
+    p.add_argument(
+        "--saturation-of",
+        default="rankengine-sortedlist",
+        metavar="SYSTEM",
+        help="the system whose closed-loop rate sets the rates (default: "
+        "rankengine-sortedlist, the sorted-list board in memory)",
     )
     p.add_argument("--duration", type=float, default=20.0, help="seconds per rate (default 20)")
     p.add_argument("--seed", type=int, default=1)
@@ -868,7 +881,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.rates == p.get_default("rates"):
             args.rates = "0.1,0.5"
     specs = [s for s in args.systems.split(",") if s]
-    for spec in specs:
+    for spec in [*specs, args.saturation_of]:
         parse_system(spec)  # a typo fails before anything runs
     fractions = [float(f) for f in args.rates.split(",")]
     data: dict[str, Any] = {
@@ -881,15 +894,20 @@ def main(argv: list[str] | None = None) -> int:
         "runs": [],
         "skipped": [],
     }
-    # 1. the sorted-list board's saturation rate sets every system's rates
+    # 1. one system's saturation rate (the sorted-list board's unless
+    # --saturation-of names another) sets every system's rates
+    source: str | None = args.saturation_of
     if args.rate_abs:
-        saturation, rates = 0.0, [args.rate_abs]  # (0: not measured)
+        saturation, rates, source = 0.0, [args.rate_abs], None  # (0: not measured)
     else:
-        print(f"N = {args.n:,}: saturation of rankengine-sortedlist ...", file=sys.stderr)
-        probe = run_child("rankengine-sortedlist", args, [], saturation=True)
+        print(f"N = {args.n:,}: saturation of {source} ...", file=sys.stderr)
+        probe = run_child(args.saturation_of, args, [], saturation=True)
         saturation = float(probe["saturation_ops_per_s"])
+        # (the system the probe itself reports having run)
+        source = probe["system"] + ("" if probe["gc"] == "as-is" else f"@{probe['gc']}")
         rates = [round(saturation * f, 1) for f in fractions]
     data["saturation_ops_per_s"] = saturation
+    data["saturation_system"] = source
     data["rates"] = rates
     print(f"  {saturation:,.0f} ops/s; rates {rates}", file=sys.stderr, flush=True)
     if args.baseline:

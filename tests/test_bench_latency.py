@@ -4,6 +4,7 @@ bucketing.  No wall-clock figure is asserted."""
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -221,3 +222,31 @@ def test_thread_cpu_sees_a_busy_thread_and_the_serving_threads_switches() -> Non
     burner = [v for k, v in summary.items() if k.startswith("burner#")]
     assert burner and burner[0]["total_ms"] > 0
     assert len(sampler.switches) == len(sampler.samples)
+
+
+def test_the_rates_come_from_the_system_saturation_of_names(tmp_path: Path) -> None:
+    # A real run, small and short: the durable board's closed loop sets the
+    # rates, and the JSON says whose saturation it was.
+    out = tmp_path / "latency.json"
+    argv = ["-n", "2000", "--systems", "noop", "--rates", "0.001", "--duration", "0.2"]
+    spec = "rankengine-sortedlist-fsync-everysec"
+    assert latency.main([*argv, "--saturation-of", spec, "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["saturation_system"] == spec
+    assert data["saturation_ops_per_s"] > 0
+    assert data["rates"] == [round(data["saturation_ops_per_s"] * 0.001, 1)]
+    assert [run["system"] for run in data["runs"]] == ["noop"]
+
+
+def test_a_run_at_an_absolute_rate_names_no_saturation_system(tmp_path: Path) -> None:
+    out = tmp_path / "latency.json"
+    argv = ["-n", "100", "--systems", "noop", "--rate-abs", "500", "--duration", "0.1"]
+    assert latency.main([*argv, "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert (data["saturation_system"], data["saturation_ops_per_s"]) == (None, 0.0)
+    assert data["rates"] == [500]
+
+
+def test_a_misspelled_saturation_system_fails_before_anything_runs() -> None:
+    with pytest.raises(ValueError, match="unknown gc mode"):
+        latency.main(["--systems", "noop", "--saturation-of", "noop@frozen"])

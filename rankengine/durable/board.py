@@ -52,6 +52,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
+from time import time_ns as _time_ns
 from typing import Any
 
 from rankengine.board.copying import Uncopyable
@@ -61,6 +62,7 @@ from rankengine.durable.eventlog import ACTIVE_WRITER, SegmentWriter
 from rankengine.durable.events import EventReader, iter_events, open_readers, rebuild
 from rankengine.durable.forget import Forgetting, finish_forget
 from rankengine.durable.forked import FORK_AVAILABLE, SnapshotMode, fork_snapshot, wait_snapshot
+from rankengine.durable.logstate import LogState
 from rankengine.durable.manifest import (
     DirectoryLock,
     snapshot_name,
@@ -134,7 +136,14 @@ def _durable_class(cls: type[Leaderboard]) -> type[DurableLeaderboard]:
         return cls
     if cls is Leaderboard:
         return DurableLeaderboard
-    return type(f"Durable{cls.__name__}", (DurableLeaderboard, cls), {})
+    try:
+        return type(f"Durable{cls.__name__}", (DurableLeaderboard, cls), {})
+    except TypeError:  # (instance lay-out conflict: both declare slots)
+        raise TypeError(
+            f"{cls.__name__} declares __slots__, so it cannot be a durable board, whose log "
+            "state is in slots of its own (rankengine/durable/logstate.py): drop them (its "
+            "instances have a __dict__ anyway, from Leaderboard)"
+        ) from None
 
 
 def open_board_as(
@@ -163,7 +172,7 @@ def _flush_loop(board: weakref.ref[DurableLeaderboard], stop: threading.Event) -
         del live
 
 
-class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard):
+class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, LogState, Leaderboard):
     """A :class:`Leaderboard` stored in a directory; the same API plus
     :meth:`flush`, :meth:`close`, :meth:`compact`, :meth:`events`,
     :meth:`forget`.
@@ -276,7 +285,8 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         self._policy: FsyncPolicy = fsync
         self._sync_each = fsync == "always"
         self._framer = RecordFramer()
-        self._now = _now_ms if now is None else _checked_clock(now)
+        #: the record clock: None for the wall clock (see _append)
+        self._now: Callable[[], int] | None = None if now is None else _checked_clock(now)
         self._seq = loaded.last_seq
         self._last_ms = loaded.last_ms
         self._active_first = first
@@ -428,8 +438,11 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
         if self._closed or self._failure is not None:  # one call less than always checking
             self._check_writable()
         seq = self._seq + 1
-        now = self._now()
-        stamp = now if now > self._last_ms else self._last_ms  # never backwards
+        clock = self._now
+        # (the wall clock inlined: a Python call less than _now_ms())
+        now = _time_ns() // 1_000_000 if clock is None else clock()
+        last = self._last_ms
+        stamp = now if now > last else last  # never backwards
         data = self._framer.frame(seq, stamp, changes)
         # Only the everysec flusher sets _sync_started; test it here rather
         # than calling _wait_if_stalled() on every write.
@@ -563,7 +576,7 @@ class DurableLeaderboard(Uncopyable, Forgetting, AcknowledgedWrites, Leaderboard
 
         Runtime complexity: one fsync when writes are not yet synced
         """
-        if self.__dict__.get("_released", True):
+        if getattr(self, "_released", True):
             return  # closed, or the open failed (it released what it held)
         if self._pid != os.getpid():
             # a forked child's copy of a board its parent may still write to:
