@@ -90,6 +90,20 @@ def alone(board: Any, op: tuple[Any, ...]) -> Any:
         return ("raises", type(exc).__name__, str(exc))
 
 
+def twice_like_the_twin(board: RedisLeaderboard, ops: list[tuple[Any, ...]]) -> None:
+    """Send ``ops`` as a pipeline twice (the second time onto the first's
+    state): each time the answers are an in-process board's, exactly, and
+    so are the stored items, the clock and the invariants."""
+    twin = Leaderboard()
+    for _ in range(2):
+        with board.pipeline() as p:
+            for op in ops:
+                call(p, op)
+        assert exact(p.results) == exact([call(twin, op) for op in ops])
+    assert board.items() == twin.items() and board.clock == twin.clock
+    board._check()
+
+
 def stored(client: Any, board: RedisLeaderboard) -> Any:
     """What Redis holds of a board's members: their elements (the tie clock
     in them) with their doubles, and their rows."""
@@ -351,16 +365,9 @@ def test_a_run_by_scripts_where_the_server_has_no_functions(redis_client: Any) -
     """The EVALSHA path (a server before Redis 7): the same run, the same answers."""
     board = RedisLeaderboard(redis_client, unique_name())
     board._scripts._scripts_only()
-    twin = Leaderboard()
     ops = [("incr", m, s) for m, s in zip(MEMBERS, (1, 2.5, -1, 0, 3, 1), strict=True)]
     ops += [("incr", "ann", 1), ("top", 3, "unique")]
-    for _ in range(2):
-        with board.pipeline() as p:
-            for op in ops:
-                call(p, op)
-        assert exact(p.results) == exact([call(twin, op) for op in ops])
-    assert board.items() == twin.items() and board.clock == twin.clock
-    board._check()
+    twice_like_the_twin(board, ops)
 
 
 @pytest.mark.cluster
@@ -368,15 +375,8 @@ def test_runs_on_the_cluster(redis_cluster: Any) -> None:
     client = redis_cluster.client()
     try:
         board = RedisLeaderboard(client, unique_name())
-        twin = Leaderboard()
         ops = [("incr", m, 1) for m in MEMBERS] + [("incr", "ann", 2), ("rank", "ann", "dense")]
-        for _ in range(2):
-            with board.pipeline() as p:
-                for op in ops:
-                    call(p, op)
-            assert p.results == [call(twin, op) for op in ops]
-        assert board.items() == twin.items() and board.clock == twin.clock
-        board._check()
+        twice_like_the_twin(board, ops)
     finally:
         client.close()
 
@@ -389,15 +389,8 @@ def test_a_run_on_a_client_the_board_cannot_send_on_itself(redis_url: str) -> No
     client = redis.Redis.from_url(redis_url, single_connection_client=True)
     board = RedisLeaderboard(client, unique_name())
     assert board._direct is None
-    twin = Leaderboard()
     ops = [("incr", m, 2) for m in MEMBERS] + [("incr", "bob", 1), ("rank", "bob", "unique")]
-    for _ in range(2):
-        with board.pipeline() as p:
-            for op in ops:
-                call(p, op)
-        assert p.results == [call(twin, op) for op in ops]
-    assert board.items() == twin.items() and board.clock == twin.clock
-    board._check()
+    twice_like_the_twin(board, ops)
     client.close()
 
 
