@@ -341,6 +341,7 @@ class Trace:
 def analyse(
     args: argparse.Namespace, saturation: float, rate: float, seconds: float, trace: Trace
 ) -> dict[str, Any]:
+    import hdr_histogram
     import latency
 
     due, start, end, cpu = trace.due, trace.start, trace.end, trace.cpu
@@ -350,9 +351,9 @@ def analyse(
     starts = [e[1] for e in events]
     reach = max((b - a for _, a, b in events), default=0) + 1
     latencies = [end[i] - due[i] for i in range(count)]
-    hist: dict[str, latency.LatencyHistogram] = defaultdict(latency.LatencyHistogram)
-    service: dict[str, latency.LatencyHistogram] = defaultdict(latency.LatencyHistogram)
-    on_cpu: dict[str, latency.LatencyHistogram] = defaultdict(latency.LatencyHistogram)
+    hist: dict[str, hdr_histogram.LatencyHistogram] = defaultdict(hdr_histogram.LatencyHistogram)
+    service: dict[str, hdr_histogram.LatencyHistogram] = defaultdict(hdr_histogram.LatencyHistogram)
+    on_cpu: dict[str, hdr_histogram.LatencyHistogram] = defaultdict(hdr_histogram.LatencyHistogram)
     for i in range(count):
         name = latency.KIND_NAMES[kinds[i]]
         if kinds[i] == latency.NEW:
@@ -508,7 +509,7 @@ def windows(
     share of the ops at or above ``cut`` (the run's p99.9)."""
     import bisect
 
-    import latency
+    import hdr_histogram
 
     due, end, count = trace.due, trace.end, trace.count
     hit: dict[str, set[int]] = defaultdict(set)
@@ -532,7 +533,7 @@ def windows(
     slow = sum(1 for x in latencies if x >= cut) or 1
     out: dict[str, dict[str, Any]] = {}
     for what, members in groups.items():
-        h, on_cpu = latency.LatencyHistogram(), latency.LatencyHistogram()
+        h, on_cpu = hdr_histogram.LatencyHistogram(), hdr_histogram.LatencyHistogram()
         for i in members:
             h.record(latencies[i])
             on_cpu.record(max(trace.cpu[i], 0))
