@@ -86,8 +86,10 @@ class GroupCommit:
         self._sync = sync
         self._on_error = on_error
         self._lock = threading.Lock()
-        #: the flusher waits on this for work
-        self._work = threading.Condition(self._lock)
+        #: the flusher waits on this for work: held while no wake-up is
+        #: pending, let go by :meth:`_ring`
+        self._bell = threading.Lock()
+        self._bell.acquire()
         #: writers wait on this for their fsync
         self._done = threading.Condition(self._lock)
         #: the last seq appended (its bytes are in the log once it is set)
@@ -115,13 +117,32 @@ class GroupCommit:
         Runtime complexity: O(1)
         """
         self.last = ticket
-        # Only an idle flusher needs waking (the lock and notify cost ~1 us
-        # a write): one that is fsyncing reads `last` when it is done.  It
-        # sets _idle before it tests `last`, so either it sees this ticket
-        # or this sees it idle.
+        # Only an idle flusher needs waking: one that is fsyncing reads
+        # `last` when it is done.  It sets _idle before it tests `last`, so
+        # either it sees this ticket or this sees it idle.
         if self._idle:
-            with self._lock:
-                self._work.notify()
+            self._ring()
+
+    def _ring(self) -> None:
+        """Wake the flusher (if it waits; else its next wait returns at
+        once, and it finds the work or waits again).
+
+        The flusher sleeps in ``_bell.acquire()``; a ring lets the bell go:
+        one C call and one futex wake on the writer's thread -- an event
+        loop's, for the asyncio faces -- where a ``threading.Condition``'s
+        ``notify`` under the group's lock made 4 more Python calls a wake-up
+        (counted, one record at a time: 243.2 -> 239.2 calls an event on the
+        loop).  A second ring before the flusher wakes finds the bell let go
+        already (``RuntimeError``): one wake-up serves both, as the flusher
+        reads ``last`` after it wakes.
+
+        Runtime complexity: O(1)
+        """
+        # (try/except, not contextlib.suppress: no context manager a ring)
+        try:  # noqa: SIM105
+            self._bell.release()
+        except RuntimeError:  # (rung already: the flusher has not woken yet)
+            pass
 
     def wait(self, ticket: int) -> None:
         """Return once ``ticket`` is durable; raise
@@ -155,7 +176,7 @@ class GroupCommit:
             error = self._error
             if error is None and ticket > self.durable:
                 self._callbacks.append((ticket, callback))
-                self._work.notify()
+                self._ring()
                 return
         callback(error if ticket > self.durable else None)
 
@@ -196,7 +217,7 @@ class GroupCommit:
         """
         with self._lock:
             self._closing = True
-            self._work.notify()
+        self._ring()
         if join and self._thread is not threading.current_thread():
             self._thread.join()
 
@@ -216,13 +237,13 @@ class GroupCommit:
     def _run(self) -> None:
         """Fsync whenever something appended is not durable yet; each fsync
         covers every record appended before it started."""
-        lock = self._lock
+        lock, bell = self._lock, self._bell
         while True:
+            self._idle = True  # (before reading `last`: see appended)
+            while self.last <= self.durable and not self._closing:
+                bell.acquire()  # (until a ring; a stale one: test again)
+            self._idle = False
             with lock:
-                self._idle = True
-                while self.last <= self.durable and not self._closing:
-                    self._work.wait()
-                self._idle = False
                 if self.last <= self.durable:  # closing, nothing left
                     self._done.notify_all()
                     return
