@@ -1,0 +1,204 @@
+"""The event loop's own CPU under ``fsync="always"``: this tree against a ref.
+
+Usage (from the repository root)::
+
+    python bench/loop_cpu.py                          # against main, 10,000 events/s
+    python bench/loop_cpu.py --ref 0934512 --rate 10000 --repeats 3
+
+The open loop of ``bench/ledger.py`` (``run_open_loop``: one ``arecord``
+task per event started on schedule, a four-view ledger, a 1 ms timer
+measuring the loop's lag), about two seconds per run, for ``noop`` (the
+timer and schedule alone), ``everysec`` and ``always``, on this tree's code
+and on ``--ref``'s (``git archive``), each run in a fresh process, the
+trees and policies taking turns so that the machine's load hits each
+alike.  Per run:
+
+* ``cpu``: the loop thread's CPU time over the run's wall time
+  (``time.thread_time``), the figure the loop's headroom is made of;
+* ``lag``: the timer's max and 99th percentile (the machine's own lag is
+  the ``noop`` row's);
+* ``ack``: each ``arecord``'s time from its call to its return (p50, p99):
+  what the pace of the group commit costs a writer;
+* counts per 1,000 events: fsyncs, the loop's wake-ups by the flusher
+  (``_release`` runs scheduled from the flusher thread), and the loop
+  thread's context switches (voluntary + involuntary, ``getrusage``).
+
+Then the closed round of issue 20's throughput target: ``--tasks`` tasks
+record half of ``--events`` as fast as they can, under ``everysec`` and
+``always``, on each tree in turn (wall time): always / everysec >= 0.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ledger import export_ref  # noqa: E402 -- bench/ledger.py, beside this file
+
+#: What one run does, in a fresh interpreter whose path starts with a tree:
+#: prints one JSON line of figures.
+_RUN = r"""
+import asyncio, json, resource, sys, time
+sys.path.insert(0, sys.argv[1])
+import rankengine
+assert rankengine.__file__.startswith(sys.argv[1]), rankengine.__file__
+sys.path.insert(1, sys.argv[2])
+import ledger as bench
+from rankengine.ledger.aio import AsyncLedger
+kind, policy = sys.argv[3], sys.argv[4]
+rate, events, tasks = float(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+data = bench.stream(events, 10_000, 1)
+acks, wakes = [], [0]
+arecord, release = AsyncLedger.arecord, AsyncLedger._release
+
+async def timed(self, *args, **options):
+    start = time.perf_counter()
+    done = await arecord(self, *args, **options)
+    acks.append(time.perf_counter() - start)
+    return done
+
+def counted(self):
+    wakes[0] += 1
+    release(self)
+
+AsyncLedger.arecord, AsyncLedger._release = timed, counted
+if kind == "closed":
+    elapsed, lag, fsyncs = asyncio.run(bench.run_async(data[: events // 2], policy, tasks))
+    print(json.dumps({"rate": events // 2 / elapsed, "fsyncs": fsyncs}))
+    raise SystemExit
+data = data[: max(1000, min(len(data), int(rate * 2)))]
+before = resource.getrusage(resource.RUSAGE_THREAD)
+figures = asyncio.run(bench.run_open_loop(data, policy, rate))
+after = resource.getrusage(resource.RUSAGE_THREAD)
+acks.sort()
+n = len(data)
+figures.update(
+    events=n,
+    switches=(after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw),
+    wakes=wakes[0],
+    ack_p50_ms=acks[len(acks) // 2] * 1000 if acks else 0.0,
+    ack_p99_ms=acks[int(len(acks) * 0.99)] * 1000 if acks else 0.0,
+)
+print(json.dumps(figures))
+"""
+
+
+def one_run(tree: str, kind: str, policy: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One run in a fresh process importing ``tree``'s rankengine."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _RUN,
+            tree,
+            str(Path(__file__).resolve().parent),
+            kind,
+            policy,
+            str(args.rate),
+            str(args.events),
+            str(args.tasks),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": tree},
+    )
+    if done.returncode:
+        raise SystemExit(f"{kind} {policy} with {tree} failed:\n{done.stderr}")
+    figures: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ref", default="main", help="git ref to compare with (default main)")
+    parser.add_argument("--rate", type=float, default=10_000.0, help="events/s of the open loop")
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--tasks", type=int, default=1000, help="tasks of the closed round")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip", default="", help="rounds to skip: open,closed")
+    args = parser.parse_args(argv)
+    skip = set(args.skip.split(","))
+    load = os.getloadavg()
+    print(f"{os.cpu_count()} cpus (shared), load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"this": str(ROOT), args.ref: export_ref(args.ref, os.path.join(tmp, "ref"))}
+        if "open" not in skip:
+            open_round(trees, args)
+        if "closed" not in skip:
+            closed_round(trees, args)
+    load = os.getloadavg()
+    print(f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    return 0
+
+
+def open_round(trees: dict[str, str], args: argparse.Namespace) -> None:
+    print(
+        f"open loop, {args.rate:,.0f} events/s (about 2 s a run): the loop thread's CPU "
+        "share; lag max, p99; ack p50, p99; per 1,000 events: fsyncs, flusher wake-ups of "
+        "the loop, the loop thread's context switches"
+    )
+    runs = [("this", "noop")] + [(t, p) for p in ("everysec", "always") for t in trees]
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {run: [] for run in runs}
+    for _ in range(args.repeats):
+        for tree, policy in runs:
+            out[tree, policy].append(one_run(trees[tree], "open", policy, args))
+    for (tree, policy), figures in out.items():
+        label = policy if policy == "noop" else f"{policy}@{tree}"
+        print(f"  {label:<16} cpu {', '.join(format(f['cpu'], '.0%') for f in figures)}")
+        print(
+            f"  {'':<16} lag max {', '.join(format(f['max_ms'], '.1f') for f in figures)} ms, "
+            f"p99 {', '.join(format(f['p99_ms'], '.2f') for f in figures)} ms"
+        )
+        if policy != "noop":
+
+            def per_k(key: str, runs: list[dict[str, Any]] = figures) -> str:
+                return ", ".join(format(f[key] * 1000 / f["events"], ".0f") for f in runs)
+
+            print(
+                f"  {'':<16} ack p50 {', '.join(format(f['ack_p50_ms'], '.2f') for f in figures)}"
+                f" ms, p99 {', '.join(format(f['ack_p99_ms'], '.2f') for f in figures)} ms"
+            )
+            print(
+                f"  {'':<16} fsyncs {per_k('fsyncs')}; wake-ups {per_k('wakes')}; "
+                f"switches {per_k('switches')}"
+            )
+    for tree in trees:
+        cpu = {p: statistics.median(f["cpu"] for f in out[tree, p]) for p in ("everysec", "always")}
+        print(
+            f"  {tree}: median loop CPU always {cpu['always']:.0%}, everysec {cpu['everysec']:.0%} "
+            f"(noop {statistics.median(f['cpu'] for f in out['this', 'noop']):.0%})"
+        )
+
+
+def closed_round(trees: dict[str, str], args: argparse.Namespace) -> None:
+    print(f"closed: {args.tasks:,} tasks, {args.events // 2:,} events, wall time")
+    rates: dict[tuple[str, str], list[float]] = {}
+    for _ in range(args.repeats):
+        for tree, path in trees.items():
+            for policy in ("everysec", "always"):
+                figures = one_run(path, "closed", policy, args)
+                rates.setdefault((tree, policy), []).append(figures["rate"])
+    for tree in trees:
+        every, always = rates[tree, "everysec"], rates[tree, "always"]
+        print(
+            f"  {tree:<8} everysec {', '.join(format(r, ',.0f') for r in every)}/s; always "
+            f"{', '.join(format(r, ',.0f') for r in always)}/s; always / everysec "
+            f"{statistics.median(always) / statistics.median(every):.2f}x (target >= 0.5)"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
