@@ -23,6 +23,12 @@ alike.  Per run:
   (``_release`` runs scheduled from the flusher thread), and the loop
   thread's context switches (voluntary + involuntary, ``getrusage``).
 
+An fsync's time is the machine's: on a disk shared with other work it
+ranges from 0.3 ms to tens of ms within minutes, and with it the groups'
+sizes.  ``--fsync-us N`` replaces ``fdatasync`` by a sleep of N us (which
+lets go of the GIL, as the system call does) in both trees, so that the
+comparison is of the code at one fsync time (0.3 ms: the quiet disk here).
+
 Then the closed round of issue 20's throughput target: ``--tasks`` tasks
 record half of ``--events`` as fast as they can, under ``everysec`` and
 ``always``, on each tree in turn (wall time): always / everysec >= 0.5.
@@ -57,6 +63,10 @@ import ledger as bench
 from rankengine.ledger.aio import AsyncLedger
 kind, policy = sys.argv[3], sys.argv[4]
 rate, events, tasks = float(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
+fsync_s = float(sys.argv[8]) / 1e6
+if fsync_s:  # (a sleep lets go of the GIL as fdatasync does)
+    import os
+    os.fdatasync = lambda fd: time.sleep(fsync_s)
 data = bench.stream(events, 10_000, 1)
 acks, wakes = [], [0]
 arecord, release = AsyncLedger.arecord, AsyncLedger._release
@@ -107,6 +117,7 @@ def one_run(tree: str, kind: str, policy: str, args: argparse.Namespace) -> dict
             str(args.rate),
             str(args.events),
             str(args.tasks),
+            str(args.fsync_us),
         ],
         check=False,
         capture_output=True,
@@ -128,11 +139,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--tasks", type=int, default=1000, help="tasks of the closed round")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--fsync-us",
+        type=float,
+        default=0.0,
+        help="simulate each fdatasync by a sleep of this many us (0: the disk's own): "
+        "the disk's speed, shared with the machine's other work, out of the comparison",
+    )
     parser.add_argument("--skip", default="", help="rounds to skip: open,closed")
     args = parser.parse_args(argv)
     skip = set(args.skip.split(","))
     load = os.getloadavg()
     print(f"{os.cpu_count()} cpus (shared), load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    if args.fsync_us:
+        print(f"fdatasync simulated: a sleep of {args.fsync_us:g} us")
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"this": str(ROOT), args.ref: export_ref(args.ref, os.path.join(tmp, "ref"))}
         if "open" not in skip:
