@@ -104,6 +104,29 @@ def test_paced_fsyncs_start_no_closer_than_the_pace_and_cover_their_waiters() ->
     assert group.syncs < 160  # shared: four writers wait on each fsync
 
 
+def test_a_ring_from_before_the_fsync_does_not_cut_the_pace_short() -> None:
+    pace = 0.05
+    starts: list[float] = []
+    started, go = threading.Semaphore(0), threading.Semaphore(0)
+
+    def sync() -> None:
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            started.release()
+            assert go.acquire(timeout=30)
+
+    group = GroupCommit(sync, durable=0)
+    group.pace(pace)
+    group.appended(1)
+    assert started.acquire(timeout=30)  # the first fsync runs
+    group.appended(2)  # (the flusher is busy: no ring)
+    group.add_callback(2, lambda error: None)  # rings: a ring pending before the pace
+    go.release()
+    group.wait(2)
+    group.close()
+    assert len(starts) == 2 and starts[1] - starts[0] >= pace * 0.99, starts
+
+
 def test_a_close_during_the_pace_still_makes_everything_durable() -> None:
     group = GroupCommit(lambda: None, durable=0)
     group.pace(MAX_PACE_S)

@@ -310,11 +310,15 @@ class GroupCommit:
                 listener(durable, None)
             # The pace: sleep out the rest of the interval now, not idle, so
             # the appends meanwhile ring no bell and the next fsync starts
-            # right after the sleep (one turn of the GIL, not two).  A close
-            # rings the bell and cuts it short.
+            # right after the sleep (one turn of the GIL, not two).  A ring
+            # from before (an append that saw the flusher idle as it woke, a
+            # callback added) is let go first; a close rings the bell (after
+            # setting _closing) and cuts the sleep short.
             left = started + self._pace - time.monotonic()
-            if left > 0 and not self._closing:
-                bell.acquire(timeout=left)
+            if left > 0:
+                bell.acquire(blocking=False)
+                if not self._closing:
+                    bell.acquire(timeout=left)
 
     def _fail(self, exc: BaseException) -> None:
         if self._on_error is not None:
