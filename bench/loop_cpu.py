@@ -29,6 +29,10 @@ sizes.  ``--fsync-us N`` replaces ``fdatasync`` by a sleep of N us (which
 lets go of the GIL, as the system call does) in both trees, so that the
 comparison is of the code at one fsync time (0.3 ms: the quiet disk here).
 
+The ``pace`` round isolates the pace: one process of this tree, the same
+open loop under ``always`` with the face's pace set to 0 (fsyncs back to
+back, as before it) and to ``LOOP_PACE_S`` in turn, ``--repeats`` pairs.
+
 Then the closed round of issue 20's throughput target: ``--tasks`` tasks
 record half of ``--events`` as fast as they can, under ``everysec`` and
 ``always``, on each tree in turn (wall time): always / everysec >= 0.5.
@@ -82,6 +86,31 @@ def counted(self):
     release(self)
 
 AsyncLedger.arecord, AsyncLedger._release = timed, counted
+if kind == "pace":  # (pairs of runs, the face's pace 0 and LOOP_PACE_S in turn)
+    from rankengine.durable.commit import LOOP_PACE_S
+    init, paced = AsyncLedger.__init__, [0.0]
+
+    def pacing(self, ledger):
+        init(self, ledger)
+        if self._group is not None:
+            self._group._pace = paced[0]  # (set, not pace(): 0 must win here)
+
+    AsyncLedger.__init__ = pacing
+    data = data[: max(1000, min(len(data), int(rate * 2)))]
+    runs = {0.0: [], LOOP_PACE_S: []}
+    for _ in range(tasks):
+        for pace in runs:
+            paced[0] = pace
+            before = resource.getrusage(resource.RUSAGE_THREAD)
+            figures = asyncio.run(bench.run_open_loop(data, "always", rate))
+            after = resource.getrusage(resource.RUSAGE_THREAD)
+            figures["switches"] = (
+                after.ru_nvcsw + after.ru_nivcsw - before.ru_nvcsw - before.ru_nivcsw
+            )
+            figures["events"] = len(data)
+            runs[pace].append(figures)
+    print(json.dumps({str(pace): figures for pace, figures in runs.items()}))
+    raise SystemExit
 if kind == "closed":
     elapsed, lag, fsyncs = asyncio.run(bench.run_async(data[: events // 2], policy, tasks))
     print(json.dumps({"rate": events // 2 / elapsed, "fsyncs": fsyncs}))
@@ -146,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         help="simulate each fdatasync by a sleep of this many us (0: the disk's own): "
         "the disk's speed, shared with the machine's other work, out of the comparison",
     )
-    parser.add_argument("--skip", default="", help="rounds to skip: open,closed")
+    parser.add_argument("--skip", default="", help="rounds to skip: open,pace,closed")
     args = parser.parse_args(argv)
     skip = set(args.skip.split(","))
     load = os.getloadavg()
@@ -157,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         trees = {"this": str(ROOT), args.ref: export_ref(args.ref, os.path.join(tmp, "ref"))}
         if "open" not in skip:
             open_round(trees, args)
+        if "pace" not in skip:
+            pace_round(args)
         if "closed" not in skip:
             closed_round(trees, args)
     load = os.getloadavg()
@@ -200,6 +231,36 @@ def open_round(trees: dict[str, str], args: argparse.Namespace) -> None:
         print(
             f"  {tree}: median loop CPU always {cpu['always']:.0%}, everysec {cpu['everysec']:.0%} "
             f"(noop {statistics.median(f['cpu'] for f in out['this', 'noop']):.0%})"
+        )
+
+
+def pace_round(args: argparse.Namespace) -> None:
+    print(
+        f"pace: this tree, one process, always at {args.rate:,.0f} events/s, the face's pace "
+        f"0 and 1 ms in turn, {args.repeats} pairs"
+    )
+    pairs = {
+        float(pace): figures
+        for pace, figures in one_run(
+            str(ROOT), "pace", "always", argparse.Namespace(**{**vars(args), "tasks": args.repeats})
+        ).items()
+    }
+    for pace, figures in pairs.items():
+
+        def per_k(key: str, runs: list[dict[str, Any]] = figures) -> str:
+            return ", ".join(format(f[key] * 1000 / f["events"], ".0f") for f in runs)
+
+        cpus = [f["cpu"] for f in figures]
+        print(
+            f"  pace {pace * 1000:g} ms: cpu {', '.join(format(c, '.0%') for c in cpus)} "
+            f"(median {statistics.median(cpus):.0%})"
+        )
+        print(
+            f"  {'':<11} lag max {', '.join(format(f['max_ms'], '.1f') for f in figures)} ms, "
+            f"p99 {', '.join(format(f['p99_ms'], '.2f') for f in figures)} ms"
+        )
+        print(
+            f"  {'':<11} per 1,000 events: fsyncs {per_k('fsyncs')}; switches {per_k('switches')}"
         )
 
 
