@@ -8,7 +8,10 @@ the board's policy: under ``fsync="always"`` it awaits the group commit's
 fsync (:mod:`rankengine.durable.commit`), which runs on the flusher thread
 and resolves the write's future through ``loop.call_soon_threadsafe``, so
 the loop goes on serving while the disk works; writes from many tasks
-share one fsync.  Under ``"everysec"`` and ``"never"`` the write returns at
+share one fsync.  The face paces its group's fsyncs
+(:data:`~rankengine.durable.commit.LOOP_PACE_S`: one every millisecond at
+most; each costs the loop a wake-up), for threads writing the same board
+too.  Under ``"everysec"`` and ``"never"`` the write returns at
 once (the policy's own promise).  Reads are the board's own methods,
 synchronous: in memory, microseconds, safe to call from the loop.
 
@@ -52,6 +55,7 @@ from typing import Any
 from rankengine.board.leaderboard import Entry, When
 from rankengine.durable.acks import WRITES
 from rankengine.durable.board import DurableLeaderboard
+from rankengine.durable.commit import LOOP_PACE_S
 from rankengine.durable.records import LogError
 
 __all__ = ["AsyncLeaderboard"]
@@ -216,6 +220,7 @@ class AsyncLeaderboard:
             group = self.board.group_commit
             assert group is not None  # (a ticket comes from a group)
             group.subscribe(self._wake)
+            group.pace(LOOP_PACE_S)  # (each fsync costs the loop a wake-up)
         future: asyncio.Future[None] = loop.create_future()
         self._waiting.append((ticket, future))
         group = self.board.group_commit

@@ -7,11 +7,15 @@ never wait for the disk.  Under ``fsync="always"`` the call then awaits the
 **group commit** of :mod:`rankengine.durable.commit` -- the ledger's
 own (its threads share it), as a durable board and
 :class:`~rankengine.aio.AsyncLeaderboard` have theirs: one
-flusher thread runs fsyncs back to back, each covering every record
-appended before it started, so a thousand tasks recording together share a
-few fsyncs instead of waiting for a thousand, and the loop never blocks on
-one.  Under ``"everysec"`` and ``"never"`` the await returns at once (the
-policy's promise is met by the append).
+flusher thread runs the fsyncs, each covering every record appended
+before it started, so a thousand tasks recording together share a few
+fsyncs instead of waiting for a thousand, and the loop never blocks on
+one.  The face paces them (:data:`~rankengine.durable.commit.LOOP_PACE_S`:
+one every millisecond at most), as each costs the loop a wake-up: under a
+steady stream an await returns up to a millisecond later, and the loop
+spends far less of its CPU on wake-ups (``docs/asyncio.md``).  Under
+``"everysec"`` and ``"never"`` the await returns at once (the policy's
+promise is met by the append).
 
 What the await means: the event is durable under the policy when it
 returns, and its subscription notices are delivered then, in log order, on
@@ -49,7 +53,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from rankengine.board.release import RELEASE, let_go
-from rankengine.durable.commit import GroupCommit
+from rankengine.durable.commit import LOOP_PACE_S, GroupCommit
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
 
@@ -78,6 +82,7 @@ class AsyncLedger:
         self._group: GroupCommit | None = None if files is None else files.group
         if self._group is not None:
             self._group.subscribe(self._wake)
+            self._group.pace(LOOP_PACE_S)  # (each fsync costs the loop a wake-up)
         self._loop: asyncio.AbstractEventLoop | None = None
         #: (ticket, future, held notices) of the awaits, in ticket order
         self._waiting: collections.deque[tuple[int, asyncio.Future[None], Held]] = (
