@@ -126,6 +126,9 @@ class _Call(NamedTuple):
     #: The increments an INCR_MANY call sends (see _runs), each answered
     #: by its own ``finish`` and ``alone``.
     parts: tuple[_Call, ...] = ()
+    #: An increment's member (a run's answers are made from it: see
+    #: _run_answers).
+    member: Member | None = None
 
 
 class RedisPipeline:
@@ -186,7 +189,8 @@ class RedisPipeline:
             new = board._incr_done(member, key, reply)
             return board._exact_incr(member, key, step, when) if new is EXACT else new
 
-        self._queued.append(_Call(None if args is None else "INCR", args or [], finish, alone))
+        name = None if args is None else "INCR"
+        self._queued.append(_Call(name, args or [], finish, alone, member=member))
         return self
 
     # ------------------------------------------------------------------
@@ -526,7 +530,7 @@ class RedisPipeline:
                 out.append(_answer(call.alone))  # a read: again, after that increment
                 continue
             if call.name == "INCR_MANY":  # a run of increments, an answer each
-                answers, again = _run_answers(board, call.parts, reply)
+                answers, again = _run_answers(board, call, reply)
                 out += answers
                 stale = stale or again
                 continue
@@ -687,10 +691,8 @@ def _written(call: _Call) -> list[bytes]:
     return [call.args[0]] if call.name in _WRITES else []
 
 
-def _run_answers(
-    board: RedisLeaderboard, parts: tuple[_Call, ...], reply: Any
-) -> tuple[list[Any], bool]:
-    """The answers of a run of increments sent as one INCR_MANY call (see
+def _run_answers(board: RedisLeaderboard, run: _Call, reply: Any) -> tuple[list[Any], bool]:
+    """The answers of the increments of ``run``, an INCR_MANY call (see
     _runs), from its reply, and whether they ran alone, after the calls
     behind them in the round trip.
 
@@ -709,6 +711,7 @@ def _run_answers(
 
     Runtime complexity: O(len(parts)), or the calls made alone
     """
+    parts = run.parts
     if isinstance(reply, Exception):
         refusal = refusal_of(reply)
         if refusal is None:
@@ -716,20 +719,15 @@ def _run_answers(
         if refusal.code == "TYPE":
             return [board._error(refusal) for _ in parts], False
         return [_answer(part.alone) for part in parts], True
-    base = int(reply[0])
-    out: list[Any] = []
+    # (each increment's INCR reply, decoded in one loop: see
+    # RedisLeaderboard._run_done; the exact path by the part's own finish)
+    members = [part.member for part in parts]
+    out = board._run_done(members, run.args[3::3], reply)
     stale = False
-    for at, part in enumerate(parts):
-        text, kind, step, stored, stored_kind = reply[1 + 5 * at : 6 + 5 * at]
-        change = int(step)
-        if text is None:  # (kind 'x': left to the client, added exactly)
-            single: list[Any] = [3]
+    for at, answer in enumerate(out):
+        if answer is EXACT:
+            out[at] = _answer(partial(parts[at].finish, [3]))
             stale = True
-        elif change:
-            single = [1, stored, stored_kind, base + change]
-        else:
-            single = [2, text, kind]
-        out.append(_answer(partial(part.finish, single)))
     return out, stale
 
 
