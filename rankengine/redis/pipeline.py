@@ -183,14 +183,12 @@ class RedisPipeline:
         """Queue :meth:`RedisLeaderboard.incr`; its answer: the new score."""
         board = self._board
         key, step, args = board._incr_call(member, delta, when)
-        alone = lambda: board.incr(member, delta, when=when)  # noqa: E731
-
-        def finish(reply: Any) -> Any:
-            new = board._incr_done(member, key, reply)
-            return board._exact_incr(member, key, step, when) if new is EXACT else new
-
+        # (partials of module functions, not closures: fewer objects for
+        # the garbage collector per queued increment)
+        finish = partial(_incr_finish, board, (member, key, step, when))
+        alone = partial(_incr_alone, board, member, delta, when)
         name = None if args is None else "INCR"
-        self._queued.append(_Call(name, args or [], finish, alone, member=member))
+        self._queued.append(_Call(name, args or [], finish, alone, None, (), member))
         return self
 
     # ------------------------------------------------------------------
@@ -671,6 +669,22 @@ def _runs(board: RedisLeaderboard, calls: list[_Call]) -> list[_Call]:
         members.add(key)
     close()
     return out
+
+
+def _incr_finish(
+    board: RedisLeaderboard, call: tuple[Member, bytes, Score, When | None], reply: Any
+) -> Any:
+    """An increment's answer from its INCR reply (the exact path where the
+    server left it to the client); ``call`` is its member, the member's
+    key, the checked step and the condition."""
+    member, key, step, when = call
+    new = board._incr_done(member, key, reply)
+    return board._exact_incr(member, key, step, when) if new is EXACT else new
+
+
+def _incr_alone(board: RedisLeaderboard, member: Member, delta: Score, when: When | None) -> Any:
+    """An increment made alone."""
+    return board.incr(member, delta, when=when)
 
 
 def _plain_incr(call: _Call) -> bool:
