@@ -198,3 +198,34 @@ def test_a_run_reads_and_writes_with_a_few_commands(redis_client: Any, tie_break
     assert counts["zadd"] == 1 and counts.get("zrem", 0) == (tie_break == "first")
     assert counts["hset"] == 2  # (the run's, and the state's save)
     board._check()
+
+
+@pytest.mark.parametrize(("tie_break", "dense"), [("first", True), ("member", False)])
+def test_batches_longer_than_a_variadic_command(
+    redis_client: Any, tie_break: str, dense: bool
+) -> None:
+    """``set_many`` and ``incr_many`` (whose members may repeat) read their
+    rows and write their moves VARIADIC values a command too: a batch of
+    more members than that leaves what an in-process board holds."""
+    n = VARIADIC + 300
+    members = [f"q{k:05d}" for k in range(n)]
+    board, _, twin = boards(redis_client, {"tie_break": tie_break}, dense, {})
+    try:
+        for b in (board, twin):
+            assert b.set_many({m: k % 11 for k, m in enumerate(members) if k % 3}) == len(
+                [k for k in range(n) if k % 3]
+            )
+            b.set_many({m: (k % 7) - 3.5 for k, m in enumerate(members) if k % 2})
+        pairs = [(m, (k % 5) - 2) for k, m in enumerate(members)] + [(members[0], 2.5)]
+        assert board.incr_many(pairs) == twin.incr_many(pairs)
+        # (the clocks are not compared: the in-process board's moves past
+        # the Redis board's on such a batch, as before the batching)
+        assert exact(board.items()) == exact(twin.items())
+        picked = members[:: n // 40]
+        for style in STYLES:
+            assert [board.rank(m, style=style) for m in picked] == [
+                twin.rank(m, style=style) for m in picked
+            ]
+        board._check()
+    finally:
+        board.clear()

@@ -25,15 +25,13 @@ local order, result = {}, {}
 -- fkind[j] is 'x' for a sum left to the client; fnew[j] is nil for an
 -- unchanged score.
 local fpre, fold, fnew, fnum, fkind = {}, {}, {}, {}, {}
--- A run's rows are read by one HMGET (its members are distinct), its
--- fast-path writes sent by one ZREM, ZADD and HSET (see move_later, in the
--- write section): 3 to 4 Redis calls a run, not 4 an increment.
-local hvs
-if run then
-  local members = {}
-  for i = 5, #ARGV, 3 do members[#members + 1] = ARGV[i] end
-  hvs = rows_of(members)
-end
+-- The rows are read by one HMGET (a batch's member met again is taken
+-- from state), the writes sent by one ZREM, ZADD and HSET (see move_later
+-- and put_later, in the write section): 3 to 4 Redis calls a call (per
+-- VARIADIC values), not 4 a member, besides the dense counts.
+local members = {}
+for i = 5, #ARGV, 3 do members[#members + 1] = ARGV[i] end
+local hvs = rows_of(members)
 for i = 5, #ARGV, 3 do
   local member = ARGV[i]
   local hv, okind, ostr, pre
@@ -70,7 +68,8 @@ for i = 5, #ARGV, 3 do
     local cur = state[member]
     if cur == nil then
       local o
-      if run then o = hv and row(member, hv) else o = lookup(member) end
+      if not run then hv = hvs[(i - 2) / 3] end
+      o = hv and row(member, hv)
       before[member] = o or false
       cur = o or false
     end
@@ -112,7 +111,7 @@ for j, member in ipairs(order) do
     out[n + 2] = r and r.kind or 'x'
     if step then
       local cur = state[member]
-      put(member, before[member] or nil, cur, base + step)
+      put_later(moves, member, before[member] or nil, cur, base + step)
       out[n + 3], out[n + 4], out[n + 5] = step, cur.str, cur.kind
     else
       out[n + 3], out[n + 4], out[n + 5] = 0, false, false

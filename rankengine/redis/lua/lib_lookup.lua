@@ -23,7 +23,7 @@ end
 -- key besides; half of it leaves room, and is even (no pair split).
 local VARIADIC = 4000
 
--- The rows in H of distinct members (a list), in their order, false for a
+-- The rows in H of members (a list; a member may repeat), in order, false for a
 -- member not on the board: one HMGET per VARIADIC members.
 local function rows_of(members)
   local n = #members

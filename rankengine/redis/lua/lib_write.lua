@@ -54,6 +54,29 @@ local function move_later(moves, member, pre, ostr, str, num, kind, clock)
   hset[n + 1], hset[n + 2] = member, kind .. ':' .. str .. ':' .. npre
   if DENSE then dense_add({num = num, ok = ''}) end
 end
+-- put for many members (a batch's), its Redis calls gathered as
+-- move_later's are: the same steps, the dense and inexact counts kept as
+-- it is noted.  Distinct members have distinct elements here too (an
+-- ordkey carries its length in its first byte).
+local function put_later(moves, member, old, new, clock)
+  local pre = new.ok
+  if FIRST then pre = pre .. prefix(clock) .. new.kind end
+  local el = pre .. member
+  if old then
+    if DENSE then dense_remove(old) end
+    if old.ok ~= '' then inexact(-1) end
+    if old.el ~= el then
+      local zrem = moves.zrem
+      zrem[#zrem + 1] = old.el
+    end
+  end
+  local zadd, hset = moves.zadd, moves.hset
+  local n = #zadd
+  zadd[n + 1], zadd[n + 2] = new.str, el
+  hset[n + 1], hset[n + 2] = member, new.kind .. ':' .. new.str .. ':' .. pre
+  if DENSE then dense_add(new) end
+  if new.ok ~= '' then inexact(1) end
+end
 local function variadic(command, key, values)
   local n = #values
   for at = 1, n, VARIADIC do
