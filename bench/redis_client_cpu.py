@@ -144,7 +144,11 @@ def main() -> None:
         wanted = set(opts.only.split(","))
         natives = {"incr": "zincrby", "rank": "zrevrank", "incr pipelined": "zincrby pipelined"}
         wanted |= {natives[w] for w in wanted if w in natives}
-        ops = {k: v for k, v in ops.items() if k in wanted or k.rsplit(" ", 1)[0] in wanted}
+        ops = {
+            k: v
+            for k, v in ops.items()
+            if k in wanted or (k.rsplit(" ", 1)[-1] in packages and k.rsplit(" ", 1)[0] in wanted)
+        }
     chunks = [picks[at : at + PIPELINE] for at in range(0, len(picks), PIPELINE)]
     took: dict[str, list[float]] = {name: [] for name in ops}
     for _ in range(opts.rounds):
