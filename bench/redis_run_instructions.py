@@ -21,7 +21,9 @@ whole server: its event loop and protocol too) divided by its increments.
 The versions take turns, ``--rounds`` phases each; a last phase times
 redis-py's pipelined ``ZINCRBY`` on a plain sorted set of the same size.
 ``--mode 1`` times the batch method's calls (``incr_many``) instead of
-runs.  Prints JSON: per tie-break and version, the phases' figures.
+runs, ``--mode incr`` single increments (``incr.lua``, the function an
+unpipelined ``incr`` calls), ``PIPELINE`` of them per round trip.
+Prints JSON: per tie-break and version, the phases' figures.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--mode", choices=("n", "1"), default="n")
+    parser.add_argument("--mode", choices=("n", "1", "incr"), default="n")
     parser.add_argument("--other", help="a second version's package name")
     parser.add_argument("--seed", type=int, default=5)
     opts = parser.parse_args()
@@ -105,7 +107,8 @@ def measure(r: Any, opts: Any, pid: int, out: Path) -> dict[str, Any]:
     packages = {"this": "rankengine", **({"other": opts.other} if opts.other else {})}
     for label, package in packages.items():
         sections = importlib.import_module(f"{package}.redis.scripts").library_sections()
-        body = (files(f"{package}.redis") / "lua" / "incr_many.lua").read_text(encoding="utf-8")
+        script = "incr.lua" if opts.mode == "incr" else "incr_many.lua"
+        body = (files(f"{package}.redis") / "lua" / script).read_text(encoding="utf-8")
         code = "".join(sections) + (
             f"redis.register_function('run_count_{label}', function(keys, argv)\n"
             f"begin(keys, argv)\n{body}\nend)\n"
@@ -125,6 +128,15 @@ def measure(r: Any, opts: Any, pid: int, out: Path) -> dict[str, Any]:
         tag = b"" if tie_break == "first" else b"s"
 
         def call(label: str, board: Any = board, mode: str = mode, tag: bytes = tag) -> None:
+            if opts.mode == "incr":  # (ARGV: mode, member, step, kind, when, clock floor)
+                pipe = r.pipeline(transaction=False)
+                for m in rng.sample(members, PIPELINE):
+                    key = encode_member(m)
+                    pipe.fcall(
+                        f"run_count_{label}", 1, board._keys[0], mode, key, "1.0", "i", "", 0
+                    )
+                pipe.execute()
+                return
             args: list[Any] = [mode, 0, tag, opts.mode]
             for m in rng.sample(members, PIPELINE):
                 args += [encode_member(m), "1.0", "i"]
