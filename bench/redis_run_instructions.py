@@ -11,7 +11,7 @@ PATH)::
 It starts its own ``redis-server`` under ``valgrind --tool=callgrind`` on a
 free port of 127.0.0.1 (no persistence), fills a board of ``--size``
 members for each tie-break (``first``, ``member``), and loads this
-checkout's helper sections and ``incr_many.lua`` as a function library of
+checkout's shared Lua sections and ``incr_many.lua`` as Redis functions of
 their own (and, with ``--other``, those of a renamed copy of another
 version's package, as ``bench/redis_client_ab.py`` takes it: see there).
 Each phase zeroes the server's counters (``callgrind_control -z``), makes
