@@ -17,7 +17,14 @@ the socket does not.  For each operation (``incr`` against ``ZINCRBY``,
 times ``--calls`` calls, ``--rounds`` times, the versions taking turns,
 and prints the minimum and median CPU time of the calling thread per call
 in microseconds (``time.thread_time``: a loaded machine's other processes
-are not counted).  ``--other`` is as in ``bench/redis_client_ab.py``.
+are not counted).  ``incr pipelined`` (against ``zincrby pipelined``)
+sends the same increments ``PIPELINE`` per pipeline (a board's pipeline,
+a redis-py pipeline of ``ZINCRBY``): a round trip of several commands gets
+a reply per command, a run's ``INCR_MANY`` one row per increment; its
+figure is per increment.  ``--only`` times only the operations named
+(comma-separated, without the version's label: ``--only 'incr
+pipelined'``, its native command with it).  ``--other`` is as in
+``bench/redis_client_ab.py``.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 #: The reply each command gets: an increment's (status 1, the new score,
@@ -42,6 +50,32 @@ REPLIES: dict[bytes, Any] = {
 }
 
 
+#: Increments per pipeline of the pipelined operations.
+PIPELINE = 100
+
+
+def replies_to(packed: bytes) -> list[Any]:
+    """The canned replies of the commands packed in one send (split where
+    a command starts: no argument here holds CR LF '*').  A run of
+    increments (an FCALL of ``..._incr_many``, or its EVALSHA, in run mode:
+    its mode argument ``n``) gets its base clock and a changed row per
+    increment."""
+    out: list[Any] = []
+    for piece in packed[1:].split(b"\r\n*"):
+        head = piece.split(b"\r\n", 20)  # N, then $len and each argument, the first ones
+        name = head[2]
+        if name in (b"FCALL", b"EVALSHA"):
+            keys = int(head[6])
+            if head[2 + 2 * (6 + keys)] == b"n":  # (the mode: after name, numkeys, keys, 3 args)
+                row: list[Any] = []
+                for step in range(1, (int(head[0]) - 7 - keys) // 3 + 1):
+                    row += [b"6", b"i", step, b"6", b"i"]
+                out.append([12345, *row])
+                continue
+        out.append(REPLIES[name])
+    return out
+
+
 def stub_the_server() -> None:
     """Replace the socket's side of redis-py's ``Connection`` (see above)."""
     from redis.connection import Connection
@@ -50,7 +84,8 @@ def stub_the_server() -> None:
 
     def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
         packed = b"".join(command) if isinstance(command, list) else command
-        pending.append(REPLIES[packed.split(b"\r\n", 3)[2]])  # *N, $len, the name
+        pending.extend(replies_to(packed))
+        pending.reverse()  # (answered first to last: popped from the end)
 
     def read_response(self: Any, *args: Any, **kwargs: Any) -> Any:
         return pending.pop()
@@ -67,6 +102,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--other", help="a second version's package name")
+    parser.add_argument("--only", help="comma-separated operations, e.g. 'incr pipelined'")
     opts = parser.parse_args()
     r = redis.Redis.from_url(opts.url)
     packages = {"this": "rankengine", **({"other": opts.other} if opts.other else {})}
@@ -79,22 +115,49 @@ def main() -> None:
     stub_the_server()
     rng = random.Random(3)
     picks = [f"player:{rng.randrange(100_000)}" for _ in range(opts.calls)]
-    Op = Callable[[str], Any]
+    Op = Callable[[list[str]], Any]
+
+    def zincrby(ms: list[str]) -> None:
+        for m in ms:
+            r.zincrby("client-cpu:plain", 1, m)
+
+    def zrevrank(ms: list[str]) -> None:
+        for m in ms:
+            r.zrevrank("client-cpu:plain", m)
+
+    def zincrby_pipelined(ms: list[str]) -> None:
+        pipe = r.pipeline(transaction=False)
+        for m in ms:
+            pipe.zincrby("client-cpu:plain", 1, m)
+        pipe.execute()
+
     ops: dict[str, Op] = {
-        "zincrby": lambda m: r.zincrby("client-cpu:plain", 1, m),
-        "zrevrank": lambda m: r.zrevrank("client-cpu:plain", m),
+        "zincrby": zincrby,
+        "zrevrank": zrevrank,
+        "zincrby pipelined": zincrby_pipelined,
     }
     for label, board in boards.items():
-        ops[f"incr {label}"] = board.incr
-        ops[f"rank {label}"] = board.rank
+        ops[f"incr {label}"] = partial(each, board.incr)
+        ops[f"rank {label}"] = partial(each, board.rank)
+        ops[f"incr pipelined {label}"] = partial(incr_pipelined, board)
+    if opts.only:
+        wanted = set(opts.only.split(","))
+        natives = {"incr": "zincrby", "rank": "zrevrank", "incr pipelined": "zincrby pipelined"}
+        wanted |= {natives[w] for w in wanted if w in natives}
+        ops = {
+            k: v
+            for k, v in ops.items()
+            if k in wanted or (k.rsplit(" ", 1)[-1] in packages and k.rsplit(" ", 1)[0] in wanted)
+        }
+    chunks = [picks[at : at + PIPELINE] for at in range(0, len(picks), PIPELINE)]
     took: dict[str, list[float]] = {name: [] for name in ops}
     for _ in range(opts.rounds):
         for name, op in ops.items():
             for board in boards.values():
                 board._elements.clear()  # every rank of a member not seen
             t0 = time.thread_time()
-            for m in picks:
-                op(m)
+            for chunk in chunks:
+                op(chunk)
             took[name].append((time.thread_time() - t0) / opts.calls * 1e6)
     print(
         json.dumps(
@@ -104,6 +167,19 @@ def main() -> None:
             }
         )
     )
+
+
+def each(call: Callable[[str], Any], ms: list[str]) -> None:
+    """``call`` of each member, one by one."""
+    for m in ms:
+        call(m)
+
+
+def incr_pipelined(board: Any, ms: list[str]) -> None:
+    """An increment of each member, in one pipeline of the board."""
+    with board.pipeline() as p:
+        for m in ms:
+            p.incr(m, 1)
 
 
 if __name__ == "__main__":

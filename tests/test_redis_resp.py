@@ -63,6 +63,34 @@ def test_str_takes_the_clients_encoding(texts: list[str]) -> None:
         )
 
 
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(
+                st.sampled_from(["1.0", "i", "f", "", "n", "-0.0", "é", "x" * 24, "x" * 25]),
+                st.text(max_size=30),
+                st.binary(max_size=8),
+                st.integers(-5, 5),
+            ),
+            min_size=1,
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_texts_kept_encoded_are_the_same_bytes(commands: list[list[Any]]) -> None:
+    """One packer for many commands (the short texts it keeps encoded met
+    again): each command's bytes are redis-py's, and :meth:`Packer.arg`'s."""
+    packer = Packer()
+    for args in commands:
+        assert array(len(args) + 1) + packer.constant("CMD") + packer.args(args) == (
+            redis_py_packed(args)
+        )
+        assert packer.args(args) == b"".join([packer.arg(a) for a in args])
+
+
 def test_constants_of_equal_values_of_other_types_stay_apart() -> None:
     packer = Packer()
     assert packer.constant(1) == b"$1\r\n1\r\n"

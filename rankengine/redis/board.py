@@ -350,21 +350,6 @@ class RedisLeaderboard(
             return [key, repr(float(number)), _kind(number), when or "", self._clock_floor]
         return None
 
-    def _incr_done(self, member: Member, key: bytes, result: Any) -> Any:
-        """incr()'s answer from an INCR reply (noting the change), or
-        ``EXACT`` when the client must add exactly (see _exact_incr)."""
-        status = int(result[0])
-        if status == 0:
-            return None
-        if status == 3:
-            return EXACT
-        new = _scalar(result[1], result[2])
-        if status == 1:
-            clock = int(result[3])
-            self._notify([(PUT, member, new, clock)])
-            self._seen_write(key, b"", clock, result[2])
-        return new
-
     def _rank_of(self, key: bytes, reply: Any) -> int | None:
         """A unique rank from a RANK reply (noting the member's element)."""
         if not reply:
@@ -785,22 +770,6 @@ class RedisLeaderboard(
 
     def _expected(self, old: Any) -> tuple[Any, ...]:
         return ("", "", "") if old is MISSING else self._format.encode(old)
-
-
-def _scalar(text: bytes | str, kind: bytes | str) -> Score:
-    """The score of an INCR reply (a scalar board's: no ordkey), with its
-    kind, as ``ScoreFormat.decode`` reads it.
-
-    Runtime complexity: O(1)
-
-    >>> _scalar(b"7", b"i"), _scalar(b"7.5", b"f"), _scalar(b"0", b"z")
-    (7, 7.5, -0.0)
-    """
-    if kind in (b"i", "i"):
-        return int(float(text))
-    if kind in (b"z", "z"):
-        return -0.0
-    return float(text)
 
 
 def _fast(step: Score) -> bool:

@@ -126,6 +126,9 @@ class _Call(NamedTuple):
     #: The increments an INCR_MANY call sends (see _runs), each answered
     #: by its own ``finish`` and ``alone``.
     parts: tuple[_Call, ...] = ()
+    #: An increment's member (a run's answers are made from it: see
+    #: _run_answers).
+    member: Member | None = None
 
 
 class RedisPipeline:
@@ -180,13 +183,12 @@ class RedisPipeline:
         """Queue :meth:`RedisLeaderboard.incr`; its answer: the new score."""
         board = self._board
         key, step, args = board._incr_call(member, delta, when)
-        alone = lambda: board.incr(member, delta, when=when)  # noqa: E731
-
-        def finish(reply: Any) -> Any:
-            new = board._incr_done(member, key, reply)
-            return board._exact_incr(member, key, step, when) if new is EXACT else new
-
-        self._queued.append(_Call(None if args is None else "INCR", args or [], finish, alone))
+        # (partials of module functions, not closures: fewer objects for
+        # the garbage collector per queued increment)
+        finish = partial(_incr_finish, board, (member, key, step, when))
+        alone = partial(_incr_alone, board, member, delta, when)
+        name = None if args is None else "INCR"
+        self._queued.append(_Call(name, args or [], finish, alone, None, (), member))
         return self
 
     # ------------------------------------------------------------------
@@ -526,7 +528,7 @@ class RedisPipeline:
                 out.append(_answer(call.alone))  # a read: again, after that increment
                 continue
             if call.name == "INCR_MANY":  # a run of increments, an answer each
-                answers, again = _run_answers(board, call.parts, reply)
+                answers, again = _run_answers(board, call, reply)
                 out += answers
                 stale = stale or again
                 continue
@@ -669,6 +671,22 @@ def _runs(board: RedisLeaderboard, calls: list[_Call]) -> list[_Call]:
     return out
 
 
+def _incr_finish(
+    board: RedisLeaderboard, call: tuple[Member, bytes, Score, When | None], reply: Any
+) -> Any:
+    """An increment's answer from its INCR reply (the exact path where the
+    server left it to the client); ``call`` is its member, the member's
+    key, the checked step and the condition."""
+    member, key, step, when = call
+    new = board._incr_done(member, key, reply)
+    return board._exact_incr(member, key, step, when) if new is EXACT else new
+
+
+def _incr_alone(board: RedisLeaderboard, member: Member, delta: Score, when: When | None) -> Any:
+    """An increment made alone."""
+    return board.incr(member, delta, when=when)
+
+
 def _plain_incr(call: _Call) -> bool:
     """An INCR call that a run may take: no ``when`` and a finite step
     (args: member key, step text, kind, when, clock floor)."""
@@ -687,10 +705,8 @@ def _written(call: _Call) -> list[bytes]:
     return [call.args[0]] if call.name in _WRITES else []
 
 
-def _run_answers(
-    board: RedisLeaderboard, parts: tuple[_Call, ...], reply: Any
-) -> tuple[list[Any], bool]:
-    """The answers of a run of increments sent as one INCR_MANY call (see
+def _run_answers(board: RedisLeaderboard, run: _Call, reply: Any) -> tuple[list[Any], bool]:
+    """The answers of the increments of ``run``, an INCR_MANY call (see
     _runs), from its reply, and whether they ran alone, after the calls
     behind them in the round trip.
 
@@ -709,6 +725,7 @@ def _run_answers(
 
     Runtime complexity: O(len(parts)), or the calls made alone
     """
+    parts = run.parts
     if isinstance(reply, Exception):
         refusal = refusal_of(reply)
         if refusal is None:
@@ -716,20 +733,15 @@ def _run_answers(
         if refusal.code == "TYPE":
             return [board._error(refusal) for _ in parts], False
         return [_answer(part.alone) for part in parts], True
-    base = int(reply[0])
-    out: list[Any] = []
+    # (each increment's INCR reply, decoded in one loop: see
+    # RedisLeaderboard._run_done; the exact path by the part's own finish)
+    members = [part.member for part in parts]
+    out = board._run_done(members, run.args[3::3], reply)
     stale = False
-    for at, part in enumerate(parts):
-        text, kind, step, stored, stored_kind = reply[1 + 5 * at : 6 + 5 * at]
-        change = int(step)
-        if text is None:  # (kind 'x': left to the client, added exactly)
-            single: list[Any] = [3]
+    for at, answer in enumerate(out):
+        if answer is EXACT:
+            out[at] = _answer(partial(parts[at].finish, [3]))
             stale = True
-        elif change:
-            single = [1, stored, stored_kind, base + change]
-        else:
-            single = [2, text, kind]
-        out.append(_answer(partial(part.finish, single)))
     return out, stale
 
 

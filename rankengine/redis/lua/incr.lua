@@ -27,7 +27,7 @@ if hv and when == '' then
     end
     -- an equal sum (5 + 0.0) keeps the stored score, which is what is returned
     if new == base then return {2, ostr, okind} end
-    local str = fmt('%.17g', new)
+    local str = fmt(kind == 'i' and '%d' or '%.17g', new)  -- (as incr_many.lua's)
     local clock = clock_next(tonumber(ARGV[6]))
     move_exact(member, pre, ostr, str, new, kind, clock)
     touched()

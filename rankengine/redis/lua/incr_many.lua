@@ -25,11 +25,18 @@ local order, result = {}, {}
 -- fkind[j] is 'x' for a sum left to the client; fnew[j] is nil for an
 -- unchanged score.
 local fpre, fold, fnew, fnum, fkind = {}, {}, {}, {}, {}
+-- The rows are read by one HMGET (a batch's member met again is taken
+-- from state), the writes sent by one ZREM, ZADD and HSET (see move_later
+-- and put_later, in the write section): 3 to 4 Redis calls a call (per
+-- VARIADIC values), not 4 a member, besides the dense counts.
+local members = {}
+for i = 5, #ARGV, 3 do members[#members + 1] = ARGV[i] end
+local hvs = rows_of(members)
 for i = 5, #ARGV, 3 do
   local member = ARGV[i]
   local hv, okind, ostr, pre
   if run then  -- (no member twice: nothing in state yet)
-    hv = redis.call('HGET', H, member)
+    hv = hvs[(i - 2) / 3]
     if hv then okind, ostr, pre = match(hv, '^(%a+):([^:]*):(.*)$') end
   end
   if hv and #pre == PLEN then  -- (no ordkey: the stored double is the score)
@@ -54,13 +61,15 @@ for i = 5, #ARGV, 3 do
     else
       steps = steps + 1
       last[member] = steps
-      fnew[j], fnum[j], fkind[j] = fmt('%.17g', new), new, kind
+      -- (an int below 2**53: '%d' writes what '%.17g' would, cheaper)
+      fnew[j], fnum[j], fkind[j] = fmt(kind == 'i' and '%d' or '%.17g', new), new, kind
     end
   else
     local cur = state[member]
     if cur == nil then
       local o
-      if run then o = hv and row(member, hv) else o = lookup(member) end
+      if not run then hv = hvs[(i - 2) / 3] end
+      o = hv and row(member, hv)
       before[member] = o or false
       cur = o or false
     end
@@ -83,13 +92,14 @@ end
 local base = clock_base(tonumber(ARGV[2]))
 clock_check(base + steps)
 local out = {base}
+local moves = moves_new()
 for j, member in ipairs(order) do
   local kind, step = fkind[j], last[member]
   local n = #out
   if kind then  -- (the fast path's)
     local str = fnew[j]
     if str then
-      move_exact(member, fpre[j], fold[j], str, fnum[j], kind, base + step)
+      move_later(moves, member, fpre[j], fold[j], str, fnum[j], kind, base + step)
       out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5] = str, kind, step, str, kind
     else
       out[n + 1], out[n + 2], out[n + 3] = kind ~= 'x' and fold[j], kind, 0
@@ -101,13 +111,14 @@ for j, member in ipairs(order) do
     out[n + 2] = r and r.kind or 'x'
     if step then
       local cur = state[member]
-      put(member, before[member] or nil, cur, base + step)
+      put_later(moves, member, before[member] or nil, cur, base + step)
       out[n + 3], out[n + 4], out[n + 5] = step, cur.str, cur.kind
     else
       out[n + 3], out[n + 4], out[n + 5] = 0, false, false
     end
   end
 end
+write_moves(moves)
 if steps > 0 then
   clock_raise(base + steps)
   if run then touched(steps) else touched(1) end

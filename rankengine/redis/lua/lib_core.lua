@@ -125,12 +125,14 @@ end
 
 local function save()
   if not dirty then return end
-  -- (formatted here: a server may write a Lua number with an exponent)
+  -- (formatted here: a server may write a Lua number with an exponent;
+  -- each is an integer below 2**53, so '%d' writes what '%.0f' would,
+  -- without formatting a double)
   if inexact_now == inexact_read then
-    redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now))
+    redis.call('HSET', S, 'clock', fmt('%d', clock_now), 'writes', fmt('%d', writes_now))
   else
-    redis.call('HSET', S, 'clock', fmt('%.0f', clock_now), 'writes', fmt('%.0f', writes_now),
-      'inexact', fmt('%.0f', inexact_now))
+    redis.call('HSET', S, 'clock', fmt('%d', clock_now), 'writes', fmt('%d', writes_now),
+      'inexact', fmt('%d', inexact_now))
   end
 end
 -- Every write that changes something counts (compared with the event log):

@@ -16,3 +16,23 @@ local function lookup(member)
   if not hv then return nil end
   return row(member, hv)
 end
+
+-- Values a variadic command is given at a time (HMGET's fields; ZADD's
+-- and HSET's pairs; ZREM's elements): unpack puts each value on Lua's C
+-- stack, which holds LUAI_MAXCSTACK (8000) values, the command's name and
+-- key besides; half of it leaves room, and is even (no pair split).
+local VARIADIC = 4000
+
+-- The rows in H of members (a list; a member may repeat), in order, false for a
+-- member not on the board: one HMGET per VARIADIC members.
+local function rows_of(members)
+  local n = #members
+  if n == 0 then return {} end
+  if n <= VARIADIC then return redis.call('HMGET', H, unpack(members)) end
+  local out = {}
+  for at = 1, n, VARIADIC do
+    local part = redis.call('HMGET', H, unpack(members, at, math.min(at + VARIADIC - 1, n)))
+    for k = 1, #part do out[at + k - 1] = part[k] end
+  end
+  return out
+end

@@ -11,11 +11,17 @@ local when = ARGV[2]
 local tag = board_tag()
 if tag and ARGV[4] ~= '' then check_tag(tag, ARGV[4]) end
 local before, state, last, steps = {}, {}, {}, 0
+-- (the rows read by one HMGET, the writes sent by one ZREM, ZADD and HSET
+-- per VARIADIC values: see incr_many.lua)
+local members = {}
+for i = 5, #ARGV, 4 do members[#members + 1] = ARGV[i] end
+local hvs = rows_of(members)
 for i = 5, #ARGV, 4 do
   local member = ARGV[i]
   local cur = state[member]
   if cur == nil then
-    local o = lookup(member)
+    local hv = hvs[(i - 1) / 4]
+    local o = hv and row(member, hv)
     before[member] = o or false
     cur = o or false
   end
@@ -38,12 +44,14 @@ end
 local base = clock_base(tonumber(ARGV[3]))
 clock_check(base + steps)
 local out, changed = {0, base}, 0
+local moves = moves_new()
 for member, mark in pairs(last) do
-  put(member, before[member] or nil, state[member], base + mark[2])
+  put_later(moves, member, before[member] or nil, state[member], base + mark[2])
   changed = changed + 1
   out[#out + 1] = mark[1]
   out[#out + 1] = mark[2]
 end
+write_moves(moves)
 if steps > 0 then
   clock_raise(base + steps)
   touched()
