@@ -29,13 +29,12 @@ from hypothesis.stateful import invariant, precondition, rule
 from listindex import ListIndex
 from test_index_conformance import IndexMachine
 
-from rankengine.index import sortedlist
+from rankengine.index import blockoffsets
+from rankengine.index.blockoffsets import GAP_SCAN, REBUILD_MIN
 from rankengine.index.protocol import RUN_SCAN_LIMIT
 from rankengine.index.sortedlist import (
     DEFAULT_LOAD,
-    GAP_SCAN,
     MIN_LOAD,
-    REBUILD_MIN,
     SortedListIndex,
 )
 
@@ -446,14 +445,14 @@ def test_cross_block_move_transfers_the_tree_count(monkeypatch: pytest.MonkeyPat
         assert index.position(p, t) == i
 
 
-@pytest.mark.parametrize("gap_scan", [0, sortedlist.GAP_SCAN])
+@pytest.mark.parametrize("gap_scan", [0, blockoffsets.GAP_SCAN])
 def test_offsets_cache_patched_invalidated_and_rebuilt(
     monkeypatch: pytest.MonkeyPatch, gap_scan: int
 ) -> None:
     """With ``GAP_SCAN`` 0 every gap is walked in the tree until the offsets
     are recomputed; with the default, this index's gaps (< 50 blocks) are
     summed: no walk, no tree, no rebuild."""
-    monkeypatch.setattr(sortedlist, "GAP_SCAN", gap_scan)
+    monkeypatch.setattr(blockoffsets, "GAP_SCAN", gap_scan)
     index, ref = spread(400, load=8)  # 50 blocks of 8
     blocks = len(index._lists)
     assert index._valid == blocks  # computed by the bulk load
@@ -764,10 +763,10 @@ class SortedListMachine(IndexMachine):
         """Gaps of stale offsets wider than ``scan`` blocks are walked in the
         tree (with the default, every gap of an index this small is summed);
         put back at teardown."""
-        sortedlist.GAP_SCAN = scan  # type: ignore[misc]
+        blockoffsets.GAP_SCAN = scan  # type: ignore[misc]
 
     def teardown(self) -> None:
-        sortedlist.GAP_SCAN = GAP_SCAN  # type: ignore[misc]
+        blockoffsets.GAP_SCAN = GAP_SCAN  # type: ignore[misc]
         super().teardown()
 
     @precondition(lambda self: len(self.ref) > 0)

@@ -130,12 +130,13 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, chain, islice, pairwise
+from itertools import chain, pairwise
 from operator import itemgetter
-from typing import Any, Final, Protocol, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from sortedcontainers import SortedList  # type: ignore[import-untyped, unused-ignore]
 
+from rankengine.index.blockoffsets import BlockOffsets, PrimaryList
 from rankengine.index.protocol import RUN_SCAN_LIMIT, DuplicateKeyError, Entry3
 
 __all__ = ["DEFAULT_LOAD", "MIN_LOAD", "SortedListIndex"]
@@ -163,22 +164,6 @@ _INT64_MAX: Final = (1 << 63) - 1
 _TYPECODES: Final[dict[type, str]] = {int: "q", float: "d"}
 _KIND_OF_TYPECODE: Final[dict[str, type]] = {"q": int, "d": float}
 
-#: A cross-block move shifts the offsets of the blocks between its source and
-#: destination by one; up to this many are patched in place (one Python step
-#: each), a farther move invalidates them instead.
-PATCH_LIMIT: Final = 8
-
-#: A gap of stale offsets this narrow (blocks) is summed (``len`` of each,
-#: ~3 µs for 64) instead of walked in the positional tree, which every split
-#: drops (a rebuild at 2,000 blocks: ~0.3 ms), and splits happen in the gap.
-GAP_SCAN: Final = 64
-
-#: Position look-ups answered by the tree walk, while the offsets are stale,
-#: before the stale offsets are recomputed: ``max(REBUILD_MIN, blocks >>
-#: REBUILD_SHIFT)``.  Recomputing is C-speed, ~15 ns a block against ~1 µs a
-#: walk, so a rebuild costs about as much as 1/64 of a walk per block.
-REBUILD_MIN: Final = 8
-REBUILD_SHIFT: Final = 6
 
 #: How many characters of internal state an assertion message shows.
 _DUMP_LIMIT: Final = 2000
@@ -250,28 +235,7 @@ def _block(kind: type | None, values: Iterable[Any]) -> Column:
     return list(values) if code is None else array(code, values)
 
 
-class _PrimaryList(Protocol):
-    """The ``sortedcontainers.SortedList`` internals this module relies on.
-
-    ``sortedcontainers`` ships no type information; this protocol names the
-    attributes and helpers used, so mypy checks their use.
-    """
-
-    _lists: list[Column]
-    _maxes: Column
-    _index: list[int]
-    _offset: int
-    _len: int
-    _load: int
-
-    def _loc(self, pos: int, idx: int) -> int: ...
-
-    def _pos(self, idx: int) -> tuple[int, int]: ...
-
-    def clear(self) -> None: ...
-
-
-class SortedListIndex:
+class SortedListIndex(BlockOffsets):
     """An :class:`~rankengine.index.protocol.OrderedIndex` on a list of blocks.
 
     Entries ``(primary, tie, member)`` are kept in ascending order of the key
@@ -293,28 +257,23 @@ class SortedListIndex:
     """
 
     __slots__ = (
-        "_from",
         "_half",
         "_index",
-        "_lag",
         "_lists",
         "_load",
         "_maxes",
         "_members",
-        "_offsets",
         "_ptype",
         "_sl",
         "_ties",
         "_ttype",
-        "_valid",
-        "_walks",
         "oldest_last",
     )
 
     def __init__(self, *, load: int = DEFAULT_LOAD) -> None:
         if load < MIN_LOAD:
             raise ValueError(f"load must be >= {MIN_LOAD}, got {load}")
-        sl: _PrimaryList = SortedList()
+        sl: PrimaryList = SortedList()
         sl._load = load
         self._sl = sl
         # Aliases of the SortedList's own lists (always mutated in place, by
@@ -328,10 +287,7 @@ class SortedListIndex:
         # while the index is empty and no kind has been chosen.
         self._ptype: type | None = None
         self._ttype: type | None = None
-        # Block offsets (see _offset_of): exact for k < _valid, once _lag is
-        # added for k >= _from; _walks counts tree walks since.
-        self._offsets = array("q")
-        self._valid = self._from = self._lag = self._walks = 0
+        self._init_offsets()
         self._load = load
         self._half = load >> 1
         #: Which end of a run of equal primaries is the oldest (see
@@ -443,166 +399,6 @@ class SortedListIndex:
         if a < len(ps) and ps[a] == primary:
             a = bisect_left(self._ties[i], tie, a, bisect_right(ps, primary, a))
         return a
-
-    def _locate_position(self, position: int) -> tuple[int, int]:
-        """``(block, offset)`` of a 0-based position in ``0 <= position < len``.
-
-        The two ends (top-N and bottom-N queries) are answered from the first
-        and last block lengths; otherwise a ``bisect`` of the block offsets
-        when they are all exact, or the descent of the positional tree.
-        """
-        lists = self._lists
-        if position < len(lists[0]):
-            return 0, position
-        last_start = self._sl._len - len(lists[-1])
-        if position >= last_start:
-            return len(lists) - 1, position - last_start
-        offsets = self._offsets
-        valid = self._valid
-        if valid != len(lists):
-            if self._from < len(lists) and position - self._lag >= offsets[self._from]:
-                shifted = position - self._lag  # past the gap: the lagged blocks
-                i = bisect_right(offsets, shifted, self._from) - 1
-                return i, shifted - offsets[i]
-            i = bisect_right(offsets, position, 0, valid) - 1
-            if valid and position - offsets[i] < len(lists[i]):
-                return i, position - offsets[i]
-            if self._from - valid <= GAP_SCAN:  # a narrow gap: sum its blocks
-                gap = map(len, lists[valid : self._from])
-                ends = list(accumulate(gap, initial=self._gap_start()))
-                i = bisect_right(ends, position) - 1
-                return valid + i, position - ends[i]
-            # A wide gap: walk; enough walks pay for a rebuild (see _offset_of).
-            self._walks += 1
-            if self._walks < max(REBUILD_MIN, len(lists) >> REBUILD_SHIFT):
-                return self._sl._pos(position)
-            self._rebuild_offsets()
-        i = bisect_right(offsets, position) - 1
-        return i, position - offsets[i]
-
-    def _offset_of(self, i: int) -> int:
-        """Number of entries before block ``i``.
-
-        The positional tree answers in O(log B) Python steps (a walk from
-        leaf to root, ``SortedList._loc``); a cached offset answers in one.
-        In-block moves leave the offsets exact, short cross-block moves
-        patch them, splits and merges insert or delete a slot.  An insert or
-        remove in block ``i`` shifts the later blocks: the offsets before it
-        stay exact (``_valid``), those after it keep their values behind a
-        shared lag (``_from``, ``_lag``); writes in two blocks leave a gap::
-
-            blocks      [ 3 ]   [ 2 ]   [ 4 ]   [ 5 ]   [ 1 ]
-            _offsets      0       3       5       9      14     _valid = _from = 5
-            insert into block 1:  _valid = 2, _from = 2, _lag = 1
-            insert into block 2:  _from = 3, _lag = 2 (block 2 in the gap)
-
-        A narrow gap (``GAP_SCAN``) is summed; a game's new players join at
-        the bottom, so it stays there and narrow (before, ``bench/
-        tail_causes.py`` at 10^6 recomputed the offsets 50-215 times a
-        second, ~0.2 ms each).  A wide one is left to the tree walk, and
-        after enough walks (``REBUILD_MIN``, ``REBUILD_SHIFT``) recomputed.
-        Measured at N = 1,000,000 (2,000 blocks): ``position`` 4.6 µs with
-        the cached offsets against 5.6 µs with the walk alone.
-        """
-        if i < self._valid:
-            return self._offsets[i]
-        if i >= self._from:
-            return self._offsets[i] + self._lag
-        if self._from - self._valid <= GAP_SCAN:
-            return self._gap_start() + sum(map(len, islice(self._lists, self._valid, i)))
-        self._walks += 1
-        if self._walks >= max(REBUILD_MIN, len(self._lists) >> REBUILD_SHIFT):
-            self._rebuild_offsets()
-            return self._offsets[i]
-        return self._sl._loc(i, 0)
-
-    def _gap_start(self) -> int:
-        """Entries before the first block of the gap (block ``_valid``)."""
-        valid = self._valid
-        return self._offsets[valid - 1] + len(self._lists[valid - 1]) if valid else 0
-
-    def _rebuild_offsets(self) -> None:
-        """Recompute the stale offsets (blocks ``_valid`` and later)."""
-        lists = self._lists
-        if self._valid == len(lists):
-            return
-        offsets = self._offsets
-        valid = self._valid
-        start = offsets[valid - 1] + len(lists[valid - 1]) if valid else 0
-        del offsets[valid:]
-        offsets.extend(accumulate(map(len, islice(lists, valid, len(lists) - 1)), initial=start))
-        self._valid = self._from = len(lists)
-        self._walks = self._lag = 0
-
-    # ------------------------------------------------------------------
-    # Structure maintenance
-    # ------------------------------------------------------------------
-
-    def _resized(self, i: int, delta: int) -> None:
-        """Block ``i`` grew (or shrank) by ``delta``: update the tree and offsets.
-
-        The tree gets ``delta`` on leaf ``i`` and its ancestors, a walk from
-        the leaf to the root as ``SortedList._expand`` does (see
-        ``SortedList._loc`` for the tree layout).  The offsets after block
-        ``i`` shift by ``delta``: the lag's (see ``_offset_of``).
-        """
-        valid = self._valid
-        if i + 1 < valid:
-            if valid == self._from and (not self._lag or valid == len(self._lists)):
-                self._from, self._lag = i + 1, 0  # the exact ones after i: lagged
-            self._valid = i + 1
-        if self._from <= i:
-            self._from = i + 1  # (blocks _from .. i: the gap)
-        self._lag += delta
-        index = self._index
-        if index:
-            child = self._sl._offset + i
-            while child:
-                index[child] += delta
-                child = (child - 1) >> 1
-            index[0] += delta
-
-    def _transfer(self, i: int, j: int) -> None:
-        """One entry went from block ``i`` to block ``j``: update the tree and offsets.
-
-        In the positional tree, all leaves sit on the bottom row, so the two
-        walks climb in lockstep.  They meet at the lowest common ancestor;
-        from there up, ``-1`` and ``+1`` cancel and nothing changes::
-
-                     14              <- unchanged
-                  5      9          <- unchanged above the meeting point
-                3   2  4   5
-                    i  j
-            leaf i: 2 -> 1, node 5 -> 4;  leaf j: 4 -> 5, node 9 -> 10
-
-        A move between neighbouring blocks costs 1-3 steps here instead of two
-        walks of ~11 steps each at 1,000 blocks.
-
-        The offsets of the blocks after the lower of ``i`` and ``j`` up to the
-        higher one shift by one entry: patched when there are few of them
-        (``PATCH_LIMIT``), made stale otherwise.
-        """
-        if i < j:
-            lo, hi, delta = i + 1, j + 1, -1
-        else:
-            lo, hi, delta = j + 1, i + 1, 1
-        if hi - lo > PATCH_LIMIT:
-            self._valid = min(self._valid, lo)
-            self._from = max(self._from, hi)
-        else:  # (a slot in the gap is patched too: harmless)
-            offsets = self._offsets
-            for k in range(lo, hi):
-                offsets[k] += delta
-        index = self._index
-        if index:
-            offset = self._sl._offset
-            x = offset + i
-            y = offset + j
-            while x != y:
-                index[x] -= 1
-                index[y] += 1
-                x = (x - 1) >> 1
-                y = (y - 1) >> 1
 
     def _split(self, i: int) -> None:
         """Cut block ``i`` (longer than ``2 * load``) in two halves."""
@@ -1015,8 +811,7 @@ class SortedListIndex:
         del self._ties[:]
         del self._members[:]
         self._ptype = self._ttype = None
-        del self._offsets[:]
-        self._valid = self._from = self._lag = self._walks = 0
+        self._clear_offsets()
 
     def build(self, entries: Iterable[Entry3]) -> None:
         """Replace the contents with ``entries``, already sorted by unique key.
@@ -1573,28 +1368,6 @@ class SortedListIndex:
             for k in range(1, len(keys)):
                 assert keys[k - 1] < keys[k], f"keys out of order at position {k}"
 
-            # The positional tree, when built, agrees with the block lengths:
-            # leaves are the lengths, each branch is the sum of its children
-            # (the layout of SortedList._build_index).
-            index = self._index
-            if index:
-                offset = self._sl._offset
-                assert len(index) == offset + len(lists), "tree has the wrong size"
-                assert index[0] == self._sl._len, "tree root is not len"
-                for i, ps in enumerate(lists):
-                    assert index[offset + i] == len(ps), f"tree leaf {i} is stale"
-                for node in range(offset):
-                    children = index[2 * node + 1 : 2 * node + 3]
-                    assert index[node] == sum(children), f"tree node {node} is stale"
-
-            # One offset per block: exact before _valid, from _from on with _lag.
-            offsets = self._offsets
-            assert len(offsets) == len(lists), "not one offset per block"
-            assert 0 <= self._valid <= self._from <= len(lists), "_valid or _from out of range"
-            total = 0
-            for i, ps in enumerate(lists):
-                lag = 0 if i < self._valid else self._lag if i >= self._from else None
-                assert lag is None or offsets[i] + lag == total, f"offset of block {i} is stale"
-                total += len(ps)
+            self._check_positions()
         except AssertionError as error:
             raise AssertionError(f"{error}\n{self._dump()}") from error
