@@ -384,7 +384,7 @@ def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
 def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     index, ref = spread(100, load=8)  # blocks of 7 or 8 entries, 10 apart
     index._rebuild_offsets()
-    lens = index._lens.tolist()
+    lens = list(index._lens)
     assert index._valid == len(index._lists)
     slow = counting(monkeypatch, "_block_for")
     offsets = (index._offsets.tolist(), index._valid)
@@ -410,7 +410,7 @@ def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert_same(index, ref)
 
     assert slow == []
-    assert index._lens.tolist() == lens  # sizes unchanged: lengths untouched
+    assert list(index._lens) == lens  # sizes unchanged: lengths untouched
     assert (index._offsets.tolist(), index._valid) == offsets  # and offsets
     after = [list(b) for b in index._lists]
     assert after[:block] == before[:block] and after[block + 1 :] == before[block + 1 :]

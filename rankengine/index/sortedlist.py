@@ -1309,7 +1309,7 @@ class SortedListIndex(BlockOffsets):
             f"load={self._load} len={self._sl._len} kinds={self._ptype}/{self._ttype}\n"
             f"maxes={self._maxes!r}\n"
             f"lists={self._lists!r}\nties={self._ties!r}\nmembers={self._members!r}\n"
-            f"lens={self._lens.tolist()!r}\n"
+            f"lens={self._lens!r}\n"
             f"offsets={self._offsets.tolist()!r} valid={self._valid} "
             f"from={self._from} lag={self._lag}"
         )
