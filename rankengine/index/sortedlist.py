@@ -21,7 +21,7 @@ that holds the primaries and nothing else.  It is a valid ``SortedList`` in
 its own right (ties and members merely ride along), so the index reuses its
 load factor and block bounds.  Only the operations that must keep the
 columns in lockstep (insert, delete, split, merge, move) are written here.
-Positions come from an array of block lengths and a cache of block offsets
+Positions come from a list of block lengths and a cache of block offsets
 (:mod:`rankengine.index.blockoffsets`), not from ``SortedList``'s positional
 tree, which every split or merge discarded and the next look-up rebuilt
 (0.4-0.8 ms at 1,000,000 entries); the tree is never built.  A split fills
@@ -60,7 +60,7 @@ and then the object it points to, each a likely cache miss.
   positions.  When the new primary still lies inside the same block (between
   the previous block's maximum and this block's maximum) the entry is moved
   within that block (``del`` + ``insert`` on each column) and nothing else is
-  touched: block sizes do not change, so the positional tree and the cached
+  touched: block sizes do not change, so the block lengths and the cached
   offsets stay valid.  When it even keeps its slot (it stays between its two
   neighbours, Redis' ``zslUpdateScore`` case) the two keys are overwritten in
   place.  Measured at N = 1,000,000: ``move`` 1.8x faster than the same index
@@ -68,20 +68,20 @@ and then the object it points to, each a likely cache miss.
   the entry moves to, near the old one, in lines already cached (~10% of a
   ``move``).
 * **Cross-block move as one transfer.**  Otherwise the entry leaves block ``i``
-  and joins block ``j``.  Unless that splits or merges a block, the
-  positional tree gets ``-1`` on leaf ``i`` and ``+1`` on leaf ``j``; both
-  walks climb in lockstep and stop where they meet, because above the common
-  ancestor the two changes cancel.  For neighbouring blocks that is one or two
-  levels instead of two full walks to the root, and the offsets in between
-  are patched instead of dropped (10-15% of ``move``, 25% of ``position``).
+  and joins block ``j``.  Unless that splits or merges a block, the block
+  lengths get ``-1`` at ``i`` and ``+1`` at ``j``, and the offsets in
+  between are patched instead of dropped when the blocks are near (measured
+  with the positional tree of before: 10-15% of ``move``, 25% of
+  ``position``).
 * **Cached block offsets.**  ``position`` needs the number of entries before
-  the entry's block.  The tree answers with a walk from leaf to root (~11
-  Python steps at 1,000 blocks); an array of block offsets answers in one.
-  In-block moves leave the offsets exact, short cross-block moves patch a few,
-  splits and merges insert or delete a slot; an insert or remove keeps the
-  offsets before its block exact and those after it behind a shared lag, so
-  only the blocks between two such writes are left to the tree, until enough
-  walks pay for recomputing them (see ``_offset_of``).
+  the entry's block.  A positional tree answers with a walk from leaf to root
+  (~11 Python steps at 1,000 blocks); an array of block offsets answers in
+  one.  In-block moves leave the offsets exact, short cross-block moves patch
+  a few, splits and merges insert or delete a slot; an insert or remove keeps
+  the offsets before its block exact and those after it behind a shared lag,
+  so only the blocks between two such writes are recomputed, from the list of
+  block lengths, when a look-up lands there (see
+  :mod:`rankengine.index.blockoffsets`).
 * **No per-entry objects.**  Typed columns take 8 bytes per value, lists 8
   bytes per pointer (the objects are shared with the board's own map); no
   tuple per entry.  Measured at N = 1,000,000: 25 bytes per entry for the
@@ -611,9 +611,10 @@ class SortedListIndex(BlockOffsets):
            are overwritten in place (Redis' ``zslUpdateScore``).
         2. The new key stays inside the same block: the entry is moved within
            that block.  Block sizes do not change, so ``_maxes`` is the only
-           bookkeeping and the positional tree is not touched.
-        3. Otherwise the entry leaves its block for another one; the tree is
-           updated by one short transfer unless a block splits or merges.
+           bookkeeping and the block lengths and offsets are not touched.
+        3. Otherwise the entry leaves its block for another one; the block
+           lengths and offsets are updated by one transfer unless a block
+           splits or merges.
 
         Runtime complexity: O(log N)
 
