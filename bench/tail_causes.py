@@ -127,13 +127,18 @@ def instrumented(recorder: Recorder) -> Iterator[None]:
     """The index's structural events and the collector, recorded (bench only)."""
     from sortedcontainers import SortedList
 
-    from rankengine.index import blockoffsets, sortedlist
+    from rankengine.index import sortedlist
 
+    # Where the offsets are recomputed: BlockOffsets._fill, or in a checkout
+    # from before it (--code), SortedListIndex._rebuild_offsets.
+    owners = sortedlist.SortedListIndex.__mro__
+    recompute = "_fill" if any("_fill" in o.__dict__ for o in owners) else "_rebuild_offsets"
+    offsets = next(o for o in owners if recompute in o.__dict__)
     undo = [
         recorder.wrap(SortedList, "_build_index", "tree rebuild"),
         recorder.wrap(sortedlist.SortedListIndex, "_split", "block split"),
         recorder.wrap(sortedlist.SortedListIndex, "_merge", "block merge"),
-        recorder.wrap(blockoffsets.BlockOffsets, "_fill", "offsets rebuild"),
+        recorder.wrap(offsets, recompute, "offsets rebuild"),
     ]
     gc.callbacks.append(recorder.on_gc)
     try:
