@@ -22,7 +22,8 @@ events recorded as they happen:
 * every garbage collection (``gc.callbacks``: generation and duration);
 * the sorted-list index's structural events, timed by wrapping them (bench
   only): block splits and merges, the positional tree's rebuilds
-  (``SortedList._build_index``) and the block offsets' rebuilds;
+  (``SortedList._build_index``: an index before the block lengths array
+  never builds it) and the block offsets' recomputations (``_fill``);
 * resizes of the board's member maps (their ``sys.getsizeof`` changed
   during the call);
 * with ``--faults``, each call's page faults (``getrusage`` of the thread,
@@ -128,11 +129,16 @@ def instrumented(recorder: Recorder) -> Iterator[None]:
 
     from rankengine.index import sortedlist
 
+    # Where the offsets are recomputed: BlockOffsets._fill, or in a checkout
+    # from before it (--code), SortedListIndex._rebuild_offsets.
+    owners = sortedlist.SortedListIndex.__mro__
+    recompute = "_fill" if any("_fill" in o.__dict__ for o in owners) else "_rebuild_offsets"
+    offsets = next(o for o in owners if recompute in o.__dict__)
     undo = [
         recorder.wrap(SortedList, "_build_index", "tree rebuild"),
         recorder.wrap(sortedlist.SortedListIndex, "_split", "block split"),
         recorder.wrap(sortedlist.SortedListIndex, "_merge", "block merge"),
-        recorder.wrap(sortedlist.SortedListIndex, "_rebuild_offsets", "offsets rebuild"),
+        recorder.wrap(offsets, recompute, "offsets rebuild"),
     ]
     gc.callbacks.append(recorder.on_gc)
     try:

@@ -371,7 +371,7 @@ MODULE_LINES = 850
 #: (a ratchet: lower the number as a module is split, remove it once it fits).
 #: The two index backends are exempt by design: each is one structure.
 OVERSIZE: dict[str, int] = {
-    "rankengine/index/sortedlist.py": 1600,  # one structure (exempt)
+    "rankengine/index/sortedlist.py": 1400,  # one structure (exempt)
     "rankengine/index/skiplist.py": 1200,  # one structure (exempt)
 }
 

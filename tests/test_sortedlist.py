@@ -29,15 +29,15 @@ from hypothesis.stateful import invariant, precondition, rule
 from listindex import ListIndex
 from test_index_conformance import IndexMachine
 
-from rankengine.index import sortedlist
+from rankengine.index import blockoffsets
+from rankengine.index.blockoffsets import FILL_CHUNK
 from rankengine.index.protocol import RUN_SCAN_LIMIT
 from rankengine.index.sortedlist import (
     DEFAULT_LOAD,
-    GAP_SCAN,
     MIN_LOAD,
-    REBUILD_MIN,
     SortedListIndex,
 )
+from rankengine.index.spares import SPARE_MIN
 
 Entry = tuple[Any, Any, Any]
 
@@ -383,10 +383,9 @@ def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
 
 def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
     index, ref = spread(100, load=8)  # blocks of 7 or 8 entries, 10 apart
-    index._sl._build_index()  # the positional tree, as a walk would build it
     index._rebuild_offsets()
-    tree = list(index._index)
-    assert tree and index._valid == len(index._lists)
+    lens = list(index._lens)
+    assert index._valid == len(index._lists)
     slow = counting(monkeypatch, "_block_for")
     offsets = (index._offsets.tolist(), index._valid)
     for name in ("_split", "_merge", "_transfer", "_resized", "_delete"):
@@ -411,7 +410,7 @@ def test_in_block_move_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert_same(index, ref)
 
     assert slow == []
-    assert index._index == tree  # sizes unchanged: tree untouched
+    assert list(index._lens) == lens  # sizes unchanged: lengths untouched
     assert (index._offsets.tolist(), index._valid) == offsets  # and offsets
     after = [list(b) for b in index._lists]
     assert after[:block] == before[:block] and after[block + 1 :] == before[block + 1 :]
@@ -433,9 +432,9 @@ def test_move_of_a_block_maximum_updates_maxes() -> None:
     assert index._maxes[block] == prev
 
 
-def test_cross_block_move_transfers_the_tree_count(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cross_block_move_transfers_the_length(monkeypatch: pytest.MonkeyPatch) -> None:
     index, ref = spread(200, load=8)
-    index.position(*ref.rows()[-1][:2])  # builds the positional tree
+    index.position(*ref.rows()[-1][:2])
     transfers = counting(monkeypatch, "_transfer")
     start = index._lists[4][3]
     index.move(start, 0, start + 125, 1)  # well into another block
@@ -446,14 +445,14 @@ def test_cross_block_move_transfers_the_tree_count(monkeypatch: pytest.MonkeyPat
         assert index.position(p, t) == i
 
 
-@pytest.mark.parametrize("gap_scan", [0, sortedlist.GAP_SCAN])
-def test_offsets_cache_patched_invalidated_and_rebuilt(
-    monkeypatch: pytest.MonkeyPatch, gap_scan: int
+@pytest.mark.parametrize("chunk", [1, 3, FILL_CHUNK])
+def test_offsets_cache_patched_invalidated_and_filled(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    """With ``GAP_SCAN`` 0 every gap is walked in the tree until the offsets
-    are recomputed; with the default, this index's gaps (< 50 blocks) are
-    summed: no walk, no tree, no rebuild."""
-    monkeypatch.setattr(sortedlist, "GAP_SCAN", gap_scan)
+    """A look-up in the gap makes the offsets exact from the gap's start up
+    to its block (``FILL_CHUNK`` blocks at a time for a position), or sums
+    the lengths from the gap's end when that is nearer; no tree is built."""
+    monkeypatch.setattr(blockoffsets, "FILL_CHUNK", chunk)
     index, ref = spread(400, load=8)  # 50 blocks of 8
     blocks = len(index._lists)
     assert index._valid == blocks  # computed by the bulk load
@@ -465,25 +464,28 @@ def test_offsets_cache_patched_invalidated_and_rebuilt(
     assert index._valid == blocks
     for i, (p, t, _) in enumerate(ref.rows()):
         assert index.position(p, t) == i
-    assert index._valid == blocks  # no walk was needed
+    assert index._valid == blocks  # nothing was recomputed
 
-    # A far one makes them stale from the lower block on.
+    # A far one makes them stale from the lower block on: blocks 7 and later.
     index.move(500, 0, 3005, 0)
     ref.move(500, 0, 3005, 0)
     assert_same(index, ref)
     assert (index._valid, index._from) == (7, blocks)
-    for _ in range(REBUILD_MIN):  # tree walks until the offsets are rebuilt
-        p, t, _ = ref.rows()[200]
-        assert index.position(p, t) == 200
-        assert index.entry(201) == ref.rows()[201]
-    if gap_scan:
-        assert index._valid == 7 and index._index == []  # summed: no tree
-        index._rebuild_offsets()
-    assert index._valid == blocks
+    p, t, _ = ref.rows()[8 * 35 + 3]  # block 35: nearer the gap's end, summed
+    assert index.position(p, t) == 8 * 35 + 3
+    assert (index._valid, index._from) == (7, blocks)
+    p, t, _ = ref.rows()[8 * 10 + 3]  # block 10: filled from the gap's start
+    assert index.position(p, t) == 8 * 10 + 3
+    assert (index._valid, index._from) == (11, blocks)
+    index._check()
+    assert index.entry(8 * 20 + 5) == ref.rows()[8 * 20 + 5]  # a position: chunks
+    assert 21 <= index._valid <= min(blocks, 11 + -(-10 // chunk) * chunk)
+    index._check()
 
     # An insert shifts the later blocks by one: they keep their offsets
     # behind a lag; a remove in an earlier block adds to the lag, the
-    # blocks between the two are left to the tree (the gap).
+    # blocks between the two are the gap.
+    index._rebuild_offsets()
     index.insert(2001, 0, "new")
     ref.insert(2001, 0, "new")
     assert_same(index, ref)
@@ -495,7 +497,9 @@ def test_offsets_cache_patched_invalidated_and_rebuilt(
     for i, (p, t, _) in enumerate(ref.rows()):
         assert index.position(p, t) == i
         assert index.entry(i) == ref.rows()[i]
-    assert index._valid == (16 if gap_scan else blocks)  # summed, or rebuilt on the way
+        index._check()
+    assert index._valid == 26  # the gap was filled on the way
+    assert index._index == []  # and no tree was built
 
 
 def test_inserts_in_one_block_keep_every_offset() -> None:
@@ -579,9 +583,18 @@ def test_check_reports_broken_invariants_with_state() -> None:
         index._check()
 
     index, _ = spread(40)
-    index._sl._build_index()  # the positional tree, as a walk builds it
-    index._index[-1] += 1
-    with pytest.raises(AssertionError, match="tree"):
+    index._index[:] = [40]  # the positional tree, as a SortedList walk builds it
+    with pytest.raises(AssertionError, match="tree is built"):
+        index._check()
+
+    index, _ = spread(40)
+    index._lens[2] += 1
+    with pytest.raises(AssertionError, match="length of block 2 is stale"):
+        index._check()
+
+    index, _ = spread(40, load=4)
+    index._spares._stock[0].append(1)
+    with pytest.raises(AssertionError, match="spare 0 is not an empty list"):
         index._check()
 
     index, _ = spread(40)
@@ -759,15 +772,15 @@ class SortedListMachine(IndexMachine):
             assert self.index.position(p, t) == k
             self.index._check()
 
-    @rule(scan=st.sampled_from([0, 2, GAP_SCAN]))
-    def gap_scan(self, scan: int) -> None:
-        """Gaps of stale offsets wider than ``scan`` blocks are walked in the
-        tree (with the default, every gap of an index this small is summed);
+    @rule(chunk=st.sampled_from([1, 2, FILL_CHUNK]))
+    def fill_chunk(self, chunk: int) -> None:
+        """A position in the gap fills the offsets ``chunk`` blocks at a time
+        (with the default, the whole gap of an index this small at once);
         put back at teardown."""
-        sortedlist.GAP_SCAN = scan  # type: ignore[misc]
+        blockoffsets.FILL_CHUNK = chunk  # type: ignore[misc]
 
     def teardown(self) -> None:
-        sortedlist.GAP_SCAN = GAP_SCAN  # type: ignore[misc]
+        blockoffsets.FILL_CHUNK = FILL_CHUNK  # type: ignore[misc]
         super().teardown()
 
     @precondition(lambda self: len(self.ref) > 0)
@@ -828,3 +841,57 @@ TestSortedListMachine.settings = settings(
         HealthCheck.data_too_large,
     ],
 )
+
+
+# ----------------------------------------------------------------------
+# spare lists
+# ----------------------------------------------------------------------
+
+
+def test_split_fills_the_oldest_spare_and_merge_gives_its_list_back() -> None:
+    """A split's new member block is the spare at the front of the stock
+    (made long before, empty); a merge puts the emptied block back at the
+    front.  Every step keeps every position and ``_check()``."""
+    index, ref = spread(40, load=4)  # 40 entries in blocks of 2 .. 4
+    stock = index._spares._stock
+    assert len(stock) >= len(index._lists)
+    rows = ref.rows()
+    for k in range(60):
+        spare = stock[0]
+        blocks = len(index._lists)
+        p = rows[-1][0] + 1 + k
+        index.insert(p, 0, f"n{k}")  # the last block grows until it splits
+        ref.insert(p, 0, f"n{k}")
+        index._check()
+        if len(index._lists) > blocks:
+            assert any(block is spare for block in index._members)
+        for i, (q, t, _) in enumerate(ref.rows()):
+            assert index.position(q, t) == i
+    merges = 0
+    for _ in range(60):
+        blocks = len(index._lists)
+        p, t, _ = ref.rows()[len(ref) // 2]
+        gone = index._members[:]
+        room = len(stock) < 2 * max(SPARE_MIN, blocks - 1)  # else let go
+        index.remove(p, t)
+        ref.remove(p, t)
+        index._check()
+        if len(index._lists) < blocks and room:  # a merge: its emptied block is a spare now
+            dropped = [b for b in gone if not any(b is m for m in index._members)]
+            assert len(dropped) == 1 and stock[0] is dropped[0]
+            merges += 1
+        for i, (q, t2, _) in enumerate(ref.rows()):
+            assert index.position(q, t2) == i
+    assert merges > 3
+    assert_same(index, ref)
+
+
+def test_object_columns_split_into_spares_too() -> None:
+    """A column that holds objects (here: tuples as primaries) is lists, and
+    a split takes its new block from the spares as the members do."""
+    index = SortedListIndex(load=4)
+    for k in range(30):
+        index.insert((k,), k, f"m{k}")
+        index._check()
+    assert all(type(block) is list for block in index._lists)
+    assert [m for _, _, m in index.iter_range(0, 30)] == [f"m{k}" for k in range(30)]

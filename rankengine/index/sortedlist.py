@@ -16,14 +16,17 @@ shape::
     _members  [['a','b','c'],  ['d','e','f'],  ['g','h']]   members
     _maxes    [12,             20,             40]          last primary of each block
 
-``_lists``, ``_maxes`` and the positional tree belong to a private
-``sortedcontainers.SortedList`` that holds the primaries and nothing else.  It
-is a valid ``SortedList`` in its own right (ties and members merely ride
-along), so the index reuses its load factor and block bounds, and its
-positional tree (``_index``, ``_offset``, ``_loc``, ``_pos``,
-``_build_index``).  Only the operations that must keep the columns in
-lockstep (insert, delete, split, merge, move) are written here, plus a cache
-of block offsets in front of the tree.
+``_lists`` and ``_maxes`` belong to a private ``sortedcontainers.SortedList``
+that holds the primaries and nothing else.  It is a valid ``SortedList`` in
+its own right (ties and members merely ride along), so the index reuses its
+load factor and block bounds.  Only the operations that must keep the
+columns in lockstep (insert, delete, split, merge, move) are written here.
+Positions come from a list of block lengths and a cache of block offsets
+(:mod:`rankengine.index.blockoffsets`), not from ``SortedList``'s positional
+tree, which every split or merge discarded and the next look-up rebuilt
+(0.4-0.8 ms at 1,000,000 entries); the tree is never built.  A split fills
+an old spare list (:mod:`rankengine.index.spares`), so that the young
+collections do not walk its references.
 
 Typed columns
 -------------
@@ -57,7 +60,7 @@ and then the object it points to, each a likely cache miss.
   positions.  When the new primary still lies inside the same block (between
   the previous block's maximum and this block's maximum) the entry is moved
   within that block (``del`` + ``insert`` on each column) and nothing else is
-  touched: block sizes do not change, so the positional tree and the cached
+  touched: block sizes do not change, so the block lengths and the cached
   offsets stay valid.  When it even keeps its slot (it stays between its two
   neighbours, Redis' ``zslUpdateScore`` case) the two keys are overwritten in
   place.  Measured at N = 1,000,000: ``move`` 1.8x faster than the same index
@@ -65,20 +68,20 @@ and then the object it points to, each a likely cache miss.
   the entry moves to, near the old one, in lines already cached (~10% of a
   ``move``).
 * **Cross-block move as one transfer.**  Otherwise the entry leaves block ``i``
-  and joins block ``j``.  Unless that splits or merges a block, the
-  positional tree gets ``-1`` on leaf ``i`` and ``+1`` on leaf ``j``; both
-  walks climb in lockstep and stop where they meet, because above the common
-  ancestor the two changes cancel.  For neighbouring blocks that is one or two
-  levels instead of two full walks to the root, and the offsets in between
-  are patched instead of dropped (10-15% of ``move``, 25% of ``position``).
+  and joins block ``j``.  Unless that splits or merges a block, the block
+  lengths get ``-1`` at ``i`` and ``+1`` at ``j``, and the offsets in
+  between are patched instead of dropped when the blocks are near (measured
+  with the positional tree of before: 10-15% of ``move``, 25% of
+  ``position``).
 * **Cached block offsets.**  ``position`` needs the number of entries before
-  the entry's block.  The tree answers with a walk from leaf to root (~11
-  Python steps at 1,000 blocks); an array of block offsets answers in one.
-  In-block moves leave the offsets exact, short cross-block moves patch a few,
-  splits and merges insert or delete a slot; an insert or remove keeps the
-  offsets before its block exact and those after it behind a shared lag, so
-  only the blocks between two such writes are left to the tree, until enough
-  walks pay for recomputing them (see ``_offset_of``).
+  the entry's block.  A positional tree answers with a walk from leaf to root
+  (~11 Python steps at 1,000 blocks); an array of block offsets answers in
+  one.  In-block moves leave the offsets exact, short cross-block moves patch
+  a few, splits and merges insert or delete a slot; an insert or remove keeps
+  the offsets before its block exact and those after it behind a shared lag,
+  so only the blocks between two such writes are recomputed, from the list of
+  block lengths, when a look-up lands there (see
+  :mod:`rankengine.index.blockoffsets`).
 * **No per-entry objects.**  Typed columns take 8 bytes per value, lists 8
   bytes per pointer (the objects are shared with the board's own map); no
   tuple per entry.  Measured at N = 1,000,000: 25 bytes per entry for the
@@ -119,10 +122,9 @@ Invariants (verified by :meth:`SortedListIndex._check`)::
     every block of a column has the column's type (array code or list)
     no block is empty; no block is longer than 2 * load; when there is more
     than one block, none is shorter than load // 2
-    the positional tree, when built, agrees with the block lengths
-    len(_offsets) == number of blocks; _valid <= _from
-    _offsets[k] == entries before block k, for k < _valid
-    _offsets[k] + _lag == entries before block k, for k >= _from
+    the block lengths and offsets agree with the blocks (see
+    rankengine.index.blockoffsets); the positional tree is never built
+    the spare lists are empty and none is a block
 """
 
 from __future__ import annotations
@@ -130,13 +132,15 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate, chain, islice, pairwise
+from itertools import chain, pairwise
 from operator import itemgetter
-from typing import Any, Final, Protocol, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from sortedcontainers import SortedList  # type: ignore[import-untyped, unused-ignore]
 
+from rankengine.index.blockoffsets import BlockOffsets, PrimaryList
 from rankengine.index.protocol import RUN_SCAN_LIMIT, DuplicateKeyError, Entry3
+from rankengine.index.spares import SpareLists
 
 __all__ = ["DEFAULT_LOAD", "MIN_LOAD", "SortedListIndex"]
 
@@ -163,22 +167,6 @@ _INT64_MAX: Final = (1 << 63) - 1
 _TYPECODES: Final[dict[type, str]] = {int: "q", float: "d"}
 _KIND_OF_TYPECODE: Final[dict[str, type]] = {"q": int, "d": float}
 
-#: A cross-block move shifts the offsets of the blocks between its source and
-#: destination by one; up to this many are patched in place (one Python step
-#: each), a farther move invalidates them instead.
-PATCH_LIMIT: Final = 8
-
-#: A gap of stale offsets this narrow (blocks) is summed (``len`` of each,
-#: ~3 µs for 64) instead of walked in the positional tree, which every split
-#: drops (a rebuild at 2,000 blocks: ~0.3 ms), and splits happen in the gap.
-GAP_SCAN: Final = 64
-
-#: Position look-ups answered by the tree walk, while the offsets are stale,
-#: before the stale offsets are recomputed: ``max(REBUILD_MIN, blocks >>
-#: REBUILD_SHIFT)``.  Recomputing is C-speed, ~15 ns a block against ~1 µs a
-#: walk, so a rebuild costs about as much as 1/64 of a walk per block.
-REBUILD_MIN: Final = 8
-REBUILD_SHIFT: Final = 6
 
 #: How many characters of internal state an assertion message shows.
 _DUMP_LIMIT: Final = 2000
@@ -250,28 +238,7 @@ def _block(kind: type | None, values: Iterable[Any]) -> Column:
     return list(values) if code is None else array(code, values)
 
 
-class _PrimaryList(Protocol):
-    """The ``sortedcontainers.SortedList`` internals this module relies on.
-
-    ``sortedcontainers`` ships no type information; this protocol names the
-    attributes and helpers used, so mypy checks their use.
-    """
-
-    _lists: list[Column]
-    _maxes: Column
-    _index: list[int]
-    _offset: int
-    _len: int
-    _load: int
-
-    def _loc(self, pos: int, idx: int) -> int: ...
-
-    def _pos(self, idx: int) -> tuple[int, int]: ...
-
-    def clear(self) -> None: ...
-
-
-class SortedListIndex:
+class SortedListIndex(BlockOffsets):
     """An :class:`~rankengine.index.protocol.OrderedIndex` on a list of blocks.
 
     Entries ``(primary, tie, member)`` are kept in ascending order of the key
@@ -293,28 +260,24 @@ class SortedListIndex:
     """
 
     __slots__ = (
-        "_from",
         "_half",
         "_index",
-        "_lag",
         "_lists",
         "_load",
         "_maxes",
         "_members",
-        "_offsets",
         "_ptype",
         "_sl",
+        "_spares",
         "_ties",
         "_ttype",
-        "_valid",
-        "_walks",
         "oldest_last",
     )
 
     def __init__(self, *, load: int = DEFAULT_LOAD) -> None:
         if load < MIN_LOAD:
             raise ValueError(f"load must be >= {MIN_LOAD}, got {load}")
-        sl: _PrimaryList = SortedList()
+        sl: PrimaryList = SortedList()
         sl._load = load
         self._sl = sl
         # Aliases of the SortedList's own lists (always mutated in place, by
@@ -328,10 +291,8 @@ class SortedListIndex:
         # while the index is empty and no kind has been chosen.
         self._ptype: type | None = None
         self._ttype: type | None = None
-        # Block offsets (see _offset_of): exact for k < _valid, once _lag is
-        # added for k >= _from; _walks counts tree walks since.
-        self._offsets = array("q")
-        self._valid = self._from = self._lag = self._walks = 0
+        self._init_offsets()
+        self._spares = SpareLists()
         self._load = load
         self._half = load >> 1
         #: Which end of a run of equal primaries is the oldest (see
@@ -444,191 +405,32 @@ class SortedListIndex:
             a = bisect_left(self._ties[i], tie, a, bisect_right(ps, primary, a))
         return a
 
-    def _locate_position(self, position: int) -> tuple[int, int]:
-        """``(block, offset)`` of a 0-based position in ``0 <= position < len``.
-
-        The two ends (top-N and bottom-N queries) are answered from the first
-        and last block lengths; otherwise a ``bisect`` of the block offsets
-        when they are all exact, or the descent of the positional tree.
-        """
-        lists = self._lists
-        if position < len(lists[0]):
-            return 0, position
-        last_start = self._sl._len - len(lists[-1])
-        if position >= last_start:
-            return len(lists) - 1, position - last_start
-        offsets = self._offsets
-        valid = self._valid
-        if valid != len(lists):
-            if self._from < len(lists) and position - self._lag >= offsets[self._from]:
-                shifted = position - self._lag  # past the gap: the lagged blocks
-                i = bisect_right(offsets, shifted, self._from) - 1
-                return i, shifted - offsets[i]
-            i = bisect_right(offsets, position, 0, valid) - 1
-            if valid and position - offsets[i] < len(lists[i]):
-                return i, position - offsets[i]
-            if self._from - valid <= GAP_SCAN:  # a narrow gap: sum its blocks
-                gap = map(len, lists[valid : self._from])
-                ends = list(accumulate(gap, initial=self._gap_start()))
-                i = bisect_right(ends, position) - 1
-                return valid + i, position - ends[i]
-            # A wide gap: walk; enough walks pay for a rebuild (see _offset_of).
-            self._walks += 1
-            if self._walks < max(REBUILD_MIN, len(lists) >> REBUILD_SHIFT):
-                return self._sl._pos(position)
-            self._rebuild_offsets()
-        i = bisect_right(offsets, position) - 1
-        return i, position - offsets[i]
-
-    def _offset_of(self, i: int) -> int:
-        """Number of entries before block ``i``.
-
-        The positional tree answers in O(log B) Python steps (a walk from
-        leaf to root, ``SortedList._loc``); a cached offset answers in one.
-        In-block moves leave the offsets exact, short cross-block moves
-        patch them, splits and merges insert or delete a slot.  An insert or
-        remove in block ``i`` shifts the later blocks: the offsets before it
-        stay exact (``_valid``), those after it keep their values behind a
-        shared lag (``_from``, ``_lag``); writes in two blocks leave a gap::
-
-            blocks      [ 3 ]   [ 2 ]   [ 4 ]   [ 5 ]   [ 1 ]
-            _offsets      0       3       5       9      14     _valid = _from = 5
-            insert into block 1:  _valid = 2, _from = 2, _lag = 1
-            insert into block 2:  _from = 3, _lag = 2 (block 2 in the gap)
-
-        A narrow gap (``GAP_SCAN``) is summed; a game's new players join at
-        the bottom, so it stays there and narrow (before, ``bench/
-        tail_causes.py`` at 10^6 recomputed the offsets 50-215 times a
-        second, ~0.2 ms each).  A wide one is left to the tree walk, and
-        after enough walks (``REBUILD_MIN``, ``REBUILD_SHIFT``) recomputed.
-        Measured at N = 1,000,000 (2,000 blocks): ``position`` 4.6 µs with
-        the cached offsets against 5.6 µs with the walk alone.
-        """
-        if i < self._valid:
-            return self._offsets[i]
-        if i >= self._from:
-            return self._offsets[i] + self._lag
-        if self._from - self._valid <= GAP_SCAN:
-            return self._gap_start() + sum(map(len, islice(self._lists, self._valid, i)))
-        self._walks += 1
-        if self._walks >= max(REBUILD_MIN, len(self._lists) >> REBUILD_SHIFT):
-            self._rebuild_offsets()
-            return self._offsets[i]
-        return self._sl._loc(i, 0)
-
-    def _gap_start(self) -> int:
-        """Entries before the first block of the gap (block ``_valid``)."""
-        valid = self._valid
-        return self._offsets[valid - 1] + len(self._lists[valid - 1]) if valid else 0
-
-    def _rebuild_offsets(self) -> None:
-        """Recompute the stale offsets (blocks ``_valid`` and later)."""
-        lists = self._lists
-        if self._valid == len(lists):
-            return
-        offsets = self._offsets
-        valid = self._valid
-        start = offsets[valid - 1] + len(lists[valid - 1]) if valid else 0
-        del offsets[valid:]
-        offsets.extend(accumulate(map(len, islice(lists, valid, len(lists) - 1)), initial=start))
-        self._valid = self._from = len(lists)
-        self._walks = self._lag = 0
-
-    # ------------------------------------------------------------------
-    # Structure maintenance
-    # ------------------------------------------------------------------
-
-    def _resized(self, i: int, delta: int) -> None:
-        """Block ``i`` grew (or shrank) by ``delta``: update the tree and offsets.
-
-        The tree gets ``delta`` on leaf ``i`` and its ancestors, a walk from
-        the leaf to the root as ``SortedList._expand`` does (see
-        ``SortedList._loc`` for the tree layout).  The offsets after block
-        ``i`` shift by ``delta``: the lag's (see ``_offset_of``).
-        """
-        valid = self._valid
-        if i + 1 < valid:
-            if valid == self._from and (not self._lag or valid == len(self._lists)):
-                self._from, self._lag = i + 1, 0  # the exact ones after i: lagged
-            self._valid = i + 1
-        if self._from <= i:
-            self._from = i + 1  # (blocks _from .. i: the gap)
-        self._lag += delta
-        index = self._index
-        if index:
-            child = self._sl._offset + i
-            while child:
-                index[child] += delta
-                child = (child - 1) >> 1
-            index[0] += delta
-
-    def _transfer(self, i: int, j: int) -> None:
-        """One entry went from block ``i`` to block ``j``: update the tree and offsets.
-
-        In the positional tree, all leaves sit on the bottom row, so the two
-        walks climb in lockstep.  They meet at the lowest common ancestor;
-        from there up, ``-1`` and ``+1`` cancel and nothing changes::
-
-                     14              <- unchanged
-                  5      9          <- unchanged above the meeting point
-                3   2  4   5
-                    i  j
-            leaf i: 2 -> 1, node 5 -> 4;  leaf j: 4 -> 5, node 9 -> 10
-
-        A move between neighbouring blocks costs 1-3 steps here instead of two
-        walks of ~11 steps each at 1,000 blocks.
-
-        The offsets of the blocks after the lower of ``i`` and ``j`` up to the
-        higher one shift by one entry: patched when there are few of them
-        (``PATCH_LIMIT``), made stale otherwise.
-        """
-        if i < j:
-            lo, hi, delta = i + 1, j + 1, -1
-        else:
-            lo, hi, delta = j + 1, i + 1, 1
-        if hi - lo > PATCH_LIMIT:
-            self._valid = min(self._valid, lo)
-            self._from = max(self._from, hi)
-        else:  # (a slot in the gap is patched too: harmless)
-            offsets = self._offsets
-            for k in range(lo, hi):
-                offsets[k] += delta
-        index = self._index
-        if index:
-            offset = self._sl._offset
-            x = offset + i
-            y = offset + j
-            while x != y:
-                index[x] -= 1
-                index[y] += 1
-                x = (x - 1) >> 1
-                y = (y - 1) >> 1
-
     def _split(self, i: int) -> None:
-        """Cut block ``i`` (longer than ``2 * load``) in two halves."""
+        """Cut block ``i`` (longer than ``2 * load``) in two halves.
+
+        The second half of a list column (members, and a column that holds
+        objects) goes into an old spare list, not a new one (see
+        :mod:`rankengine.index.spares`): the young collections then have no
+        hundreds of references to walk.  Array blocks are no containers.
+        """
         lists, ties, members = self._lists, self._ties, self._members
         ps, ts, ms = lists[i], ties[i], members[i]
         half = len(ps) >> 1
-        lists.insert(i + 1, ps[half:])
-        ties.insert(i + 1, ts[half:])
-        members.insert(i + 1, ms[half:])
+        blocks = len(lists) + 1
+        take = self._spares.take
+        lists.insert(i + 1, take(ps, half, blocks) if type(ps) is list else ps[half:])
+        ties.insert(i + 1, take(ts, half, blocks) if type(ts) is list else ts[half:])
+        members.insert(i + 1, take(ms, half, blocks))
         del ps[half:], ts[half:], ms[half:]
         self._maxes[i] = ps[-1]
         self._maxes.insert(i + 1, lists[i + 1][-1])
-        # Block numbers shifted: the tree is rebuilt lazily on next use; the
-        # new block's offset (block i's plus half) takes a slot, in block i's
-        # frame, or right after the exact blocks the lagged one (the lag goes on).
-        del self._index[:]
-        offsets = self._offsets
-        if i + 1 == self._valid == self._from:
-            offsets.insert(i + 1, offsets[i] + half - self._lag)
-        else:
-            offsets.insert(i + 1, offsets[i] + half)
-            self._valid += i < self._valid
-            self._from += i < self._from
+        self._split_offsets(i, half)
 
     def _merge(self, i: int) -> None:
-        """Join block ``i`` (down to ``load // 2``) with a neighbour."""
+        """Join block ``i`` (down to ``load // 2``) with a neighbour.
+
+        Its emptied list blocks go back to the spares (old, used first).
+        """
         if not i:
             i = 1
         prev = i - 1
@@ -637,13 +439,15 @@ class SortedListIndex:
         lists[prev].extend(lists[i])
         ties[prev].extend(ties[i])
         members[prev].extend(members[i])
-        del lists[i], ties[i], members[i]
+        blocks = len(lists) - 1
+        give = self._spares.give
+        for column in (lists, ties, members):
+            block = column.pop(i)
+            if type(block) is list:
+                give(block, blocks)
         self._maxes[prev] = lists[prev][-1]
         del self._maxes[i]
-        del self._index[:]
-        del self._offsets[i]  # block i's slot; prev and the later ones keep theirs
-        self._valid -= i < self._valid
-        self._from -= i < self._from
+        self._merge_offsets(i)
         if len(lists[prev]) > self._load << 1:
             self._split(prev)
 
@@ -662,7 +466,7 @@ class SortedListIndex:
             self._merge(i)
         elif ps:
             self._maxes[0] = ps[-1]
-            del self._index[:]
+            self._resized(0, -1)
         else:
             self.clear()
 
@@ -751,9 +555,7 @@ class SortedListIndex:
             self._members.append([member])
             maxes.append(primary)
             self._sl._len = 1
-            del self._index[:]
-            self._offsets.append(0)
-            self._valid = self._from = 1
+            self._first_block()
             return None if self.oldest_last is None else True
         i = bisect_left(maxes, primary)
         if i == len(maxes):
@@ -809,9 +611,10 @@ class SortedListIndex:
            are overwritten in place (Redis' ``zslUpdateScore``).
         2. The new key stays inside the same block: the entry is moved within
            that block.  Block sizes do not change, so ``_maxes`` is the only
-           bookkeeping and the positional tree is not touched.
-        3. Otherwise the entry leaves its block for another one; the tree is
-           updated by one short transfer unless a block splits or merges.
+           bookkeeping and the block lengths and offsets are not touched.
+        3. Otherwise the entry leaves its block for another one; the block
+           lengths and offsets are updated by one transfer unless a block
+           splits or merges.
 
         Runtime complexity: O(log N)
 
@@ -1015,8 +818,7 @@ class SortedListIndex:
         del self._ties[:]
         del self._members[:]
         self._ptype = self._ttype = None
-        del self._offsets[:]
-        self._valid = self._from = self._lag = self._walks = 0
+        self._clear_offsets()
 
     def build(self, entries: Iterable[Entry3]) -> None:
         """Replace the contents with ``entries``, already sorted by unique key.
@@ -1071,7 +873,8 @@ class SortedListIndex:
         self._ttype = tkind
         self._set_maxes(_block(pkind, [block[-1] for block in lists]))
         self._sl._len = n
-        self._rebuild_offsets()
+        self._reset_offsets()
+        self._spares.stock(len(lists))
 
     def build_columns(self, primaries: Column, ties: Column, members: list[Any]) -> None:
         """:meth:`build` from three whole columns of equal length (no triples).
@@ -1112,7 +915,8 @@ class SortedListIndex:
         self._ttype = tkind
         self._set_maxes(_block(pkind, [block[-1] for block in lists]))
         self._sl._len = n
-        self._rebuild_offsets()
+        self._reset_offsets()
+        self._spares.stock(len(lists))
 
     def tie_of(self, primary: Any, member: Any) -> tuple[Any, int]:
         """``(tie, distance)`` of the entry holding ``member`` among those with
@@ -1506,9 +1310,9 @@ class SortedListIndex:
             f"load={self._load} len={self._sl._len} kinds={self._ptype}/{self._ttype}\n"
             f"maxes={self._maxes!r}\n"
             f"lists={self._lists!r}\nties={self._ties!r}\nmembers={self._members!r}\n"
-            f"index={self._index!r} offset={self._sl._offset}\n"
+            f"lens={self._lens!r}\n"
             f"offsets={self._offsets.tolist()!r} valid={self._valid} "
-            f"from={self._from} lag={self._lag} walks={self._walks}"
+            f"from={self._from} lag={self._lag}"
         )
         if len(state) > _DUMP_LIMIT:
             state = state[:_DUMP_LIMIT] + "... (truncated)"
@@ -1573,28 +1377,7 @@ class SortedListIndex:
             for k in range(1, len(keys)):
                 assert keys[k - 1] < keys[k], f"keys out of order at position {k}"
 
-            # The positional tree, when built, agrees with the block lengths:
-            # leaves are the lengths, each branch is the sum of its children
-            # (the layout of SortedList._build_index).
-            index = self._index
-            if index:
-                offset = self._sl._offset
-                assert len(index) == offset + len(lists), "tree has the wrong size"
-                assert index[0] == self._sl._len, "tree root is not len"
-                for i, ps in enumerate(lists):
-                    assert index[offset + i] == len(ps), f"tree leaf {i} is stale"
-                for node in range(offset):
-                    children = index[2 * node + 1 : 2 * node + 3]
-                    assert index[node] == sum(children), f"tree node {node} is stale"
-
-            # One offset per block: exact before _valid, from _from on with _lag.
-            offsets = self._offsets
-            assert len(offsets) == len(lists), "not one offset per block"
-            assert 0 <= self._valid <= self._from <= len(lists), "_valid or _from out of range"
-            total = 0
-            for i, ps in enumerate(lists):
-                lag = 0 if i < self._valid else self._lag if i >= self._from else None
-                assert lag is None or offsets[i] + lag == total, f"offset of block {i} is stale"
-                total += len(ps)
+            self._check_positions()
+            self._spares._check(chain(lists, ties, members))
         except AssertionError as error:
             raise AssertionError(f"{error}\n{self._dump()}") from error

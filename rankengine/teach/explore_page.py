@@ -136,8 +136,8 @@ _BODY: Final = """
  <div class="scroll"><svg id="sorted" xmlns="http://www.w3.org/2000/svg"></svg></div>
  <div class="muted">maxes: the last score of each block, bisected to choose the block;
  block k: its scores, bisected for the slot (ties and members sit in parallel blocks);
- offsets: entries before each block, the positional index's cache; tree: the positional
- tree of sortedcontainers, built on the first look-up by position that needs it.
+ offsets: entries before each block, the positional index's cache; lens: the length of
+ each block, from which the offsets are recomputed when a write made them stale.
  An insert or delete shifts the slots after it in its block (a memmove).</div>
  <h2>Cost: comparisons and memory touched</h2>
  <table class="cost" id="cost"></table>
@@ -261,7 +261,7 @@ function drawSorted(rec, f) {
   row("maxes", lay.maxes.map(String), "maxes", -1);
   if (lay.offsets.length) row("offsets", lay.offsets, "offsets", -1);
   names.forEach((b, i) => row("block " + i, b, "p", i));
-  if (lay.tree.length) row("tree", lay.tree, "tree", -1);
+  if (lay.lens.length) row("lens", lay.lens, "lens", -1);
   svg.setAttribute("width", width); svg.setAttribute("height", y);
   let info = `${lay.scores.length} blocks of ${lay.load} to ${2 * lay.load} entries (load ${lay.load}); `;
   info += after ? "after the operation." : `before the operation; red: the ${reads.length} slots read, in order.`;

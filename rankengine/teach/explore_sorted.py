@@ -5,8 +5,8 @@ The index is kept with the smallest load (:data:`LOAD`), so a board of a
 dozen entries already has several blocks.  Its scores are
 :class:`~rankengine.teach.explore_count.Counted` (so its columns are lists, as
 for any score that is not a machine integer or float).  For one operation,
-every block, the block maxima, the cached block offsets and the positional
-tree are swapped for look-alikes that note each slot read and each slot
+every block, the block maxima, the block lengths and the cached block
+offsets are swapped for look-alikes that note each slot read and each slot
 written or shifted; the real code runs; the plain containers come back.
 The record says which slots were read, in order, and what it cost.
 
@@ -137,8 +137,7 @@ class SortedMirror:
 
     def blocks(self) -> dict[str, Any]:
         """The layout: scores and members per block, the block maxima, the
-        cached offsets still exact, the positional tree (empty until a
-        look-up needs it).
+        cached offsets still exact, the block lengths.
 
         Runtime complexity: O(N)
         """
@@ -148,7 +147,7 @@ class SortedMirror:
             "members": [[str(m) for m in block] for block in index._members],
             "maxes": [_raw(p) for p in index._maxes],
             "offsets": list(index._offsets[: index._valid]),
-            "tree": list(index._index),
+            "lens": list(index._lens),
             "load": LOAD,
         }
 
@@ -164,14 +163,13 @@ class SortedMirror:
                 column[k] = swap(column[k], name, k)
         index._set_maxes(swap(index._maxes, "maxes"))
         index._offsets = swap(index._offsets, "offsets")
-        tree = swap(index._index, "tree")
-        index._index = index._sl._index = tree
+        index._lens = swap(index._lens, "lens")
 
     def run(self, operation: str, *args: Any) -> dict[str, Any]:
         """Run ``operation`` (``insert``, ``remove``, ``move``, ``position``,
         ``entry``) with ``args`` as :func:`~rankengine.teach.explore_count.count_skiplist`
         takes them; return the layouts before and after, the slots read in
-        order (``[column, block, slot]``: ``maxes``, ``offsets``, ``tree``,
+        order (``[column, block, slot]``: ``maxes``, ``offsets``, ``lens``,
         or a block of the ``p``/``t``/``m`` column), the blocks split or
         merged and the cost.
 
