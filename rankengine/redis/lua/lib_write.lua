@@ -1,12 +1,21 @@
 -- Helper section 'write': put and delete a member, keeping every key in step.
 
-local function put(member, old, new, clock)
+-- What put and put_later share: the new element's prefix and the element,
+-- and the old row's dense and inexact counts taken back.
+local function element_of(member, new, clock)
   local pre = new.ok
   if FIRST then pre = pre .. prefix(clock) .. new.kind end
-  local el = pre .. member
+  return pre, pre .. member
+end
+local function uncount(old)
+  if DENSE then dense_remove(old) end
+  if old.ok ~= '' then inexact(-1) end
+end
+
+local function put(member, old, new, clock)
+  local pre, el = element_of(member, new, clock)
   if old then
-    if DENSE then dense_remove(old) end
-    if old.ok ~= '' then inexact(-1) end
+    uncount(old)
     if old.el ~= el then redis.call('ZREM', Z, old.el) end
   end
   redis.call('ZADD', Z, new.str, el)
@@ -59,12 +68,9 @@ end
 -- it is noted.  Distinct members have distinct elements here too (an
 -- ordkey carries its length in its first byte).
 local function put_later(moves, member, old, new, clock)
-  local pre = new.ok
-  if FIRST then pre = pre .. prefix(clock) .. new.kind end
-  local el = pre .. member
+  local pre, el = element_of(member, new, clock)
   if old then
-    if DENSE then dense_remove(old) end
-    if old.ok ~= '' then inexact(-1) end
+    uncount(old)
     if old.el ~= el then
       local zrem = moves.zrem
       zrem[#zrem + 1] = old.el
