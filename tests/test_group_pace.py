@@ -88,19 +88,16 @@ def test_paced_fsyncs_start_no_closer_than_the_pace_and_cover_their_waiters() ->
             returned[mine] = max(covered)  # what the fsyncs covered when it returned
 
     threads = [threading.Thread(target=writer) for _ in range(4)]
-    begin = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.monotonic() - begin
     group.close()
     assert sorted(returned) == list(range(1, 161))
     assert all(mine <= cover for mine, cover in returned.items())
     # (a bound that only a pace broken too short can break: never faster than it)
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= pace * 0.99, gaps
-    assert group.syncs <= elapsed / pace + 1
     assert group.syncs < 160  # shared: four writers wait on each fsync
 
 

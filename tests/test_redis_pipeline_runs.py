@@ -23,7 +23,7 @@ from redis_service import (  # noqa: F401 - fixtures
     unique_name,
 )
 from test_redis_direct import resending
-from test_redis_pipeline import lose_last_reply
+from test_redis_pipeline import call, lose_last_reply
 
 from rankengine import Leaderboard
 from rankengine.redis import pipeline as pipelines
@@ -61,20 +61,6 @@ CALLS = st.one_of(
 )
 
 
-def call(target: Any, op: tuple[Any, ...]) -> Any:
-    """Make one drawn call on a board or a pipeline."""
-    name, a, b = op
-    if name == "incr":
-        return target.incr(a, b)
-    if name == "set":
-        return target.set(a, b)
-    if name == "rank":
-        return target.rank(a, style=b)
-    if name == "score":
-        return target.score(a)
-    return target.top(a, style=b)
-
-
 def answer(value: Any) -> Any:
     """A pipeline's answer as :func:`outcomes.outcome` gives a call's."""
     if isinstance(value, Exception):
@@ -90,18 +76,24 @@ def alone(board: Any, op: tuple[Any, ...]) -> Any:
         return ("raises", type(exc).__name__, str(exc))
 
 
-def twice_like_the_twin(board: RedisLeaderboard, ops: list[tuple[Any, ...]]) -> None:
-    """Send ``ops`` as a pipeline twice (the second time onto the first's
-    state): each time the answers are an in-process board's, exactly, and
-    so are the stored items, the clock and the invariants."""
-    twin = Leaderboard()
-    for _ in range(2):
-        with board.pipeline() as p:
-            for op in ops:
-                call(p, op)
-        assert exact(p.results) == exact([call(twin, op) for op in ops])
+def like_the_twin(board: RedisLeaderboard, twin: Leaderboard, ops: list[tuple[Any, ...]]) -> None:
+    """Send ``ops`` as a pipeline: the answers are those of the same calls
+    on ``twin``, an in-process board, exactly, and so are the stored items,
+    the clock and the invariants."""
+    with board.pipeline() as p:
+        for op in ops:
+            call(p, op)
+    assert exact(p.results) == exact([call(twin, op) for op in ops])
     assert board.items() == twin.items() and board.clock == twin.clock
     board._check()
+
+
+def twice_like_the_twin(board: RedisLeaderboard, ops: list[tuple[Any, ...]]) -> None:
+    """:func:`like_the_twin` twice (the second time onto the first's state),
+    against a fresh in-process board."""
+    twin = Leaderboard()
+    for _ in range(2):
+        like_the_twin(board, twin, ops)
 
 
 def stored(client: Any, board: RedisLeaderboard) -> Any:
@@ -315,12 +307,7 @@ def test_a_run_past_two_to_the_53_runs_call_by_call_in_its_place(redis_client: A
         ("rank", "cid", "unique"),
         ("top", 2, "unique"),
     ]
-    with board.pipeline() as p:
-        for op in ops:
-            call(p, op)
-    assert exact(p.results) == exact([call(twin, op) for op in ops])
-    assert board.items() == twin.items() and board.clock == twin.clock
-    board._check()
+    like_the_twin(board, twin, ops)
 
 
 def test_a_run_refused_for_the_tie_clock_runs_call_by_call(redis_client: Any) -> None:
