@@ -73,7 +73,11 @@ if fsync_s:  # (a sleep lets go of the GIL as fdatasync does)
     os.fdatasync = lambda fd: time.sleep(fsync_s)
 data = bench.stream(events, 10_000, 1)
 acks, wakes = [], [0]
-arecord, release = AsyncLedger.arecord, AsyncLedger._release
+try:  # (the release of the awaits: the shared LoopAcks's, or the face's own before it)
+    from rankengine.durable.loopacks import LoopAcks as Releases
+except ImportError:
+    Releases = AsyncLedger
+arecord, release = AsyncLedger.arecord, Releases._release
 
 async def timed(self, *args, **options):
     start = time.perf_counter()
@@ -85,7 +89,7 @@ def counted(self):
     wakes[0] += 1
     release(self)
 
-AsyncLedger.arecord, AsyncLedger._release = timed, counted
+AsyncLedger.arecord, Releases._release = timed, counted
 if kind == "pace":  # (pairs of runs, the face's pace 0 and LOOP_PACE_S in turn)
     from rankengine.durable.commit import LOOP_PACE_S
     init, paced = AsyncLedger.__init__, [0.0]

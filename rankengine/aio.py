@@ -6,9 +6,11 @@ event loop (the in-memory change and the append to the log take
 microseconds) and its coroutine returns once the record is durable under
 the board's policy: under ``fsync="always"`` it awaits the group commit's
 fsync (:mod:`rankengine.durable.commit`), which runs on the flusher thread
-and resolves the write's future through ``loop.call_soon_threadsafe``, so
-the loop goes on serving while the disk works; writes from many tasks
-share one fsync.  The face paces its group's fsyncs
+and has the loop resolve the write's future through
+``loop.call_soon_threadsafe`` (:mod:`rankengine.durable.loopacks`, in
+batches of :data:`~rankengine.durable.loopacks.ACK_BATCH` a turn), so the
+loop goes on serving while the disk works; writes from many tasks share
+one fsync.  The face paces its group's fsyncs
 (:data:`~rankengine.durable.commit.LOOP_PACE_S`: one every millisecond at
 most; each costs the loop a wake-up), for threads writing the same board
 too.  Under ``"everysec"`` and ``"never"`` the write returns at
@@ -47,7 +49,6 @@ No new dependency: the standard library's asyncio only.
 from __future__ import annotations
 
 import asyncio
-import collections
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -55,8 +56,7 @@ from typing import Any
 from rankengine.board.leaderboard import Entry, When
 from rankengine.durable.acks import WRITES
 from rankengine.durable.board import DurableLeaderboard
-from rankengine.durable.commit import LOOP_PACE_S
-from rankengine.durable.records import LogError
+from rankengine.durable.loopacks import LoopAcks
 
 __all__ = ["AsyncLeaderboard"]
 
@@ -81,11 +81,12 @@ class AsyncLeaderboard:
                 f"not {type(board).__name__}"
             )
         self.board = board
-        self._loop: asyncio.AbstractEventLoop | None = None
-        #: (ticket, future) of the writes waiting for their fsync, in order
-        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
-        self._scheduled = False
-        self._error: BaseException | None = None
+        group = board.group_commit
+        #: the writes waiting for their fsync (``"always"`` only; it listens
+        #: to the group from the first)
+        self._acks: LoopAcks[None] | None = (
+            None if group is None else LoopAcks(group, _not_acknowledged)
+        )
 
     @classmethod
     async def open(cls, path: str | os.PathLike[str], **options: Any) -> AsyncLeaderboard:
@@ -206,61 +207,18 @@ class AsyncLeaderboard:
         return result
 
     def _durable(self, ticket: int) -> asyncio.Future[None]:
-        """A future resolved once ``ticket`` is durable.
+        """A future resolved once ``ticket`` is durable
+        (:class:`~rankengine.durable.loopacks.LoopAcks`: one listener of
+        the group's fsyncs, the futures released on the loop in ticket
+        order, :data:`~rankengine.durable.loopacks.ACK_BATCH` a turn)."""
+        acks = self._acks
+        assert acks is not None  # (a ticket comes from a group)
+        return acks.wait(ticket, None)
 
-        The futures wait in a queue in ticket order (every write of this
-        face is made on the loop, one after another).  The face listens to
-        every fsync of the group (one listener, not a callback per write);
-        the listener only schedules :meth:`_release` on the loop, at most
-        once until it runs, which resolves every future the fsyncs cover.
-        """
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
-            group = self.board.group_commit
-            assert group is not None  # (a ticket comes from a group)
-            group.subscribe(self._wake)
-            group.pace(LOOP_PACE_S)  # (each fsync costs the loop a wake-up)
-        future: asyncio.Future[None] = loop.create_future()
-        self._waiting.append((ticket, future))
-        group = self.board.group_commit
-        if group is not None and ticket <= group.durable:
-            self._wake(group.durable, None)  # durable already
-        return future
 
-    def _wake(self, durable: int, error: BaseException | None) -> None:
-        """After each fsync, from the flusher thread (or this one): have
-        the loop release the writes that are durable now, if any wait."""
-        if error is not None:
-            self._error = error
-        elif not self._waiting or self._waiting[0][0] > durable:
-            return  # (nothing of ours became durable)
-        if not self._scheduled:
-            self._scheduled = True
-            assert self._loop is not None
-            # (cleared by _release before it reads how far the log is
-            # durable, so a wake-up after that read schedules it again)
-            self._loop.call_soon_threadsafe(self._release)
-
-    def _release(self) -> None:
-        """On the loop: resolve the futures of every durable write, or fail
-        those whose fsync failed."""
-        self._scheduled = False
-        group = self.board.group_commit
-        durable = group.durable if group is not None else 0
-        waiting = self._waiting
-        while waiting and waiting[0][0] <= durable:
-            _, future = waiting.popleft()
-            if not future.done():  # (its task may have been cancelled)
-                future.set_result(None)
-        error = self._error
-        if error is not None:
-            while waiting:
-                _, future = waiting.popleft()
-                if not future.done():
-                    future.set_exception(
-                        LogError(
-                            f"the fsync that would have made this write durable failed "
-                            f"({error}); it is not acknowledged"
-                        )
-                    )
+def _not_acknowledged(error: BaseException) -> str:
+    """The message of the writes whose fsync failed."""
+    return (
+        f"the fsync that would have made this write durable failed ({error}); "
+        f"it is not acknowledged"
+    )

@@ -12,8 +12,8 @@ import pytest
 
 from rankengine import Ledger
 from rankengine.board import release
+from rankengine.durable import loopacks
 from rankengine.durable.records import LogError
-from rankengine.ledger import aio
 from rankengine.ledger.aio import AsyncLedger
 
 T = 1_798_934_400_000
@@ -107,11 +107,13 @@ def test_acks_come_in_log_order_one_loop_wake_up_per_fsync_and_only_once_durable
         aledger.add_view("alltime")
         loop = asyncio.get_running_loop()
         real_wake = loop.call_soon_threadsafe
+        assert aledger._acks is not None
+        ours = aledger._acks._release  # (the release it schedules)
         wake_ups = 0
 
         def counting_wake(callback: Any, *args: Any, **kwargs: Any) -> Any:
             nonlocal wake_ups
-            wake_ups += callback == aledger._release  # (not the worker threads' own)
+            wake_ups += callback == ours  # (not the worker threads' own)
             return real_wake(callback, *args, **kwargs)
 
         loop.call_soon_threadsafe = counting_wake  # type: ignore[method-assign]
@@ -232,7 +234,7 @@ def test_a_failed_background_compaction_fails_the_next_record_with_nothing_recor
 def test_a_large_group_is_released_in_turns_of_ack_batch_in_log_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(aio, "ACK_BATCH", 10)
+    monkeypatch.setattr(loopacks, "ACK_BATCH", 10)
 
     async def main() -> list[Any]:
         aledger = await AsyncLedger.open(tmp_path, fsync="always")

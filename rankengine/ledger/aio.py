@@ -47,26 +47,18 @@ the first read of last week's standings does not load them on the loop;
 from __future__ import annotations
 
 import asyncio
-import collections
 import threading
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from rankengine.board.release import RELEASE, let_go
-from rankengine.durable.commit import LOOP_PACE_S, GroupCommit
+from rankengine.durable.commit import GroupCommit
+from rankengine.durable.loopacks import ACK_BATCH, LoopAcks
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
 
+# (ACK_BATCH: the awaits one turn of the loop releases, LoopAcks's)
 __all__ = ["ACK_BATCH", "AsyncLedger"]
-
-#: Awaits one turn of the loop releases at most; the rest go in the next
-#: turns (``call_soon``), so timers and I/O get the loop between them.
-#: After a stall (the machine's, a collection's) one fsync can cover
-#: thousands of events: released together, 1,300-3,800 awaits took 4-7 ms
-#: (measured at 10,000 events/s on a loaded 2-core machine), and every task
-#: they resume then runs its next step in one following turn.  128 a turn
-#: keeps both to a fraction of a millisecond each.
-ACK_BATCH: Final = 128
 
 Held = list[tuple[Callable[[Any], None], Any]]
 
@@ -80,16 +72,13 @@ class AsyncLedger:
         files = ledger._files
         #: the ledger's group commit (``"always"`` only)
         self._group: GroupCommit | None = None if files is None else files.group
+        #: the awaits of the group's fsyncs, each with its held notices
+        #: (listening to the group, and pacing it, from now on)
+        self._acks: LoopAcks[Held] | None = None
         if self._group is not None:
-            self._group.subscribe(self._wake)
-            self._group.pace(LOOP_PACE_S)  # (each fsync costs the loop a wake-up)
+            self._acks = LoopAcks(self._group, self._failed, _deliver)
+            self._acks.listen()
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: (ticket, future, held notices) of the awaits, in ticket order
-        self._waiting: collections.deque[tuple[int, asyncio.Future[None], Held]] = (
-            collections.deque()
-        )
-        self._scheduled = False
-        self._error: BaseException | None = None
         #: the thread of the loop (set by the first ``arecord``)
         self._loop_thread: int | None = None
         #: a size-triggered compaction running on a worker thread
@@ -133,15 +122,14 @@ class AsyncLedger:
             await self._after_compaction()
         ledger = self.ledger
         files, subs = ledger._files, ledger._subs
-        group = self._group
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
+        acks = self._acks
+        if self._loop is None:  # (the loop of the compactions it starts)
+            self._loop = asyncio.get_running_loop()
             self._loop_thread = threading.get_ident()
         held: Held = []
         subs.local.hold = held
         if files is not None:
-            files.local.defer = group is not None
+            files.local.defer = acks is not None
         # (a board a view drops, a period that ended, is freed on the
         # release thread: at 10^6 members, 0.4 s of CPU the loop would pay)
         RELEASE.elsewhere = True
@@ -152,61 +140,19 @@ class AsyncLedger:
             subs.local.hold = None
             if files is not None:
                 files.local.defer = False
-        if group is None:
+        if acks is None:
             _deliver(held)
             return done
-        future: asyncio.Future[None] = loop.create_future()
         # (the append noted it for the group; the records of this face are
         # appended on the loop, one after another, so in ticket order)
-        self._waiting.append((done.seq, future, held))
-        if done.seq <= group.durable:
-            self._wake(group.durable, None)  # durable already (another fsync covered it)
-        await future
+        await acks.wait(done.seq, held)
         return done
 
-    def _wake(self, durable: int, error: BaseException | None) -> None:
-        """After each fsync, from the flusher thread (or this one): have
-        the loop release the awaits that are durable now, if any wait."""
-        if error is not None:
-            self._error = error
-        elif not self._waiting or self._waiting[0][0] > durable:
-            return  # (nothing of ours became durable)
-        if not self._scheduled and self._loop is not None:
-            self._scheduled = True
-            # (cleared by _release before it reads how far the log is
-            # durable, so a wake-up after that read schedules it again)
-            self._loop.call_soon_threadsafe(self._release)
-
-    def _release(self) -> None:
-        """On the loop: deliver the notices of every durable event and end
-        its await, in log order, :data:`ACK_BATCH` of them a turn; fail
-        those whose fsync failed."""
-        self._scheduled = False
-        group = self._group
-        durable = group.durable if group is not None else 0
-        waiting = self._waiting
-        budget = ACK_BATCH
-        while waiting and waiting[0][0] <= durable:
-            if not budget:  # the rest in the loop's next turn
-                if not self._scheduled and self._loop is not None:
-                    self._scheduled = True
-                    self._loop.call_soon(self._release)
-                return
-            budget -= 1
-            _, future, held = waiting.popleft()
-            _deliver(held)  # (even if its task was cancelled: the event is durable)
-            if not future.done():
-                future.set_result(None)
-        error = self._error
-        if error is not None:
-            files = self.ledger._files
-            where = "the ledger" if files is None else files.path
-            while waiting:
-                _, future, _held = waiting.popleft()
-                if not future.done():
-                    future.set_exception(
-                        LogError(f"{where}: a group fsync failed ({error}); reopen the ledger")
-                    )
+    def _failed(self, error: BaseException) -> str:
+        """The message of the awaits whose group fsync failed."""
+        files = self.ledger._files
+        where = "the ledger" if files is None else files.path
+        return f"{where}: a group fsync failed ({error}); reopen the ledger"
 
     def _compact_soon(self) -> bool:
         """The ledger's :attr:`~Ledger.compact_elsewhere`: a write on the
@@ -272,6 +218,7 @@ class AsyncLedger:
 
 
 def _deliver(held: Held) -> None:
-    """Deliver the subscription notices held for one event."""
+    """Deliver the subscription notices held for one event (on the loop,
+    once it is durable; even if its await was cancelled)."""
     for callback, notice in held:
         callback(notice)
