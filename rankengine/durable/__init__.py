@@ -7,8 +7,9 @@ checks of ``rankengine verify`` (``verify``) and ``rankengine repair``
 (``repair``), the durable board that logs every change before it is
 acknowledged (``board``), what its open settles before loading
 (``opening``), loading and replay (``recovery``), the replay folded into
-each member's final state (``fold``), group commit (``commit``) and the
-writes that wait for it (``acks``), reading the events back (``events``),
+each member's final state (``fold``), group commit (``commit``), the
+writes that wait for it (``acks``) and the awaits of an event loop on it
+(``loopacks``), reading the events back (``events``),
 the marks of what was acknowledged (``marks``) and salvage of the records
 past damage (``salvage``).
 
