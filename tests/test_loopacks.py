@@ -9,6 +9,10 @@ shared by both asyncio faces.
   and the others are released.
 * A ticket durable already is released without another fsync.
 * The board's face releases in batches too (a real durable board).
+* Against a model (Hypothesis): any run of waits, cancellations, fsyncs
+  made elsewhere (``GroupCommit.synced``) and loop turns delivers the
+  durable tickets in order, at most a batch a turn, and every one of them
+  once the loop has turned enough.
 
 Each runs on a real GroupCommit whose fsync is a real ``os.fsync`` of a
 file, held back by an event where a test needs one large group.
@@ -24,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rankengine.aio import AsyncLeaderboard
+from rankengine.durable import loopacks
 from rankengine.durable.commit import GroupCommit
 from rankengine.durable.loopacks import ACK_BATCH, LoopAcks
 from rankengine.durable.records import LogError
@@ -279,3 +286,78 @@ def test_a_bad_wait_changes_nothing(tmp_path: Path) -> None:
     finally:
         group.close()
         disk.close()
+
+
+#: The batch of the model test: small, so that a few waits span turns.
+SMALL_BATCH = 3
+
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("wait"), st.integers(1, 8)),  # that many new tickets waited on
+        st.tuples(st.just("sync"), st.integers(-4, 4)),  # durable up to the last ticket + n
+        st.tuples(st.just("cancel"), st.integers(0, 40)),  # a pending waiter's task
+        st.tuples(st.just("turn"), st.just(0)),  # one turn of the loop
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=STEPS)
+def test_releases_follow_a_model_of_durability_order_batches_and_cancels(
+    steps: list[tuple[str, int]],
+) -> None:
+    # (no appends: the group's flusher stays idle, and every fsync is one
+    # "made elsewhere", group.synced, on the loop's thread: deterministic)
+    group = GroupCommit(lambda: None, durable=0)
+
+    async def main() -> None:
+        delivered: list[int] = []
+        acks: LoopAcks[int] = LoopAcks(group, failed, delivered.append)
+        tasks: dict[int, asyncio.Task[None]] = {}
+        last = durable = 0
+
+        def check() -> None:
+            assert delivered == list(range(1, len(delivered) + 1))  # in ticket order
+            assert len(delivered) <= durable  # only what is durable
+
+        for op, n in steps:
+            if op == "wait":
+                for _ in range(n):
+                    last += 1
+                    tasks[last] = asyncio.create_task(_waiter(acks, last))
+                await asyncio.sleep(0)  # (each task waiting)
+            elif op == "sync" and last + n > durable:
+                durable = last + n
+                group.synced(durable)
+            elif op == "cancel":
+                pending = [task for task in tasks.values() if not task.done()]
+                if pending:
+                    pending[n % len(pending)].cancel()
+            elif op == "turn":
+                before = len(delivered)
+                await asyncio.sleep(0)
+                assert len(delivered) - before <= SMALL_BATCH  # a batch a turn at most
+            check()
+        for _ in range(last // SMALL_BATCH + 3):  # (enough turns for every batch)
+            await asyncio.sleep(0)
+        check()
+        assert delivered == list(range(1, min(durable, last) + 1))  # every durable one
+        for ticket, task in tasks.items():
+            if ticket <= durable:
+                assert task.done() and (task.cancelled() or task.result() is None)
+            else:
+                assert task.cancelled() or not task.done()  # (still waiting)
+        for task in tasks.values():
+            task.cancel()
+
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(loopacks, "ACK_BATCH", SMALL_BATCH)
+            asyncio.run(main())
+    finally:
+        group.close()
+
+
+async def _waiter(acks: LoopAcks[int], ticket: int) -> None:
+    await acks.wait(ticket, ticket)

@@ -57,7 +57,7 @@ from rankengine.durable.loopacks import ACK_BATCH, LoopAcks
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
 
-# (ACK_BATCH: the awaits one turn of the loop releases, LoopAcks's)
+# (ACK_BATCH re-exported: LoopAcks's, the awaits one turn of the loop releases)
 __all__ = ["ACK_BATCH", "AsyncLedger"]
 
 Held = list[tuple[Callable[[Any], None], Any]]
