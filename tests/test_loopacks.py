@@ -120,6 +120,7 @@ def test_a_group_larger_than_the_batch_is_released_over_several_turns_in_order(
             await asyncio.gather(*futures)
 
         await with_ticker(order, work)
+        acks._check()
         return order
 
     try:
@@ -155,6 +156,7 @@ def test_a_failed_fsync_fails_the_rest_with_the_faces_log_error(tmp_path: Path) 
         outcomes = await asyncio.wait_for(
             asyncio.gather(*futures, return_exceptions=True), PATIENCE_S
         )
+        acks._check()
         return delivered, outcomes
 
     try:
@@ -318,6 +320,7 @@ def test_releases_follow_a_model_of_durability_order_batches_and_cancels(
         last = durable = 0
 
         def check() -> None:
+            acks._check()
             assert delivered == list(range(1, len(delivered) + 1))  # in ticket order
             assert len(delivered) <= durable  # only what is durable
 

@@ -148,6 +148,31 @@ class LoopAcks(Generic[Extra]):
             self._wake(group.durable, None)  # durable already (another fsync covered it)
         return future
 
+    def _check(self) -> None:
+        """Assert the invariants (call it on the loop, between its callbacks).
+
+        Runtime complexity: O(waiting)
+        """
+        waiting = list(self._waiting)
+        try:
+            # 1. the queue is in ticket order (each ticket waited on once)
+            tickets = [ticket for ticket, _, _ in waiting]
+            assert tickets == sorted(set(tickets)), "tickets out of order"
+            # 2. a future still queued is unresolved, unless its task was
+            #    cancelled (only a release resolves or fails one)
+            for _, future, _ in waiting:
+                assert not future.done() or future.cancelled(), "a resolved future queued"
+            # 3. no lost wake-up: a durable write waiting (or one whose fsync
+            #    failed) has a release scheduled on the loop
+            if waiting and (tickets[0] <= self.group.durable or self._error is not None):
+                assert self._scheduled, "a durable write waits with no release scheduled"
+            # 4. the listener is subscribed once the loop is known
+            assert self._loop is None or self._listening, "waiting without listening"
+        except AssertionError:
+            print(f"LoopAcks: durable {self.group.durable}, scheduled {self._scheduled}, ")
+            print(f"  error {self._error!r}, waiting {[(t, f) for t, f, _ in waiting]}")
+            raise
+
     def _wake(self, durable: int, error: BaseException | None) -> None:
         """After each fsync, from the flusher thread (or this one): have
         the loop release the writes that are durable now, if any wait.
