@@ -20,6 +20,7 @@ Redis board; the deterministic test below stages a batch of the real size.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from hypothesis import strategies as st
 from outcomes import apply, exact
 from redis_service import redis_board
 
+import rankengine
 from rankengine import Leaderboard
 from rankengine.board import staged
 from rankengine.board.staged import CLOCK_ROOM, STAGED_MIN_PAIRS
@@ -134,27 +136,32 @@ def test_clocks_agree_unless_a_batch_is_staged(config: dict[str, Any]) -> None:
     run()
 
 
-def test_a_staged_batch_of_the_real_size() -> None:
+def test_a_staged_batch_of_the_real_size(tmp_path: Path) -> None:
     """With the real thresholds: N members, then an ``incr_many`` of N
     pairs (members met twice, zero steps, new members) is staged in process
     and is one call on Redis.  The clocks then differ by exactly
     ``CLOCK_ROOM`` plus the pairs that changed no score; every answer
-    agrees, and so do the ties reached after the batch."""
+    agrees, and so do the ties reached after the batch.  A durable board
+    (its batch one log record, never staged) keeps Redis's clock."""
     n = STAGED_MIN_PAIRS  # (and the batch is as large as the board: staged)
     rnd = random.Random(26)
     local, twin, remote = Leaderboard(), Leaderboard(), redis_board()
+    durable = rankengine.open_board(tmp_path, fsync="never")
     start = [(f"p{i}", rnd.randrange(50)) for i in range(n)]
     batch = [(f"p{rnd.randrange(n + n // 8)}", rnd.choice([0, 1, 2, 0.0])) for _ in range(n)]
-    for board in (local, twin, remote):
+    for board in (local, twin, remote, durable):
         board.set_many(start)
     assert local.clock == remote.clock == n  # an empty board is filled densely
     before = twin.clock
-    results = [board.incr_many(batch) for board in (local, remote)]
+    results = [board.incr_many(batch) for board in (local, remote, durable)]
+    assert durable.clock == remote.clock
+    assert remote.verify(durable) == []
+    durable.close()
     for i in range(0, len(batch), 100):  # the twin: the same calls, each too small to stage
         twin.incr_many(batch[i : i + 100])
     ticks = twin.clock - before
     assert 0 < ticks < len(batch)
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]
     assert remote.clock == twin.clock
     assert local.clock - remote.clock == CLOCK_ROOM + len(batch) - ticks
     assert order_of(local) == order_of(remote) == order_of(twin)
