@@ -21,7 +21,12 @@ are not counted).  ``incr pipelined`` (against ``zincrby pipelined``)
 sends the same increments ``PIPELINE`` per pipeline (a board's pipeline,
 a redis-py pipeline of ``ZINCRBY``): a round trip of several commands gets
 a reply per command, a run's ``INCR_MANY`` one row per increment; its
-figure is per increment.  ``--only`` times only the operations named
+figure is per increment.  ``incr pairs`` (against ``zincrby pairs``)
+sends them two per pipeline (a match's winner and loser, say); with
+``--run-min K`` it is timed twice, as the code stands and with the
+pipeline's ``RUN_MIN`` set to ``K`` (``incr pairs run_min=K``), in the
+same rounds: ``--run-min 2`` sends each pair as one call instead of two.
+Its figure is per increment too.  ``--only`` times only the operations named
 (comma-separated, without the version's label: ``--only 'incr
 pipelined'``, its native command with it).  ``--other`` is as in
 ``bench/redis_client_ab.py``.
@@ -103,6 +108,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--other", help="a second version's package name")
     parser.add_argument("--only", help="comma-separated operations, e.g. 'incr pipelined'")
+    parser.add_argument("--run-min", type=int, help="time 'incr pairs' with this RUN_MIN too")
     opts = parser.parse_args()
     r = redis.Redis.from_url(opts.url)
     packages = {"this": "rankengine", **({"other": opts.other} if opts.other else {})}
@@ -131,19 +137,40 @@ def main() -> None:
             pipe.zincrby("client-cpu:plain", 1, m)
         pipe.execute()
 
+    def zincrby_pairs(ms: list[str]) -> None:
+        for at in range(0, len(ms) - 1, 2):
+            pipe = r.pipeline(transaction=False)
+            pipe.zincrby("client-cpu:plain", 1, ms[at])
+            pipe.zincrby("client-cpu:plain", 1, ms[at + 1])
+            pipe.execute()
+
     ops: dict[str, Op] = {
         "zincrby": zincrby,
         "zrevrank": zrevrank,
         "zincrby pipelined": zincrby_pipelined,
+        "zincrby pairs": zincrby_pairs,
     }
     for label, board in boards.items():
         ops[f"incr {label}"] = partial(each, board.incr)
         ops[f"rank {label}"] = partial(each, board.rank)
         ops[f"incr pipelined {label}"] = partial(incr_pipelined, board)
+        ops[f"incr pairs {label}"] = partial(incr_pairs, board)
+        if opts.run_min is not None:
+            module = importlib.import_module(f"{packages[label]}.redis.pipeline")
+            ops[f"incr pairs run_min={opts.run_min} {label}"] = partial(
+                with_run_min, module, opts.run_min, partial(incr_pairs, board)
+            )
     if opts.only:
         wanted = set(opts.only.split(","))
-        natives = {"incr": "zincrby", "rank": "zrevrank", "incr pipelined": "zincrby pipelined"}
+        natives = {
+            "incr": "zincrby",
+            "rank": "zrevrank",
+            "incr pipelined": "zincrby pipelined",
+            "incr pairs": "zincrby pairs",
+        }
         wanted |= {natives[w] for w in wanted if w in natives}
+        if "incr pairs" in wanted and opts.run_min is not None:
+            wanted.add(f"incr pairs run_min={opts.run_min}")
         ops = {
             k: v
             for k, v in ops.items()
@@ -180,6 +207,23 @@ def incr_pipelined(board: Any, ms: list[str]) -> None:
     with board.pipeline() as p:
         for m in ms:
             p.incr(m, 1)
+
+
+def incr_pairs(board: Any, ms: list[str]) -> None:
+    """The increments two per pipeline of the board (a pair per round trip)."""
+    for at in range(0, len(ms) - 1, 2):
+        with board.pipeline() as p:
+            p.incr(ms[at], 1).incr(ms[at + 1], 1)
+
+
+def with_run_min(module: Any, run_min: int, op: Callable[[list[str]], Any], ms: list[str]) -> None:
+    """``op(ms)`` with the pipeline module's ``RUN_MIN`` set to ``run_min``."""
+    kept = module.RUN_MIN
+    module.RUN_MIN = run_min
+    try:
+        op(ms)
+    finally:
+        module.RUN_MIN = kept
 
 
 if __name__ == "__main__":

@@ -36,6 +36,11 @@ Method:
    the pipelined ``incr`` and ``ZINCRBY``.  ``--only incr,incr_many`` times
    only the operations named (and their native commands), without the
    breakdown.
+6. ``incr pairs`` is a pipeline of two increments per round trip (a
+   match's winner and loser, say): its pipelined figures are per
+   increment, ``PIPELINE / 2`` round trips per ``PIPELINE`` increments, the
+   pair sent as one call or two as ``RUN_MIN`` in
+   ``rankengine/redis/pipeline.py`` decides (unpipelined it is ``incr``).
 
 Prints a text table; ``--json`` writes every figure.
 """
@@ -203,6 +208,7 @@ def worker(
         "rank (member ties)": lambda i: boards["member"].rank(picks[i]),
         "top10 (member ties)": lambda i: boards["member"].top(10),
         "incr (dense kept)": lambda i: boards["dense"].incr(picks[i], 1),
+        "incr pairs": lambda i: b.incr(picks[i], 1),
     }
     versus = {
         "incr": "incr", "set": "set", "rank unique": "rank", "rank unique (unseen)": "rank",
@@ -210,6 +216,7 @@ def worker(
         "rank dense": "rank", "top10": "top10", "around": "around",
         "incr (member ties)": "incr", "rank (member ties)": "rank",
         "top10 (member ties)": "top10", "incr (dense kept)": "incr", "incr_many": "incr",
+        "incr pairs": "incr",
     }  # fmt: skip
     if only is not None:
         chosen = only.split(",")
@@ -242,6 +249,14 @@ def worker(
         if not hasattr(board, "pipeline"):
             return None
         method, args, kwargs = _board_call(op)
+        if op == "incr pairs":
+
+            def pairs(start: int) -> None:
+                for i in range(start, start + PIPELINE, 2):
+                    with board.pipeline() as p:
+                        p.incr(picks[i], 1).incr(picks[i + 1], 1)
+
+            return pairs
 
         def run(start: int) -> None:
             with board.pipeline() as p:

@@ -23,6 +23,11 @@ redis-py's pipelined ``ZINCRBY`` on a plain sorted set of the same size.
 ``--mode 1`` times the batch method's calls (``incr_many``) instead of
 runs, ``--mode incr`` single increments (``incr.lua``, the function an
 unpipelined ``incr`` calls), ``PIPELINE`` of them per round trip.
+``--length K`` (run mode) makes each round trip ``PIPELINE // K`` runs of
+``K`` increments instead of one run of ``PIPELINE`` (figures per increment
+sent: 99 of them a round trip for ``K`` = 3): ``--length 2``
+against ``--mode incr`` is a pair sent as one call against two (what
+``RUN_MIN`` in ``rankengine/redis/pipeline.py`` decides).
 Prints JSON: per tie-break and version, the phases' figures.
 """
 
@@ -66,7 +71,10 @@ def main() -> None:
     parser.add_argument("--mode", choices=("n", "1", "incr"), default="n")
     parser.add_argument("--other", help="a second version's package name")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--length", type=int, default=PIPELINE, help="increments per run")
     opts = parser.parse_args()
+    if not 1 <= opts.length <= PIPELINE or (opts.length != PIPELINE and opts.mode != "n"):
+        parser.error(f"--length is 1 to {PIPELINE}, and only in run mode (--mode n)")
     port = free_port()
     with tempfile.TemporaryDirectory() as out:
         command = [
@@ -80,7 +88,7 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            r = redis.Redis(port=port)
+            r = redis.Redis(port=port, socket_timeout=600)  # (valgrind on a loaded machine is slow)
             deadline = time.monotonic() + START_WAIT
             while True:
                 try:
@@ -137,6 +145,16 @@ def measure(r: Any, opts: Any, pid: int, out: Path) -> dict[str, Any]:
                     )
                 pipe.execute()
                 return
+            if opts.length != PIPELINE:  # runs of --length, one round trip
+                picked = rng.sample(members, PIPELINE)
+                pipe = r.pipeline(transaction=False)
+                for at in range(0, PIPELINE - opts.length + 1, opts.length):
+                    run: list[Any] = [mode, 0, tag, opts.mode]
+                    for m in picked[at : at + opts.length]:
+                        run += [encode_member(m), "1.0", "i"]
+                    pipe.fcall(f"run_count_{label}", 1, board._keys[0], *run)
+                pipe.execute()
+                return
             args: list[Any] = [mode, 0, tag, opts.mode]
             for m in rng.sample(members, PIPELINE):
                 args += [encode_member(m), "1.0", "i"]
@@ -177,10 +195,11 @@ def measure(r: Any, opts: Any, pid: int, out: Path) -> dict[str, Any]:
         r.function_delete(f"run_count_{label}")
     # the dumps, in order (cg.<pid>.<n>), each phase's total instructions
     dumps = sorted(out.glob(f"cg.{pid}.*"), key=lambda f: int(f.name.rsplit(".", 1)[1]))
-    report: dict[str, Any] = {"size": opts.size, "mode": opts.mode}
+    report: dict[str, Any] = {"size": opts.size, "mode": opts.mode, "length": opts.length}
     for (group, label), dump in zip(phases, dumps, strict=True):
         total = re.search(r"^summary: (\d+)", dump.read_text(errors="replace"), re.M)
-        per = int(total[1]) / (opts.calls * PIPELINE) if total else None
+        sent = PIPELINE if group == "native" else PIPELINE - PIPELINE % opts.length
+        per = int(total[1]) / (opts.calls * sent) if total else None
         report.setdefault(group, {}).setdefault(label, []).append(round(per or 0))
     return report
 

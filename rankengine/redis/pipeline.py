@@ -92,9 +92,14 @@ _WRITES = frozenset(("SET", "INCR", "INCR_MANY"))
 #: members (bench/redis_runs.py, smallest chunk of 6-8 rounds, two runs at
 #: load 3.1-3.2): 17.1-17.7 us as INCR calls; as INCR_MANY calls of 1
 #: increment 19.1-20.2, of 2 15.1-15.4, of 3 13.6-13.7, of 10 11.3-11.6, of
-#: 100 10.1-10.4.  A pair saves a little (12-13%; 0-5% before the run
-#: mode's fast path) and stays two calls, each with its own call number
-#: and reply, as tests/test_redis_direct.py's resend test pins them.
+#: 100 10.1-10.4.  A pair saved a little (12-13%; 0-5% before the run
+#: mode's fast path), and nothing since a run's Redis calls are batched:
+#: server instructions per increment (bench/redis_run_instructions.py)
+#: 121-124k as INCR calls, 128-130k as runs of 2, 104-105k of 3, on a
+#: first-to-reach board (110k, 110k, 97k by member); one call saves the
+#: client 6-11% of its CPU (docs/redis.md).  So a pair stays two calls,
+#: each with its own call number and reply, as tests/test_redis_direct.py's
+#: resend test pins them.
 RUN_MIN: Final = 3
 #: A step's text (repr of a float) that is not finite: such an increment
 #: is sent alone (inf + -inf is refused as NaN, and a run is refused whole).
