@@ -28,8 +28,9 @@ What ran in a step is noted by hooks, by name (the value a count or ms):
   at most ``ACK_BATCH`` a turn; their tasks resume in the next step);
 * ``compaction start``: the write that handed a compaction to its worker
   thread; ``compaction``: a compaction ran on that thread during the step;
-* ``gcN``: a collection of generation N on the loop's thread (ms);
-  ``gcN elsewhere``: one on another thread (holding the interpreter lock).
+* ``gcN``: a collection of generation N on the loop's thread (ms of its
+  CPU); ``gcN elsewhere``: one on another thread (holding the interpreter
+  lock; that thread's CPU).
 
 Notes from other threads land in the step in progress when they are made
 (approximate; one made while the loop waits in ``select`` is dropped).
@@ -46,6 +47,14 @@ longest step in wall time, its CPU and its wait for a CPU), and
 by wall: ``cpu_ms``, ``wall_ms``, ``queued_ms``, ``off_ms`` (off the CPU
 otherwise), ``at_s`` (seconds into the recording) and ``what`` (the notes)).
 
+A step runs every callback ready, so its length is the application's
+concurrency times the pieces of work in it.  The pieces the library runs
+on the loop are timed one by one (CPU; :meth:`Steps.timed`): ``record``
+(each ``Ledger.record`` call: an ``arecord``'s synchronous part),
+``release`` (each ``_release`` call) and ``gc0`` / ``gc1`` / ``gc2`` (each
+collection on the loop's thread), with keys ``{piece}_calls``,
+``{piece}_cpu_max_ms`` and ``{piece}_cpu_p999_ms``.
+
 Between two steps the loop waits in ``select``; a wait that returns later
 than its timeout (rounded up to the millisecond, as epoll waits) delays a
 due timer by as much, with no step of ours running: the machine's timer and
@@ -56,7 +65,8 @@ the steps run before it.
 
 What the measuring costs: four clock reads and two reads of the schedstat
 file a step, about 5 us (the timer and the schedule alone make a step
-every millisecond or so).
+every millisecond or so), and two CPU clock reads a piece, about 2 us an
+event.
 
 Runtime complexity: O(1) a step, O(S log S) for the figures of S steps.
 """
@@ -141,6 +151,8 @@ class Steps:
         #: (name, read): a count read at each step's bounds, its change noted
         self.counters: list[tuple[str, Callable[[], int]]] = []
         self._thread = threading.get_ident()
+        #: the CPU time (s) of each call of a piece of the loop's work, by name
+        self.pieces: dict[str, array[float]] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -152,6 +164,8 @@ class Steps:
         self._counts: list[int] = []
         self._t = self._c = self._q = self._t0 = 0.0
         self._gc_start: tuple[float, int] | None = None
+        for cpus in self.pieces.values():
+            del cpus[:]
         #: the previous step's end (wall, run delay): the wait's start
         self._ended: tuple[float, float] | None = None
         #: each wait's overshoot (s); the longest, its wait for a CPU, its timeout
@@ -262,13 +276,35 @@ class Steps:
     def _collected(self, phase: str, info: dict[str, Any]) -> None:
         """``gc.callbacks``: note each collection in the step it ran in."""
         if phase == "start":
-            self._gc_start = (self._wall(), threading.get_ident())
+            self._gc_start = (self._cpu(), threading.get_ident())
             return
         started, self._gc_start = self._gc_start, None
         if started is None:
             return
-        where = "" if started[1] == self._thread else " elsewhere"
-        self.note(f"gc{info['generation']}{where}", (self._wall() - started[0]) * 1000)
+        cpu = self._cpu() - started[0]
+        if started[1] == self._thread:
+            self.note(f"gc{info['generation']}", cpu * 1000)
+            self.pieces.setdefault(f"gc{info['generation']}", array("d")).append(cpu)
+        else:
+            self.note(f"gc{info['generation']} elsewhere", cpu * 1000)
+
+    def timed(self, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``function``, its calls' CPU time kept as piece ``name`` while
+        recording (a piece of the loop's work: the longest is the least a
+        step holding it takes)."""
+        cpus = self.pieces.setdefault(name, array("d"))
+        clock = self._cpu
+
+        def run(*args: Any, **options: Any) -> Any:
+            if not self.recording:
+                return function(*args, **options)
+            start = clock()
+            try:
+                return function(*args, **options)
+            finally:
+                cpus.append(clock() - start)
+
+        return run
 
     def figures(self) -> dict[str, Any]:
         """The recorded steps' figures (the keys are in the module docstring)."""
@@ -298,9 +334,24 @@ class Steps:
             "wait_over_p99_ms": over[min(len(over) - 1, int(len(over) * 0.99))] * 1000
             if over
             else 0.0,
+            **{
+                f"{name}_{key}": value
+                for name, cpus in sorted(self.pieces.items())
+                for key, value in _piece(cpus).items()
+            },
             "step_top": top,
             "step_top_wall": top_wall,
         }
+
+
+def _piece(cpus: array[float]) -> dict[str, float]:
+    ordered = sorted(cpus)
+    n = len(ordered)
+    return {
+        "calls": n,
+        "cpu_max_ms": ordered[-1] * 1000 if n else 0.0,
+        "cpu_p999_ms": ordered[min(n - 1, int(n * 0.999))] * 1000 if n else 0.0,
+    }
 
 
 class StepLoop(asyncio.SelectorEventLoop):
@@ -328,7 +379,8 @@ def watch_ledger(steps: Steps, aledger: Any) -> None:
     running (bench-only wrappers on the instance)."""
     ledger = aledger.ledger
     steps.counters.append(("events", lambda: ledger.last_seq))
-    release, waiting = aledger._release, aledger._waiting
+    ledger.record = steps.timed("record", ledger.record)
+    release, waiting = steps.timed("release", aledger._release), aledger._waiting
 
     def released() -> None:
         before = len(waiting)
@@ -373,7 +425,7 @@ def describe(runs: list[dict[str, Any]]) -> list[str]:
         return []
 
     def each(key: str, form: str = ".1f") -> str:
-        return ", ".join(format(f[key], form) for f in runs)
+        return ", ".join(format(f.get(key, 0.0), form) for f in runs)
 
     worst = max(runs, key=lambda f: f["step_cpu_max_ms"])
     widest = max(runs, key=lambda f: f["step_wall_max_ms"])
@@ -386,6 +438,13 @@ def describe(runs: list[dict[str, Any]]) -> list[str]:
         f"waits past their timeout: max {each('wait_over_max_ms')} ms (waiting for a CPU "
         f"{each('wait_over_max_queued_ms')}), p99 {each('wait_over_p99_ms', '.2f')} ms",
     ]
+    pieces = [
+        f"{name} {each(name + '_cpu_max_ms', '.2f')}"
+        for name in ("record", "release", "gc0", "gc1", "gc2")
+        if any(f.get(name + "_calls") for f in runs)
+    ]
+    if pieces:
+        lines.append("pieces, CPU max ms: " + "; ".join(pieces))
     for step in worst["step_top"][:3]:
         lines.append(f"  CPU {step['cpu_ms']:.1f} ms, wall {step['wall_ms']:.1f}: {_what(step)}")
     step = widest["step_top_wall"][0]

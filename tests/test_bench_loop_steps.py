@@ -143,9 +143,11 @@ def test_a_real_loop_times_its_steps_and_notes_what_ran() -> None:
     cpu = [0.0]
     steps = loop_steps.Steps(cpu=lambda: cpu[0], queued=lambda: 0.0, keep=3, collections=False)
 
-    def burn() -> None:
+    def burn_once() -> None:
         cpu[0] += 0.25  # (a quarter of a second of CPU, as far as the steps see)
         steps.note("burn", 7)
+
+    burn = steps.timed("burn", burn_once)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -169,6 +171,7 @@ def test_a_real_loop_times_its_steps_and_notes_what_ran() -> None:
     assert got["step_cpu_max_ms"] == pytest.approx(250.0)
     assert got["steps_over_ms"] == 1
     assert got["step_top"][0]["what"] == {"burn": 7}
+    assert (got["burn_calls"], got["burn_cpu_max_ms"]) == (1, pytest.approx(250.0))
     assert all(s["cpu_ms"] == 0 and "burn" not in s["what"] for s in got["step_top"][1:])
     lines = loop_steps.describe([got, got])
     assert lines[0].startswith("steps: CPU max 250.0, 250.0 ms")
@@ -216,3 +219,7 @@ def test_the_notes_of_a_ledger_add_up(tmp_path: Path) -> None:
     assert total("released") == count
     assert max(s["what"].get("released", 0) for s in kept) <= ACK_BATCH
     assert total("compaction start") == len(compactions) >= 1
+    figures = steps.figures()
+    assert figures["record_calls"] == count
+    assert 1 <= figures["release_calls"] <= total("released")
+    assert figures["record_cpu_max_ms"] >= figures["record_cpu_p999_ms"] > 0
