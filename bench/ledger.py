@@ -140,9 +140,9 @@ f1b4bb9's code as on today's, so 2x over them needs the ledger at about
 1.3x the in-memory views' throughput (it reaches 1.1-1.2x); it writes a periodic view's period
 board directly (its check routed the event already), which is why it
 passes the in-memory views at all.  The loop-lag target cannot be shown on
-this machine: an idle event loop's 1 ms timer already wakes up to 20 ms
-late.  The open reads and bulk-loads three exact boards of N members each
-against one.
+this machine: an idle loop's selector wakes 4-18 ms past its timeout (the
+loop's steps: docs/asyncio.md).  The open reads and bulk-loads three exact
+boards of N members each against one.
 
 Each figure: one warm-up, then ``--repeats`` rounds of every contestant in
 turn (interleaved, so load on a shared machine hits each alike); min /
