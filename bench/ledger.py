@@ -57,8 +57,8 @@ does between two waits in its selector, where nothing else on it can run):
 the longest in CPU time and its wall time, the p99 / p99.9 of their CPU,
 the longest in wall time split into CPU, waiting for a CPU and off the CPU
 otherwise, and what ran in the longest (events, acks released, a
-compaction, collections): the library's hold on the loop, whatever the
-machine's load (new ``step_...`` keys of ``run_open_loop``'s dict).
+compaction, collections): new ``step_...`` keys of ``run_open_loop``'s
+dict (``--no-steps``: not timed, as the timing costs the loop CPU).
 
 Open time: a ledger whose four views hold ``-n`` members each (one
 snapshot per view, written by ``compact()``) against one durable board of
@@ -661,6 +661,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1 << 20,
         help="the open loop's compact_min_bytes (a compaction or two per run; 0: none)",
     )
+    parser.add_argument(
+        "--steps",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time the lag round's loop steps (bench/loop_steps.py; costs the loop CPU)",
+    )
     parser.add_argument("--skip", default="", help="rounds to skip: writes,threads,async,lag,open")
     args = parser.parse_args(argv)
     skip = set(args.skip.split(","))
@@ -781,7 +787,7 @@ def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> No
         figures: dict[tuple[str, str], list[dict[str, Any]]] = {run: [] for run in runs}
         for _ in range(args.repeats):  # interleaved: the machine's load hits each alike
             for policy, setting in runs:
-                with asyncio.Runner(loop_factory=StepLoop) as runner:
+                with asyncio.Runner(loop_factory=StepLoop if args.steps else None) as runner:
                     figures[policy, setting].append(
                         runner.run(
                             run_open_loop(

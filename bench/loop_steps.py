@@ -63,14 +63,16 @@ scheduler.  ``wait_over_max_ms`` is the longest such overshoot, with
 ``wait_over_p99_ms``.  A timer's lag is at most one wait's overshoot plus
 the steps run before it.
 
-What the measuring costs: two CPU clock reads, two wall clock reads and two
-reads of the schedstat file a step (~10-25 us on a loaded 2-core virtual
-machine, where a CPU clock read took 2.1-2.4 us and a schedstat read 3-6
-us; 8-10 us without the schedstat reads), and two CPU clock reads a
-piece.  Alternated with the plain loop, under ``always`` (medians of 5,
-load 4.8-5.3): at 2,000 events/s the loop's CPU per event went from 105
-to 125 us (a tick a millisecond makes a step of its own), at 10,000/s
-42 -> 39 us, inside the noise.
+What the measuring costs: two CPU clock reads, two wall clock reads and one
+read of the schedstat file a step, two where the step was off the CPU
+for :data:`OFF_CPU_SPLIT_S` or more (on a loaded 2-core virtual machine a
+CPU clock read took 2.1-2.4 us and a schedstat read 3-6 us), and two CPU
+clock reads a piece: ~13 us a step and ~5 us an event.  Alternated with
+the plain loop (medians of 5 runs each, load 1.8-2.0), the loop's CPU per
+event at 10,000 events/s went from 65 to 88 us under ``everysec`` and from
+76 to 89 us under ``always``, at 2,000/s under ``always`` from 144 to 174
+us (a tick a millisecond is a step of its own).  ``bench/ledger.py
+--no-steps`` runs the lag round without it.
 
 Runtime complexity: O(1) a step, O(S log S) for the figures of S steps.
 """
@@ -89,7 +91,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TARGET_MS", "TOP", "StepLoop", "Steps", "describe", "watch_ledger"]
+__all__ = ["OFF_CPU_SPLIT_S", "TARGET_MS", "TOP", "StepLoop", "Steps", "describe", "watch_ledger"]
 
 #: Issue 20's bound on the loop's pause at 10,000 events/s (ms): the steps
 #: longer than this in CPU time are counted.
@@ -97,6 +99,10 @@ TARGET_MS = 5.0
 #: The longest steps kept with what ran in them: enough to see whether the
 #: top is one cause repeated or several.
 TOP = 5
+#: A step off the CPU for less than this (s) is not split into waiting for
+#: a CPU and off otherwise: a schedstat read a step saved (~3-6 us here), and
+#: the wait that follows takes that step's wait for a CPU, this much at most.
+OFF_CPU_SPLIT_S = 0.0002
 #: Where Linux keeps a thread's CPU time, run delay and time slices.
 SCHEDSTAT = "/proc/thread-self/schedstat"
 
@@ -198,7 +204,7 @@ class Steps:
         self._tags = None
         if self.counters:
             self._counts = [read() for _, read in self.counters]
-        # (the wall clock read first and last: its interval holds the others')
+        # (the wall clock read first: its interval holds the others')
         t = self._t = self._wall()
         q = self._q = self._queued()
         self._c = self._cpu()
@@ -215,9 +221,13 @@ class Steps:
         if not self._open:
             return
         cpu = self._cpu() - self._c
-        q = self._queued()
         now = self._wall()
-        wall, queued = now - self._t, q - self._q
+        wall = now - self._t
+        if wall - cpu > OFF_CPU_SPLIT_S:
+            q = self._queued()
+            queued = q - self._q
+        else:  # (not split: the wait after it takes its wait for a CPU, if any)
+            q, queued = self._q, 0.0
         self._ended = (now, q)
         self._open = False
         if self.counters:

@@ -48,12 +48,12 @@ class Clocks:
 # before it, that wait's part waiting for a CPU, the wait's timeout), in us
 step_st = st.tuples(
     st.integers(0, 20_000).filter(lambda us: us != 5_000),  # (not on the bound: float sums)
-    st.integers(0, 5_000),
-    st.integers(0, 5_000),
+    st.integers(0, 150) | st.integers(0, 5_000),  # (short ones too: a step not split)
+    st.integers(0, 150) | st.integers(0, 5_000),
     st.integers(0, 30_000),
     st.integers(0, 3_000),
     st.one_of(st.none(), st.integers(0, 20_000)),
-)
+).filter(lambda s: s[1] + s[2] != 200)  # (nor on OFF_CPU_SPLIT_S)
 
 
 Made = list[tuple[int, int, int, int, int, int | None]]
@@ -80,6 +80,11 @@ def test_percentiles_of_many_steps_match_the_model() -> None:
     check_against_model(made, 5, lambda: rng.choice([None, "released"]))
 
 
+def split(queued: int, off: int) -> bool:
+    """Whether a step off the CPU ``queued + off`` us is split in two."""
+    return (queued + off) * US > loop_steps.OFF_CPU_SPLIT_S
+
+
 def check_against_model(made: Made, keep: int, note_of: Callable[[], str | None]) -> None:
     """Steps timed on made-up clocks (``made``, see ``step_st``), one note
     each as ``note_of`` says; their figures against the same computed plainly."""
@@ -88,13 +93,15 @@ def check_against_model(made: Made, keep: int, note_of: Callable[[], str | None]
     steps.start()
     notes = []
     overs = []
+    carried = 0  # (a step not split: its wait for a CPU goes to the wait after it)
     for i, (cpu, queued, off, wait, wait_queued, timeout) in enumerate(made):
         clocks.wall += (wait + wait_queued) * US
         clocks.queued += wait_queued * US
         steps.begin(None if timeout is None else timeout * US)
         if i and timeout is not None:  # (the first wait began before the recording)
             asked = math.ceil(timeout / 1000) / 1000
-            overs.append(((wait + wait_queued) * US - asked, wait_queued * US))
+            overs.append(((wait + wait_queued) * US - asked, (wait_queued + carried) * US))
+        carried = queued if not split(queued, off) else 0
         note = note_of()
         if note is not None:
             steps.note(note, i + 1)
@@ -123,6 +130,9 @@ def check_against_model(made: Made, keep: int, note_of: Callable[[], str | None]
         [c / 1000 for c in cpus[::-1][:keep]]
     )
     assert [s["what"] for s in got["step_top"]] == [notes[i] for i in by_cpu[:keep]]
+    assert [s["queued_ms"] for s in got["step_top"]] == pytest.approx(
+        [made[i][1] / 1000 if split(made[i][1], made[i][2]) else 0.0 for i in by_cpu[:keep]]
+    )
     for s in got["step_top"] + got["step_top_wall"]:
         assert s["wall_ms"] == pytest.approx(s["cpu_ms"] + s["queued_ms"] + s["off_ms"])
     assert [s["wall_ms"] for s in got["step_top_wall"]] == pytest.approx(
