@@ -51,7 +51,14 @@ lag), and each policy under the ``--lag-settings`` (``default``, and
 ``advised``: ``gc.freeze()`` once open and a 1 ms switch interval, as
 docs/asyncio.md advises); each run says where the loop's thread spent its
 time (running / waiting for a CPU, the longest collection).  The ledger
-compacts at ``--lag-compact-bytes`` (a compaction or two per run).
+compacts at ``--lag-compact-bytes`` (a compaction or two per run).  Each
+run's loop also times its **steps** (``bench/loop_steps.py``: what the loop
+does between two waits in its selector, where nothing else on it can run):
+the longest in CPU time and its wall time, the p99 / p99.9 of their CPU,
+the longest in wall time split into CPU, waiting for a CPU and off the CPU
+otherwise, and what ran in the longest (events, acks released, a
+compaction, collections): new ``step_...`` keys of ``run_open_loop``'s
+dict (``--no-steps``: not timed, as the timing costs the loop CPU).
 
 Open time: a ledger whose four views hold ``-n`` members each (one
 snapshot per view, written by ``compact()``) against one durable board of
@@ -133,9 +140,9 @@ f1b4bb9's code as on today's, so 2x over them needs the ledger at about
 1.3x the in-memory views' throughput (it reaches 1.1-1.2x); it writes a periodic view's period
 board directly (its check routed the event already), which is why it
 passes the in-memory views at all.  The loop-lag target cannot be shown on
-this machine: an idle event loop's 1 ms timer already wakes up to 20 ms
-late.  The open reads and bulk-loads three exact boards of N members each
-against one.
+this machine: an idle loop's selector wakes 4-18 ms past its timeout (the
+loop's steps: docs/asyncio.md).  The open reads and bulk-loads three exact
+boards of N members each against one.
 
 Each figure: one warm-up, then ``--repeats`` rounds of every contestant in
 turn (interleaved, so load on a shared machine hits each alike); min /
@@ -166,6 +173,8 @@ from typing import Any
 
 # (a round's process has put its tree first already)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loop_steps import StepLoop, describe, watch_ledger  # (bench/, beside this file)
 
 from rankengine import Leaderboard, PeriodicLeaderboard, TopK
 
@@ -385,7 +394,7 @@ async def run_open_loop(
     *,
     setting: str = "default",
     compact_bytes: int | None = None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Open loop: start one ``arecord`` task per event at ``rate`` events a
     second (on schedule, whether or not the earlier ones are done) while a
     1 ms timer measures the loop's lag (how late each tick wakes).  Returns
@@ -399,7 +408,8 @@ async def run_open_loop(
     alive once the ledger is open (``gc.freeze()``) and sets the switch
     interval to :data:`ADVISED_SWITCH_S`, as docs/asyncio.md advises; both
     are put back after the run; ``"freeze"`` and ``"switch"`` make one of
-    the two each."""
+    the two each.  On a :class:`StepLoop` (bench/loop_steps.py), the
+    figures of the loop's steps too (``step_...`` keys, listed there)."""
     directory = tempfile.mkdtemp(prefix="bench-openloop-")
     switch = sys.getswitchinterval()
     pauses: list[tuple[float, int]] = []
@@ -411,6 +421,7 @@ async def run_open_loop(
         elif started:
             pauses.append((time.perf_counter() - started.pop(), info["generation"]))
 
+    steps = getattr(asyncio.get_running_loop(), "steps", None)  # (a StepLoop's)
     try:
         aledger = None
         if policy != "noop":
@@ -427,6 +438,8 @@ async def run_open_loop(
                 return compact(**options)
 
             aledger.ledger.compact = counted  # type: ignore[method-assign]
+        if steps is not None and aledger is not None:
+            watch_ledger(steps, aledger)
         lags: list[float] = []
         running = True
 
@@ -437,18 +450,20 @@ async def run_open_loop(
                 lags.append(time.perf_counter() - before - 0.001)
 
         pending: set[asyncio.Task[Any]] = set()
-        tick = asyncio.create_task(ticker())
-        await asyncio.sleep(0.01)
         gc.collect()
         freeze, short_switch = SETTINGS[setting]
         if freeze:
             gc.freeze()
         if short_switch:
             sys.setswitchinterval(ADVISED_SWITCH_S)
+        tick = asyncio.create_task(ticker())
+        await asyncio.sleep(0.01)  # (no tick measured spans the collection above: it did)
         gc.callbacks.append(collector)
         lags.clear()
         start = time.perf_counter()
         cpu, queued = time.thread_time(), _run_queue_s()
+        if steps is not None:
+            steps.start()
         sent = 0
         while sent < len(data):
             due = min(len(data), int((time.perf_counter() - start) * rate) + 1)
@@ -464,6 +479,8 @@ async def run_open_loop(
         elapsed = time.perf_counter() - start
         cpu = time.thread_time() - cpu
         after = _run_queue_s()
+        if steps is not None:
+            steps.stop()
         queued = None if after is None or queued is None else after - queued
         running = False
         await tick
@@ -483,10 +500,13 @@ async def run_open_loop(
             "queued": -1.0 if queued is None else queued / elapsed,
             "gc_max_ms": max((p for p, _ in pauses), default=0.0) * 1000,
             "full_gcs": sum(1 for _, generation in pauses if generation == 2),
+            **({} if steps is None else steps.figures()),
         }
     finally:
         if gc.isenabled() and collector in gc.callbacks:
             gc.callbacks.remove(collector)
+        if steps is not None:
+            steps.stop()
         gc.unfreeze()
         sys.setswitchinterval(switch)
         shutil.rmtree(directory, ignore_errors=True)
@@ -641,6 +661,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1 << 20,
         help="the open loop's compact_min_bytes (a compaction or two per run; 0: none)",
     )
+    parser.add_argument(
+        "--steps",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time the lag round's loop steps (bench/loop_steps.py; costs the loop CPU)",
+    )
     parser.add_argument("--skip", default="", help="rounds to skip: writes,threads,async,lag,open")
     args = parser.parse_args(argv)
     skip = set(args.skip.split(","))
@@ -758,14 +784,17 @@ def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> No
         runs = [("noop", "default")] + [
             (policy, setting) for policy in ("everysec", "always") for setting in settings
         ]
-        figures: dict[tuple[str, str], list[dict[str, float]]] = {run: [] for run in runs}
+        figures: dict[tuple[str, str], list[dict[str, Any]]] = {run: [] for run in runs}
         for _ in range(args.repeats):  # interleaved: the machine's load hits each alike
             for policy, setting in runs:
-                figures[policy, setting].append(
-                    asyncio.run(
-                        run_open_loop(events, policy, rate, setting=setting, compact_bytes=compact)
+                with asyncio.Runner(loop_factory=StepLoop if args.steps else None) as runner:
+                    figures[policy, setting].append(
+                        runner.run(
+                            run_open_loop(
+                                events, policy, rate, setting=setting, compact_bytes=compact
+                            )
+                        )
                     )
-                )
         kept_all = True
         for (policy, setting), runs_of in figures.items():
             worst = max(runs_of, key=lambda f: f["max_ms"])
@@ -785,6 +814,8 @@ def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> No
                 f"fsyncs {worst['fsyncs']:,.0f}  compactions {worst['compactions']:.0f}"
             )
             print(f"  {'':>9} {'':<9} ({where})")
+            for line in describe(runs_of):
+                print(f"  {'':>9} {'':<9} {line}")
         if set(settings) - {"default"}:
             print(
                 f"  ('+': advised settings, gc.freeze() once open and a switch interval of "

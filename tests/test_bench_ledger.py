@@ -36,6 +36,8 @@ def test_every_round_runs_and_reports() -> None:
         "     400/s always    kept",
         "     400/s always+   kept",
         "     400/s noop      kept",
+        "steps: CPU max",
+        "waits past their timeout: max",
         "ledger open / board open:",
     ):
         assert line in out, (line, out)

@@ -5,18 +5,35 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rankengine import Ledger
 from rankengine.board import release
 from rankengine.durable import loopacks
 from rankengine.durable.records import LogError
+from rankengine.ledger import aio
 from rankengine.ledger.aio import AsyncLedger
 
 T = 1_798_934_400_000
+
+
+@contextmanager
+def patched(module: Any, name: str, value: Any) -> Iterator[None]:
+    """``module.name`` set to ``value`` for the block (Hypothesis examples
+    share one test function: no function-scoped monkeypatch)."""
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
 
 
 def test_a_thousand_tasks_share_a_few_fsyncs_and_every_event_is_kept(tmp_path: Path) -> None:
@@ -229,6 +246,83 @@ def test_a_failed_background_compaction_fails_the_next_record_with_nothing_recor
     with Ledger.open(tmp_path) as again:
         again._check()
         assert again["alltime"].score("late") == 5
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    count=st.integers(0, 120),
+    batch=st.integers(1, 40),
+    cancelled=st.sets(st.integers(0, 119), max_size=10),
+)
+def test_records_a_compaction_held_back_go_on_in_turns_of_resume_batch_in_call_order(
+    tmp_path_factory: pytest.TempPathFactory, count: int, batch: int, cancelled: set[int]
+) -> None:
+    """Against the plain model: every record called during a compaction and
+    not cancelled is made once it ends, in call order, at most
+    ``RESUME_BATCH`` of them between two turns of another task."""
+    path = tmp_path_factory.mktemp("held")
+    cancelled = {i for i in cancelled if i < count}
+
+    async def main() -> list[Any]:
+        aledger = await AsyncLedger.open(path, fsync="everysec", compact_min_bytes=2000)
+        aledger.add_view("alltime")
+        ledger = aledger.ledger
+        real_compact = ledger.compact
+        started, go_on = threading.Event(), threading.Event()
+
+        def held_compact(**options: Any) -> int:
+            started.set()
+            go_on.wait(10)
+            return real_compact(**options)
+
+        ledger.compact = held_compact  # type: ignore[method-assign]
+        i = 0
+        while aledger._compaction is None:  # until a write crosses the threshold
+            await aledger.arecord("warm", 1, t_ms=T + i)
+            i += 1
+            assert i < 1000
+        assert await asyncio.to_thread(started.wait, 10)
+        order: list[Any] = []
+        running = True
+
+        async def ticker() -> None:  # another task of the loop: one tick a turn
+            while running:
+                order.append("tick")
+                await asyncio.sleep(0)
+
+        async def one(k: int) -> None:
+            done = await aledger.arecord(f"p{k}", 1, t_ms=T + i + k)
+            order.append((k, done.seq))
+
+        tasks = [asyncio.create_task(one(k)) for k in range(count)]
+        await asyncio.sleep(0.005)  # every record waiting, the compaction held
+        assert not [item for item in order if item != "tick"]
+        for k in cancelled:
+            tasks[k].cancel()
+        tick = asyncio.create_task(ticker())
+        go_on.set()
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)  # (no hang)
+        running = False
+        await tick
+        await aledger.aclose()
+        ledger._check()
+        return order
+
+    with patched(aio, "RESUME_BATCH", batch):
+        order = asyncio.run(main())
+    made = [item for item in order if item != "tick"]
+    assert [k for k, _ in made] == [k for k in range(count) if k not in cancelled]
+    assert [seq for _, seq in made] == sorted(seq for _, seq in made)  # in call order
+    runs, run = [], 0
+    for item in order:
+        if item == "tick":
+            runs.append(run)
+            run = 0
+        else:
+            run += 1
+    assert max([*runs, run]) <= batch
 
 
 def test_a_large_group_is_released_in_turns_of_ack_batch_in_log_order(

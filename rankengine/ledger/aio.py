@@ -47,9 +47,10 @@ the first read of last week's standings does not load them on the loop;
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from rankengine.board.release import RELEASE, let_go
 from rankengine.durable.commit import GroupCommit
@@ -58,7 +59,15 @@ from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
 
 # (ACK_BATCH re-exported: LoopAcks's, the awaits one turn of the loop releases)
-__all__ = ["ACK_BATCH", "AsyncLedger"]
+__all__ = ["ACK_BATCH", "RESUME_BATCH", "AsyncLedger"]
+
+#: Records one turn of the loop makes at most after a compaction held them
+#: back; the rest wait for the next turns, in the order they were called.
+#: A compaction of four views takes tens of milliseconds, and at 10,000
+#: events/s the records that waited for it (239-709 measured) all ran in
+#: the turn after it: 12-46 ms of the loop's CPU in one step.  64 records
+#: at 25-60 us each keep a turn to a few milliseconds.
+RESUME_BATCH: Final = 64
 
 Held = list[tuple[Callable[[Any], None], Any]]
 
@@ -85,6 +94,9 @@ class AsyncLedger:
         self._compaction: asyncio.Task[None] | None = None
         #: the error of the last background compaction, until raised
         self._compact_error: Exception | None = None
+        #: records held back by a compaction, in call order (_resume lets them go)
+        self._held_back: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._resuming = False
         ledger.compact_elsewhere = self._compact_soon
 
     @classmethod
@@ -118,7 +130,7 @@ class AsyncLedger:
 
         Runtime complexity: as :meth:`Ledger.record`, plus a share of one fsync
         """
-        if self._compaction is not None or self._compact_error is not None:
+        if self._compaction is not None or self._held_back or self._compact_error is not None:
             await self._after_compaction()
         ledger = self.ledger
         files, subs = ledger._files, ledger._subs
@@ -181,14 +193,38 @@ class AsyncLedger:
             self._compact_error = exc
         finally:
             self._compaction = None
+            self._resume()
+
+    def _resume(self) -> None:
+        """On the loop: let the records a compaction held back go on, in
+        call order, :data:`RESUME_BATCH` of them a turn (each resumes in the
+        loop's next turn; the rest wait for the turns after it)."""
+        self._resuming = False
+        if self._compaction is not None:  # (another began: its end resumes them)
+            return
+        held, budget = self._held_back, RESUME_BATCH
+        while held and budget:
+            gate = held.popleft()
+            if not gate.done():  # (a cancelled record's is)
+                gate.set_result(None)
+                budget -= 1
+        if held and self._loop is not None:
+            self._resuming = True
+            self._loop.call_soon(self._resume)
 
     async def _after_compaction(self) -> None:
-        """Wait for the running compaction, if any; raise the error of the
-        last one that failed, once (nothing is recorded: the next event
-        asks for a compaction again)."""
-        task = self._compaction
-        if task is not None:
-            await asyncio.shield(task)
+        """Wait for the running compaction and the records it held back
+        before this one, if any; raise the error of the last compaction
+        that failed, once (nothing is recorded: the next event asks for a
+        compaction again)."""
+        if self._compaction is not None or self._held_back:
+            loop = self._loop or asyncio.get_running_loop()
+            gate: asyncio.Future[None] = loop.create_future()
+            self._held_back.append(gate)
+            if self._compaction is None and not self._resuming:
+                self._resuming = True  # (the queue drains without a compaction to end)
+                loop.call_soon(self._resume)
+            await gate
         error, self._compact_error = self._compact_error, None
         if error is not None:
             message = f"the ledger's compaction failed ({error}); nothing recorded"
@@ -211,6 +247,8 @@ class AsyncLedger:
         its awaits, then close the ledger (on worker threads: both fsync)."""
         if self._compaction is not None:
             await asyncio.wait([self._compaction])
+        while self._held_back:  # (the records it held back record first)
+            await asyncio.sleep(0)
         if self._group is not None:
             await asyncio.to_thread(self._group.close)
             await asyncio.sleep(0)  # (the awaits it released run first)
