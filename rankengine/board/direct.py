@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from rankengine.board.core import MISSING
 from rankengine.board.leaderboard import Leaderboard
+from rankengine.board.tiemap import TIE_SHARD_MASK
 
 __all__ = ["DIRECT_DELTA_LIMIT", "direct_incr"]
 
@@ -67,7 +68,7 @@ def direct_incr(board: Leaderboard, member: str, delta: int) -> Any:
                 board._member_type = type(member)
             board._primary[member] = delta
             if not near:  # (a new member is not in the tie map: nothing to drop)
-                board._tie[member] = tie
+                board._tie.shards[hash(member) & TIE_SHARD_MASK][member] = tie
             board._clock = clock
             return delta
         value = primary + delta
@@ -82,7 +83,7 @@ def direct_incr(board: Leaderboard, member: str, delta: int) -> Any:
                 else (value <= floor or primary <= floor)
             ):
                 board._top = None
-        ties = board._tie
+        ties = board._tie.shards[hash(member) & TIE_SHARD_MASK]  # the member's shard
         old_tie = ties.get(member)
         if old_tie is not None:
             if board._index.move(primary, old_tie, value, tie):

@@ -1,0 +1,166 @@
+"""The tie map of a first-to-reach board, split in shards so that no insert stops the board.
+
+A first-to-reach board keeps ``member -> tie clock`` for the members that
+lie deep in a run of equal scores (see :mod:`rankengine.index.protocol`).
+In a game server nearly every new player is one (a crowd sits on the
+lowest scores), so the map grows with the board.  A ``dict`` grows by
+doubling: the insert that fills it past two thirds copies every entry
+into a table twice as large, in one step.  For a bare ``dict`` of
+``player:N`` strings that step is 2.8-4.3 ms at 87,382 entries, 7.3-9.0
+ms at 174,763 and 18-20 ms at 349,526 (thread CPU time, fresh memory
+included): one ``incr`` stops the board that long, and every call queued
+behind it waits (``docs/performance.md``, "The maps' resizes").
+
+:class:`TieMap` is the same map as :data:`TIE_SHARDS` small dicts; a
+member's shard is ``hash(member) & TIE_SHARD_MASK``, so equal members
+(which hash alike) always meet in one shard.  Each shard doubles on its
+own, at 1/256 of the size::
+
+    member "player:17"
+       |  hash(member) & TIE_SHARD_MASK  (= 201, say)
+       v
+    shards [0]   {"player:3": -12, ...}
+           [1]   {}
+           ...
+           [201] {"player:17": -40, "player:90": -77}   <- one small dict
+           ...
+           [255] {...}
+
+The board's hot write path picks the shard once (a ``hash`` of a ``str``
+is cached in the string) and then reads, pops and sets in that ``dict``
+directly; every other user goes through the ``dict``-like methods here.
+Iteration runs shard by shard (no order is promised: the board never
+relies on one).
+
+Runtime complexity: O(1) per look-up, set or pop (a doubling copies one
+shard: O(N / TIE_SHARDS)); O(N + TIE_SHARDS) to iterate, copy or count.
+
+>>> ties = TieMap()
+>>> ties["ann"] = -3
+>>> ties["bob"] = -5
+>>> ties.get("ann"), ties.pop("bob"), "bob" in ties, len(ties)
+(-3, -5, False, 1)
+>>> sorted(ties.items())
+[('ann', -3)]
+>>> ties._check()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import chain
+from typing import Any, Final
+
+__all__ = ["TIE_SHARDS", "TIE_SHARD_MASK", "TieMap"]
+
+#: Shards of a tie map: a power of two (the shard is a mask of the hash).
+#: 256 keeps a shard's doubling short at the sizes a board reaches: at
+#: 10^6 entries a shard holds ~3,900 and doubles at 2,731 or 5,462
+#: entries, 17-42 us of CPU measured (bench/tie_stops.py), against 18-20 ms
+#: for one dict at 349,526 entries; an empty map costs 256 empty dicts
+#: (~16 KB, ~8 us to make).
+TIE_SHARDS: Final = 256
+#: ``hash(member) & TIE_SHARD_MASK`` is the member's shard.
+TIE_SHARD_MASK: Final = TIE_SHARDS - 1
+
+#: What ``pop`` returns when no default is given and nothing is there
+#: (it raises KeyError then, as ``dict.pop`` does).
+_NO_DEFAULT: Final = object()
+
+
+class TieMap:
+    """``member -> tie`` as :data:`TIE_SHARDS` dicts (see the module's
+    docstring); the ``dict`` operations the board uses, and ``_check()``.
+
+    ``shards`` is the list of dicts itself, for the board's hot path:
+    ``shards[hash(member) & TIE_SHARD_MASK]`` is the member's dict.
+
+    Runtime complexity: O(TIE_SHARDS) to make (empty), or O(N) from ``items``
+
+    >>> ties = TieMap([("ann", 1), ("bob", 2)])
+    >>> ties.shards[hash("ann") & TIE_SHARD_MASK]["ann"]
+    1
+    >>> ties == ties.copy(), ties == TieMap()
+    (True, False)
+    """
+
+    __slots__ = ("shards",)
+
+    def __init__(self, items: Iterable[tuple[Any, Any]] = ()) -> None:
+        self.shards: list[dict[Any, Any]] = [{} for _ in range(TIE_SHARDS)]
+        shards = self.shards
+        for member, tie in items:
+            shards[hash(member) & TIE_SHARD_MASK][member] = tie
+
+    def get(self, member: Any, default: Any = None) -> Any:
+        """The member's tie, or ``default``.
+
+        Runtime complexity: O(1)
+        """
+        return self.shards[hash(member) & TIE_SHARD_MASK].get(member, default)
+
+    def __getitem__(self, member: Any) -> Any:
+        return self.shards[hash(member) & TIE_SHARD_MASK][member]
+
+    def __setitem__(self, member: Any, tie: Any) -> None:
+        self.shards[hash(member) & TIE_SHARD_MASK][member] = tie
+
+    def __delitem__(self, member: Any) -> None:
+        del self.shards[hash(member) & TIE_SHARD_MASK][member]
+
+    def pop(self, member: Any, default: Any = _NO_DEFAULT) -> Any:
+        """Remove the member and return its tie; ``default`` when it is
+        absent (KeyError without one), as ``dict.pop``.
+
+        Runtime complexity: O(1)
+        """
+        shard = self.shards[hash(member) & TIE_SHARD_MASK]
+        if default is _NO_DEFAULT:
+            return shard.pop(member)
+        return shard.pop(member, default)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self.shards[hash(member) & TIE_SHARD_MASK]
+
+    def __len__(self) -> int:
+        """Entries in all shards.  Runtime complexity: O(TIE_SHARDS)"""
+        return sum(map(len, self.shards))
+
+    def __bool__(self) -> bool:
+        return any(self.shards)
+
+    def __iter__(self) -> Iterator[Any]:
+        """The members, shard by shard."""
+        return chain.from_iterable(self.shards)
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        """``(member, tie)`` pairs, shard by shard."""
+        return chain.from_iterable(shard.items() for shard in self.shards)
+
+    def copy(self) -> TieMap:
+        """A map of its own with the same entries (a C-level copy of each shard).
+
+        Runtime complexity: O(N + TIE_SHARDS)
+        """
+        twin = TieMap.__new__(TieMap)
+        twin.shards = [shard.copy() for shard in self.shards]
+        return twin
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TieMap):
+            return NotImplemented
+        # equal members hash alike, so equal maps have equal shards
+        return self.shards == other.shards
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, as a dict)
+
+    def __repr__(self) -> str:
+        return f"TieMap({dict(self.items())!r})"
+
+    def _check(self) -> None:
+        """Every member lies in its own shard; raise AssertionError."""
+        assert len(self.shards) == TIE_SHARDS, len(self.shards)
+        for number, shard in enumerate(self.shards):
+            assert type(shard) is dict, (number, type(shard))
+            for member in shard:
+                assert hash(member) & TIE_SHARD_MASK == number, ("wrong shard", member, number)
