@@ -590,7 +590,10 @@ def _deep_ties_scan(
     # N = 1,000,000 with few long runs, 0.03 s against 0.16 s for picking
     # the members and ties with compress (every tie of an array column
     # became an int object on the way).  Each entry goes straight into its
-    # shard (no dict made first, then split).
+    # shard.  With every row deep (10^6 entries) that takes 0.98-1.07 s,
+    # against 0.59-0.66 s for the one dict before: 256 dicts growing at
+    # once cost about twice one dict's growth, whatever drives the loop
+    # (maps of C calls to dict.__setitem__ measured 1.0-1.3 s).
     out = TieMap()
     shards = out.shards
     for i in itertools.compress(itertools.count(start), deep):
