@@ -56,9 +56,10 @@ __all__ = ["TIE_SHARDS", "TIE_SHARD_MASK", "TieMap"]
 #: Shards of a tie map: a power of two (the shard is a mask of the hash).
 #: 256 keeps a shard's doubling short at the sizes a board reaches: at
 #: 10^6 entries a shard holds ~3,900 and doubles at 2,731 or 5,462
-#: entries, 17-42 us of CPU measured (bench/tie_stops.py), against 18-20 ms
-#: for one dict at 349,526 entries; an empty map costs 256 empty dicts
-#: (~16 KB, ~8 us to make).
+#: entries, median 0.14 ms and at most 0.5 ms of CPU with fresh memory
+#: (``python bench/tie_stops.py maps``, load 3.5), where one dict's
+#: doubling took 5-16 ms at 349,526 entries and 18-86 ms at 699,051.  The
+#: price: an empty map is 256 empty dicts (~18 KB, ~9-19 us to make).
 TIE_SHARDS: Final = 256
 #: ``hash(member) & TIE_SHARD_MASK`` is the member's shard.
 TIE_SHARD_MASK: Final = TIE_SHARDS - 1
