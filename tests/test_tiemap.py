@@ -4,6 +4,8 @@ tie map after writes that cross a shard's doubling."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -118,8 +120,39 @@ def test_equal_members_meet_in_one_shard() -> None:
 def test_check_finds_a_member_in_the_wrong_shard() -> None:
     ties = TieMap([("ann", 1)])
     wrong = (hash("ann") + 1) & TIE_SHARD_MASK
-    ties.shards[wrong]["ann"] = 1
+    ties.shards[wrong] = {"ann": 1}
     with pytest.raises(AssertionError, match="wrong shard"):
+        ties._check()
+
+
+def test_a_set_gives_a_vacant_slot_a_dict_of_its_own() -> None:
+    ties = TieMap()
+    vacant = ties.shards[0]
+    assert all(shard is vacant for shard in ties.shards) and not vacant
+    ties["ann"] = 1
+    mine = hash("ann") & TIE_SHARD_MASK
+    assert type(ties.shards[mine]) is dict and ties.shards[mine] == {"ann": 1}
+    assert sum(shard is vacant for shard in ties.shards) == TIE_SHARDS - 1 and not vacant
+    ties.shards[hash("bob") & TIE_SHARD_MASK]["bob"] = 2  # (as the hot path writes)
+    assert ties.get("bob") == 2 and len(ties) == 2 and not vacant
+    vacant["cy"] = 3  # through a slot not the member's: still the member's shard
+    assert ties.get("cy") == 3 and ties.get("ann") == 1 and not vacant
+    del ties["cy"]
+    assert ties.pop("ann") == 1 and ties.pop("cy", None) is None
+    ties._check()
+    # a copy has its own vacant shard; a map dropped is freed without the collector
+    twin = ties.copy()
+    assert twin.shards[mine] is not vacant and twin.shards[mine] == {}
+    twin._check()
+    gc.disable()
+    try:
+        gone = weakref.ref(twin)
+        del twin
+        assert gone() is None
+    finally:
+        gc.enable()
+    dict.__setitem__(vacant, "cy", 3)  # a fault: the vacant shard holding an entry
+    with pytest.raises(AssertionError, match="vacant shard"):
         ties._check()
 
 

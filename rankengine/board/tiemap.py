@@ -32,6 +32,12 @@ directly; every other user goes through the ``dict``-like methods here.
 Iteration runs shard by shard (no order is promised: the board never
 relies on one).
 
+A shard that never held an entry is the map's one *vacant* shard: an
+empty ``dict`` shared by every such slot, whose ``__setitem__`` gives the
+slot a dict of its own, so that an empty map is a list of 256 references
+to one object (a board made ~1 us slower, not ~10 us with 256 dicts) and
+a board with few deep ties reads one cached empty dict.
+
 Runtime complexity: O(1) per look-up, set or pop (a doubling copies one
 shard: O(N / TIE_SHARDS)); O(N + TIE_SHARDS) to iterate, copy or count.
 
@@ -47,6 +53,7 @@ shard: O(N / TIE_SHARDS)); O(N + TIE_SHARDS) to iterate, copy or count.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any, Final
@@ -58,8 +65,7 @@ __all__ = ["TIE_SHARDS", "TIE_SHARD_MASK", "TieMap"]
 #: 10^6 entries a shard holds ~3,900 and doubles at 2,731 or 5,462
 #: entries, median 0.14 ms and at most 0.5 ms of CPU with fresh memory
 #: (``python bench/tie_stops.py maps``, load 3.5), where one dict's
-#: doubling took 5-16 ms at 349,526 entries and 18-86 ms at 699,051.  The
-#: price: an empty map is 256 empty dicts (~18 KB, ~9-19 us to make).
+#: doubling took 5-16 ms at 349,526 entries and 18-86 ms at 699,051.
 TIE_SHARDS: Final = 256
 #: ``hash(member) & TIE_SHARD_MASK`` is the member's shard.
 TIE_SHARD_MASK: Final = TIE_SHARDS - 1
@@ -69,6 +75,30 @@ TIE_SHARD_MASK: Final = TIE_SHARDS - 1
 _NO_DEFAULT: Final = object()
 
 
+class _Vacant(dict[Any, Any]):
+    """The empty shard every unused slot of one :class:`TieMap` holds: reads
+    find nothing, and a set puts a dict of its own in the member's slot.
+    It holds its map by a weak reference (no cycle: a map dropped is freed
+    at once, by reference counting)."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: TieMap) -> None:
+        super().__init__()
+        self._owner = weakref.ref(owner)
+
+    def __setitem__(self, member: Any, tie: Any) -> None:
+        owner = self._owner()
+        if owner is None:  # pragma: no cover - a map is alive while written to
+            raise RuntimeError("a set into the vacant shard of a dropped tie map")
+        shards = owner.shards
+        number = hash(member) & TIE_SHARD_MASK
+        if shards[number] is self:
+            shards[number] = {member: tie}
+        else:  # (reached through another slot: the member's has its dict)
+            shards[number][member] = tie
+
+
 class TieMap:
     """``member -> tie`` as :data:`TIE_SHARDS` dicts (see the module's
     docstring); the ``dict`` operations the board uses, and ``_check()``.
@@ -76,7 +106,7 @@ class TieMap:
     ``shards`` is the list of dicts itself, for the board's hot path:
     ``shards[hash(member) & TIE_SHARD_MASK]`` is the member's dict.
 
-    Runtime complexity: O(TIE_SHARDS) to make (empty), or O(N) from ``items``
+    Runtime complexity: O(TIE_SHARDS) to make (empty, in C), or O(N) from ``items``
 
     >>> ties = TieMap([("ann", 1), ("bob", 2)])
     >>> ties.shards[hash("ann") & TIE_SHARD_MASK]["ann"]
@@ -85,10 +115,11 @@ class TieMap:
     (True, False)
     """
 
-    __slots__ = ("shards",)
+    __slots__ = ("__weakref__", "_vacant", "shards")
 
     def __init__(self, items: Iterable[tuple[Any, Any]] = ()) -> None:
-        self.shards: list[dict[Any, Any]] = [{} for _ in range(TIE_SHARDS)]
+        self._vacant = _Vacant(self)
+        self.shards: list[dict[Any, Any]] = [self._vacant] * TIE_SHARDS
         shards = self.shards
         for member, tie in items:
             shards[hash(member) & TIE_SHARD_MASK][member] = tie
@@ -143,8 +174,10 @@ class TieMap:
 
         Runtime complexity: O(N + TIE_SHARDS)
         """
-        twin = TieMap.__new__(TieMap)
-        twin.shards = [shard.copy() for shard in self.shards]
+        twin = TieMap()
+        for number, shard in enumerate(self.shards):
+            if shard:
+                twin.shards[number] = shard.copy()
         return twin
 
     def __eq__(self, other: object) -> bool:
@@ -159,9 +192,11 @@ class TieMap:
         return f"TieMap({dict(self.items())!r})"
 
     def _check(self) -> None:
-        """Every member lies in its own shard; raise AssertionError."""
+        """Every member lies in its own shard, and the vacant shard is
+        empty and this map's; raise AssertionError."""
         assert len(self.shards) == TIE_SHARDS, len(self.shards)
+        assert not self._vacant and self._vacant._owner() is self, "vacant shard"
         for number, shard in enumerate(self.shards):
-            assert type(shard) is dict, (number, type(shard))
+            assert type(shard) is dict or shard is self._vacant, (number, type(shard))
             for member in shard:
                 assert hash(member) & TIE_SHARD_MASK == number, ("wrong shard", member, number)
