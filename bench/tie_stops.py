@@ -47,7 +47,7 @@ THRESHOLDS_NS = (100_000, 300_000, 1_000_000)
 def maps(args: argparse.Namespace) -> None:
     """Bare inserts into a dict and into a TieMap, rounds alternated."""
     sys.path.insert(0, str(ROOT))
-    from rankengine.board.tiemap import TIE_SHARD_MASK, TieMap
+    from rankengine.board.tiemap import TIE_SHARD_MASK, VACANT_SHARD, TieMap
 
     cpu = time.thread_time_ns
     sizeof = sys.getsizeof
@@ -88,8 +88,12 @@ def maps(args: argparse.Namespace) -> None:
                     number = hash(name) & TIE_SHARD_MASK
                     shard = shards[number]
                     c0 = cpu()
-                    shard[name] = -i  # what the board's hot path does
+                    if shard is VACANT_SHARD:  # what the board's hot path does
+                        ties[name] = -i
+                    else:
+                        shard[name] = -i
                     took = cpu() - c0
+                    shard = shards[number]
                     spent += took
                     if took >= THRESHOLDS_NS[0]:
                         count += 1

@@ -4,8 +4,6 @@ tie map after writes that cross a shard's doubling."""
 
 from __future__ import annotations
 
-import gc
-import weakref
 from typing import Any
 
 import pytest
@@ -15,7 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from rankengine import Leaderboard
-from rankengine.board.tiemap import TIE_SHARD_MASK, TIE_SHARDS, TieMap
+from rankengine.board.direct import direct_incr
+from rankengine.board.tiemap import TIE_SHARD_MASK, TIE_SHARDS, VACANT_SHARD, TieMap
 
 #: members of every kind a board takes, with hashes that share shards:
 #: small ints (hash = value), negative ones (hash(-1) is -2), strings,
@@ -79,7 +78,9 @@ class TieMapAgainstDict(RuleBasedStateMachine):
         twin = self.map.copy()
         twin._check()
         assert twin == self.map and twin is not self.map
-        assert all(a is not b for a, b in zip(twin.shards, self.map.shards, strict=True))
+        # no shard shared, but the vacant one (which holds nothing)
+        pairs = zip(twin.shards, self.map.shards, strict=True)
+        assert all(a is not b or a is VACANT_SHARD for a, b in pairs)
         twin["copy only"] = 1  # the copy is a map of its own
         assert "copy only" not in self.map or "copy only" in self.model
         self.map = twin
@@ -96,6 +97,7 @@ class TieMapAgainstDict(RuleBasedStateMachine):
     @invariant()
     def agrees(self) -> None:
         self.map._check()
+        assert not VACANT_SHARD
         assert len(self.map) == len(self.model)
         assert bool(self.map) == bool(self.model)
         assert sorted(map(repr, self.map)) == sorted(map(repr, self.model))
@@ -127,33 +129,47 @@ def test_check_finds_a_member_in_the_wrong_shard() -> None:
 
 def test_a_set_gives_a_vacant_slot_a_dict_of_its_own() -> None:
     ties = TieMap()
-    vacant = ties.shards[0]
-    assert all(shard is vacant for shard in ties.shards) and not vacant
+    assert all(shard is VACANT_SHARD for shard in ties.shards)
     ties["ann"] = 1
     mine = hash("ann") & TIE_SHARD_MASK
     assert type(ties.shards[mine]) is dict and ties.shards[mine] == {"ann": 1}
-    assert sum(shard is vacant for shard in ties.shards) == TIE_SHARDS - 1 and not vacant
-    ties.shards[hash("bob") & TIE_SHARD_MASK]["bob"] = 2  # (as the hot path writes)
-    assert ties.get("bob") == 2 and len(ties) == 2 and not vacant
-    vacant["cy"] = 3  # through a slot not the member's: still the member's shard
-    assert ties.get("cy") == 3 and ties.get("ann") == 1 and not vacant
-    del ties["cy"]
-    assert ties.pop("ann") == 1 and ties.pop("cy", None) is None
+    assert sum(shard is VACANT_SHARD for shard in ties.shards) == TIE_SHARDS - 1
+    assert not VACANT_SHARD
+    assert ties.pop("ann") == 1 and ties.pop("cy", None) is None and "ann" not in ties
     ties._check()
-    # a copy has its own vacant shard; a map dropped is freed without the collector
+    # a copy has no shard of the map's
     twin = ties.copy()
-    assert twin.shards[mine] is not vacant and twin.shards[mine] == {}
+    assert twin == ties and twin.shards[mine] is VACANT_SHARD  # (empty: not copied)
     twin._check()
-    gc.disable()
+    VACANT_SHARD["cy"] = 3  # a fault: an entry written into the vacant shard
     try:
-        gone = weakref.ref(twin)
-        del twin
-        assert gone() is None
+        with pytest.raises(AssertionError, match="vacant shard"):
+            ties._check()
     finally:
-        gc.enable()
-    dict.__setitem__(vacant, "cy", 3)  # a fault: the vacant shard holding an entry
-    with pytest.raises(AssertionError, match="vacant shard"):
-        ties._check()
+        VACANT_SHARD.clear()
+
+
+def test_board_writes_never_reach_the_vacant_shard() -> None:
+    # every write path of a first-to-reach board, into a map whose slots are
+    # vacant: the increment inlined in incr, _put, direct_incr, a bulk load
+    count = 3 * TIE_SHARDS
+    for write in ("incr", "direct", "set"):
+        board = Leaderboard()
+        board.set_many({f"p{i}": 10 + i for i in range(count)})  # distinct: none kept
+        for i in range(count):  # each into one run of 1s, deep: kept
+            if write == "incr":
+                board.incr(f"p{i}", -9 - i)  # (the increment inlined in incr)
+            elif write == "direct":
+                direct_incr(board, f"p{i}", -9 - i)
+            else:
+                board.set(f"p{i}", 1)  # (_put)
+            direct_incr(board, f"new{i}", 1)  # (a new member, deep too)
+            assert not VACANT_SHARD, write
+        assert len(board._tie) >= 2 * count - 20
+        board._check()
+    board.set_many({f"q{i}": 1 for i in range(count)})  # (a bulk load)
+    assert not VACANT_SHARD
+    board._check()
 
 
 @pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])

@@ -39,7 +39,7 @@ from sortedcontainers import SortedList
 
 from rankengine.board.changes import Change
 from rankengine.board.scoring import Member, Score, ScoreCodec, check_meta
-from rankengine.board.tiemap import TIE_SHARD_MASK, TieMap
+from rankengine.board.tiemap import TIE_SHARD_MASK, VACANT_SHARD, TieMap
 from rankengine.index.collector import collector_paused
 from rankengine.index.protocol import RUN_SCAN_LIMIT, OrderedIndex
 
@@ -545,8 +545,7 @@ def deep_ties(
     hits = list(itertools.compress(itertools.count(0, step), matched))
     if len(hits) * _FULL_SCAN_SHARE > len(sampled):
         return _deep_ties_scan(primaries, ties, members, oldest_last=oldest_last)
-    deep = TieMap()
-    shards = deep.shards  # (each entry straight into its shard)
+    deep = TieMap()  # (each entry straight into its shard)
     checked = 0  # rows below it were looked at for an earlier match
     offset = k if oldest_last else -k
     for j in hits:
@@ -556,8 +555,7 @@ def deep_ties(
             first, last = max(j + step, k), j + k
         for i in range(max(first, checked), min(last, n - 1) + 1):
             if primaries[i] == primaries[i + offset]:
-                member = members[i]
-                shards[hash(member) & TIE_SHARD_MASK][member] = ties[i]
+                deep[members[i]] = ties[i]
         checked = max(checked, last + 1)
     return deep
 
@@ -598,7 +596,11 @@ def _deep_ties_scan(
     shards = out.shards
     for i in itertools.compress(itertools.count(start), deep):
         member = members[i]
-        shards[hash(member) & TIE_SHARD_MASK][member] = ties[i]
+        shard = shards[hash(member) & TIE_SHARD_MASK]
+        if shard is VACANT_SHARD:
+            out[member] = ties[i]  # the slot's first entry (see tiemap)
+        else:
+            shard[member] = ties[i]
     return out
 
 

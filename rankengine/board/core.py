@@ -54,7 +54,7 @@ from rankengine.board.scoring import (
     is_member,
     member_error,
 )
-from rankengine.board.tiemap import TIE_SHARD_MASK, TieMap
+from rankengine.board.tiemap import TIE_SHARD_MASK, VACANT_SHARD, TieMap
 from rankengine.index.protocol import PROTOCOL_METHODS, RUN_SCAN_LIMIT, OrderedIndex
 from rankengine.index.skiplist import SkipList
 from rankengine.index.sortedlist import SortedListIndex
@@ -447,6 +447,8 @@ class BoardCore(BulkLoad):
             # short scan from the oldest end of its run (see rankengine.index.protocol).
             if near:
                 ties.pop(member, None)
+            elif ties is VACANT_SHARD:
+                self._tie[member] = tie  # the slot's first entry (see tiemap)
             else:
                 ties[member] = tie
         if self._counts is not None:

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from rankengine.board.core import MISSING
 from rankengine.board.leaderboard import Leaderboard
-from rankengine.board.tiemap import TIE_SHARD_MASK
+from rankengine.board.tiemap import TIE_SHARD_MASK, VACANT_SHARD
 
 __all__ = ["DIRECT_DELTA_LIMIT", "direct_incr"]
 
@@ -68,7 +68,7 @@ def direct_incr(board: Leaderboard, member: str, delta: int) -> Any:
                 board._member_type = type(member)
             board._primary[member] = delta
             if not near:  # (a new member is not in the tie map: nothing to drop)
-                board._tie.shards[hash(member) & TIE_SHARD_MASK][member] = tie
+                board._tie[member] = tie
             board._clock = clock
             return delta
         value = primary + delta
@@ -89,7 +89,7 @@ def direct_incr(board: Leaderboard, member: str, delta: int) -> Any:
             if board._index.move(primary, old_tie, value, tie):
                 del ties[member]
             else:
-                ties[member] = tie
+                ties[member] = tie  # (a shard holding the member: not vacant)
         else:
             move_member = board._move_member
             if move_member is not None:
@@ -97,7 +97,11 @@ def direct_incr(board: Leaderboard, member: str, delta: int) -> Any:
             else:
                 old_tie = board._locate_tie(member, primary)[0]
                 near = board._index.move(primary, old_tie, value, tie)
-            if not near:
+            if near:
+                pass
+            elif ties is VACANT_SHARD:
+                board._tie[member] = tie  # the slot's first entry (see tiemap)
+            else:
                 ties[member] = tie
         board._primary[member] = value
         board._clock = clock

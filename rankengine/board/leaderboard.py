@@ -62,7 +62,7 @@ from rankengine.board.scoring import (
     same_meta,
 )
 from rankengine.board.staged import stage_batch, stages
-from rankengine.board.tiemap import TIE_SHARD_MASK
+from rankengine.board.tiemap import TIE_SHARD_MASK, VACANT_SHARD
 from rankengine.board.writes import BoardWrites
 
 __all__ = ["Entry", "Leaderboard", "RankStyle", "TieBreak", "When", "board_from_state"]
@@ -202,7 +202,7 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
                     if self._index.move(primary, old_tie, value, tie):
                         del ties[member]
                     else:
-                        ties[member] = tie
+                        ties[member] = tie  # (a shard holding the member: not vacant)
                 else:
                     move_member = self._move_member
                     if move_member is not None:
@@ -210,7 +210,11 @@ class Leaderboard(BoardReads, ItemWrites, BoardWrites):
                     else:
                         old_tie = self._locate_tie(member, primary)[0]
                         near = self._index.move(primary, old_tie, value, tie)
-                    if not near:
+                    if near:
+                        pass
+                    elif ties is VACANT_SHARD:
+                        self._tie[member] = tie  # the slot's first entry (see tiemap)
+                    else:
                         ties[member] = tie
                 self._primary[member] = value
                 self._clock = clock

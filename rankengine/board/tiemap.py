@@ -26,17 +26,24 @@ own, at 1/256 of the size::
            ...
            [255] {...}
 
-The board's hot write path picks the shard once (a ``hash`` of a ``str``
-is cached in the string) and then reads, pops and sets in that ``dict``
-directly; every other user goes through the ``dict``-like methods here.
-Iteration runs shard by shard (no order is promised: the board never
-relies on one).
+The board's hot paths pick the shard once (a ``hash`` of a ``str`` is
+cached in the string) and then read and pop in that ``dict`` directly;
+every other user goes through the ``dict``-like methods here.  Iteration
+runs shard by shard (no order is promised: the board never relies on
+one).
 
-A shard that never held an entry is the map's one *vacant* shard: an
-empty ``dict`` shared by every such slot, whose ``__setitem__`` gives the
-slot a dict of its own, so that an empty map is a list of 256 references
-to one object (a board made ~1 us slower, not ~10 us with 256 dicts) and
-a board with few deep ties reads one cached empty dict.
+A slot that never held an entry holds :data:`VACANT_SHARD`, one empty
+``dict`` shared by every map, so that an empty map is one list of 256
+references (a board is made ~1 us slower, not ~10 us with 256 dicts of
+its own, and keeps ~2 KB, not ~18 KB) and a board with few deep ties reads
+one cached exact ``dict``.  It must stay empty: a write goes to the
+member's slot only when that slot is not vacant, else through
+:meth:`TieMap.__setitem__`, which gives the slot a dict of its own::
+
+    if ties is VACANT_SHARD:
+        tie_map[member] = tie       # the slot's first entry
+    else:
+        ties[member] = tie
 
 Runtime complexity: O(1) per look-up, set or pop (a doubling copies one
 shard: O(N / TIE_SHARDS)); O(N + TIE_SHARDS) to iterate, copy or count.
@@ -53,12 +60,11 @@ shard: O(N / TIE_SHARDS)); O(N + TIE_SHARDS) to iterate, copy or count.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any, Final
 
-__all__ = ["TIE_SHARDS", "TIE_SHARD_MASK", "TieMap"]
+__all__ = ["TIE_SHARDS", "TIE_SHARD_MASK", "VACANT_SHARD", "TieMap"]
 
 #: Shards of a tie map: a power of two (the shard is a mask of the hash).
 #: 256 keeps a shard's doubling short at the sizes a board reaches: at
@@ -70,33 +76,13 @@ TIE_SHARDS: Final = 256
 #: ``hash(member) & TIE_SHARD_MASK`` is the member's shard.
 TIE_SHARD_MASK: Final = TIE_SHARDS - 1
 
+#: The shard of every slot that never held an entry, in every map: always
+#: empty (``TieMap._check`` says so).  Reads and pops find nothing in it.
+VACANT_SHARD: Final[dict[Any, Any]] = {}
+
 #: What ``pop`` returns when no default is given and nothing is there
 #: (it raises KeyError then, as ``dict.pop`` does).
 _NO_DEFAULT: Final = object()
-
-
-class _Vacant(dict[Any, Any]):
-    """The empty shard every unused slot of one :class:`TieMap` holds: reads
-    find nothing, and a set puts a dict of its own in the member's slot.
-    It holds its map by a weak reference (no cycle: a map dropped is freed
-    at once, by reference counting)."""
-
-    __slots__ = ("_owner",)
-
-    def __init__(self, owner: TieMap) -> None:
-        super().__init__()
-        self._owner = weakref.ref(owner)
-
-    def __setitem__(self, member: Any, tie: Any) -> None:
-        owner = self._owner()
-        if owner is None:  # pragma: no cover - a map is alive while written to
-            raise RuntimeError("a set into the vacant shard of a dropped tie map")
-        shards = owner.shards
-        number = hash(member) & TIE_SHARD_MASK
-        if shards[number] is self:
-            shards[number] = {member: tie}
-        else:  # (reached through another slot: the member's has its dict)
-            shards[number][member] = tie
 
 
 class TieMap:
@@ -115,14 +101,12 @@ class TieMap:
     (True, False)
     """
 
-    __slots__ = ("__weakref__", "_vacant", "shards")
+    __slots__ = ("shards",)
 
     def __init__(self, items: Iterable[tuple[Any, Any]] = ()) -> None:
-        self._vacant = _Vacant(self)
-        self.shards: list[dict[Any, Any]] = [self._vacant] * TIE_SHARDS
-        shards = self.shards
+        self.shards: list[dict[Any, Any]] = [VACANT_SHARD] * TIE_SHARDS
         for member, tie in items:
-            shards[hash(member) & TIE_SHARD_MASK][member] = tie
+            self[member] = tie
 
     def get(self, member: Any, default: Any = None) -> Any:
         """The member's tie, or ``default``.
@@ -135,7 +119,13 @@ class TieMap:
         return self.shards[hash(member) & TIE_SHARD_MASK][member]
 
     def __setitem__(self, member: Any, tie: Any) -> None:
-        self.shards[hash(member) & TIE_SHARD_MASK][member] = tie
+        shards = self.shards
+        number = hash(member) & TIE_SHARD_MASK
+        shard = shards[number]
+        if shard is VACANT_SHARD:
+            shards[number] = {member: tie}  # the slot's first entry: a dict of its own
+        else:
+            shard[member] = tie
 
     def __delitem__(self, member: Any) -> None:
         del self.shards[hash(member) & TIE_SHARD_MASK][member]
@@ -193,10 +183,10 @@ class TieMap:
 
     def _check(self) -> None:
         """Every member lies in its own shard, and the vacant shard is
-        empty and this map's; raise AssertionError."""
+        empty; raise AssertionError."""
         assert len(self.shards) == TIE_SHARDS, len(self.shards)
-        assert not self._vacant and self._vacant._owner() is self, "vacant shard"
+        assert not VACANT_SHARD, ("an entry in the vacant shard", VACANT_SHARD)
         for number, shard in enumerate(self.shards):
-            assert type(shard) is dict or shard is self._vacant, (number, type(shard))
+            assert type(shard) is dict, (number, type(shard))
             for member in shard:
                 assert hash(member) & TIE_SHARD_MASK == number, ("wrong shard", member, number)
