@@ -34,8 +34,8 @@ one).
 
 A slot that never held an entry holds :data:`VACANT_SHARD`, one empty
 ``dict`` shared by every map, so that an empty map is one list of 256
-references (a board is made ~1 us slower, not ~10 us with 256 dicts of
-its own, and keeps ~2 KB, not ~18 KB) and a board with few deep ties reads
+references (1.5 us to make, not 15 us for 256 dicts of its own, and
+~2 KB, not ~18 KB) and a board with few deep ties reads
 one cached exact ``dict``.  It must stay empty: a write goes to the
 member's slot only when that slot is not vacant, else through
 :meth:`TieMap.__setitem__`, which gives the slot a dict of its own::
