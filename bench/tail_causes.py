@@ -25,7 +25,7 @@ events recorded as they happen:
   (``SortedList._build_index``: an index before the block lengths array
   never builds it) and the block offsets' recomputations (``_fill``);
 * resizes of the board's member maps (their ``sys.getsizeof`` changed
-  during the call);
+  during the call; of a tie map in shards, the shard of the call's member);
 * with ``--faults``, each call's page faults (``getrusage`` of the thread,
   ~1 us a call): a call with a fault and no other cause is named for it.
 
@@ -248,7 +248,11 @@ def measure(args: argparse.Namespace, board: Any, stack: ExitStack) -> dict[str,
     count = int(rate * args.duration)
     latency.tight_timer_slack()
 
-    maps = [board._primary, board._tie]  # bench-only reach: the member maps' sizes
+    # bench-only reach: the member maps' sizes (a tie map in shards, by shard)
+    shards = getattr(board._tie, "shards", None)
+    maps = [board._primary, board._tie] if shards is None else [board._primary]
+    shard_sizes = [sys.getsizeof(m) for m in shards or ()]
+    shard_mask = len(shard_sizes) - 1
     due_a = array("q", bytes(8 * count))
     start_a = array("q", bytes(8 * count))
     end_a = array("q", bytes(8 * count))
@@ -298,7 +302,13 @@ def measure(args: argparse.Namespace, board: Any, stack: ExitStack) -> dict[str,
         due_a[i], start_a[i], end_a[i], kind_a[i] = due, s, e, kind
         if kind <= latency.NEW:
             now_sizes = [sys.getsizeof(m) for m in maps]
-            if now_sizes != sizes:
+            grew = now_sizes != sizes
+            if shards is not None:
+                number = hash(a) & shard_mask
+                now = sys.getsizeof(shards[number])
+                grew = grew or now != shard_sizes[number]
+                shard_sizes[number] = now
+            if grew:
                 resized.append(i)
                 sizes = now_sizes
         if e - due > latency.MAX_LAG_S * 1e9:

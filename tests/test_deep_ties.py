@@ -1,7 +1,7 @@
 """The tie map of a bulk load (rankengine.board.bulk.deep_ties): the sampled
 pass and the full pass both give exactly the members ``RUN_SCAN_LIMIT`` or
-more rows deep in their run of equal primaries, in row order, against a
-model that looks at every row; and a board restored from columns with long
+more rows deep in their run of equal primaries, each shard of the tie map
+in row order, against a model that looks at every row; and a board restored from columns with long
 runs passes its checks."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from rankengine import Leaderboard
 from rankengine.board import bulk
+from rankengine.board.tiemap import TieMap
 from rankengine.index.protocol import RUN_SCAN_LIMIT
 
 K = RUN_SCAN_LIMIT
@@ -59,7 +60,12 @@ def test_deep_ties_against_every_row(
             got = bulk.deep_ties(primaries, ties, members, oldest_last=oldest_last)
     finally:
         bulk._FULL_SCAN_SHARE = saved  # type: ignore[misc]
-    assert list(got.items()) == expected
+    got._check()
+    # the same entries, each shard's in row order (the model's, put in shards)
+    assert [list(s.items()) for s in got.shards] == [
+        list(s.items()) for s in TieMap(expected).shards
+    ]
+    assert len(got) == len(expected)
 
 
 @pytest.mark.parametrize("backend", ["sortedlist", "skiplist"])

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from rankengine import Ledger
 from rankengine.board import bulk
+from rankengine.board.tiemap import VACANT_SHARD
 from rankengine.durable import snapshot
 from rankengine.durable.shared_chunks import SharedChunks
 
@@ -226,6 +227,10 @@ def test_boards_restored_from_another_boards_load_are_independent(
                 a, b = again[one], again[two]
                 assert a._primary is not b._primary
                 assert a._tie is not b._tie and a._tie == b._tie
+                # (no shard of the tie map shared either, but the empty one of
+                # every slot that never held an entry)
+                mine = {id(s) for s in a._tie.shards if s is not VACANT_SHARD}
+                assert not mine & {id(s) for s in b._tie.shards}
                 if two != "skip" and a._primary:
                     assert a._index._members[0] is not b._index._members[0]
             feed(again, after, 1000)

@@ -4,9 +4,9 @@
 ordered index (see :mod:`rankengine.index.protocol`)::
 
     member --> primary                 dict, O(1)   (_primary)
-    member --> tie clock               dict, O(1)   (_tie, first-to-reach boards;
+    member --> tie clock               TieMap, O(1) (_tie, first-to-reach boards;
                                                      only members deep in a run
-                                                     of equal scores)
+                                                     of equal scores; 256 dicts)
     (primary, tie) in ascending order  skip list or SortedList, O(log N)
 
 -- and the machinery that keeps them in step: ``_commit`` (show the changes
@@ -54,6 +54,7 @@ from rankengine.board.scoring import (
     is_member,
     member_error,
 )
+from rankengine.board.tiemap import TIE_SHARD_MASK, VACANT_SHARD, TieMap
 from rankengine.index.protocol import PROTOCOL_METHODS, RUN_SCAN_LIMIT, OrderedIndex
 from rankengine.index.skiplist import SkipList
 from rankengine.index.sortedlist import SortedListIndex
@@ -219,8 +220,10 @@ class BoardCore(BulkLoad):
         # members that lie RUN_SCAN_LIMIT or more entries from the oldest end
         # of their run of equal scores: any other member's tie is read from
         # the index, a short scan of its run (see _find_tie).  Entries agree
-        # with the index.
-        self._tie: dict[Any, int] = {}
+        # with the index.  Split in shards (rankengine.board.tiemap): the map
+        # grows with the board, and one dict's doubling stops a write for
+        # milliseconds.
+        self._tie = TieMap()
         self._meta: dict[Any, dict[str, Any]] = {}
         self._clock = 0
         self._member_type: type | None = None
@@ -349,6 +352,7 @@ class BoardCore(BulkLoad):
             assert all(m in self._primary for m in self._meta), "metadata of an absent member"
             # tie clocks: unique and never ahead of the board clock
             if self._tie_break == "first":
+                self._tie._check()
                 assert all(m in self._primary for m in self._tie), "tie of an absent member"
                 clocks = [abs(t) for _, t, _ in self._index.iter_range(0, len(self._index))]
                 assert len(set(clocks)) == len(clocks), "duplicate tie clocks"
@@ -403,6 +407,8 @@ class BoardCore(BulkLoad):
         first = self._first
         if first:
             tie: Any = -clock if self._desc else clock
+            # the member's shard of the tie map, read and written below
+            ties = self._tie.shards[hash(member) & TIE_SHARD_MASK]
         else:
             tie = member
         old = self._primary.get(member, MISSING)
@@ -415,7 +421,7 @@ class BoardCore(BulkLoad):
             if not self._primary:  # first member of an empty board fixes the type
                 self._member_type = type(member)
         else:
-            old_tie = self._tie.get(member) if first else member
+            old_tie = ties.get(member) if first else member
             if old_tie is None and old != primary and self._move_member is not None:
                 near = self._move_member(old, member, primary, tie)  # one search
             else:
@@ -432,7 +438,7 @@ class BoardCore(BulkLoad):
                     self._index.remove(old, old_tie)
                     near = self._index.insert(primary, tie, member)
                 else:
-                    near = member not in self._tie  # unchanged: so is the tie map
+                    near = not first or member not in ties  # unchanged: so is the tie map
             if self._counts is not None:
                 self._count_remove(old)
         self._primary[member] = primary
@@ -440,9 +446,11 @@ class BoardCore(BulkLoad):
             # Keep the tie only when the index cannot find the member by a
             # short scan from the oldest end of its run (see rankengine.index.protocol).
             if near:
-                self._tie.pop(member, None)
+                ties.pop(member, None)
+            elif ties is VACANT_SHARD:
+                self._tie[member] = tie  # the slot's first entry (see tiemap)
             else:
-                self._tie[member] = tie
+                ties[member] = tie
         if self._counts is not None:
             self._count_add(primary)
         self._clock = max(self._clock, clock)
@@ -452,7 +460,7 @@ class BoardCore(BulkLoad):
         if self._top is not None:
             self._touch_top(primary)
         if self._first:
-            tie = self._tie.pop(member, None)
+            tie = self._tie.shards[hash(member) & TIE_SHARD_MASK].pop(member, None)
             if tie is None:
                 tie = self._locate_tie(member, primary)[0]
         else:
@@ -548,7 +556,7 @@ class BoardCore(BulkLoad):
         """
         if not self._first:
             return self._index.position(primary, member)
-        tie = self._tie.get(member)
+        tie = self._tie.shards[hash(member) & TIE_SHARD_MASK].get(member)
         if tie is None:
             if self._position_of is not None:  # one search, not two
                 return self._position_of(primary, member)

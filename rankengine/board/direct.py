@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from rankengine.board.core import MISSING
 from rankengine.board.leaderboard import Leaderboard
+from rankengine.board.tiemap import TIE_SHARD_MASK, VACANT_SHARD
 
 __all__ = ["DIRECT_DELTA_LIMIT", "direct_incr"]
 
@@ -82,13 +83,13 @@ def direct_incr(board: Leaderboard, member: str, delta: int) -> Any:
                 else (value <= floor or primary <= floor)
             ):
                 board._top = None
-        ties = board._tie
+        ties = board._tie.shards[hash(member) & TIE_SHARD_MASK]  # the member's shard
         old_tie = ties.get(member)
         if old_tie is not None:
             if board._index.move(primary, old_tie, value, tie):
                 del ties[member]
             else:
-                ties[member] = tie
+                ties[member] = tie  # (a shard holding the member: not vacant)
         else:
             move_member = board._move_member
             if move_member is not None:
@@ -96,7 +97,11 @@ def direct_incr(board: Leaderboard, member: str, delta: int) -> Any:
             else:
                 old_tie = board._locate_tie(member, primary)[0]
                 near = board._index.move(primary, old_tie, value, tie)
-            if not near:
+            if near:
+                pass
+            elif ties is VACANT_SHARD:
+                board._tie[member] = tie  # the slot's first entry (see tiemap)
+            else:
                 ties[member] = tie
         board._primary[member] = value
         board._clock = clock

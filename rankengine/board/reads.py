@@ -19,6 +19,7 @@ from rankengine.board.checks import STYLES, check_int, check_percentile, check_s
 from rankengine.board.contract import DEFAULT_PAGE_SIZE, BoardAPI, PercentileMethod
 from rankengine.board.core import MISSING, TOP_CACHE_SIZE, BoardCore, Entry, RankStyle, lookalike
 from rankengine.board.scoring import Member, Score, check_meta, describe, member_error
+from rankengine.board.tiemap import TIE_SHARD_MASK
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -97,7 +98,11 @@ class BoardReads(BoardCore, BoardAPI):
             if primary is MISSING or (type(member) is not str and lookalike(member)):
                 return None
             if style == "unique":
-                tie = self._tie.get(member) if self._first else member
+                tie = (
+                    self._tie.shards[hash(member) & TIE_SHARD_MASK].get(member)
+                    if self._first
+                    else member
+                )
                 if tie is not None:
                     position = self._index.position(primary, tie)
                 elif self._position_of is not None:  # not in the tie map: one search

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from rankengine.board.core import BoardCore
+from rankengine.board.tiemap import TieMap
 from rankengine.index.teardown import PIECE, empty_in_pieces
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "STATE_FIELDS",
     "adopt_state",
     "empty_map_in_pieces",
+    "empty_ties_in_pieces",
     "let_go",
     "release_in_pieces",
     "unshared",
@@ -174,11 +176,15 @@ def release_in_pieces(
 
 def _release_now(board: BoardCore, pause: Callable[[], None], piece: int) -> None:
     empty_in_pieces(board._index, pause, piece=piece)
-    for name in ("_primary", "_tie", "_meta", "_counts"):
+    for name in ("_primary", "_meta", "_counts"):
         mapping = getattr(board, name)
         if mapping:
             setattr(board, name, {} if name != "_counts" else None)
             empty_map_in_pieces(mapping, pause, piece=piece)
+    ties = board._tie
+    if ties:
+        board._tie = TieMap()
+        empty_ties_in_pieces(ties, pause, piece=piece)
     board._distinct = None
     board._top = None
     board._member_type = None
@@ -203,6 +209,32 @@ def empty_map_in_pieces(
         for _ in range(min(piece, len(mapping))):
             pop()
         pause()
+
+
+def empty_ties_in_pieces(
+    ties: TieMap, pause: Callable[[], None] = let_go, *, piece: int = PIECE
+) -> None:
+    """Empty a tie map shard by shard, calling ``pause()`` each time
+    ``piece`` entries or more were freed since the last pause (a shard
+    larger than ``piece`` is emptied as :func:`empty_map_in_pieces` does).
+
+    Runtime complexity: O(N + TIE_SHARDS), in O(N / piece) pieces
+
+    >>> ties = TieMap((m, -m) for m in range(10))
+    >>> empty_ties_in_pieces(ties, piece=4)
+    >>> len(ties)
+    0
+    """
+    freed = 0
+    for shard in ties.shards:
+        if len(shard) > piece:
+            empty_map_in_pieces(shard, pause, piece=piece)
+            continue
+        freed += len(shard)
+        shard.clear()
+        if freed >= piece:
+            pause()
+            freed = 0
 
 
 def _references(obj: object) -> int:

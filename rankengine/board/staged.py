@@ -73,6 +73,7 @@ from rankengine.board.changes import META, PUT, Change
 from rankengine.board.core import MISSING, BoardCore
 from rankengine.board.release import adopt_state, empty_map_in_pieces, let_go, unshared
 from rankengine.board.scoring import Score
+from rankengine.board.tiemap import TieMap
 from rankengine.index.collector import collector_paused
 from rankengine.index.teardown import empty_in_pieces
 
@@ -497,7 +498,7 @@ def _sorted_in_units(rows: list[tuple[Any, Any, Any]]) -> list[tuple[Any, Any, A
 def _free(shadow: BoardCore, pause: Callable[[], None]) -> None:
     """Free the old state (now the shadow's) in pieces, off the lock."""
     empty_in_pieces(shadow._index, pause)
-    shadow._tie = {}
+    shadow._tie = TieMap()
     scores, shadow._primary = shadow._primary, {}
     # a lock-free read (score, len, in) may still hold the old map: then
     # reference counting frees it when that read is done
