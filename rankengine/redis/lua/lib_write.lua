@@ -4,7 +4,7 @@
 -- and the old row's dense and inexact counts taken back.
 local function element_of(member, new, clock)
   local pre = new.ok
-  if FIRST then pre = pre .. prefix(clock, new.kind) end
+  if FIRST then pre = pre .. prefix(clock) .. new.kind end
   return pre, pre .. member
 end
 local function uncount(old)
@@ -32,7 +32,7 @@ local function move_exact(member, pre, ostr, str, num, kind, clock)
   if DENSE then dense_remove({num = tonum(ostr), ok = ''}) end
   local npre = ''
   if FIRST then
-    npre = prefix(clock, kind)
+    npre = prefix(clock) .. kind
     call('ZREM', Z, pre .. member)
   end
   call('ZADD', Z, str, npre .. member)
@@ -53,7 +53,7 @@ local function move_later(moves, member, pre, ostr, str, num, kind, clock)
   if DENSE then dense_remove({num = tonum(ostr), ok = ''}) end
   local npre = ''
   if FIRST then
-    npre = prefix(clock, kind)
+    npre = prefix(clock) .. kind
     local zrem = moves.zrem
     zrem[#zrem + 1] = pre .. member
   end
