@@ -28,7 +28,22 @@ unpipelined ``incr`` calls), ``PIPELINE`` of them per round trip.
 sent: 99 of them a round trip for ``K`` = 3): ``--length 2``
 against ``--mode incr`` is a pair sent as one call against two (what
 ``RUN_MIN`` in ``rankengine/redis/pipeline.py`` decides).
-Prints JSON: per tie-break and version, the phases' figures.
+``--floor`` (with ``--mode incr``) adds phases of two functions of the
+same library shape, called as the increment is (``PIPELINE`` a round trip,
+the same arguments): one that returns at once (an ``FCALL``'s floor) and
+one whose whole work is one ``ZINCRBY`` on the plain sorted set (the floor
+of any increment by a function).  ``--annotate N`` reads each phase's dump
+with ``callgrind_annotate`` and adds the N functions of the server that
+take the most instructions per increment, by their own instructions
+(``self``) and with their callees' (``inclusive``); ``redis-server`` must
+then have its symbols (Debian's binary is stripped of the Lua VM's: build
+the same source with ``-g`` and pass it as ``--server``), as in::
+
+    python bench/redis_run_instructions.py --mode incr --floor --annotate 40 \
+        --server <redis-7.0.15 built with -g>/src/redis-server
+
+Prints JSON: per tie-break and version, the phases' figures (and their
+profiles under ``profile``).
 """
 
 from __future__ import annotations
@@ -38,6 +53,7 @@ import importlib
 import json
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -58,6 +74,18 @@ FILL_CHUNK = 5000
 START_WAIT = 60
 #: Calls made before the first phase (the functions' first run, warm caches).
 WARM_UP = 3
+#: The floor's functions (``--floor``): an empty one, and one ``ZINCRBY``.
+FLOOR_LIBRARY = """#!lua name=run_count_floor
+redis.register_function('run_count_empty', function(keys, argv) return 0 end)
+redis.register_function('run_count_zincrby', function(keys, argv)
+  return redis.call('ZINCRBY', keys[1], 1, argv[2])
+end)
+"""
+#: A callgrind_annotate line: instructions, then the function (file:name [object]).
+ANNOTATE_LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?)(?:\s+\[(?:.*/)?([^/\]]*)\])?$")
+#: The frames on the stack when a phase's counters are zeroed, whose "own"
+#: count a dump shows as the whole phase's.
+STARTUP = re.compile(r"^(\(below main\)|main|__libc_start_main.*|0x[0-9a-f]+)$")
 
 
 def main() -> None:
@@ -72,14 +100,20 @@ def main() -> None:
     parser.add_argument("--other", help="a second version's package name")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--length", type=int, default=PIPELINE, help="increments per run")
+    parser.add_argument("--server", default="redis-server", help="the redis-server binary")
+    parser.add_argument("--floor", action="store_true", help="the floor's phases (--mode incr)")
+    parser.add_argument("--annotate", type=int, default=0, help="top N functions per phase")
+    parser.add_argument("--keep", help="a folder to copy the phases' dumps to")
     opts = parser.parse_args()
     if not 1 <= opts.length <= PIPELINE or (opts.length != PIPELINE and opts.mode != "n"):
         parser.error(f"--length is 1 to {PIPELINE}, and only in run mode (--mode n)")
+    if opts.floor and opts.mode != "incr":
+        parser.error("--floor is for single calls (--mode incr)")
     port = free_port()
     with tempfile.TemporaryDirectory() as out:
         command = [
             *("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.%p"),
-            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+            *(opts.server, "--port", str(port), "--bind", "127.0.0.1"),
             *("--save", "", "--appendonly", "no"),
         ]
         server = subprocess.Popen(
@@ -98,7 +132,11 @@ def main() -> None:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.5)
-            print(json.dumps(measure(r, opts, server.pid, Path(out)), indent=1))
+            print(json.dumps(measure(r, opts, server.pid, Path(out))))
+            if opts.keep:
+                Path(opts.keep).mkdir(parents=True, exist_ok=True)
+                for dump in Path(out).glob("cg.*"):
+                    shutil.copy(dump, opts.keep)
         finally:
             server.terminate()
             server.wait()
@@ -177,22 +215,33 @@ def measure(r: Any, opts: Any, pid: int, out: Path) -> dict[str, Any]:
         chunk = members[i : i + FILL_CHUNK]
         r.zadd("run-count-plain", {m: rng.randrange(10 * opts.size) for m in chunk})
 
-    def zincrby() -> None:
+    def zincrby(function: str = "") -> None:
         pipe = r.pipeline(transaction=False)
         for m in rng.sample(members, PIPELINE):
-            pipe.zincrby("run-count-plain", 1, m)
+            if function:  # (ARGV as the increment's: mode, member, ...)
+                pipe.fcall(function, 1, "run-count-plain", "df11", m, "1.0", "i", "", 0)
+            else:
+                pipe.zincrby("run-count-plain", 1, m)
         pipe.execute()
 
-    for _ in range(WARM_UP):
-        zincrby()
-    control("-z")
-    for _ in range(opts.calls):
-        zincrby()
-    control("-d", "native/zincrby")
-    phases.append(("native", "zincrby"))
+    natives = {"zincrby": ""}
+    if opts.floor:
+        r.function_load(FLOOR_LIBRARY, replace=True)
+        natives["empty function"] = "run_count_empty"
+        natives["function: one ZINCRBY"] = "run_count_zincrby"
+    for label, function in natives.items():
+        for _ in range(WARM_UP):
+            zincrby(function)
+        control("-z")
+        for _ in range(opts.calls):
+            zincrby(function)
+        control("-d", f"native/{label}")
+        phases.append(("native", label))
     r.delete("run-count-plain")
     for label in packages:
         r.function_delete(f"run_count_{label}")
+    if opts.floor:
+        r.function_delete("run_count_floor")
     # the dumps, in order (cg.<pid>.<n>), each phase's total instructions
     dumps = sorted(out.glob(f"cg.{pid}.*"), key=lambda f: int(f.name.rsplit(".", 1)[1]))
     report: dict[str, Any] = {"size": opts.size, "mode": opts.mode, "length": opts.length}
@@ -201,7 +250,52 @@ def measure(r: Any, opts: Any, pid: int, out: Path) -> dict[str, Any]:
         sent = PIPELINE if group == "native" else PIPELINE - PIPELINE % opts.length
         per = int(total[1]) / (opts.calls * sent) if total else None
         report.setdefault(group, {}).setdefault(label, []).append(round(per or 0))
+        if opts.annotate:
+            profile = report.setdefault("profile", {}).setdefault(f"{group}/{label}", [])
+            profile.append(annotate(dump, opts.annotate, opts.calls * sent))
     return report
+
+
+def annotate(dump: Path, top: int, increments: int) -> dict[str, list[tuple[str, int]]]:
+    """The ``top`` functions of one phase's dump, per increment: by their
+    own instructions (``self``), with their callees' (``inclusive``; a
+    recursive function's holds each level once), and the own instructions
+    summed by source file (``files``: the Lua VM's ``lvm.c``, its collector's
+    ``lgc.c``, Redis's ``script_lua.c``, ...; a library without symbols by
+    its name).  The frames that were on the stack when the counters were
+    zeroed (``main``, the C start-up's) are left out."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for key, inclusive in (("self", "no"), ("inclusive", "yes")):
+        command = ["callgrind_annotate", "--auto=no", f"--inclusive={inclusive}"]
+        text = subprocess.run(
+            [*command, "--threshold=100", str(dump)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        rows: list[tuple[str, int]] = []
+        files: dict[str, int] = {}
+        started = False
+        for line in text.splitlines():
+            if "file:function" in line:
+                started = True
+                continue
+            match = ANNOTATE_LINE.match(line) if started else None
+            if not match:
+                continue
+            where, _, name = match[2].rpartition(":")
+            if STARTUP.match(name):
+                continue
+            count = int(match[1].replace(",", ""))
+            if len(rows) < top:
+                rows.append((name, round(count / increments)))
+            source = where.rsplit("/", 1)[-1] if where != "???" else match[3] or "???"
+            files[source] = files.get(source, 0) + count
+        out[key] = rows
+        if key == "self":
+            ranked = sorted(files.items(), key=lambda item: -item[1])[:top]
+            out["files"] = [(source, round(count / increments)) for source, count in ranked]
+    return out
 
 
 if __name__ == "__main__":

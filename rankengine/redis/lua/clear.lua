@@ -3,10 +3,10 @@
 local again = replayed()
 if again then return again end
 guard()
-local n = redis.call('HLEN', H)
+local n = call('HLEN', H)
 local members = {}
-if ARGV[2] == '1' then members = redis.call('HKEYS', H) end
-redis.call('DEL', Z, H, M, D, C)
+if ARGV[2] == '1' then members = call('HKEYS', H) end
+call('DEL', Z, H, M, D, C)
 if n > 0 then
   inexact_now = 0
   touched()

@@ -18,7 +18,7 @@ if again then return again end
 guard()
 local WIDTH = {X = 5, P = 6, R = 6, T = 2, D = 2, M = 4, C = 2, W = 2, G = 2}
 local tag = board_tag()
-local base = clock_base(tonumber(ARGV[2]))
+local base = clock_base(floor_of(ARGV[2]))
 -- the highest clock the ops need, checked before the first write
 local highest = 0
 local i = 3
@@ -26,16 +26,16 @@ while i <= #ARGV do
   local op = ARGV[i]
   if not WIDTH[op] then fail('VALUE', 'unknown op ' .. op) end
   if op == 'P' then
-    highest = math.max(highest, tonumber(ARGV[i + 5]))
+    highest = math.max(highest, tonum(ARGV[i + 5]))
   elseif op == 'R' then
-    highest = math.max(highest, base + tonumber(ARGV[i + 5]))
+    highest = math.max(highest, base + tonum(ARGV[i + 5]))
   elseif op == 'T' then
-    highest = math.max(highest, base + tonumber(ARGV[i + 1]))
+    highest = math.max(highest, base + tonum(ARGV[i + 1]))
   elseif op == 'C' then
-    highest = math.max(highest, tonumber(ARGV[i + 1]))
+    highest = math.max(highest, tonum(ARGV[i + 1]))
   end
   if op == 'G' then
-    if writes_now ~= tonumber(ARGV[i + 1]) then return {0} end
+    if writes_now ~= tonum(ARGV[i + 1]) then return {0} end
   elseif op == 'X' then
     local old = lookup(ARGV[i + 1])
     if ARGV[i + 2] == '' then
@@ -44,7 +44,7 @@ while i <= #ARGV do
         or not same(old, value(ARGV[i + 2], ARGV[i + 3], '')) then
       return {0}
     end
-  elseif (op == 'P' or op == 'R') and redis.call('HEXISTS', H, ARGV[i + 1]) == 0 then
+  elseif (op == 'P' or op == 'R') and call('HEXISTS', H, ARGV[i + 1]) == 0 then
     check_tag(tag, ARGV[i + 1])
   end
   i = i + WIDTH[op]
@@ -56,26 +56,26 @@ while i <= #ARGV do
   local op = ARGV[i]
   if op == 'P' or op == 'R' then
     local member = ARGV[i + 1]
-    local clock = tonumber(ARGV[i + 5])
+    local clock = tonum(ARGV[i + 5])
     if op == 'R' then clock = base + clock end
     clock_raise(clock)
     put(member, lookup(member), value(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]), clock)
     changed = true
   elseif op == 'T' then
-    clock_raise(base + tonumber(ARGV[i + 1]))
+    clock_raise(base + tonum(ARGV[i + 1]))
   elseif op == 'D' then
     if delete(ARGV[i + 1]) then changed = true end
   elseif op == 'M' then
     if ARGV[i + 2] == '1' then
-      redis.call('HSET', M, ARGV[i + 1], ARGV[i + 3])
+      call('HSET', M, ARGV[i + 1], ARGV[i + 3])
     else
-      redis.call('HDEL', M, ARGV[i + 1])
+      call('HDEL', M, ARGV[i + 1])
     end
     changed = true
   elseif op == 'C' then
-    clock_raise(tonumber(ARGV[i + 1]))
+    clock_raise(tonum(ARGV[i + 1]))
   elseif op == 'W' then
-    writes = tonumber(ARGV[i + 1])
+    writes = tonum(ARGV[i + 1])
   end
   i = i + WIDTH[op]
 end

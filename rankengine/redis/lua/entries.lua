@@ -23,7 +23,7 @@ for i = 4, #ARGV do
       out[#out + 1] = false
     end
     if ARGV[3] == '1' then
-      out[#out + 1] = redis.call('HGET', M, member)
+      out[#out + 1] = call('HGET', M, member)
     else
       out[#out + 1] = false
     end

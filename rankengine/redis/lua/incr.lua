@@ -6,7 +6,7 @@ local again = replayed()
 if again then return again end
 guard()
 local member, when = ARGV[2], ARGV[5]
-local hv = redis.call('HGET', H, member)
+local hv = call('HGET', H, member)
 -- The common increment, with no table made and no helper called but the
 -- dense counts' (when kept): a member on the board, an exact double, no
 -- condition (the same steps as the general path below, written out: about
@@ -14,9 +14,9 @@ local hv = redis.call('HGET', H, member)
 if hv and when == '' then
   local okind, ostr, pre = match(hv, '^(%a+):([^:]*):(.*)$')
   if #pre == PLEN then  -- (no ordkey: the stored double is the score)
-    local base = tonumber(ostr)
+    local base = tonum(ostr)
     if okind == 'z' then base = NEG_ZERO end
-    local new = base + tonumber(ARGV[3])
+    local new = base + tonum(ARGV[3])
     if new ~= new then fail('VALUE', 'NaN') end
     local kind = 'f'
     if okind == 'i' and ARGV[4] == 'i' then
@@ -28,7 +28,7 @@ if hv and when == '' then
     -- an equal sum (5 + 0.0) keeps the stored score, which is what is returned
     if new == base then return {2, ostr, okind} end
     local str = fmt(kind == 'i' and '%d' or '%.17g', new)  -- (as incr_many.lua's)
-    local clock = clock_next(tonumber(ARGV[6]))
+    local clock = clock_next(floor_of(ARGV[6]))
     move_exact(member, pre, ostr, str, new, kind, clock)
     touched()
     save()
@@ -48,7 +48,7 @@ if old then
   -- an equal sum (5 + 0.0) keeps the stored score, which is what is returned
   if same(new, old) then return {2, old.str, old.kind} end
 end
-local clock = clock_next(tonumber(ARGV[6]))
+local clock = clock_next(floor_of(ARGV[6]))
 put(member, old, new, clock)
 touched()
 save()

@@ -42,9 +42,9 @@ for i = 5, #ARGV, 3 do
   if hv and #pre == PLEN then  -- (no ordkey: the stored double is the score)
     local j = #order + 1
     order[j] = member
-    local old = tonumber(ostr)
+    local old = tonum(ostr)
     if okind == 'z' then old = NEG_ZERO end
-    local new = old + tonumber(ARGV[i + 1])
+    local new = old + tonum(ARGV[i + 1])
     if new ~= new then fail('VALUE', 'NaN') end
     local kind = 'f'
     if okind == 'i' and ARGV[i + 2] == 'i' then
@@ -89,7 +89,7 @@ for i = 5, #ARGV, 3 do
     end
   end
 end
-local base = clock_base(tonumber(ARGV[2]))
+local base = clock_base(floor_of(ARGV[2]))
 clock_check(base + steps)
 local out = {base}
 local moves = moves_new()

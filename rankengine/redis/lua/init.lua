@@ -8,11 +8,11 @@ state()  -- (first: a state key of another type fails here, named by the client)
 
 local board_keys = {Z, H, M, D, C}
 for i, want in ipairs({'zset', 'hash', 'hash', 'zset', 'hash'}) do
-  local have = redis.call('TYPE', board_keys[i]).ok
+  local have = call('TYPE', board_keys[i]).ok
   if have ~= 'none' and have ~= want then fail('KEYTYPE', i .. ' ' .. have) end
 end
 if ARGV[3] == '1' and not ST[5] then
-  redis.call('HSET', S, 'config', ARGV[2])
+  call('HSET', S, 'config', ARGV[2])
   return {ARGV[2], fmt('%.0f', writes_now)}
 end
 return {ST[5], fmt('%.0f', writes_now)}

@@ -8,16 +8,16 @@ local function search(key, base, eq, yes)
   local a, b = 0, eq
   while a < b do
     local mid = math.floor((a + b) / 2)
-    if yes(redis.call('ZRANGE', key, base + mid, base + mid)[1]) then a = mid + 1 else b = mid end
+    if yes(call('ZRANGE', key, base + mid, base + mid)[1]) then a = mid + 1 else b = mid end
   end
   return a
 end
 
 -- Members whose score is below (str, ok), or at or below with `inclusive`.
 local function count_z(str, ok, inclusive)
-  local below = redis.call('ZCOUNT', Z, '-inf', '(' .. str)
+  local below = call('ZCOUNT', Z, '-inf', '(' .. str)
   if ok == '' and not inclusive then return below end
-  local eq = redis.call('ZCOUNT', Z, str, str)
+  local eq = call('ZCOUNT', Z, str, str)
   if eq == 0 then return below end
   if plain() then
     if inclusive or ok ~= '' then return below + eq end
@@ -33,14 +33,14 @@ end
 -- The same over the distinct scores (dense ranks).
 local function count_d(str, ok, inclusive)
   ensure_dense()
-  local below = redis.call('ZCOUNT', D, '-inf', '(' .. str)
-  local eq = redis.call('ZCOUNT', D, str, str)
+  local below = call('ZCOUNT', D, '-inf', '(' .. str)
+  local eq = call('ZCOUNT', D, str, str)
   if eq == 0 then return below end
   if plain() then
     if inclusive or ok ~= '' then return below + eq end
     return below
   end
-  local key = canon(tonumber(str)) .. '|' .. ok
+  local key = canon(tonum(str)) .. '|' .. ok
   return below + search(D, below, eq, function(el)
     if inclusive then return not bytes_less(key, el) end
     return bytes_less(el, key)
@@ -52,16 +52,16 @@ end
 -- double: one ZCOUNT (else: all of them, less those at or below v).
 local function ahead(v)
   if DESC then
-    if v.ok == '' and plain() then return redis.call('ZCOUNT', Z, '(' .. v.str, '+inf') end
-    return redis.call('ZCARD', Z) - count_z(v.str, v.ok, true)
+    if v.ok == '' and plain() then return call('ZCOUNT', Z, '(' .. v.str, '+inf') end
+    return call('ZCARD', Z) - count_z(v.str, v.ok, true)
   end
   return count_z(v.str, v.ok, false)
 end
 local function ahead_distinct(v)
   if DESC then
     ensure_dense()
-    if v.ok == '' and plain() then return redis.call('ZCOUNT', D, '(' .. v.str, '+inf') end
-    return redis.call('ZCARD', D) - count_d(v.str, v.ok, true)
+    if v.ok == '' and plain() then return call('ZCOUNT', D, '(' .. v.str, '+inf') end
+    return call('ZCARD', D) - count_d(v.str, v.ok, true)
   end
   return count_d(v.str, v.ok, false)
 end

@@ -3,14 +3,14 @@
 
 local function dense_add(v)
   local key = canon(v.num) .. '|' .. v.ok
-  if redis.call('HINCRBY', C, key, 1) == 1 then redis.call('ZADD', D, canon(v.num), key) end
+  if call('HINCRBY', C, key, 1) == 1 then call('ZADD', D, canon(v.num), key) end
 end
 
 local function dense_remove(v)
   local key = canon(v.num) .. '|' .. v.ok
-  if redis.call('HINCRBY', C, key, -1) <= 0 then
-    redis.call('HDEL', C, key)
-    redis.call('ZREM', D, key)
+  if call('HINCRBY', C, key, -1) <= 0 then
+    call('HDEL', C, key)
+    call('ZREM', D, key)
   end
 end
 
@@ -19,13 +19,13 @@ end
 local function ensure_dense()
   state()
   if DENSE then return end
-  redis.call('DEL', D, C)
-  local n = redis.call('ZCARD', Z)
+  call('DEL', D, C)
+  local n = call('ZCARD', Z)
   local counts, order = {}, {}
   for start = 0, n - 1, 5000 do
-    local r = redis.call('ZRANGE', Z, start, start + 4999, 'WITHSCORES')
+    local r = call('ZRANGE', Z, start, start + 4999, 'WITHSCORES')
     for i = 1, #r, 2 do
-      local d = canon(tonumber(r[i + 1]))
+      local d = canon(tonum(r[i + 1]))
       local key = d .. '|' .. ordkey_of(r[i])
       if counts[key] then
         counts[key] = counts[key] + 1
@@ -40,11 +40,11 @@ local function ensure_dense()
     hc[#hc + 1], hc[#hc + 2] = pair[1], counts[pair[1]]
     zd[#zd + 1], zd[#zd + 2] = pair[2], pair[1]
     if #hc >= 2000 or i == #order then
-      redis.call('HSET', C, unpack(hc))
-      redis.call('ZADD', D, unpack(zd))
+      call('HSET', C, unpack(hc))
+      call('ZADD', D, unpack(zd))
       hc, zd = {}, {}
     end
   end
-  redis.call('HSET', S, 'dense', '1')
+  call('HSET', S, 'dense', '1')
   DENSE = true
 end

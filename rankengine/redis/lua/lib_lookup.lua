@@ -6,13 +6,13 @@ local function row(member, hv)
   local c2 = string.find(hv, ':', c1 + 1, true)
   local pre = sub(hv, c2 + 1)
   local str = sub(hv, c1 + 1, c2 - 1)
-  return {el = pre .. member, num = tonumber(str), str = str, ok = sub(pre, 1, #pre - PLEN),
+  return {el = pre .. member, num = tonum(str), str = str, ok = sub(pre, 1, #pre - PLEN),
           kind = sub(hv, 1, c1 - 1)}
 end
 
 -- A member's current state, or nil: one HGET (H holds kind, double, prefix).
 local function lookup(member)
-  local hv = redis.call('HGET', H, member)
+  local hv = call('HGET', H, member)
   if not hv then return nil end
   return row(member, hv)
 end
@@ -28,10 +28,10 @@ local VARIADIC = 4000
 local function rows_of(members)
   local n = #members
   if n == 0 then return {} end
-  if n <= VARIADIC then return redis.call('HMGET', H, unpack(members)) end
+  if n <= VARIADIC then return call('HMGET', H, unpack(members)) end
   local out = {}
   for at = 1, n, VARIADIC do
-    local part = redis.call('HMGET', H, unpack(members, at, math.min(at + VARIADIC - 1, n)))
+    local part = call('HMGET', H, unpack(members, at, math.min(at + VARIADIC - 1, n)))
     for k = 1, #part do out[at + k - 1] = part[k] end
   end
   return out

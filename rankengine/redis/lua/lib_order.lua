@@ -45,7 +45,7 @@ end
 local function same(a, b) return a.num == b.num and a.ok == b.ok end
 
 local function value(str, ok, kind)
-  return {num = tonumber(str), str = str, ok = ok, kind = kind}
+  return {num = tonum(str), str = str, ok = ok, kind = kind}
 end
 
 -- Canonical text of a double (-0 and 0 are one score).

@@ -7,20 +7,20 @@ local function kind_of(el, member)
     local at = ok_end(el) + 16
     return sub(el, at, at + KLEN - 1)
   end
-  local hv = redis.call('HGET', H, member)
+  local hv = call('HGET', H, member)
   return sub(hv, 1, string.find(hv, ':', 1, true) - 1)
 end
 
 -- Elements (and doubles) of 0-based ranks lo <= r < hi, best first.
 local function rows(lo, hi)
   if lo >= hi then return {} end
-  if DESC then return redis.call('ZREVRANGE', Z, lo, hi - 1, 'WITHSCORES') end
-  return redis.call('ZRANGE', Z, lo, hi - 1, 'WITHSCORES')
+  if DESC then return call('ZREVRANGE', Z, lo, hi - 1, 'WITHSCORES') end
+  return call('ZRANGE', Z, lo, hi - 1, 'WITHSCORES')
 end
 
 local function unique_rank0(el)
-  if DESC then return redis.call('ZREVRANK', Z, el) end
-  return redis.call('ZRANK', Z, el)
+  if DESC then return call('ZREVRANK', Z, el) end
+  return call('ZRANK', Z, el)
 end
 
 -- Clamp 1-based inclusive ranks (negative from the bottom) to [lo, hi).
@@ -41,7 +41,7 @@ local function emit(out, r, with_meta)
     out[#out + 1] = r[i + 1]
     out[#out + 1] = kind_of(r[i], member)
     if with_meta then
-      out[#out + 1] = redis.call('HGET', M, member)
+      out[#out + 1] = call('HGET', M, member)
     else
       out[#out + 1] = false
     end

@@ -12,7 +12,7 @@ local function sum(cur, step, skind)
     -- the stored double of -0.0 is 0 (its sign is in the kind): -0.0 + -0.0 is -0.0
     if bkind == 'z' then base = NEG_ZERO end
   end
-  local new = base + tonumber(step)
+  local new = base + tonum(step)
   if new ~= new then fail('VALUE', 'NaN') end
   local kind = 'f'
   if bkind == 'i' and skind == 'i' then

@@ -3,7 +3,7 @@
 -- On a tie_break="member" board every member has one type (tag byte).
 local function board_tag()
   if FIRST then return nil end
-  local first = redis.call('ZRANGE', Z, 0, 0)[1]
+  local first = call('ZRANGE', Z, 0, 0)[1]
   if not first then return nil end
   return sub(member_of(first), 1, 1)
 end

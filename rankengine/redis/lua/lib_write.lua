@@ -16,10 +16,10 @@ local function put(member, old, new, clock)
   local pre, el = element_of(member, new, clock)
   if old then
     uncount(old)
-    if old.el ~= el then redis.call('ZREM', Z, old.el) end
+    if old.el ~= el then call('ZREM', Z, old.el) end
   end
-  redis.call('ZADD', Z, new.str, el)
-  redis.call('HSET', H, member, new.kind .. ':' .. new.str .. ':' .. pre)
+  call('ZADD', Z, new.str, el)
+  call('HSET', H, member, new.kind .. ':' .. new.str .. ':' .. pre)
   if DENSE then dense_add(new) end
   if new.ok ~= '' then inexact(1) end
 end
@@ -29,14 +29,14 @@ end
 -- of kind.  Its element (pre .. member) changes only when the tie clock is
 -- in it; no tables are made unless dense counts are kept.
 local function move_exact(member, pre, ostr, str, num, kind, clock)
-  if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
+  if DENSE then dense_remove({num = tonum(ostr), ok = ''}) end
   local npre = ''
   if FIRST then
     npre = prefix(clock) .. kind
-    redis.call('ZREM', Z, pre .. member)
+    call('ZREM', Z, pre .. member)
   end
-  redis.call('ZADD', Z, str, npre .. member)
-  redis.call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
+  call('ZADD', Z, str, npre .. member)
+  call('HSET', H, member, kind .. ':' .. str .. ':' .. npre)
   if DENSE then dense_add({num = num, ok = ''}) end
 end
 
@@ -50,7 +50,7 @@ end
 -- what the calls member by member leave.
 local function moves_new() return {zrem = {}, zadd = {}, hset = {}} end
 local function move_later(moves, member, pre, ostr, str, num, kind, clock)
-  if DENSE then dense_remove({num = tonumber(ostr), ok = ''}) end
+  if DENSE then dense_remove({num = tonum(ostr), ok = ''}) end
   local npre = ''
   if FIRST then
     npre = prefix(clock) .. kind
@@ -86,7 +86,7 @@ end
 local function variadic(command, key, values)
   local n = #values
   for at = 1, n, VARIADIC do
-    redis.call(command, key, unpack(values, at, math.min(at + VARIADIC - 1, n)))
+    call(command, key, unpack(values, at, math.min(at + VARIADIC - 1, n)))
   end
 end
 local function write_moves(moves)
@@ -98,9 +98,9 @@ end
 local function delete(member)
   local old = lookup(member)
   if not old then return false end
-  redis.call('ZREM', Z, old.el)
-  redis.call('HDEL', H, member)
-  redis.call('HDEL', M, member)
+  call('ZREM', Z, old.el)
+  call('HDEL', H, member)
+  call('HDEL', M, member)
   if DENSE then dense_remove(old) end
   if old.ok ~= '' then inexact(-1) end
   return true

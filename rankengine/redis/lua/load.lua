@@ -13,14 +13,14 @@
 local again = replayed()
 if again then return again end
 guard()
-local done, LAST = tonumber(ARGV[2]), ARGV[3] == '1'
+local done, LAST = tonum(ARGV[2]), ARGV[3] == '1'
 -- The board is as the chunks before this one left it: the first finds it
 -- empty, clock 0; the others also find the mark the first left, this
 -- call's (a transaction does not stop at a failed command: after a first
 -- chunk that refused a board, the second must not fill it).
 local MARK = R .. ' ' .. CALL
-if redis.call('ZCARD', Z) ~= done or clock_now ~= done
-    or (done > 0 and redis.call('HGET', S, 'loading') ~= MARK) then
+if call('ZCARD', Z) ~= done or clock_now ~= done
+    or (done > 0 and call('HGET', S, 'loading') ~= MARK) then
   fail('VALUE', 'union and intersection fill a new board: this one holds other members')
 end
 local last = done + (#ARGV - 3) / 5
@@ -30,15 +30,15 @@ for i = 4, #ARGV, 5 do
   clock = clock + 1
   put(ARGV[i], nil, value(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]), clock)
   -- Metadata comes canonically encoded (keys sorted), never empty.
-  if ARGV[i + 4] ~= '' then redis.call('HSET', M, ARGV[i], ARGV[i + 4]) end
+  if ARGV[i + 4] ~= '' then call('HSET', M, ARGV[i], ARGV[i + 4]) end
 end
 clock_raise(last)
 if not LAST then
-  if done == 0 then redis.call('HSET', S, 'loading', MARK) end
+  if done == 0 then call('HSET', S, 'loading', MARK) end
   save()
   return last
 end
-if done > 0 then redis.call('HDEL', S, 'loading') end
+if done > 0 then call('HDEL', S, 'loading') end
 touched()
 save()
 return reply(last)

@@ -3,4 +3,4 @@
 
 local old = lookup(ARGV[2])
 if not old then return {-1} end
-return {redis.call('ZCARD', Z), count_z(old.str, old.ok, false), count_z(old.str, old.ok, true)}
+return {call('ZCARD', Z), count_z(old.str, old.ok, false), count_z(old.str, old.ok, true)}

@@ -10,15 +10,15 @@
 -- the 'at' rank is outside the board (then the third slot is the rank).
 
 local style, sel = ARGV[2], ARGV[4]
-local n = redis.call('ZCARD', Z)
+local n = call('ZCARD', Z)
 local lo, hi = 0, 0
 if sel == 'rank' then
-  lo, hi = window(tonumber(ARGV[5]), tonumber(ARGV[6]), n)
+  lo, hi = window(tonum(ARGV[5]), tonum(ARGV[6]), n)
 elseif sel == 'win' then
-  lo, hi = math.max(tonumber(ARGV[5]), 0), math.min(tonumber(ARGV[6]), n)
+  lo, hi = math.max(tonum(ARGV[5]), 0), math.min(tonum(ARGV[6]), n)
 elseif sel == 'page' then
-  local size = tonumber(ARGV[6])
-  local number = math.min(math.max(tonumber(ARGV[5]), 1), math.max(math.ceil(n / size), 1))
+  local size = tonum(ARGV[6])
+  local number = math.min(math.max(tonum(ARGV[5]), 1), math.max(math.ceil(n / size), 1))
   -- page 1 starts at 0 whatever its size: a size beyond the double range
   -- reads as inf here, and (1 - 1) * inf is NaN
   if number == 1 then lo = 0 else lo = (number - 1) * size end
@@ -27,7 +27,7 @@ elseif sel == 'around' then
   local old = lookup(ARGV[5])
   if not old then return {-1, n, 0, 0} end
   local r0 = unique_rank0(old.el)
-  lo, hi = r0 - tonumber(ARGV[6]), r0 + tonumber(ARGV[7]) + 1
+  lo, hi = r0 - tonum(ARGV[6]), r0 + tonum(ARGV[7]) + 1
   if ARGV[8] == '1' then
     if lo < 0 then
       hi, lo = math.min(n, hi - lo), 0
@@ -39,11 +39,11 @@ elseif sel == 'around' then
 elseif sel == 'score' then
   local a, b = span(5, n)
   if DESC then lo, hi = n - b, n - a else lo, hi = a, b end
-  lo = lo + tonumber(ARGV[11])
-  local limit = tonumber(ARGV[12])
+  lo = lo + tonum(ARGV[11])
+  local limit = tonum(ARGV[12])
   if limit >= 0 then hi = math.min(hi, lo + limit) end
 elseif sel == 'at' then
-  local r = tonumber(ARGV[5])
+  local r = tonum(ARGV[5])
   if r < 0 then r = r + n + 1 end
   if r < 1 or r > n then return {-2, n, r, 0} end
   lo, hi = r - 1, r

@@ -2,9 +2,9 @@
 -- Returns {0-based rank, element}, or false when absent; the client keeps
 -- the element, so that its next rank of the member is one plain ZREVRANK.
 
-local hv = redis.call('HGET', H, ARGV[2])
+local hv = call('HGET', H, ARGV[2])
 if not hv then return false end
 -- H holds kind ':' double ':' element prefix (see lookup)
 local el = match(hv, '^[^:]*:[^:]*:(.*)$') .. ARGV[2]
-if DESC then return {redis.call('ZREVRANK', Z, el), el} end
-return {redis.call('ZRANK', Z, el), el}
+if DESC then return {call('ZREVRANK', Z, el), el} end
+return {call('ZRANK', Z, el), el}

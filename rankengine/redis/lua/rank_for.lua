@@ -3,7 +3,7 @@
 --   'span' + 5..10    -> how many members lie between two bounds
 
 if ARGV[2] == 'span' then
-  local lo, hi = span(5, redis.call('ZCARD', Z))
+  local lo, hi = span(5, call('ZCARD', Z))
   return hi - lo
 end
 local style, str, ok = ARGV[5], ARGV[3], ARGV[4]
@@ -15,5 +15,5 @@ end
 local inclusive = (style == 'u')
 if DESC then inclusive = not inclusive end
 local below = count_z(str, ok, inclusive)
-if DESC then return redis.call('ZCARD', Z) - below + 1 end
+if DESC then return call('ZCARD', Z) - below + 1 end
 return below + 1

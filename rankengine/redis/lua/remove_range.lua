@@ -9,24 +9,24 @@ local again = replayed()
 if again then return again end
 guard()
 local sel = ARGV[2]
-local n = redis.call('ZCARD', Z)
+local n = call('ZCARD', Z)
 local r, want, out = {}, false, {}
 if sel == 'rank' then
-  r = rows(window(tonumber(ARGV[3]), tonumber(ARGV[4]), n))
+  r = rows(window(tonum(ARGV[3]), tonum(ARGV[4]), n))
   want = ARGV[5] == '1'
 elseif sel == 'score' then
   local lo, hi = span(3, n)
-  if lo < hi then r = redis.call('ZRANGE', Z, lo, hi - 1, 'WITHSCORES') end
+  if lo < hi then r = call('ZRANGE', Z, lo, hi - 1, 'WITHSCORES') end
   want = ARGV[9] == '1'
 else
-  local count = math.min(tonumber(ARGV[3]), n)
+  local count = math.min(tonum(ARGV[3]), n)
   if count > 0 then
     if ARGV[4] == '1' then
       r = rows(0, count)
     elseif DESC then
-      r = redis.call('ZRANGE', Z, 0, count - 1, 'WITHSCORES')
+      r = call('ZRANGE', Z, 0, count - 1, 'WITHSCORES')
     else
-      r = redis.call('ZREVRANGE', Z, 0, count - 1, 'WITHSCORES')
+      r = call('ZREVRANGE', Z, 0, count - 1, 'WITHSCORES')
     end
   end
   out = emit({n}, r, ARGV[5] == '1')

@@ -41,7 +41,7 @@ for i = 5, #ARGV, 4 do
   end
   state[member] = cur
 end
-local base = clock_base(tonumber(ARGV[3]))
+local base = clock_base(floor_of(ARGV[3]))
 clock_check(base + steps)
 local out, changed = {0, base}, 0
 local moves = moves_new()

@@ -6,15 +6,15 @@ if again then return again end
 guard()
 local member = ARGV[2]
 check_tag(board_tag(), member)
-if redis.call('HEXISTS', H, member) == 0 then return -1 end
-local cur = redis.call('HGET', M, member)
+if call('HEXISTS', H, member) == 0 then return -1 end
+local cur = call('HGET', M, member)
 -- Metadata comes canonically encoded (keys sorted): equal dicts, equal bytes.
 if ARGV[3] == '1' then
   if cur == ARGV[4] then return 0 end
-  redis.call('HSET', M, member, ARGV[4])
+  call('HSET', M, member, ARGV[4])
 else
   if not cur then return 0 end
-  redis.call('HDEL', M, member)
+  call('HDEL', M, member)
 end
 touched()
 save()
