@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_loopacks import runs_between_ticks
 
 from rankengine import Ledger
 from rankengine.board import release
@@ -315,14 +316,7 @@ def test_records_a_compaction_held_back_go_on_in_turns_of_resume_batch_in_call_o
     made = [item for item in order if item != "tick"]
     assert [k for k, _ in made] == [k for k in range(count) if k not in cancelled]
     assert [seq for _, seq in made] == sorted(seq for _, seq in made)  # in call order
-    runs, run = [], 0
-    for item in order:
-        if item == "tick":
-            runs.append(run)
-            run = 0
-        else:
-            run += 1
-    assert max([*runs, run]) <= batch
+    assert max(runs_between_ticks(order)) <= batch
 
 
 def test_a_large_group_is_released_in_turns_of_ack_batch_in_log_order(
@@ -368,15 +362,9 @@ def test_a_large_group_is_released_in_turns_of_ack_batch_in_log_order(
     order = asyncio.run(main())
     seqs = [item for item in order if item != "tick"]
     assert seqs == list(range(1, 201))  # in log order
-    runs, run = [], 0
-    for item in order:
-        if item == "tick":
-            runs.append(run)
-            run = 0
-        else:
-            run += 1
-    runs.append(run)
-    assert max(runs) <= 10  # no more than ACK_BATCH awaits resumed between two ticks
+    assert (
+        max(runs_between_ticks(order)) <= 10
+    )  # no more than ACK_BATCH awaits resumed between two ticks
 
 
 def test_a_period_the_loop_drops_is_freed_on_the_release_thread(
