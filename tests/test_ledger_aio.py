@@ -37,6 +37,25 @@ def patched(module: Any, name: str, value: Any) -> Iterator[None]:
         setattr(module, name, old)
 
 
+def hold_compactions(
+    ledger: Ledger,
+) -> tuple[threading.Event, threading.Event, list[int]]:
+    """Make each compaction of ``ledger`` wait until ``go_on`` is set: it
+    sets ``started`` first and notes its thread in ``threads``."""
+    real_compact = ledger.compact
+    started, go_on = threading.Event(), threading.Event()
+    threads: list[int] = []
+
+    def held_compact(**options: Any) -> int:
+        threads.append(threading.get_ident())
+        started.set()
+        go_on.wait(10)
+        return real_compact(**options)
+
+    ledger.compact = held_compact  # type: ignore[method-assign]
+    return started, go_on, threads
+
+
 def test_a_thousand_tasks_share_a_few_fsyncs_and_every_event_is_kept(tmp_path: Path) -> None:
     async def main() -> tuple[int, int]:
         aledger = await AsyncLedger.open(tmp_path, fsync="always")
@@ -165,18 +184,7 @@ def test_a_size_triggered_compaction_runs_off_the_loop_and_records_wait_for_it(
         aledger = await AsyncLedger.open(tmp_path, fsync=policy, compact_min_bytes=2000)
         aledger.add_view("alltime")
         ledger = aledger.ledger
-        real_compact = ledger.compact
-        started = threading.Event()
-        go_on = threading.Event()
-        threads: list[int] = []
-
-        def held_compact(**options: Any) -> int:
-            threads.append(threading.get_ident())
-            started.set()
-            go_on.wait(10)
-            return real_compact(**options)
-
-        ledger.compact = held_compact  # type: ignore[method-assign]
+        started, go_on, threads = hold_compactions(ledger)
         i = 0
         while aledger._compaction is None:  # until a write crosses the threshold
             await aledger.arecord(f"p{i % 7}", 1, t_ms=T + i)
@@ -270,15 +278,7 @@ def test_records_a_compaction_held_back_go_on_in_turns_of_resume_batch_in_call_o
         aledger = await AsyncLedger.open(path, fsync="everysec", compact_min_bytes=2000)
         aledger.add_view("alltime")
         ledger = aledger.ledger
-        real_compact = ledger.compact
-        started, go_on = threading.Event(), threading.Event()
-
-        def held_compact(**options: Any) -> int:
-            started.set()
-            go_on.wait(10)
-            return real_compact(**options)
-
-        ledger.compact = held_compact  # type: ignore[method-assign]
+        started, go_on, _ = hold_compactions(ledger)
         i = 0
         while aledger._compaction is None:  # until a write crosses the threshold
             await aledger.arecord("warm", 1, t_ms=T + i)
