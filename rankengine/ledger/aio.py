@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -57,6 +58,7 @@ from rankengine.durable.commit import GroupCommit
 from rankengine.durable.loopacks import ACK_BATCH, LoopAcks
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
+from rankengine.ledger.replayed import REPLAY
 
 # (ACK_BATCH re-exported: LoopAcks's, the awaits one turn of the loop releases)
 __all__ = ["ACK_BATCH", "RESUME_BATCH", "AsyncLedger"]
@@ -92,6 +94,10 @@ class AsyncLedger:
         self._loop_thread: int | None = None
         #: a size-triggered compaction running on a worker thread
         self._compaction: asyncio.Task[None] | None = None
+        #: whether it holds records back (in-process); a replayed one does
+        #: not: records go to the new segment while a child writes the
+        #: snapshots (rankengine.ledger.replayed)
+        self._holding = False
         #: the error of the last background compaction, until raised
         self._compact_error: Exception | None = None
         #: records held back by a compaction, in call order (_resume lets them go)
@@ -130,7 +136,11 @@ class AsyncLedger:
 
         Runtime complexity: as :meth:`Ledger.record`, plus a share of one fsync
         """
-        if self._compaction is not None or self._held_back or self._compact_error is not None:
+        if (
+            (self._compaction is not None and self._holding)
+            or self._held_back
+            or self._compact_error is not None
+        ):
             await self._after_compaction()
         ledger = self.ledger
         files, subs = ledger._files, ledger._subs
@@ -169,9 +179,13 @@ class AsyncLedger:
     def _compact_soon(self) -> bool:
         """The ledger's :attr:`~Ledger.compact_elsewhere`: a write on the
         loop crossed ``compact_min_bytes``.  Start the compaction on a
-        worker thread and return True; later ``arecord`` calls wait for it
-        (the loop serves everything else meanwhile).  False (the write
-        compacts where it runs) on any other thread, or while one runs."""
+        worker thread and return True.  An in-process one holds later
+        ``arecord`` calls back until it ends (the loop serves everything
+        else meanwhile); a replayed one (``snapshot_mode``, see
+        :meth:`Ledger.compaction_kind`) does not: they wait at most for
+        its switch to a new segment, under the ledger's lock.  False (the
+        write compacts where it runs) on any other thread, or while one
+        runs."""
         loop = self._loop
         if (
             loop is None
@@ -180,17 +194,27 @@ class AsyncLedger:
             or self.ledger.closed
         ):
             return False
-        self._compaction = loop.create_task(self._compact())
+        kind = self.ledger.compaction_kind()
+        self._holding = kind != REPLAY
+        self._compaction = loop.create_task(self._compact(kind))
         return True
 
-    async def _compact(self) -> None:
-        """Compact on a worker thread (the snapshots' encoding, their
-        fsyncs and the segment switch: none of it on the loop); an error
-        is kept for the next ``arecord`` to raise."""
+    async def _compact(self, kind: str) -> None:
+        """Compact on a worker thread (the snapshots' encoding or the
+        child's wait, their fsyncs and the segment switch: none of it on
+        the loop).  An in-process compaction's error is kept for the next
+        ``arecord`` to raise; a replayed one's is warned of (the records
+        went on; the old snapshots stay in force, the next one retries)."""
         try:
-            await asyncio.to_thread(self.ledger.compact, pause=let_go)
-        except Exception as exc:  # (raised by the next arecord)
-            self._compact_error = exc
+            await asyncio.to_thread(self.ledger.compact, pause=let_go, kind=kind)
+        except Exception as exc:
+            if kind != REPLAY:
+                self._compact_error = exc  # (raised by the next arecord)
+            else:
+                where = self.ledger.path
+                warnings.warn(
+                    f"{where}: background compaction failed: {exc}", RuntimeWarning, stacklevel=1
+                )
         finally:
             self._compaction = None
             self._resume()

@@ -163,7 +163,11 @@ def compact_due(ledger: Ledger) -> None:
     handed = False
     try:
         if kind_of(ledger._mode, ledger._views) == IN_PROCESS:
-            compact_in_process(ledger, None)
+            ledger._due_thread = threading.get_ident()  # (compact() finds its lock taken)
+            try:
+                ledger.compact(kind=IN_PROCESS)
+            finally:
+                ledger._due_thread = None
             return
         switched = switch(ledger)
         if switched is None:

@@ -31,6 +31,7 @@ ValueError: delta must not be NaN
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -180,6 +181,8 @@ class Ledger(LedgerFront):
         self._mode: SnapshotMode = snapshot_mode
         #: one compaction at a time (taken before the ledger's lock)
         self._compact_lock = threading.Lock()
+        #: the thread whose write took the compaction lock (compact_due)
+        self._due_thread: int | None = None
         #: the thread finishing a write's replayed compaction, if one runs
         self._compactor: threading.Thread | None = None
         #: a replaying child reads the files (remove_view leaves them to it)
@@ -740,7 +743,8 @@ class Ledger(LedgerFront):
 
         Runtime complexity: O(N) over the views' members (replay: in the child)
         """
-        with self._compact_lock:
+        due = self._due_thread == threading.get_ident()  # (a write's: compact_due holds it)
+        with contextlib.nullcontext() if due else self._compact_lock:
             with self._lock:
                 self._check_open()
                 if self._files is None:
