@@ -306,6 +306,11 @@ def _model_of_records(seq: int) -> dict[str, Any]:
     return state(ledger)
 
 
+#: How long the gated child waits for the test at most: records held back
+#: would wait this out and then be counted after the compaction.
+GATE_S = 10
+
+
 def test_async_records_are_acknowledged_while_a_replayed_compaction_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -313,7 +318,7 @@ def test_async_records_are_acknowledged_while_a_replayed_compaction_runs(
     real = compaction.run_replay
 
     def gated(job: Any) -> Any:
-        gate.wait(60)  # (the test opens it; a held-back record would wait this out)
+        gate.wait(GATE_S)  # (the test opens it; a held-back record waits this out)
         return real(job)
 
     monkeypatch.setattr(compaction, "run_replay", gated)
@@ -326,11 +331,15 @@ def test_async_records_are_acknowledged_while_a_replayed_compaction_runs(
         aledger.add_view("alltime")
         aledger.add_view("weekly", "periodic", calendar="weekly")
         during = i = 0
+        started = False
         while during < target and i < 50_000:
             await aledger.arecord(f"m{i % 50}", 1, t_ms=1_800_000_000_000 + i)
             i += 1
             if aledger._compaction is not None:  # acknowledged while it runs
+                started = True
                 during += 1
+            elif started:  # (it ended: the records were held back until then)
+                break
         gate.set()
         await aledger.aclose()
         return during, i
