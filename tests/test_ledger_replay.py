@@ -42,6 +42,8 @@ pytestmark = pytest.mark.skipif(not sys.executable, reason="needs a Python to st
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = Path(__file__).with_name("ledger_child.py")
 SEED = 11
+#: The trending view of ledger_child.VIEWS (a TopK: see the byte comparison).
+TRENDING = "trend"
 
 
 class Clock:
@@ -106,7 +108,7 @@ def check_files(path: Path) -> None:
 
 
 @settings(
-    max_examples=int(os.environ.get("RANKENGINE_REPLAY_EXAMPLES", "6")),
+    max_examples=int(os.environ.get("RANKENGINE_REPLAY_EXAMPLES", "10")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -140,8 +142,14 @@ def test_replayed_compaction_equals_the_model_and_in_process_bytes(
             thread.join()
             assert replayed.last_compaction is not None
             assert replayed.last_compaction.kind == REPLAY
-            # the child's files are the in-process compaction's, byte for byte
-            assert listed_files(base / "a") == listed_files(base / "b")
+            # the child's files are the in-process compaction's, byte for byte;
+            # but a trending view's: its heap's layout depends on the order its
+            # counts came in (a restored one's differs), its top() does not
+            # (compared after the reopen below)
+            replayed_files, inline_files = listed_files(base / "a"), listed_files(base / "b")
+            for files in (replayed_files, inline_files):
+                del files[TRENDING]
+            assert replayed_files == inline_files
             replayed._check()
             continue
         apply(replayed, events(seed, i))

@@ -242,11 +242,18 @@ def switch(ledger: Ledger) -> tuple[LedgerReplayJob, dict[str, View]] | None:
     return LedgerReplayJob(path, seq, ledger._time, job_config, sealed), stale
 
 
-def finish_replay(ledger: Ledger, job: LedgerReplayJob, views: Mapping[str, View]) -> int:
+def finish_replay(
+    ledger: Ledger,
+    job: LedgerReplayJob,
+    views: Mapping[str, View],
+    *,
+    naming: Callable[[], None] | None = None,
+) -> int:
     """Run the child of ``job`` (without the ledger's lock), rename its
     files, name them in the manifest for each view still registered as
     ``views`` holds it, remove the files no longer named, drop the
-    segments every snapshot covers (without ``retain_log``).  The caller
+    segments every snapshot covers (without ``retain_log``); ``naming`` is
+    called before the ledger's lock is taken to name them.  The caller
     holds the compaction lock (not the ledger's).  Returns ``job.seq``;
     raises :class:`~rankengine.ledger.replayed.ReplayCompactionError` when
     the child failed (the previous snapshots stay in force).
@@ -261,6 +268,8 @@ def finish_replay(ledger: Ledger, job: LedgerReplayJob, views: Mapping[str, View
         listed: dict[str, list[list[Any]]] = report["files"]
         rename_replayed(job, listed)
         crash_point("ledger_replay_renamed")
+        if naming is not None:
+            naming()
         with ledger._lock:
             _name(ledger, job, views, listed, report["moved"])
             ledger.last_compaction = CompactionReport(

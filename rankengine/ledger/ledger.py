@@ -725,7 +725,14 @@ class Ledger(LedgerFront):
         with self._lock:
             return kind_of(self._mode, self._views)
 
-    def compact(self, *, pause: Callable[[], None] | None = None, kind: str | None = None) -> int:
+    def compact(
+        self,
+        *,
+        pause: Callable[[], None] | None = None,
+        kind: str | None = None,
+        switched: Callable[[], None] | None = None,
+        naming: Callable[[], None] | None = None,
+    ) -> int:
         """Snapshot every view at the current seq and start a new segment;
         without ``retain_log`` the segments before it are removed.  Returns
         the seq the snapshots reflect.
@@ -739,7 +746,11 @@ class Ledger(LedgerFront):
         compaction on a background thread passes ``time.sleep(0)``, which
         lets go of the GIL there, so that the thread serving reads waits
         for one piece at most, not for the interpreter's 5 ms switch
-        interval or a whole chunk's encoding.
+        interval or a whole chunk's encoding.  ``switched`` and ``naming``
+        (a replay only) are called on the compacting thread once the
+        switch has let the lock go, and before the lock is taken again to
+        name the snapshots (the asyncio face holds its records back for
+        those two holds of the lock).
 
         Runtime complexity: O(N) over the views' members (replay: in the child)
         """
@@ -751,10 +762,12 @@ class Ledger(LedgerFront):
                     return self._seq
                 if (kind or self.compaction_kind()) == IN_PROCESS:
                     return compact_in_process(self, pause)
-                switched = switch(self)
-                if switched is None:
+                job = switch(self)
+                if job is None:
                     return compact_in_process(self, pause)  # (only the roll, if any)
-            return finish_replay(self, *switched)
+            if switched is not None:
+                switched()
+            return finish_replay(self, *job, naming=naming)
 
     def flush(self) -> None:
         """fsync the log now (any policy)."""
