@@ -37,10 +37,11 @@ from ``compact()``, or the background compaction warns); the next
 compaction makes them.  An open removes a ``.tmp`` file it finds (every
 file of ``views/`` the manifest does not name).
 
-What it costs: the child's interpreter start and imports (~0.1-0.3 s of
-CPU, on another core when one is free), the load of the previous
-snapshots and the replay, and a second copy of the views' memory while it
-runs.  In-process, the compaction encodes the live views under the lock,
+What it costs: the child's interpreter start and imports (~0.2 s of CPU,
+on another core when one is free), the load of the previous snapshots and
+the replay (0.5-0.8 s of CPU in all for four views of 10,000 players and
+1 MiB of log; docs/ledger.md), and a second copy of the views' memory
+while it runs.  In-process, the compaction encodes the live views under the lock,
 and every record waits for it.  :func:`compaction_kind` says which a
 compaction is: ``"auto"`` (the default) replays once the views hold
 :data:`AUTO_REPLAY_ROWS` rows; a ledger with a Redis view (its shadow is
@@ -111,11 +112,14 @@ IN_PROCESS: Final = "in-process"
 #: the child's files.
 REPLAY_PREFIX: Final = "r"
 #: ``snapshot_mode="auto"`` replays once the views hold this many rows in
-#: all (the boards' members, summed over views): below it an in-process
-#: compaction holds the records for less than the child's start costs in
-#: CPU.  Measured (bench/ledger.py, 4 views): in-process ~0.9 us a row
-#: under the lock, so 5,000 rows hold records ~5 ms, the loop's lag target
-#: (docs/asyncio.md); a child costs ~0.15-0.3 s of CPU on another core.
+#: all (the boards' members, summed over views).  Measured with
+#: bench/ledger.py's lag round (four views of 10,000 players, ~30,000
+#: rows): an in-process compaction took 17-32 ms, all of it under the lock
+#: (0.6-1.1 us a row), with 161-534 records held back; 5,000 rows hold
+#: records ~5 ms, the loop's lag target (docs/asyncio.md).  A child costs
+#: 0.5-0.8 s of CPU on another core at that size (its interpreter's start
+#: and imports ~0.2 s of it) and the views' memory again, whatever the
+#: lock would have cost: below the threshold the hold is the cheaper.
 AUTO_REPLAY_ROWS: Final = 5_000
 
 
