@@ -32,10 +32,12 @@ from ledger_child import add_views, apply, events, state
 
 from rankengine import Ledger
 from rankengine.durable.manifest import read_manifest
-from rankengine.ledger import compaction
+from rankengine.ledger import compaction, replayed
 from rankengine.ledger.aio import AsyncLedger
-from rankengine.ledger.replayed import REPLAY, ReplayCompactionError
+from rankengine.ledger.replayed import AUTO_REPLAY_ROWS, IN_PROCESS, REPLAY, ReplayCompactionError
+from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import VIEWS_DIR
+from rankengine.ledger.views import View
 
 pytestmark = pytest.mark.skipif(not sys.executable, reason="needs a Python to start")
 
@@ -363,3 +365,32 @@ def test_async_records_are_acknowledged_while_a_replayed_compaction_runs(
         reopened.close()
     snapshots = read_manifest(str(tmp_path)).config["snapshots"]
     assert any(name.startswith("r") for entry in snapshots.values() for _k, name in entry[1])
+
+
+def test_snapshot_mode_is_checked_and_chooses_the_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValueError, match="snapshot_mode must be one of"):
+        Ledger.open(tmp_path / "bad", snapshot_mode="fork")
+    assert not (tmp_path / "bad").exists()  # refused before anything was made
+    small = Ledger.open(tmp_path / "small", compact_min_bytes=None)
+    small.add_view("alltime")
+    small.record_many([(f"m{i}", 1) for i in range(AUTO_REPLAY_ROWS - 1)])
+    assert small.compaction_kind() == IN_PROCESS  # "auto", below the threshold
+    small.record("one more", 1)
+    assert small.compaction_kind() == REPLAY
+    monkeypatch.setattr(replayed, "REPLAY_AVAILABLE", False)  # no interpreter to start
+    assert small.compaction_kind() == IN_PROCESS
+    small.close()
+
+
+def test_a_redis_view_compacts_in_process() -> None:
+    views = {"alltime": View("alltime", "board", {}, Route.of())}
+    assert compaction.kind_of("replay", views) == REPLAY
+    # (a Redis view's shadow is attached to the live server: never replayed;
+    # made here without a server, it is not attached)
+    views["served"] = View(
+        "served", "redis", {"url": "redis://127.0.0.1:1", "board": "b"}, Route.of()
+    )
+    assert compaction.kind_of("replay", views) == IN_PROCESS
+    assert compaction.kind_of("auto", views) == IN_PROCESS
