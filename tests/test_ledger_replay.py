@@ -394,3 +394,32 @@ def test_a_redis_view_compacts_in_process() -> None:
     )
     assert compaction.kind_of("replay", views) == IN_PROCESS
     assert compaction.kind_of("auto", views) == IN_PROCESS
+
+
+def test_without_retain_log_a_replay_drops_the_segments_its_snapshots_cover(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger.open(
+        tmp_path, snapshot_mode="replay", compact_min_bytes=None, fsync="never", retain_log=False
+    )
+    add_views(ledger)
+    for i in range(60):
+        apply(ledger, events(SEED, i))
+    assert ledger.compact() == 60
+    for i in range(60, 90):
+        apply(ledger, events(SEED, i))
+    assert ledger.compact() == 90
+    assert [first for _name, first in ledger._files.manifest.segments] == [91]
+    with pytest.raises(ValueError, match="kind must be"):
+        ledger.compact(kind="fork")
+    ledger.close()
+    check_files(tmp_path)
+    assert sorted(n for n in os.listdir(tmp_path) if n.endswith(".seg")) == [
+        name for name, _ in read_manifest(str(tmp_path)).segments
+    ]
+    reopened = Ledger.open(tmp_path, compact_min_bytes=None, retain_log=False)
+    try:
+        reopened._check()
+        assert state(reopened) == model(SEED, 90)
+    finally:
+        reopened.close()

@@ -79,6 +79,7 @@ from rankengine.ledger.preload import Preloader, load_all, periodic_boards
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.replayed import (
     IN_PROCESS,
+    REPLAY,
     SnapshotMode,
     check_snapshot_mode,
 )
@@ -760,7 +761,10 @@ class Ledger(LedgerFront):
                 self._check_open()
                 if self._files is None:
                     return self._seq
-                if (kind or self.compaction_kind()) == IN_PROCESS:
+                if kind not in (None, REPLAY, IN_PROCESS):
+                    raise ValueError(f"kind must be {REPLAY!r} or {IN_PROCESS!r}, not {kind!r}")
+                # (asked for or not, a replay needs an interpreter and no Redis view)
+                if kind_of(kind or self._mode, self._views) == IN_PROCESS:
                     return compact_in_process(self, pause)
                 job = switch(self)
                 if job is None:
