@@ -159,15 +159,24 @@ def test_replayed_compaction_equals_the_model_and_in_process_bytes(
         i += 1
     replayed._check()
     live = state(replayed)
+    assert live == model(seed, ops)
     replayed.close()
     inline.close()
     check_files(base / "a")
     reopened = Ledger.open(base / "a", **opts)
+    again = Ledger.open(base / "b", **opts)
     try:
         reopened._check()
-        assert state(reopened) == live == model(seed, ops)
+        after = state(reopened)
+        # equal to the ledger compacted in-process, reopened; and to the model,
+        # but for a trending view's ties at its k-th place, which a restored
+        # heap may break otherwise (as after an in-process compaction)
+        assert after == state(again)
+        del after[TRENDING], live[TRENDING]
+        assert after == live
     finally:
         reopened.close()
+        again.close()
 
 
 def test_views_removed_added_and_registered_again_during_the_child(tmp_path: Path) -> None:
