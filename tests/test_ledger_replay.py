@@ -167,13 +167,13 @@ def test_replayed_compaction_equals_the_model_and_in_process_bytes(
     again = Ledger.open(base / "b", **opts)
     try:
         reopened._check()
-        after = state(reopened)
-        # equal to the ledger compacted in-process, reopened; and to the model,
-        # but for a trending view's ties at its k-th place, which a restored
-        # heap may break otherwise (as after an in-process compaction)
-        assert after == state(again)
-        del after[TRENDING], live[TRENDING]
-        assert after == live
+        after, inline_after = state(reopened), state(again)
+        # equal to the ledger compacted in-process, reopened, and to the model;
+        # but a trending view's ties at its k-th place, which a restored heap
+        # may break otherwise (as after an in-process compaction): its counts
+        for one in (after, inline_after, live):
+            one[TRENDING] = [count for _member, count in one[TRENDING]]
+        assert after == inline_after == live
     finally:
         reopened.close()
         again.close()
