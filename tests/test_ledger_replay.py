@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import threading
 import warnings
@@ -32,6 +33,7 @@ from ledger_child import add_views, apply, events, state
 
 from rankengine import Ledger
 from rankengine.durable.manifest import read_manifest
+from rankengine.durable.replayed import CHILD_ORPHANED, child_env
 from rankengine.ledger import compaction, replayed
 from rankengine.ledger.aio import AsyncLedger
 from rankengine.ledger.replayed import AUTO_REPLAY_ROWS, IN_PROCESS, REPLAY, ReplayCompactionError
@@ -432,3 +434,29 @@ def test_without_retain_log_a_replay_drops_the_segments_its_snapshots_cover(
         assert state(reopened) == model(SEED, 90)
     finally:
         reopened.close()
+
+
+def test_the_child_gives_up_when_its_parent_is_gone(tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path, snapshot_mode="replay", compact_min_bytes=None, fsync="never")
+    add_views(ledger)
+    for i in range(30):
+        apply(ledger, events(SEED, i))
+    with ledger._compact_lock, ledger._lock:
+        switched = compaction.switch(ledger)
+    assert switched is not None
+    job = switched[0]
+    # a parent other than the child's: as if the ledger's process had died
+    done = subprocess.run(
+        [sys.executable, "-m", replayed.REPLAY_MODULE],
+        input=job.encode(os.getpid() + 1),  # (its parent is this process)
+        capture_output=True,
+        env=child_env(),
+        check=False,
+    )
+    assert done.returncode == CHILD_ORPHANED, done.stderr[-300:]
+    assert not any(
+        name.endswith(".tmp")
+        for view in job.config["views"]
+        for name in os.listdir(job.view_dir(view))
+    )
+    ledger.close()
