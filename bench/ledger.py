@@ -429,15 +429,36 @@ async def run_open_loop(
             add_four(aledger.ledger)
             aledger.ledger._compact_min = compact_bytes  # (views first: no snapshot yet)
         compactions = 0
+        #: records held back by a compaction (they awaited its end), each
+        #: compaction's wall time and its child's CPU (a replayed one's)
+        held = [0]
+        walls: list[float] = []
+        child_cpus: list[float] = []
         if aledger is not None:
             compact = aledger.ledger.compact
+            ledger_of = aledger.ledger
 
             def counted(**options: Any) -> int:
                 nonlocal compactions
                 compactions += 1
-                return compact(**options)
+                began = time.perf_counter()
+                try:
+                    return compact(**options)
+                finally:
+                    walls.append(time.perf_counter() - began)
+                    report = getattr(ledger_of, "last_compaction", None)
+                    if report is not None and report.child_cpu_s:
+                        child_cpus.append(report.child_cpu_s)
 
             aledger.ledger.compact = counted  # type: ignore[method-assign]
+            wait = aledger._after_compaction
+
+            async def held_back() -> None:
+                if aledger is not None and aledger._compaction is not None:
+                    held[0] += 1
+                await wait()
+
+            aledger._after_compaction = held_back  # type: ignore[method-assign]
         if steps is not None and aledger is not None:
             watch_ledger(steps, aledger)
         lags: list[float] = []
@@ -496,6 +517,9 @@ async def run_open_loop(
             "p99_ms": lags[int(len(lags) * 0.99)] * 1000,
             "fsyncs": fsyncs,
             "compactions": compactions,
+            "held": held[0],
+            "compaction_ms": [w * 1000 for w in walls],
+            "child_cpu_s": child_cpus,
             "cpu": cpu / elapsed,
             "queued": -1.0 if queued is None else queued / elapsed,
             "gc_max_ms": max((p for p, _ in pauses), default=0.0) * 1000,
@@ -814,6 +838,14 @@ def lag_rounds(data: list[tuple[str, int, int]], args: argparse.Namespace) -> No
                 f"fsyncs {worst['fsyncs']:,.0f}  compactions {worst['compactions']:.0f}"
             )
             print(f"  {'':>9} {'':<9} ({where})")
+            if policy != "noop":
+                walls = [f"{w:.0f}" for f in runs_of for w in f["compaction_ms"]]
+                cpus = [f"{c:.2f}" for f in runs_of for c in f["child_cpu_s"]]
+                print(
+                    f"  {'':>9} {'':<9} held back {', '.join(str(f['held']) for f in runs_of)} "
+                    f"records; compactions {', '.join(walls) or '-'} ms wall"
+                    + (f", child CPU {', '.join(cpus)} s" if cpus else "")
+                )
             for line in describe(runs_of):
                 print(f"  {'':>9} {'':<9} {line}")
         if set(settings) - {"default"}:

@@ -1,6 +1,6 @@
 """Child process for tests/test_ledger_crash.py: record events until killed.
 
-Usage: ``python tests/ledger_child.py DIR SEED OPS FSYNC COMPACT_BYTES [async]``
+Usage: ``python tests/ledger_child.py DIR SEED OPS FSYNC COMPACT_BYTES [async] [replay]``
 
 Opens the ledger in ``DIR`` (registering :data:`VIEWS` on a new one) with
 ``fsync=FSYNC`` and records operations ``last_seq .. OPS - 1``, each one
@@ -13,6 +13,8 @@ compaction threshold (small: kills land inside compactions too).  With
 ``async``, the events are recorded from a coroutine through an
 ``AsyncLedger`` (``await arecord``: its compactions run on a worker thread
 while the loop goes on; a batch is ``record_many`` on a worker thread).
+With ``replay``, the ledger compacts with ``snapshot_mode="replay"`` (a
+child process writes the snapshots while the records go on).
 """
 
 from __future__ import annotations
@@ -103,9 +105,13 @@ def state(ledger: Ledger) -> dict[str, Any]:
     return out
 
 
-async def main_async(directory: str, seed: int, ops: int, fsync: str, compact: int) -> None:
+async def main_async(
+    directory: str, seed: int, ops: int, fsync: str, compact: int, *, mode: str = "auto"
+) -> None:
     """:func:`main` through an ``AsyncLedger``."""
-    aledger = await AsyncLedger.open(directory, fsync=fsync, compact_min_bytes=compact)
+    aledger = await AsyncLedger.open(
+        directory, fsync=fsync, compact_min_bytes=compact, snapshot_mode=mode
+    )
     ledger = aledger.ledger
     if not ledger.views:
         add_views(ledger)
@@ -132,10 +138,11 @@ async def main_async(directory: str, seed: int, ops: int, fsync: str, compact: i
 
 def main(argv: list[str]) -> None:
     directory, seed, ops, fsync, compact = argv[0], int(argv[1]), int(argv[2]), argv[3], argv[4]
-    if argv[5:] == ["async"]:
-        asyncio.run(main_async(directory, seed, ops, fsync, int(compact)))
+    mode = "replay" if "replay" in argv[5:] else "auto"
+    if "async" in argv[5:]:
+        asyncio.run(main_async(directory, seed, ops, fsync, int(compact), mode=mode))
         return
-    ledger = Ledger.open(directory, fsync=fsync, compact_min_bytes=int(compact))
+    ledger = Ledger.open(directory, fsync=fsync, compact_min_bytes=int(compact), snapshot_mode=mode)
     if not ledger.views:
         add_views(ledger)
     out = sys.stdout

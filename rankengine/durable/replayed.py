@@ -82,6 +82,8 @@ __all__ = [
     "REPLAY_MODULE",
     "ReplayJob",
     "ReplaySnapshotError",
+    "background_process",
+    "child_env",
     "main",
     "replay_snapshot",
     "snapshot_kind",
@@ -186,6 +188,24 @@ def _child_env() -> dict[str, str]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return env
+
+
+def child_env() -> dict[str, str]:
+    """The environment a replaying child runs in: the parent's, with this
+    rankengine first on the path (a ledger's child uses it too).
+
+    Runtime complexity: O(size of the environment)
+    """
+    return _child_env()
+
+
+def background_process(pid: int = 0) -> None:
+    """Make process ``pid`` (0: this one) background work (idle class, or
+    ``nice`` :data:`CHILD_NICE`): a ledger's replaying child too.
+
+    Runtime complexity: O(1)
+    """
+    _background(pid)
 
 
 def replay_snapshot(job: ReplayJob) -> int:

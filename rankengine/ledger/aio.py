@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -57,9 +58,10 @@ from rankengine.durable.commit import GroupCommit
 from rankengine.durable.loopacks import ACK_BATCH, LoopAcks
 from rankengine.durable.records import LogError
 from rankengine.ledger.ledger import Ledger, Recorded
+from rankengine.ledger.replayed import REPLAY
 
 # (ACK_BATCH re-exported: LoopAcks's, the awaits one turn of the loop releases)
-__all__ = ["ACK_BATCH", "RESUME_BATCH", "AsyncLedger"]
+__all__ = ["ACK_BATCH", "HOLD_WAIT_S", "RESUME_BATCH", "AsyncLedger"]
 
 #: Records one turn of the loop makes at most after a compaction held them
 #: back; the rest wait for the next turns, in the order they were called.
@@ -68,6 +70,11 @@ __all__ = ["ACK_BATCH", "RESUME_BATCH", "AsyncLedger"]
 #: the turn after it: 12-46 ms of the loop's CPU in one step.  64 records
 #: at 25-60 us each keep a turn to a few milliseconds.
 RESUME_BATCH: Final = 64
+
+#: How long a replayed compaction waits, before it names its snapshots, for
+#: the loop to hold records back (a turn of the loop: milliseconds); past
+#: it, the naming goes on and a record may wait for the lock on the loop.
+HOLD_WAIT_S: Final = 1.0
 
 Held = list[tuple[Callable[[Any], None], Any]]
 
@@ -92,6 +99,11 @@ class AsyncLedger:
         self._loop_thread: int | None = None
         #: a size-triggered compaction running on a worker thread
         self._compaction: asyncio.Task[None] | None = None
+        #: whether it holds records back: an in-process one all along; a
+        #: replayed one only while it holds the ledger's lock (the switch,
+        #: the naming): records go to the new segment while a child writes
+        #: the snapshots (rankengine.ledger.replayed)
+        self._holding = False
         #: the error of the last background compaction, until raised
         self._compact_error: Exception | None = None
         #: records held back by a compaction, in call order (_resume lets them go)
@@ -130,7 +142,11 @@ class AsyncLedger:
 
         Runtime complexity: as :meth:`Ledger.record`, plus a share of one fsync
         """
-        if self._compaction is not None or self._held_back or self._compact_error is not None:
+        if (
+            (self._compaction is not None and self._holding)
+            or self._held_back
+            or self._compact_error is not None
+        ):
             await self._after_compaction()
         ledger = self.ledger
         files, subs = ledger._files, ledger._subs
@@ -169,9 +185,13 @@ class AsyncLedger:
     def _compact_soon(self) -> bool:
         """The ledger's :attr:`~Ledger.compact_elsewhere`: a write on the
         loop crossed ``compact_min_bytes``.  Start the compaction on a
-        worker thread and return True; later ``arecord`` calls wait for it
-        (the loop serves everything else meanwhile).  False (the write
-        compacts where it runs) on any other thread, or while one runs."""
+        worker thread and return True.  An in-process one holds later
+        ``arecord`` calls back until it ends (the loop serves everything
+        else meanwhile); a replayed one (``snapshot_mode``, see
+        :meth:`Ledger.compaction_kind`) does not: they wait at most for
+        its switch to a new segment, under the ledger's lock.  False (the
+        write compacts where it runs) on any other thread, or while one
+        runs."""
         loop = self._loop
         if (
             loop is None
@@ -180,27 +200,77 @@ class AsyncLedger:
             or self.ledger.closed
         ):
             return False
-        self._compaction = loop.create_task(self._compact())
+        kind = self.ledger.compaction_kind()
+        self._holding = True  # (a replay: until its switch is made)
+        self._compaction = loop.create_task(self._compact(kind))
         return True
 
-    async def _compact(self) -> None:
-        """Compact on a worker thread (the snapshots' encoding, their
-        fsyncs and the segment switch: none of it on the loop); an error
-        is kept for the next ``arecord`` to raise."""
+    async def _compact(self, kind: str) -> None:
+        """Compact on a worker thread (the snapshots' encoding or the
+        child's wait, their fsyncs and the segment switch: none of it on
+        the loop).  An in-process compaction's error is kept for the next
+        ``arecord`` to raise; a replayed one's is warned of (the records
+        went on; the old snapshots stay in force, the next one retries)."""
+        loop = self._loop
+        assert loop is not None
+        replay = kind == REPLAY
+
+        def switched() -> None:  # (on the compacting thread)
+            loop.call_soon_threadsafe(self._let_through)
+
         try:
-            await asyncio.to_thread(self.ledger.compact, pause=let_go)
-        except Exception as exc:  # (raised by the next arecord)
-            self._compact_error = exc
+            await asyncio.to_thread(
+                self.ledger.compact,
+                pause=let_go,
+                kind=kind,
+                switched=switched if replay else None,
+                naming=self._hold_for_naming if replay else None,
+            )
+        except Exception as exc:
+            if kind != REPLAY:
+                self._compact_error = exc  # (raised by the next arecord)
+            else:
+                where = self.ledger.path
+                warnings.warn(
+                    f"{where}: background compaction failed: {exc}", RuntimeWarning, stacklevel=1
+                )
         finally:
             self._compaction = None
+            self._holding = False
             self._resume()
+
+    def _let_through(self) -> None:
+        """On the loop: a replayed compaction's switch is made; the records
+        it held back go on while the child runs."""
+        self._holding = False
+        self._resume()
+
+    def _hold_for_naming(self) -> None:
+        """On the compacting thread, before the naming takes the ledger's
+        lock: hold records back on the loop from its next turn (waiting at
+        most :data:`HOLD_WAIT_S` for the loop to say so), so that none
+        blocks the loop's thread on the lock."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        held = threading.Event()
+
+        def hold() -> None:
+            self._holding = True
+            held.set()
+
+        try:
+            loop.call_soon_threadsafe(hold)
+        except RuntimeError:  # (the loop is closed)
+            return
+        held.wait(HOLD_WAIT_S)
 
     def _resume(self) -> None:
         """On the loop: let the records a compaction held back go on, in
         call order, :data:`RESUME_BATCH` of them a turn (each resumes in the
         loop's next turn; the rest wait for the turns after it)."""
         self._resuming = False
-        if self._compaction is not None:  # (another began: its end resumes them)
+        if self._compaction is not None and self._holding:  # (its end resumes them)
             return
         held, budget = self._held_back, RESUME_BATCH
         while held and budget:

@@ -349,7 +349,8 @@ def forget_member(ledger: Ledger, member: Any, *, from_log: bool = False) -> For
         views the member was removed from), ``files`` (files rewritten).
     """
     member = check_member(member)
-    with ledger._lock:
+    # (a compaction replaying the log in a child ends first: this rewrites it)
+    with ledger._compact_lock, ledger._lock:
         ledger._check_open()
         rows = _held_in(ledger._views.values(), member)
         files = ledger._files

@@ -31,6 +31,7 @@ ValueError: delta must not be NaN
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -38,7 +39,6 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from rankengine.board.bulk import LoadedColumns
 from rankengine.board.direct import DIRECT_DELTA_LIMIT
 from rankengine.durable.forget import Forgotten
 from rankengine.durable.options import (
@@ -54,12 +54,18 @@ from rankengine.durable.records import (
     Event,
     LogError,
     RecordFramer,
-    RecoveryWarning,
     TornTailError,
     TornTailWarning,
 )
-from rankengine.durable.snapshot import SharedChunks, Snapshot
 from rankengine.index.collector import collector_paused
+from rankengine.ledger.compaction import (
+    CompactionReport,
+    compact_due,
+    compact_in_process,
+    finish_replay,
+    kind_of,
+    switch,
+)
 from rankengine.ledger.events import MAX_T_MS, LedgerEvent, from_change, make_event, to_change
 from rankengine.ledger.fastpath import IncrPlan, feed, skip_checks
 from rankengine.ledger.fold import replay_log
@@ -68,12 +74,16 @@ from rankengine.ledger.front import (
     LazyRecorded,
     LedgerFront,
     Recorded,
-    closed_period,
-    deferred_board,
-    restored_board,
 )
 from rankengine.ledger.preload import Preloader, load_all, periodic_boards
 from rankengine.ledger.redis_view import RedisAdapter
+from rankengine.ledger.replayed import (
+    IN_PROCESS,
+    REPLAY,
+    SnapshotMode,
+    check_snapshot_mode,
+)
+from rankengine.ledger.restore import restore_views
 from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import (
     LedgerFiles,
@@ -81,12 +91,9 @@ from rankengine.ledger.storage import (
     read_events,
     refuse_migrated,
     remove_stray_files,
-    snapshot_clock,
-    snapshot_entry,
 )
 from rankengine.ledger.subscriptions import Subscriptions
 from rankengine.ledger.views import Outcome, View, check_view_name
-from rankengine.timed.lazy import Unloaded
 
 __all__ = ["Ledger", "Recorded"]
 
@@ -129,6 +136,13 @@ class Ledger(LedgerFront):
     :param preload: once open, load the periodic views' closed periods on
         a background thread (:meth:`preload`); default False: each loads
         on its first read.
+    :param snapshot_mode: how a compaction makes the views' snapshots:
+        ``"replay"`` in a child process that rebuilds them from the log
+        while records go on (:mod:`rankengine.ledger.replayed`),
+        ``"in-process"`` from the live views under the lock, or
+        ``"auto"`` (default) replay once the views hold
+        :data:`~rankengine.ledger.replayed.AUTO_REPLAY_ROWS` rows.  A
+        ledger with a Redis view compacts in-process.
     """
 
     def __init__(
@@ -142,8 +156,10 @@ class Ledger(LedgerFront):
         create: bool = True,
         now: Callable[[], int] | None = None,
         preload: bool = False,
+        snapshot_mode: SnapshotMode = "auto",
     ) -> None:
         check_fsync(fsync)
+        check_snapshot_mode(snapshot_mode)
         check_log_options(on_torn_tail, compact_min_bytes, 1.0, retain_log)
         if now is not None and not callable(now):
             raise TypeError(f"now must be a function returning milliseconds, not {now!r}")
@@ -163,6 +179,17 @@ class Ledger(LedgerFront):
         #: asyncio face runs it on a worker thread, rankengine.ledger.aio)
         self.compact_elsewhere: Callable[[], bool] | None = None
         self._compact_asked = False
+        self._mode: SnapshotMode = snapshot_mode
+        #: one compaction at a time (taken before the ledger's lock)
+        self._compact_lock = threading.Lock()
+        #: the thread whose write took the compaction lock (compact_due)
+        self._due_thread: int | None = None
+        #: the thread finishing a write's replayed compaction, if one runs
+        self._compactor: threading.Thread | None = None
+        #: a replaying child reads the files (remove_view leaves them to it)
+        self._replaying = False
+        #: what the last compaction did (kind, seq, times, the child's costs)
+        self.last_compaction: CompactionReport | None = None
         self._framer = RecordFramer()
         self._history: list[Event] | None = [] if path is None else None
         self._subs = Subscriptions()
@@ -201,48 +228,9 @@ class Ledger(LedgerFront):
         assert files is not None and self.path is not None
         config = files.manifest.config
         self.recovery_notes = files.remove_unlisted()
-        snapshots: dict[str, Any] = config.setdefault("snapshots", {})
-        start_ms: dict[int, int] = {0: 0}
-        # Views whose snapshots hold the same rows (the boards of a young
-        # ledger, views that see every event) decode them once and restore
-        # from one another's maps (see front.restored_board).
-        shared = SharedChunks()
-        restored: list[tuple[Snapshot, LoadedColumns]] = []
-        for name, spec in config.get("views", {}).items():
-            view = View.from_spec(name, spec)
-            self._views[name] = view
-            entry = snapshots.get(name)
-            if entry is None:
-                continue
-            seq, listed, clock = snapshot_entry(entry)
-            try:
-                board = view.template.board
-                columns = board._codec.columns if hasattr(board, "_codec") else None
-                defer = closed_period if view.kind == "periodic" else None
-                snaps = files.read_parts(name, listed, columns, shared, defer)
-                parts = []
-                for snap in snaps:
-                    board = None
-                    if snap.deferred:  # a closed period: loaded on its first read
-                        board = Unloaded(snap.path, deferred_board(view, columns))
-                    elif snap.header.get("board"):
-                        board = restored_board(view, snap, restored)
-                    parts.append((snap.header.get("key"), (snap.header.get("part", {}), board)))
-                view.restore(parts)
-                view.seq = seq
-                ms = snapshot_clock(clock, snaps)  # (None: an old entry, and no part)
-                if ms is not None:
-                    start_ms[seq] = ms
-                view.time_ms = start_ms.get(seq, 0)
-            except (CorruptionError, OSError, KeyError, TypeError, ValueError) as exc:
-                refuse_migrated(config, name, f"its snapshot does not load ({exc})")
-                note = (
-                    f"view {name!r}: its snapshot does not load ({exc}); rebuilding it from the log"
-                )
-                self.recovery_notes.append(note)
-                warnings.warn(note, RecoveryWarning, stacklevel=3)
-                view.reset()
-                view.time_ms = 0
+        config.setdefault("snapshots", {})
+        views, start_ms = restore_views(self.path, config, self.recovery_notes)
+        self._views.update(views)
         segments = files.manifest.segments
         start = min((v.seq for v in self._views.values()), default=segments[-1][1] - 1)
         self._time = start_ms.get(start, 0)
@@ -395,7 +383,8 @@ class Ledger(LedgerFront):
                     if snap is not None:
                         config["snapshots"][name] = snap
                     raise
-                remove_stray_files(self._files.view_dir(name))
+                if not self._replaying:  # (else the compaction's end removes them)
+                    remove_stray_files(self._files.view_dir(name))
             del self._views[name]
             self._plan = None
             self._subs.drop_view(name)
@@ -723,49 +712,66 @@ class Ledger(LedgerFront):
             self._compact_due()
 
     def _compact_due(self) -> None:
-        """The active segment crossed ``compact_min_bytes``: compact now,
-        or hand the compaction to :attr:`compact_elsewhere` (once: later
-        writes see it asked until :meth:`compact` runs)."""
-        if self._compact_asked:
-            return
-        elsewhere = self.compact_elsewhere
-        if elsewhere is not None and elsewhere():
-            self._compact_asked = True
-            return
-        self.compact()
+        """The active segment crossed ``compact_min_bytes`` (under the
+        lock): :func:`~rankengine.ledger.compaction.compact_due`."""
+        if not self._compact_asked:
+            compact_due(self)
 
-    def compact(self, *, pause: Callable[[], None] | None = None) -> int:
-        """Snapshot every view at the current seq and start a new segment;
-        without ``retain_log`` the segments before it are removed.  Returns
-        the seq the snapshots reflect.  Writes wait while it runs.
+    def compaction_kind(self) -> str:
+        """How a compaction would make the snapshots now: ``"replay"`` or
+        ``"in-process"`` (see ``snapshot_mode``).
 
-        ``pause``, if given, is called between pieces of the snapshots'
-        encoding: a compaction on a background thread passes
-        ``time.sleep(0)``, which lets go of the GIL there, so that the
-        thread serving reads waits for one piece at most, not for the
-        interpreter's 5 ms switch interval or a whole chunk's encoding.
-
-        Runtime complexity: O(N) over the views' members
+        Runtime complexity: O(boards)
         """
         with self._lock:
-            self._check_open()
-            files = self._files
-            if files is None:
-                return self._seq
-            self._compact_asked = False
-            config = files.manifest.config
-            stale = {name: entry[0] for name, entry in config["snapshots"].items()}
-            for view in self._views.values():
-                if stale.get(view.name) != self._seq:
-                    self._save_view(view, pause)
-            if files.manifest.segments[-1][1] <= self._seq:
-                files.roll(self._seq + 1)  # writes the manifest, naming the snapshots
-            else:
-                files.commit()
-            files.remove_unlisted()
-            if not self._retain:
-                files.drop_segments_before(self._seq)
-            return self._seq
+            return kind_of(self._mode, self._views)
+
+    def compact(
+        self,
+        *,
+        pause: Callable[[], None] | None = None,
+        kind: str | None = None,
+        switched: Callable[[], None] | None = None,
+        naming: Callable[[], None] | None = None,
+    ) -> int:
+        """Snapshot every view at the current seq and start a new segment;
+        without ``retain_log`` the segments before it are removed.  Returns
+        the seq the snapshots reflect.
+
+        ``kind`` (default: as :meth:`compaction_kind` says): ``"replay"``
+        holds the lock only for the switch to a new segment, and a child
+        process writes the snapshots from the log while writes go on
+        (:mod:`rankengine.ledger.compaction`); ``"in-process"`` encodes
+        the live views, and writes wait while it runs.  ``pause``, if
+        given, is called between pieces of an in-process encoding: a
+        compaction on a background thread passes ``time.sleep(0)``, which
+        lets go of the GIL there, so that the thread serving reads waits
+        for one piece at most, not for the interpreter's 5 ms switch
+        interval or a whole chunk's encoding.  ``switched`` and ``naming``
+        (a replay only) are called on the compacting thread once the
+        switch has let the lock go, and before the lock is taken again to
+        name the snapshots (the asyncio face holds its records back for
+        those two holds of the lock).
+
+        Runtime complexity: O(N) over the views' members (replay: in the child)
+        """
+        due = self._due_thread == threading.get_ident()  # (a write's: compact_due holds it)
+        with contextlib.nullcontext() if due else self._compact_lock:
+            with self._lock:
+                self._check_open()
+                if self._files is None:
+                    return self._seq
+                if kind not in (None, REPLAY, IN_PROCESS):
+                    raise ValueError(f"kind must be {REPLAY!r} or {IN_PROCESS!r}, not {kind!r}")
+                # (asked for or not, a replay needs an interpreter and no Redis view)
+                if kind_of(kind or self._mode, self._views) == IN_PROCESS:
+                    return compact_in_process(self, pause)
+                job = switch(self)
+                if job is None:
+                    return compact_in_process(self, pause)  # (only the roll, if any)
+            if switched is not None:
+                switched()
+            return finish_replay(self, *job, naming=naming)
 
     def flush(self) -> None:
         """fsync the log now (any policy)."""
@@ -800,7 +806,10 @@ class Ledger(LedgerFront):
         """Stop a preload, flush, release the directory; reads keep working."""
         if self.preloader is not None:
             self.preloader.stop()  # (before the lock: its last load ends first)
-        with self._lock:
+        compactor = self._compactor
+        if compactor is not None and compactor is not threading.current_thread():
+            compactor.join()  # (before the lock: it names its snapshots under it)
+        with self._compact_lock, self._lock:
             if self._closed and (self._files is None or self._files.writer is None):
                 return
             self._closed = True

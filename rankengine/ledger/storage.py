@@ -84,19 +84,24 @@ from rankengine.durable.snapshot import (
 from rankengine.timed.lazy import Unloaded, is_unloaded
 
 __all__ = [
+    "SNAP_PREFIX",
     "VIEWS_DIR",
     "LedgerFiles",
     "LogTail",
     "encode",
     "log_segments",
     "read_events",
+    "read_view_parts",
     "refuse_migrated",
     "remove_stray_files",
     "snapshot_clock",
     "snapshot_entry",
+    "write_view_parts",
 ]
 
 VIEWS_DIR: Final = LEDGER_VIEWS
+#: The first letter of a view snapshot's file name (``s<seq>-<n>.snap``).
+SNAP_PREFIX: Final = "s"
 #: The active segment's writer: the durable board's, a memory map under
 #: every policy (see ``ACTIVE_WRITER``).
 _WRITER: Final = ACTIVE_WRITER
@@ -366,41 +371,9 @@ class LedgerFiles:
     ) -> list[list[Any]]:
         """Write ``view``'s parts as snapshot files of ``seq``; return the
         ``[key, file name]`` list the manifest names them by (the caller
-        commits it with :meth:`commit`).  A part not loaded yet (an
-        :class:`~rankengine.timed.lazy.Unloaded`) is its file copied under
-        the new header, and loads from the copy from then on.  ``pause``:
-        called between pieces of the encoding (see
-        :func:`~rankengine.durable.snapshot.write_snapshot_columns`)."""
-        directory = self.view_dir(view)
-        if not os.path.isdir(directory):
-            make_directory(directory)
-        files: list[list[Any]] = []
-        for n, (key, (part, board)) in enumerate(parts):
-            name = f"s{seq:020d}-{n:05d}.snap"
-            path = os.path.join(directory, name)
-            if is_unloaded(board):
-                # a closed period never loaded: its file is its state, copied
-                # under the new seq; the board now loads from the copy
-                assert isinstance(board, Unloaded)
-                head = {"seq": seq, "view": view, "key": key, "part": part}
-                if path != board.path:
-                    head["ledger_ms"] = ledger_ms
-                    board.move(functools.partial(copy_snapshot, header=head), path)
-                files.append([key, name])
-                continue
-            header = {
-                "seq": seq,
-                "clock": 0 if board is None else board.clock,
-                "view": view,
-                "key": key,
-                "part": part,
-                "board": board is not None,
-                "ledger_ms": ledger_ms,
-            }
-            columns: Any = ([], [], [], {}) if board is None else board._export_columns()
-            write_snapshot_columns(path, header, columns, pause=pause)
-            files.append([key, name])
-        return files
+        commits it with :meth:`commit`): :func:`write_view_parts` in the
+        view's directory."""
+        return write_view_parts(self.view_dir(view), view, seq, ledger_ms, parts, pause=pause)
 
     def read_parts(
         self,
@@ -410,20 +383,8 @@ class LedgerFiles:
         shared: SharedChunks | None = None,
         defer: Callable[[dict[str, Any]], bool] | None = None,
     ) -> list[Snapshot]:
-        """Read back the snapshot files of one view (raises on damage);
-        ``shared`` lets views whose snapshots hold the same rows share the
-        decoded chunks (see :class:`~rankengine.durable.snapshot.SharedChunks`);
-        a part whose header ``defer`` accepts is checked, not decoded
-        (:attr:`~rankengine.durable.snapshot.Snapshot.deferred`)."""
-        return [
-            read_snapshot(
-                os.path.join(self.view_dir(view), name),
-                columns=columns,
-                shared=shared,
-                defer=defer,
-            )
-            for _key, name in files
-        ]
+        """:func:`read_view_parts` in ``view``'s directory."""
+        return read_view_parts(self.view_dir(view), files, columns, shared, defer)
 
     def commit(self) -> None:
         """Write the manifest (views, snapshots and segments) atomically."""
@@ -469,6 +430,83 @@ class LedgerFiles:
                     writer.close()
         finally:
             self.lock.release()
+
+
+def write_view_parts(
+    directory: str,
+    view: str,
+    seq: int,
+    ledger_ms: int,
+    parts: list[tuple[Any, Any]],
+    *,
+    prefix: str = SNAP_PREFIX,
+    suffix: str = "",
+    pause: Callable[[], None] | None = None,
+) -> list[list[Any]]:
+    """Write ``view``'s parts in ``directory`` as snapshot files of ``seq``
+    named ``<prefix><seq>-<n>.snap<suffix>``; return the ``[key, file
+    name]`` list (without ``suffix``) the manifest names them by.  A part
+    not loaded yet (an :class:`~rankengine.timed.lazy.Unloaded`) is its
+    file copied under the new header, and loads from the copy from then
+    on.  ``pause``: called between pieces of the encoding (see
+    :func:`~rankengine.durable.snapshot.write_snapshot_columns`).  A
+    compaction in a child process (:mod:`rankengine.ledger.replayed`)
+    writes under its own prefix and a ``.tmp`` suffix, names no manifest
+    may hold until its parent renames them.
+
+    Runtime complexity: O(N) over the parts' members (a copied part: its bytes)
+    """
+    if not os.path.isdir(directory):
+        make_directory(directory)
+    files: list[list[Any]] = []
+    for n, (key, (part, board)) in enumerate(parts):
+        name = f"{prefix}{seq:020d}-{n:05d}.snap"
+        path = os.path.join(directory, name + suffix)
+        if is_unloaded(board):
+            # a closed period never loaded: its file is its state, copied
+            # under the new seq; the board now loads from the copy
+            assert isinstance(board, Unloaded)
+            head = {"seq": seq, "view": view, "key": key, "part": part}
+            if path != board.path:
+                head["ledger_ms"] = ledger_ms
+                board.move(functools.partial(copy_snapshot, header=head), path)
+            files.append([key, name])
+            continue
+        header = {
+            "seq": seq,
+            "clock": 0 if board is None else board.clock,
+            "view": view,
+            "key": key,
+            "part": part,
+            "board": board is not None,
+            "ledger_ms": ledger_ms,
+        }
+        columns: Any = ([], [], [], {}) if board is None else board._export_columns()
+        write_snapshot_columns(path, header, columns, pause=pause)
+        files.append([key, name])
+    return files
+
+
+def read_view_parts(
+    directory: str,
+    files: list[list[Any]],
+    columns: int | None,
+    shared: SharedChunks | None = None,
+    defer: Callable[[dict[str, Any]], bool] | None = None,
+) -> list[Snapshot]:
+    """Read back the snapshot files ``files`` (``[key, name]``) of one view
+    in ``directory`` (raises on damage); ``shared`` lets views whose
+    snapshots hold the same rows share the decoded chunks (see
+    :class:`~rankengine.durable.snapshot.SharedChunks`); a part whose header
+    ``defer`` accepts is checked, not decoded
+    (:attr:`~rankengine.durable.snapshot.Snapshot.deferred`).
+
+    Runtime complexity: O(bytes read)
+    """
+    return [
+        read_snapshot(os.path.join(directory, name), columns=columns, shared=shared, defer=defer)
+        for _key, name in files
+    ]
 
 
 def refuse_migrated(config: Mapping[str, Any], name: str, why: str) -> None:

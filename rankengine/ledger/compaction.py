@@ -1,0 +1,342 @@
+"""A ledger's compaction: every view's snapshot at a seq, and a new segment.
+
+Two ways to make the snapshots (:func:`~rankengine.ledger.replayed.compaction_kind`):
+
+* **in-process** (:func:`compact_in_process`): under the ledger's lock,
+  every view whose snapshot is not of the current seq is encoded from the
+  live view and written, then the log rolls to a new segment and the
+  manifest names the snapshots; records wait for all of it.
+* **replay** (:func:`switch`, then :func:`finish_replay`): under the lock
+  only the switch -- the active segment sealed at ``s``, segment ``s+1``
+  takes the writes -- and the job taken; a child process rebuilds the
+  views at ``s`` from their snapshots and the sealed segments
+  (:mod:`rankengine.ledger.replayed`) while records go on; the parent
+  renames the child's files, then under the lock names them in the
+  manifest for the views still registered as they were, removes the files
+  no longer named and drops the segments before ``s`` (without
+  ``retain_log``).
+
+Crash-safety (``RANKENGINE_CRASH_AT`` steps, ``tests/test_ledger_replay.py``):
+``ledger_replay_switched`` (sealed; the old snapshots and every segment
+named), ``ledger_replay_child`` (in the child, after a view's files),
+``ledger_replay_written`` and ``ledger_replay_renamed`` (files the
+manifest does not name: the next open removes them),
+``ledger_replay_named`` (the new snapshots named; old files and segments
+not removed yet: the next open or compaction removes them).  At each, a
+reopen restores every view from the snapshots the manifest names and
+replays the log after them.
+
+Runtime complexity: in-process O(N) under the lock for N rows; replay
+O(1) under the lock besides the switch's fsyncs and O(files) at the naming
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import os
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rankengine.durable.records import crash_point
+from rankengine.ledger.redis_view import RedisAdapter
+from rankengine.ledger.replayed import (
+    IN_PROCESS,
+    REPLAY,
+    LedgerReplayJob,
+    compaction_kind,
+    rename_replayed,
+    run_replay,
+)
+from rankengine.ledger.views import View
+from rankengine.timed.lazy import Unloaded
+
+if TYPE_CHECKING:
+    from rankengine.ledger.ledger import Ledger
+
+__all__ = [
+    "CompactionReport",
+    "compact_due",
+    "compact_in_process",
+    "finish_replay",
+    "kind_of",
+    "rows_of",
+    "switch",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class CompactionReport:
+    """What the last compaction did (``Ledger.last_compaction``).
+
+    :param kind: ``"in-process"`` or ``"replay"``
+    :param seq: the seq its snapshots reflect
+    :param wall_s: its wall time (in-process: all of it under the lock)
+    :param child_cpu_s: the child's CPU time (user + system; 0 in-process)
+    :param child_maxrss_kb: the child's peak resident memory (0 in-process)
+    """
+
+    kind: str
+    seq: int
+    wall_s: float
+    child_cpu_s: float = 0.0
+    child_maxrss_kb: int = 0
+
+
+def rows_of(views: Iterable[View]) -> int:
+    """The rows the views hold (members of the boards that count them; a
+    closed period not loaded counts none): what ``"auto"`` looks at.
+
+    Runtime complexity: O(boards)
+    """
+    rows = 0
+    for view in views:
+        for adapter in view.adapters.values():
+            with contextlib.suppress(TypeError):
+                rows += len(adapter.board)
+    return rows
+
+
+def kind_of(mode: str, views: Mapping[str, View]) -> str:
+    """How a compaction of ``views`` under ``snapshot_mode=mode`` goes
+    (:func:`~rankengine.ledger.replayed.compaction_kind`).
+
+    Runtime complexity: O(boards)
+    """
+    redis = any(
+        isinstance(a, RedisAdapter) for view in views.values() for a in view.adapters.values()
+    ) or any(view.kind == "redis" for view in views.values())
+    if mode == IN_PROCESS or redis:
+        return IN_PROCESS
+    return compaction_kind(mode, rows_of(views.values()) if mode == "auto" else 0, redis=False)
+
+
+def compact_in_process(ledger: Ledger, pause: Callable[[], None] | None) -> int:
+    """Snapshot every view from the live views and roll the log (the caller
+    holds the compaction lock and the ledger's lock).
+
+    Runtime complexity: O(N) over the views' rows
+    """
+    files = ledger._files
+    assert files is not None
+    started = time.perf_counter()
+    seq = ledger._seq
+    ledger._compact_asked = False
+    config = files.manifest.config
+    stale = {name: entry[0] for name, entry in config["snapshots"].items()}
+    for view in ledger._views.values():
+        if stale.get(view.name) != seq:
+            ledger._save_view(view, pause)
+    if files.manifest.segments[-1][1] <= seq:
+        files.roll(seq + 1)  # writes the manifest, naming the snapshots
+    else:
+        files.commit()
+    files.remove_unlisted()
+    if not ledger._retain:
+        files.drop_segments_before(seq)
+    ledger.last_compaction = CompactionReport(IN_PROCESS, seq, time.perf_counter() - started)
+    return seq
+
+
+def compact_due(ledger: Ledger) -> None:
+    """The active segment crossed ``compact_min_bytes`` (the caller, a
+    write, holds the ledger's lock): hand the compaction to
+    ``ledger.compact_elsewhere``, or make it here -- in-process whole, or
+    only the replay's switch, the rest on a background thread (a failure
+    there warns; the next compaction retries).  Once asked, later writes
+    leave it until a compaction runs.
+
+    Runtime complexity: as :func:`compact_in_process`, or :func:`switch`
+    """
+    elsewhere = ledger.compact_elsewhere
+    if elsewhere is not None and elsewhere():
+        ledger._compact_asked = True
+        return
+    lock = ledger._compact_lock
+    if not lock.acquire(blocking=False):  # (one runs: its end clears the ask)
+        ledger._compact_asked = True
+        return
+    handed = False
+    try:
+        if kind_of(ledger._mode, ledger._views) == IN_PROCESS:
+            ledger._due_thread = threading.get_ident()  # (compact() finds its lock taken)
+            try:
+                ledger.compact(kind=IN_PROCESS)
+            finally:
+                ledger._due_thread = None
+            return
+        switched = switch(ledger)
+        if switched is None:
+            return
+        ledger._compact_asked = True
+        thread = threading.Thread(
+            target=_finish_in_background,
+            args=(ledger, *switched),
+            name="rankengine-ledger-compact",
+            daemon=True,
+        )
+        ledger._compactor = thread
+        try:
+            thread.start()
+            handed = True
+        except RuntimeError as exc:  # out of threads: the write is logged, it must not fail
+            ledger._compactor = None
+            ledger._compact_asked = ledger._replaying = False
+            warnings.warn(
+                f"{ledger.path}: background compaction could not start: {exc}",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+    finally:
+        if not handed:
+            lock.release()
+
+
+def _finish_in_background(ledger: Ledger, job: LedgerReplayJob, views: dict[str, View]) -> None:
+    """The background half of a write's replayed compaction."""
+    try:
+        finish_replay(ledger, job, views)
+    except Exception as exc:
+        warnings.warn(
+            f"{ledger.path}: background compaction failed: {exc}", RuntimeWarning, stacklevel=1
+        )
+    finally:
+        ledger._compactor = None
+        ledger._compact_lock.release()
+
+
+def switch(ledger: Ledger) -> tuple[LedgerReplayJob, dict[str, View]] | None:
+    """Seal the active segment at the current seq ``s`` (segment ``s+1``
+    takes the writes, the manifest lists it) and return the child's job
+    and the views it snapshots; None when every view's snapshot is of
+    ``s`` already.  The caller holds the compaction lock and the ledger's lock.
+
+    Runtime complexity: O(views), plus the roll's fsyncs
+    """
+    files, path = ledger._files, ledger.path
+    assert files is not None and path is not None
+    seq = ledger._seq
+    config = files.manifest.config
+    snapshots = config["snapshots"]
+    stale = {
+        name: view for name, view in ledger._views.items() if snapshots.get(name, [None])[0] != seq
+    }
+    if not stale:
+        return None
+    ledger._compact_asked = False
+    if files.manifest.segments[-1][1] <= seq:
+        files.roll(seq + 1)
+    crash_point("ledger_replay_switched")
+    # (copied now: the config changes under the lock while the child runs)
+    job_config = {k: copy.deepcopy(v) for k, v in config.items() if k not in ("views", "snapshots")}
+    job_config["views"] = {name: copy.deepcopy(config["views"][name]) for name in stale}
+    job_config["snapshots"] = {
+        name: copy.deepcopy(snapshots[name]) for name in stale if name in snapshots
+    }
+    sealed = [s for s in files.manifest.segments if s[1] <= seq]
+    ledger._replaying = True
+    return LedgerReplayJob(path, seq, ledger._time, job_config, sealed), stale
+
+
+def finish_replay(
+    ledger: Ledger,
+    job: LedgerReplayJob,
+    views: Mapping[str, View],
+    *,
+    naming: Callable[[], None] | None = None,
+) -> int:
+    """Run the child of ``job`` (without the ledger's lock), rename its
+    files, name them in the manifest for each view still registered as
+    ``views`` holds it, remove the files no longer named, drop the
+    segments every snapshot covers (without ``retain_log``); ``naming`` is
+    called before the ledger's lock is taken to name them.  The caller
+    holds the compaction lock (not the ledger's).  Returns ``job.seq``;
+    raises :class:`~rankengine.ledger.replayed.ReplayCompactionError` when
+    the child failed (the previous snapshots stay in force).
+
+    Runtime complexity: the child's run; O(files) under the lock
+    """
+    started = time.perf_counter()
+    done = False
+    try:
+        report = run_replay(job)
+        crash_point("ledger_replay_written")
+        listed: dict[str, list[list[Any]]] = report["files"]
+        rename_replayed(job, listed)
+        crash_point("ledger_replay_renamed")
+        if naming is not None:
+            naming()
+        with ledger._lock:
+            _name(ledger, job, views, listed, report["moved"])
+            ledger.last_compaction = CompactionReport(
+                REPLAY,
+                job.seq,
+                time.perf_counter() - started,
+                float(report["cpu_s"]),
+                int(report["maxrss_kb"]),
+            )
+        done = True
+    finally:
+        with ledger._lock:
+            ledger._replaying = False
+            ledger._compact_asked = False
+            files = ledger._files
+            if not done and files is not None and files.writer is not None:
+                with contextlib.suppress(OSError):  # (the next open removes them else)
+                    files.remove_unlisted()
+    return job.seq
+
+
+def _name(
+    ledger: Ledger,
+    job: LedgerReplayJob,
+    views: Mapping[str, View],
+    listed: Mapping[str, list[list[Any]]],
+    moved: Mapping[str, Mapping[str, int]],
+) -> None:
+    """The naming step of :func:`finish_replay` (under the ledger's lock)."""
+    files = ledger._files
+    assert files is not None
+    snapshots = files.manifest.config["snapshots"]
+    named = []
+    for name, parts in listed.items():
+        if ledger._views.get(name) is not views[name]:  # removed (or re-added) meanwhile
+            continue
+        entry = snapshots.get(name)
+        if entry is not None and entry[0] >= job.seq:
+            continue
+        snapshots[name] = [job.seq, parts, job.time_ms]
+        named.append(name)
+    if named:
+        files.commit()
+        crash_point("ledger_replay_named")
+        for name in named:
+            _repoint(ledger._views[name], job.view_dir(name), listed[name], moved.get(name, {}))
+    files.remove_unlisted()
+    if not ledger._retain:
+        seqs = [snapshots[n][0] if n in snapshots else -1 for n in ledger._views]
+        low = min(seqs, default=job.seq)
+        if low >= 0:
+            files.drop_segments_before(low)
+
+
+def _repoint(view: View, directory: str, parts: list[list[Any]], moved: Mapping[str, int]) -> None:
+    """Load ``view``'s closed periods that are still unloaded from the
+    child's copies of their files (the old files are removed next)."""
+    if not moved:
+        return
+    for _key, (_part, board) in view.export_lazy():
+        if not isinstance(board, Unloaded):
+            continue
+        old = board.path
+        n = moved.get(os.path.basename(old))
+        if n is not None and os.path.dirname(old) == directory:
+            board.move(_no_copy, os.path.join(directory, parts[n][1]))
+
+
+def _no_copy(_source: str, _path: str) -> None:
+    """The file is in place already (the child copied it)."""
