@@ -84,8 +84,10 @@ __all__ = [
     "ReplaySnapshotError",
     "background_process",
     "child_env",
+    "child_failure",
     "main",
     "replay_snapshot",
+    "run_child",
     "snapshot_kind",
 ]
 
@@ -192,7 +194,7 @@ def _child_env() -> dict[str, str]:
 
 def child_env() -> dict[str, str]:
     """The environment a replaying child runs in: the parent's, with this
-    rankengine first on the path (a ledger's child uses it too).
+    rankengine first on the path.
 
     Runtime complexity: O(size of the environment)
     """
@@ -201,11 +203,61 @@ def child_env() -> dict[str, str]:
 
 def background_process(pid: int = 0) -> None:
     """Make process ``pid`` (0: this one) background work (idle class, or
-    ``nice`` :data:`CHILD_NICE`): a ledger's replaying child too.
+    ``nice`` :data:`CHILD_NICE`): what a replaying child does to itself.
 
     Runtime complexity: O(1)
     """
     _background(pid)
+
+
+def run_child(module: str, payload: bytes, cleanup: Callable[[], None]) -> tuple[int, bytes, bytes]:
+    """Run ``python -m module`` as background work (the idle class, see
+    :func:`_background`) with rankengine first on its path, hand it
+    ``payload`` on its standard input and wait for it (the GIL let go
+    meanwhile); returns its exit code, standard output and standard error.
+    Raises ``OSError`` when it cannot start.  If this thread is interrupted
+    while it waits, the child is killed, ``cleanup()`` removes what it left
+    and the interruption goes on.  The board's child and a ledger's
+    (:mod:`rankengine.ledger.replayed`) both run this way.
+
+    Runtime complexity: the child's run
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_child_env(),
+        close_fds=True,
+    )
+    _background(proc.pid)
+    try:
+        out, err = proc.communicate(payload)
+    except BaseException:
+        proc.kill()  # (this thread is interrupted: no child outlives the wait)
+        proc.wait()
+        cleanup()
+        raise
+    return proc.returncode, out, err
+
+
+def child_failure(returncode: int, err: bytes) -> str:
+    """How a failed child ended, with the tail of what it said on standard
+    error, for the parent's error message.
+
+    >>> child_failure(-9, b"")
+    'the replaying child was killed by signal 9'
+    >>> child_failure(1, b"the log ends early")
+    'the replaying child exited with code 1 (it said: the log ends early)'
+
+    Runtime complexity: O(ERROR_TAIL_CHARS)
+    """
+    if returncode < 0:
+        how = f"was killed by signal {-returncode}"
+    else:
+        how = f"exited with code {returncode}"
+    said = err.decode("utf-8", "replace").strip()[-ERROR_TAIL_CHARS:]
+    return f"the replaying child {how}" + (f" (it said: {said})" if said else "")
 
 
 def replay_snapshot(job: ReplayJob) -> int:
@@ -216,42 +268,20 @@ def replay_snapshot(job: ReplayJob) -> int:
     Runtime complexity: the child's run (see the module docstring)
     """
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", REPLAY_MODULE],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=_child_env(),
-            close_fds=True,
-        )
+        code, _, err = run_child(REPLAY_MODULE, job.encode(os.getpid()), lambda: _remove(job.part))
     except OSError as exc:
         raise ReplaySnapshotError(
             f"{job.target}: could not start the replaying child ({exc}); "
             "the previous snapshot stays in force"
         ) from exc
-    _background(proc.pid)
-    try:
-        _, err = proc.communicate(job.encode(os.getpid()))
-    except BaseException:
-        proc.kill()  # (this thread is interrupted: no child outlives the wait)
-        proc.wait()
-        _remove(job.part)
-        raise
-    if proc.returncode == 0:
+    if code == 0:
         size = os.path.getsize(job.part)
         os.replace(job.part, job.target)
         fsync_dir(job.directory)
         return size
     _remove(job.part)
-    if proc.returncode < 0:
-        how = f"was killed by signal {-proc.returncode}"
-    else:
-        how = f"exited with code {proc.returncode}"
-    said = err.decode("utf-8", "replace").strip()[-ERROR_TAIL_CHARS:]
-    raise ReplaySnapshotError(
-        f"{job.target}: the replaying child {how}; the previous snapshot stays in force"
-        + (f" (it said: {said})" if said else "")
-    )
+    failure = child_failure(code, err)
+    raise ReplaySnapshotError(f"{job.target}: {failure}; the previous snapshot stays in force")
 
 
 def _remove(path: str) -> None:

@@ -63,7 +63,6 @@ import dataclasses
 import gc
 import os
 import resource
-import subprocess
 import sys
 from collections.abc import Mapping
 from typing import Any, Final, Literal, get_args
@@ -72,10 +71,10 @@ from rankengine.durable.manifest import Manifest
 from rankengine.durable.records import crash_point, pack, unpack
 from rankengine.durable.replayed import (
     CHILD_ORPHANED,
-    ERROR_TAIL_CHARS,
     REPLAY_AVAILABLE,
     background_process,
-    child_env,
+    child_failure,
+    run_child,
 )
 from rankengine.durable.snapshot import fsync_dir
 from rankengine.ledger.fold import replay_log
@@ -216,43 +215,21 @@ def run_replay(job: LedgerReplayJob) -> dict[str, Any]:
     Runtime complexity: the child's run (see the module docstring)
     """
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", REPLAY_MODULE],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=child_env(),
-            close_fds=True,
-        )
+        code, out, err = run_child(REPLAY_MODULE, job.encode(os.getpid()), job.remove_temporary)
     except OSError as exc:
         raise ReplayCompactionError(
             f"{job.directory}: could not start the replaying child ({exc}); "
             "the previous snapshots stay in force"
         ) from exc
-    background_process(proc.pid)
-    try:
-        out, err = proc.communicate(job.encode(os.getpid()))
-    except BaseException:
-        proc.kill()  # (this thread is interrupted: no child outlives the wait)
-        proc.wait()
-        job.remove_temporary()
-        raise
-    if proc.returncode == 0:
+    if code == 0:
         try:
             report: dict[str, Any] = unpack(out)
             return report
         except Exception as exc:  # (msgpack raises several types)
             err += f"\nits report did not decode ({exc})".encode()
     job.remove_temporary()
-    if proc.returncode < 0:
-        how = f"was killed by signal {-proc.returncode}"
-    else:
-        how = f"exited with code {proc.returncode}"
-    said = err.decode("utf-8", "replace").strip()[-ERROR_TAIL_CHARS:]
-    raise ReplayCompactionError(
-        f"{job.directory}: the replaying child {how}; the previous snapshots stay in force"
-        + (f" (it said: {said})" if said else "")
-    )
+    failure = child_failure(code, err)
+    raise ReplayCompactionError(f"{job.directory}: {failure}; the previous snapshots stay in force")
 
 
 def rename_replayed(job: LedgerReplayJob, files: Mapping[str, list[list[Any]]]) -> None:
