@@ -181,11 +181,18 @@ def test_replayed_compaction_equals_the_model_and_in_process_bytes(
         again.close()
 
 
-def test_views_removed_added_and_registered_again_during_the_child(tmp_path: Path) -> None:
-    ledger = Ledger.open(tmp_path, snapshot_mode="replay", compact_min_bytes=None, fsync="never")
+def replay_ledger(path: Path, count: int) -> Ledger:
+    """A ledger in replay mode with :func:`add_views` and the first
+    ``count`` events of the seeded history."""
+    ledger = Ledger.open(path, snapshot_mode="replay", compact_min_bytes=None, fsync="never")
     add_views(ledger)
-    for i in range(120):
+    for i in range(count):
         apply(ledger, events(SEED, i))
+    return ledger
+
+
+def test_views_removed_added_and_registered_again_during_the_child(tmp_path: Path) -> None:
+    ledger = replay_ledger(tmp_path, 120)
     thread = start_replay(ledger)
     ledger.remove_view("trend")  # gone: the child's files for it are not named
     ledger.remove_view("skip")  # registered again with other options
@@ -215,10 +222,7 @@ def test_views_removed_added_and_registered_again_during_the_child(tmp_path: Pat
 def test_a_failed_or_killed_child_leaves_the_old_snapshots(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ledger = Ledger.open(tmp_path, snapshot_mode="replay", compact_min_bytes=None, fsync="never")
-    add_views(ledger)
-    for i in range(80):
-        apply(ledger, events(SEED, i))
+    ledger = replay_ledger(tmp_path, 80)
     before = dict(ledger._files.manifest.config["snapshots"])
     monkeypatch.setenv("RANKENGINE_CRASH_AT", "ledger_replay_child")  # the child's own kill
     with pytest.raises(ReplayCompactionError, match="killed by signal"):
@@ -437,10 +441,7 @@ def test_without_retain_log_a_replay_drops_the_segments_its_snapshots_cover(
 
 
 def test_the_child_gives_up_when_its_parent_is_gone(tmp_path: Path) -> None:
-    ledger = Ledger.open(tmp_path, snapshot_mode="replay", compact_min_bytes=None, fsync="never")
-    add_views(ledger)
-    for i in range(30):
-        apply(ledger, events(SEED, i))
+    ledger = replay_ledger(tmp_path, 30)
     with ledger._compact_lock, ledger._lock:
         switched = compaction.switch(ledger)
     assert switched is not None

@@ -82,9 +82,9 @@ __all__ = [
     "REPLAY_MODULE",
     "ReplayJob",
     "ReplaySnapshotError",
-    "background_process",
     "child_env",
     "child_failure",
+    "child_start",
     "main",
     "replay_snapshot",
     "run_child",
@@ -201,15 +201,6 @@ def child_env() -> dict[str, str]:
     return _child_env()
 
 
-def background_process(pid: int = 0) -> None:
-    """Make process ``pid`` (0: this one) background work (idle class, or
-    ``nice`` :data:`CHILD_NICE`): what a replaying child does to itself.
-
-    Runtime complexity: O(1)
-    """
-    _background(pid)
-
-
 def run_child(module: str, payload: bytes, cleanup: Callable[[], None]) -> tuple[int, bytes, bytes]:
     """Run ``python -m module`` as background work (the idle class, see
     :func:`_background`) with rankengine first on its path, hand it
@@ -315,13 +306,18 @@ def _background(pid: int = 0) -> None:
             os.sched_setscheduler(pid, idle, os.sched_param(0))
 
 
-def main() -> int:
-    """The child: read the job on standard input, replay, write the file.
-    Returns the exit code (0: written; the error is on standard error).
+def child_start() -> tuple[dict[str, Any], Callable[[], None]]:
+    """What a replaying child does first (the board's and a ledger's):
+    read its job from standard input, check that its parent is still the
+    process that asked, turn the collector off (a short-lived process: it
+    would only rescan what it loads) and make itself background work.
+    Returns the job and ``orphaned()``, which exits with
+    :data:`CHILD_ORPHANED` once the parent is gone (call it between pieces
+    of work).
 
-    Runtime complexity: O(N + k), see the module docstring
+    Runtime complexity: O(size of the job)
     """
-    job = unpack(sys.stdin.buffer.read())
+    job: dict[str, Any] = unpack(sys.stdin.buffer.read())
     parent = int(job["parent"])
 
     def orphaned() -> None:
@@ -329,8 +325,18 @@ def main() -> int:
             raise SystemExit(CHILD_ORPHANED)
 
     orphaned()
-    gc.disable()  # (short-lived: the collector would only rescan the board)
+    gc.disable()
     _background()
+    return job, orphaned
+
+
+def main() -> int:
+    """The child: read the job on standard input, replay, write the file.
+    Returns the exit code (0: written; the error is on standard error).
+
+    Runtime complexity: O(N + k), see the module docstring
+    """
+    job, orphaned = child_start()
     directory, header = str(job["directory"]), dict(job["header"])
     seq = int(header["seq"])
     manifest = Manifest(

@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import os
 import resource
 import sys
@@ -70,10 +69,9 @@ from typing import Any, Final, Literal, get_args
 from rankengine.durable.manifest import Manifest
 from rankengine.durable.records import crash_point, pack, unpack
 from rankengine.durable.replayed import (
-    CHILD_ORPHANED,
     REPLAY_AVAILABLE,
-    background_process,
     child_failure,
+    child_start,
     run_child,
 )
 from rankengine.durable.snapshot import fsync_dir
@@ -255,16 +253,7 @@ def main() -> int:
 
     Runtime complexity: O(N + k), see the module docstring
     """
-    job = unpack(sys.stdin.buffer.read())
-    parent = int(job["parent"])
-
-    def orphaned() -> None:
-        if os.getppid() != parent:
-            raise SystemExit(CHILD_ORPHANED)
-
-    orphaned()
-    gc.disable()  # (short-lived: the collector would only rescan the views)
-    background_process()
+    job, orphaned = child_start()
     directory, seq, time_ms = str(job["directory"]), int(job["seq"]), int(job["time_ms"])
     config = dict(job["config"])
     segments = [(str(n), int(s)) for n, s in job["segments"]]
