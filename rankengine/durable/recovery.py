@@ -61,6 +61,7 @@ __all__ = [
     "manifest_may_name",
     "remove_leftovers",
     "trim_followed",
+    "trim_segments",
     "unnamed_after",
 ]
 
@@ -317,7 +318,17 @@ def trim_followed(directory: str, loaded: Loaded) -> None:
 
     Runtime complexity: one truncation and fsync per adopted segment
     """
-    for name, end in loaded.followed:
+    trim_segments(directory, loaded.followed)
+
+
+def trim_segments(directory: str, ends: list[tuple[str, int]]) -> None:
+    """Cut each segment ``(name, records' end)`` of ``ends`` at its
+    records' end where the file is longer (reserved zeros), and fsync it:
+    shared by a board's open and a ledger's that adopt a segment.
+
+    Runtime complexity: one truncation and fsync per segment cut
+    """
+    for name, end in ends:
         path = os.path.join(directory, name)
         if os.path.getsize(path) > end:
             with open(path, "r+b") as f:

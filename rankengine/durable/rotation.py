@@ -105,6 +105,9 @@ class Rotation:
         self.name = segment_name(seq + 1)
         #: the error that stopped the rotation (the board is failed then)
         self.error: BaseException | None = None
+        #: True once the new segment and its name are fsynced (step 4): a
+        #: manifest written from then on may name it
+        self.ready = False
         self._done = threading.Event()
 
     def step(self, name: str) -> None:
@@ -112,6 +115,16 @@ class Rotation:
         for hook in hooks:
             hook(name, self)
         crash_point(name)
+
+    def settle(self, error: BaseException | None = None) -> None:
+        """End the rotation: durable, or stopped by ``error``; wakes
+        every :meth:`wait`.
+
+        Runtime complexity: O(waiters)
+        """
+        if error is not None:
+            self.error = error
+        self._done.set()
 
     def wait(self) -> None:
         """Return once the rotation is durable; raise
@@ -180,15 +193,14 @@ def finish_rotation(board: Any, rotation: Rotation) -> None:
             manifest.ends, manifest.durable_seq = written.ends, written.durable_seq
             manifest.generation, manifest.written_ms = written.generation, written.written_ms
     except BaseException as exc:
-        rotation.error = exc
         if board._failure is None:
             board._failure = exc
         with board._sync_lock, contextlib.suppress(Exception):
             rotation.old.close()
-        rotation._done.set()  # (board._rotation stays: sync_active raises from now on)
+        rotation.settle(exc)  # (board._rotation stays: sync_active raises from now on)
         raise
     board._rotation = None
-    rotation._done.set()
+    rotation.settle()
 
 
 def _sync_old(board: Any, rotation: Rotation) -> None:

@@ -8,7 +8,11 @@ Two ways to make the snapshots (:func:`~rankengine.ledger.replayed.compaction_ki
   manifest names the snapshots; records wait for all of it.
 * **replay** (:func:`switch`, then :func:`finish_replay`): under the lock
   only the switch -- the active segment sealed at ``s``, segment ``s+1``
-  takes the writes -- and the job taken; a child process rebuilds the
+  created (not fsynced) and taking the writes -- and the job taken; after
+  the lock, the rotation's fsyncs (old segment, new segment, directory,
+  manifest: :meth:`~rankengine.ledger.storage.LedgerFiles.finish_rotation`,
+  the durable board's design, :mod:`rankengine.durable.rotation`), then a
+  child process rebuilds the
   views at ``s`` from their snapshots and the sealed segments
   (:mod:`rankengine.ledger.replayed`) while records go on; the parent
   renames the child's files, then under the lock names them in the
@@ -17,8 +21,11 @@ Two ways to make the snapshots (:func:`~rankengine.ledger.replayed.compaction_ki
   ``retain_log``).
 
 Crash-safety (``RANKENGINE_CRASH_AT`` steps, ``tests/test_ledger_replay.py``):
-``ledger_replay_switched`` (sealed; the old snapshots and every segment
-named), ``ledger_replay_child`` (in the child, after a view's files),
+``ledger_replay_switched`` (sealed; the old snapshots named, the new
+segment not yet: the next open adopts it, as after a crash at the
+rotation's own steps ``after_segment_create``, ``after_old_segment_sync``,
+``after_new_segment_sync``, ``rotate_manifest_rename``; see
+``tests/test_ledger_rotation.py``), ``ledger_replay_child`` (in the child, after a view's files),
 ``ledger_replay_written`` and ``ledger_replay_renamed`` (files the
 manifest does not name: the next open removes them),
 ``ledger_replay_named`` (the new snapshots named; old files and segments
@@ -26,8 +33,9 @@ not removed yet: the next open or compaction removes them).  At each, a
 reopen restores every view from the snapshots the manifest names and
 replays the log after them.
 
-Runtime complexity: in-process O(N) under the lock for N rows; replay
-O(1) under the lock besides the switch's fsyncs and O(files) at the naming
+Runtime complexity: in-process O(N) under the lock for N rows (and the
+roll's fsyncs); replay O(views) under the lock for the switch (no fsync)
+and O(files) at the naming
 """
 
 from __future__ import annotations
@@ -63,6 +71,7 @@ __all__ = [
     "compact_due",
     "compact_in_process",
     "finish_replay",
+    "finish_switched",
     "kind_of",
     "rows_of",
     "switch",
@@ -186,6 +195,10 @@ def compact_due(ledger: Ledger) -> None:
         except RuntimeError as exc:  # out of threads: the write is logged, it must not fail
             ledger._compactor = None
             ledger._compact_asked = ledger._replaying = False
+            files = ledger._files
+            assert files is not None
+            with contextlib.suppress(Exception):  # (a failure fails the ledger: warned below)
+                files.finish_rotation()  # (here, under the lock: no thread to run it)
             warnings.warn(
                 f"{ledger.path}: background compaction could not start: {exc}",
                 RuntimeWarning,
@@ -211,11 +224,13 @@ def _finish_in_background(ledger: Ledger, job: LedgerReplayJob, views: dict[str,
 
 def switch(ledger: Ledger) -> tuple[LedgerReplayJob, dict[str, View]] | None:
     """Seal the active segment at the current seq ``s`` (segment ``s+1``
-    takes the writes, the manifest lists it) and return the child's job
-    and the views it snapshots; None when every view's snapshot is of
-    ``s`` already.  The caller holds the compaction lock and the ledger's lock.
+    takes the writes, the in-memory manifest lists it; the rotation's
+    fsyncs are :func:`finish_replay`'s, after the lock) and return the
+    child's job and the views it snapshots; None when every view's
+    snapshot is of ``s`` already.  The caller holds the compaction lock and
+    the ledger's lock.
 
-    Runtime complexity: O(views), plus the roll's fsyncs
+    Runtime complexity: O(views); one file created, no fsync
     """
     files, path = ledger._files, ledger.path
     assert files is not None and path is not None
@@ -229,7 +244,7 @@ def switch(ledger: Ledger) -> tuple[LedgerReplayJob, dict[str, View]] | None:
         return None
     ledger._compact_asked = False
     if files.manifest.segments[-1][1] <= seq:
-        files.roll(seq + 1)
+        files.switch(seq + 1)
     crash_point("ledger_replay_switched")
     # (copied now: the config changes under the lock while the child runs)
     job_config = {k: copy.deepcopy(v) for k, v in config.items() if k not in ("views", "snapshots")}
@@ -242,6 +257,28 @@ def switch(ledger: Ledger) -> tuple[LedgerReplayJob, dict[str, View]] | None:
     return LedgerReplayJob(path, seq, ledger._time, job_config, sealed), stale
 
 
+def finish_switched(
+    ledger: Ledger,
+    job: LedgerReplayJob,
+    views: Mapping[str, View],
+    *,
+    switched: Callable[[], None] | None,
+    naming: Callable[[], None] | None,
+) -> int:
+    """After :func:`switch` let the ledger's lock go: call ``switched``,
+    then :func:`finish_replay` (run even when ``switched`` raises: the
+    rotation must end and the job be let go; its error is raised after).
+
+    Runtime complexity: as :func:`finish_replay`
+    """
+    try:
+        if switched is not None:
+            switched()
+    finally:
+        seq = finish_replay(ledger, job, views, naming=naming)
+    return seq
+
+
 def finish_replay(
     ledger: Ledger,
     job: LedgerReplayJob,
@@ -249,20 +286,26 @@ def finish_replay(
     *,
     naming: Callable[[], None] | None = None,
 ) -> int:
-    """Run the child of ``job`` (without the ledger's lock), rename its
-    files, name them in the manifest for each view still registered as
+    """Finish the switch's log rotation (its fsyncs: the child then reads
+    only segments on disk), run the child of ``job`` (both without the
+    ledger's lock), rename its files, name them in the manifest for each view still registered as
     ``views`` holds it, remove the files no longer named, drop the
     segments every snapshot covers (without ``retain_log``); ``naming`` is
     called before the ledger's lock is taken to name them.  The caller
     holds the compaction lock (not the ledger's).  Returns ``job.seq``;
     raises :class:`~rankengine.ledger.replayed.ReplayCompactionError` when
-    the child failed (the previous snapshots stay in force).
+    the child failed (the previous snapshots stay in force), the
+    rotation's error when it failed (the ledger is failed then).
 
-    Runtime complexity: the child's run; O(files) under the lock
+    Runtime complexity: the rotation's fsyncs and the child's run; O(files)
+    under the lock
     """
     started = time.perf_counter()
     done = False
     try:
+        files = ledger._files
+        if files is not None:
+            files.finish_rotation()
         report = run_replay(job)
         crash_point("ledger_replay_written")
         listed: dict[str, list[list[Any]]] = report["files"]

@@ -62,7 +62,7 @@ from rankengine.ledger.compaction import (
     CompactionReport,
     compact_due,
     compact_in_process,
-    finish_replay,
+    finish_switched,
     kind_of,
     switch,
 )
@@ -84,6 +84,7 @@ from rankengine.ledger.replayed import (
     check_snapshot_mode,
 )
 from rankengine.ledger.restore import restore_views
+from rankengine.ledger.rotation import adopt_rotated
 from rankengine.ledger.routes import Route
 from rankengine.ledger.storage import (
     LedgerFiles,
@@ -239,6 +240,8 @@ class Ledger(LedgerFront):
         self._time = replay_log(  # (folded: rankengine.ledger.fold)
             self.path, files.manifest, start, tail, views=self._views.values(), time_ms=self._time
         )
+        self._time, notes = adopt_rotated(files, tail, self._views.values(), self._time)
+        self.recovery_notes += notes
         if tail.torn is not None:
             if on_torn_tail == "refuse":
                 raise TornTailError(tail.torn)
@@ -769,9 +772,7 @@ class Ledger(LedgerFront):
                 job = switch(self)
                 if job is None:
                     return compact_in_process(self, pause)  # (only the roll, if any)
-            if switched is not None:
-                switched()
-            return finish_replay(self, *job, naming=naming)
+            return finish_switched(self, *job, switched=switched, naming=naming)
 
     def flush(self) -> None:
         """fsync the log now (any policy)."""

@@ -37,6 +37,9 @@ not reflect it yet.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import dataclasses
 import functools
 import os
 import shutil
@@ -73,6 +76,7 @@ from rankengine.durable.records import (
     TornTail,
     crash_point,
 )
+from rankengine.durable.rotation import Rotation
 from rankengine.durable.snapshot import (
     SharedChunks,
     Snapshot,
@@ -164,6 +168,12 @@ class LedgerFiles:
         self.local = threading.local()
         #: under ``"always"``, the group commit that fsyncs the appends
         self.group: GroupCommit | None = None
+        #: the log rotation between its switch and its end (see
+        #: :meth:`switch`); it stays set after one failed (syncs raise)
+        self.rotation: Rotation | None = None
+        #: held while a manifest is written (by the rotation's end without
+        #: the ledger's lock; by everything else under it)
+        self.manifest_lock = threading.Lock()
         try:
             # a migration into a ledger a crash interrupted after its commit
             # (rankengine.ledger.migrate), then a forget: each journal
@@ -172,6 +182,9 @@ class LedgerFiles:
             finish_journal(path, MIGRATE_JOURNAL)
             finish_forget(path, nested=True)
             self.manifest = self._open_manifest(create)
+            #: a copy of what MANIFEST holds (the rotation's end writes it
+            #: with its segment added, not reading the ledger's config)
+            self.on_disk = self._copy(self.manifest.segments)
         except BaseException:
             self.lock.release()
             raise
@@ -256,6 +269,10 @@ class LedgerFiles:
             self.local.ticket = seq
         elif self.policy == "always":
             try:
+                rotation = self.rotation
+                if rotation is not None and writer is rotation.new:
+                    # (its end takes no ledger lock: the wait under it is safe)
+                    rotation.wait()
                 writer.sync()
             except BaseException as exc:
                 writer.undo_last(len(data))
@@ -306,39 +323,171 @@ class LedgerFiles:
                 self.failure = exc
 
     def sync(self) -> None:
-        """fsync the log now."""
-        with self.sync_lock:
-            if self.writer is None:
-                return
-            try:
-                self.writer.sync()
-            except OSError as exc:
-                self.failure = exc
-                raise
-            self.dirty = False
+        """fsync the log so that every record appended before the call is
+        durable and reachable by an open when it returns: during a log
+        rotation, once it is done (:meth:`finish_rotation`).  Raises the
+        fsync's error, or :class:`~rankengine.durable.records.LogError` if
+        the rotation failed.
+
+        The switch sets :attr:`rotation` before the writer, and this reads
+        them in the other order, under the sync lock (which the old
+        segment's close takes): a caller that finds the old writer syncs it
+        (every record it must cover is there); one that finds the new
+        writer waits for the rotation first.
+
+        Runtime complexity: one fsync, plus the wait for a rotation
+        """
+        while True:
+            with self.sync_lock:
+                writer, rotation = self.writer, self.rotation
+                if writer is None:
+                    return
+                if rotation is None or writer is not rotation.new:
+                    try:
+                        writer.sync()
+                    except OSError as exc:
+                        self.failure = exc
+                        raise
+                    self.dirty = False
+                    return
+            rotation.wait()
 
     def roll(self, first_seq: int) -> None:
-        """Start a new segment at ``first_seq`` and list it in the manifest
-        (the old one is synced and trimmed first)."""
+        """Start a new segment at ``first_seq`` and list it in the manifest,
+        all of it now (the old one synced and trimmed first): the in-process
+        compaction's, which holds the ledger's lock for its whole encoding
+        anyway.  A replayed one rotates in two halves (:meth:`switch`).
+
+        Runtime complexity: five fsyncs
+        """
         assert self.writer is not None
         self.sync()
         self.writer.trim()
         name = segment_name(first_seq)
-        header = {
-            "first_seq": first_seq,
-            "created_ms": time.time_ns() // 1_000_000,
-            "config": {"kind": LEDGER_KIND},
-        }
-        fresh = SegmentWriter.create(os.path.join(self.path, name), header)
+        fresh = SegmentWriter.create(os.path.join(self.path, name), _header(first_seq))
         fresh.close()
         fsync_dir(self.path)
         self.manifest.segments.append((name, first_seq))
-        write_manifest(self.path, self.manifest, step="roll_manifest")
+        self.write_manifest("roll_manifest")
         with self.sync_lock:  # (the fsync threads sync the writer under it)
             old, self.writer = self.writer, None
             old.close()
         end = os.path.getsize(os.path.join(self.path, name))
         self.writer = _WRITER.reopen(os.path.join(self.path, name), end, end)
+
+    def switch(self, first_seq: int) -> Rotation:
+        """The first half of a log rotation, under the ledger's lock (and
+        the compaction lock): segment ``first_seq`` created with its header
+        (not fsynced), made the writer, listed in the in-memory manifest.
+        The caller then lets the ledger's lock go and calls
+        :meth:`finish_rotation` (the design of
+        :mod:`rankengine.durable.rotation`: its steps, crash points and
+        hooks).  A failure to create the file raises with nothing changed.
+
+        Runtime complexity: O(1): one file created and written
+        """
+        self.check_writable()
+        assert self.writer is not None
+        name = segment_name(first_seq)
+        new = _WRITER.create(os.path.join(self.path, name), _header(first_seq), sync=False)
+        rotation = Rotation(self.writer, new, first_seq - 1, self.manifest.segments[-1][0])
+        # The rotation is set before the writer changes: a thread that sees
+        # the new writer sees the rotation too (see sync).
+        self.rotation = rotation
+        with self.sync_lock:
+            self.writer = new
+        self.manifest.segments.append((name, first_seq))
+        return rotation
+
+    def finish_rotation(self) -> None:
+        """The second half of the rotation :meth:`switch` began, without
+        the ledger's lock (the caller holds the compaction lock: nothing
+        else rotates or drops segments meanwhile)::
+
+            3. the old segment trimmed, fsynced, closed -> records up to s
+               durable (the group commit's waiters up to s released)
+            4. the new segment and the directory fsynced -> a manifest
+               written from here on may name it
+            5. the manifest naming it written -> records after s durable
+
+        A failure at any step fails the ledger (writes refused, waiters
+        raise) and raises; the next open keeps what it can prove (it
+        adopts the new segment where it follows the log exactly).  A no-op
+        when no rotation is under way.
+
+        Runtime complexity: four fsyncs and a manifest write (two more)
+        """
+        rotation = self.rotation
+        if rotation is None or rotation.error is not None:
+            return
+        try:
+            rotation.step("after_segment_create")
+            with self.sync_lock:  # (the everysec thread may be syncing it)
+                # zeros reserved ahead of the records are given back first:
+                # an open cuts them only from the last segment
+                rotation.old.trim()
+                rotation.old.sync()
+                rotation.old.close()
+            if self.group is not None:
+                self.group.synced(rotation.seq)
+            rotation.step("after_old_segment_sync")
+            with self.sync_lock:
+                rotation.new.sync()  # (its header and the records so far)
+            fsync_dir(self.path)  # (its name)
+            with self.manifest_lock:
+                rotation.ready = True
+            rotation.step("after_new_segment_sync")
+            with self.manifest_lock:
+                named = self.on_disk.segments
+                if all(name != rotation.name for name, _ in named):
+                    # (else a manifest written since step 4 names it already)
+                    entry = (rotation.name, rotation.seq + 1)
+                    self._write(self.on_disk, [*named, entry], "rotate_manifest")
+        except BaseException as exc:
+            if self.failure is None:
+                self.failure = exc
+            with self.sync_lock, contextlib.suppress(Exception):
+                rotation.old.close()
+            rotation.settle(exc)  # (self.rotation stays: sync raises from now on)
+            raise
+        self.rotation = None
+        rotation.settle()
+
+    def _copy(self, segments: list[tuple[str, int]]) -> Manifest:
+        """The in-memory manifest as it will be written: its config copied,
+        with ``segments``."""
+        return dataclasses.replace(
+            self.manifest,
+            config=copy.deepcopy(self.manifest.config),
+            snapshots=list(self.manifest.snapshots),
+            segments=list(segments),
+            ends=dict(self.manifest.ends),
+        )
+
+    def _write(self, base: Manifest, segments: list[tuple[str, int]], step: str) -> None:
+        """Write ``base`` with ``segments`` as the MANIFEST (the caller
+        holds :attr:`manifest_lock`) and keep it as :attr:`on_disk`."""
+        written = dataclasses.replace(base, segments=list(segments))
+        write_manifest(self.path, written, step=step)
+        self.on_disk = written
+        self.manifest.generation = written.generation
+
+    def write_manifest(self, step: str) -> None:
+        """Write the in-memory manifest atomically (the caller holds the
+        ledger's lock); while a rotation has not fsynced its new segment
+        yet (step 4 of :meth:`finish_rotation`), without that segment: a
+        manifest must not name a file whose name a power cut may lose.
+        ``step`` names the crash points (see
+        :func:`~rankengine.durable.manifest.write_manifest`).
+
+        Runtime complexity: O(size of the manifest) plus two fsyncs
+        """
+        with self.manifest_lock:
+            segments = self.manifest.segments
+            rotation = self.rotation
+            if rotation is not None and not rotation.ready:
+                segments = [entry for entry in segments if entry[0] != rotation.name]
+            self._write(self._copy(segments), segments, step)
 
     def drop_segments_before(self, seq: int) -> None:
         """Remove segments whose every record is at most ``seq`` (all but
@@ -348,7 +497,7 @@ class LedgerFiles:
         if not doomed:
             return
         self.manifest.segments = self.manifest.segments[keep_from:]
-        write_manifest(self.path, self.manifest, step="drop_manifest")
+        self.write_manifest("drop_manifest")
         for name, _ in doomed:
             os.remove(os.path.join(self.path, name))
         fsync_dir(self.path)
@@ -388,7 +537,7 @@ class LedgerFiles:
 
     def commit(self) -> None:
         """Write the manifest (views, snapshots and segments) atomically."""
-        write_manifest(self.path, self.manifest, step="ledger_manifest")
+        self.write_manifest("ledger_manifest")
         crash_point("after_ledger_manifest")
 
     def remove_unlisted(self) -> list[str]:
@@ -430,6 +579,15 @@ class LedgerFiles:
                     writer.close()
         finally:
             self.lock.release()
+
+
+def _header(first_seq: int) -> dict[str, Any]:
+    """The header of a new segment of a ledger's log, from ``first_seq``."""
+    return {
+        "first_seq": first_seq,
+        "created_ms": time.time_ns() // 1_000_000,
+        "config": {"kind": LEDGER_KIND},
+    }
 
 
 def write_view_parts(
