@@ -375,3 +375,35 @@ def test_an_unnamed_segment_that_does_not_follow_the_log_is_not_adopted(
         assert again.last_seq == seq
         assert not (directory / name).exists()
         assert again.view("alltime").items() == model(10)
+
+
+def test_a_rotation_after_a_forget_writes_the_forget_s_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rotation writes the manifest as on disk plus its segment: after
+    a forget's commit that is the forget's (here the child then fails, so
+    no later naming writes the manifest again)."""
+    directory = tmp_path / "ledger"
+    ledger = open_ledger(directory, fsync="never")
+    ledger.add_view("alltime")
+    for i in range(20):
+        record(ledger, i)
+    ledger.compact(kind=REPLAY)  # (a snapshot holding m0, which the forget rewrites)
+    for i in range(20, 30):
+        record(ledger, i)
+    ledger.forget("m0")
+    for i in range(30, 35):
+        record(ledger, i)  # (m5, m6 ...: the views' snapshots now lag the log)
+
+    def fail(_job: Any) -> Any:
+        raise OSError(5, "the child failed")
+
+    monkeypatch.setattr(compaction, "run_replay", fail)
+    with pytest.raises(OSError, match="the child failed"):
+        ledger.compact(kind=REPLAY)
+    expected = ledger.view("alltime").items()
+    assert "m0" not in dict(expected)
+    ledger.close()
+    with open_ledger(directory) as again:
+        assert again.view("alltime").items() == expected
+        assert again.recovery_notes == []

@@ -411,7 +411,7 @@ def _any_trace(root: str, member: Any) -> bool:
 def _settle(files: LedgerFiles, new: Manifest, plan: ForgetPlan) -> None:
     """After the commit: the new manifest, and the writer on the rewritten
     active segment."""
-    files.manifest = new
+    files.use_manifest(new)
     active = os.path.join(files.path, new.segments[-1][0])
     if any(final == active for _, final in plan.renames):
         files.reopen_active()

@@ -472,6 +472,16 @@ class LedgerFiles:
         self.on_disk = written
         self.manifest.generation = written.generation
 
+    def use_manifest(self, written: Manifest) -> None:
+        """Take ``written``, a manifest written elsewhere (a forget's
+        commit), as the in-memory one and as what MANIFEST holds.
+
+        Runtime complexity: O(size of the manifest)
+        """
+        with self.manifest_lock:
+            self.manifest = written
+            self.on_disk = self._copy(written.segments)
+
     def write_manifest(self, step: str) -> None:
         """Write the in-memory manifest atomically (the caller holds the
         ledger's lock); while a rotation has not fsynced its new segment
