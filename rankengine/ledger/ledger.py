@@ -240,8 +240,7 @@ class Ledger(LedgerFront):
         self._time = replay_log(  # (folded: rankengine.ledger.fold)
             self.path, files.manifest, start, tail, views=self._views.values(), time_ms=self._time
         )
-        self._time, notes = adopt_rotated(files, tail, self._views.values(), self._time)
-        self.recovery_notes += notes
+        self._time = adopt_rotated(files, tail, self._views, self._time, self.recovery_notes)
         if tail.torn is not None:
             if on_torn_tail == "refuse":
                 raise TornTailError(tail.torn)

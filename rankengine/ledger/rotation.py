@@ -39,7 +39,7 @@ adopted log-00000000000000000002.seg (a log rotation a crash cut short) [('bob',
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 from rankengine.durable.eventlog import SegmentReader
 from rankengine.durable.manifest import Manifest
@@ -53,20 +53,23 @@ __all__ = ["adopt_rotated"]
 
 
 def adopt_rotated(
-    files: LedgerFiles, tail: LogTail, views: Iterable[View], time_ms: int
-) -> tuple[int, list[str]]:
+    files: LedgerFiles,
+    tail: LogTail,
+    views: Mapping[str, View],
+    time_ms: int,
+    notes: list[str],
+) -> int:
     """After the replay of the segments the manifest names (``tail`` says
     where it ended): replay into ``views`` the unnamed segments that
     continue the log (see the module docstring), list them in the manifest
     and write it, cut the reserved zeros after the records of each segment
     an adopted one follows; then remove or set aside what else the
-    manifest does not name.  Returns the ledger's time after the records
-    and the notes.
+    manifest does not name.  Appends what it did to ``notes``; returns
+    the ledger's time after the records.
 
     Runtime complexity: see the module docstring
     """
     directory, manifest = files.path, files.manifest
-    views = list(views)
     adopted: list[tuple[str, int]] = []
     followed: list[tuple[str, int]] = []
     for name, first in unnamed_after(directory, manifest):
@@ -83,12 +86,14 @@ def adopt_rotated(
         end = tail.active[3]
         followed.append((tail.active[0], end))
         probe = Manifest(manifest.config, [], [(name, first)])
-        time_ms = replay_log(directory, probe, tail.last_seq, tail, views=views, time_ms=time_ms)
+        time_ms = replay_log(
+            directory, probe, tail.last_seq, tail, views=views.values(), time_ms=time_ms
+        )
         adopted.append((name, first))
-    notes: list[str] = []
     if adopted:
         trim_segments(directory, followed)
         manifest.segments += adopted
         files.write_manifest("adopt_manifest")
-        notes = [f"adopted {name} (a log rotation a crash cut short)" for name, _ in adopted]
-    return time_ms, notes + remove_leftovers(directory, manifest)
+        notes += [f"adopted {name} (a log rotation a crash cut short)" for name, _ in adopted]
+    notes += remove_leftovers(directory, manifest)
+    return time_ms
