@@ -10,6 +10,7 @@ at each step: tests/test_ledger_replay.py.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import threading
@@ -28,6 +29,7 @@ from rankengine.durable.manifest import read_manifest, segment_name, write_manif
 from rankengine.durable.records import LogError, RecoveryWarning
 from rankengine.durable.verify import verify
 from rankengine.ledger import compaction
+from rankengine.ledger.aio import AsyncLedger
 from rankengine.ledger.replayed import REPLAY
 
 GATE_S = 30.0  # (a bound for a stuck test, never a measured time)
@@ -407,3 +409,56 @@ def test_a_rotation_after_a_forget_writes_the_forget_s_manifest(
     with open_ledger(directory) as again:
         assert again.view("alltime").items() == expected
         assert again.recovery_notes == []
+
+
+def test_a_failed_rotation_fails_the_awaits_of_an_async_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``arecord`` whose record went into the new segment raises once
+    the rotation fails, and so does every later one."""
+    go = threading.Event()
+
+    def fail(step: str, _running: rotation.Rotation) -> None:
+        if step == "after_old_segment_sync":
+            assert go.wait(GATE_S)
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(rotation, "hooks", [fail])
+
+    async def main() -> list[BaseException | None]:
+        aledger = await AsyncLedger.open(
+            tmp_path, fsync="always", compact_min_bytes=None, snapshot_mode=REPLAY
+        )
+        aledger.add_view("alltime")
+        for i in range(20):
+            await aledger.arecord(f"m{i % 7}", 1, t_ms=T0_MS + i)
+        seq = aledger.ledger.last_seq
+        compacting = asyncio.ensure_future(asyncio.to_thread(aledger.ledger.compact, kind=REPLAY))
+        while aledger.ledger._files is None or aledger.ledger._files.rotation is None:
+            await asyncio.sleep(0.001)
+        during = asyncio.ensure_future(aledger.arecord("late", 1, t_ms=T0_MS + 99))
+        while aledger.ledger.last_seq == seq:
+            await asyncio.sleep(0.001)
+        go.set()
+        outcomes: list[BaseException | None] = []
+        for future in (compacting, during):
+            try:
+                await future
+                outcomes.append(None)
+            except BaseException as exc:
+                outcomes.append(exc)
+        try:
+            await aledger.arecord("later", 1, t_ms=T0_MS + 100)
+            outcomes.append(None)
+        except BaseException as exc:
+            outcomes.append(exc)
+        await aledger.aclose()
+        return outcomes
+
+    compacted, during, later = asyncio.run(main())
+    assert isinstance(compacted, OSError)
+    assert isinstance(during, LogError), during
+    assert isinstance(later, LogError), later
+    monkeypatch.setattr(rotation, "hooks", [])
+    with open_ledger(tmp_path) as again:
+        assert again.last_seq == 21  # (the record was appended: the open adopts it)
