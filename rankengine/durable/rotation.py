@@ -126,6 +126,18 @@ class Rotation:
             self.error = error
         self._done.set()
 
+    def fail(self, error: BaseException, sync_lock: contextlib.AbstractContextManager[Any]) -> None:
+        """End the rotation stopped by ``error``: the old segment closed
+        under ``sync_lock`` (a flusher may hold it), then :meth:`settle`.
+        The owner keeps the rotation set, so that its syncs raise from now
+        on, and fails itself.
+
+        Runtime complexity: O(waiters)
+        """
+        with sync_lock, contextlib.suppress(Exception):
+            self.old.close()
+        self.settle(error)
+
     def wait(self) -> None:
         """Return once the rotation is durable; raise
         :class:`~rankengine.durable.records.LogError` if it failed.
@@ -195,9 +207,7 @@ def finish_rotation(board: Any, rotation: Rotation) -> None:
     except BaseException as exc:
         if board._failure is None:
             board._failure = exc
-        with board._sync_lock, contextlib.suppress(Exception):
-            rotation.old.close()
-        rotation.settle(exc)  # (board._rotation stays: sync_active raises from now on)
+        rotation.fail(exc, board._sync_lock)  # (board._rotation stays set)
         raise
     board._rotation = None
     rotation.settle()

@@ -37,7 +37,6 @@ not reflect it yet.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
@@ -449,9 +448,7 @@ class LedgerFiles:
         except BaseException as exc:
             if self.failure is None:
                 self.failure = exc
-            with self.sync_lock, contextlib.suppress(Exception):
-                rotation.old.close()
-            rotation.settle(exc)  # (self.rotation stays: sync raises from now on)
+            rotation.fail(exc, self.sync_lock)  # (self.rotation stays set)
             raise
         self.rotation = None
         rotation.settle()
