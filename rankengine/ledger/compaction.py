@@ -15,10 +15,13 @@ Two ways to make the snapshots (:func:`~rankengine.ledger.replayed.compaction_ki
   child process rebuilds the
   views at ``s`` from their snapshots and the sealed segments
   (:mod:`rankengine.ledger.replayed`) while records go on; the parent
-  renames the child's files, then under the lock names them in the
-  manifest for the views still registered as they were, removes the files
-  no longer named and drops the segments before ``s`` (without
-  ``retain_log``).
+  renames the child's files, then names them for the views still
+  registered as they were: under the lock in memory only, a copy of the
+  manifest taken (numbered); after it the copy written, unless a manifest
+  written meanwhile (under the lock, so after the change) holds a later
+  one; only then, under the lock again, the views repointed and the files
+  no longer named removed, and the segments before ``s`` (without
+  ``retain_log``, listed no more in the same manifest) after it.
 
 Crash-safety (``RANKENGINE_CRASH_AT`` steps, ``tests/test_ledger_replay.py``):
 ``ledger_replay_switched`` (sealed; the old snapshots named, the new
@@ -28,14 +31,16 @@ rotation's own steps ``after_segment_create``, ``after_old_segment_sync``,
 ``tests/test_ledger_rotation.py``), ``ledger_replay_child`` (in the child, after a view's files),
 ``ledger_replay_written`` and ``ledger_replay_renamed`` (files the
 manifest does not name: the next open removes them),
-``ledger_replay_named`` (the new snapshots named; old files and segments
-not removed yet: the next open or compaction removes them).  At each, a
+``ledger_replay_copied`` (named in memory, the manifest not written: it
+names the old snapshots, still on disk), ``ledger_replay_named`` (the new
+snapshots named; old files and segments not removed yet: the next open or
+compaction removes them).  At each, a
 reopen restores every view from the snapshots the manifest names and
 replays the log after them.
 
 Runtime complexity: in-process O(N) under the lock for N rows (and the
-roll's fsyncs); replay O(views) under the lock for the switch (no fsync)
-and O(files) at the naming
+roll's fsyncs); replay O(views) under the lock for the switch (no fsync),
+O(views + parts) for the naming (no fsync), O(files) to remove the old ones
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rankengine.durable.records import crash_point
+from rankengine.durable.snapshot import fsync_dir
 from rankengine.ledger.redis_view import RedisAdapter
 from rankengine.ledger.replayed import (
     IN_PROCESS,
@@ -64,6 +70,7 @@ from rankengine.ledger.views import View
 from rankengine.timed.lazy import Unloaded
 
 if TYPE_CHECKING:
+    from rankengine.durable.manifest import Manifest
     from rankengine.ledger.ledger import Ledger
 
 __all__ = [
@@ -267,7 +274,8 @@ def finish_switched(
 ) -> int:
     """After :func:`switch` let the ledger's lock go: call ``switched``,
     then :func:`finish_replay` (run even when ``switched`` raises: the
-    rotation must end and the job be let go; its error is raised after).
+    rotation must end and the job be let go; its error is raised after),
+    which calls ``switched`` again once the naming lets the lock go.
 
     Runtime complexity: as :func:`finish_replay`
     """
@@ -275,7 +283,7 @@ def finish_switched(
         if switched is not None:
             switched()
     finally:
-        seq = finish_replay(ledger, job, views, naming=naming)
+        seq = finish_replay(ledger, job, views, naming=naming, named=switched)
     return seq
 
 
@@ -285,20 +293,24 @@ def finish_replay(
     views: Mapping[str, View],
     *,
     naming: Callable[[], None] | None = None,
+    named: Callable[[], None] | None = None,
 ) -> int:
     """Finish the switch's log rotation (its fsyncs: the child then reads
     only segments on disk), run the child of ``job`` (both without the
-    ledger's lock), rename its files, name them in the manifest for each view still registered as
-    ``views`` holds it, remove the files no longer named, drop the
-    segments every snapshot covers (without ``retain_log``); ``naming`` is
-    called before the ledger's lock is taken to name them.  The caller
-    holds the compaction lock (not the ledger's).  Returns ``job.seq``;
-    raises :class:`~rankengine.ledger.replayed.ReplayCompactionError` when
-    the child failed (the previous snapshots stay in force), the
-    rotation's error when it failed (the ledger is failed then).
+    ledger's lock), rename its files, then name them (:func:`_name`) for
+    each view still registered as ``views`` holds it: under the lock in
+    memory only, the manifest written after it; only once that is durable
+    the files no longer named are removed, and the segments every snapshot
+    covers (without ``retain_log``).  ``naming`` is called before the
+    ledger's lock is taken to name them, ``named`` once it is let go
+    (before the manifest's fsyncs).  The caller holds the compaction lock
+    (not the ledger's).  Returns ``job.seq``; raises
+    :class:`~rankengine.ledger.replayed.ReplayCompactionError` when the
+    child failed (the previous snapshots stay in force), the rotation's
+    error when it failed (the ledger is failed then).
 
-    Runtime complexity: the rotation's fsyncs and the child's run; O(files)
-    under the lock
+    Runtime complexity: the rotation's fsyncs and the child's run;
+    O(views + parts) under the lock to name, O(files) to remove
     """
     started = time.perf_counter()
     done = False
@@ -314,7 +326,16 @@ def finish_replay(
         if naming is not None:
             naming()
         with ledger._lock:
-            _name(ledger, job, views, listed, report["moved"])
+            naming_ = _name(ledger, job, views, listed)
+        late: Exception | None = None
+        try:
+            if named is not None:
+                named()
+        except Exception as exc:  # (raised at the end: the naming is written or undone first)
+            late = exc
+        naming_.write(ledger)
+        with ledger._lock:
+            naming_.tidy(ledger, job, views, listed, report["moved"])
             ledger.last_compaction = CompactionReport(
                 REPLAY,
                 job.seq,
@@ -322,7 +343,10 @@ def finish_replay(
                 float(report["cpu_s"]),
                 int(report["maxrss_kb"]),
             )
+        naming_.drop_segments(ledger)
         done = True
+        if late is not None:
+            raise late
     finally:
         with ledger._lock:
             ledger._replaying = False
@@ -334,18 +358,115 @@ def finish_replay(
     return job.seq
 
 
+@dataclasses.dataclass
+class _Naming:
+    """A replayed compaction's naming between its in-memory half
+    (:func:`_name`, under the ledger's lock) and the manifest on disk.
+
+    :param named: each view named -> (its new entry, the one it replaced)
+    :param copy: the manifest to write (:meth:`LedgerFiles.take_copy`), or
+        None when nothing changed
+    :param doomed: the segments the copy no longer lists (``retain_log`` off)
+    """
+
+    named: dict[str, tuple[list[Any], list[Any] | None]]
+    copy: tuple[int, Manifest] | None
+    doomed: list[tuple[str, int]]
+
+    def write(self, ledger: Ledger) -> None:
+        """Step 2, without the ledger's lock: write the copy, unless a
+        manifest written since holds a later one (which holds the naming).
+        On failure, under the lock, the in-memory naming is undone and the
+        error raised, unless a later copy on disk holds it (then the naming
+        is durable: the compaction goes on).
+
+        Runtime complexity: O(size of the manifest) plus two fsyncs
+        """
+        files = ledger._files
+        if self.copy is None or files is None:
+            return
+        crash_point("ledger_replay_copied")
+        try:
+            files.write_copy(self.copy, "ledger_manifest")
+        except Exception:
+            with ledger._lock:
+                if files.copy_on_disk >= self.copy[0]:  # (written since, by another)
+                    return
+                self.undo(ledger)
+            raise
+        crash_point("ledger_replay_named")
+
+    def undo(self, ledger: Ledger) -> None:
+        """The in-memory naming undone (under the ledger's lock), where
+        nothing changed it since."""
+        files = ledger._files
+        assert files is not None
+        snapshots = files.manifest.config["snapshots"]
+        for name, (entry, replaced) in self.named.items():
+            if snapshots.get(name) is entry:
+                if replaced is None:
+                    del snapshots[name]
+                else:
+                    snapshots[name] = replaced
+        if self.doomed:
+            files.manifest.segments = self.doomed + files.manifest.segments
+            self.doomed = []
+        self.named = {}
+
+    def tidy(
+        self,
+        ledger: Ledger,
+        job: LedgerReplayJob,
+        views: Mapping[str, View],
+        listed: Mapping[str, list[list[Any]]],
+        moved: Mapping[str, Mapping[str, int]],
+    ) -> None:
+        """Step 3, under the ledger's lock, once the naming is durable:
+        the views named (still as they were, their entry still this
+        naming's) load their unloaded periods from the child's copies, and
+        the files no longer named are removed (no fsync).
+
+        Runtime complexity: O(files of the views)
+        """
+        files = ledger._files
+        assert files is not None
+        snapshots = files.manifest.config["snapshots"]
+        for name, (entry, _replaced) in self.named.items():
+            view = ledger._views.get(name)
+            if view is views[name] and snapshots.get(name) is entry:
+                _repoint(view, job.view_dir(name), listed[name], moved.get(name, {}))
+        files.remove_unlisted()
+
+    def drop_segments(self, ledger: Ledger) -> None:
+        """The segments the manifest no longer lists removed, without the
+        ledger's lock (no segment of theirs is made again: seqs only grow).
+
+        Runtime complexity: O(segments dropped) plus one fsync
+        """
+        files = ledger._files
+        if not self.doomed or files is None:
+            return
+        for name, _first in self.doomed:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(files.path, name))
+        fsync_dir(files.path)
+
+
 def _name(
     ledger: Ledger,
     job: LedgerReplayJob,
     views: Mapping[str, View],
     listed: Mapping[str, list[list[Any]]],
-    moved: Mapping[str, Mapping[str, int]],
-) -> None:
-    """The naming step of :func:`finish_replay` (under the ledger's lock)."""
+) -> _Naming:
+    """Step 1 of the naming, under the ledger's lock (O(views + parts), no
+    file written): each view still registered as ``views`` holds it, whose
+    snapshot is older than the job's, gets the child's files as its entry;
+    without ``retain_log`` the segments every snapshot covers leave the
+    list; and the manifest to write is copied."""
     files = ledger._files
     assert files is not None
     snapshots = files.manifest.config["snapshots"]
-    named = []
+    named: dict[str, tuple[list[Any], list[Any] | None]] = {}
     for name, parts in listed.items():
         if ledger._views.get(name) is not views[name]:  # removed (or re-added) meanwhile
             continue
@@ -353,18 +474,17 @@ def _name(
         if entry is not None and entry[0] >= job.seq:
             continue
         snapshots[name] = [job.seq, parts, job.time_ms]
-        named.append(name)
-    if named:
-        files.commit()
-        crash_point("ledger_replay_named")
-        for name in named:
-            _repoint(ledger._views[name], job.view_dir(name), listed[name], moved.get(name, {}))
-    files.remove_unlisted()
+        named[name] = (snapshots[name], entry)
+    doomed: list[tuple[str, int]] = []
     if not ledger._retain:
         seqs = [snapshots[n][0] if n in snapshots else -1 for n in ledger._views]
         low = min(seqs, default=job.seq)
         if low >= 0:
-            files.drop_segments_before(low)
+            keep = files.manifest.chain_start(low)
+            doomed = files.manifest.segments[:keep]
+            files.manifest.segments = files.manifest.segments[keep:]
+    copy = files.take_copy() if named or doomed else None
+    return _Naming(named, copy, doomed)
 
 
 def _repoint(view: View, directory: str, parts: list[list[Any]], moved: Mapping[str, int]) -> None:

@@ -751,9 +751,9 @@ class Ledger(LedgerFront):
         for one piece at most, not for the interpreter's 5 ms switch
         interval or a whole chunk's encoding.  ``switched`` and ``naming``
         (a replay only) are called on the compacting thread once the
-        switch has let the lock go, and before the lock is taken again to
-        name the snapshots (the asyncio face holds its records back for
-        those two holds of the lock).
+        switch has let the lock go, before the lock is taken again to name
+        the snapshots (in memory; ``switched`` again once that lets it go,
+        before the manifest's fsyncs): the asyncio face holds records back.
 
         Runtime complexity: O(N) over the views' members (replay: in the child)
         """

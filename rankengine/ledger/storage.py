@@ -174,6 +174,11 @@ class LedgerFiles:
         #: held while a manifest is written (by the rotation's end without
         #: the ledger's lock; by everything else under it)
         self.manifest_lock = threading.Lock()
+        #: the number of the last copy of the manifest taken (under the
+        #: ledger's lock), and of the newest one MANIFEST holds: a copy
+        #: holds every change made before it, so one older than MANIFEST's
+        #: is not written (:meth:`take_copy`, :meth:`write_copy`)
+        self.copies = self.copy_on_disk = 0
         try:
             # a migration into a ledger a crash interrupted after its commit
             # (rankengine.ledger.migrate), then a forget: each journal
@@ -483,6 +488,8 @@ class LedgerFiles:
         with self.manifest_lock:
             self.manifest = written
             self.on_disk = self._copy(written.segments)
+            self.copies += 1
+            self.copy_on_disk = self.copies
 
     def write_manifest(self, step: str) -> None:
         """Write the in-memory manifest atomically (the caller holds the
@@ -495,11 +502,45 @@ class LedgerFiles:
         Runtime complexity: O(size of the manifest) plus two fsyncs
         """
         with self.manifest_lock:
-            segments = self.manifest.segments
-            rotation = self.rotation
-            if rotation is not None and not rotation.ready:
-                segments = [entry for entry in segments if entry[0] != rotation.name]
-            self._write(self._copy(segments), segments, step)
+            self._write_copy(self._take_copy(), step)
+
+    def take_copy(self) -> tuple[int, Manifest]:
+        """The in-memory manifest as :meth:`write_manifest` would write it
+        now, and its number, for :meth:`write_copy` to write after the
+        caller lets the ledger's lock go (the caller holds it, and the
+        compaction lock: no rotation starts and no segment is dropped
+        before the write).
+
+        Runtime complexity: O(size of the manifest)
+        """
+        with self.manifest_lock:  # (rotation.ready is set under it)
+            return self._take_copy()
+
+    def _take_copy(self) -> tuple[int, Manifest]:
+        segments = self.manifest.segments
+        rotation = self.rotation
+        if rotation is not None and not rotation.ready:
+            segments = [entry for entry in segments if entry[0] != rotation.name]
+        self.copies += 1
+        return self.copies, self._copy(segments)
+
+    def write_copy(self, copy: tuple[int, Manifest], step: str) -> bool:
+        """Write ``copy`` (:meth:`take_copy`) as the MANIFEST, without the
+        ledger's lock; False, writing nothing, when MANIFEST holds a later
+        copy already (which holds every change this one does).
+
+        Runtime complexity: O(size of the manifest) plus two fsyncs
+        """
+        with self.manifest_lock:
+            return self._write_copy(copy, step)
+
+    def _write_copy(self, copy: tuple[int, Manifest], step: str) -> bool:
+        number, manifest = copy
+        if number <= self.copy_on_disk:
+            return False
+        self._write(manifest, manifest.segments, step)
+        self.copy_on_disk = number
+        return True
 
     def drop_segments_before(self, seq: int) -> None:
         """Remove segments whose every record is at most ``seq`` (all but
