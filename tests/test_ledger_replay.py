@@ -10,6 +10,10 @@
   the next compaction succeeds;
 * a recorder killed (SIGKILL) at each step of the protocol loses no
   acknowledged event, and leaves no stray file;
+* the naming: in memory under the lock, the manifest written after it
+  (not when a manifest written meanwhile holds a later copy), the old
+  files removed only once it is durable; an ``AsyncLedger``'s records go
+  on while it is written;
 * an ``AsyncLedger`` acknowledges records while a replayed compaction runs.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,7 +44,7 @@ from rankengine.ledger import compaction, replayed
 from rankengine.ledger.aio import AsyncLedger
 from rankengine.ledger.replayed import AUTO_REPLAY_ROWS, IN_PROCESS, REPLAY, ReplayCompactionError
 from rankengine.ledger.routes import Route
-from rankengine.ledger.storage import VIEWS_DIR
+from rankengine.ledger.storage import VIEWS_DIR, LedgerFiles
 from rankengine.ledger.views import View
 
 pytestmark = pytest.mark.skipif(not sys.executable, reason="needs a Python to start")
@@ -285,6 +290,7 @@ PARENT_STEPS = [
     "ledger_replay_switched",
     "ledger_replay_written",
     "ledger_replay_renamed",
+    "ledger_replay_copied",
     "ledger_replay_named",
 ]
 #: The log rotation's own steps after the switch (rankengine/durable/rotation.py):
@@ -472,3 +478,176 @@ def test_the_child_gives_up_when_its_parent_is_gone(tmp_path: Path) -> None:
         for name in os.listdir(job.view_dir(view))
     )
     ledger.close()
+
+
+def _named_files_exist(path: Path) -> None:
+    """Every file the MANIFEST on disk names is there, and a copy of the
+    directory as it is now (what a kill leaves) reopens."""
+    manifest = read_manifest(str(path))
+    for view, entry in manifest.config["snapshots"].items():
+        for _key, name in entry[1]:
+            assert (path / VIEWS_DIR / view / name).exists(), (view, name)
+    for name, _ in manifest.segments:
+        assert (path / name).exists(), name
+
+
+@pytest.mark.parametrize(
+    ("retain", "between"), [(True, ""), (True, "add"), (False, ""), (False, "remove")]
+)
+def test_a_manifest_written_between_the_naming_and_its_write_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, retain: bool, between: str
+) -> None:
+    """A view added once the naming let the lock go writes a later copy
+    (it holds the naming): the naming's own copy, older, is not written
+    over it.  The files the manifest on disk names stay until the
+    naming's manifest is durable."""
+    directory = tmp_path / "ledger"
+    ledger = Ledger.open(
+        directory,
+        snapshot_mode="replay",
+        compact_min_bytes=None,
+        fsync="never",
+        retain_log=retain,
+    )
+    add_views(ledger)
+    ledger.add_view("extra", "board", where={"region": "eu"})
+    for i in range(60):
+        apply(ledger, events(SEED, i))
+    ledger.compact()
+    for i in range(60, 90):
+        apply(ledger, events(SEED, i))
+    files = ledger._files
+    assert files is not None
+    real_write = type(files).write_copy
+    written: list[bool] = []
+    kills: list[dict[str, Any]] = []
+
+    def write_copy(self: Any, copy: Any, step: str) -> bool:
+        _named_files_exist(directory)  # (nothing removed before the write)
+        kill = tmp_path / f"kill{len(kills)}"
+        shutil.copytree(directory, kill)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            again = Ledger.open(kill, compact_min_bytes=None, fsync="never")
+        try:
+            kills.append(state(again))
+        finally:
+            again.close()
+        done = real_write(self, copy, step)
+        written.append(done)
+        return done
+
+    monkeypatch.setattr(type(files), "write_copy", write_copy)
+    calls = []
+
+    def switched() -> None:
+        calls.append(ledger.last_seq)
+        if len(calls) == 2:  # the naming let the lock go: in memory only
+            assert ledger._files is not None
+            named = ledger._files.manifest.config["snapshots"]["alltime"]
+            assert named[0] == 90 and named[1][0][1].startswith("r")
+            on_disk = read_manifest(str(directory)).config["snapshots"]["alltime"]
+            assert on_disk[0] == 60
+            if between == "add":
+                ledger.add_view("late", "board", where={"region": "us"})
+            elif between == "remove":  # (a view added needs the log from seq 1)
+                ledger.remove_view("extra")
+
+    assert ledger.compact(kind=REPLAY, switched=switched) == 90
+    assert calls == [90, 90]
+    assert written == [not between]  # (the add_view's copy was later)
+    on_disk = read_manifest(str(directory)).config
+    assert ("late" in on_disk["views"]) is (between == "add")
+    assert ("extra" in on_disk["views"]) is (between != "remove")
+    assert on_disk["snapshots"]["alltime"][0] == 90
+    assert on_disk["snapshots"]["alltime"][1][0][1].startswith("r")
+    for i in range(90, 100):
+        apply(ledger, events(SEED, i))
+    expected = state(ledger)
+    late = ledger["late" if between == "add" else "alltime"].items()
+    ledger.close()
+    check_files(directory)
+    assert kills == [model(SEED, 90)]
+    reopened = Ledger.open(directory, compact_min_bytes=None, retain_log=retain)
+    try:
+        reopened._check()
+        assert state(reopened) == expected == model(SEED, 100)
+        assert reopened["late" if between == "add" else "alltime"].items() == late
+        assert ("extra" in reopened.views) is (between != "remove")
+    finally:
+        reopened.close()
+
+
+def test_a_failed_naming_write_undoes_the_naming(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The naming's manifest write fails: the in-memory naming is undone,
+    the old snapshots stay named and on disk, the child's files go."""
+    ledger = replay_ledger(tmp_path, 50)
+    ledger.compact()
+    for i in range(50, 70):
+        apply(ledger, events(SEED, i))
+    files = ledger._files
+    assert files is not None
+    before = read_manifest(str(tmp_path)).config["snapshots"]
+
+    def fail(_self: Any, _copy: Any, _step: str) -> bool:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(type(files), "write_copy", fail)
+    with pytest.raises(OSError, match="No space"):
+        ledger.compact(kind=REPLAY)
+    monkeypatch.undo()
+    assert files.manifest.config["snapshots"] == before
+    check_files(tmp_path)
+    for i in range(70, 80):
+        apply(ledger, events(SEED, i))
+    assert ledger.compact(kind=REPLAY) == 80
+    ledger.close()
+    check_files(tmp_path)
+    with Ledger.open(tmp_path, compact_min_bytes=None) as reopened:
+        assert state(reopened) == model(SEED, 80)
+
+
+def test_async_records_go_on_while_the_naming_writes_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``AsyncLedger`` holds records back for the naming's hold of the
+    lock only: they are acknowledged while its manifest is written."""
+    writing, go = threading.Event(), threading.Event()
+    real_write = LedgerFiles.write_copy
+
+    def write_copy(self: Any, copy: Any, step: str) -> bool:
+        writing.set()
+        go.wait(GATE_S)  # (the test opens it; a held-back record waits this out)
+        writing.clear()
+        return real_write(self, copy, step)
+
+    monkeypatch.setattr(LedgerFiles, "write_copy", write_copy)
+    target = 30
+
+    async def main() -> tuple[int, int]:
+        aledger = await AsyncLedger.open(
+            tmp_path, fsync="always", compact_min_bytes=4_000, snapshot_mode="replay"
+        )
+        aledger.add_view("alltime")
+        i = during = 0
+        while not writing.is_set() and i < 50_000:
+            await aledger.arecord(f"m{i % 50}", 1, t_ms=1_800_000_000_000 + i)
+            i += 1
+        while during < target:
+            await aledger.arecord(f"m{i % 50}", 1, t_ms=1_800_000_000_000 + i)
+            i += 1
+            if writing.is_set():  # acknowledged while the manifest waits
+                during += 1
+            else:
+                break
+        go.set()
+        await aledger.aclose()
+        return during, i
+
+    during, recorded = asyncio.run(main())
+    assert during == target, (during, recorded)
+    with Ledger.open(tmp_path, compact_min_bytes=None) as reopened:
+        assert reopened.last_seq == recorded
+        reopened._check()

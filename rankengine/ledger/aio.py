@@ -240,8 +240,10 @@ class AsyncLedger:
             self._resume()
 
     def _let_through(self) -> None:
-        """On the loop: a replayed compaction's switch is made; the records
-        it held back go on while the child runs."""
+        """On the loop: a replayed compaction let the ledger's lock go
+        after its switch (the records it held back go on while the child
+        runs) or after its naming in memory (they go on while the manifest
+        is written and the old files removed)."""
         self._holding = False
         self._resume()
 
@@ -249,7 +251,9 @@ class AsyncLedger:
         """On the compacting thread, before the naming takes the ledger's
         lock: hold records back on the loop from its next turn (waiting at
         most :data:`HOLD_WAIT_S` for the loop to say so), so that none
-        blocks the loop's thread on the lock."""
+        blocks the loop's thread on the lock, until :meth:`_let_through`
+        (the naming's hold is in memory only: the manifest is written
+        after it lets the lock go)."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
