@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ledger import run_open_loop, stream  # (bench/ledger.py, beside this file)
 
+from rankengine.ledger import compaction
 from rankengine.ledger.aio import AsyncLedger
 
 #: The compaction threshold of bench/ledger.py's lag round.
@@ -39,7 +40,8 @@ COMPACT_BYTES = 1 << 20
 
 def watch(holds: dict[str, list[float]]) -> None:
     """Wrap AsyncLedger's hooks so that each hold's wall time (ms) lands in
-    ``holds["switch"]`` and ``holds["naming"]``."""
+    ``holds["switch"]`` and ``holds["naming"]``, and the naming's hold of
+    the ledger's lock (``compaction._name``) in ``holds["naming lock"]``."""
     began: dict[str, float] = {}
     soon, let_through = AsyncLedger._compact_soon, AsyncLedger._let_through
     naming, compact = AsyncLedger._hold_for_naming, AsyncLedger._compact
@@ -68,6 +70,15 @@ def watch(holds: dict[str, list[float]]) -> None:
             if "naming" in began:
                 holds["naming"].append((time.perf_counter() - began.pop("naming")) * 1000)
 
+    def timed_name(*args: Any, **kwargs: Any) -> Any:
+        began_name = time.perf_counter()
+        try:
+            return name_under_lock(*args, **kwargs)
+        finally:
+            holds["naming lock"].append((time.perf_counter() - began_name) * 1000)
+
+    name_under_lock = compaction._name
+    compaction._name = timed_name
     AsyncLedger._compact_soon = timed_soon  # type: ignore[method-assign]
     AsyncLedger._let_through = timed_let_through  # type: ignore[method-assign]
     AsyncLedger._hold_for_naming = timed_naming  # type: ignore[method-assign]
@@ -83,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    holds: dict[str, list[float]] = {"switch": [], "naming": []}
+    holds: dict[str, list[float]] = {"switch": [], "naming": [], "naming lock": []}
     held: dict[str, list[int]] = {"always": [], "everysec": []}
     watch(holds)
     data = stream(args.events, args.players, 1)
