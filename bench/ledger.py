@@ -377,6 +377,37 @@ SETTINGS = {
 }
 
 
+class LagTimer:
+    """The event loop's lag: a task sleeping :data:`TICK_S` again and again
+    records how late each wake-up is (seconds) in :attr:`lags`.  Shared by
+    the lag rounds here, ``bench/replay_compaction.py`` and
+    ``bench/loop_stalls.py``; ``start()`` on the running loop, ``await
+    stop()`` to end it."""
+
+    #: The timer's period: one tick a millisecond.
+    TICK_S = 0.001
+
+    def __init__(self) -> None:
+        self.lags: list[float] = []
+        self._running = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._running = True
+        self._task = asyncio.create_task(self._tick())
+
+    async def _tick(self) -> None:
+        while self._running:
+            before = time.perf_counter()
+            await asyncio.sleep(self.TICK_S)
+            self.lags.append(time.perf_counter() - before - self.TICK_S)
+
+    async def stop(self) -> None:
+        self._running = False
+        if self._task is not None:
+            await self._task
+
+
 def _run_queue_s() -> float | None:
     """Seconds this thread has waited, runnable, for a CPU (Linux schedstat):
     the machine's share of the loop's lag, not ours."""
@@ -461,15 +492,7 @@ async def run_open_loop(
             aledger._after_compaction = held_back  # type: ignore[method-assign]
         if steps is not None and aledger is not None:
             watch_ledger(steps, aledger)
-        lags: list[float] = []
-        running = True
-
-        async def ticker() -> None:
-            while running:
-                before = time.perf_counter()
-                await asyncio.sleep(0.001)
-                lags.append(time.perf_counter() - before - 0.001)
-
+        timer = LagTimer()
         pending: set[asyncio.Task[Any]] = set()
         gc.collect()
         freeze, short_switch = SETTINGS[setting]
@@ -477,9 +500,10 @@ async def run_open_loop(
             gc.freeze()
         if short_switch:
             sys.setswitchinterval(ADVISED_SWITCH_S)
-        tick = asyncio.create_task(ticker())
+        timer.start()
         await asyncio.sleep(0.01)  # (no tick measured spans the collection above: it did)
         gc.callbacks.append(collector)
+        lags = timer.lags
         lags.clear()
         start = time.perf_counter()
         cpu, queued = time.thread_time(), _run_queue_s()
@@ -503,8 +527,7 @@ async def run_open_loop(
         if steps is not None:
             steps.stop()
         queued = None if after is None or queued is None else after - queued
-        running = False
-        await tick
+        await timer.stop()
         gc.callbacks.remove(collector)
         fsyncs = 0
         if aledger is not None:
@@ -546,29 +569,20 @@ async def run_async(
     try:
         aledger = await AsyncLedger.open(directory, fsync=policy, compact_min_bytes=None)
         add_four(aledger.ledger)
-        lag = 0.0
-        running = True
-
-        async def ticker() -> None:
-            nonlocal lag
-            while running:
-                before = time.perf_counter()
-                await asyncio.sleep(0.001)
-                lag = max(lag, time.perf_counter() - before - 0.001)
+        timer = LagTimer()
 
         async def task(k: int) -> None:
             for member, delta, _ in data[k::tasks]:
                 await aledger.arecord(member, delta, ranks=False)
 
-        tick = asyncio.create_task(ticker())
+        timer.start()
         start = time.perf_counter()
         await asyncio.gather(*(task(k) for k in range(tasks)))
         elapsed = time.perf_counter() - start
-        running = False
-        await tick
+        await timer.stop()
         fsyncs = aledger.fsyncs
         await aledger.aclose()
-        return elapsed, lag, fsyncs
+        return elapsed, max(timer.lags, default=0.0), fsyncs
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

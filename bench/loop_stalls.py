@@ -84,16 +84,10 @@ async def main():
                 gc.collect()
                 aledger = await AsyncLedger.open(directory, fsync="always", compact_min_bytes=None)
         gc.collect()
-        lags, running = [], True
-
-        async def ticker():
-            while running:
-                before = time.perf_counter()
-                await asyncio.sleep(0.001)
-                lags.append(time.perf_counter() - before - 0.001)
-
-        tick = asyncio.create_task(ticker())
+        timer = bench.LagTimer()
+        timer.start()
         await asyncio.sleep(0.05)
+        lags = timer.lags
         lags.clear()
         for k in range(300):  # ~1 s of events, 2 ms apart
             if aledger is not None:
@@ -105,8 +99,7 @@ async def main():
                     assert len(weekly.top(10, period=weekly.periods()[0])) == 10
             await asyncio.sleep(0.002)
         await asyncio.sleep(0.3)  # (what a worker thread still does)
-        running = False
-        await tick
+        await timer.stop()
         if aledger is not None:
             await aledger.aclose()
         print(max(lags) * 1000)

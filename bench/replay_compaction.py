@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ledger import T0_MS, add_four  # (bench/ledger.py, beside this file)
+from ledger import T0_MS, LagTimer, add_four  # (bench/ledger.py, beside this file)
 
 from rankengine.ledger.aio import AsyncLedger
 
@@ -53,16 +53,8 @@ async def one_run(players: int, mode: str, rate: float, seconds: float) -> dict[
             await wait()
 
         aledger._after_compaction = counted  # type: ignore[method-assign]
-        lags: list[float] = []
-        running = True
-
-        async def ticker() -> None:
-            while running:
-                before = time.perf_counter()
-                await asyncio.sleep(0.001)
-                lags.append(time.perf_counter() - before - 0.001)
-
-        tick = asyncio.create_task(ticker())
+        timer = LagTimer()
+        timer.start()
         pending: set[asyncio.Task[Any]] = set()
         start, sent, total = time.perf_counter(), 0, int(rate * seconds)
         while sent < total or aledger._compaction is not None:
@@ -76,8 +68,7 @@ async def one_run(players: int, mode: str, rate: float, seconds: float) -> dict[
                 sent += 1
             await asyncio.sleep(0.001)
         await asyncio.gather(*pending)
-        running = False
-        await tick
+        await timer.stop()
         report = ledger.last_compaction
         await aledger.aclose()
         return {
@@ -86,7 +77,7 @@ async def one_run(players: int, mode: str, rate: float, seconds: float) -> dict[
             "wall_ms": 0.0 if report is None else report.wall_s * 1000,
             "child_cpu_s": 0.0 if report is None else report.child_cpu_s,
             "child_mb": 0.0 if report is None else report.child_maxrss_kb / 1024,
-            "lag_max_ms": max(lags) * 1000,
+            "lag_max_ms": max(timer.lags) * 1000,
         }
     finally:
         shutil.rmtree(directory, ignore_errors=True)
